@@ -1,0 +1,234 @@
+"""``course.toml``, loaded once into frozen, typed configuration.
+
+Every table and key is declared below; anything else is an error that names the key, the file and
+the line, so that a typo such as ``exercise_timout_s`` never silently falls back to a default.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from grader.errors import ConfigError, UsageError
+
+COURSE_FILE = "course.toml"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Limits:
+    exercise_timeout_s: float
+    submission_timeout_s: float
+    memory_mb: int
+    output_mb: int
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+    title: str
+    module: str
+    notebook: str
+    points: tuple[tuple[str, float], ...]  # (exercise, points), in course order
+
+    @property
+    def exercises(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.points)
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(p for _, p in self.points))
+
+    @property
+    def module_name(self) -> str:
+        return Path(self.module).stem
+
+    def points_for(self, exercise: str) -> float:
+        return dict(self.points)[exercise]
+
+
+@dataclass(frozen=True)
+class Course:
+    root: Path
+    id: str
+    title: str
+    limits: Limits
+    tolerances: tuple[tuple[str, Tolerance], ...]
+    assignments: tuple[Assignment, ...]
+
+    def assignment(self, assignment_id: str) -> Assignment:
+        for assignment in self.assignments:
+            if assignment.id == assignment_id:
+                return assignment
+        known = ", ".join(a.id for a in self.assignments)
+        raise UsageError(f"unknown assignment {assignment_id!r} (the course has: {known})")
+
+    def select(self, assignment_ids) -> tuple[Assignment, ...]:
+        """The named assignments, or all of them when none is named."""
+        return tuple(self.assignment(a) for a in assignment_ids) if assignment_ids else self.assignments
+
+    def tolerance(self, dtype_name: str) -> Tolerance:
+        return dict(self.tolerances).get(dtype_name, dict(self.tolerances)["float32"])
+
+    @property
+    def max_score(self) -> float:
+        return sum(a.max_score for a in self.assignments)
+
+
+# --- the schema -----------------------------------------------------------------------------------
+_NUMBER = (int, float)
+_TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
+_COURSE_KEYS = {"id": str, "title": str}
+_LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
+_TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
+_ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "points": dict}
+_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def find_course_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the working directory) with a course.toml."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / COURSE_FILE).is_file():
+            return folder
+    raise ConfigError(f"no {COURSE_FILE} found in {here} or any folder above it (use --course DIR)")
+
+
+def load_course(root: Path) -> Course:
+    """Read ``root/course.toml`` into a :class:`Course`; raise ConfigError naming the key and line."""
+    path = Path(root) / COURSE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return _Parser(path, text).course(data)
+
+
+class _Parser:
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines = text.splitlines()
+
+    # errors name the file, the line and the dotted key
+    def fail(self, key: str, problem: str, index: int | None = None):
+        line = self.line_of(key, index)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        raise ConfigError(f"{where}: {key}: {problem}")
+
+    def line_of(self, key: str, index: int | None) -> int | None:
+        """1-based line where the dotted ``key`` is set (index: which [[assignments]] it belongs to)."""
+        *table_parts, leaf = key.split(".")
+        table = ".".join(part for part in table_parts if not part.isdigit())
+        header, seen, candidate = "", -1, None
+        for number, line in enumerate(self.lines, start=1):
+            match = re.match(r"\s*(\[\[?)\s*([\w.\-\"]+)\s*\]\]?", line)
+            if match:
+                header = match.group(2).replace('"', "")
+                if match.group(1) == "[[":
+                    seen += 1
+                if header == key.replace(f".{index}", "") and (index is None or seen == index):
+                    candidate = candidate or number  # a table that is itself the key
+                continue
+            if header == table and (index is None or seen == index):
+                if re.match(rf"\s*\"?{re.escape(leaf)}\"?\s*=", line):
+                    return number
+        return candidate
+
+    def table(self, value: Any, key: str, allowed: Mapping[str, Any], index: int | None = None) -> dict:
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a table, not {_kind(value)}", index)
+        for name, item in value.items():
+            dotted = f"{key}.{name}"
+            if name not in allowed:
+                self.fail(dotted, f"unknown key (expected one of: {', '.join(allowed)})", index)
+            expected = allowed[name]
+            if not isinstance(item, expected) or isinstance(item, bool):
+                self.fail(dotted, f"must be {_describe(expected)}, not {_kind(item)}", index)
+        missing = [name for name in allowed if name not in value]
+        if missing:
+            self.fail(key, f"missing key {missing[0]!r}", index)
+        return value
+
+    def course(self, data: dict) -> Course:
+        for name in data:
+            if name not in _TOP_KEYS:
+                self.fail(name, f"unknown table (expected one of: {', '.join(sorted(_TOP_KEYS))})")
+        for name in _TOP_KEYS:
+            if name not in data:
+                self.fail(name, "missing table")
+        course = self.table(data["course"], "course", _COURSE_KEYS)
+        limits = self.table(data["limits"], "limits", _LIMIT_KEYS)
+        tolerances = self.tolerances(data["tolerances"])
+        assignments = data["assignments"]
+        if not isinstance(assignments, list) or not assignments:
+            self.fail("assignments", "must be one or more [[assignments]] tables")
+        parsed = tuple(self.assignment(item, i) for i, item in enumerate(assignments))
+        ids = [a.id for a in parsed]
+        for i, assignment_id in enumerate(ids):
+            if ids.index(assignment_id) != i:
+                self.fail(f"assignments.{i}.id", f"duplicate assignment id {assignment_id!r}", i)
+        return Course(
+            root=self.path.parent.resolve(),
+            id=course["id"],
+            title=course["title"],
+            limits=Limits(
+                exercise_timeout_s=float(limits["exercise_timeout_s"]),
+                submission_timeout_s=float(limits["submission_timeout_s"]),
+                memory_mb=limits["memory_mb"],
+                output_mb=limits["output_mb"],
+            ),
+            tolerances=tolerances,
+            assignments=parsed,
+        )
+
+    def tolerances(self, value: Any) -> tuple[tuple[str, Tolerance], ...]:
+        table = self.table(value, "tolerances", {dtype: dict for dtype in _DTYPES})
+        result = []
+        for dtype in _DTYPES:
+            entry = self.table(table[dtype], f"tolerances.{dtype}", _TOLERANCE_KEYS)
+            result.append((dtype, Tolerance(rtol=float(entry["rtol"]), atol=float(entry["atol"]))))
+        return tuple(result)
+
+    def assignment(self, value: Any, index: int) -> Assignment:
+        key = f"assignments.{index}"
+        entry = self.table(value, key, _ASSIGNMENT_KEYS, index)
+        points = []
+        for exercise, amount in entry["points"].items():
+            if not isinstance(amount, _NUMBER) or isinstance(amount, bool) or amount <= 0:
+                self.fail(f"{key}.points.{exercise}", f"must be a positive number, not {amount!r}", index)
+            points.append((exercise, float(amount)))
+        if not points:
+            self.fail(f"{key}.points", "lists no exercise", index)
+        for name in ("module", "notebook"):
+            suffix = ".py" if name == "module" else ".ipynb"
+            if not entry[name].endswith(suffix) or "/" in entry[name]:
+                self.fail(f"{key}.{name}", f"must be a file name ending in {suffix}", index)
+        return Assignment(
+            id=entry["id"], title=entry["title"], module=entry["module"], notebook=entry["notebook"], points=tuple(points)
+        )
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", str: "a string", int: "an integer", float: "a number", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _describe(expected) -> str:
+    if expected == _NUMBER:
+        return "a number"
+    return _kind(expected())

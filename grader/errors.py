@@ -1,0 +1,23 @@
+"""The grader's exceptions. The CLI turns each into one line on stderr and its exit code."""
+
+
+class GraderError(Exception):
+    """A problem the user can fix; ``str(error)`` is the whole message."""
+
+    exit_code = 2
+
+
+class ConfigError(GraderError):
+    """``course.toml`` is missing, unreadable, or holds an unknown key or a wrong type."""
+
+
+class SubmissionError(GraderError):
+    """The submission path does not exist or is not something we can grade."""
+
+
+class DeviceError(GraderError):
+    """The requested device is not available (``--device cuda`` without a GPU)."""
+
+
+class UsageError(GraderError):
+    """Options that do not fit together, or an assignment or exercise name we do not know."""
