@@ -1,0 +1,74 @@
+"""The library's entry points, one per ``grade`` verb. Keyword-only; the CLI only parses options."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grader.config import Course, find_course_root, load_course
+from grader.errors import UsageError
+
+
+def open_course(course_dir: Path | None) -> Course:
+    return load_course(course_dir if course_dir else find_course_root())
+
+
+def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path | None, fmt: str,
+          output: Path | None, device: str, seed: int | None, colour: bool) -> int:
+    """Grade one submission; write the report; 0 for full marks, 1 otherwise."""
+    from grader.report import render
+    from grader.runner import Grader
+    from grader.submission import resolve_submission
+
+    found = resolve_submission(submission or course.root / "assignments", course)
+    if assignment_ids:
+        chosen = course.select(assignment_ids)
+    else:  # what the submission holds; a whole course when it holds a folder per assignment
+        chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
+    grader = Grader(course, device=device)
+    try:
+        result = grader.grade(found, chosen, seed=seed)
+    finally:
+        grader.close()
+    text = render(result, fmt, colour=colour and output is None)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        if fmt != "table":  # a person still sees the score
+            print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0 if result.full_marks else 1
+
+
+def list_course(*, course: Course) -> str:
+    lines = [f"{course.title} ({course.id}): {len(course.assignments)} assignments, {course.max_score:g} points"]
+    for assignment in course.assignments:
+        lines.append(f"\n{assignment.id}  {assignment.title}  [{assignment.module}, {assignment.notebook}]  "
+                     f"{assignment.max_score:g} points")
+        for name, points in assignment.points:
+            lines.append(f"  {name:<32}{points:>5g}")
+    return "\n".join(lines) + "\n"
+
+
+def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool) -> int:
+    """Regenerate (or with ``check_only``, verify) the stubs in assignments/. 1 when stale."""
+    from grader.release import release_modules
+
+    stale = release_modules(course, course.select(assignment_ids), check=check_only)
+    for item in stale:
+        print(f"stale: {item.path.relative_to(course.root)}: {item.reason}", file=sys.stderr)
+    if check_only and stale:
+        print("run `grade release` to regenerate assignments/ from solutions/", file=sys.stderr)
+    return 1 if stale else 0
+
+
+def parse_seed(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        seed = int(value)
+    except ValueError:
+        raise UsageError(f"--seed must be a whole number, not {value!r}") from None
+    if seed < 0:
+        raise UsageError("--seed must not be negative")
+    return seed

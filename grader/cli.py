@@ -1,0 +1,73 @@
+"""The ``grade`` command: options only; every verb calls one function of :mod:`grader.api`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader import __version__
+from grader.errors import GraderError
+
+FORMATS = ("table", "json", "gradescope", "junit", "markdown")  # grader.report.FORMATS, without importing it
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except GraderError as error:  # the user's mistake: one line, no traceback
+            click.echo(f"grade: error: {error}", err=True)
+            sys.exit(error.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="grade")
+@click.option("--course", "course_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="The course folder (with course.toml). Default: found from the current folder upwards.")
+@click.pass_context
+def cli(ctx, course_dir):
+    """Grade attention-mechanism exercises in PyTorch against the reference, with feedback."""
+    ctx.obj = course_dir
+
+
+@cli.command()
+@click.argument("assignments", nargs=-1)
+@click.option("--submission", type=click.Path(path_type=Path),
+              help="A folder like assignments/, one assignment folder, a .py module or a .ipynb notebook.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here.")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
+@click.option("--seed", help="Reproduce a run: the seed its report names.")
+@click.pass_obj
+def check(course_dir, assignments, submission, fmt, output, device, seed):
+    """Grade one submission (default: assignments/). Exit 0 for full marks, 1 otherwise."""
+    from grader import api
+
+    course = api.open_course(course_dir)
+    sys.exit(api.check(course=course, assignment_ids=assignments, submission=submission, fmt=fmt, output=output,
+                       device=device, seed=api.parse_seed(seed), colour=sys.stdout.isatty()))
+
+
+@cli.command("list")
+@click.pass_obj
+def list_(course_dir):
+    """The assignments, their exercises and points."""
+    from grader import api
+
+    click.echo(api.list_course(course=api.open_course(course_dir)), nl=False)
+
+
+@cli.command()
+@click.argument("assignments", nargs=-1)
+@click.option("--check", "check_only", is_flag=True, help="Fail if assignments/ is stale instead of writing it.")
+@click.pass_obj
+def release(course_dir, assignments, check_only):
+    """Regenerate the student stubs in assignments/ from solutions/."""
+    from grader import api
+
+    sys.exit(api.release(course=api.open_course(course_dir), assignment_ids=assignments, check_only=check_only))
+
+
+def main():
+    cli(prog_name="grade")

@@ -1,0 +1,477 @@
+"""What the grading suites are written against: the ``grade`` fixture and the scoring plugin.
+
+A suite is a pytest module whose tests are marked with the exercise they grade::
+
+    @pytest.mark.exercise("softmax", forbidden=SOFTMAX_OPS)
+    def test_softmax_random(grade):
+        grade.same("softmax", grade.randn(3, 5) * 4, dim=0, grad=True)
+
+``grade.same`` runs the reference here and the student's code in its worker on the same inputs, then
+checks the output (shape, dtype, device, values), the gradients, and that the inputs are unchanged.
+A failed check raises :class:`CheckFailed`; a problem in the student's code raises
+:class:`StudentFault`. The plugin turns each test's end into a :class:`~grader.results.CheckOutcome`.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from grader.compare import difference, shape_str
+from grader.config import Assignment, Course
+from grader.results import CheckOutcome
+from grader.sandbox import WorkerFault, Zygote
+from grader.worker import HandleRef, WorkerSpec
+
+
+class CheckFailed(AssertionError):
+    """The student's code ran but gave a wrong answer."""
+
+    def __init__(self, message: str, misconceptions: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.misconceptions = misconceptions
+
+
+class StudentFault(Exception):
+    """The student's code raised, timed out, crashed or used a forbidden operation."""
+
+    def __init__(self, kind: str, message: str, exception: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.exception = exception  # the type name of what the student's code raised, if it raised
+
+
+@dataclass
+class Reply:
+    out: object
+    ops: int = 0
+    max_numel: int = 0
+    device: str | None = None
+    mutated: tuple[int, ...] = ()
+    grads: list | None = None
+    param_grads: dict | None = None
+    op_names: dict = field(default_factory=dict)
+
+
+def decode(value):
+    """The inverse of the worker's ``_plain``: sequences back to tuples."""
+    if isinstance(value, dict):
+        if "__sequence__" in value:
+            return tuple(decode(v) for v in value["__sequence__"])
+        if "__dtype__" in value:
+            return value["__dtype__"]
+        if "__unsupported__" in value:
+            return _Unsupported(value["__unsupported__"])
+    return value
+
+
+@dataclass(frozen=True)
+class _Unsupported:
+    type_name: str
+
+    def __repr__(self):
+        return f"a {self.type_name}"
+
+
+# --- the student's side ----------------------------------------------------------------------------
+class Student:
+    """The grader's handle on one assignment of the submission, served by a worker."""
+
+    def __init__(self, session: "GradingSession", assignment: Assignment):
+        self.session = session
+        self.assignment = assignment
+        self.worker = None
+
+    def _worker(self):
+        if self.worker is None or not self.worker.alive:
+            source = self.session.copy.sources.get(self.assignment.id)
+            if source is None:
+                raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
+                                                      f"found in the submission")
+            spec = self.session.worker_spec(self.assignment, source)
+            try:
+                self.worker = self.session.zygote.spawn(spec, timeout=self.session.timeout())
+            except WorkerFault as fault:
+                raise StudentFault(fault.kind, "while importing your module: " + fault.message) from None
+        if self.worker.import_error:
+            error = self.worker.import_error
+            kind = "not_implemented" if error.get("kind") == "not_implemented" else "error"
+            raise StudentFault(kind, "importing your module failed:\n" + error.get("message", ""))
+        return self.worker
+
+    def request(self, payload: dict) -> dict:
+        try:
+            reply = self._worker().request(payload, timeout=self.session.timeout())
+        except WorkerFault as fault:
+            raise StudentFault(fault.kind, fault.message) from None
+        if not reply.get("ok"):
+            raise StudentFault(reply.get("kind", "error"), str(reply.get("message", "your code failed")),
+                               reply.get("exception"))
+        return reply
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.kill()
+
+
+# --- what a suite's test receives --------------------------------------------------------------------
+class Grade:
+    """The ``grade`` fixture: inputs from this check's seed, the reference, the student, the checks."""
+
+    def __init__(self, session: "GradingSession", student: Student, reference, nodeid: str, marker):
+        import torch
+
+        self.session = session
+        self.student = student
+        self.ref = reference
+        self.device = session.device
+        self.seed = int.from_bytes(hashlib.sha256(f"{session.seed}:{nodeid}".encode()).digest()[:4], "little")
+        self.generator = torch.Generator().manual_seed(self.seed)
+        self.forbidden = tuple(marker.kwargs.get("forbidden", ()))
+
+    # inputs ------------------------------------------------------------------------------------------
+    def randn(self, *shape, dtype=None, scale=1.0):
+        import torch
+
+        return torch.randn(*shape, generator=self.generator, dtype=dtype or torch.float32) * scale
+
+    def rand(self, *shape, dtype=None):
+        import torch
+
+        return torch.rand(*shape, generator=self.generator, dtype=dtype or torch.float32)
+
+    def randint(self, low, high, shape):
+        import torch
+
+        return torch.randint(low, high, shape, generator=self.generator)
+
+    def tolerance(self, tensor):
+        import torch
+
+        name = str(tensor.dtype).replace("torch.", "") if isinstance(tensor, torch.Tensor) else "float32"
+        return self.session.course.tolerance(name)
+
+    # calls -------------------------------------------------------------------------------------------
+    def call(self, target, *args, grad_out=None, seed=None, **kwargs) -> Reply:
+        """Run the student's ``target`` (a name or a module handle) in the worker; no comparison."""
+        reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
+                                      "grad_out": grad_out, "seed": seed, "forbidden": self.forbidden})
+        return Reply(out=decode(reply["out"]), ops=reply["ops"], max_numel=reply["max_numel"],
+                     device=reply.get("out_device"), mutated=tuple(reply["mutated"]),
+                     grads=[decode(g) for g in reply["grads"]] if "grads" in reply else None,
+                     param_grads=reply.get("param_grads"), op_names=reply.get("op_names", {}))
+
+    def same(self, name, *args, grad=False, **kwargs):
+        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included."""
+        expected, grad_out, ref_grads = self._reference(getattr(self.ref, name), args, kwargs, grad)
+        reply = self.call(name, *args, grad_out=grad_out, **kwargs)
+        self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
+        if grad:
+            self._expect_grads(reply.grads, ref_grads, name)
+        return reply.out
+
+    def _reference(self, fn, args, kwargs, grad, seed=None):
+        import torch
+
+        args = _on(self.device, _cloned(args), grad)
+        kwargs = _on(self.device, _cloned(kwargs), grad)
+        if seed is not None:
+            torch.manual_seed(seed)
+        with torch.enable_grad():
+            out = fn(*args, **kwargs)
+        if not grad or not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return _detached(out), None, None
+        grad_out = torch.randn(out.shape, generator=self.generator, dtype=out.dtype)
+        out.backward(grad_out.to(out.device))
+        leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor)]
+        return _detached(out), grad_out, [_detached(a.grad) if a.grad is not None else None for a in leaves]
+
+    def expect(self, reply: Reply, expected, what: str):
+        """Outputs match, live on the right device, and the inputs were left alone."""
+        import torch
+
+        if reply.mutated:
+            raise CheckFailed(f"{what} modified its input in place (argument {reply.mutated[0] + 1}); "
+                              "compute a new tensor instead", ("input-mutated",))
+        out = reply.out
+        if isinstance(out, torch.Tensor) and isinstance(expected, torch.Tensor) and out.dtype != expected.dtype:
+            raise CheckFailed(f"{what}: the output has dtype {out.dtype}, expected {expected.dtype} "
+                              "(outputs keep the input's dtype)", ("wrong-dtype",))
+        problem = difference(out, expected, self.tolerance(expected), "the output")
+        if problem:
+            raise CheckFailed(f"{what}: {problem}")
+        if isinstance(expected, torch.Tensor) and reply.device and reply.device != str(expected.device):
+            raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
+                              "(outputs stay on the input's device)", ("wrong-device",))
+
+    def _expect_grads(self, got, expected, name):
+        if got is None:
+            raise CheckFailed(f"{name}: no gradient flows from the output back to the inputs "
+                              "(was something detached, or computed outside autograd?)")
+        for index, (g, e) in enumerate(zip(got, expected)):
+            if e is None:
+                continue
+            problem = difference(g, e, self.tolerance(e), f"the gradient for argument {index + 1}")
+            if problem:
+                raise CheckFailed(f"{name}: {problem}")
+
+    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
+        """``actual`` matches ``expected`` within the tolerance of its dtype."""
+        problem = difference(actual, expected, self.tolerance(expected), "the output")
+        if problem:
+            raise CheckFailed(f"{what}: {problem}", misconceptions)
+
+    def expect_not_growing(self, name, short_ops: int, long_ops: int):
+        """A vectorised exercise makes as many torch operations for a long sequence as for a short one."""
+        if long_ops > short_ops:
+            raise CheckFailed(f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a "
+                              "longer one: it loops over tokens in Python; use matrix products instead",
+                              ("not-vectorised",))
+
+    def raises(self, exception_names, name, *args, new=False, **kwargs):
+        """The student's ``name(...)`` (with ``new``: constructing the class ``name``) must raise one of
+        ``exception_names``, e.g. ``("ValueError",)``."""
+        try:
+            self.student.request({"op": "new" if new else "call", "target": name, "name": name, "args": args,
+                                  "kwargs": kwargs, "forbidden": self.forbidden})
+        except StudentFault as fault:
+            if fault.kind == "error" and fault.exception in exception_names:
+                return
+            if fault.kind != "error":
+                raise
+            raise CheckFailed(f"{name}{_signature(args, kwargs)} should raise {' or '.join(exception_names)}, "
+                              f"but raised {fault.exception}") from None
+        raise CheckFailed(f"{name}{_signature(args, kwargs)} should raise {' or '.join(exception_names)}, "
+                          "but returned normally")
+
+    def module(self, name, *args, dtype=None, **kwargs) -> "ModulePair":
+        """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``."""
+        return ModulePair(self, name, args, kwargs, dtype)
+
+
+class ModulePair:
+    """The reference's and the student's instance of one class, with the reference's weights in both."""
+
+    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None):
+        import torch
+
+        self.grade, self.name = grade, name
+        torch.manual_seed(grade.seed)
+        self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
+        reply = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs, "dtype": dtype})
+        self.handle = HandleRef(reply["handle"])
+        self.what = f"{name}{_signature(args, kwargs)}"
+        self.state = grade.student.request({"op": "state", "handle": self.handle.id})
+        self._load_reference_weights()
+
+    def _load_reference_weights(self):
+        theirs = {n: p.shape for n, p in self.state["params"].items()}
+        ours = dict(self.ref.named_parameters())
+        missing = [n for n in ours if n not in theirs]
+        extra = [n for n in theirs if n not in ours]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append("missing " + ", ".join(missing))
+            if extra:
+                parts.append("unexpected " + ", ".join(extra))
+            raise CheckFailed(f"{self.what}: the parameters are not named as the lesson asks: {'; '.join(parts)}")
+        for n, p in ours.items():
+            if tuple(theirs[n]) != tuple(p.shape):
+                raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
+                                  f"expected {shape_str(p.shape)}")
+        self.grade.student.request({"op": "load", "handle": self.handle.id,
+                                    "params": {n: p.detach().cpu() for n, p in ours.items()}})
+
+    def student_parameters(self) -> dict:
+        return self.grade.student.request({"op": "state", "handle": self.handle.id})["params"]
+
+    def expect_same_parameters(self, what: str):
+        """The student's instance holds the same parameter values as the reference's."""
+        theirs = self.student_parameters()
+        for n, p in self.ref.named_parameters():
+            problem = difference(theirs.get(n), p.detach(), self.grade.tolerance(p), f"parameter {n}")
+            if problem:
+                raise CheckFailed(f"{what}: {problem}")
+
+    def train(self, mode: bool = True):
+        self.ref.train(mode)
+        self.grade.student.request({"op": "mode", "handle": self.handle.id, "train": mode})
+        return self
+
+    def call(self, *args, seed=None, grad_out=None) -> Reply:
+        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out)
+
+    def same(self, *args, grad=False, seed=None):
+        """forward(*args) matches the reference's (same dropout under the same seed), gradients too."""
+        expected, grad_out, ref_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
+        reply = self.call(*args, seed=seed, grad_out=grad_out)
+        self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
+        if grad:
+            self.grade._expect_grads(reply.grads, ref_grads, f"{self.what} forward")
+            for n, p in self.ref.named_parameters():
+                got = (reply.param_grads or {}).get(n)
+                if p.grad is None:
+                    continue
+                problem = difference(got, _detached(p.grad), self.grade.tolerance(p.grad), f"the gradient of {n}")
+                if problem:
+                    raise CheckFailed(f"{self.what}: {problem}")
+            self.ref.zero_grad(set_to_none=True)
+        return reply.out
+
+
+def _signature(args, kwargs) -> str:
+    import torch
+
+    def show(v):
+        if isinstance(v, torch.Tensor):
+            strided = "" if v.is_contiguous() else ", non-contiguous"
+            return f"<{shape_str(v.shape)} {str(v.dtype).replace('torch.', '')}{strided}>"
+        if isinstance(v, HandleRef):
+            return "<module>"
+        return repr(v)
+
+    parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _flat(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flat(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _flat(item)
+    else:
+        yield value
+
+
+def _cloned(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()  # keeps the strides of a non-contiguous input
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cloned(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
+    return value
+
+
+def _on(device, value, grad):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        moved = value.to(device)
+        return moved.requires_grad_(True) if grad and moved.is_floating_point() else moved
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on(device, v, grad) for v in value)
+    if isinstance(value, dict):
+        return {k: _on(device, v, grad) for k, v in value.items()}
+    return value
+
+
+def _detached(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)):
+        return tuple(_detached(v) for v in value)
+    return value
+
+
+# --- the session and the plugin ----------------------------------------------------------------------
+class GradingSession:
+    """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
+
+    def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
+                 references: dict, blocked: tuple[str, ...]):
+        self.course, self.copy, self.zygote = course, copy, zygote
+        self.seed, self.device = seed, device
+        self.references = references
+        self.blocked = blocked
+        self.assignments = {a.id: a for a in assignments}
+        self.students: dict[str, Student] = {}
+        self.deadline = time.monotonic() + course.limits.submission_timeout_s
+
+    def timeout(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StudentFault("timeout", f"grading this submission took longer than "
+                                          f"{self.course.limits.submission_timeout_s:g} s in all")
+        return min(self.course.limits.exercise_timeout_s, left)
+
+    def worker_spec(self, assignment: Assignment, source) -> WorkerSpec:
+        return WorkerSpec(
+            module_name=assignment.module_name, source=str(source), search_path=self.copy.folders,
+            workdir=str(source.parent), student_root=str(self.copy.root),
+            display_map=tuple(self.copy.display.items()),
+            device=self.device, memory_bytes=self.course.limits.memory_mb << 20,
+            reply_limit=self.course.limits.output_mb << 20,
+        )
+
+    def student(self, assignment_id: str) -> Student:
+        if assignment_id not in self.students:
+            self.students[assignment_id] = Student(self, self.assignments[assignment_id])
+        return self.students[assignment_id]
+
+    def close(self):
+        for student in self.students.values():
+            student.close()
+
+
+class GradingPlugin:
+    """Gives suites their ``grade`` fixture and records how each check ended."""
+
+    def __init__(self, session: GradingSession):
+        self.session = session
+        self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
+        config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
+
+    @pytest.fixture
+    def grade(self, request):
+        assignment = request.node.get_closest_marker("assignment")
+        marker = request.node.get_closest_marker("exercise")
+        if assignment is None or marker is None:
+            raise RuntimeError(f"{request.node.nodeid}: a check needs the assignment and exercise markers")
+        assignment_id = assignment.args[0]
+        return Grade(self.session, self.session.student(assignment_id), self.session.references[assignment_id],
+                     request.node.nodeid, marker)
+
+    def pytest_collection_modifyitems(self, items):
+        items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
+                    self.session.assignments]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and report.failed):
+            self.outcomes.append(self._outcome(item, call))
+
+    def _outcome(self, item, call) -> tuple[str, str, CheckOutcome]:
+        marker = item.get_closest_marker("exercise")
+        assignment = item.get_closest_marker("assignment").args[0]
+        name = getattr(item, "originalname", item.name).removeprefix("test_")
+        weight = float(marker.kwargs.get("weight", 1))
+        error = call.excinfo.value if call.excinfo else None
+        if error is None:
+            check = CheckOutcome(name, weight, "passed")
+        elif isinstance(error, CheckFailed):
+            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions)
+        elif isinstance(error, StudentFault):
+            message = "not attempted yet" if error.kind == "not_implemented" else error.message
+            misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
+            check = CheckOutcome(name, weight, error.kind, message, misconceptions)
+        else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
+            check = CheckOutcome(name, weight, "error", "the grader could not run this check "
+                                 f"({type(error).__name__}); this is not your fault, please report it")
+        return assignment, marker.args[0], check

@@ -1,0 +1,134 @@
+"""Rendering a :class:`~grader.results.SubmissionResult` in each ``--format``.
+
+``table`` is for people (colour on a terminal), ``json`` is the course spec's schema, ``gradescope``
+is Gradescope's results.json, ``junit`` is read by GitLab and Jenkins, ``markdown`` suits
+``$GITHUB_STEP_SUMMARY``.
+"""
+from __future__ import annotations
+
+import io
+import json
+from xml.etree import ElementTree as ET
+
+from grader.results import SubmissionResult
+
+FORMATS = ("table", "json", "gradescope", "junit", "markdown")
+_MARK = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗", "not_implemented": "·", "forbidden": "⊘",
+         "crashed": "☠"}
+_COLOUR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "not_implemented": "dim",
+           "forbidden": "magenta", "crashed": "red"}
+_SHORT = {"not_implemented": "not attempted yet"}
+
+
+def render(result: SubmissionResult, fmt: str, *, colour: bool = False) -> str:
+    return {"table": _table, "json": _json, "gradescope": _gradescope, "junit": _junit,
+            "markdown": _markdown}[fmt](result) if fmt != "table" else _table(result, colour)
+
+
+def _points(value: float) -> str:
+    return f"{value:g}"
+
+
+def _table(result: SubmissionResult, colour: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=colour, no_color=not colour, width=100, highlight=False)
+    for assignment in result.assignments:
+        table = Table(title=f"{assignment.id}  {_points(assignment.score)}/{_points(assignment.max_score)}",
+                      title_justify="left", show_edge=False, box=None, pad_edge=False)
+        table.add_column("", width=1)
+        table.add_column("exercise", min_width=28)
+        table.add_column("points", justify="right")
+        table.add_column("status")
+        for exercise in assignment.exercises:
+            style = _COLOUR[exercise.status]
+            table.add_row(f"[{style}]{_MARK[exercise.status]}[/]", exercise.name,
+                          f"{_points(exercise.score)}/{_points(exercise.max_score)}",
+                          f"[{style}]{_SHORT.get(exercise.status, exercise.status)}[/]")
+        console.print(table)
+        for exercise in assignment.exercises:
+            if exercise.status in ("passed", "not_implemented"):
+                continue
+            tags = f" [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
+            console.print(f"[bold]{exercise.name}[/]{tags}", highlight=False)
+            console.print(_indent(exercise.feedback), markup=False, highlight=False)
+        console.print()
+    console.print(f"[bold]total {_points(result.score)}/{_points(result.max_score)}[/]   seed {result.seed}   "
+                  f"device {result.device}   {result.duration_s:.1f} s")
+    return buffer.getvalue()
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _json(result: SubmissionResult) -> str:
+    return json.dumps(result.to_json(), indent=2) + "\n"
+
+
+def _gradescope(result: SubmissionResult) -> str:
+    tests = []
+    for assignment in result.assignments:
+        for exercise in assignment.exercises:
+            tests.append({
+                "name": f"{assignment.id}: {exercise.name}",
+                "score": exercise.score,
+                "max_score": exercise.max_score,
+                "status": "passed" if exercise.status == "passed" else "failed",
+                "output": exercise.feedback,
+                "tags": exercise.misconceptions,
+                "visibility": "visible",
+            })
+    payload = {"score": result.score, "execution_time": max(1, round(result.duration_s)),
+               "output": f"seed {result.seed} on {result.device}; rerun with `grade check --seed {result.seed}`",
+               "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def _junit(result: SubmissionResult) -> str:
+    suites = ET.Element("testsuites", name=result.submission)
+    total = failures = errors = 0
+    for assignment in result.assignments:
+        suite = ET.SubElement(suites, "testsuite", name=assignment.id)
+        counts = {"tests": 0, "failures": 0, "errors": 0}
+        for exercise in assignment.exercises:
+            case = ET.SubElement(suite, "testcase", classname=assignment.id, name=exercise.name,
+                                 time=f"{result.duration_s / max(1, len(assignment.exercises)):.3f}")
+            counts["tests"] += 1
+            if exercise.status in ("failed", "not_implemented", "forbidden"):
+                counts["failures"] += 1
+                node = ET.SubElement(case, "failure", type=exercise.status,
+                                     message=f"{_points(exercise.score)}/{_points(exercise.max_score)} points")
+                node.text = exercise.feedback
+            elif exercise.status != "passed":
+                counts["errors"] += 1
+                node = ET.SubElement(case, "error", type=exercise.status, message=exercise.status)
+                node.text = exercise.feedback
+        suite.set("tests", str(counts["tests"]))
+        suite.set("failures", str(counts["failures"]))
+        suite.set("errors", str(counts["errors"]))
+        total, failures, errors = total + counts["tests"], failures + counts["failures"], errors + counts["errors"]
+    suites.set("tests", str(total))
+    suites.set("failures", str(failures))
+    suites.set("errors", str(errors))
+    suites.set("time", f"{result.duration_s:.3f}")
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _markdown(result: SubmissionResult) -> str:
+    lines = [f"## Attention course: {_points(result.score)} / {_points(result.max_score)} points", ""]
+    for assignment in result.assignments:
+        lines += [f"### {assignment.id}: {_points(assignment.score)} / {_points(assignment.max_score)}", "",
+                  "| | exercise | points | status | feedback |", "|---|---|---:|---|---|"]
+        for exercise in assignment.exercises:
+            feedback = "" if exercise.status == "passed" else exercise.feedback.splitlines()[0]
+            if exercise.misconceptions:
+                feedback = f"`{'`, `'.join(exercise.misconceptions)}` {feedback}"
+            feedback = feedback.replace("|", "\\|")
+            lines.append(f"| {_MARK[exercise.status]} | `{exercise.name}` | {_points(exercise.score)}/"
+                         f"{_points(exercise.max_score)} | {_SHORT.get(exercise.status, exercise.status)} | {feedback} |")
+        lines.append("")
+    lines.append(f"Seed {result.seed} on {result.device}: rerun with `grade check --seed {result.seed}`.")
+    return "\n".join(lines) + "\n"

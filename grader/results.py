@@ -1,0 +1,111 @@
+"""What a grading run produces, and its JSON form (the course spec's schema 1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed")
+# when an exercise's checks end differently, the one the student must fix first names its status
+_PRIORITY = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented")
+
+
+@dataclass
+class CheckOutcome:
+    name: str  # the check, as the student may see it (no hidden code)
+    weight: float
+    status: str
+    message: str = ""
+    misconceptions: tuple[str, ...] = ()
+
+
+@dataclass
+class ExerciseResult:
+    name: str
+    max_score: float
+    checks: list[CheckOutcome] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        total = sum(c.weight for c in self.checks)
+        if not total:
+            return 0.0
+        earned = sum(c.weight for c in self.checks if c.status == "passed")
+        return round(self.max_score * earned / total, 2)
+
+    @property
+    def status(self) -> str:
+        if not self.checks:
+            return "not_implemented"
+        kinds = {c.status for c in self.checks} - {"passed"}
+        if not kinds:
+            return "passed"
+        return next(k for k in _PRIORITY if k in kinds)
+
+    @property
+    def misconceptions(self) -> list[str]:
+        seen: list[str] = []
+        for check in self.checks:
+            seen += [m for m in check.misconceptions if m not in seen]
+        return seen
+
+    @property
+    def feedback(self) -> str:
+        status = self.status
+        if status == "passed":
+            return f"all {len(self.checks)} checks passed"
+        if status == "not_implemented":
+            first = next(c for c in self.checks if c.status == "not_implemented")
+            return first.message or "not attempted yet"
+        failing = [c for c in self.checks if c.status != "passed"]
+        first = next(c for c in failing if c.status == status)
+        more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
+        return f"{first.name}: {first.message}{more}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "score": self.score, "max_score": self.max_score, "status": self.status,
+                "misconceptions": self.misconceptions, "feedback": self.feedback,
+                "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks]}
+
+
+@dataclass
+class AssignmentResult:
+    id: str
+    title: str
+    exercises: list[ExerciseResult]
+
+    @property
+    def score(self) -> float:
+        return round(sum(e.score for e in self.exercises), 2)
+
+    @property
+    def max_score(self) -> float:
+        return sum(e.max_score for e in self.exercises)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "score": self.score, "max_score": self.max_score,
+                "exercises": [e.to_json() for e in self.exercises]}
+
+
+@dataclass
+class SubmissionResult:
+    submission: str
+    seed: int
+    device: str
+    duration_s: float
+    assignments: list[AssignmentResult]
+
+    @property
+    def score(self) -> float:
+        return round(sum(a.score for a in self.assignments), 2)
+
+    @property
+    def max_score(self) -> float:
+        return sum(a.max_score for a in self.assignments)
+
+    @property
+    def full_marks(self) -> bool:
+        return all(e.status == "passed" for a in self.assignments for e in a.exercises)
+
+    def to_json(self) -> dict:
+        return {"schema": 1, "submission": self.submission, "seed": self.seed, "device": self.device,
+                "score": self.score, "max_score": self.max_score, "duration_s": round(self.duration_s, 3),
+                "assignments": [a.to_json() for a in self.assignments]}

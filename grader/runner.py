@@ -1,0 +1,124 @@
+"""One grading run: a submission against the suites of the chosen assignments.
+
+Order matters for isolation: torch is imported and the zygote forked *before* the reference
+solutions and the suites are imported, so no worker ever has them in its memory.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+from grader.config import Assignment, Course
+from grader.errors import DeviceError, GraderError
+from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+from grader.submission import Submission, WorkingCopy
+
+
+def pick_device(requested: str) -> str:
+    """``auto`` takes CUDA when present; ``cuda`` without a GPU is a DeviceError."""
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # ask without initialising CUDA (fork-safe)
+    import torch
+
+    available = torch.cuda.is_available()
+    if requested == "cuda" and not available:
+        raise DeviceError("--device cuda: no CUDA device is available on this machine (use --device cpu or auto)")
+    if requested == "auto":
+        return "cuda" if available else "cpu"
+    return requested
+
+
+def suite_files(course: Course, assignments: tuple[Assignment, ...]) -> list[Path]:
+    files = []
+    for assignment in assignments:
+        path = course.root / "suites" / "hidden" / f"test_{assignment.id}.py"
+        if not path.is_file():
+            raise GraderError(f"no grading suite for {assignment.id}: expected {path}")
+        files.append(path)
+    return files
+
+
+def load_references(course: Course) -> dict:
+    """The reference modules, imported under their own names (MultiHeadAttentionWrapper imports
+    ``causal_attention``). Only ever called in the grading process, never in a worker."""
+    modules = {}
+    for assignment in course.assignments:
+        folder = course.root / "solutions" / assignment.id
+        if str(folder) not in sys.path:
+            sys.path.append(str(folder))
+    for assignment in course.assignments:
+        path = course.root / "solutions" / assignment.id / assignment.module
+        name = assignment.module_name
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+            modules[assignment.id] = sys.modules[name]
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        modules[assignment.id] = module
+    return modules
+
+
+def blocked_paths(course: Course) -> tuple[str, ...]:
+    """What a worker may not have on its sys.path: the course (solutions, suites) and this run's cwd."""
+    return (str(course.root), str(course.root / "solutions"), str(course.root / "suites"))
+
+
+class Grader:
+    """Grades submissions one after another, sharing one zygote (start it before anything else)."""
+
+    def __init__(self, course: Course, *, device: str = "auto"):
+        from grader.sandbox import Zygote
+
+        self.course = course
+        self.device = pick_device(device)
+        self.zygote = Zygote(blocked_paths(course))
+        self.references = None
+
+    def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
+              seed: int | None = None) -> SubmissionResult:
+        import pytest
+
+        from grader.harness import GradingPlugin, GradingSession
+
+        started = time.monotonic()
+        seed = secrets.randbelow(10**6) if seed is None else seed
+        if self.references is None:
+            self.references = load_references(self.course)
+        files = suite_files(self.course, assignments)
+        copy = WorkingCopy(submission)
+        session = GradingSession(self.course, assignments, copy, self.zygote, seed=seed, device=self.device,
+                                 references=self.references,
+                                 blocked=blocked_paths(self.course))
+        plugin = GradingPlugin(session)
+        args = [*map(str, files), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir",
+                str(self.course.root / "suites"), "-c", str(self.course.root / "suites" / "pytest.ini"),
+                "--no-header", "-o", "console_output_style=classic"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                code = pytest.main(args, plugins=[plugin])
+        finally:
+            session.close()
+            copy.close()
+        if code not in (0, 1):
+            raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
+        results = [self._assignment_result(a, plugin.outcomes) for a in assignments]
+        return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results)
+
+    def _assignment_result(self, assignment: Assignment, outcomes) -> AssignmentResult:
+        exercises = []
+        for name, points in assignment.points:
+            checks = [c for a, e, c in outcomes if a == assignment.id and e == name]
+            if not checks:
+                checks = [CheckOutcome("suite", 1.0, "error", "the grading suite has no check for this exercise")]
+            exercises.append(ExerciseResult(name, points, checks))
+        return AssignmentResult(assignment.id, assignment.title, exercises)
+
+    def close(self):
+        self.zygote.close()

@@ -1,0 +1,146 @@
+"""Running student code in isolation: the zygote and the workers it forks.
+
+The grader imports torch, then forks a *zygote* before it imports any reference solution or hidden
+suite. For each submission module the zygote forks a *worker* (:mod:`grader.worker`), which starts
+in milliseconds with torch already loaded and with nothing of the reference in its memory. The
+grader talks to a worker over a socket: it sends inputs, the worker replies with plain tensors
+that the grader loads with ``weights_only=True``. A worker that overruns its time is killed with
+its whole process group; one that dies is reported as crashed; another can be forked at once.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+
+from grader import wire
+from grader.worker import WorkerSpec, serve
+
+
+class WorkerFault(Exception):
+    """The worker did not answer properly; ``kind`` is a result status (timeout, crashed, error)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class Zygote:
+    """A torch-loaded process that forks workers on request."""
+
+    def __init__(self, blocked: tuple[str, ...]):
+        import torch  # noqa: F401 - loaded once here, inherited by every worker
+
+        self._control, theirs = socket.socketpair()
+        self.pid = os.fork()
+        if self.pid == 0:  # the zygote
+            code = 0
+            try:
+                self._control.close()
+                _zygote_loop(theirs, tuple(os.path.realpath(p) for p in blocked))
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+
+    def spawn(self, spec: WorkerSpec, *, timeout: float) -> Worker:
+        """A new worker that has imported the submission module (or failed to: see ``import_error``)."""
+        wire.send_bytes(self._control, wire.dump_request(spec))
+        message, fds, _, _ = socket.recv_fds(self._control, 64, 1)
+        worker = Worker(int(message), socket.socket(fileno=fds[0]), spec)
+        worker.import_error = None
+        reply = worker.receive(timeout=timeout)
+        if not reply.get("ok"):
+            worker.import_error = reply
+        return worker
+
+    def close(self) -> None:
+        self._control.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
+    from grader.worker import _die_with_parent
+
+    _die_with_parent()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            spec = wire.load_request(wire.recv_bytes(control, limit=1 << 20))
+        except wire.ChannelClosed:
+            return
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 0
+            try:
+                control.close()
+                ours.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                serve(theirs, spec, blocked)
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        socket.send_fds(control, [str(pid).encode()], [ours.fileno()])
+        ours.close()
+
+
+class Worker:
+    """The grader's end of one worker."""
+
+    def __init__(self, pid: int, sock: socket.socket, spec: WorkerSpec):
+        self.pid = pid
+        self.sock = sock
+        self.spec = spec
+        self.alive = True
+        self.import_error: dict | None = None
+
+    def request(self, payload: dict, *, timeout: float) -> dict:
+        if not self.alive:
+            raise WorkerFault("crashed", "the process running your code had already stopped")
+        try:
+            wire.send_bytes(self.sock, wire.dump_request(payload))
+        except wire.ChannelClosed:
+            self.kill()
+            raise WorkerFault("crashed", "the process running your code stopped unexpectedly") from None
+        return self.receive(timeout=timeout)
+
+    def receive(self, *, timeout: float) -> dict:
+        try:
+            payload = wire.recv_bytes(self.sock, limit=self.spec.reply_limit, timeout=timeout)
+        except wire.ChannelTimeout:
+            self.kill()
+            raise WorkerFault("timeout", f"your code did not finish within {timeout:g} s") from None
+        except wire.ChannelClosed:
+            self.kill()
+            raise WorkerFault("crashed", "the process running your code stopped unexpectedly "
+                                         "(it exited, was killed, or ran out of memory)") from None
+        except wire.MessageTooLarge as exc:
+            self.kill()
+            raise WorkerFault("error", f"your code returned too much data ({exc})") from None
+        try:
+            reply = wire.load_reply(payload)
+        except Exception:  # noqa: BLE001 - anything but plain data is refused
+            raise WorkerFault("error", "your code returned something other than plain tensors") from None
+        if not isinstance(reply, dict):
+            raise WorkerFault("error", "your code returned something other than plain tensors")
+        return reply
+
+    def kill(self) -> None:
+        if self.alive:
+            self.alive = False
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.sock.close()

@@ -1,0 +1,361 @@
+"""The worker: the only process that imports and runs student code.
+
+It is forked from the zygote (see :mod:`grader.sandbox`), locks itself down (own session, memory
+limit, scrubbed environment, a sys.path without the reference), imports the submission, then serves
+requests: construct a module, call a function or method on the tensors the grader sent, and reply
+with plain tensors and facts it observed (op counts, forbidden ops, mutated inputs, gradients).
+"""
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import os
+import resource
+import sys
+import traceback
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import wire
+
+MESSAGE_LIMIT = 4000  # characters of a student exception message that we keep
+_SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    module_name: str  # what the student's module is imported as
+    source: str  # the .py or .ipynb file, in the working copy
+    search_path: tuple[str, ...]  # the working copy's assignment folders, importable by module name
+    workdir: str  # the working copy: the worker's cwd
+    student_root: str  # paths under it are the student's own frames
+    display_map: tuple[tuple[str, str], ...]  # (working-copy folder, the student's folder) for messages
+    device: str
+    memory_bytes: int
+    reply_limit: int
+
+
+@dataclass(frozen=True)
+class HandleRef:
+    """A module instance that lives in the worker, named by the grader."""
+
+    id: int
+
+
+# --- start-up --------------------------------------------------------------------------------------
+def lock_down(spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
+    os.setsid()  # own process group: the grader kills the group on a timeout
+    _die_with_parent()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if spec.memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (spec.memory_bytes, spec.memory_bytes))
+    keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
+    os.environ.clear()
+    os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
+    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _under(p, blocked)]
+    os.chdir(spec.workdir)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    resolved = os.path.realpath(path)
+    return any(resolved == root or resolved.startswith(root + os.sep) for root in roots)
+
+
+def import_submission(spec: WorkerSpec) -> types.ModuleType:
+    if spec.source.endswith(".ipynb"):
+        from grader.notebook_source import read_cells
+
+        module = types.ModuleType(spec.module_name)
+        module.__file__ = spec.source
+        sys.modules[spec.module_name] = module
+        for cell in read_cells(Path(spec.source)):
+            linecache.cache[cell.filename] = (len(cell.source), None, cell.source.splitlines(True), cell.filename)
+            exec(compile(cell.code, cell.filename, "exec"), module.__dict__)
+        return module
+    loader_spec = importlib.util.spec_from_file_location(spec.module_name, spec.source)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[spec.module_name] = module
+    loader_spec.loader.exec_module(module)
+    return module
+
+
+# --- observing a call ------------------------------------------------------------------------------
+def _make_tracer(forbidden: frozenset[str]):
+    from torch.overrides import TorchFunctionMode, resolve_name
+
+    class Tracer(TorchFunctionMode):
+        """Counts the torch operations a call makes, notes forbidden ones and the largest result."""
+
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+            self.names: dict[str, int] = {}
+            self.forbidden: list[str] = []
+            self.max_numel = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = resolve_name(func) or getattr(func, "__name__", repr(func))
+            if not name.endswith("__get__"):
+                self.count += 1
+                self.names[name] = self.names.get(name, 0) + 1
+            if name.rsplit(".", 1)[-1] in forbidden and name not in self.forbidden:
+                self.forbidden.append(name)
+                raise ForbiddenOperation(name)
+            result = func(*args, **(kwargs or {}))
+            for item in result if isinstance(result, (tuple, list)) else (result,):
+                numel = getattr(item, "numel", None)
+                if callable(numel) and hasattr(item, "shape"):
+                    self.max_numel = max(self.max_numel, item.numel())
+            return result
+
+    return Tracer()
+
+
+class ForbiddenOperation(Exception):
+    def __init__(self, name):
+        super().__init__(f"{name} may not be used in this exercise")
+        self.name = name
+
+
+def _plain(value, device_cpu=True):
+    """Encode a student's return value as plain data: tensors detached to plain CPU tensors."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        plain = value.detach()
+        if type(plain) is not torch.Tensor:
+            plain = plain.as_subclass(torch.Tensor)
+        return plain.to("cpu").clone() if device_cpu else plain.clone()
+    if isinstance(value, (list, tuple)):
+        return {"__sequence__": [_plain(item) for item in value]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return {"__dtype__": str(value)}
+    return {"__unsupported__": type(value).__qualname__}
+
+
+def _device_of(value):
+    import torch
+
+    return str(value.device) if isinstance(value, torch.Tensor) else None
+
+
+def _shown(filename: str, spec: WorkerSpec) -> str:
+    for copy, original in spec.display_map:
+        if filename.startswith(copy + os.sep):
+            return original + filename[len(copy):]
+    return filename
+
+
+def _student_traceback(exc: BaseException, spec: WorkerSpec) -> str:
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if frame.filename.startswith(spec.student_root) or ".ipynb [cell " in frame.filename
+    ]
+    lines = []
+    for frame in frames:
+        lines.append(f'  File "{_shown(frame.filename, spec)}", line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    if isinstance(exc, SyntaxError) and exc.filename:
+        shown = _shown(str(exc.filename), spec)
+        lines.append(f'  File "{shown}", line {exc.lineno}')
+        if exc.text:
+            lines.append(f"    {exc.text.strip()}")
+    return "\n".join(lines + [_describe_exception(exc)])
+
+
+def _describe_exception(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__ must not break the worker
+        text = "<the exception's message could not be shown>"
+    if len(text) > MESSAGE_LIMIT:
+        text = text[:MESSAGE_LIMIT] + " ..."
+    name = type(exc).__name__ if isinstance(type(exc).__name__, str) else "Exception"
+    return f"{name}: {text}" if text else name
+
+
+# --- serving ---------------------------------------------------------------------------------------
+class Server:
+    def __init__(self, spec: WorkerSpec, module):
+        self.spec = spec
+        self.module = module
+        self.handles: dict[int, object] = {}
+
+    def resolve(self, value):
+        import torch
+
+        if isinstance(value, HandleRef):
+            return self.handles[value.id]
+        if isinstance(value, torch.Tensor):
+            return value.to(self.spec.device) if self.spec.device != "cpu" else value
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.resolve(item) for item in value)
+        if isinstance(value, dict):
+            return {key: self.resolve(item) for key, item in value.items()}
+        return value
+
+    def handle(self, request: dict) -> dict:
+        op = request["op"]
+        if op == "new":
+            return self.new(request)
+        if op == "call":
+            return self.call(request)
+        if op == "state":
+            return self.state(request)
+        if op == "load":
+            return self.load(request)
+        if op == "mode":
+            module = self.handles[request["handle"]]
+            module.train(request["train"])
+            return {"ok": True}
+        raise ValueError(f"unknown op {op!r}")
+
+    def target(self, name: str):
+        target = getattr(self.module, name, None)
+        if target is None:
+            raise AttributeError(f"your module defines no {name!r}")
+        return target
+
+    def new(self, request: dict) -> dict:
+        cls = self.target(request["name"])
+        instance = cls(*self.resolve(request["args"]), **self.resolve(request["kwargs"]))
+        if hasattr(instance, "to") and (self.spec.device != "cpu" or request.get("dtype") is not None):
+            instance = instance.to(self.spec.device, request.get("dtype"))
+        handle = len(self.handles) + 1
+        self.handles[handle] = instance
+        return {"ok": True, "handle": handle}
+
+    def state(self, request: dict) -> dict:
+        module = self.handles[request["handle"]]
+        params = {name: _plain(p) for name, p in module.named_parameters()}
+        buffers = {name: _plain(b) for name, b in module.named_buffers()}
+        kinds = {name: type(m).__name__ for name, m in module.named_modules()}
+        return {"ok": True, "params": params, "buffers": buffers, "modules": kinds,
+                "training": bool(module.training)}
+
+    def load(self, request: dict) -> dict:
+        import torch
+
+        module = self.handles[request["handle"]]
+        own = dict(module.named_parameters())
+        with torch.no_grad():
+            for name, value in request["params"].items():
+                own[name].copy_(value.to(own[name].device, own[name].dtype))
+        return {"ok": True}
+
+    def call(self, request: dict) -> dict:
+        import torch
+
+        target = request["target"]
+        if isinstance(target, HandleRef):
+            fn, owner = self.handles[target.id], self.handles[target.id]
+        else:
+            fn, owner = self.target(target), None
+        args = self.resolve(request["args"])
+        kwargs = self.resolve(request["kwargs"])
+        grad_out = request.get("grad_out")
+        tensors = [a for a in _flatten(args) if isinstance(a, torch.Tensor)]
+        if grad_out is not None:
+            for tensor in tensors:
+                if tensor.is_floating_point():
+                    tensor.requires_grad_(True)
+        before = [(t, t._version, t.detach().clone()) for t in tensors]
+        if request.get("seed") is not None:
+            torch.manual_seed(request["seed"])
+        tracer = _make_tracer(frozenset(request.get("forbidden", ())))
+        with tracer:
+            out = fn(*args, **kwargs)
+        reply = {"ok": True, "out": _plain(out), "out_device": _device_of(out), "ops": tracer.count,
+                 "op_names": tracer.names, "max_numel": tracer.max_numel, "forbidden": tracer.forbidden}
+        reply["mutated"] = [
+            i for i, (t, version, copy) in enumerate(before)
+            if t._version != version or not torch.equal(t.detach(), copy)
+        ]
+        if grad_out is not None and isinstance(out, torch.Tensor) and out.requires_grad:
+            grad_out = grad_out.to(out.device, out.dtype)
+            if grad_out.shape == out.shape:
+                torch.autograd.backward(out, grad_out)
+                reply["grads"] = [_plain(t.grad) if t.grad is not None else None for t in tensors]
+                if owner is not None:
+                    reply["param_grads"] = {
+                        n: _plain(p.grad) for n, p in owner.named_parameters() if p.grad is not None
+                    }
+        return reply
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flatten(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _flatten(item)
+    else:
+        yield value
+
+
+def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
+    if isinstance(exc, ForbiddenOperation) or isinstance(exc.__context__, ForbiddenOperation):
+        name = exc.name if isinstance(exc, ForbiddenOperation) else exc.__context__.name
+        return {"ok": False, "kind": "forbidden", "message": f"your code called {name}, which this exercise forbids"}
+    if isinstance(exc, SystemExit):
+        return {"ok": False, "kind": "crashed", "exception": "SystemExit",
+                "message": f"your code tried to exit the process (exit code {exc.code!r})"}
+    kind = "not_implemented" if isinstance(exc, NotImplementedError) else "error"
+    return {"ok": False, "kind": kind, "exception": type(exc).__name__, "message": _student_traceback(exc, spec)}
+
+
+def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
+    """The worker's whole life: lock down, import the submission, answer requests until EOF."""
+    lock_down(spec, blocked)
+    import torch
+
+    torch.set_num_threads(1)
+
+    def reply(obj):
+        wire.send_bytes(sock, wire.dump_reply(obj))
+
+    try:
+        module = import_submission(spec)
+    except BaseException as exc:  # noqa: BLE001 - anything the student's import does is reported
+        reply(_error_reply(exc, spec) | {"stage": "import"})
+        return
+    server = Server(spec, module)
+    reply({"ok": True})
+    while True:
+        try:
+            request = wire.load_request(wire.recv_bytes(sock, limit=1 << 34))
+        except wire.ChannelClosed:
+            return
+        try:
+            answer = server.handle(request)
+        except BaseException as exc:  # noqa: BLE001
+            answer = _error_reply(exc, spec)
+        tracer_forbidden = answer.get("forbidden") if answer.get("ok") else None
+        if tracer_forbidden:
+            answer = {"ok": False, "kind": "forbidden",
+                      "message": f"your code called {tracer_forbidden[0]}, which this exercise forbids"}
+        try:
+            reply(answer)
+        except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be saved
+            reply({"ok": False, "kind": "error", "message": f"the result could not be sent back: {_describe_exception(exc)}"})
+

@@ -1,0 +1,142 @@
+"""Hidden grading suite for 01_attention_basics. Never shipped to students.
+
+Every check compares the student's function with the reference on the same inputs (see
+grader/harness.py). Inputs come from the check's own seed, fresh each run unless --seed is given.
+"""
+import pytest
+import torch
+
+pytestmark = pytest.mark.assignment("01_attention_basics")
+exercise = pytest.mark.exercise
+
+SOFTMAX_OPS = ("softmax", "log_softmax", "_softmax", "_log_softmax", "softmin")
+SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+FLOATS = [torch.float32, torch.float64]
+
+
+def lesson_inputs(dtype=torch.float32):
+    return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
+
+
+# --- attention_scores_for_query ----------------------------------------------------------------------
+@exercise("attention_scores_for_query")
+def test_scores_for_query_lesson_data(grade):
+    inputs = lesson_inputs()
+    grade.same("attention_scores_for_query", inputs, inputs[1].clone())
+
+
+@exercise("attention_scores_for_query", weight=2)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("tokens", [1, 9])
+def test_scores_for_query_random(grade, dtype, tokens):
+    grade.same("attention_scores_for_query", grade.randn(tokens, 5, dtype=dtype), grade.randn(5, dtype=dtype),
+               grad=True)
+
+
+# --- attention_scores_loop ---------------------------------------------------------------------------
+@exercise("attention_scores_loop")
+def test_scores_loop_lesson_data(grade):
+    grade.same("attention_scores_loop", lesson_inputs())
+
+
+@exercise("attention_scores_loop", weight=2)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("tokens", [1, 7])
+def test_scores_loop_random(grade, dtype, tokens):
+    grade.same("attention_scores_loop", grade.randn(tokens, 4, dtype=dtype), grad=True)
+
+
+# --- softmax_naive -----------------------------------------------------------------------------------
+@exercise("softmax_naive")
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_naive_rows(grade, dtype):
+    grade.same("softmax_naive", grade.randn(4, 6, dtype=dtype), grad=True)
+
+
+@exercise("softmax_naive")
+def test_softmax_naive_other_dim(grade):
+    grade.same("softmax_naive", grade.randn(3, 4, 5), dim=1)
+
+
+# --- softmax -----------------------------------------------------------------------------------------
+@exercise("softmax", forbidden=SOFTMAX_OPS)
+def test_softmax_lesson_scores(grade):
+    inputs = lesson_inputs()
+    grade.same("softmax", inputs @ inputs[1])
+
+
+@exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,dim", [((7,), -1), ((3, 5), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
+def test_softmax_random(grade, dtype, shape, dim):
+    grade.same("softmax", grade.randn(*shape, dtype=dtype, scale=3.0), dim=dim, grad=True)
+
+
+@exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_large_values(grade, dtype):
+    grade.same("softmax", grade.randn(4, 8, dtype=dtype, scale=1000.0), grad=True)
+
+
+@exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
+def test_softmax_minus_infinity(grade):
+    x = grade.randn(4, 6, dtype=torch.float64)
+    x[0, 2] = float("-inf")
+    x[1] = float("-inf")  # a row with nothing visible: all zeros, never NaN
+    grade.same("softmax", x)
+
+
+@exercise("softmax", forbidden=SOFTMAX_OPS)
+def test_softmax_non_contiguous(grade):
+    grade.same("softmax", grade.randn(6, 4).T, dim=-1)
+
+
+# --- context_vector_loop -----------------------------------------------------------------------------
+@exercise("context_vector_loop")
+def test_context_vector_lesson_data(grade):
+    inputs = lesson_inputs()
+    weights = torch.softmax(inputs @ inputs[1], dim=0)
+    grade.same("context_vector_loop", inputs, weights)
+
+
+@exercise("context_vector_loop", weight=2)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("tokens", [1, 8])
+def test_context_vector_random(grade, dtype, tokens):
+    grade.same("context_vector_loop", grade.randn(tokens, 5, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
+
+
+# --- attention_scores --------------------------------------------------------------------------------
+@exercise("attention_scores", weight=2)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(6, 3), (1, 4), (2, 5, 3), (2, 3, 4, 5)])
+def test_attention_scores_random(grade, dtype, shape):
+    grade.same("attention_scores", grade.randn(*shape, dtype=dtype), grad=True)
+
+
+@exercise("attention_scores", weight=2)
+def test_attention_scores_vectorised(grade):
+    short = grade.call("attention_scores", grade.randn(4, 3)).ops
+    long = grade.call("attention_scores", grade.randn(32, 3)).ops
+    grade.expect_not_growing("attention_scores", short, long)
+
+
+# --- simple_self_attention ---------------------------------------------------------------------------
+@exercise("simple_self_attention")
+def test_simple_self_attention_lesson_data(grade):
+    grade.same("simple_self_attention", lesson_inputs())
+
+
+@exercise("simple_self_attention", weight=2)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(1, 3), (9, 4), (2, 5, 3), (2, 2, 64, 8)])
+def test_simple_self_attention_random(grade, dtype, shape):
+    grade.same("simple_self_attention", grade.randn(*shape, dtype=dtype), grad=True)
+
+
+@exercise("simple_self_attention", weight=2)
+def test_simple_self_attention_vectorised(grade):
+    short = grade.call("simple_self_attention", grade.randn(4, 3)).ops
+    long = grade.call("simple_self_attention", grade.randn(32, 3)).ops
+    grade.expect_not_growing("simple_self_attention", short, long)
