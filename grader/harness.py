@@ -54,6 +54,7 @@ class Reply:
     mutated: tuple[int, ...] = ()
     grads: list | None = None
     param_grads: dict | None = None
+    grad_error: str | None = None
     op_names: dict = field(default_factory=dict)
 
 
@@ -85,6 +86,7 @@ class Student:
         self.session = session
         self.assignment = assignment
         self.worker = None
+        self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
 
     def _worker(self):
         if self.worker is None or not self.worker.alive:
@@ -104,9 +106,15 @@ class Student:
         return self.worker
 
     def request(self, payload: dict) -> dict:
+        target = payload.get("name") or payload.get("target")
+        key = target if isinstance(target, str) else None
+        if key in self.timed_out:
+            raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
         try:
             reply = self._worker().request(payload, timeout=self.session.timeout())
         except WorkerFault as fault:
+            if fault.kind == "timeout" and key:
+                self.timed_out.add(key)
             raise StudentFault(fault.kind, fault.message) from None
         if not reply.get("ok"):
             raise StudentFault(reply.get("kind", "error"), str(reply.get("message", "your code failed")),
@@ -156,14 +164,15 @@ class Grade:
         return self.session.course.tolerance(name)
 
     # calls -------------------------------------------------------------------------------------------
-    def call(self, target, *args, grad_out=None, seed=None, **kwargs) -> Reply:
-        """Run the student's ``target`` (a name or a module handle) in the worker; no comparison."""
-        reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
+    def call(self, target, *args, grad_out=None, seed=None, label=None, **kwargs) -> Reply:
+        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker."""
+        reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs, "name": label,
                                       "grad_out": grad_out, "seed": seed, "forbidden": self.forbidden})
         return Reply(out=decode(reply["out"]), ops=reply["ops"], max_numel=reply["max_numel"],
                      device=reply.get("out_device"), mutated=tuple(reply["mutated"]),
                      grads=[decode(g) for g in reply["grads"]] if "grads" in reply else None,
-                     param_grads=reply.get("param_grads"), op_names=reply.get("op_names", {}))
+                     param_grads=reply.get("param_grads"), op_names=reply.get("op_names", {}),
+                     grad_error=reply.get("grad_error"))
 
     def same(self, name, *args, grad=False, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included."""
@@ -171,7 +180,7 @@ class Grade:
         reply = self.call(name, *args, grad_out=grad_out, **kwargs)
         self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
         if grad:
-            self._expect_grads(reply.grads, ref_grads, name)
+            self._expect_grads(reply, ref_grads, name)
         return reply.out
 
     def _reference(self, fn, args, kwargs, grad, seed=None):
@@ -208,7 +217,10 @@ class Grade:
             raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
                               "(outputs stay on the input's device)", ("wrong-device",))
 
-    def _expect_grads(self, got, expected, name):
+    def _expect_grads(self, reply: Reply, expected, name):
+        if reply.grad_error:
+            raise StudentFault("error", f"{name}: computing gradients through your output failed:\n{reply.grad_error}")
+        got = reply.grads
         if got is None:
             raise CheckFailed(f"{name}: no gradient flows from the output back to the inputs "
                               "(was something detached, or computed outside autograd?)")
@@ -304,7 +316,7 @@ class ModulePair:
         return self
 
     def call(self, *args, seed=None, grad_out=None) -> Reply:
-        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out)
+        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name)
 
     def same(self, *args, grad=False, seed=None):
         """forward(*args) matches the reference's (same dropout under the same seed), gradients too."""
@@ -312,7 +324,7 @@ class ModulePair:
         reply = self.call(*args, seed=seed, grad_out=grad_out)
         self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
         if grad:
-            self.grade._expect_grads(reply.grads, ref_grads, f"{self.what} forward")
+            self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
             for n, p in self.ref.named_parameters():
                 got = (reply.param_grads or {}).get(n)
                 if p.grad is None:

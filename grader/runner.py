@@ -70,6 +70,26 @@ def blocked_paths(course: Course) -> tuple[str, ...]:
     return (str(course.root), str(course.root / "solutions"), str(course.root / "suites"))
 
 
+# A grading session needs none of pytest's conveniences for people, and some cost much: the
+# unraisable-exception plugin runs gc.collect() repeatedly, and third-party plugins load on start.
+PYTEST_ARGS = ("-q", "-s", "--no-header", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+               "-p", "no:threadexception", "-p", "no:logging", "-p", "no:warnings", "-p", "no:faulthandler",
+               "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:nose", "-p", "no:legacypath")
+
+
+@contextlib.contextmanager
+def _no_autoload():
+    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+
+
 class Grader:
     """Grades submissions one after another, sharing one zygote (start it before anything else)."""
 
@@ -97,12 +117,10 @@ class Grader:
                                  references=self.references,
                                  blocked=blocked_paths(self.course))
         plugin = GradingPlugin(session)
-        args = [*map(str, files), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir",
-                str(self.course.root / "suites"), "-c", str(self.course.root / "suites" / "pytest.ini"),
-                "--no-header", "-o", "console_output_style=classic"]
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                code = pytest.main(args, plugins=[plugin])
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
+                code = pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(self.course.root / "suites"),
+                                    "-c", str(self.course.root / "suites" / "pytest.ini")], plugins=[plugin])
         finally:
             session.close()
             copy.close()

@@ -66,10 +66,11 @@ class Zygote:
 
 
 def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
-    from grader.worker import _die_with_parent
+    from grader.worker import _die_with_parent, _prctl
 
     _die_with_parent()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of student code become ours, not init's
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and the kernel reaps them, workers included
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:

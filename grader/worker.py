@@ -61,14 +61,20 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     os.close(devnull)
 
 
-def _die_with_parent() -> None:
+def _prctl(option: int, value: int) -> None:
+    """Linux's prctl(2); a no-op where it is not available."""
     try:
         import ctypes
-        import signal
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
     except (OSError, AttributeError):
         pass
+
+
+def _die_with_parent() -> None:
+    import signal
+
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -293,7 +299,11 @@ class Server:
         if grad_out is not None and isinstance(out, torch.Tensor) and out.requires_grad:
             grad_out = grad_out.to(out.device, out.dtype)
             if grad_out.shape == out.shape:
-                torch.autograd.backward(out, grad_out)
+                try:
+                    torch.autograd.backward(out, grad_out)
+                except Exception as exc:  # noqa: BLE001 - reported, after the facts above
+                    reply["grad_error"] = _student_traceback(exc, self.spec)
+                    return reply
                 reply["grads"] = [_plain(t.grad) if t.grad is not None else None for t in tensors]
                 if owner is not None:
                     reply["param_grads"] = {
@@ -354,6 +364,10 @@ def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
         if tracer_forbidden:
             answer = {"ok": False, "kind": "forbidden",
                       "message": f"your code called {tracer_forbidden[0]}, which this exercise forbids"}
+        size = sum(t.numel() * t.element_size() for t in _flatten(answer) if isinstance(t, torch.Tensor))
+        if size > spec.reply_limit:
+            answer = {"ok": False, "kind": "error", "message": f"your code returned too much data "
+                      f"({size >> 20} MiB; the limit is {spec.reply_limit >> 20} MiB)"}
         try:
             reply(answer)
         except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be saved

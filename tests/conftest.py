@@ -1,0 +1,57 @@
+"""Fixtures shared by the project's tests."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU cases stay in the report as skipped where there is no GPU; they never vanish."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device; none on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def course():
+    from grader.config import load_course
+
+    return load_course(ROOT)
+
+
+@pytest.fixture(scope="session")
+def grader(course):
+    """One zygote for the whole test session, as `grade autograde` would share it."""
+    from grader.runner import Grader
+
+    instance = Grader(course, device="cpu")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="session")
+def solutions_result(course, grader):
+    from grader.submission import resolve_submission
+
+    return grader.grade(resolve_submission(ROOT / "solutions", course), course.assignments, seed=1234)
+
+
+@pytest.fixture
+def submission_dir(tmp_path):
+    """A copy of the solutions as a student's assignments/ folder, to break on purpose."""
+    target = tmp_path / "assignments"
+    for folder in (ROOT / "solutions").iterdir():
+        if folder.is_dir():
+            (target / folder.name).mkdir(parents=True)
+            for source in folder.glob("*.py"):
+                shutil.copy(source, target / folder.name / source.name)
+    return target

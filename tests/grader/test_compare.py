@@ -1,0 +1,44 @@
+import torch
+
+from grader.compare import difference
+from grader.config import Tolerance
+
+TOL = Tolerance(rtol=1e-5, atol=1e-6)
+
+
+def test_equal_tensors_have_no_difference():
+    x = torch.randn(3, 4)
+    assert difference(x.clone(), x, TOL) is None
+
+
+def test_matching_minus_infinity_is_not_an_error():
+    x = torch.tensor([0.0, float("-inf")])
+    assert difference(x.clone(), x, TOL) is None
+
+
+def test_shape_dtype_and_type_are_named():
+    x = torch.randn(2, 3)
+    assert "has shape [3, 2], expected [2, 3]" in difference(x.T, x, TOL)
+    assert "dtype torch.float64" in difference(x.double(), x, TOL)
+    assert "should be a tensor of shape [2, 3], but is a list" in difference([1], x, TOL)
+    assert "should be a tuple of 2" in difference(x, (x, x), TOL)
+
+
+def test_value_errors_say_where_and_how_much_but_not_the_expected_value():
+    expected = torch.zeros(2, 3)
+    actual = expected.clone()
+    actual[1, 2] = 0.25
+    message = difference(actual, expected, TOL)
+    assert "1 of 6 entries" in message and "(1, 2)" in message and "0.25" in message
+
+
+def test_nan_is_named():
+    actual = torch.zeros(3)
+    actual[1] = float("nan")
+    assert "NaN" in difference(actual, torch.zeros(3), TOL)
+
+
+def test_bool_masks_compare_exactly():
+    expected = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    assert difference(expected.clone(), expected, TOL) is None
+    assert "differs at 6 of 9 entries, first at index (0, 1)" in difference(expected.T, expected, TOL)

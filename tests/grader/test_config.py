@@ -1,0 +1,70 @@
+import dataclasses
+import shutil
+
+import pytest
+
+from grader.config import find_course_root, load_course
+from grader.errors import ConfigError, UsageError
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def broken_course(tmp_path, old, new):
+    text = (ROOT / "course.toml").read_text()
+    assert old in text, old
+    (tmp_path / "course.toml").write_text(text.replace(old, new, 1))
+    return tmp_path
+
+
+def test_the_course_loads_with_100_points_per_assignment(course):
+    assert [a.id for a in course.assignments] == [
+        "01_attention_basics", "02_self_attention", "03_causal_attention",
+        "04_multi_head_attention", "05_efficient_attention"]
+    assert all(a.max_score == 100 for a in course.assignments)
+    assert course.assignment("01_attention_basics").points_for("softmax") == 25
+    assert course.tolerance("float64").rtol < course.tolerance("float32").rtol
+
+
+def test_configuration_is_frozen(course):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        course.limits.memory_mb = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        course.assignments[0].id = "x"
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("exercise_timeout_s = 10.0", "exercise_timout_s = 10.0", ":9: limits.exercise_timout_s: unknown key"),
+    ("memory_mb = 6144", 'memory_mb = "lots"', ":11: limits.memory_mb: must be an integer, not a string"),
+    ("SelfAttention_v2 = 15", 'SelfAttention_v2 = "x"', "assignments.1.points.SelfAttention_v2: must be a positive"),
+    ('module = "self_attention.py"', 'module = "self_attention.txt"', "assignments.1.module: must be a file name"),
+    ("[tolerances.float16]", "[tolerances.float8]", "tolerances.float8: unknown key"),
+    ("[course]", "[coarse]", "coarse: unknown table"),
+])
+def test_a_wrong_key_or_type_names_the_key_file_and_line(tmp_path, old, new, expected):
+    with pytest.raises(ConfigError) as error:
+        load_course(broken_course(tmp_path, old, new))
+    assert expected in str(error.value)
+    assert str(tmp_path / "course.toml") in str(error.value)
+
+
+def test_invalid_toml_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_course(broken_course(tmp_path, "[course]", "[course"))
+
+
+def test_the_course_root_is_found_from_a_subfolder(tmp_path):
+    shutil.copy(ROOT / "course.toml", tmp_path / "course.toml")
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    assert find_course_root(tmp_path / "a" / "b") == tmp_path.resolve()
+
+
+def test_no_course_toml_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="no course.toml"):
+        find_course_root(tmp_path)
+
+
+def test_an_unknown_assignment_is_a_usage_error(course):
+    with pytest.raises(UsageError, match="unknown assignment '07_x'"):
+        course.select(("07_x",))

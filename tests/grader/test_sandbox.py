@@ -1,0 +1,157 @@
+"""Student code that misbehaves gains nothing and costs the grader nothing (grader/sandbox.py, worker.py)."""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.config import load_course
+from grader.runner import Grader
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTION = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def tight():
+    """The real course with a 2 s limit per call, sharing one zygote across these tests."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="tight-course-"))
+    text = (ROOT / "course.toml").read_text().replace("exercise_timeout_s = 10.0", "exercise_timeout_s = 2.0")
+    (folder / "course.toml").write_text(text)
+    for name in ("solutions", "suites"):
+        (folder / name).symlink_to(ROOT / name)
+    course = load_course(folder)
+    grader = Grader(course, device="cpu")
+    yield course, grader
+    grader.close()
+
+
+def grade_module(tight, tmp_path, extra: str):
+    """Grade assignment 01: the reference solution with ``extra`` appended (later defs win)."""
+    course, grader = tight
+    path = tmp_path / "attention_basics.py"
+    path.write_text(SOLUTION + "\n\n" + extra)
+    result = grader.grade(resolve_submission(path, course), (course.assignment("01_attention_basics"),), seed=7)
+    return result, {e.name: e for e in result.assignments[0].exercises}
+
+
+def test_an_infinite_loop_times_out_once_and_the_rest_is_graded(tight, tmp_path):
+    started = time.monotonic()
+    result, ex = grade_module(tight, tmp_path, "def softmax(x, dim=-1):\n    while True:\n        pass\n")
+    assert ex["softmax"].status == "timeout" and ex["softmax"].score == 0
+    assert ex["attention_scores"].status == "passed"
+    assert time.monotonic() - started < 20  # one timeout per function, not one per check
+
+
+def test_exiting_mid_call_is_a_crash_of_that_exercise_only(tight, tmp_path):
+    result, ex = grade_module(tight, tmp_path, "import os\ndef attention_scores(inputs):\n    os._exit(3)\n")
+    assert ex["attention_scores"].status == "crashed"
+    assert ex["softmax"].status == "passed" and ex["context_vector_loop"].status == "passed"
+
+
+def test_exiting_at_import_costs_only_this_submission(tight, tmp_path):
+    result, ex = grade_module(tight, tmp_path, "import sys\nsys.exit(0)\n")
+    assert result.score == 0
+    assert {e.status for e in ex.values()} <= {"crashed", "error"}
+    result, ex = grade_module(tight, tmp_path, "")
+    assert result.score == 100
+
+
+def test_a_huge_output_is_refused(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    return torch.zeros(10**8)\n")
+    assert ex["attention_scores"].status == "error"
+    assert "too much data" in ex["attention_scores"].feedback
+
+
+def test_exhausting_memory_is_an_error_not_a_dead_grader(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    return torch.empty(2**40)\n")
+    assert ex["attention_scores"].status in ("error", "crashed")
+    assert ex["softmax"].status == "passed"
+
+
+def test_printed_fake_results_never_reach_the_grader_output(tight, tmp_path, capfd):
+    grade_module(tight, tmp_path, "print('total 500/500 FAKE')\nimport os\nos.write(1, b'FAKE')\n")
+    out, err = capfd.readouterr()
+    assert "FAKE" not in out and "FAKE" not in err
+
+
+def test_an_aliased_library_softmax_is_forbidden(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "sm = torch.nn.functional.softmax\ndef softmax(x, dim=-1):\n"
+                                          "    return sm(x, dim)\n")
+    assert ex["softmax"].status == "forbidden" and "forbidden-op" in ex["softmax"].misconceptions
+
+
+def test_log_softmax_then_exp_is_forbidden_too(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "def softmax(x, dim=-1):\n    return x.log_softmax(dim).exp()\n")
+    assert ex["softmax"].status == "forbidden"
+
+
+def test_modifying_the_input_in_place_is_named(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "_ref = softmax\ndef softmax(x, dim=-1):\n    out = _ref(x, dim)\n"
+                                          "    with torch.no_grad():\n        x.mul_(1.0)\n    return out\n")
+    assert ex["softmax"].status == "failed" and "input-mutated" in ex["softmax"].misconceptions
+
+
+def test_patching_torch_or_returning_a_lying_subclass_gains_nothing(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, """
+torch.allclose = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: True
+class Liar(torch.Tensor):
+    def __eq__(self, other):
+        return True
+def attention_scores(inputs):
+    return torch.zeros(inputs.shape[:-1] + inputs.shape[-2:-1]).as_subclass(Liar)
+""")
+    assert ex["attention_scores"].status == "failed"
+
+
+def test_hostile_exception_messages_are_contained(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, """
+class Nasty(Exception):
+    def __str__(self):
+        raise RuntimeError("no")
+class Huge(Exception):
+    def __str__(self):
+        return "x" * 10_000_000
+def softmax(x, dim=-1):
+    raise Nasty()
+def attention_scores(inputs):
+    raise Huge()
+""")
+    assert ex["softmax"].status == "error" and "could not be shown" in ex["softmax"].feedback
+    assert ex["attention_scores"].status == "error" and len(ex["attention_scores"].feedback) < 10_000
+
+
+def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    grade_module(tight, tmp_path, f"""
+import os, time
+if os.fork() == 0:
+    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+    os._exit(0)
+""")
+    for _ in range(50):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_the_worker_cannot_import_the_reference_by_name(tight, tmp_path):
+    # solutions/ and suites/ are not on the worker's sys.path, so this import finds nothing
+    _, ex = grade_module(tight, tmp_path, """
+import sys
+def attention_scores(inputs):
+    assert not any('solutions' in p or 'suites' in p for p in sys.path), sys.path
+    import importlib.util
+    assert importlib.util.find_spec('test_01_attention_basics') is None
+    return inputs @ inputs.transpose(-2, -1)
+""")
+    assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback
