@@ -51,12 +51,12 @@ def list_course(*, course: Course) -> str:
 
 
 def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool) -> int:
-    """Regenerate (or with ``check_only``, verify) the stubs in assignments/. 1 when stale."""
-    from grader.release import release_modules
+    """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking."""
+    from grader.release import release as run_release
 
-    stale = release_modules(course, course.select(assignment_ids), check=check_only)
+    stale = run_release(course, course.select(assignment_ids), check=check_only)
     for item in stale:
-        print(f"stale: {item.path.relative_to(course.root)}: {item.reason}", file=sys.stderr)
+        print(f"{item.path.relative_to(course.root)}: {item.reason}", file=sys.stderr)
     if check_only and stale:
         print("run `grade release` to regenerate assignments/ from solutions/", file=sys.stderr)
     return 1 if stale else 0

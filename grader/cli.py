@@ -60,10 +60,11 @@ def list_(course_dir):
 
 @cli.command()
 @click.argument("assignments", nargs=-1)
-@click.option("--check", "check_only", is_flag=True, help="Fail if assignments/ is stale instead of writing it.")
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing; exit 1 if assignments/ is stale or leaks a solution or hidden test.")
 @click.pass_obj
 def release(course_dir, assignments, check_only):
-    """Regenerate the student stubs in assignments/ from solutions/."""
+    """Regenerate assignments/ (stubs, release notebooks) from solutions/."""
     from grader import api
 
     sys.exit(api.release(course=api.open_course(course_dir), assignment_ids=assignments, check_only=check_only))

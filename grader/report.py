@@ -31,6 +31,7 @@ def _points(value: float) -> str:
 
 def _table(result: SubmissionResult, colour: bool = False) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     buffer = io.StringIO()
@@ -51,8 +52,8 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
         for exercise in assignment.exercises:
             if exercise.status in ("passed", "not_implemented"):
                 continue
-            tags = f" [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
-            console.print(f"[bold]{exercise.name}[/]{tags}", highlight=False)
+            tags = escape(f" [{', '.join(exercise.misconceptions)}]") if exercise.misconceptions else ""
+            console.print(f"[bold]{escape(exercise.name)}[/]{tags}", highlight=False)
             console.print(_indent(exercise.feedback), markup=False, highlight=False)
         console.print()
     console.print(f"[bold]total {_points(result.score)}/{_points(result.max_score)}[/]   seed {result.seed}   "

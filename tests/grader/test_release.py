@@ -1,6 +1,9 @@
 import pytest
 
-from grader.release import MarkerError, release_modules, stub_source
+import shutil
+
+from grader.config import load_course
+from grader.release import MarkerError, leaks, release, stub_source
 
 SOLUTION = '''import torch
 
@@ -43,23 +46,41 @@ def test_unpaired_markers_are_errors(text, message):
         stub_source(text)
 
 
-def test_the_committed_stubs_are_up_to_date(course):
-    assert release_modules(course, course.assignments, check=True) == []
+@pytest.mark.nbgrader
+def test_the_committed_assignments_are_up_to_date_and_leak_nothing(course):
+    assert release(course, course.assignments, check=True) == []
 
 
-def test_a_stale_stub_is_reported_and_then_regenerated(course, tmp_path):
-    import shutil
-
+@pytest.fixture
+def course_copy(course, tmp_path):
     root = tmp_path / "course"
-    shutil.copytree(course.root / "solutions", root / "solutions", ignore=shutil.ignore_patterns("*.ipynb"))
+    shutil.copytree(course.root / "solutions" / "01_attention_basics", root / "solutions" / "01_attention_basics")
     shutil.copy(course.root / "course.toml", root)
-    from grader.config import load_course
+    return load_course(root)
 
-    copy = load_course(root)
-    stale = release_modules(copy, copy.assignments, check=True)
-    assert len(stale) == 5 and all(s.reason == "missing" for s in stale)
-    release_modules(copy, copy.assignments, check=False)
-    assert release_modules(copy, copy.assignments, check=True) == []
-    target = root / "assignments" / "01_attention_basics" / "attention_basics.py"
+
+@pytest.mark.nbgrader
+def test_release_writes_stub_and_notebook_and_check_reports_what_drifts(course_copy):
+    basics = (course_copy.assignment("01_attention_basics"),)
+    stale = release(course_copy, basics, check=True)
+    assert {s.path.name for s in stale} == {"attention_basics.py", "attention_basics.ipynb"}
+    assert all(s.reason == "missing" for s in stale)
+    release(course_copy, basics, check=False)
+    assert release(course_copy, basics, check=True) == []
+    folder = course_copy.root / "assignments" / "01_attention_basics"
+    notebook = (folder / "attention_basics.ipynb").read_text()
+    assert "### BEGIN SOLUTION" not in notebook and "### BEGIN HIDDEN TESTS" not in notebook
+    assert "raise NotImplementedError" in notebook
+    target = folder / "attention_basics.py"
     target.write_text(target.read_text() + "\n# edited\n")
-    assert [s.path for s in release_modules(copy, copy.assignments, check=True)] == [target]
+    (folder / "notes.txt").write_text("mine")
+    assert {(s.path.name, s.reason.split()[0]) for s in release(course_copy, basics, check=True)} == {
+        ("attention_basics.py", "differs"), ("notes.txt", "is")}
+
+
+def test_leaks_of_solutions_hidden_tests_and_reference_paths_are_found(tmp_path):
+    (tmp_path / "a.py").write_text("### BEGIN SOLUTION\n")
+    (tmp_path / "b.ipynb").write_text('{"source": "### BEGIN HIDDEN TESTS"}')
+    (tmp_path / "c.py").write_text("open('../solutions/01/x.py')")
+    (tmp_path / "d.py").write_text("print('fine')")
+    assert [s.path.name for s in leaks(tmp_path)] == ["a.py", "b.ipynb", "c.py"]

@@ -1,0 +1,80 @@
+"""The `grade` command as users run it: exit codes, one-line errors, reports on disk."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def grade(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "120"})
+
+
+def test_help_and_version_do_not_import_torch():
+    code = ("import sys; from click.testing import CliRunner; from grader.cli import cli; "
+            "r = CliRunner().invoke(cli, ['--help']); assert r.exit_code == 0, r.output; "
+            "assert 'torch' not in sys.modules; print(r.output)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "check" in out and "list" in out and "release" in out
+    assert CliRunner().invoke(cli, ["--version"]).output.strip() == "grade, version 0.1.0"
+
+
+def test_list_names_every_exercise_with_its_points(course):
+    result = CliRunner().invoke(cli, ["--course", str(ROOT), "list"])
+    assert result.exit_code == 0
+    for assignment in course.assignments:
+        assert assignment.id in result.output
+        for name, points in assignment.points:
+            assert any(line.split() == [name, f"{points:g}"] for line in result.output.splitlines()), name
+
+
+@pytest.mark.parametrize("args,message", [
+    (["check", "--submission", "no/such/path"], "no such file or folder"),
+    (["check", "--submission", "README.md"], "neither a Python module"),
+    (["check", "07_nope"], "unknown assignment '07_nope'"),
+    (["check", "--seed", "abc"], "--seed must be a whole number"),
+])
+def test_a_user_mistake_is_one_line_and_exit_2(args, message):
+    result = grade(*args)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_broken_course_toml_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "course.toml").write_text((ROOT / "course.toml").read_text().replace("memory_mb", "memroy_mb"))
+    result = grade("--course", str(tmp_path), "list")
+    assert result.returncode == 2 and "memroy_mb: unknown key" in result.stderr and "course.toml:11" in result.stderr
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
+def test_device_cuda_without_a_gpu_is_one_line_and_exit_2():
+    result = grade("check", "01_attention_basics", "--device", "cuda")
+    assert result.returncode == 2 and "no CUDA device" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_writes_a_json_report_and_exits_0_on_full_marks(tmp_path):
+    out = tmp_path / "report.json"
+    result = grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",
+                   "--output", str(out), "--seed", "11")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["score"] == data["max_score"] == 100 and data["seed"] == 11
+    assert "100/100" in result.stderr
+
+
+def test_check_on_the_stubs_exits_1_with_nothing_attempted():
+    result = grade("check", "01_attention_basics", "--format", "json")
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    statuses = {e["status"] for a in data["assignments"] for e in a["exercises"]}
+    assert data["score"] == 0 and statuses == {"not_implemented"}
+    assert all(e["feedback"] == "not attempted yet" for e in data["assignments"][0]["exercises"])

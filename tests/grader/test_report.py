@@ -1,0 +1,64 @@
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+from grader.report import FORMATS, render
+from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+
+
+@pytest.fixture
+def result():
+    softmax = ExerciseResult("softmax", 10.0, [
+        CheckOutcome("softmax_random", 3, "passed"),
+        CheckOutcome("softmax_large_values", 1, "failed", "the output has NaN at 4 entries",
+                     ("softmax-unstable",))])
+    scores = ExerciseResult("attention_scores", 15.0, [CheckOutcome("attention_scores_random", 1, "passed")])
+    stub = ExerciseResult("context_vector_loop", 5.0, [CheckOutcome("x", 1, "not_implemented", "not attempted yet")])
+    return SubmissionResult("alice", 8121, "cpu", 1.9, [
+        AssignmentResult("01_attention_basics", "Basics", [softmax, scores, stub])])
+
+
+def test_partial_credit_and_statuses(result):
+    softmax, scores, stub = result.assignments[0].exercises
+    assert softmax.score == 7.5 and softmax.status == "failed"
+    assert scores.score == 15 and scores.status == "passed"
+    assert stub.score == 0 and stub.status == "not_implemented"
+    assert result.score == 22.5 and result.max_score == 30 and not result.full_marks
+
+
+def test_json_follows_the_spec_schema(result):
+    data = json.loads(render(result, "json"))
+    assert {"schema", "submission", "seed", "device", "score", "max_score", "duration_s", "assignments"} <= set(data)
+    assert data["schema"] == 1 and data["seed"] == 8121 and data["score"] == 22.5
+    exercise = data["assignments"][0]["exercises"][0]
+    assert {"name", "score", "max_score", "status", "misconceptions", "feedback"} <= set(exercise)
+    assert exercise["misconceptions"] == ["softmax-unstable"] and exercise["status"] == "failed"
+
+
+def test_gradescope_results_have_the_required_fields(result):
+    data = json.loads(render(result, "gradescope"))
+    assert data["score"] == 22.5 and isinstance(data["execution_time"], int)
+    assert len(data["tests"]) == 3
+    for test in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
+        assert test["status"] in ("passed", "failed")
+
+
+def test_junit_parses_with_one_testcase_per_exercise(result):
+    root = ElementTree.fromstring(render(result, "junit").split("?>", 1)[1])
+    cases = root.findall("./testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["softmax", "attention_scores", "context_vector_loop"]
+    assert cases[0].find("failure") is not None and cases[1].find("failure") is None
+    assert root.get("tests") == "3" and root.get("failures") == "2"
+
+
+def test_markdown_and_table_name_the_misconception(result):
+    assert "`softmax-unstable`" in render(result, "markdown")
+    table = render(result, "table")
+    assert "softmax-unstable" in table and "22.5/30" in table and "not attempted yet" in table
+
+
+def test_every_format_renders(result):
+    for fmt in FORMATS:
+        assert render(result, fmt).strip()

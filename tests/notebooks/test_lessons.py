@@ -1,0 +1,77 @@
+"""The lesson notebooks: they run, they define exactly the module's code, they grade like it."""
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def assignments():
+    from grader.config import load_course
+
+    return load_course(ROOT).assignments
+
+
+def source_notebook(assignment):
+    return ROOT / "solutions" / assignment.id / assignment.notebook
+
+
+def definitions(tree):
+    return {node.name: ast.dump(node) for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_the_notebook_defines_exactly_the_module_code(assignment):
+    module = definitions(ast.parse((ROOT / "solutions" / assignment.id / assignment.module).read_text()))
+    notebook = json.loads(source_notebook(assignment).read_text())
+    cells = {}
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"])
+            if not source.lstrip().startswith(("%", "!")):
+                cells.update(definitions(ast.parse(source)))
+    for name in assignment.exercises:
+        assert name in cells, f"{assignment.notebook} does not define {name}"
+        assert cells[name] == module[name], f"{name} differs between {assignment.notebook} and {assignment.module}"
+
+
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_autograded_cells_carry_the_course_points(assignment):
+    notebook = json.loads(source_notebook(assignment).read_text())
+    points = {}
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            points[meta["grade_id"].removeprefix("test_")] = meta["points"]
+    assert points == dict(assignment.points)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_the_solution_notebook_runs_top_to_bottom(assignment):
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = source_notebook(assignment)
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert errors == []
+
+
+def test_a_notebook_submission_grades_like_the_module(course, grader):
+    from grader.submission import resolve_submission
+
+    assignment = course.assignment("02_self_attention")
+    chosen = (assignment,)
+    as_notebook = grader.grade(resolve_submission(source_notebook(assignment), course), chosen, seed=9)
+    as_module = grader.grade(resolve_submission(ROOT / "solutions" / assignment.id / assignment.module, course),
+                             chosen, seed=9)
+    assert as_notebook.score == as_module.score == 100
+    released = ROOT / "assignments" / assignment.id / assignment.notebook
+    stub = grader.grade(resolve_submission(released, course), chosen, seed=9)
+    assert stub.score == 0 and {e.status for e in stub.assignments[0].exercises} == {"not_implemented"}
