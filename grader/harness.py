@@ -425,6 +425,8 @@ class GradingSession:
             display_map=tuple(self.copy.display.items()),
             device=self.device, memory_bytes=self.course.limits.memory_mb << 20,
             reply_limit=self.course.limits.output_mb << 20,
+            notebooks=tuple((self.course.assignment(a).module_name, str(p))
+                            for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
         )
 
     def student(self, assignment_id: str) -> Student:

@@ -34,6 +34,7 @@ class WorkerSpec:
     device: str
     memory_bytes: int
     reply_limit: int
+    notebooks: tuple[tuple[str, str], ...] = ()  # (module name, .ipynb) importable by sibling modules
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,40 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(resolved == root or resolved.startswith(root + os.sep) for root in roots)
 
 
-def import_submission(spec: WorkerSpec) -> types.ModuleType:
-    if spec.source.endswith(".ipynb"):
-        from grader.notebook_source import read_cells
+def _exec_notebook(module: types.ModuleType, path: str) -> None:
+    from grader.notebook_source import read_cells
 
+    module.__file__ = path
+    for cell in read_cells(Path(path)):
+        linecache.cache[cell.filename] = (len(cell.source), None, cell.source.splitlines(True), cell.filename)
+        exec(compile(cell.code, cell.filename, "exec"), module.__dict__)
+
+
+class _NotebookFinder:
+    """Makes a notebook submission importable by its module name (``from causal_attention import ...``)."""
+
+    def __init__(self, notebooks: dict[str, str]):
+        self.notebooks = notebooks
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.notebooks:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        _exec_notebook(module, self.notebooks[module.__name__])
+
+
+def import_submission(spec: WorkerSpec) -> types.ModuleType:
+    if spec.notebooks:
+        sys.meta_path.insert(0, _NotebookFinder(dict(spec.notebooks)))
+    if spec.source.endswith(".ipynb"):
         module = types.ModuleType(spec.module_name)
-        module.__file__ = spec.source
         sys.modules[spec.module_name] = module
-        for cell in read_cells(Path(spec.source)):
-            linecache.cache[cell.filename] = (len(cell.source), None, cell.source.splitlines(True), cell.filename)
-            exec(compile(cell.code, cell.filename, "exec"), module.__dict__)
+        _exec_notebook(module, spec.source)
         return module
     loader_spec = importlib.util.spec_from_file_location(spec.module_name, spec.source)
     module = importlib.util.module_from_spec(loader_spec)

@@ -75,3 +75,18 @@ def test_a_notebook_submission_grades_like_the_module(course, grader):
     released = ROOT / "assignments" / assignment.id / assignment.notebook
     stub = grader.grade(resolve_submission(released, course), chosen, seed=9)
     assert stub.score == 0 and {e.status for e in stub.assignments[0].exercises} == {"not_implemented"}
+
+
+def test_the_wrapper_imports_a_sibling_assignment_submitted_as_a_notebook(course, grader, tmp_path):
+    import shutil
+
+    from grader.submission import resolve_submission
+
+    for assignment_id in ("03_causal_attention", "04_multi_head_attention"):
+        assignment = course.assignment(assignment_id)
+        (tmp_path / assignment_id).mkdir()
+        shutil.copy(source_notebook(assignment), tmp_path / assignment_id)
+    result = grader.grade(resolve_submission(tmp_path, course), (course.assignment("04_multi_head_attention"),),
+                          seed=4)
+    wrapper = next(e for e in result.assignments[0].exercises if e.name == "MultiHeadAttentionWrapper")
+    assert wrapper.status == "passed", wrapper.feedback
