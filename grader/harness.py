@@ -195,7 +195,9 @@ class Grade:
         if not grad or not isinstance(out, torch.Tensor) or not out.requires_grad:
             return _detached(out), None, None
         grad_out = torch.randn(out.shape, generator=self.generator, dtype=out.dtype)
-        out.backward(grad_out.to(out.device))
+        # sum(out * grad_out) has the same gradients as out.backward(grad_out), and does not make torch
+        # import sympy (0.6 s) to compare symbolic shapes
+        (out * grad_out.to(out.device)).sum().backward()
         leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor)]
         return _detached(out), grad_out, [_detached(a.grad) if a.grad is not None else None for a in leaves]
 

@@ -66,8 +66,10 @@ def load_references(course: Course) -> dict:
 
 
 def blocked_paths(course: Course) -> tuple[str, ...]:
-    """What a worker may not have on its sys.path: the course (solutions, suites) and this run's cwd."""
-    return (str(course.root), str(course.root / "solutions"), str(course.root / "suites"))
+    """What a worker may not have on its sys.path: the course and the real folders of the reference
+    and the suites (and what holds them), also when they are reached through symbolic links."""
+    reference = [Path(os.path.realpath(course.root / name)) for name in ("solutions", "suites")]
+    return tuple(dict.fromkeys(str(p) for p in (course.root, *reference, *(r.parent for r in reference))))
 
 
 # A grading session needs none of pytest's conveniences for people, and some cost much: the
@@ -96,6 +98,10 @@ class Grader:
     def __init__(self, course: Course, *, device: str = "auto"):
         from grader.sandbox import Zygote
 
+        import torch
+
+        # Grading works on small tensors: intra-op threads only spin against the worker for the cores.
+        torch.set_num_threads(1)
         self.course = course
         self.device = pick_device(device)
         self.zygote = Zygote(blocked_paths(course))
