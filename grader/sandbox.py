@@ -71,6 +71,7 @@ def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
     _die_with_parent()
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of student code become ours, not init's
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and the kernel reaps them, workers included
+    _forget_reference(blocked)
     _warm_up()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
@@ -95,6 +96,21 @@ def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
         theirs.close()
         socket.send_fds(control, [str(pid).encode()], [ours.fileno()])
         ours.close()
+
+
+def _forget_reference(blocked: tuple[str, ...]) -> None:
+    """Drop modules loaded from the reference or the suites, in case this process had imported them
+    before forking (a test session, a long-lived grader): a worker can then not import them by name."""
+    import gc
+    import sys
+
+    from grader.worker import _under
+
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and _under(path, blocked) and not _under(path, (os.path.dirname(os.path.realpath(__file__)),)):
+            del sys.modules[name]
+    gc.collect()
 
 
 def _warm_up() -> None:
