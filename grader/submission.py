@@ -42,14 +42,13 @@ def resolve_submission(path: Path, course: Course) -> Submission:
             raise SubmissionError(f"{path.name} is not a {kind} of this course (expected one of: {', '.join(names)})")
         return Submission(path.stem, path, ((names[path.name], path),))
     sources = [(a.id, found) for a in course.assignments if (found := _find_in(path / a.id, a))]
-    if not sources:
-        own = next((a for a in course.assignments if _find_in(path, a)), None)
-        if own is None:
+    if not sources:  # one assignment folder, or a folder of loose modules and notebooks
+        sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a))]
+        if not sources:
             raise SubmissionError(
                 f"{path} holds no assignment of this course: expected assignment folders such as "
                 f"{course.assignments[0].id}/ or a file such as {course.assignments[0].module}"
             )
-        sources = [(own.id, _find_in(path, own))]
     return Submission(path.resolve().name, path, tuple(sources))
 
 

@@ -299,6 +299,8 @@ class Server:
         target = request["target"]
         if isinstance(target, HandleRef):
             fn, owner = self.handles[target.id], self.handles[target.id]
+            for parameter in owner.parameters():  # each call's gradients are its own
+                parameter.grad = None
         else:
             fn, owner = self.target(target), None
         args = self.resolve(request["args"])

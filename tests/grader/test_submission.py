@@ -59,3 +59,11 @@ def test_the_working_copy_is_private_and_removed(course):
     assert copy.display[str(copied.parent)] == str(ROOT / "solutions" / "01_attention_basics")
     copy.close()
     assert not copy.root.exists()
+
+
+def test_a_folder_of_loose_modules_holds_each_of_them(course, tmp_path):
+    for assignment_id, module in (("03_causal_attention", "causal_attention.py"),
+                                  ("04_multi_head_attention", "multi_head_attention.py")):
+        shutil.copy(ROOT / "solutions" / assignment_id / module, tmp_path)
+    found = resolve_submission(tmp_path, course)
+    assert [a for a, _ in found.sources] == ["03_causal_attention", "04_multi_head_attention"]

@@ -1,0 +1,483 @@
+"""Hidden grading suite for 04_multi_head_attention. Never shipped to students.
+
+Every check compares the student's function or module with the reference on the same inputs (see
+grader/harness.py); modules get the reference's weights by parameter name. Inputs come from the
+check's own seed, fresh each run unless --seed is given. When an output is wrong, a few known
+mistakes are recomputed here with the reference's weights so that the feedback can name the one
+the student made (the misconception ids of the course spec).
+"""
+import pytest
+import torch
+
+from grader.compare import difference
+from grader.harness import CheckFailed, StudentFault
+
+pytestmark = pytest.mark.assignment("04_multi_head_attention")
+
+# softmax is allowed here: the lesson builds multi-head attention from plain torch operations.
+ATTENTION_OPS = ("scaled_dot_product_attention", "multi_head_attention_forward")
+exercise = pytest.mark.exercise
+
+SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+F32, F64 = torch.float32, torch.float64
+
+
+def lesson_batch(dtype=F32):
+    inputs = torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
+    return torch.stack((inputs, inputs))  # [2, 6, 3], as in the lesson
+
+
+# --- naming the mistake ------------------------------------------------------------------------------
+def _matches(grade, out, wrong) -> bool:
+    import torch as _torch
+
+    if not isinstance(out, _torch.Tensor) or not isinstance(wrong, _torch.Tensor) or out.shape != wrong.shape:
+        return False
+    wrong = wrong.detach().to(out.dtype).cpu()
+    return difference(out, wrong, grade.tolerance(wrong)) is None
+
+
+def diagnosed(grade, check, rerun, candidates):
+    """Run ``check``; if its output is wrong, compare the student's output (``rerun()``) with known
+    mistakes ``(misconception id or None, description, make_wrong_output)`` and name the one it matches."""
+    try:
+        return check()
+    except CheckFailed as failure:
+        if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
+            raise
+        try:
+            out = rerun()
+        except StudentFault:
+            raise failure from None
+        for misconception, description, make in candidates:
+            with torch.no_grad():
+                wrong = make()
+            if _matches(grade, out, wrong):
+                raise CheckFailed(f"{failure.message}. Your output matches {description}",
+                                  (misconception,) if misconception else ()) from None
+        raise
+
+
+def explained_faults(check):
+    """Turn the typical crash of this assignment into feedback that names the mistake."""
+    try:
+        return check()
+    except StudentFault as fault:
+        if fault.kind == "error" and "view size is not compatible" in fault.message:
+            raise CheckFailed("your code calls .view() on a non-contiguous tensor (after a transpose or for a "
+                              "non-contiguous input); use .reshape(), or .contiguous().view()",
+                              ("view-on-non-contiguous",)) from None
+        raise
+
+
+# --- split_heads -------------------------------------------------------------------------------------
+def _split_without_transpose(x, heads):
+    batch, tokens, dim = x.shape
+    return x.reshape(batch, heads, tokens, dim // heads)
+
+
+def split_heads_same(grade, x, heads, grad=False):
+    diagnosed(
+        grade,
+        lambda: explained_faults(lambda: grade.same("split_heads", x, heads, grad=grad)),
+        lambda: grade.call("split_heads", x, heads).out,
+        [("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
+          "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
+          lambda: _split_without_transpose(x, heads))],
+    )
+
+
+@exercise("split_heads")
+def test_split_heads_lesson_data(grade):
+    split_heads_same(grade, lesson_batch(), 3)
+
+
+@exercise("split_heads", weight=2)
+@pytest.mark.parametrize("shape,heads,dtype", [
+    pytest.param((2, 7, 12), 3, F32, id="B2-T7-D12-H3-float32"),
+    pytest.param((1, 1, 6), 1, F64, id="T1-H1-float64"),
+    pytest.param((3, 40, 16), 4, F32, id="long-B3-T40-D16-H4-float32"),
+])
+def test_split_heads_random(grade, shape, heads, dtype):
+    split_heads_same(grade, grade.randn(*shape, dtype=dtype), heads, grad=True)
+
+
+@exercise("split_heads", weight=2)
+def test_split_heads_non_contiguous(grade):
+    x = grade.randn(9, 2, 12).transpose(0, 1)  # [2, 9, 12], not contiguous
+    split_heads_same(grade, x, 4, grad=True)
+
+
+@exercise("split_heads", weight=2)
+def test_split_heads_indivisible_raises(grade):
+    grade.raises(("ValueError",), "split_heads", grade.randn(2, 4, 8), 3)
+
+
+# --- merge_heads -------------------------------------------------------------------------------------
+def _merge_without_transpose(x):
+    batch, heads, tokens, head_dim = x.shape
+    return x.reshape(batch, tokens, heads * head_dim)
+
+
+def merge_heads_same(grade, x, grad=False):
+    diagnosed(
+        grade,
+        lambda: explained_faults(lambda: grade.same("merge_heads", x, grad=grad)),
+        lambda: grade.call("merge_heads", x).out,
+        [("heads-merged-without-transpose", "x.reshape(B, T, H*hd) taken straight from [B, H, T, hd]: "
+          "transpose(1, 2) to [B, T, H, hd] first", lambda: _merge_without_transpose(x))],
+    )
+
+
+@exercise("merge_heads")
+def test_merge_heads_lesson_data(grade):
+    merge_heads_same(grade, lesson_batch()[None])  # [1, 2, 6, 3]: the two copies as two heads
+
+
+@exercise("merge_heads", weight=2)
+@pytest.mark.parametrize("shape,dtype", [
+    pytest.param((2, 3, 7, 4), F32, id="B2-H3-T7-hd4-float32"),
+    pytest.param((1, 1, 1, 5), F64, id="T1-H1-float64"),
+    pytest.param((2, 4, 40, 2), F32, id="long-H4-T40-float32"),
+])
+def test_merge_heads_random(grade, shape, dtype):
+    merge_heads_same(grade, grade.randn(*shape, dtype=dtype), grad=True)
+
+
+@exercise("merge_heads", weight=3)
+def test_merge_heads_non_contiguous(grade):
+    x = grade.randn(2, 8, 3, 4, dtype=F64).transpose(1, 2)  # [B, T, H, hd] -> [B, H, T, hd], as split_heads gives
+    merge_heads_same(grade, x, grad=True)
+
+
+# --- split_qkv ---------------------------------------------------------------------------------------
+def split_qkv_same(grade, qkv, heads):
+    batch, tokens, three_dim = qkv.shape
+    head_dim = three_dim // (3 * heads)
+    diagnosed(
+        grade,
+        lambda: explained_faults(lambda: grade.same("split_qkv", qkv, heads)),
+        lambda: grade.call("split_qkv", qkv, heads).out,
+        [(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
+          "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
+          lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4)))],
+    )
+
+
+@exercise("split_qkv", weight=2)
+@pytest.mark.parametrize("shape,heads,dtype", [
+    pytest.param((2, 5, 24), 2, F32, id="B2-T5-D8-H2-float32"),
+    pytest.param((1, 1, 9), 1, F64, id="T1-H1-float64"),
+    pytest.param((2, 33, 48), 4, F32, id="long-T33-D16-H4-float32"),
+])
+def test_split_qkv_random(grade, shape, heads, dtype):
+    split_qkv_same(grade, grade.randn(*shape, dtype=dtype), heads)
+
+
+@exercise("split_qkv", weight=2)
+def test_split_qkv_non_contiguous(grade):
+    split_qkv_same(grade, grade.randn(6, 2, 36).transpose(0, 1), 3)  # [2, 6, 36], not contiguous
+
+
+# --- modules: helpers ---------------------------------------------------------------------------------
+def module_same(grade, pair, x, *, grad=False, seed=None, candidates=()):
+    return diagnosed(
+        grade,
+        lambda: explained_faults(lambda: pair.same(x, grad=grad, seed=seed)),
+        lambda: pair.call(x, seed=seed).out,
+        [(m, d, (lambda make=make: make(x.to(grade.device), seed))) for m, d, make in candidates],
+    )
+
+
+def causal_module_check(grade, name, args, kwargs, x, check):
+    """Run ``check``; if the student's causal module ``name(*args, **kwargs)`` (args: d_in, d_out,
+    context_length, dropout, num_heads) crashes on ``x`` with fewer tokens than context_length but runs
+    with context_length = T, say that the mask was not truncated."""
+    d_in, d_out, context, _, heads = args
+    tokens = x.shape[1]
+    try:
+        return check()
+    except StudentFault as fault:
+        if fault.kind != "error" or tokens >= context:
+            raise
+        try:  # the same input with a context just as long: does it run then?
+            grade.module(name, d_in, d_out, tokens, 0.0, heads, **kwargs).call(x)
+        except (StudentFault, CheckFailed):
+            raise fault from None
+        raise CheckFailed(f"{name}{args}: it fails for T = {tokens} tokens, fewer than context_length = {context}, "
+                          f"but runs with context_length = {tokens}: use only the top-left [:T, :T] corner of the "
+                          "causal mask", ("mask-not-truncated",)) from None
+
+
+def random_module_check(grade, name, mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype):
+    """Random weights and inputs, gradients included."""
+    args, kwargs = (d_in, d_out, context, 0.0, heads), {"qkv_bias": bias, "dtype": dtype}
+    pair = grade.module(name, *args, **kwargs)
+    x = grade.randn(batch, tokens, d_in, dtype=dtype)
+    causal_module_check(grade, name, args, kwargs, x,
+                        lambda: module_same(grade, pair, x, grad=True, candidates=mistakes(pair)))
+
+
+def expect_deterministic_eval(grade, pair, x):
+    """In eval mode the output is the reference's (no dropout), and the same on every call."""
+    pair.train(False)
+    first = explained_faults(lambda: pair.call(x)).out
+    second = pair.call(x).out
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
+            and not torch.equal(first, second):
+        raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
+                          "dropout must only act in training mode", ("dropout-in-eval",))
+    pair.same(x)
+
+
+# --- MultiHeadAttentionWrapper ------------------------------------------------------------------------
+WRAPPER = "MultiHeadAttentionWrapper"
+
+
+def _wrapper_variant(ref, x, seed, *, mask="future", scaled=True, order=1):
+    """The reference wrapper with one thing changed, computed from its heads' weights."""
+    tokens = x.shape[1]
+    ones = torch.ones(tokens, tokens, dtype=torch.bool, device=x.device)
+    hidden = {"future": ones.triu(1), "past": ones.tril(-1), "none": ~ones}[mask]
+    outputs = []
+    for head in list(ref.heads)[::order]:
+        q, k, v = head.W_query(x), head.W_key(x), head.W_value(x)
+        scores = (q @ k.transpose(1, 2)).masked_fill(hidden, float("-inf"))
+        if scaled:
+            scores = scores / k.shape[-1] ** 0.5
+        outputs.append(torch.softmax(scores, dim=-1) @ v)
+    return torch.cat(outputs, dim=-1)
+
+
+WRAPPER_MISTAKES = (
+    ("mask-not-applied", "attention without the causal mask: every token sees the future",
+     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, mask="none")),
+    ("mask-inverted", "the past hidden instead of the future",
+     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, mask="past")),
+    ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head",
+     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, scaled=False)),
+    (None, "the heads concatenated in reverse order: head 0's features come first",
+     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, order=-1)),
+)
+
+
+def wrapper_mistakes(pair):
+    return [(m, d, make(pair.ref)) for m, d, make in WRAPPER_MISTAKES]
+
+
+@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+def test_wrapper_lesson_data(grade):
+    pair = grade.module(WRAPPER, 3, 2, 6, 0.0, num_heads=2)
+    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair))
+
+
+@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+@pytest.mark.parametrize("d_in,d_out,context,heads,batch,tokens,bias,dtype", [
+    pytest.param(5, 3, 8, 3, 2, 8, False, F32, id="H3-din5-dout3-T8-float32"),
+    pytest.param(4, 6, 16, 2, 3, 11, True, F64, id="bias-T11-of-16-float64"),
+    pytest.param(4, 2, 8, 1, 2, 1, False, F32, id="H1-T1-float32"),
+])
+def test_wrapper_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
+    random_module_check(grade, WRAPPER, wrapper_mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype)
+
+
+@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+def test_wrapper_dropout(grade):
+    """Eval: no dropout and deterministic; training: dropout on each head's weights, as the reference."""
+    args = (4, 3, 10, 0.5, 2)
+    pair = grade.module(WRAPPER, *args)
+    x = grade.randn(2, 7, 4)
+
+    def check():
+        expect_deterministic_eval(grade, pair, x)
+        pair.train()
+        pair.same(x, seed=1234)
+
+    causal_module_check(grade, WRAPPER, args, {}, x, check)
+
+
+# --- MultiHeadAttention -------------------------------------------------------------------------------
+MHA = "MultiHeadAttention"
+
+
+def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_transpose=True, out_proj=True,
+                 mask="future", dropout=None):
+    """The reference MultiHeadAttention with one thing changed, computed from its weights."""
+    batch, tokens, _ = x.shape
+    heads = ref.num_heads
+    d_out = ref.out_proj.in_features
+    head_dim = d_out // heads
+
+    def split(t):
+        if split_transpose:
+            return t.reshape(batch, tokens, heads, head_dim).transpose(1, 2)
+        return t.reshape(batch, heads, tokens, head_dim)
+
+    q, k, v = split(ref.W_query(x)), split(ref.W_key(x)), split(ref.W_value(x))
+    ones = torch.ones(tokens, tokens, dtype=torch.bool, device=x.device)
+    hidden = {"future": ones.triu(1), "past": ones.tril(-1), "none": ~ones}[mask]
+    scores = (q @ k.transpose(-2, -1)).masked_fill(hidden, float("-inf"))
+    divisor = {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
+               "multiplied": head_dim ** -0.5}[scale]
+    scores = scores / divisor
+    if seed is not None:
+        torch.manual_seed(seed)
+    if dropout == "scores":
+        scores = ref.dropout(scores)
+    weights = torch.softmax(scores, dim=-1)
+    if dropout == "weights":
+        weights = ref.dropout(weights)
+    context = weights @ v
+    if merge_transpose:
+        context = context.transpose(1, 2).reshape(batch, tokens, d_out)
+    else:
+        context = context.reshape(batch, tokens, d_out)
+    return ref.out_proj(context) if out_proj else context
+
+
+MHA_MISTAKES = (
+    ("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; use the head size d_out/num_heads",
+     {"scale": "model"}),
+    ("wrong-scale", "scores divided by head_dim instead of sqrt(head_dim)", {"scale": "head-not-sqrt"}),
+    ("wrong-scale", "scores multiplied by sqrt(head_dim) instead of divided", {"scale": "multiplied"}),
+    ("missing-scale", "unscaled scores: divide by sqrt(head_dim)", {"scale": "none"}),
+    ("heads-split-without-transpose", "heads split with view(B, H, T, hd) straight from [B, T, d_out]",
+     {"split_transpose": False}),
+    ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
+     {"merge_transpose": False}),
+    ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
+    ("mask-inverted", "the past hidden instead of the future", {"mask": "past"}),
+    ("mask-not-applied", "attention without the causal mask: every token sees the future", {"mask": "none"}),
+    ("dropout-on-scores", "dropout applied to the scores before the softmax; it belongs on the weights after it",
+     {"dropout": "scores"}),
+)
+
+
+def mha_mistakes(pair):
+    return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags))) for m, d, flags in MHA_MISTAKES]
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+def test_mha_lesson_data(grade):
+    pair = grade.module(MHA, 3, 2, 6, 0.0, num_heads=2)
+    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair))
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@pytest.mark.parametrize("d_in,d_out,context,heads,batch,tokens,bias,dtype", [
+    pytest.param(6, 8, 12, 4, 2, 12, False, F32, id="H4-din6-dout8-T12-float32"),
+    pytest.param(4, 6, 32, 2, 3, 9, True, F64, id="H2-bias-T9-of-32-float64"),
+    pytest.param(5, 4, 8, 1, 2, 1, False, F32, id="H1-T1-float32"),
+    pytest.param(8, 8, 128, 2, 1, 100, True, F32, id="long-T100-float32"),
+])
+def test_mha_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
+    random_module_check(grade, MHA, mha_mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype)
+
+
+@exercise(MHA, forbidden=ATTENTION_OPS)
+def test_mha_non_contiguous(grade):
+    pair = grade.module(MHA, 6, 6, 10, 0.0, 3)
+    module_same(grade, pair, grade.randn(10, 2, 6).transpose(0, 1), candidates=mha_mistakes(pair))
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+def test_mha_indivisible_raises(grade):
+    grade.raises(("ValueError", "AssertionError"), MHA, 3, 4, 6, 0.0, 3, new=True)
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+def test_mha_eval_is_deterministic(grade):
+    args = (4, 6, 10, 0.5, 2)
+    pair, x = grade.module(MHA, *args), grade.randn(2, 8, 4)
+    causal_module_check(grade, MHA, args, {}, x, lambda: expect_deterministic_eval(grade, pair, x))
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+def test_mha_dropout_on_weights(grade):
+    args = (4, 6, 10, 0.5, 2)
+    pair, x = grade.module(MHA, *args).train(), grade.randn(2, 8, 4)
+    causal_module_check(grade, MHA, args, {}, x,
+                        lambda: module_same(grade, pair, x, seed=1234, candidates=mha_mistakes(pair)))
+
+
+@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+def test_mha_vectorised(grade):
+    args = (4, 4, 32, 0.0, 2)
+    pair, x = grade.module(MHA, *args), grade.randn(1, 4, 4)
+    short = causal_module_check(grade, MHA, args, {}, x, lambda: explained_faults(lambda: pair.call(x))).ops
+    long = pair.call(grade.randn(1, 32, 4)).ops
+    grade.expect_not_growing(MHA, short, long)
+
+
+# --- FusedQKVAttention --------------------------------------------------------------------------------
+FUSED = "FusedQKVAttention"
+
+
+def _fused_variant(ref, x, *, scale=None, skip=True, causal=False):
+    batch, tokens, _ = x.shape
+    heads = ref.num_heads
+    chan = ref.proj.in_features
+    q, k, v = ref.qkv(x).reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
+    scores = (q * (ref.scale if scale is None else scale)) @ k.transpose(-2, -1)
+    if causal:
+        scores = scores.masked_fill(torch.ones(tokens, tokens, dtype=torch.bool, device=x.device).triu(1),
+                                    float("-inf"))
+    attended = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(batch, tokens, chan)
+    out = ref.proj(attended)
+    return out + v.transpose(1, 2).reshape(batch, tokens, chan) if skip else out
+
+
+def fused_mistakes(pair, qk_scale):
+    ref = pair.ref
+    chan = ref.proj.in_features
+    mistakes = [
+        (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]",
+         lambda x, s: _fused_variant(ref, x, skip=False)),
+        (None, "causal attention; FusedQKVAttention is not causal", lambda x, s: _fused_variant(ref, x, causal=True)),
+        ("missing-scale", "unscaled scores", lambda x, s: _fused_variant(ref, x, scale=1.0)),
+        ("wrong-scale", "scores scaled by chan**-0.5, the model width; use the head size chan/num_heads",
+         lambda x, s: _fused_variant(ref, x, scale=chan ** -0.5)),
+    ]
+    if qk_scale is not None:
+        mistakes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
+                         lambda x, s: _fused_variant(ref, x, scale=(chan // ref.num_heads) ** -0.5)))
+    return mistakes
+
+
+@exercise(FUSED, forbidden=ATTENTION_OPS)
+def test_fused_lesson_data(grade):
+    pair = grade.module(FUSED, 3, 4, num_heads=2)
+    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None))
+
+
+@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+@pytest.mark.parametrize("dim,chan,heads,bias,qk_scale,batch,tokens,dtype", [
+    pytest.param(6, 8, 2, False, None, 2, 5, F32, id="H2-dim6-chan8-float32"),
+    pytest.param(4, 12, 3, True, 0.3, 1, 7, F64, id="H3-bias-qk_scale-float64"),
+    pytest.param(5, 4, 1, False, None, 2, 1, F32, id="H1-N1-float32"),
+    pytest.param(8, 16, 4, True, None, 1, 64, F32, id="long-N64-bias-float32"),
+])
+def test_fused_random(grade, dim, chan, heads, bias, qk_scale, batch, tokens, dtype):
+    pair = grade.module(FUSED, dim, chan, num_heads=heads, qkv_bias=bias, qk_scale=qk_scale, dtype=dtype)
+    module_same(grade, pair, grade.randn(batch, tokens, dim, dtype=dtype), grad=True,
+                candidates=fused_mistakes(pair, qk_scale))
+
+
+@exercise(FUSED, forbidden=ATTENTION_OPS)
+def test_fused_non_contiguous(grade):
+    pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7)
+    module_same(grade, pair, grade.randn(9, 2, 6).transpose(0, 1), candidates=fused_mistakes(pair, 0.7))
+
+
+@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+def test_fused_indivisible_raises(grade):
+    grade.raises(("ValueError", "AssertionError"), FUSED, 4, 6, 4, new=True)
+
+
+@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+def test_fused_vectorised(grade):
+    pair = grade.module(FUSED, 4, 4, num_heads=2)
+    short = explained_faults(lambda: pair.call(grade.randn(1, 4, 4))).ops
+    long = pair.call(grade.randn(1, 32, 4)).ops
+    grade.expect_not_growing(FUSED, short, long)

@@ -1,0 +1,260 @@
+"""Hidden grading suite for 05_efficient_attention. Never shipped to students.
+
+Every check compares the student's function with the reference on the same inputs (see
+grader/harness.py). Inputs come from the check's own seed, fresh each run unless --seed is given.
+Both exercises must do the online-softmax rescaling themselves: every library softmax and fused
+attention kernel is forbidden. flash_attention must also stay within a memory bound: it may never
+build the whole [Tq, Tk] score matrix.
+"""
+import pytest
+import torch
+
+from grader.compare import difference
+from grader.harness import CheckFailed, StudentFault
+
+pytestmark = pytest.mark.assignment("05_efficient_attention")
+exercise = pytest.mark.exercise
+
+NO_SOFTMAX = ("scaled_dot_product_attention", "multi_head_attention_forward", "softmax", "_softmax", "log_softmax",
+              "_log_softmax", "softmin", "_safe_softmax")
+SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+F32, F64 = torch.float32, torch.float64
+
+
+def lesson_inputs(dtype=F32):
+    return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
+
+
+def diagnosed(grade, check, rerun, candidates):
+    """Run ``check``; if its output is wrong, compare the student's output (``rerun()``) with known
+    mistakes ``(misconception id or None, description, wrong_output)`` and name the one it matches."""
+    try:
+        return check()
+    except CheckFailed as failure:
+        if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
+            raise
+        try:
+            out = rerun()
+        except StudentFault:
+            raise failure from None
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
+            raise CheckFailed(f"{failure.message}. Your output has inf or NaN: subtract the running maximum "
+                              "before exponentiating (and never compute -inf - -inf)", ("softmax-unstable",)) from None
+        for misconception, description, make in candidates:
+            with torch.no_grad():
+                wrong = make()
+            if not isinstance(out, torch.Tensor) or out.shape != wrong.shape:
+                continue
+            wrong = wrong.to(out.dtype)  # candidates are computed in float64; compare at the student's precision
+            if difference(out, wrong, grade.tolerance(wrong)) is None:
+                raise CheckFailed(f"{failure.message}. Your output matches {description}",
+                                  (misconception,) if misconception else ()) from None
+        raise
+
+
+# --- online_softmax -----------------------------------------------------------------------------------
+def _softmax_without_rescaling(x, block_size):
+    """The running sum accumulated against each block's own running maximum, never rescaled."""
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], block_size):
+        block = x[..., start:start + block_size]
+        running_max = torch.maximum(running_max, block.amax(dim=-1))
+        running_sum = running_sum + torch.exp(block - running_max[..., None]).sum(dim=-1)
+    return torch.exp(x - running_max[..., None]) / running_sum[..., None]
+
+
+def _softmax_last_block_max(x, block_size):
+    """Normalised with the statistics of the last block only (the running values overwritten)."""
+    start = (x.shape[-1] - 1) // block_size * block_size
+    block = x[..., start:]
+    m = block.amax(dim=-1, keepdim=True)
+    return torch.exp(x - m) / torch.exp(block - m).sum(dim=-1, keepdim=True)
+
+
+def online_softmax_same(grade, x, block_size, grad=False):
+    diagnosed(
+        grade,
+        lambda: grade.same("online_softmax", x, block_size, grad=grad),
+        lambda: grade.call("online_softmax", x, block_size).out,
+        [(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+          lambda: _softmax_without_rescaling(x, block_size)),
+         (None, "a sum over the last block only: add each block's exponentials to the running sum",
+          lambda: _softmax_last_block_max(x, block_size)),
+         ("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
+          lambda: torch.softmax(x, dim=0))],
+    )
+
+
+@exercise("online_softmax", forbidden=NO_SOFTMAX)
+def test_online_softmax_lesson_scores(grade):
+    inputs = lesson_inputs()
+    online_softmax_same(grade, inputs @ inputs.T, 4)  # [6, 6] scores, N = 6 not a multiple of 4
+
+
+@exercise("online_softmax", weight=2, forbidden=NO_SOFTMAX)
+@pytest.mark.parametrize("shape,block_size,dtype", [
+    pytest.param((10,), 3, F32, id="N10-block3-no-batch-float32"),
+    pytest.param((4, 16), 4, F64, id="N16-block4-float64"),
+    pytest.param((2, 3, 7), 1, F32, id="block1-batch2x3-float32"),
+    pytest.param((3, 5), 8, F64, id="block-over-N-float64"),
+    pytest.param((2, 130), 16, F32, id="long-N130-block16-float32"),
+])
+def test_online_softmax_random(grade, shape, block_size, dtype):
+    online_softmax_same(grade, grade.randn(*shape, dtype=dtype, scale=3.0), block_size, grad=True)
+
+
+@exercise("online_softmax", weight=2, forbidden=NO_SOFTMAX)
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
+def test_online_softmax_large_values(grade, dtype):
+    x = grade.randn(3, 20, dtype=dtype, scale=1000.0)
+    x[:, -1] = x.amax(dim=-1) + 100.0  # the maximum grows in the last block: every row must be rescaled
+    online_softmax_same(grade, x, 6, grad=True)
+
+
+@exercise("online_softmax", weight=2, forbidden=NO_SOFTMAX)
+def test_online_softmax_minus_infinity(grade):
+    x = grade.randn(4, 10, dtype=F64)
+    x[0, 3] = float("-inf")  # one hidden entry
+    x[1] = float("-inf")  # a row with nothing visible: all zeros, never NaN
+    x[2, :4] = float("-inf")  # the first block all hidden, the rest visible
+    x[3, 4:8] = float("-inf")  # a hidden block in the middle
+    online_softmax_same(grade, x, 4)
+
+
+@exercise("online_softmax", weight=2, forbidden=NO_SOFTMAX)
+def test_online_softmax_walks_over_blocks(grade):
+    """The statistics are gathered block by block: more blocks, more steps (the lesson's loop over blocks)."""
+    x = grade.randn(2, 64)
+    one_block = grade.call("online_softmax", x, 64).ops
+    many_blocks = grade.call("online_softmax", x, 4).ops
+    if many_blocks <= one_block:
+        raise CheckFailed(f"online_softmax made {many_blocks} torch operations with 16 blocks of 4 but "
+                          f"{one_block} with one block of 64: the statistics must be gathered block by block, "
+                          "keeping a running maximum and a running sum that is rescaled whenever the maximum grows")
+
+
+@exercise("online_softmax", forbidden=NO_SOFTMAX)
+def test_online_softmax_non_contiguous(grade):
+    online_softmax_same(grade, grade.randn(9, 3).T, 4)  # [3, 9], not contiguous
+
+
+# --- flash_attention ----------------------------------------------------------------------------------
+def _plain_attention(q, k, v, causal, *, scale="sqrt", mask="future"):
+    """Plain attention in float64 with one thing possibly changed, for naming mistakes."""
+    q, k, v = q.double(), k.double(), v.double()
+    d = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) * {"sqrt": d ** -0.5, "none": 1.0, "d": 1.0 / d}[scale]
+    if causal:
+        tq, tk = scores.shape[-2], scores.shape[-1]
+        ones = torch.ones(tq, tk, dtype=torch.bool)
+        hidden = {"future": ones.triu(1), "bottom-right": ones.triu(tk - tq + 1), "none": ~ones}[mask]
+        scores = scores.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v
+
+
+def _flash_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, rescale_acc=True):
+    """Tiled attention in float64 that forgets to rescale the running sum or the running output."""
+    q, k, v = q.double() / q.shape[-1] ** 0.5, k.double(), v.double()
+    running_max = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)
+    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    q_pos = torch.arange(q.shape[-2])
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if causal:
+            k_pos = torch.arange(start, start + scores.shape[-1])
+            scores = scores.masked_fill(k_pos[None, :] > q_pos[:, None], float("-inf"))
+        new_max = torch.maximum(running_max, scores.amax(dim=-1))
+        shift = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max)
+        rescale = torch.exp(running_max - shift)
+        p = torch.exp(scores - shift[..., None])
+        running_sum = (running_sum * rescale if rescale_sum else running_sum) + p.sum(dim=-1)
+        acc = (acc * rescale[..., None] if rescale_acc else acc) + p @ v[..., start:start + block_size, :]
+        running_max = new_max
+    return acc / running_sum.clamp_min(1e-300)[..., None]
+
+
+def flash_same(grade, q, k, v, block_size, causal, grad=False):
+    kwargs = {"block_size": block_size, "causal": causal}
+    candidates = [
+        (None, "a running output that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+         lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
+        (None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+         lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
+        ("missing-scale", "unscaled scores: divide by sqrt(d)",
+         lambda: _plain_attention(q, k, v, causal, scale="none")),
+        ("wrong-scale", "scores divided by d instead of sqrt(d)", lambda: _plain_attention(q, k, v, causal, scale="d")),
+    ]
+    if causal:
+        candidates += [
+            ("mask-not-applied", "attention without the causal mask",
+             lambda: _plain_attention(q, k, v, True, mask="none")),
+            (None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, counted from the "
+                   "top-left",
+             lambda: _plain_attention(q, k, v, True, mask="bottom-right")),
+        ]
+    diagnosed(
+        grade,
+        lambda: grade.same("flash_attention", q, k, v, grad=grad, **kwargs),
+        lambda: grade.call("flash_attention", q, k, v, **kwargs).out,
+        candidates,
+    )
+
+
+@exercise("flash_attention", forbidden=NO_SOFTMAX)
+def test_flash_lesson_data(grade):
+    inputs = torch.stack((lesson_inputs(), lesson_inputs()))  # [2, 6, 3]
+    flash_same(grade, inputs, inputs, inputs, 4, True)
+
+
+@exercise("flash_attention", weight=2, forbidden=NO_SOFTMAX)
+@pytest.mark.parametrize("tq,tk,d,dv,block_size,causal,batch,dtype", [
+    pytest.param(1, 1, 4, 4, 1, False, (), F32, id="Tq1-Tk1-block1-float32"),
+    pytest.param(5, 7, 4, 6, 1, True, (2,), F64, id="Tq5-Tk7-block1-causal-dv6-float64"),
+    pytest.param(1, 100, 8, 8, 16, False, (2,), F64, id="Tq1-Tk100-block16-float64"),
+    pytest.param(100, 1, 8, 8, 16, True, (), F32, id="Tq100-Tk1-block16-causal-float32"),
+    pytest.param(70, 100, 16, 8, 64, True, (2,), F32, id="Tq70-Tk100-block64-causal-dv8-float32"),
+    pytest.param(130, 130, 8, 12, 64, False, (2, 3), F64, id="T130-block64-batch2x3-dv12-float64"),
+    pytest.param(130, 130, 8, 8, 16, True, (), F32, id="T130-block16-causal-float32"),
+])
+def test_flash_random(grade, tq, tk, d, dv, block_size, causal, batch, dtype):
+    q = grade.randn(*batch, tq, d, dtype=dtype)
+    k = grade.randn(*batch, tk, d, dtype=dtype)
+    v = grade.randn(*batch, tk, dv, dtype=dtype)
+    flash_same(grade, q, k, v, block_size, causal, grad=True)
+
+
+@exercise("flash_attention", weight=2, forbidden=NO_SOFTMAX)
+def test_flash_large_scores(grade):
+    """Scores in the hundreds overflow exp() unless the running maximum is subtracted first."""
+    q = grade.randn(2, 40, 16, dtype=F64, scale=400.0)  # scores of about +-1000: exp() overflows even in float64
+    k = grade.randn(2, 40, 16, dtype=F64)
+    flash_same(grade, q, k, grade.randn(2, 40, 8, dtype=F64), 16, False)
+
+
+@exercise("flash_attention", forbidden=NO_SOFTMAX)
+def test_flash_non_contiguous(grade):
+    q = grade.randn(33, 2, 8).transpose(0, 1)  # [2, 33, 8], not contiguous
+    k = grade.randn(8, 2, 40).transpose(0, 2).transpose(0, 1)  # [2, 40, 8], not contiguous
+    v = grade.randn(2, 6, 40).transpose(1, 2)  # [2, 40, 6], not contiguous
+    flash_same(grade, q, k, v, 16, True, grad=True)
+
+
+@exercise("flash_attention", weight=10, forbidden=NO_SOFTMAX)
+def test_flash_memory_bound(grade):
+    """Tq = Tk = 1024, block_size 64: no intermediate tensor may hold Tq*Tk/4 elements or more."""
+    tokens, dim = 1024, 64
+    q, k, v = grade.randn(tokens, dim), grade.randn(tokens, dim), grade.randn(tokens, dim)
+    reply = grade.call("flash_attention", q, k, v, block_size=64)
+    limit = tokens * tokens // 4
+    if reply.max_numel >= limit:
+        raise CheckFailed(f"flash_attention(<[1024, 64]> x 3, block_size=64): the largest intermediate tensor had "
+                          f"{reply.max_numel} elements, but the limit is {limit} (a quarter of the 1024 x 1024 "
+                          "score matrix); the full score matrix must never be built: work on "
+                          "[block_size, block_size] tiles of it with the online-softmax rescaling")
+    # the reference in three matrix products: here, outside the student's worker, the full matrix is fine
+    expected = _plain_attention(q, k, v, False).to(q.dtype).to(grade.device)
+    grade.expect(reply, expected, "flash_attention(<[1024, 64]> x 3, block_size=64)")
