@@ -357,8 +357,20 @@ def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
     if isinstance(exc, SystemExit):
         return {"ok": False, "kind": "crashed", "exception": "SystemExit",
                 "message": f"your code tried to exit the process (exit code {exc.code!r})"}
-    kind = "not_implemented" if isinstance(exc, NotImplementedError) else "error"
+    kind = "not_implemented" if _is_stub(exc, spec) else "error"
     return {"ok": False, "kind": kind, "exception": type(exc).__name__, "message": _student_traceback(exc, spec)}
+
+
+def _is_stub(exc: BaseException, spec: WorkerSpec) -> bool:
+    """A stub's own ``raise NotImplementedError``, not one that torch raised inside the student's code."""
+    if not isinstance(exc, NotImplementedError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return False
+    last = frames[-1]
+    own = last.filename.startswith(spec.student_root) or ".ipynb [cell " in last.filename
+    return own and (last.line or "").lstrip().startswith("raise NotImplementedError")
 
 
 def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:

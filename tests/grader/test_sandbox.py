@@ -155,3 +155,9 @@ def attention_scores(inputs):
     return inputs @ inputs.transpose(-2, -1)
 """)
     assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback
+
+
+def test_a_not_implemented_error_raised_by_torch_is_an_error_not_a_stub(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n"
+                                          "    return torch.zeros(2) | torch.zeros(2)\n")
+    assert ex["attention_scores"].status == "error", ex["attention_scores"].feedback

@@ -1,0 +1,285 @@
+"""Hidden grading suite for 02_self_attention. Never shipped to students.
+
+Every check compares the student's code with the reference on the same inputs (see grader/harness.py):
+functions through ``grade.same``, classes through ``grade.module``, which builds the reference's and the
+student's instance and loads the reference's weights into the student's by parameter name. Inputs come
+from the check's own seed, fresh each run unless --seed is given.
+"""
+import math
+
+import pytest
+import torch
+
+from grader.harness import CheckFailed
+
+pytestmark = pytest.mark.assignment("02_self_attention")
+exercise = pytest.mark.exercise
+
+SDPA_OPS = ("scaled_dot_product_attention", "multi_head_attention_forward")
+SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+
+
+def lesson_inputs(dtype=torch.float32):
+    """"Your journey starts with one step": six 3-d embeddings, [6, 3]."""
+    return torch.tensor(SEED_INPUTS, dtype=dtype)
+
+
+def life_is_short():
+    """"Life is short, eat dessert first" embedded to 16-d, [6, 16], plus the generator that made it."""
+    words = "Life is short, eat dessert first".replace(",", "").split()
+    vocab = {w: i for i, w in enumerate(sorted(words))}
+    g = torch.Generator().manual_seed(123)
+    table = torch.randn(len(vocab), 16, generator=g)  # what nn.Embedding(6, 16) starts from
+    return table[torch.tensor([vocab[w] for w in words])], g
+
+
+def hidden(grade, *shape, p=0.3):
+    """A random boolean mask, True = hidden."""
+    return grade.rand(*shape) < p
+
+
+def diagnosed(grade, failed, out, candidates):
+    """Re-raise ``failed``, naming the misconception whose known-wrong output ``out`` matches, if any.
+    ``candidates``: (misconception id, hint for the student, the output that mistake gives)."""
+    for tag, hint, wrong in candidates:
+        try:
+            grade.expect_close(out, wrong, "")
+        except CheckFailed:
+            continue
+        return CheckFailed(f"{failed.message}; {hint}", failed.misconceptions + (tag,))
+    return failed
+
+
+# --- attention_weights -------------------------------------------------------------------------------
+@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+def test_attention_weights_lesson_data(grade):
+    inputs = lesson_inputs()
+    g = torch.Generator().manual_seed(123)  # the lesson's W_query, W_key (torch.manual_seed(123); torch.rand(3, 2))
+    w_query, w_key = torch.rand(3, 2, generator=g), torch.rand(3, 2, generator=g)
+    queries, keys = inputs @ w_query, inputs @ w_key
+    try:
+        grade.same("attention_weights", queries, keys)
+    except CheckFailed as failed:
+        scores, dk = queries @ keys.T, keys.shape[-1]
+        scale = 1 / math.sqrt(dk)
+        raise diagnosed(grade, failed, grade.call("attention_weights", queries, keys).out, [
+            ("missing-scale", "the scores are not scaled by 1/sqrt(d_k)", torch.softmax(scores, -1)),
+            ("wrong-scale", "the scores are divided by d_k, not sqrt(d_k)", torch.softmax(scores / dk, -1)),
+            ("wrong-scale", "the scores are multiplied by sqrt(d_k), not divided", torch.softmax(scores / scale, -1)),
+            ("scores-transposed", "the scores are K Qᵀ, not Q Kᵀ", torch.softmax(scores.T * scale, -1)),
+            ("softmax-wrong-dim", "the softmax runs over the queries, not the keys", torch.softmax(scores * scale, 0)),
+        ]) from None
+
+
+# (leading batch dims, Tq, Tk, d_k, dtype)
+WEIGHTS_CASES = {
+    "Tq5-Tk7-float32": ((), 5, 7, 8, torch.float32),
+    "batch2-float64": ((2,), 6, 6, 16, torch.float64),
+    "leading2x3-Tq4-Tk5-float32": ((2, 3), 4, 5, 8, torch.float32),
+}
+
+
+@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+@pytest.mark.parametrize("case", list(WEIGHTS_CASES.values()), ids=list(WEIGHTS_CASES))
+def test_attention_weights_random(grade, case):
+    lead, tq, tk, dk, dtype = case
+    grade.same("attention_weights", grade.randn(*lead, tq, dk, dtype=dtype), grade.randn(*lead, tk, dk, dtype=dtype),
+               grad=True)
+
+
+@exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
+@pytest.mark.parametrize("tq,tk", [(1, 1), (128, 128)], ids=["T=1", "T=128"])
+def test_attention_weights_sizes(grade, tq, tk):
+    grade.same("attention_weights", grade.randn(tq, 16, dtype=torch.float64), grade.randn(tk, 16, dtype=torch.float64))
+
+
+@exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
+def test_attention_weights_non_contiguous(grade):
+    grade.same("attention_weights", grade.randn(5, 2, 8).transpose(0, 1), grade.randn(8, 6).T, grad=True)
+
+
+@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+@pytest.mark.parametrize("mask_shape", [(5, 7), (3, 1, 7)], ids=["mask[Tq,Tk]", "mask[B,1,Tk]"])
+def test_attention_weights_mask(grade, mask_shape):
+    mask = hidden(grade, *mask_shape)
+    mask[..., 0] = False  # every query sees at least one key here; fully hidden rows have their own check
+    queries, keys = grade.randn(3, 5, 8), grade.randn(3, 7, 8)
+    try:
+        grade.same("attention_weights", queries, keys, mask=mask, grad=True)
+    except CheckFailed as failed:
+        out = grade.call("attention_weights", queries, keys, mask=mask).out
+        raise diagnosed(grade, failed, out, [
+            ("mask-inverted", "the positions marked True are the visible ones in your code; True means hidden",
+             grade.ref.attention_weights(queries, keys, ~mask)),
+            ("mask-not-applied", "the mask has no effect", grade.ref.attention_weights(queries, keys)),
+        ]) from None
+
+
+@exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
+def test_attention_weights_fully_hidden_row(grade):
+    mask = hidden(grade, 4, 6)
+    mask[..., 0] = False
+    mask[2] = True  # query 2 sees nothing: zero weights, not NaN
+    queries, keys = grade.randn(2, 4, 8, dtype=torch.float64), grade.randn(2, 6, 8, dtype=torch.float64)
+    grade.same("attention_weights", queries, keys, mask=mask, grad=True)
+
+
+# --- scaled_dot_product_attention --------------------------------------------------------------------
+@exercise("scaled_dot_product_attention", weight=3, forbidden=SDPA_OPS)
+def test_sdpa_lesson_data(grade):
+    x, g = life_is_short()
+    w_query, w_key = torch.rand(16, 24, generator=g), torch.rand(16, 24, generator=g)  # d_q = d_k = 24
+    w_value = torch.rand(16, 28, generator=g)  # d_v = 28
+    grade.same("scaled_dot_product_attention", x @ w_query, x @ w_key, x @ w_value)
+
+
+# (leading batch dims, Tq, Tk, d_k, d_v, dtype)
+SDPA_CASES = {
+    "T=1-float32": ((), 1, 1, 4, 6, torch.float32),
+    "Tq5-Tk7-dk8-dv3-float64": ((), 5, 7, 8, 3, torch.float64),
+    "leading2x3-float32": ((2, 3), 4, 6, 8, 5, torch.float32),
+    "batch2-T128-float32": ((2,), 128, 128, 16, 8, torch.float32),
+}
+
+
+@exercise("scaled_dot_product_attention", weight=2, forbidden=SDPA_OPS)
+@pytest.mark.parametrize("case", list(SDPA_CASES.values()), ids=list(SDPA_CASES))
+def test_sdpa_random(grade, case):
+    lead, tq, tk, dk, dv, dtype = case
+    grade.same("scaled_dot_product_attention", grade.randn(*lead, tq, dk, dtype=dtype),
+               grade.randn(*lead, tk, dk, dtype=dtype), grade.randn(*lead, tk, dv, dtype=dtype), grad=True)
+
+
+@exercise("scaled_dot_product_attention", weight=2, forbidden=SDPA_OPS)
+def test_sdpa_mask(grade):
+    mask = hidden(grade, 3, 1, 6)  # a padding-style mask, [B, 1, Tk]
+    mask[:, :, 0] = False
+    mask[1] = True  # sequence 1 hides every key: zero outputs, not NaN
+    grade.same("scaled_dot_product_attention", grade.randn(3, 4, 8), grade.randn(3, 6, 8), grade.randn(3, 6, 5),
+               mask=mask, grad=True)
+
+
+@exercise("scaled_dot_product_attention", weight=1, forbidden=SDPA_OPS)
+def test_sdpa_non_contiguous(grade):
+    grade.same("scaled_dot_product_attention", grade.randn(5, 2, 8).transpose(0, 1),
+               grade.randn(6, 2, 8).transpose(0, 1), grade.randn(2, 4, 6).transpose(1, 2))
+
+
+# --- SelfAttention_v1 --------------------------------------------------------------------------------
+@exercise("SelfAttention_v1", weight=3)
+def test_self_attention_v1_lesson_data(grade):
+    pair = grade.module("SelfAttention_v1", 3, 2)
+    pair.same(lesson_inputs())
+
+
+# (d_in, d_out, T, dtype)
+V1_CASES = {
+    "d_in5-d_out7-T6-float32": (5, 7, 6, torch.float32),
+    "d_in8-d_out4-T9-float64": (8, 4, 9, torch.float64),
+    "T=1-float32": (4, 4, 1, torch.float32),
+}
+
+
+@exercise("SelfAttention_v1", weight=2)
+@pytest.mark.parametrize("case", list(V1_CASES.values()), ids=list(V1_CASES))
+def test_self_attention_v1_random(grade, case):
+    d_in, d_out, tokens, dtype = case
+    pair = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
+    pair.same(grade.randn(tokens, d_in, dtype=dtype), grad=True)
+
+
+@exercise("SelfAttention_v1", weight=1)
+def test_self_attention_v1_non_contiguous(grade):
+    pair = grade.module("SelfAttention_v1", 6, 4)
+    pair.same(grade.randn(6, 7).T)
+
+
+# --- SelfAttention_v2 --------------------------------------------------------------------------------
+@exercise("SelfAttention_v2", weight=3)
+def test_self_attention_v2_lesson_data(grade):
+    pair = grade.module("SelfAttention_v2", 3, 2)
+    pair.same(lesson_inputs())
+
+
+# (d_in, d_out, qkv_bias, T, dtype)
+V2_CASES = {
+    "d_in5-d_out7-T6-float32": (5, 7, False, 6, torch.float32),
+    "qkv_bias-d_in8-d_out4-T9-float64": (8, 4, True, 9, torch.float64),
+    "qkv_bias-T=1-float32": (4, 4, True, 1, torch.float32),
+}
+
+
+@exercise("SelfAttention_v2", weight=2)
+@pytest.mark.parametrize("case", list(V2_CASES.values()), ids=list(V2_CASES))
+def test_self_attention_v2_random(grade, case):
+    d_in, d_out, qkv_bias, tokens, dtype = case
+    pair = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
+    pair.same(grade.randn(tokens, d_in, dtype=dtype), grad=True)
+
+
+@exercise("SelfAttention_v2", weight=1)
+def test_self_attention_v2_non_contiguous(grade):
+    pair = grade.module("SelfAttention_v2", 6, 4)
+    pair.same(grade.randn(6, 7).T)
+
+
+# --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
+def copied_pairs(grade, d_in, d_out, dtype=None):
+    """A SelfAttention_v2 and a SelfAttention_v1 (reference and student, each with the reference's weights),
+    after copy_v2_weights_into_v1 ran on both sides."""
+    v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
+    v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
+    grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
+    grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
+    return v2, v1
+
+
+@exercise("copy_v2_weights_into_v1", weight=3)
+@pytest.mark.parametrize("d_in,d_out,dtype", [(3, 2, torch.float32), (5, 5, torch.float64)],
+                         ids=["d_in3-d_out2", "square-float64"])
+def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
+    v2, v1 = copied_pairs(grade, d_in, d_out, dtype)
+    v1.expect_same_parameters("after copy_v2_weights_into_v1(v2, v1), the v1")
+    v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
+
+
+@exercise("copy_v2_weights_into_v1", weight=2)
+def test_copy_v2_weights_same_output(grade):
+    v2, v1 = copied_pairs(grade, 6, 4)
+    x = grade.randn(5, 6)
+    with torch.no_grad():
+        expected = v2.ref(x.to(grade.device)).cpu()
+    grade.expect_close(v1.call(x).out, expected,
+                       "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output")
+
+
+# --- CrossAttention ----------------------------------------------------------------------------------
+@exercise("CrossAttention", weight=3)
+def test_cross_attention_lesson_data(grade):
+    x, g = life_is_short()
+    x_kv = torch.rand(8, 16, generator=g)  # a second sequence, of 8 tokens
+    pair = grade.module("CrossAttention", 16, 16, 24, 28)
+    pair.same(x, x_kv)
+
+
+# (leading batch dims, Tq, Tk, d_in_q, d_in_kv, d_k, d_v, qkv_bias, dtype)
+CROSS_CASES = {
+    "Tq5-Tk7-d_in_q6-d_in_kv4-float32": ((), 5, 7, 6, 4, 8, 3, False, torch.float32),
+    "batch2-qkv_bias-float64": ((2,), 4, 9, 5, 7, 6, 10, True, torch.float64),
+    "leading2x3-Tq=1-float32": ((2, 3), 1, 6, 4, 5, 8, 6, False, torch.float32),
+}
+
+
+@exercise("CrossAttention", weight=2)
+@pytest.mark.parametrize("case", list(CROSS_CASES.values()), ids=list(CROSS_CASES))
+def test_cross_attention_random(grade, case):
+    lead, tq, tk, d_in_q, d_in_kv, dk, dv, qkv_bias, dtype = case
+    pair = grade.module("CrossAttention", d_in_q, d_in_kv, dk, dv, qkv_bias=qkv_bias, dtype=dtype)
+    pair.same(grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype), grad=True)
+
+
+@exercise("CrossAttention", weight=1)
+def test_cross_attention_long_non_contiguous(grade):
+    pair = grade.module("CrossAttention", 6, 4, 8, 5)
+    pair.same(grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1))
