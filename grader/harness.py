@@ -183,6 +183,25 @@ class Grade:
             self._expect_grads(reply, ref_grads, name)
         return reply.out
 
+    def same_low_precision(self, name, *args, dtype, **kwargs):
+        """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
+        in float32 on the same rounded inputs, then rounded: the student's own rounding is allowed for
+        by the dtype's tolerance, and no implementation is favoured for rounding like the reference."""
+        import torch
+
+        low = tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+        wide = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in low)
+        expected, _, _ = self._reference(getattr(self.ref, name), wide, kwargs, False)
+        expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
+        reply = self.call(name, *low, **kwargs)
+        self.expect(reply, expected, f"{name}{_signature(low, kwargs)}")
+        return reply.out
+
+    def needs_cuda(self):
+        """Skip this check (no points either way) unless grading runs on CUDA."""
+        if self.device != "cuda":
+            pytest.skip("checked on CUDA only")
+
     def _reference(self, fn, args, kwargs, grad, seed=None):
         import torch
 

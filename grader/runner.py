@@ -66,10 +66,9 @@ def load_references(course: Course) -> dict:
 
 
 def blocked_paths(course: Course) -> tuple[str, ...]:
-    """What a worker may not have on its sys.path: the course and the real folders of the reference
-    and the suites (and what holds them), also when they are reached through symbolic links."""
-    reference = [Path(os.path.realpath(course.root / name)) for name in ("solutions", "suites")]
-    return tuple(dict.fromkeys(str(p) for p in (course.root, *reference, *(r.parent for r in reference))))
+    """The real folders of the reference and the suites (also when reached through symbolic links).
+    A worker drops them from sys.path, and the folders that hold them too; see worker.lock_down."""
+    return tuple(os.path.realpath(course.root / name) for name in ("solutions", "suites"))
 
 
 # A grading session needs none of pytest's conveniences for people, and some cost much: the

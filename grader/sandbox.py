@@ -108,7 +108,7 @@ def _forget_reference(blocked: tuple[str, ...]) -> None:
 
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and _under(path, blocked) and not _under(path, (os.path.dirname(os.path.realpath(__file__)),)):
+        if path and _under(path, blocked):
             del sys.modules[name]
     gc.collect()
 

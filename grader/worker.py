@@ -54,7 +54,7 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
     os.environ.clear()
     os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
-    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _under(p, blocked)]
+    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, blocked)]
     os.chdir(spec.workdir)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
@@ -76,6 +76,13 @@ def _die_with_parent() -> None:
     import signal
 
     _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _reaches(entry: str, blocked: tuple[str, ...]) -> bool:
+    """Whether a sys.path entry lies in a blocked folder or holds one (``import solutions.x`` works
+    from the folder that holds solutions/). Folders beside them, such as a virtualenv, are fine."""
+    resolved = os.path.realpath(entry)
+    return _under(resolved, blocked) or resolved in {os.path.dirname(b) for b in blocked}
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:

@@ -140,3 +140,21 @@ def test_simple_self_attention_vectorised(grade):
     short = grade.call("simple_self_attention", grade.randn(4, 3)).ops
     long = grade.call("simple_self_attention", grade.randn(32, 3)).ops
     grade.expect_not_growing("simple_self_attention", short, long)
+
+
+# --- half precision, on CUDA ------------------------------------------------------------------------
+HALVES = [torch.float16, torch.bfloat16]
+
+
+@exercise("softmax", forbidden=SOFTMAX_OPS)
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_softmax_half_precision(grade, dtype):
+    grade.needs_cuda()
+    grade.same_low_precision("softmax", grade.randn(4, 16, scale=4.0), dtype=dtype)
+
+
+@exercise("simple_self_attention")
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_simple_self_attention_half_precision(grade, dtype):
+    grade.needs_cuda()
+    grade.same_low_precision("simple_self_attention", grade.randn(2, 12, 8, scale=0.5), dtype=dtype)

@@ -283,3 +283,15 @@ def test_cross_attention_random(grade, case):
 def test_cross_attention_long_non_contiguous(grade):
     pair = grade.module("CrossAttention", 6, 4, 8, 5)
     pair.same(grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1))
+
+
+# --- half precision, on CUDA ------------------------------------------------------------------------
+HALVES = [torch.float16, torch.bfloat16]
+
+
+@exercise("scaled_dot_product_attention", forbidden=SDPA_OPS)
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_sdpa_half_precision(grade, dtype):
+    grade.needs_cuda()
+    q, k, v = grade.randn(2, 9, 16), grade.randn(2, 11, 16), grade.randn(2, 11, 8)
+    grade.same_low_precision("scaled_dot_product_attention", q, k, v, dtype=dtype)

@@ -274,3 +274,11 @@ def test_causal_attention_structure(grade):
         raise CheckFailed("CausalAttention should register its causal mask as a buffer "
                           "(self.register_buffer(...)) of shape [context_length, context_length], "
                           "True (or 1) strictly above the diagonal")
+
+
+# --- half precision, on CUDA ------------------------------------------------------------------------
+@exercise("apply_causal_mask")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_apply_causal_mask_half_precision(grade, dtype):
+    grade.needs_cuda()
+    grade.same_low_precision("apply_causal_mask", grade.randn(2, 7, 7), dtype=dtype)

@@ -258,3 +258,22 @@ def test_flash_memory_bound(grade):
     # the reference in three matrix products: here, outside the student's worker, the full matrix is fine
     expected = _plain_attention(q, k, v, False).to(q.dtype).to(grade.device)
     grade.expect(reply, expected, "flash_attention(<[1024, 64]> x 3, block_size=64)")
+
+
+# --- half precision, on CUDA ------------------------------------------------------------------------
+HALVES = [torch.float16, torch.bfloat16]
+
+
+@exercise("online_softmax", forbidden=NO_SOFTMAX)
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_online_softmax_half_precision(grade, dtype):
+    grade.needs_cuda()
+    grade.same_low_precision("online_softmax", grade.randn(3, 100, scale=4.0), 16, dtype=dtype)
+
+
+@exercise("flash_attention", forbidden=NO_SOFTMAX)
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_flash_attention_half_precision(grade, dtype):
+    grade.needs_cuda()
+    q, k, v = grade.randn(2, 70, 32), grade.randn(2, 90, 32), grade.randn(2, 90, 16)
+    grade.same_low_precision("flash_attention", q, k, v, block_size=32, causal=True, dtype=dtype)

@@ -161,3 +161,15 @@ def test_a_not_implemented_error_raised_by_torch_is_an_error_not_a_stub(tight, t
     _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n"
                                           "    return torch.zeros(2) | torch.zeros(2)\n")
     assert ex["attention_scores"].status == "error", ex["attention_scores"].feedback
+
+
+def test_a_virtualenv_inside_the_course_stays_importable_but_the_reference_does_not(tmp_path):
+    from grader.worker import _reaches
+
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "suites").mkdir()
+    blocked = (str(tmp_path / "solutions"), str(tmp_path / "suites"))
+    assert not _reaches(str(tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"), blocked)
+    assert _reaches(str(tmp_path), blocked)  # `import solutions.x` would work from here
+    assert _reaches(str(tmp_path / "solutions" / "01_attention_basics"), blocked)
+    assert _reaches(str(tmp_path / "suites" / "hidden"), blocked)
