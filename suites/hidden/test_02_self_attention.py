@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from grader.diagnose import name_mistake as diagnosed
 from grader.harness import CheckFailed
 
 pytestmark = pytest.mark.assignment("02_self_attention")
@@ -37,18 +38,6 @@ def life_is_short():
 def hidden(grade, *shape, p=0.3):
     """A random boolean mask, True = hidden."""
     return grade.rand(*shape) < p
-
-
-def diagnosed(grade, failed, out, candidates):
-    """Re-raise ``failed``, naming the misconception whose known-wrong output ``out`` matches, if any.
-    ``candidates``: (misconception id, hint for the student, the output that mistake gives)."""
-    for tag, hint, wrong in candidates:
-        try:
-            grade.expect_close(out, wrong, "")
-        except CheckFailed:
-            continue
-        return CheckFailed(f"{failed.message}; {hint}", failed.misconceptions + (tag,))
-    return failed
 
 
 # --- attention_weights -------------------------------------------------------------------------------

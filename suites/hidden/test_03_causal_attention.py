@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 
+from grader.diagnose import name_mistake as diagnosed
 from grader.harness import CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("03_causal_attention")
@@ -33,18 +34,6 @@ def lesson_scores(dtype=torch.float32):
 def softmax_weights(grade, *shape, dtype=torch.float32):
     """Rows that sum to 1, as renormalize_causal_weights receives them."""
     return torch.softmax(grade.randn(*shape, dtype=dtype, scale=2.0), dim=-1)
-
-
-def diagnosed(grade, failed, out, candidates):
-    """Re-raise ``failed``, naming the misconception whose known-wrong output ``out`` matches, if any.
-    ``candidates``: (misconception id, hint for the student, the output that mistake gives)."""
-    for tag, hint, wrong in candidates:
-        try:
-            grade.expect_close(out, wrong, "")
-        except CheckFailed:
-            continue
-        return CheckFailed(f"{failed.message}; {hint}", failed.misconceptions + (tag,))
-    return failed
 
 
 def masked_softmax(scores, hidden, fill=float("-inf")):

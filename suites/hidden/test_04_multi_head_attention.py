@@ -9,7 +9,7 @@ the student made (the misconception ids of the course spec).
 import pytest
 import torch
 
-from grader.compare import difference
+from grader import diagnose
 from grader.harness import CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("04_multi_head_attention")
@@ -29,34 +29,10 @@ def lesson_batch(dtype=F32):
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
-def _matches(grade, out, wrong) -> bool:
-    import torch as _torch
-
-    if not isinstance(out, _torch.Tensor) or not isinstance(wrong, _torch.Tensor) or out.shape != wrong.shape:
-        return False
-    wrong = wrong.detach().to(out.dtype).cpu()
-    return difference(out, wrong, grade.tolerance(wrong)) is None
-
-
 def diagnosed(grade, check, rerun, candidates):
-    """Run ``check``; if its output is wrong, compare the student's output (``rerun()``) with known
-    mistakes ``(misconception id or None, description, make_wrong_output)`` and name the one it matches."""
-    try:
-        return check()
-    except CheckFailed as failure:
-        if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
-            raise
-        try:
-            out = rerun()
-        except StudentFault:
-            raise failure from None
-        for misconception, description, make in candidates:
-            with torch.no_grad():
-                wrong = make()
-            if _matches(grade, out, wrong):
-                raise CheckFailed(f"{failure.message}. Your output matches {description}",
-                                  (misconception,) if misconception else ()) from None
-        raise
+    """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
+    return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
+                                                   for m, what, make in candidates])
 
 
 def explained_faults(check):

@@ -9,8 +9,8 @@ build the whole [Tq, Tk] score matrix.
 import pytest
 import torch
 
-from grader.compare import difference
-from grader.harness import CheckFailed, StudentFault
+from grader import diagnose
+from grader.harness import CheckFailed
 
 pytestmark = pytest.mark.assignment("05_efficient_attention")
 exercise = pytest.mark.exercise
@@ -26,31 +26,17 @@ def lesson_inputs(dtype=F32):
     return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
 
 
+def _non_finite(out):
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
+        return ("softmax-unstable", "your output has inf or NaN: subtract the running maximum before "
+                                    "exponentiating (and never compute -inf - -inf)")
+    return None
+
+
 def diagnosed(grade, check, rerun, candidates):
-    """Run ``check``; if its output is wrong, compare the student's output (``rerun()``) with known
-    mistakes ``(misconception id or None, description, wrong_output)`` and name the one it matches."""
-    try:
-        return check()
-    except CheckFailed as failure:
-        if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
-            raise
-        try:
-            out = rerun()
-        except StudentFault:
-            raise failure from None
-        if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
-            raise CheckFailed(f"{failure.message}. Your output has inf or NaN: subtract the running maximum "
-                              "before exponentiating (and never compute -inf - -inf)", ("softmax-unstable",)) from None
-        for misconception, description, make in candidates:
-            with torch.no_grad():
-                wrong = make()
-            if not isinstance(out, torch.Tensor) or out.shape != wrong.shape:
-                continue
-            wrong = wrong.to(out.dtype)  # candidates are computed in float64; compare at the student's precision
-            if difference(out, wrong, grade.tolerance(wrong)) is None:
-                raise CheckFailed(f"{failure.message}. Your output matches {description}",
-                                  (misconception,) if misconception else ()) from None
-        raise
+    """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
+    return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
+                                                   for m, what, make in candidates], explain_output=_non_finite)
 
 
 # --- online_softmax -----------------------------------------------------------------------------------
