@@ -164,6 +164,10 @@ def _make_tracer(forbidden: frozenset[str]):
     return Tracer()
 
 
+class OutputTooLarge(Exception):
+    pass
+
+
 class ForbiddenOperation(Exception):
     def __init__(self, name):
         super().__init__(f"{name} may not be used in this exercise")
@@ -324,6 +328,10 @@ class Server:
         tracer = _make_tracer(frozenset(request.get("forbidden", ())))
         with tracer:
             out = fn(*args, **kwargs)
+        size = sum(t.numel() * t.element_size() for t in _flatten(out) if isinstance(t, torch.Tensor))
+        if size > self.spec.reply_limit:  # refused before any copy is made
+            raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
+                                 f"the limit is {self.spec.reply_limit >> 20} MiB)")
         reply = {"ok": True, "out": _plain(out), "out_device": _device_of(out), "ops": tracer.count,
                  "op_names": tracer.names, "max_numel": tracer.max_numel, "forbidden": tracer.forbidden}
         reply["mutated"] = [
@@ -364,6 +372,8 @@ def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
     if isinstance(exc, SystemExit):
         return {"ok": False, "kind": "crashed", "exception": "SystemExit",
                 "message": f"your code tried to exit the process (exit code {exc.code!r})"}
+    if isinstance(exc, OutputTooLarge):
+        return {"ok": False, "kind": "error", "exception": "OutputTooLarge", "message": str(exc)}
     kind = "not_implemented" if _is_stub(exc, spec) else "error"
     return {"ok": False, "kind": kind, "exception": type(exc).__name__, "message": _student_traceback(exc, spec)}
 

@@ -61,7 +61,7 @@ def test_exiting_at_import_costs_only_this_submission(tight, tmp_path):
 
 
 def test_a_huge_output_is_refused(tight, tmp_path):
-    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    return torch.zeros(10**8)\n")
+    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    return torch.zeros(3 * 10**7)\n")
     assert ex["attention_scores"].status == "error"
     assert "too much data" in ex["attention_scores"].feedback
 
