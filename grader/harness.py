@@ -1,4 +1,4 @@
-"""What the grading suites are written against: the ``grade`` fixture and the scoring plugin.
+"""What the grading suites are written against: the ``grade`` fixture (see :mod:`grader.session`).
 
 A suite is a pytest module whose tests are marked with the exercise they grade::
 
@@ -9,21 +9,21 @@ A suite is a pytest module whose tests are marked with the exercise they grade::
 ``grade.same`` runs the reference here and the student's code in its worker on the same inputs, then
 checks the output (shape, dtype, device, values), the gradients, and that the inputs are unchanged.
 A failed check raises :class:`CheckFailed`; a problem in the student's code raises
-:class:`StudentFault`. The plugin turns each test's end into a :class:`~grader.results.CheckOutcome`.
+:class:`StudentFault`; the session's plugin turns each into a :class:`~grader.results.CheckOutcome`.
 """
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pytest
 
 from grader.compare import difference, shape_str
-from grader.config import Assignment, Course
-from grader.results import CheckOutcome
-from grader.sandbox import WorkerFault, Zygote
-from grader.worker import HandleRef, WorkerSpec
+from grader.worker import HandleRef
+
+if TYPE_CHECKING:
+    from grader.session import GradingSession, Student
 
 
 class CheckFailed(AssertionError):
@@ -76,54 +76,6 @@ class _Unsupported:
 
     def __repr__(self):
         return f"a {self.type_name}"
-
-
-# --- the student's side ----------------------------------------------------------------------------
-class Student:
-    """The grader's handle on one assignment of the submission, served by a worker."""
-
-    def __init__(self, session: "GradingSession", assignment: Assignment):
-        self.session = session
-        self.assignment = assignment
-        self.worker = None
-        self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
-
-    def _worker(self):
-        if self.worker is None or not self.worker.alive:
-            source = self.session.copy.sources.get(self.assignment.id)
-            if source is None:
-                raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
-                                                      f"found in the submission")
-            spec = self.session.worker_spec(self.assignment, source)
-            try:
-                self.worker = self.session.zygote.spawn(spec, timeout=self.session.timeout())
-            except WorkerFault as fault:
-                raise StudentFault(fault.kind, "while importing your module: " + fault.message) from None
-        if self.worker.import_error:
-            error = self.worker.import_error
-            kind = "not_implemented" if error.get("kind") == "not_implemented" else "error"
-            raise StudentFault(kind, "importing your module failed:\n" + error.get("message", ""))
-        return self.worker
-
-    def request(self, payload: dict) -> dict:
-        target = payload.get("name") or payload.get("target")
-        key = target if isinstance(target, str) else None
-        if key in self.timed_out:
-            raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
-        try:
-            reply = self._worker().request(payload, timeout=self.session.timeout())
-        except WorkerFault as fault:
-            if fault.kind == "timeout" and key:
-                self.timed_out.add(key)
-            raise StudentFault(fault.kind, fault.message) from None
-        if not reply.get("ok"):
-            raise StudentFault(reply.get("kind", "error"), str(reply.get("message", "your code failed")),
-                               reply.get("exception"))
-        return reply
-
-    def close(self):
-        if self.worker is not None:
-            self.worker.kill()
 
 
 # --- what a suite's test receives --------------------------------------------------------------------
@@ -418,102 +370,3 @@ def _detached(value):
     return value
 
 
-# --- the session and the plugin ----------------------------------------------------------------------
-class GradingSession:
-    """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
-
-    def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
-                 references: dict, blocked: tuple[str, ...]):
-        self.course, self.copy, self.zygote = course, copy, zygote
-        self.seed, self.device = seed, device
-        self.references = references
-        self.blocked = blocked
-        self.assignments = {a.id: a for a in assignments}
-        self.students: dict[str, Student] = {}
-        self.deadline = time.monotonic() + course.limits.submission_timeout_s
-
-    def timeout(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise StudentFault("timeout", f"grading this submission took longer than "
-                                          f"{self.course.limits.submission_timeout_s:g} s in all")
-        return min(self.course.limits.exercise_timeout_s, left)
-
-    def worker_spec(self, assignment: Assignment, source) -> WorkerSpec:
-        return WorkerSpec(
-            module_name=assignment.module_name, source=str(source), search_path=self.copy.folders,
-            workdir=str(source.parent), student_root=str(self.copy.root),
-            display_map=tuple(self.copy.display.items()),
-            device=self.device, memory_bytes=self.course.limits.memory_mb << 20,
-            reply_limit=self.course.limits.output_mb << 20,
-            notebooks=tuple((self.course.assignment(a).module_name, str(p))
-                            for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
-        )
-
-    def student(self, assignment_id: str) -> Student:
-        if assignment_id not in self.students:
-            self.students[assignment_id] = Student(self, self.assignments[assignment_id])
-        return self.students[assignment_id]
-
-    def close(self):
-        for student in self.students.values():
-            student.close()
-
-
-class GradingPlugin:
-    """Gives suites their ``grade`` fixture and records how each check ended."""
-
-    def __init__(self, session: GradingSession):
-        self.session = session
-        self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
-
-    def pytest_configure(self, config):
-        config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
-        config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
-
-    @pytest.fixture
-    def grade(self, request):
-        assignment = request.node.get_closest_marker("assignment")
-        marker = request.node.get_closest_marker("exercise")
-        if assignment is None or marker is None:
-            raise RuntimeError(f"{request.node.nodeid}: a check needs the assignment and exercise markers")
-        assignment_id = assignment.args[0]
-        return Grade(self.session, self.session.student(assignment_id), self.session.references[assignment_id],
-                     request.node.nodeid, marker)
-
-    def pytest_collection_modifyitems(self, items):
-        items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
-                    self.session.assignments]
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item, call):
-        """Record the check's outcome and return a lean report: pytest's own would parse the suite's
-        source for every failure (seconds per run), and students never see it anyway."""
-        error = call.excinfo.value if call.excinfo else None
-        if isinstance(error, pytest.skip.Exception):  # e.g. a check that needs CUDA: no points either way
-            return pytest.TestReport(item.nodeid, item.location, {}, "skipped",
-                                     (str(item.path), item.location[1], str(error)), call.when)
-        if call.when == "call" or (call.when == "setup" and error is not None):
-            self.outcomes.append(self._outcome(item, call))
-        outcome = "passed" if error is None else "failed"
-        return pytest.TestReport(item.nodeid, item.location, {}, outcome, None if error is None else "failed",
-                                 call.when, duration=call.duration, start=call.start, stop=call.stop)
-
-    def _outcome(self, item, call) -> tuple[str, str, CheckOutcome]:
-        marker = item.get_closest_marker("exercise")
-        assignment = item.get_closest_marker("assignment").args[0]
-        name = getattr(item, "originalname", item.name).removeprefix("test_")
-        weight = float(marker.kwargs.get("weight", 1))
-        error = call.excinfo.value if call.excinfo else None
-        if error is None:
-            check = CheckOutcome(name, weight, "passed")
-        elif isinstance(error, CheckFailed):
-            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions)
-        elif isinstance(error, StudentFault):
-            message = "not attempted yet" if error.kind == "not_implemented" else error.message
-            misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
-            check = CheckOutcome(name, weight, error.kind, message, misconceptions)
-        else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
-            check = CheckOutcome(name, weight, "error", "the grader could not run this check "
-                                 f"({type(error).__name__}); this is not your fault, please report it")
-        return assignment, marker.args[0], check

@@ -110,7 +110,7 @@ class Grader:
               seed: int | None = None) -> SubmissionResult:
         import pytest
 
-        from grader.harness import GradingPlugin, GradingSession
+        from grader.session import GradingPlugin, GradingSession
 
         started = time.monotonic()
         seed = secrets.randbelow(10**6) if seed is None else seed
