@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grader.compare import difference, shape_str
+from grader.recording import NotReplayable
 from grader.worker import HandleRef
 
 if TYPE_CHECKING:
@@ -70,6 +71,16 @@ def decode(value):
     return value
 
 
+class _Unavailable:
+    """The reference while a recording is replayed: any use of it makes the check unreplayable."""
+
+    def __getattr__(self, name):
+        raise NotReplayable("this check uses the reference directly")
+
+    def __call__(self, *args, **kwargs):
+        raise NotReplayable("this check uses the reference directly")
+
+
 @dataclass(frozen=True)
 class _Unsupported:
     type_name: str
@@ -87,7 +98,10 @@ class Grade:
 
         self.session = session
         self.student = student
-        self.ref = reference
+        self.replaying = session.recording is not None and session.recording.replaying
+        self.ref = _Unavailable() if self.replaying else reference
+        self.nodeid = nodeid
+        self._events = 0
         self.device = session.device
         self.seed = int.from_bytes(hashlib.sha256(f"{session.seed}:{nodeid}".encode()).digest()[:4], "little")
         self.generator = torch.Generator().manual_seed(self.seed)
@@ -128,7 +142,7 @@ class Grade:
 
     def same(self, name, *args, grad=False, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included."""
-        expected, grad_out, ref_grads = self._reference(getattr(self.ref, name), args, kwargs, grad)
+        expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
         reply = self.call(name, *args, grad_out=grad_out, **kwargs)
         self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
         if grad:
@@ -143,7 +157,7 @@ class Grade:
 
         low = tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
         wide = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in low)
-        expected, _, _ = self._reference(getattr(self.ref, name), wide, kwargs, False)
+        expected, _, _, _ = self._reference(name, wide, kwargs, False)
         expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
         reply = self.call(name, *low, **kwargs)
         self.expect(reply, expected, f"{name}{_signature(low, kwargs)}")
@@ -154,23 +168,50 @@ class Grade:
         if self.device != "cuda":
             pytest.skip("checked on CUDA only")
 
-    def _reference(self, fn, args, kwargs, grad, seed=None):
+    def _event(self, compute):
+        """One use of the reference, numbered within this check: computed, recorded or replayed."""
+        key = f"{self.nodeid}#{self._events}"
+        self._events += 1
+        recording = self.session.recording
+        return compute() if recording is None else recording.event(key, compute)
+
+    def _reference(self, target, args, kwargs, grad, seed=None):
+        """The reference's output for ``target`` (a function's name, or a module) on these inputs, and
+        with ``grad``: the output gradient drawn from this check's generator, and the reference's
+        gradients for the inputs and the module's parameters."""
         import torch
 
-        args = _on(self.device, _cloned(args), grad)
-        kwargs = _on(self.device, _cloned(kwargs), grad)
-        if seed is not None:
-            torch.manual_seed(seed)
-        with torch.enable_grad():
-            out = fn(*args, **kwargs)
-        if not grad or not isinstance(out, torch.Tensor) or not out.requires_grad:
-            return _detached(out), None, None
-        grad_out = torch.randn(out.shape, generator=self.generator, dtype=out.dtype)
-        # sum(out * grad_out) has the same gradients as out.backward(grad_out), and does not make torch
-        # import sympy (0.6 s) to compare symbolic shapes
-        (out * grad_out.to(out.device)).sum().backward()
-        leaves = [a for a in _flat(args) if isinstance(a, torch.Tensor)]
-        return _detached(out), grad_out, [_detached(a.grad) if a.grad is not None else None for a in leaves]
+        live = {}
+
+        def forward():
+            fn = getattr(self.ref, target) if isinstance(target, str) else target
+            inputs = _on(self.device, _cloned(args), grad)
+            if seed is not None:
+                torch.manual_seed(seed)
+            with torch.enable_grad():
+                out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad))
+            live.update(out=out, module=fn, leaves=[a for a in _flat(inputs) if isinstance(a, torch.Tensor)])
+            return _detached(out), isinstance(out, torch.Tensor) and out.requires_grad
+
+        expected, differentiable = self._event(forward)
+        if not grad or not differentiable:
+            return expected, None, None, None
+        grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype)
+
+        def backward():
+            out, module = live["out"], live["module"]
+            # sum(out * grad_out) has the gradients of out.backward(grad_out) without torch importing
+            # sympy (0.6 s) to compare symbolic shapes
+            (out * grad_out.to(out.device)).sum().backward()
+            grads = [_detached(a.grad) if a.grad is not None else None for a in live["leaves"]]
+            params = {}
+            if isinstance(module, torch.nn.Module):
+                params = {n: _detached(p.grad) for n, p in module.named_parameters() if p.grad is not None}
+                module.zero_grad(set_to_none=True)
+            return grads, params
+
+        grads, param_grads = self._event(backward)
+        return expected, grad_out, grads, param_grads
 
     def expect(self, reply: Reply, expected, what: str):
         """Outputs match, live on the right device, and the inputs were left alone."""
@@ -245,17 +286,23 @@ class ModulePair:
         import torch
 
         self.grade, self.name = grade, name
-        torch.manual_seed(grade.seed)
-        self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
+        if grade.replaying:
+            self.ref = _Unavailable()
+        else:
+            torch.manual_seed(grade.seed)
+            self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
         reply = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs, "dtype": dtype})
         self.handle = HandleRef(reply["handle"])
         self.what = f"{name}{_signature(args, kwargs)}"
         self.state = grade.student.request({"op": "state", "handle": self.handle.id})
         self._load_reference_weights()
 
+    def reference_parameters(self) -> dict:
+        return self.grade._event(lambda: {n: p.detach() for n, p in self.ref.named_parameters()})
+
     def _load_reference_weights(self):
         theirs = {n: p.shape for n, p in self.state["params"].items()}
-        ours = dict(self.ref.named_parameters())
+        ours = self.reference_parameters()
         missing = [n for n in ours if n not in theirs]
         extra = [n for n in theirs if n not in ours]
         if missing or extra:
@@ -278,34 +325,36 @@ class ModulePair:
     def expect_same_parameters(self, what: str):
         """The student's instance holds the same parameter values as the reference's."""
         theirs = self.student_parameters()
-        for n, p in self.ref.named_parameters():
-            problem = difference(theirs.get(n), p.detach(), self.grade.tolerance(p), f"parameter {n}")
+        for n, p in self.reference_parameters().items():
+            problem = difference(theirs.get(n), p, self.grade.tolerance(p), f"parameter {n}")
             if problem:
                 raise CheckFailed(f"{what}: {problem}")
 
     def train(self, mode: bool = True):
-        self.ref.train(mode)
+        if not self.grade.replaying:
+            self.ref.train(mode)
         self.grade.student.request({"op": "mode", "handle": self.handle.id, "train": mode})
         return self
 
     def call(self, *args, seed=None, grad_out=None) -> Reply:
         return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name)
 
+    def reference(self, *args, seed=None):
+        """The reference instance's forward(*args) (recorded and replayable like every reference use)."""
+        return self.grade._reference(self.ref, args, {}, False, seed=seed)[0]
+
     def same(self, *args, grad=False, seed=None):
         """forward(*args) matches the reference's (same dropout under the same seed), gradients too."""
-        expected, grad_out, ref_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
+        expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
         reply = self.call(*args, seed=seed, grad_out=grad_out)
         self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
         if grad:
             self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
-            for n, p in self.ref.named_parameters():
+            for n, expected_grad in (ref_param_grads or {}).items():
                 got = (reply.param_grads or {}).get(n)
-                if p.grad is None:
-                    continue
-                problem = difference(got, _detached(p.grad), self.grade.tolerance(p.grad), f"the gradient of {n}")
+                problem = difference(got, expected_grad, self.grade.tolerance(expected_grad), f"the gradient of {n}")
                 if problem:
                     raise CheckFailed(f"{self.what}: {problem}")
-            self.ref.zero_grad(set_to_none=True)
         return reply.out
 
 

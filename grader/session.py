@@ -9,6 +9,7 @@ import pytest
 
 from grader.config import Assignment, Course
 from grader.harness import CheckFailed, Grade, StudentFault
+from grader.recording import NotReplayable
 from grader.results import CheckOutcome
 from grader.sandbox import WorkerFault, Zygote
 from grader.worker import WorkerSpec
@@ -67,10 +68,11 @@ class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
-                 references: dict, blocked: tuple[str, ...]):
+                 references: dict, blocked: tuple[str, ...], recording=None):
         self.course, self.copy, self.zygote = course, copy, zygote
         self.seed, self.device = seed, device
         self.references = references
+        self.recording = recording  # a grader.recording.Recording to fill or to replay, or None
         self.blocked = blocked
         self.assignments = {a.id: a for a in assignments}
         self.students: dict[str, Student] = {}
@@ -122,7 +124,7 @@ class GradingPlugin:
         if assignment is None or marker is None:
             raise RuntimeError(f"{request.node.nodeid}: a check needs the assignment and exercise markers")
         assignment_id = assignment.args[0]
-        return Grade(self.session, self.session.student(assignment_id), self.session.references[assignment_id],
+        return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      request.node.nodeid, marker)
 
     def pytest_collection_modifyitems(self, items):
@@ -134,7 +136,7 @@ class GradingPlugin:
         """Record the check's outcome and return a lean report: pytest's own would parse the suite's
         source for every failure (seconds per run), and students never see it anyway."""
         error = call.excinfo.value if call.excinfo else None
-        if isinstance(error, pytest.skip.Exception):  # e.g. a check that needs CUDA: no points either way
+        if isinstance(error, (pytest.skip.Exception, NotReplayable)):  # CUDA only, or not replayable: no points
             return pytest.TestReport(item.nodeid, item.location, {}, "skipped",
                                      (str(item.path), item.location[1], str(error)), call.when)
         if call.when == "call" or (call.when == "setup" and error is not None):

@@ -220,7 +220,8 @@ def copied_pairs(grade, d_in, d_out, dtype=None):
     v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
     v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
     grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
-    grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
+    if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
+        grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
     return v2, v1
 
 
@@ -237,8 +238,7 @@ def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
 def test_copy_v2_weights_same_output(grade):
     v2, v1 = copied_pairs(grade, 6, 4)
     x = grade.randn(5, 6)
-    with torch.no_grad():
-        expected = v2.ref(x.to(grade.device)).cpu()
+    expected = v2.reference(x)
     grade.expect_close(v1.call(x).out, expected,
                        "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output")
 

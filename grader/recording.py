@@ -1,0 +1,57 @@
+"""Reference outputs recorded once and replayed where the reference is absent.
+
+Every use the suites make of the reference goes through one path (``Grade._event``): the output of
+a call, the gradients of a backward pass, the weights of a module. A *recording* keeps each result
+under the check's node id and the use's number, together with the run's seed (the inputs are drawn
+again from it, so they are the same). Replaying such a recording runs the same suites with no
+reference present: this is how a student distribution can grade fixed public cases offline. A
+check that reaches for the reference in another way (``grade.ref``) cannot be replayed; it is
+skipped, and neither earns nor costs points.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NotReplayable(Exception):
+    """The check needs the reference itself, or was not recorded."""
+
+
+class Recording:
+    def __init__(self, seed: int, events: dict | None = None, *, replaying: bool = False):
+        self.seed = seed
+        self.events = {} if events is None else events
+        self.replaying = replaying
+
+    def event(self, key: str, compute):
+        if self.replaying:
+            if key not in self.events:
+                raise NotReplayable(f"no recorded reference output for {key}")
+            return self.events[key]
+        value = compute()
+        self.events[key] = _on_cpu(value)
+        return value
+
+    def save(self, path: Path) -> None:
+        import torch
+
+        torch.save({"schema": 1, "seed": self.seed, "events": self.events}, path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Recording":
+        import torch
+
+        data = torch.load(path, weights_only=True)  # plain tensors and containers only
+        return cls(int(data["seed"]), dict(data["events"]), replaying=True)
+
+
+def _on_cpu(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on_cpu(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
+    return value
