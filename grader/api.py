@@ -40,6 +40,27 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     return 0 if result.full_marks else 1
 
 
+def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: int, shard: str | None,
+              resume: bool, device: str, seed: int | None) -> int:
+    """Grade many submissions into ``out``; 0 when every one of them has a result."""
+    from grader.autograde import autograde as run
+
+    return run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
+               device=device, seed=seed)
+
+
+def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None) -> int:
+    """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins)."""
+    from grader.export import export_csv
+
+    text = export_csv(course, list(result_dirs))
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def list_course(*, course: Course) -> str:
     lines = [f"{course.title} ({course.id}): {len(course.assignments)} assignments, {course.max_score:g} points"]
     for assignment in course.assignments:

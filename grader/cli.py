@@ -49,6 +49,37 @@ def check(course_dir, assignments, submission, fmt, output, device, seed):
                        device=device, seed=api.parse_seed(seed), colour=sys.stdout.isatty()))
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Where DIR/<submission>.json and DIR/summary.csv are written.")
+@click.option("--workers", type=int, default=2, show_default=True, help="Submissions graded at once.")
+@click.option("--shard", help="I/N: grade only the I-th of N deterministic slices (a CI matrix, a Slurm array).")
+@click.option("--resume", is_flag=True, help="Skip submissions that already have a result in --out.")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
+@click.option("--seed", help="One seed for every submission (default: a fresh one each).")
+@click.pass_obj
+def autograde(course_dir, paths, out, workers, shard, resume, device, seed):
+    """Grade many submissions (folders, .zip files, or folders of them), isolated and in parallel."""
+    from grader import api
+
+    course = api.open_course(course_dir)
+    sys.exit(api.autograde(course=course, paths=paths, out=out, workers=workers, shard=shard, resume=resume,
+                           device=device, seed=api.parse_seed(seed)))
+
+
+@cli.command()
+@click.argument("results", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the CSV here (default: stdout).")
+@click.pass_obj
+def export(course_dir, results, output):
+    """One CSV of all grades from autograde result folders (every shard's), default ./grades."""
+    from grader import api
+
+    course = api.open_course(course_dir)
+    sys.exit(api.export(course=course, result_dirs=results or (Path("grades"),), output=output))
+
+
 @cli.command("list")
 @click.pass_obj
 def list_(course_dir):

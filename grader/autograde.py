@@ -1,0 +1,273 @@
+"""``grade autograde``: many untrusted submissions, graded in parallel, none of them lost.
+
+The parent imports torch once, then forks ``workers`` grading processes, each with its own zygote
+(so a submission's student code never shares a worker with another's). The parent hands out
+submissions, writes every result itself, atomically, as ``DIR/<submission>.json``, and finally
+``DIR/summary.csv``. A grading process that dies is replaced and its submission retried once; a
+second death is recorded as ``crashed``. Every submission gets a result file.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.config import Course
+from grader.errors import GraderError, SubmissionError, UsageError
+from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+
+ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    path: Path
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """``I/N`` (1 <= I <= N): this run grades the I-th of N deterministic slices."""
+    if not text:
+        return 1, 1
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard must look like 2/8, not {text!r}") from None
+    if not 1 <= index <= count:
+        raise UsageError(f"--shard {text}: the index must be between 1 and {count}")
+    return index, count
+
+
+def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
+    """The submissions under ``paths``: submission folders, .zip files, or folders holding those."""
+    from grader.submission import resolve_submission
+
+    jobs = []
+    for path in paths:
+        if not path.exists():
+            raise SubmissionError(f"no such file or folder: {path}")
+        if path.suffix == ".zip" or _is_submission(path, course):
+            jobs.append(_job(path, scratch))
+            continue
+        if not path.is_dir():
+            resolve_submission(path, course)  # raises the precise error
+        found = [p for p in sorted(path.iterdir()) if p.suffix == ".zip" or (p.is_dir() and _is_submission(p, course))]
+        if not found:
+            raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
+        jobs += [_job(p, scratch) for p in found]
+    names = [job.name for job in jobs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"two submissions are named {duplicates[0]!r}; names must be unique")
+    return sorted(jobs, key=lambda job: job.name)
+
+
+def _is_submission(path: Path, course: Course) -> bool:
+    from grader.submission import resolve_submission
+
+    if path.is_dir() and any((path / a.id).is_dir() for a in course.assignments):
+        return True
+    try:
+        resolve_submission(path, course)
+    except SubmissionError:
+        return False
+    return path.is_file() or not any(p.is_dir() for p in path.iterdir() if not p.name.startswith("."))
+
+
+def _job(path: Path, scratch: Path) -> Job:
+    name = path.stem if path.suffix in (".zip", ".py", ".ipynb") else path.name
+    if path.suffix != ".zip":
+        return Job(name, path)
+    target = scratch / name
+    _unzip(path, target)
+    entries = [p for p in target.iterdir() if not p.name.startswith(("__MACOSX", "."))]
+    return Job(name, entries[0] if len(entries) == 1 and entries[0].is_dir() else target)
+
+
+def _unzip(archive: Path, target: Path) -> None:
+    """Extract without following the archive out of ``target`` and within ZIP_LIMIT bytes."""
+    target.mkdir(parents=True)
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = zipped.infolist()
+            if sum(m.file_size for m in members) > ZIP_LIMIT:
+                raise SubmissionError(f"{archive} unpacks to more than {ZIP_LIMIT >> 20} MiB")
+            for member in members:
+                destination = (target / member.filename).resolve()
+                if not str(destination).startswith(str(target.resolve()) + os.sep):
+                    raise SubmissionError(f"{archive}: {member.filename} points outside the archive")
+            zipped.extractall(target)
+    except zipfile.BadZipFile:
+        raise SubmissionError(f"{archive} is not a valid .zip file") from None
+
+
+# --- results on disk -----------------------------------------------------------------------------
+def write_atomically(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    os.replace(temporary, path)
+
+
+def read_result(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == 1 and "score" in data else None
+
+
+def failed_result(course: Course, name: str, status: str, message: str, seed: int) -> SubmissionResult:
+    """A result for a submission that could not be graded at all: every exercise ``status``, 0 points."""
+    assignments = [AssignmentResult(a.id, a.title, [ExerciseResult(n, p, [CheckOutcome("submission", 1.0, status,
+                   message)]) for n, p in a.points]) for a in course.assignments]
+    return SubmissionResult(name, seed, "cpu", 0.0, assignments)
+
+
+def write_summary(out: Path, course: Course) -> Path:
+    """``summary.csv``: a row per result file in ``out``, a column per exercise."""
+    columns = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
+    path = out / "summary.csv"
+    rows = []
+    for result_file in sorted(out.glob("*.json")):
+        data = read_result(result_file)
+        if data is None:
+            continue
+        scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
+        rows.append([data["submission"], data["score"], data["max_score"], data["seed"]] +
+                    [scores.get(column, "") for column in columns])
+    handle, temporary = tempfile.mkstemp(dir=out, prefix=".summary.csv.")
+    with os.fdopen(handle, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["submission", "score", "max_score", "seed"] + columns)
+        writer.writerows(rows)
+    os.replace(temporary, path)
+    return path
+
+
+# --- the grading processes -----------------------------------------------------------------------
+def _grading_process(course: Course, device: str, seed: int | None, tasks, results) -> None:
+    """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``."""
+    import signal
+
+    from grader.runner import Grader
+    from grader.submission import resolve_submission
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    grader = Grader(course, device=device)
+    try:
+        while (job := tasks.get()) is not None:
+            results.put(("started", os.getpid(), job.name))
+            try:
+                submission = resolve_submission(job.path, course)
+                result = grader.grade(submission, course.assignments, seed=seed)
+                result.submission = job.name
+                results.put(("done", os.getpid(), job.name, result.to_json()))
+            except GraderError as error:
+                results.put(("invalid", os.getpid(), job.name, str(error)))
+    finally:
+        grader.close()
+
+
+def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
+              device: str, seed: int | None) -> int:
+    """Grade every submission under ``paths`` (this shard of them) into ``out``. 0 when each has a result."""
+    from grader.runner import pick_device
+
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    index, count = parse_shard(shard)
+    device = pick_device(device)
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
+    try:
+        jobs = discover(paths, course, scratch)[index - 1::count]
+        todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
+        _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
+             total=len(jobs), done_before=len(jobs) - len(todo))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    write_summary(out, course)
+    missing = [job.name for job in jobs if read_result(out / f"{job.name}.json") is None]
+    for name in missing:
+        print(f"grade: error: no result for {name}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+def _run(course, todo, out, *, workers, device, seed, total, done_before) -> None:
+    import torch  # noqa: F401 - imported once here, inherited by every grading process
+
+    from grader.progress import Progress
+
+    context = multiprocessing.get_context("fork")
+    tasks, results = context.Queue(), context.Queue()
+    for job in todo:
+        tasks.put(job)
+
+    def start():
+        process = context.Process(target=_grading_process, args=(course, device, seed, tasks, results), daemon=True)
+        process.start()
+        return process
+
+    processes = [start() for _ in range(workers)]
+    by_name = {job.name: job for job in todo}
+    in_flight: dict[int, tuple[str, float]] = {}  # pid -> (submission, started)
+    attempts: dict[str, int] = {}
+    remaining = set(by_name)
+    limit = course.limits.submission_timeout_s + 60
+    progress = Progress(total, done_before)
+    while remaining:
+        try:
+            message = results.get(timeout=0.5)
+        except queue.Empty:
+            message = None
+        if message is not None:
+            kind, pid, name = message[:3]
+            if kind == "started":
+                in_flight[pid] = (name, time.monotonic())
+                continue
+            in_flight.pop(pid, None)
+            if name not in remaining:
+                continue
+            if kind == "done":
+                data = message[3]
+            else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
+                data = failed_result(course, name, "error", message[3], seed or 0).to_json()
+            write_atomically(out / f"{name}.json", json.dumps(data, indent=2) + "\n")
+            remaining.discard(name)
+            progress.advance(name, data["score"], data["max_score"])
+            continue
+        for position, process in enumerate(processes):
+            busy = in_flight.get(process.pid)
+            if process.is_alive() and not (busy and time.monotonic() - busy[1] > limit):
+                continue
+            process.kill()
+            process.join()
+            name = in_flight.pop(process.pid, (None,))[0]
+            if name in remaining:
+                attempts[name] = attempts.get(name, 0) + 1
+                if attempts[name] <= 1:
+                    tasks.put(by_name[name])  # retried once, by a fresh process
+                else:
+                    message = "grading this submission crashed the grader twice"
+                    data = failed_result(course, name, "crashed", message, seed or 0).to_json()
+                    write_atomically(out / f"{name}.json", json.dumps(data, indent=2) + "\n")
+                    remaining.discard(name)
+                    progress.advance(name, 0.0, data["max_score"])
+            processes[position] = start()
+    for _ in processes:
+        tasks.put(None)
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+    progress.close()

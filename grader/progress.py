@@ -1,0 +1,35 @@
+"""Progress of a batch: a rich bar with ETA on a terminal, one plain line per submission elsewhere
+(CI logs), always on stderr so that stdout stays clean."""
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    def __init__(self, total: int, done: int = 0):
+        self.total, self.done = total, done
+        self.started = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           TextColumn("{task.description}"), console=Console(file=sys.stderr), transient=False)
+            self.task = self.bar.add_task("", total=total, completed=done)
+            self.bar.start()
+
+    def advance(self, name: str, score: float, max_score: float) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=f"{name}: {score:g}/{max_score:g}")
+        else:
+            elapsed = time.monotonic() - self.started
+            print(f"[{self.done}/{self.total}] {name}: {score:g}/{max_score:g} ({elapsed:.1f} s)", file=sys.stderr,
+                  flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,120 @@
+"""`grade autograde`: every submission gets a result, in parallel, resumably, shardable (grader/autograde.py)."""
+import csv
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.autograde import autograde, discover, parse_shard
+from grader.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def student(folder: Path, source: str = "solutions", only: str | None = None) -> Path:
+    for assignment in sorted((ROOT / source).iterdir()):
+        if assignment.is_dir() and (only is None or assignment.name == only):
+            (folder / assignment.name).mkdir(parents=True)
+            for module in assignment.glob("*.py"):
+                shutil.copy(module, folder / assignment.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    student(root / "alice")
+    student(root / "bob", "assignments")
+    student(root / "carol", only="01_attention_basics")
+    with zipfile.ZipFile(root / "dan.zip", "w") as archive:
+        for path in (root / "alice").rglob("*.py"):
+            archive.write(path, Path("dan") / path.relative_to(root / "alice"))
+    (root / "erin" / "01_attention_basics").mkdir(parents=True)
+    (root / "erin" / "01_attention_basics" / "attention_basics.py").write_text("import os\nos._exit(3)\n")
+    return root
+
+
+def test_shards_parse_and_reject_nonsense():
+    assert parse_shard(None) == (1, 1) and parse_shard("2/8") == (2, 8)
+    for bad in ("0/3", "4/3", "x", "1-2"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+
+
+def test_discovery_finds_folders_and_zips_with_unique_names(course, klass, tmp_path):
+    jobs = discover([klass], course, tmp_path)
+    assert [j.name for j in jobs] == ["alice", "bob", "carol", "dan", "erin"]
+    assert (jobs[3].path / "01_attention_basics" / "attention_basics.py").is_file()  # unpacked
+    with pytest.raises(UsageError, match="named 'alice'"):
+        discover([klass / "alice", klass / "alice"], course, tmp_path / "again")
+
+
+def test_a_zip_that_escapes_its_folder_is_refused(course, tmp_path):
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../../outside.py", "x = 1")
+    from grader.errors import SubmissionError
+
+    with pytest.raises(SubmissionError, match="points outside"):
+        discover([evil], course, tmp_path / "scratch")
+    assert not (tmp_path / "outside.py").exists()
+
+
+def test_every_submission_gets_a_result_and_the_summary_has_a_column_per_exercise(course, klass, tmp_path):
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[klass], out=out, workers=2, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    scores = {p.stem: json.loads(p.read_text())["score"] for p in out.glob("*.json")}
+    assert scores == {"alice": 500, "bob": 0, "carol": 100, "dan": 500, "erin": 0}
+    erin = json.loads((out / "erin.json").read_text())["assignments"][0]["exercises"]
+    assert {e["status"] for e in erin} <= {"crashed", "error"}
+    rows = list(csv.reader((out / "summary.csv").open()))
+    assert rows[0][:4] == ["submission", "score", "max_score", "seed"]
+    assert len(rows[0]) == 4 + sum(len(a.exercises) for a in course.assignments)
+    assert [r[0] for r in rows[1:]] == ["alice", "bob", "carol", "dan", "erin"]
+
+
+def test_shards_partition_the_class_and_resume_skips_what_is_done(course, klass, tmp_path):
+    out = tmp_path / "results"
+    for shard in ("1/2", "2/2"):
+        autograde(course=course, paths=[klass], out=out, workers=1, shard=shard, resume=False, device="cpu", seed=5)
+    assert sorted(p.stem for p in out.glob("*.json")) == ["alice", "bob", "carol", "dan", "erin"]
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    (out / "bob.json").unlink()
+    autograde(course=course, paths=[klass], out=out, workers=1, shard=None, resume=True, device="cpu", seed=5)
+    after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    assert after.pop("bob.json") and all(after[n] == before[n] for n in after)
+
+
+def test_export_merges_shards_into_one_csv(course, klass, tmp_path):
+    from grader.export import export_csv
+
+    first, second = tmp_path / "one", tmp_path / "two"
+    autograde(course=course, paths=[klass], out=first, workers=1, shard="1/2", resume=False, device="cpu", seed=5)
+    autograde(course=course, paths=[klass], out=second, workers=1, shard="2/2", resume=False, device="cpu", seed=5)
+    rows = list(csv.reader(export_csv(course, [first, second]).splitlines()))
+    assert [r[0] for r in rows[1:]] == ["alice", "bob", "carol", "dan", "erin"]
+    header = rows[0]
+    assert header[:3] == ["submission", "score", "max_score"] and "01_attention_basics" in header
+    carol = dict(zip(header, rows[3]))
+    assert float(carol["score"]) == 100 and float(carol["01_attention_basics:softmax"]) == 25
+
+
+def test_a_submission_that_kills_its_grading_process_is_retried_once_then_recorded_as_crashed(course, tmp_path):
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(
+        "import os, signal\n"
+        "zygote = os.getppid()\n"
+        "grading = int(open(f'/proc/{zygote}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "os.kill(grading, signal.SIGKILL)\n")
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    assert json.loads((out / "alice.json").read_text())["score"] == 100
+    mallory = json.loads((out / "mallory.json").read_text())
+    assert mallory["score"] == 0
+    assert {e["status"] for a in mallory["assignments"] for e in a["exercises"]} == {"crashed"}
