@@ -1,0 +1,99 @@
+"""`grade autograde` of 40 copies of the solutions with --workers 2, per submission, against a bare
+`python -c "import torch"`, as ratios measured in one run. Target (issue 5): <= 0.5x per submission.
+Also reports the peak memory (RSS) of the grading processes and of the workers running student code.
+
+    python benchmarks/bench_autograde.py [--copies 40] [--workers 2]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_class(folder: Path, copies: int) -> None:
+    for index in range(copies):
+        for assignment in sorted((ROOT / "solutions").iterdir()):
+            if assignment.is_dir():
+                target = folder / f"student{index:03d}" / assignment.name
+                target.mkdir(parents=True)
+                for module in assignment.glob("*.py"):
+                    shutil.copy(module, target)
+
+
+def rss_by_kind(root_pid: int) -> dict[str, int]:
+    """Peak-of-now resident memory (KiB) of each process under ``root_pid``, by what it runs."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    sizes: dict[str, int] = {}
+    stack = [(root_pid, 0)]
+    while stack:
+        pid, depth = stack.pop()
+        try:
+            rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                       if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            rss = 0
+        kind = {0: "parent", 1: "grading process", 2: "zygote"}.get(depth, "worker (student code)")
+        sizes[kind] = max(sizes.get(kind, 0), rss)
+        stack += [(child, depth + 1) for child in children.get(pid, [])]
+    return sizes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=2)
+    options = parser.parse_args()
+    torch_times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        torch_times.append(time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as scratch:
+        klass, out = Path(scratch) / "class", Path(scratch) / "out"
+        make_class(klass, options.copies)
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "grader", "autograde", str(klass), "--out", str(out),
+                                    "--workers", str(options.workers)], cwd=ROOT, stderr=subprocess.DEVNULL)
+        peaks: dict[str, int] = {}
+
+        def sample():
+            while process.poll() is None:
+                for kind, size in rss_by_kind(process.pid).items():
+                    peaks[kind] = max(peaks.get(kind, 0), size)
+                time.sleep(0.2)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        code = process.wait()
+        sampler.join()
+        elapsed = time.perf_counter() - started
+        graded = len(list(out.glob("*.json")))
+    torch_time = statistics.median(torch_times)
+    per_submission = elapsed / options.copies
+    print(f"import torch (median of 3)            {torch_time:6.2f} s")
+    print(f"autograde {options.copies} submissions, --workers {options.workers}  {elapsed:6.2f} s  "
+          f"(exit {code}, {graded} results)")
+    verdict = "ok" if per_submission / torch_time <= 0.5 else "OVER"
+    print(f"per submission                        {per_submission:6.2f} s = {per_submission / torch_time:.2f}x "
+          f"import torch (target <= 0.5x: {verdict})")
+    for kind, size in peaks.items():
+        print(f"peak RSS, {kind:<28}{size / 1024:6.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
