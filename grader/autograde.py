@@ -225,6 +225,14 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
     remaining = set(by_name)
     limit = course.limits.submission_timeout_s + 60
     progress = Progress(total, done_before)
+    written: dict[str, str] = {}
+
+    def record(name, data):
+        written[name] = json.dumps(data, indent=2) + "\n"
+        write_atomically(out / f"{name}.json", written[name])
+        remaining.discard(name)
+        progress.advance(name, data["score"], data["max_score"])
+
     while remaining:
         try:
             message = results.get(timeout=0.5)
@@ -242,9 +250,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
                 data = message[3]
             else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
                 data = failed_result(course, name, "error", message[3], seed or 0).to_json()
-            write_atomically(out / f"{name}.json", json.dumps(data, indent=2) + "\n")
-            remaining.discard(name)
-            progress.advance(name, data["score"], data["max_score"])
+            record(name, data)
             continue
         for position, process in enumerate(processes):
             busy = in_flight.get(process.pid)
@@ -259,10 +265,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
                     tasks.put(by_name[name])  # retried once, by a fresh process
                 else:
                     message = "grading this submission crashed the grader twice"
-                    data = failed_result(course, name, "crashed", message, seed or 0).to_json()
-                    write_atomically(out / f"{name}.json", json.dumps(data, indent=2) + "\n")
-                    remaining.discard(name)
-                    progress.advance(name, 0.0, data["max_score"])
+                    record(name, failed_result(course, name, "crashed", message, seed or 0).to_json())
             processes[position] = start()
     for _ in processes:
         tasks.put(None)
@@ -271,3 +274,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
         if process.is_alive():
             process.kill()
     progress.close()
+    # Student code ran as this user and could have overwritten results written before it: write
+    # every result of this run again, from memory, now that no student code runs.
+    for name, text in written.items():
+        write_atomically(out / f"{name}.json", text)

@@ -104,6 +104,7 @@ class GradingSession:
     def close(self):
         for student in self.students.values():
             student.close()
+        self.zygote.sweep()
 
 
 class GradingPlugin:

@@ -118,3 +118,17 @@ def test_a_submission_that_kills_its_grading_process_is_retried_once_then_record
     mallory = json.loads((out / "mallory.json").read_text())
     assert mallory["score"] == 0
     assert {e["status"] for a in mallory["assignments"] for e in a["exercises"]} == {"crashed"}
+
+
+def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(course, tmp_path):
+    root = tmp_path / "class"
+    out = tmp_path / "results"
+    student(root / "aaron", "assignments", only="01_attention_basics")  # graded first: 0 points
+    forged = json.dumps({"schema": 1, "submission": "aaron", "score": 500.0, "max_score": 500.0, "seed": 5,
+                         "assignments": []})
+    (root / "zed" / "01_attention_basics").mkdir(parents=True)
+    (root / "zed" / "01_attention_basics" / "attention_basics.py").write_text(
+        f"import glob\nfor path in glob.glob({str(out / '*.json')!r}):\n"
+        f"    open(path, 'w').write({forged!r})\n")
+    autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False, device="cpu", seed=5)
+    assert json.loads((out / "aaron.json").read_text())["score"] == 0

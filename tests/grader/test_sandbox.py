@@ -173,3 +173,36 @@ def test_a_virtualenv_inside_the_course_stays_importable_but_the_reference_does_
     assert _reaches(str(tmp_path), blocked)  # `import solutions.x` would work from here
     assert _reaches(str(tmp_path / "solutions" / "01_attention_basics"), blocked)
     assert _reaches(str(tmp_path / "suites" / "hidden"), blocked)
+
+
+def test_processes_that_escape_with_setsid_are_killed_after_grading(tight, tmp_path):
+    pid_file = tmp_path / "escaped.pid"
+    grade_module(tight, tmp_path, f"""
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+    os._exit(0)
+""")
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    time.sleep(0.3)
+    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_an_object_with_a_malicious_reduce_is_never_unpickled_by_the_grader(tight, tmp_path):
+    marker = tmp_path / "pwned"
+    _, ex = grade_module(tight, tmp_path, f"""
+class Evil:
+    def __reduce__(self):
+        return (open, ({str(marker)!r}, "w"))
+def attention_scores(inputs):
+    return Evil()
+""")
+    assert ex["attention_scores"].status == "failed"
+    assert not marker.exists()
