@@ -45,7 +45,9 @@ class HandleRef:
 
 
 # --- start-up --------------------------------------------------------------------------------------
-def lock_down(spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
+def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
+    from grader.confine import close_fds
+
     os.setsid()  # own process group: the grader kills the group on a timeout
     _die_with_parent()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -60,6 +62,9 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
         os.dup2(devnull, fd)
     os.close(devnull)
+    # Nothing the grader had open may reach student code: above all not the pipes of
+    # `grade autograde`, whose messages the grading parent unpickles.
+    close_fds(keep=[keep_fd])
 
 
 def _prctl(option: int, value: int) -> None:
@@ -392,7 +397,7 @@ def _is_stub(exc: BaseException, spec: WorkerSpec) -> bool:
 
 def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     """The worker's whole life: lock down, import the submission, answer requests until EOF."""
-    lock_down(spec, blocked)
+    lock_down(spec, blocked, sock.fileno())
     import torch
 
     torch.set_num_threads(1)

@@ -132,3 +132,26 @@ def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(
         f"    open(path, 'w').write({forged!r})\n")
     autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False, device="cpu", seed=5)
     assert json.loads((out / "aaron.json").read_text())["score"] == 0
+
+
+def test_student_code_cannot_write_into_the_graders_pipes(course, tmp_path):
+    """The worker inherits no descriptor of the grader: a forged message cannot reach the parent."""
+    import pickle
+
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    payload = pickle.dumps(("done", 1, "alice", {"schema": 1, "score": 999}))
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(
+        "import os, struct\n"
+        f"payload = {payload!r}\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n"
+        "        os.write(fd, struct.pack('!i', len(payload)) + payload)\n"
+        "    except OSError:\n"
+        "        pass\n")
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    assert json.loads((out / "alice.json").read_text())["score"] == 100
+    assert json.loads((out / "mallory.json").read_text())["score"] == 0

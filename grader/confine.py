@@ -1,0 +1,364 @@
+"""Confining a worker: running student code as an unprivileged user.
+
+The worker (:mod:`grader.worker`) is forked from the zygote, which the grading process forked. When
+the grader runs as root, the worker can give up root right after the fork, before it imports any
+student code: :func:`drop_privileges` switches it to an unprivileged uid and gid (``nobody`` and
+``nogroup`` by default) for good. This module is the library for that; the grader decides whether
+to use it (:func:`can_drop_privileges`, :func:`confinement_problems`).
+
+What holds, and where
+---------------------
+As root, after ``close_fds``, ``drop_privileges`` and with the reference hidden (see below), the
+student's code, in the worker and in every process it starts:
+
+* cannot read a file that the unprivileged user may not read: root's 0600 files, anything under a
+  folder that others may not enter (``chmod o-rwx``), another user's 0700 folder;
+* cannot create, change or delete files in folders it does not own, unless they are writable by
+  all (``/tmp``, ``/dev/shm``): results, recordings, the course, other working copies;
+* cannot signal, ptrace or read the memory, environment, open files or working folder of any
+  process of another uid: ``kill`` fails with EPERM, ``/proc/<pid>/{environ,mem,maps,fd,cwd}``
+  with EACCES. The grader, the zygote and other graders are root's;
+* cannot become root again: no setuid back (checked after the drop), no capabilities left (checked),
+  and ``PR_SET_NO_NEW_PRIVS`` makes set-user-ID programs (``su``, ``sudo``, ``mount``) and file
+  capabilities useless to it;
+* holds no file the grader had open: :func:`close_fds` closes every inherited descriptor except the
+  worker's socket. Without it, permissions do not matter: an open descriptor is used without any
+  check, and a worker forked under ``grade autograde`` inherits both ends of the pipes that carry
+  results to the parent (a forged message there is unpickled by the parent).
+
+What does not hold, even as root:
+
+* Anything readable by all stays readable: a uid alone does not hide the reference, because the
+  course folder is normally 755/644. Hide it from "others" (:func:`hide_from_others`, or better
+  once for good, see the recommendation below); :func:`confinement_problems` reports what is still
+  readable. The same goes for ``.git`` (it holds the reference too), nbgrader's ``submitted/`` and
+  ``autograded/`` (other students' work), results folders and submissions that are world-readable.
+* ``/proc`` stays visible: the unprivileged user can list every process and read its
+  ``cmdline`` and ``status`` (command lines, not contents). Hiding that needs ``hidepid`` on
+  ``/proc``, that is a mount namespace or a remount for the whole machine.
+* Workers that share a uid are not protected from each other: they can signal each other and write
+  each other's working copies. ``PR_SET_DUMPABLE`` 0 (set here, and the kernel's default after a
+  uid change) keeps their memory, environment and descriptors private, but a worker can turn it
+  back on for itself. Give each concurrent grading its own uid (any unused uid works, an account is
+  not needed; see :func:`can_drop_privileges`) so that concurrent submissions cannot touch each
+  other, and so that :func:`kill_all_of` can end every process a submission left behind, including
+  those that left the worker's process group with ``setsid``.
+* The worker still talks to the grader over its socket and can send anything there: what it
+  reports about its own calls must be checked by the grader, as it is today.
+* Network, ``/tmp`` and ``/dev/shm`` (writable by all), CPU and memory: not this module's business.
+* The unprivileged user must be able to read the Python installation for any import that happens
+  after the drop (the stdlib and site-packages; torch itself is already loaded in the zygote). A
+  Python under ``/root`` (pyenv; ``/root`` is 0700) is not readable: every import of a module not
+  yet loaded then fails with ModuleNotFoundError. :func:`unreadable_runtime` finds this before any
+  worker starts. Install the grader's Python where others can read it (``/usr``, ``/opt``).
+
+As anyone but root, none of the above holds: :func:`can_drop_privileges` is False,
+:func:`drop_privileges` raises :class:`ConfinementError`, and the worker runs as the grader's own
+user, protected only by what :mod:`grader.worker` does on any machine (own session, memory limit,
+scrubbed environment, sys.path without the reference). :func:`close_fds` still helps there.
+
+Hiding the reference
+--------------------
+Copying the reference to a root-only folder does not help: the original stays readable. What works
+without mount namespaces is taking "others" off the folders that must stay secret. Removing the
+search bit of one folder closes everything under it, so one ``chmod o-rwx`` on the course folder
+(or on ``solutions/``, ``suites/`` and ``.git``) is enough; root, the grader, still reads it.
+Recommended: do this once, when the course is installed for grading (the owner and its group keep
+their access), and let the grader check it with :func:`confinement_problems`. For a grader that
+cannot rely on that, :func:`hide_from_others` does it for the length of a ``with`` block and then
+puts the bits back.
+
+Order in the worker, right after the fork (see :func:`drop_privileges`): ``os.setsid``, resource
+limits, scrubbed environment and sys.path, standard streams to /dev/null, :func:`close_fds`,
+:func:`drop_privileges`, then ``PR_SET_PDEATHSIG`` (the kernel clears it when the uid changes), then
+``os.chdir`` into the working copy (prepared by the grader with :func:`prepare_workdir`), then the
+student's import.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import pwd
+import signal
+import stat
+import sys
+import sysconfig
+from typing import Iterable, Iterator
+
+NOBODY = 65534  # Debian's nobody and nogroup
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_NO_NEW_PRIVS = 39
+
+
+class ConfinementError(RuntimeError):
+    """The worker could not be confined as asked; it must not run student code."""
+
+
+def _load_prctl():
+    # Loaded here, at import: after the drop the worker may not be able to import anything new.
+    try:
+        function = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    function.restype = ctypes.c_int
+    return function
+
+
+_prctl_function = _load_prctl()
+
+
+def _prctl(option: int, value: int = 0) -> int:
+    if _prctl_function is None:
+        raise ConfinementError("prctl(2) is not available on this system")
+    result = _prctl_function(option, value, 0, 0, 0)
+    if result < 0:
+        code = ctypes.get_errno()
+        raise ConfinementError(f"prctl({option}) failed: {os.strerror(code)}")
+    return result
+
+
+# --- deciding -------------------------------------------------------------------------------------
+def can_drop_privileges(uid: int = NOBODY, *, require_account: bool = True) -> bool:
+    """Whether this process can run workers as ``uid``: it is root, on Linux, and (unless
+    ``require_account`` is False, for a dedicated uid without an account) the uid has an account."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "setresuid") or _prctl_function is None:
+        return False
+    if os.geteuid() != 0 or uid == 0:
+        return False
+    if not require_account:
+        return True
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
+
+
+def readable_by(path: str, uid: int, gid: int, *, write: bool = False) -> bool:
+    """Whether a process with this uid and gid, and no other groups, could read ``path`` (write it
+    too, with ``write``; a folder is also entered). Every folder on the way must let it in.
+    Judged from the permission bits alone: ACLs and security modules are not looked at."""
+    if uid == 0:
+        return os.path.exists(path)
+    wanted = 4 | (2 if write else 0)
+    absolute = os.path.abspath(path)
+    for candidate in {absolute, os.path.realpath(absolute)}:
+        parts = candidate.split(os.sep)[1:]
+        folders = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+        try:
+            if not all(_allowed(os.stat(folder), uid, gid, 1) for folder in folders):
+                return False
+            st = os.stat(candidate)
+        except OSError:
+            return False
+        if not _allowed(st, uid, gid, wanted | (1 if stat.S_ISDIR(st.st_mode) else 0)):
+            return False
+    return True
+
+
+def _allowed(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
+    shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0  # the owner's bits only, if owner
+    return (st.st_mode >> shift) & bits == bits
+
+
+def runtime_paths() -> list[str]:
+    """Folders a worker reads when it imports something new: the standard library, its compiled
+    modules, site-packages and, if it is loaded, torch's package."""
+    paths = [sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")]
+    paths.append(os.path.join(sysconfig.get_path("platstdlib"), "lib-dynload"))
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        paths.append(os.path.dirname(torch.__file__))
+    unique = []
+    for path in paths:
+        if path and os.path.isdir(path) and path not in unique:
+            unique.append(path)
+    return unique
+
+
+def unreadable_runtime(uid: int = NOBODY, gid: int = NOBODY) -> list[str]:
+    """The :func:`runtime_paths` that ``uid`` could not read: a worker confined to it could import
+    nothing from there that the zygote had not imported already."""
+    return [path for path in runtime_paths() if not readable_by(path, uid, gid)]
+
+
+def confinement_problems(uid: int = NOBODY, gid: int = NOBODY, *, hidden: Iterable[str] = (),
+                         require_account: bool = True) -> list[str]:
+    """Why workers confined to ``uid`` would not be protected as this module describes, in words;
+    empty when they would. ``hidden``: what they must not read (the reference, the suites, .git,
+    results, other submissions)."""
+    if not can_drop_privileges(uid, require_account=require_account):
+        if os.geteuid() != 0:
+            return ["the grader does not run as root, so it cannot run student code as another user"]
+        return [f"cannot run student code as uid {uid} here (not Linux, no prctl, uid 0 or no such user)"]
+    problems = [f"uid {uid} cannot read {path}, so student code could import nothing new from it"
+                for path in unreadable_runtime(uid, gid)]
+    problems += [f"uid {uid} can still read {path} (remove the others' permissions: chmod o-rwx)"
+                 for path in hidden if readable_by(path, uid, gid)]
+    return problems
+
+
+# --- the grader's side ----------------------------------------------------------------------------
+def prepare_workdir(path: str, uid: int, gid: int) -> None:
+    """Give a working copy to ``uid``: everything in it owned by ``uid``:``gid``, folders 0700,
+    files 0600 (0700 if executable), so that the worker, and no other user but root, can read and
+    write it. Symbolic links are not followed. The folder must be one that the grader created and
+    that others cannot enter yet (``tempfile.mkdtemp``): it is handed over from the bottom up, so
+    nothing of it is reachable by ``uid`` until all of it is done. The folders above it must let
+    ``uid`` through."""
+    root = os.path.abspath(path)
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfinementError(f"{root} is not a folder")
+    for folder, dirnames, filenames, folder_fd in os.fwalk(root, topdown=False, follow_symlinks=False):
+        for name in filenames + dirnames:
+            _hand_over(name, folder_fd, uid, gid, os.path.join(folder, name))
+    os.chown(root, uid, gid, follow_symlinks=False)
+    os.chmod(root, 0o700)
+    if not readable_by(root, uid, gid, write=True):
+        raise ConfinementError(f"uid {uid} cannot reach {root}: a folder above it is closed to it")
+
+
+def _hand_over(name: str, folder_fd: int, uid: int, gid: int, shown: str) -> None:
+    st = os.lstat(name, dir_fd=folder_fd)
+    if stat.S_ISLNK(st.st_mode):
+        os.chown(name, uid, gid, dir_fd=folder_fd, follow_symlinks=False)
+        return
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise ConfinementError(f"{shown} is neither a file nor a folder")
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder_fd)
+    try:
+        os.fchown(fd, uid, gid)
+        executable = stat.S_ISDIR(st.st_mode) or st.st_mode & 0o111
+        os.fchmod(fd, 0o700 if executable else 0o600)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def hide_from_others(paths: Iterable[str]) -> Iterator[None]:
+    """Remove the others' permissions (``o-rwx``) from ``paths`` while the block runs, then put
+    back what was removed. On a folder that closes everything under it to any user but the owner
+    and the group: with the uid dropped, the worker can no longer read the reference.
+
+    Several graders may overlap: each holds a shared ``flock`` on every path, and only the last one
+    out restores the bits. A grader that finds a path already hidden does not know what to restore,
+    so, when graders do not leave in the reverse order they came, a path can stay hidden after all
+    of them have finished (never visible while one of them runs). A grader that is killed leaves
+    the path hidden. Making the paths private once, for good, avoids both."""
+    held: list[tuple[int, int]] = []  # (descriptor, the others' bits that we removed)
+    try:
+        for path in paths:
+            fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            held.append((fd, 0))
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if mode & 0o007:
+                os.fchmod(fd, mode & ~0o007)
+                held[-1] = (fd, mode & 0o007)
+        yield
+    finally:
+        for fd, removed in reversed(held):
+            try:
+                if removed:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # another grader still relies on it being hidden
+                    os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | removed)
+            finally:
+                os.close(fd)
+
+
+def kill_all_of(uid: int) -> None:
+    """SIGKILL every process running as ``uid``: a worker, what it started, what escaped its
+    process group with ``setsid``. Only for a uid that is dedicated to one grading: with a shared
+    one (``nobody``) it would end other graders' workers and whatever else runs as that user."""
+    if uid == 0:
+        raise ConfinementError("refusing to kill every process of root")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(uid, uid, uid)
+            try:
+                os.kill(-1, signal.SIGKILL)  # every process this uid may signal: its own
+            except ProcessLookupError:
+                pass
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise ConfinementError(f"could not kill the processes of uid {uid}")
+
+
+# --- the worker's side ----------------------------------------------------------------------------
+def close_fds(keep: Iterable[int] = ()) -> None:
+    """Close every descriptor above 2 except ``keep``: the worker must hold nothing the grader had
+    open (result files, the pipes of ``grade autograde``, sockets, locks)."""
+    low = 3
+    for fd in sorted({fd for fd in keep if fd >= 3}):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, max(low, os.sysconf("SC_OPEN_MAX")))
+
+
+def drop_privileges(uid: int = NOBODY, gid: int = NOBODY) -> None:
+    """Become ``uid``:``gid`` with no supplementary groups, for good, in this process and all it
+    starts; raise :class:`ConfinementError` if any of it fails or does not hold afterwards.
+
+    Call it in the freshly forked worker, single-threaded, after ``close_fds`` and before any
+    student code. Set ``PR_SET_PDEATHSIG`` after it (the uid change clears it) and ``chdir`` into
+    the working copy after it (that checks that the worker can reach it). Resource limits set
+    before it stay: the worker cannot raise a hard limit without root."""
+    if uid == 0 or gid == 0:
+        raise ConfinementError("refusing to 'drop' privileges to root")
+    if os.geteuid() != 0:
+        raise ConfinementError("only root can run student code as another user "
+                               f"(this process runs as uid {os.geteuid()})")
+    try:
+        _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)  # also clears the capabilities
+        _prctl(_PR_SET_DUMPABLE, 0)
+    except OSError as exc:
+        raise ConfinementError(f"could not switch to uid {uid}, gid {gid}: {exc}") from exc
+    _check_dropped(uid, gid)
+
+
+def _check_dropped(uid: int, gid: int) -> None:
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise ConfinementError(f"still running as uids {os.getresuid()}, gids {os.getresgid()}")
+    if os.getgroups() not in ([], [gid]):
+        raise ConfinementError(f"still in groups {os.getgroups()}")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        raise ConfinementError("could become root again after dropping privileges")
+    if _prctl(_PR_GET_NO_NEW_PRIVS) != 1:
+        raise ConfinementError("PR_SET_NO_NEW_PRIVS did not hold")
+    try:
+        with open("/proc/self/status") as status:
+            lines = dict(line.split(":", 1) for line in status if ":" in line)
+    except OSError as exc:
+        raise ConfinementError(f"cannot check the capabilities left: {exc}") from exc
+    for name in ("CapPrm", "CapEff", "CapAmb"):
+        if name in lines and int(lines[name], 16) != 0:
+            raise ConfinementError(f"capabilities left after dropping privileges ({name}: {lines[name].strip()})")
+
+
+__all__ = [
+    "NOBODY", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
+    "confinement_problems", "prepare_workdir", "hide_from_others", "kill_all_of", "close_fds", "drop_privileges",
+]

@@ -1,0 +1,451 @@
+"""Running student code as an unprivileged user (grader/confine.py).
+
+Each case forks a child, as the zygote forks a worker, confines it and reports what it could and
+could not do through a pipe. Most need root and are skipped, and shown as skipped, elsewhere.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pwd
+import select
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+
+import pytest
+import torch  # noqa: F401 - loaded before the fork, as in the zygote
+
+from grader.confine import (
+    NOBODY, ConfinementError, can_drop_privileges, close_fds, confinement_problems, drop_privileges,
+    hide_from_others, kill_all_of, prepare_workdir, readable_by, unreadable_runtime,
+)
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: only root can run code as another user")
+UNREADABLE_RUNTIME = unreadable_runtime() if os.geteuid() == 0 else []
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+_report = {"fd": -1}  # in a child: the pipe it reports on, which close_fds must keep, as a worker its socket
+
+
+def in_child(function, *args, timeout: float = 10.0):
+    """Run ``function(*args)`` in a forked child; its return value (JSON), or the exception it raised."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # never returns into pytest
+        try:
+            os.close(reader)
+            _report["fd"] = writer
+            try:
+                result = {"value": function(*args)}
+            except BaseException as exc:  # noqa: BLE001
+                result = {"raised": type(exc).__name__, "message": str(exc)}
+            data = json.dumps(result, default=repr).encode()
+            while data:
+                data = data[os.write(writer, data):]
+        finally:
+            os._exit(0)
+    os.close(writer)
+    chunks, deadline = [], time.monotonic() + timeout
+    try:
+        while True:
+            ready, _, _ = select.select([reader], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                raise AssertionError(f"the child did not finish within {timeout} s")
+            chunk = os.read(reader, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(reader)
+        os.waitpid(pid, 0)
+    result = json.loads(b"".join(chunks))
+    if "raised" in result:
+        return result
+    return result["value"]
+
+
+def attempt(action) -> str:
+    """'ok', or the name of the errno the action failed with."""
+    try:
+        action()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+    except ImportError as exc:
+        return type(exc).__name__
+
+
+def unused_uid() -> int:
+    """A uid with no account and, we trust, no processes: a dedicated uid as a grader would use."""
+    uid = 3_000_000 + os.getpid() % 100_000
+    while True:
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+        uid += 1
+
+
+@pytest.fixture
+def scratch():
+    """A folder under /tmp, where the unprivileged user can reach (pytest's tmp_path is root's 0700)."""
+    folder = tempfile.mkdtemp(prefix="confine-test-")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def secret(scratch):
+    """A root-only 0600 file, in a folder everyone may enter."""
+    os.chmod(scratch, 0o755)
+    path = os.path.join(scratch, "reference.py")
+    with open(path, "w") as stream:
+        stream.write("ANSWER = 42\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def _with_dropped(probe, *args):
+    drop_privileges()
+    return probe(*args)
+
+
+# --- what the worker can no longer do ---------------------------------------------------------------
+@ROOT_ONLY
+def test_a_dropped_worker_cannot_read_write_signal_or_inspect_root(secret, scratch):
+    parent = os.getpid()
+
+    def probe():
+        def create():
+            with open(os.path.join(scratch, "forged.json"), "x"):
+                pass
+
+        return {
+            "ids": [os.getresuid(), os.getresgid(), os.getgroups()],
+            "read 0600 file": attempt(lambda: open(secret).read()),
+            "write root's folder": attempt(create),
+            "kill parent": attempt(lambda: os.kill(parent, signal.SIGTERM)),
+            "parent environ": attempt(lambda: open(f"/proc/{parent}/environ", "rb").read()),
+            "parent mem": attempt(lambda: open(f"/proc/{parent}/mem", "rb").read(1)),
+            "parent fds": attempt(lambda: os.listdir(f"/proc/{parent}/fd")),
+            "parent cmdline": attempt(lambda: open(f"/proc/{parent}/cmdline", "rb").read()),
+            "setuid(0)": attempt(lambda: os.setuid(0)),
+        }
+
+    seen = in_child(_with_dropped, probe)
+    assert seen["ids"] == [[NOBODY] * 3, [NOBODY] * 3, []]
+    assert seen["read 0600 file"] == "EACCES"
+    assert seen["write root's folder"] == "EACCES"
+    assert seen["kill parent"] == "EPERM"
+    assert seen["parent environ"] == seen["parent mem"] == seen["parent fds"] == "EACCES"
+    assert seen["parent cmdline"] == "ok"  # /proc still shows command lines: see the module's docstring
+    assert seen["setuid(0)"] == "EPERM"
+    assert not os.path.exists(os.path.join(scratch, "forged.json"))
+
+
+@ROOT_ONLY
+def test_no_capabilities_and_no_new_privileges_remain():
+    def probe():
+        with open("/proc/self/status") as status:
+            fields = dict(line.split(":", 1) for line in status)
+        return {name: fields[name].strip() for name in ("CapPrm", "CapEff", "CapAmb", "NoNewPrivs")}
+
+    seen = in_child(_with_dropped, probe)
+    assert seen == {"CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+                    "CapAmb": "0000000000000000", "NoNewPrivs": "1"}
+
+
+@ROOT_ONLY
+def test_descriptors_the_grader_had_open_outlive_the_drop_unless_closed(secret):
+    fd = os.open(secret, os.O_RDONLY)  # as a results file or a pipe of grade autograde would be
+    try:
+        def read_after(close_first):
+            if close_first:
+                close_fds(keep=[_report["fd"]])
+            drop_privileges()
+            return attempt(lambda: os.pread(fd, 100, 0))
+
+        assert in_child(read_after, False) == "ok"  # permissions are not checked again on an open file
+        assert in_child(read_after, True) == "EBADF"
+    finally:
+        os.close(fd)
+
+
+def test_close_fds_keeps_the_standard_streams_and_what_it_is_told():
+    def probe():
+        keep, lose = os.open(os.devnull, os.O_RDONLY), os.open(os.devnull, os.O_RDONLY)
+        close_fds(keep=[keep, _report["fd"]])
+        alive = lambda fd: attempt(lambda: os.fstat(fd))  # noqa: E731
+        return [alive(0), alive(1), alive(2), alive(keep), alive(lose)]
+
+    assert in_child(probe) == ["ok", "ok", "ok", "ok", "EBADF"]
+
+
+# --- what it can still do ----------------------------------------------------------------------------
+def _lazy_imports():
+    sys.modules.pop("decimal", None)
+    sys.modules.pop("_pydecimal", None)
+    lazy = next(name for name in ("torch._appdirs", "torch.contrib", "torch._python_dispatcher", "torch.onnx")
+                if name not in sys.modules)
+    return {
+        "import decimal": attempt(lambda: __import__("decimal")),
+        f"import {lazy}": attempt(lambda: __import__(lazy)),
+        "read torch's files": attempt(lambda: open(torch.__file__).read(10)),
+        "torch works": attempt(lambda: (torch.ones(3) @ torch.ones(3)).item()),
+    }
+
+
+@ROOT_ONLY
+def test_the_runtime_check_predicts_whether_new_imports_work():
+    seen = in_child(_with_dropped, _lazy_imports)
+    assert seen.pop("torch works") == "ok"  # what the zygote loaded needs no files
+    expected = {"ok"} if not UNREADABLE_RUNTIME else {"ModuleNotFoundError", "EACCES"}
+    for what, outcome in seen.items():
+        assert outcome in expected, (what, outcome, UNREADABLE_RUNTIME)
+
+
+@ROOT_ONLY
+@pytest.mark.skipif(bool(UNREADABLE_RUNTIME), reason=f"the unprivileged user cannot read this Python: "
+                    f"{', '.join(UNREADABLE_RUNTIME)} (install it where others can read it)")
+def test_a_dropped_worker_can_import_new_modules_and_use_torch():
+    seen = in_child(_with_dropped, _lazy_imports)
+    assert set(seen.values()) == {"ok"}, seen
+
+
+@ROOT_ONLY
+def test_the_prepared_working_copy_belongs_to_the_worker_alone(scratch, secret):
+    copy = tempfile.mkdtemp(dir=scratch)  # 0700 root, as tempfile.mkdtemp makes the working copy
+    os.mkdir(os.path.join(copy, "01_attention_basics"))
+    module = os.path.join(copy, "01_attention_basics", "attention_basics.py")
+    with open(module, "w") as stream:
+        stream.write("def softmax(x):\n    return x\n")
+    os.symlink(secret, os.path.join(copy, "01_attention_basics", "peek.py"))
+    prepare_workdir(copy, NOBODY, NOBODY)
+
+    for path, mode in ((copy, 0o700), (os.path.dirname(module), 0o700), (module, 0o600)):
+        st = os.lstat(path)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (NOBODY, NOBODY, mode), path
+    st = os.stat(secret)  # the link was not followed
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o600)
+
+    def probe():
+        drop_privileges()
+        os.chdir(os.path.dirname(module))
+
+        def write():
+            with open("notes.txt", "w") as stream:
+                stream.write("scratch")
+
+        return {"read": attempt(lambda: open(module).read()), "write": attempt(write),
+                "through the link": attempt(lambda: open("peek.py").read())}
+
+    assert in_child(probe) == {"read": "ok", "write": "ok", "through the link": "EACCES"}
+
+
+@ROOT_ONLY
+def test_a_working_copy_the_user_cannot_reach_is_refused(scratch):
+    closed = tempfile.mkdtemp(dir=scratch)  # 0700 root, like pytest's own tmp_path
+    copy = os.path.join(closed, "copy")
+    os.mkdir(copy)
+    with pytest.raises(ConfinementError, match="cannot reach"):
+        prepare_workdir(copy, NOBODY, NOBODY)
+
+
+# --- hiding the reference ------------------------------------------------------------------------------
+def _make_reference(scratch):
+    os.chmod(scratch, 0o755)
+    solutions = os.path.join(scratch, "solutions")
+    os.mkdir(solutions, 0o755)
+    os.chmod(solutions, 0o755)
+    answer = os.path.join(solutions, "attention_basics.py")
+    with open(answer, "w") as stream:
+        stream.write("ANSWER = 42\n")
+    os.chmod(answer, 0o644)
+    return solutions, answer
+
+
+@ROOT_ONLY
+def test_hiding_the_reference_from_others_closes_it_to_the_worker_and_is_undone(scratch):
+    solutions, answer = _make_reference(scratch)
+
+    def probe():
+        return {"read": attempt(lambda: open(answer).read()), "list": attempt(lambda: os.listdir(solutions))}
+
+    assert in_child(_with_dropped, probe) == {"read": "ok", "list": "ok"}  # world-readable, as courses are
+    assert readable_by(answer, NOBODY, NOBODY)
+    with hide_from_others([solutions]):
+        assert stat.S_IMODE(os.stat(solutions).st_mode) == 0o750
+        assert in_child(_with_dropped, probe) == {"read": "EACCES", "list": "EACCES"}
+        assert not readable_by(answer, NOBODY, NOBODY)
+        assert open(answer).read() == "ANSWER = 42\n"  # the grader, root, still reads it
+    assert stat.S_IMODE(os.stat(solutions).st_mode) == 0o755
+
+
+def test_overlapping_hides_restore_only_when_the_last_one_leaves(scratch):
+    solutions, _ = _make_reference(scratch)
+    mode = lambda: stat.S_IMODE(os.stat(solutions).st_mode)  # noqa: E731
+    first, second = hide_from_others([solutions]), hide_from_others([solutions])
+    first.__enter__()
+    second.__enter__()
+    second.__exit__(None, None, None)
+    assert mode() == 0o750  # the first is still grading
+    first.__exit__(None, None, None)
+    assert mode() == 0o755
+    # Leaving in the order they came: the path stays hidden (the safe way round), as documented.
+    first, second = hide_from_others([solutions]), hide_from_others([solutions])
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert mode() == 0o750
+    second.__exit__(None, None, None)
+    assert mode() == 0o750
+
+
+@ROOT_ONLY
+def test_confinement_problems_name_what_is_still_readable(scratch):
+    solutions, _ = _make_reference(scratch)
+    problems = confinement_problems(hidden=[solutions])
+    assert any(solutions in problem and "chmod o-rwx" in problem for problem in problems)
+    with hide_from_others([solutions]):
+        assert not any(solutions in problem for problem in confinement_problems(hidden=[solutions]))
+    assert len(confinement_problems()) == len(UNREADABLE_RUNTIME)
+
+
+# --- workers among themselves ----------------------------------------------------------------------------
+def _sleeper(uid, report_fd):
+    drop_privileges(uid, NOBODY)
+    os.write(report_fd, b"x")
+    time.sleep(30)
+
+
+@ROOT_ONLY
+def test_workers_sharing_a_uid_can_signal_each_other_but_not_inspect_each_other():
+    reader, writer = os.pipe()
+    sleeper = os.fork()
+    if sleeper == 0:
+        try:
+            _sleeper(NOBODY, writer)
+        finally:
+            os._exit(0)
+    os.close(writer)
+    try:
+        assert os.read(reader, 1) == b"x"
+
+        def probe(uid):
+            drop_privileges(uid, NOBODY)
+            return {"signal": attempt(lambda: os.kill(sleeper, 0)),
+                    "environ": attempt(lambda: open(f"/proc/{sleeper}/environ", "rb").read()),
+                    "mem": attempt(lambda: open(f"/proc/{sleeper}/mem", "rb").read(1))}
+
+        # Same uid: signals pass (a dedicated uid per grading is what separates submissions) ...
+        assert in_child(probe, NOBODY) == {"signal": "ok", "environ": "EACCES", "mem": "EACCES"}
+        # ... another uid: nothing passes.
+        assert in_child(probe, unused_uid()) == {"signal": "EPERM", "environ": "EACCES", "mem": "EACCES"}
+    finally:
+        os.close(reader)
+        os.kill(sleeper, signal.SIGKILL)
+        os.waitpid(sleeper, 0)
+
+
+@ROOT_ONLY
+def test_kill_all_of_ends_processes_that_left_the_process_group():
+    uid = unused_uid()
+    reader, writer = os.pipe()
+    worker = os.fork()
+    if worker == 0:
+        try:
+            drop_privileges(uid, NOBODY)
+            escaped = os.fork()
+            if escaped == 0:
+                os.setsid()  # out of the worker's process group: killpg no longer reaches it
+                time.sleep(30)
+                os._exit(0)
+            os.write(writer, str(escaped).encode())
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    os.close(writer)
+    try:
+        escaped = int(os.read(reader, 32))
+        kill_all_of(uid)
+        _, status = os.waitpid(worker, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(escaped):
+            time.sleep(0.02)
+        assert not _alive(escaped)
+    finally:
+        os.close(reader)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stream:
+            return stream.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+# --- without root ---------------------------------------------------------------------------------------
+def _unprivileged_view():
+    try:
+        drop_privileges()
+        return {"dropped": "again"}
+    except ConfinementError as exc:
+        return {"can": can_drop_privileges(), "raised": str(exc), "problems": confinement_problems()}
+
+
+def _check_unprivileged(seen):
+    assert seen["can"] is False
+    assert "only root" in seen["raised"]
+    assert seen["problems"] and "not run as root" in seen["problems"][0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="checked as root by dropping first (the next case)")
+def test_without_root_nothing_is_dropped_and_the_grader_is_told():
+    _check_unprivileged(_unprivileged_view())
+
+
+@ROOT_ONLY
+def test_after_the_drop_the_worker_is_an_ordinary_user_that_cannot_drop_again():
+    _check_unprivileged(in_child(_with_dropped, _unprivileged_view))
+
+
+def test_dropping_to_root_is_refused():
+    with pytest.raises(ConfinementError, match="root"):
+        drop_privileges(0, 0)
+
+
+@ROOT_ONLY
+def test_can_drop_privileges_as_root():
+    assert can_drop_privileges()
+    assert not can_drop_privileges(unused_uid())
+    assert can_drop_privileges(unused_uid(), require_account=False)
+    assert not can_drop_privileges(0)
+
+
+def test_readable_by_follows_the_permission_bits(scratch):
+    stranger = unused_uid()  # neither this process's user nor nobody
+    os.chmod(scratch, 0o700)
+    inner = os.path.join(scratch, "open")
+    os.mkdir(inner, 0o755)
+    os.chmod(inner, 0o755)
+    assert readable_by("/tmp", stranger, stranger)
+    assert not readable_by(inner, stranger, stranger)  # a closed folder on the way
+    assert readable_by(inner, os.geteuid(), os.getegid())  # the owner, or root
+    assert not readable_by(os.path.join(scratch, "missing"), os.geteuid(), os.getegid())
+    path = os.path.join(inner, "f")
+    with open(path, "w"):
+        pass
+    os.chmod(path, 0o604)  # others may read it, its group may not
+    os.chmod(scratch, 0o755)
+    group = os.stat(path).st_gid
+    assert readable_by(path, stranger, stranger)
+    assert not readable_by(path, stranger, group)  # the kernel applies the group's bits, not the others'
