@@ -21,7 +21,7 @@ import pytest
 
 from grader.compare import difference, shape_str
 from grader.recording import NotReplayable
-from grader.worker import HandleRef
+from grader.worker import HandleRef, flatten
 
 if TYPE_CHECKING:
     from grader.session import GradingSession, Student
@@ -190,7 +190,7 @@ class Grade:
                 torch.manual_seed(seed)
             with torch.enable_grad():
                 out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad))
-            live.update(out=out, module=fn, leaves=[a for a in _flat(inputs) if isinstance(a, torch.Tensor)])
+            live.update(out=out, module=fn, leaves=[a for a in flatten(inputs) if isinstance(a, torch.Tensor)])
             return _detached(out), isinstance(out, torch.Tensor) and out.requires_grad
 
         expected, differentiable = self._event(forward)
@@ -371,17 +371,6 @@ def _signature(args, kwargs) -> str:
 
     parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kwargs.items()]
     return "(" + ", ".join(parts) + ")"
-
-
-def _flat(value):
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _flat(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _flat(item)
-    else:
-        yield value
 
 
 def _cloned(value):

@@ -322,7 +322,7 @@ class Server:
         args = self.resolve(request["args"])
         kwargs = self.resolve(request["kwargs"])
         grad_out = request.get("grad_out")
-        tensors = [a for a in _flatten(args) if isinstance(a, torch.Tensor)]
+        tensors = [a for a in flatten(args) if isinstance(a, torch.Tensor)]
         if grad_out is not None:
             for tensor in tensors:
                 if tensor.is_floating_point():
@@ -333,7 +333,7 @@ class Server:
         tracer = _make_tracer(frozenset(request.get("forbidden", ())))
         with tracer:
             out = fn(*args, **kwargs)
-        size = sum(t.numel() * t.element_size() for t in _flatten(out) if isinstance(t, torch.Tensor))
+        size = sum(t.numel() * t.element_size() for t in flatten(out) if isinstance(t, torch.Tensor))
         if size > self.spec.reply_limit:  # refused before any copy is made
             raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
                                  f"the limit is {self.spec.reply_limit >> 20} MiB)")
@@ -359,13 +359,14 @@ class Server:
         return reply
 
 
-def _flatten(value):
+def flatten(value):
+    """Every leaf of nested lists, tuples and dicts."""
     if isinstance(value, (list, tuple)):
         for item in value:
-            yield from _flatten(item)
+            yield from flatten(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _flatten(item)
+            yield from flatten(item)
     else:
         yield value
 
@@ -425,7 +426,7 @@ def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
         if tracer_forbidden:
             answer = {"ok": False, "kind": "forbidden",
                       "message": f"your code called {tracer_forbidden[0]}, which this exercise forbids"}
-        size = sum(t.numel() * t.element_size() for t in _flatten(answer) if isinstance(t, torch.Tensor))
+        size = sum(t.numel() * t.element_size() for t in flatten(answer) if isinstance(t, torch.Tensor))
         if size > spec.reply_limit:
             answer = {"ok": False, "kind": "error", "message": f"your code returned too much data "
                       f"({size >> 20} MiB; the limit is {spec.reply_limit >> 20} MiB)"}
