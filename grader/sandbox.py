@@ -117,6 +117,7 @@ def _kill_children() -> None:
 
     me = str(os.getpid())
     for _ in range(3):  # processes killed now may orphan others, adopted a moment later
+        killed = 0
         for stat in os.listdir("/proc"):
             if not stat.isdigit():
                 continue
@@ -128,8 +129,11 @@ def _kill_children() -> None:
             if parent == me:
                 try:
                     os.kill(int(stat), signal.SIGKILL)
+                    killed += 1
                 except (ProcessLookupError, PermissionError):
                     pass
+        if not killed:
+            return
         time.sleep(0.01)
 
 
