@@ -21,8 +21,9 @@ _SHORT = {"not_implemented": "not attempted yet"}
 
 
 def render(result: SubmissionResult, fmt: str, *, colour: bool = False) -> str:
-    return {"table": _table, "json": _json, "gradescope": _gradescope, "junit": _junit,
-            "markdown": _markdown}[fmt](result) if fmt != "table" else _table(result, colour)
+    if fmt == "table":
+        return _table(result, colour)
+    return {"json": _json, "gradescope": _gradescope, "junit": _junit, "markdown": _markdown}[fmt](result)
 
 
 def _points(value: float) -> str:

@@ -124,8 +124,7 @@ class Grader:
         files = suite_files(self.course, assignments)
         copy = WorkingCopy(submission)
         session = GradingSession(self.course, assignments, copy, self.zygote, seed=seed, device=self.device,
-                                 references=self.references or {}, recording=recording,
-                                 blocked=blocked_paths(self.course))
+                                 references=self.references or {}, recording=recording)
         plugin = GradingPlugin(session)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():

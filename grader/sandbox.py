@@ -50,7 +50,6 @@ class Zygote:
         wire.send_bytes(self._control, wire.dump_request(spec))
         message, fds, _, _ = socket.recv_fds(self._control, 64, 1)
         worker = Worker(int(message), socket.socket(fileno=fds[0]), spec)
-        worker.import_error = None
         reply = worker.receive(timeout=timeout)
         if not reply.get("ok"):
             worker.import_error = reply

@@ -68,12 +68,11 @@ class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
-                 references: dict, blocked: tuple[str, ...], recording=None):
+                 references: dict, recording=None):
         self.course, self.copy, self.zygote = course, copy, zygote
         self.seed, self.device = seed, device
         self.references = references
         self.recording = recording  # a grader.recording.Recording to fill or to replay, or None
-        self.blocked = blocked
         self.assignments = {a.id: a for a in assignments}
         self.students: dict[str, Student] = {}
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
