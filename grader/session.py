@@ -15,7 +15,6 @@ from grader.sandbox import WorkerFault, Zygote
 from grader.worker import WorkerSpec
 
 
-# --- the student's side ----------------------------------------------------------------------------
 class Student:
     """The grader's handle on one assignment of the submission, served by a worker."""
 
@@ -61,7 +60,6 @@ class Student:
     def close(self):
         if self.worker is not None:
             self.worker.kill()
-
 
 
 class GradingSession:

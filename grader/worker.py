@@ -179,7 +179,7 @@ class ForbiddenOperation(Exception):
         self.name = name
 
 
-def _plain(value, device_cpu=True):
+def _plain(value):
     """Encode a student's return value as plain data: tensors detached to plain CPU tensors."""
     import torch
 
@@ -187,7 +187,7 @@ def _plain(value, device_cpu=True):
         plain = value.detach()
         if type(plain) is not torch.Tensor:
             plain = plain.as_subclass(torch.Tensor)
-        return plain.to("cpu").clone() if device_cpu else plain.clone()
+        return plain.to("cpu").clone()
     if isinstance(value, (list, tuple)):
         return {"__sequence__": [_plain(item) for item in value]}
     if value is None or isinstance(value, (bool, int, float, str)):
