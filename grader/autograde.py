@@ -155,7 +155,8 @@ def write_summary(out: Path, course: Course) -> Path:
 
 
 # --- the grading processes -----------------------------------------------------------------------
-def _grading_process(course: Course, device: str, seed: int | None, tasks, results) -> None:
+def _grading_process(course: Course, device: str, seed: int | None, private: tuple[Path, ...], tasks,
+                     results) -> None:
     """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``."""
     import signal
 
@@ -163,7 +164,7 @@ def _grading_process(course: Course, device: str, seed: int | None, tasks, resul
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    grader = Grader(course, device=device)
+    grader = Grader(course, device=device, private=private)
     try:
         while (job := tasks.get()) is not None:
             results.put(("started", os.getpid(), job.name))
@@ -181,7 +182,8 @@ def _grading_process(course: Course, device: str, seed: int | None, tasks, resul
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
               device: str, seed: int | None) -> int:
     """Grade every submission under ``paths`` (this shard of them) into ``out``. 0 when each has a result."""
-    from grader.runner import pick_device
+    from grader.confine import plan
+    from grader.runner import pick_device, secret_paths
 
     if workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -189,11 +191,15 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     device = pick_device(device)
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
+    private = (out.resolve(), scratch, *(path.resolve() for path in paths))
+    confinement = plan(course.isolation.separate_user, hidden=[*secret_paths(course), *map(str, private)])
+    print(describe_isolation(confinement), file=sys.stderr)
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]
         todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
         _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
-             total=len(jobs), done_before=len(jobs) - len(todo))
+             total=len(jobs), done_before=len(jobs) - len(todo), private=private,
+             separate_users=confinement.uid is not None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_summary(out, course)
@@ -203,7 +209,19 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     return 1 if missing else 0
 
 
-def _run(course, todo, out, *, workers, device, seed, total, done_before) -> None:
+def describe_isolation(confinement) -> str:
+    """One line for the instructor's log: who student code runs as, and the first thing that does not hold."""
+    if confinement.uid is not None:
+        line = "grade: student code runs as a separate user (one uid per grading process)"
+    else:
+        line = "grade: student code runs as the grader's own user"
+    if confinement.problems:
+        more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""
+        line += f"; not protected: {confinement.problems[0]}{more}"
+    return line
+
+
+def _run(course, todo, out, *, workers, device, seed, total, done_before, private, separate_users) -> None:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     from grader.progress import Progress
@@ -214,7 +232,8 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
         tasks.put(job)
 
     def start():
-        process = context.Process(target=_grading_process, args=(course, device, seed, tasks, results), daemon=True)
+        process = context.Process(target=_grading_process, args=(course, device, seed, private, tasks, results),
+                                  daemon=True)
         process.start()
         return process
 
@@ -258,6 +277,10 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before) -> Non
                 continue
             process.kill()
             process.join()
+            if separate_users:  # what its students' code left running, escapees of its zygote too
+                from grader.confine import FIRST_UID, kill_all_of
+
+                kill_all_of(FIRST_UID + process.pid)
             name = in_flight.pop(process.pid, (None,))[0]
             if name in remaining:
                 attempts[name] = attempts.get(name, 0) + 1

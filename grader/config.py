@@ -34,6 +34,16 @@ class Limits:
     output_mb: int
 
 
+SEPARATE_USER = ("auto", "never", "required")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How far student code is kept from the grader (see grader/confine.py)."""
+
+    separate_user: str = "auto"  # auto: when the machine allows it; never; required: refuse to grade without
+
+
 @dataclass(frozen=True)
 class Assignment:
     id: str
@@ -66,6 +76,7 @@ class Course:
     limits: Limits
     tolerances: tuple[tuple[str, Tolerance], ...]
     assignments: tuple[Assignment, ...]
+    isolation: Isolation = Isolation()
 
     def assignment(self, assignment_id: str) -> Assignment:
         for assignment in self.assignments:
@@ -89,6 +100,8 @@ class Course:
 # --- the schema -----------------------------------------------------------------------------------
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
+_OPTIONAL_TOP_KEYS = {"isolation"}
+_ISOLATION_KEYS = {"separate_user": str}
 _COURSE_KEYS = {"id": str, "title": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
@@ -149,7 +162,8 @@ class _Parser:
                     return number
         return candidate
 
-    def table(self, value: Any, key: str, allowed: Mapping[str, Any], index: int | None = None) -> dict:
+    def table(self, value: Any, key: str, allowed: Mapping[str, Any], index: int | None = None, *,
+              optional: bool = False) -> dict:
         if not isinstance(value, dict):
             self.fail(key, f"must be a table, not {_kind(value)}", index)
         for name, item in value.items():
@@ -160,14 +174,14 @@ class _Parser:
             if not isinstance(item, expected) or isinstance(item, bool):
                 self.fail(dotted, f"must be {_describe(expected)}, not {_kind(item)}", index)
         missing = [name for name in allowed if name not in value]
-        if missing:
+        if missing and not optional:
             self.fail(key, f"missing key {missing[0]!r}", index)
         return value
 
     def course(self, data: dict) -> Course:
         for name in data:
-            if name not in _TOP_KEYS:
-                self.fail(name, f"unknown table (expected one of: {', '.join(sorted(_TOP_KEYS))})")
+            if name not in _TOP_KEYS | _OPTIONAL_TOP_KEYS:
+                self.fail(name, f"unknown table (expected one of: {', '.join(sorted(_TOP_KEYS | _OPTIONAL_TOP_KEYS))})")
         for name in _TOP_KEYS:
             if name not in data:
                 self.fail(name, "missing table")
@@ -194,7 +208,16 @@ class _Parser:
             ),
             tolerances=tolerances,
             assignments=parsed,
+            isolation=self.isolation(data.get("isolation", {})),
         )
+
+    def isolation(self, value: Any) -> Isolation:
+        table = self.table(value, "isolation", _ISOLATION_KEYS, optional=True)
+        setting = table.get("separate_user", Isolation.separate_user)
+        if setting not in SEPARATE_USER:
+            choices = ", ".join(map(repr, SEPARATE_USER))
+            self.fail("isolation.separate_user", f"must be one of {choices}, not {setting!r}")
+        return Isolation(separate_user=setting)
 
     def tolerances(self, value: Any) -> tuple[tuple[str, Tolerance], ...]:
         table = self.table(value, "tolerances", {dtype: dict for dtype in _DTYPES})

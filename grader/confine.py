@@ -85,9 +85,15 @@ import signal
 import stat
 import sys
 import sysconfig
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from grader.errors import IsolationError
+
 NOBODY = 65534  # Debian's nobody and nogroup
+FIRST_UID = 2_000_000_000  # a grading process's workers run as FIRST_UID + its pid: no account, no
+#                            subordinate-uid range (those start near 100000) and no other grader uses it
+NPROC_LIMIT = 128  # processes (and threads) one grading's uid may have at once: fork bombs stop there
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -201,6 +207,37 @@ def confinement_problems(uid: int = NOBODY, gid: int = NOBODY, *, hidden: Iterab
     problems += [f"uid {uid} can still read {path} (remove the others' permissions: chmod o-rwx)"
                  for path in hidden if readable_by(path, uid, gid)]
     return problems
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How one grading process runs its workers: as ``uid`` (its own, unused by anything else) or,
+    when ``uid`` is None, as the grader's own user. ``problems``: what does not hold, in words."""
+
+    uid: int | None = None
+    gid: int = NOBODY
+    problems: tuple[str, ...] = ()
+
+    @property
+    def mode(self) -> str:
+        return "separate-user" if self.uid is not None else "same-user"
+
+
+def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
+    """This grading process's confinement, from course.toml's ``isolation.separate_user``: ``auto``
+    runs workers as a uid of their own whenever that works here (root, a Python installation others
+    can read), ``never`` never does, ``required`` raises :class:`IsolationError` unless it works and
+    no path of ``hidden`` (the reference, the suites, .git, results) stays readable to that uid."""
+    if setting == "never":
+        return Confinement(problems=('separate_user = "never" in course.toml',))
+    uid = FIRST_UID + os.getpid()
+    blocking = confinement_problems(uid, NOBODY, require_account=False)
+    readable = confinement_problems(uid, NOBODY, hidden=hidden, require_account=False)[len(blocking):]
+    if setting == "required" and blocking + readable:
+        raise IsolationError(f'separate_user = "required" in course.toml, but {(blocking + readable)[0]}')
+    if blocking:
+        return Confinement(problems=tuple(blocking))
+    return Confinement(uid, NOBODY, tuple(readable))
 
 
 # --- the grader's side ----------------------------------------------------------------------------
@@ -359,6 +396,6 @@ def _check_dropped(uid: int, gid: int) -> None:
 
 
 __all__ = [
-    "NOBODY", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
+    "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
     "confinement_problems", "prepare_workdir", "hide_from_others", "kill_all_of", "close_fds", "drop_privileges",
 ]

@@ -21,3 +21,8 @@ class DeviceError(GraderError):
 
 class UsageError(GraderError):
     """Options that do not fit together, or an assignment or exercise name we do not know."""
+
+
+class IsolationError(GraderError):
+    """``separate_user = "required"`` in course.toml, and this machine cannot run student code as
+    another user (not root, or a Python installation other users cannot read)."""

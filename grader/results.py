@@ -92,6 +92,7 @@ class SubmissionResult:
     device: str
     duration_s: float
     assignments: list[AssignmentResult]
+    isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.confine)
 
     @property
     def score(self) -> float:
@@ -108,4 +109,5 @@ class SubmissionResult:
     def to_json(self) -> dict:
         return {"schema": 1, "submission": self.submission, "seed": self.seed, "device": self.device,
                 "score": self.score, "max_score": self.max_score, "duration_s": round(self.duration_s, 3),
+                "isolation": self.isolation,
                 "assignments": [a.to_json() for a in self.assignments]}

@@ -71,6 +71,13 @@ def blocked_paths(course: Course) -> tuple[str, ...]:
     return tuple(os.path.realpath(course.root / name) for name in ("solutions", "suites"))
 
 
+def secret_paths(course: Course) -> list[str]:
+    """What a worker running as another user must not be able to read: the reference, the suites,
+    the history that holds both, nbgrader's gradebook and collected notebooks."""
+    names = ("solutions", "suites", ".git", "gradebook.db", "submitted", "autograded")
+    return [str(course.root / name) for name in names if (course.root / name).exists()]
+
+
 # A grading session needs none of pytest's conveniences for people, and some cost much: the
 # unraisable-exception plugin runs gc.collect() repeatedly, and third-party plugins load on start.
 PYTEST_ARGS = ("-q", "-s", "--no-header", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
@@ -94,7 +101,10 @@ def _no_autoload():
 class Grader:
     """Grades submissions one after another, sharing one zygote (start it before anything else)."""
 
-    def __init__(self, course: Course, *, device: str = "auto"):
+    def __init__(self, course: Course, *, device: str = "auto", private: tuple[Path, ...] = ()):
+        """``private``: what student code must not read besides the course's secrets (results,
+        other submissions); it decides whether workers run as a user of their own (grader.confine)."""
+        from grader.confine import plan
         from grader.sandbox import Zygote
 
         import torch
@@ -103,6 +113,8 @@ class Grader:
         torch.set_num_threads(1)
         self.course = course
         self.device = pick_device(device)
+        self.confinement = plan(course.isolation.separate_user,
+                                hidden=[*secret_paths(course), *map(str, private)])
         self.zygote = Zygote(blocked_paths(course))
         self.references = None
 
@@ -123,8 +135,13 @@ class Grader:
             self.references = load_references(self.course)
         files = suite_files(self.course, assignments)
         copy = WorkingCopy(submission)
+        if self.confinement.uid is not None:
+            from grader.confine import prepare_workdir
+
+            prepare_workdir(str(copy.root), self.confinement.uid, self.confinement.gid)
         session = GradingSession(self.course, assignments, copy, self.zygote, seed=seed, device=self.device,
-                                 references=self.references or {}, recording=recording)
+                                 references=self.references or {}, recording=recording,
+                                 confinement=self.confinement)
         plugin = GradingPlugin(session)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
@@ -136,7 +153,8 @@ class Grader:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
         results = [self._assignment_result(a, plugin.outcomes) for a in assignments]
-        return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results)
+        return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results,
+                                isolation=self.confinement.mode)
 
     def _assignment_result(self, assignment: Assignment, outcomes) -> AssignmentResult:
         exercises = []

@@ -73,6 +73,11 @@ class Zygote:
 
 
 def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
+    # What a worker uses after it may have given up its user (grader.confine), imported while it can.
+    import ctypes  # noqa: F401
+
+    import grader.confine  # noqa: F401
+    import grader.notebook_source  # noqa: F401
     from grader.worker import _die_with_parent, _prctl
 
     _die_with_parent()

@@ -37,6 +37,8 @@ class Student:
                 raise StudentFault(fault.kind, "while importing your module: " + fault.message) from None
         if self.worker.import_error:
             error = self.worker.import_error
+            if error.get("kind") == "crashed":  # the worker could not start as it must
+                raise StudentFault("crashed", error.get("message", ""))
             kind = "not_implemented" if error.get("kind") == "not_implemented" else "error"
             raise StudentFault(kind, "importing your module failed:\n" + error.get("message", ""))
         return self.worker
@@ -66,8 +68,9 @@ class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
-                 references: dict, recording=None):
+                 references: dict, recording=None, confinement=None):
         self.course, self.copy, self.zygote = course, copy, zygote
+        self.confinement = confinement  # a grader.confine.Confinement, or None: the grader's own user
         self.seed, self.device = seed, device
         self.references = references
         self.recording = recording  # a grader.recording.Recording to fill or to replay, or None
@@ -91,6 +94,7 @@ class GradingSession:
             reply_limit=self.course.limits.output_mb << 20,
             notebooks=tuple((self.course.assignment(a).module_name, str(p))
                             for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
+            uid=self.confinement.uid if self.confinement else None,
         )
 
     def student(self, assignment_id: str) -> Student:
@@ -102,6 +106,10 @@ class GradingSession:
         for student in self.students.values():
             student.close()
         self.zygote.sweep()
+        if self.confinement and self.confinement.uid is not None:
+            from grader.confine import kill_all_of
+
+            kill_all_of(self.confinement.uid)  # whatever escaped the zygote too
 
 
 class GradingPlugin:

@@ -35,6 +35,8 @@ class WorkerSpec:
     memory_bytes: int
     reply_limit: int
     notebooks: tuple[tuple[str, str], ...] = ()  # (module name, .ipynb) importable by sibling modules
+    uid: int | None = None  # run as this user (grader.confine), or as the grader's own user
+    gid: int = 65534
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ class HandleRef:
 
 # --- start-up --------------------------------------------------------------------------------------
 def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
-    from grader.confine import close_fds
+    """Everything between the fork and the student's import, in the order grader/confine.py needs."""
+    from grader.confine import NPROC_LIMIT, close_fds, drop_privileges
 
     os.setsid()  # own process group: the grader kills the group on a timeout
     _die_with_parent()
@@ -57,7 +60,6 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
     os.environ.clear()
     os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
     sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, blocked)]
-    os.chdir(spec.workdir)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
         os.dup2(devnull, fd)
@@ -65,12 +67,17 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
     # Nothing the grader had open may reach student code: above all not the pipes of
     # `grade autograde`, whose messages the grading parent unpickles.
     close_fds(keep=[keep_fd])
+    if spec.uid is not None:  # the uid is this grading's own: the limit counts its processes only
+        resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+        drop_privileges(spec.uid, spec.gid)
+        _die_with_parent()  # the kernel cleared it with the uid change
+    os.chdir(spec.workdir)
 
 
 def _prctl(option: int, value: int) -> None:
     """Linux's prctl(2); a no-op where it is not available."""
     try:
-        import ctypes
+        import ctypes  # loaded in the zygote already: a confined worker may not import anything new
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
     except (OSError, AttributeError):
@@ -398,13 +405,20 @@ def _is_stub(exc: BaseException, spec: WorkerSpec) -> bool:
 
 def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     """The worker's whole life: lock down, import the submission, answer requests until EOF."""
-    lock_down(spec, blocked, sock.fileno())
-    import torch
-
-    torch.set_num_threads(1)
+    from grader.confine import ConfinementError
 
     def reply(obj):
         wire.send_bytes(sock, wire.dump_reply(obj))
+
+    try:
+        lock_down(spec, blocked, sock.fileno())
+    except ConfinementError as exc:  # the grader's problem, not the student's: their code never ran
+        reply({"ok": False, "kind": "crashed", "stage": "import",
+               "message": f"the grader could not run your code as a separate user ({exc})"})
+        return
+    import torch
+
+    torch.set_num_threads(1)
 
     try:
         module = import_submission(spec)

@@ -22,6 +22,13 @@ def student(folder: Path, source: str = "solutions", only: str | None = None) ->
     return folder
 
 
+# a submission that kills the process grading it: the zygote's parent
+KILL_GRADING_PROCESS = ("import os, signal\n"
+                        "zygote = os.getppid()\n"
+                        "grading = int(open(f'/proc/{zygote}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+                        "os.kill(grading, signal.SIGKILL)\n")
+
+
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
@@ -106,11 +113,7 @@ def test_a_submission_that_kills_its_grading_process_is_retried_once_then_record
     root = tmp_path / "class"
     student(root / "alice", only="01_attention_basics")
     (root / "mallory" / "01_attention_basics").mkdir(parents=True)
-    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(
-        "import os, signal\n"
-        "zygote = os.getppid()\n"
-        "grading = int(open(f'/proc/{zygote}/stat').read().rsplit(')', 1)[1].split()[1])\n"
-        "os.kill(grading, signal.SIGKILL)\n")
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_GRADING_PROCESS)
     out = tmp_path / "results"
     assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
                      device="cpu", seed=5) == 0
@@ -155,3 +158,29 @@ def test_student_code_cannot_write_into_the_graders_pipes(course, tmp_path):
                      device="cpu", seed=5) == 0
     assert json.loads((out / "alice.json").read_text())["score"] == 100
     assert json.loads((out / "mallory.json").read_text())["score"] == 0
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root: only root can run code as another user")
+def test_as_users_of_their_own_a_submission_cannot_even_kill_its_grading_process(course, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """Forced on (on a machine whose Python others cannot read, `auto` stays off; these submissions
+    import nothing new): every grading process runs its workers as a uid of its own."""
+    import os
+
+    import grader.confine
+
+    monkeypatch.setattr(grader.confine, "plan",
+                        lambda setting, hidden=(): grader.confine.Confinement(3_500_000 + os.getpid()))
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_GRADING_PROCESS)
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    assert "student code runs as a separate user" in capsys.readouterr().err
+    alice, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
+    assert alice["score"] == 100 and alice["isolation"] == mallory["isolation"] == "separate-user"
+    statuses = {e["status"] for e in mallory["assignments"][0]["exercises"]}
+    assert statuses == {"error"}  # its import failed (EPERM); nothing crashed, nothing was retried
+    assert "PermissionError" in mallory["assignments"][0]["exercises"][0]["feedback"]

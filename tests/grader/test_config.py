@@ -49,6 +49,18 @@ def test_a_wrong_key_or_type_names_the_key_file_and_line(tmp_path, old, new, exp
     assert str(tmp_path / "course.toml") in str(error.value)
 
 
+def test_isolation_is_optional_and_checked(course, tmp_path):
+    assert course.isolation.separate_user == "auto"
+    folder = broken_course(tmp_path, 'separate_user = "auto"', 'separate_user = "sometimes"')
+    with pytest.raises(ConfigError, match=r"isolation.separate_user: must be one of 'auto', 'never', 'required'"):
+        load_course(folder)
+    broken_course(tmp_path, 'separate_user = "auto"', 'separate_users = "never"')
+    with pytest.raises(ConfigError, match="isolation.separate_users: unknown key"):
+        load_course(tmp_path)
+    broken_course(tmp_path, '[isolation]\nseparate_user = "auto"\n', "")
+    assert load_course(tmp_path).isolation.separate_user == "auto"
+
+
 def test_invalid_toml_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_course(broken_course(tmp_path, "[course]", "[course"))

@@ -457,3 +457,124 @@ def test_readable_by_follows_the_permission_bits(scratch):
     group = os.stat(path).st_gid
     assert readable_by(path, stranger, stranger)
     assert not readable_by(path, stranger, group)  # the kernel applies the group's bits, not the others'
+
+
+# --- wired into the grader ------------------------------------------------------------------------------
+def test_the_plan_follows_course_toml_and_names_what_does_not_hold(scratch):
+    from grader.confine import FIRST_UID, plan
+    from grader.errors import IsolationError
+
+    never = plan("never")
+    assert never.uid is None and never.mode == "same-user" and "never" in never.problems[0]
+    auto = plan("auto", hidden=[scratch])
+    if os.geteuid() != 0:
+        assert auto.uid is None and "not run as root" in auto.problems[0]
+    elif UNREADABLE_RUNTIME:
+        assert auto.uid is None and UNREADABLE_RUNTIME[0] in auto.problems[0]
+    else:
+        assert auto.uid == FIRST_UID + os.getpid() and auto.mode == "separate-user"
+        assert any(scratch in problem for problem in auto.problems)  # mkdtemp is 0700: root's alone...
+    os.chmod(scratch, 0o755)  # ...until others may enter: then "required" refuses, wherever it runs
+    with pytest.raises(IsolationError, match="required"):
+        plan("required", hidden=[scratch])
+
+
+def test_the_instructors_log_says_who_student_code_runs_as():
+    from grader.autograde import describe_isolation
+    from grader.confine import Confinement
+
+    line = describe_isolation(Confinement(None, problems=("the grader does not run as root", "b")))
+    assert "grader's own user" in line and "not protected: the grader does not run as root (and 1 more)" in line
+    assert "separate user" in describe_isolation(Confinement(FIRST_UID_FOR_TESTS))
+
+
+FIRST_UID_FOR_TESTS = 2_000_000_000 + 1
+
+
+PROBE = '''
+import json, os, signal, time
+seen = {{"uid": os.getuid()}}
+def attempt(action):
+    try:
+        action()
+        return "ok"
+    except OSError as exc:
+        return type(exc).__name__
+seen["read secret"] = attempt(lambda: open({secret!r}).read())
+seen["signal grader"] = attempt(lambda: os.kill({grader}, signal.SIGTERM))
+seen["write results"] = attempt(lambda: open(os.path.join({results!r}, "forged.json"), "w").write("{{}}"))
+children = 0
+try:
+    while children < 400:
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(60)
+            os._exit(0)
+        children += 1
+except OSError:
+    pass
+seen["children"] = children
+with open(os.path.join({drop!r}, "seen.json"), "w") as stream:
+    json.dump(seen, stream)
+'''
+
+
+def _live_processes_of(uid: int, settle: float = 2.0) -> list[int]:
+    """The processes of ``uid`` that are not dead (zombies, killed and not yet reaped, are), once they
+    have had ``settle`` seconds to die."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                    with open(f"/proc/{name}/stat") as stream:
+                        if stream.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(name))
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+@ROOT_ONLY
+def test_graded_as_a_user_of_its_own_a_submission_reads_signals_writes_and_forks_nothing(
+        course, secret, scratch, tmp_path, monkeypatch):
+    """The grader's own path (runner, session, worker) with the drop forced on. Forced, because on a
+    machine whose Python others cannot read `auto` stays off; this submission imports nothing new."""
+    import grader.confine
+    from grader.confine import NPROC_LIMIT, Confinement
+    from grader.runner import Grader
+    from grader.submission import resolve_submission
+
+    uid = unused_uid()
+    monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): Confinement(uid))
+    drop = os.path.join(scratch, "drop")
+    os.mkdir(drop)
+    os.chmod(drop, 0o1777)
+    results = tmp_path / "results"
+    results.mkdir()
+    os.chmod(tmp_path, 0o755)
+    solution = (ROOT_DIR / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    probe = PROBE.format(secret=secret, grader=os.getpid(), results=str(results), drop=drop)
+    (tmp_path / "attention_basics.py").write_text(solution + probe)
+    instance = Grader(course, device="cpu")
+    try:
+        result = instance.grade(resolve_submission(tmp_path / "attention_basics.py", course),
+                                (course.assignment("01_attention_basics"),), seed=5)
+    finally:
+        instance.close()
+    with open(os.path.join(drop, "seen.json")) as stream:
+        seen = json.load(stream)
+    assert seen["uid"] == uid
+    assert seen["read secret"] == "PermissionError"
+    assert seen["signal grader"] == "PermissionError"
+    assert seen["write results"] == "PermissionError" and not (results / "forged.json").exists()
+    assert 0 < seen["children"] < NPROC_LIMIT  # the worker counts too, so does any other of its processes
+    assert result.isolation == "separate-user" and result.to_json()["isolation"] == "separate-user"
+    assert result.score == result.max_score  # the probe costs nothing: the solution is graded as usual
+    assert _live_processes_of(uid) == []  # the forked children, setsid escapees all, are gone
+
+
+ROOT_DIR = __import__("pathlib").Path(__file__).resolve().parents[2]
