@@ -71,16 +71,35 @@ def list_course(*, course: Course) -> str:
     return "\n".join(lines) + "\n"
 
 
-def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool) -> int:
-    """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking."""
+def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None) -> int:
+    """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
+    With ``out``: write the student distribution of the named assignments (default all) there instead."""
     from grader.release import release as run_release
+    from grader.runner import has_reference
 
+    if not has_reference(course):
+        raise UsageError(f"{course.root} has no solutions/ (a student distribution?): `grade release` runs in "
+                         "the instructor's course")
+    if out is not None:
+        if check_only:
+            raise UsageError("--check and --out do not go together: --out writes, --check writes nothing")
+        return release_distribution(course=course, assignment_ids=assignment_ids, out=out)
     stale = run_release(course, course.select(assignment_ids), check=check_only)
     for item in stale:
         print(f"{item.path.relative_to(course.root)}: {item.reason}", file=sys.stderr)
     if check_only and stale:
         print("run `grade release` to regenerate assignments/ from solutions/", file=sys.stderr)
     return 1 if stale else 0
+
+
+def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:
+    """Write the student distribution of the named assignments (default all) into ``out``."""
+    from grader.distribution import write_distribution
+
+    written = write_distribution(course, course.select(assignment_ids), out)
+    print(f"wrote the student distribution of {len(written.assignments)} assignment(s) to {written.root} "
+          f"({written.checks} public checks, reference outputs recorded)", file=sys.stderr)
+    return 0
 
 
 def parse_seed(value: str | None) -> int | None:

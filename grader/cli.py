@@ -92,12 +92,15 @@ def list_(course_dir):
 @click.argument("assignments", nargs=-1)
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if assignments/ is stale or leaks a solution or hidden test.")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False),
+              help="Write the student distribution here instead (a new or empty folder, or a previous distribution).")
 @click.pass_obj
-def release(course_dir, assignments, check_only):
-    """Regenerate assignments/ (stubs, release notebooks) from solutions/."""
+def release(course_dir, assignments, check_only, out):
+    """Regenerate assignments/ (stubs, release notebooks) from solutions/, or write the student distribution."""
     from grader import api
 
-    sys.exit(api.release(course=api.open_course(course_dir), assignment_ids=assignments, check_only=check_only))
+    sys.exit(api.release(course=api.open_course(course_dir), assignment_ids=assignments, check_only=check_only,
+                         out=out))
 
 
 def main():

@@ -46,12 +46,17 @@ class Recording:
 
 
 def _on_cpu(value):
+    return on_device(value, "cpu")
+
+
+def on_device(value, device: str):
+    """``value`` with every tensor in it detached and moved to ``device`` (a replay on CUDA compares there)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
+        return value.detach().to(device)
     if isinstance(value, (list, tuple)):
-        return type(value)(_on_cpu(v) for v in value)
+        return type(value)(on_device(v, device) for v in value)
     if isinstance(value, dict):
-        return {k: _on_cpu(v) for k, v in value.items()}
+        return {k: on_device(v, device) for k, v in value.items()}
     return value

@@ -33,10 +33,32 @@ def pick_device(requested: str) -> str:
     return requested
 
 
-def suite_files(course: Course, assignments: tuple[Assignment, ...]) -> list[Path]:
+PUBLIC_RECORDING = Path("suites", "public", "reference.pt")
+
+
+def has_reference(course: Course) -> bool:
+    """The instructor's course (solutions/ present) grades with the hidden suites; a student
+    distribution has none and replays the public suites' recorded reference outputs instead."""
+    return (course.root / "solutions").is_dir()
+
+
+def public_recording(course: Course, device: str):
+    """The public suites' reference outputs, recorded by `grade release --out`, on ``device``."""
+    from grader.recording import Recording, on_device
+
+    path = course.root / PUBLIC_RECORDING
+    if not path.is_file():
+        raise GraderError(f"this course has no solutions/ and no recorded reference outputs ({path}): "
+                          "get a fresh copy of the course from your instructor")
+    recording = Recording.load(path)
+    recording.events = on_device(recording.events, device)
+    return recording
+
+
+def suite_files(course: Course, assignments: tuple[Assignment, ...], suite: str = "hidden") -> list[Path]:
     files = []
     for assignment in assignments:
-        path = course.root / "suites" / "hidden" / f"test_{assignment.id}.py"
+        path = course.root / "suites" / suite / f"test_{assignment.id}.py"
         if not path.is_file():
             raise GraderError(f"no grading suite for {assignment.id}: expected {path}")
         files.append(path)
@@ -119,21 +141,25 @@ class Grader:
         self.references = None
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
-              seed: int | None = None, recording=None) -> SubmissionResult:
+              seed: int | None = None, recording=None, suite: str = "hidden") -> SubmissionResult:
         """Grade ``submission`` on ``assignments``. With a ``recording`` (grader.recording), the reference's
-        outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed)."""
+        outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed).
+        ``suite``: the folder of suites/ to run; a course without solutions/ (a student distribution)
+        always runs the public suites from their recording."""
         import pytest
 
         from grader.session import GradingPlugin, GradingSession
 
         started = time.monotonic()
+        if recording is None and not has_reference(self.course):
+            recording, suite = public_recording(self.course, self.device), "public"
         replaying = recording is not None and recording.replaying
         if replaying:
             seed = recording.seed  # the recorded outputs belong to the inputs of this seed
         seed = secrets.randbelow(10**6) if seed is None else seed
         if self.references is None and not replaying:
             self.references = load_references(self.course)
-        files = suite_files(self.course, assignments)
+        files = suite_files(self.course, assignments, suite)
         copy = WorkingCopy(submission)
         if self.confinement.uid is not None:
             from grader.confine import prepare_workdir

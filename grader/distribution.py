@@ -1,0 +1,312 @@
+"""``grade release --out DIR``: the student distribution, the folder students clone.
+
+It holds ``assignments/`` (the committed stubs and release notebooks), the ``grader`` package,
+``course.toml``, the public suites with the reference outputs they need, recorded once here as
+plain tensors (``suites/public/reference.pt``), a student README, CI templates (GitHub Classroom,
+GitLab) from ``templates/distribution/`` and a ``pyproject.toml``. Never ``solutions/`` nor the
+hidden suites: everything is built in a scratch folder and scanned for leaks before DIR is touched.
+
+There, with no ``solutions/`` folder, ``grade check`` replays the recording (see
+:func:`grader.runner.public_recording`): offline, with the verdicts the reference gives on those cases.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.config import Assignment, Course, load_course
+from grader.errors import GraderError
+from grader.release import BEGIN, END, Stale, leaks
+
+PUBLIC_SEED = 2024  # the public cases' inputs are drawn from it, at release and in every replay
+TEMPLATES = Path("templates", "distribution")
+_JUNK = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
+_TEXT = (".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yaml", ".ini", ".cfg", "")
+
+
+class DistributionError(GraderError):
+    """The distribution cannot be written (where it would go, a failing public suite, a leak)."""
+
+
+@dataclass(frozen=True)
+class Written:
+    root: Path
+    assignments: tuple[str, ...]
+    checks: int  # public checks, all recorded and replayable
+
+
+def write_distribution(course: Course, assignments: tuple[Assignment, ...], out: Path) -> Written:
+    """Write the student distribution of ``assignments`` into ``out`` (new, empty, or a previous
+    distribution, whose files are all replaced except ``.git``)."""
+    out = _target(course, Path(out))
+    recording, checks = record_public_suites(course, assignments)
+    with tempfile.TemporaryDirectory(prefix="grade-distribution-") as scratch:
+        build = Path(scratch) / "distribution"
+        _build(course, assignments, build)
+        recording.save(build / "suites" / "public" / "reference.pt")
+        found = leaks_in(course, build)
+        if found:
+            raise DistributionError(f"refusing to write a distribution that leaks: "
+                                    f"{found[0].path.relative_to(build)} {found[0].reason}"
+                                    + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
+        load_course(build)  # the course.toml students get must load
+        _install(build, out)
+    return Written(out, tuple(a.id for a in assignments), checks)
+
+
+# --- where it goes --------------------------------------------------------------------------------------
+def is_distribution(folder: Path) -> bool:
+    return ((folder / "course.toml").is_file() and (folder / "suites" / "public" / "reference.pt").is_file()
+            and not (folder / "solutions").exists())
+
+
+def _target(course: Course, out: Path) -> Path:
+    out, root = out.resolve(), course.root.resolve()
+    if out == root or root in out.parents:
+        raise DistributionError(f"--out {out}: the distribution must be written outside the course folder {root}")
+    if out in root.parents:
+        raise DistributionError(f"--out {out}: the course folder {root} is inside it; choose a folder of its own")
+    if out.exists():
+        if not out.is_dir():
+            raise DistributionError(f"--out {out} is a file, not a folder")
+        other = [p.name for p in out.iterdir() if p.name != ".git"]
+        if other and not is_distribution(out):
+            raise DistributionError(f"--out {out} holds files ({', '.join(sorted(other)[:3])}, ...) and is not a "
+                                    "student distribution written before: choose a new or empty folder")
+    return out
+
+
+def _install(build: Path, out: Path) -> None:
+    """Replace what ``out`` holds (all but its .git) with the contents of ``build``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in out.iterdir():
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    for entry in build.iterdir():
+        shutil.move(str(entry), str(out / entry.name))
+
+
+# --- what goes in ---------------------------------------------------------------------------------------
+def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
+    """The reference's outputs on the public suites of ``assignments``, checked to replay in full.
+
+    Returns the recording and the number of public checks. Every check must pass on the reference
+    solutions, and again when replayed from the saved recording (a check that uses the reference
+    other than through the ``grade`` fixture's comparisons could not run in the distribution)."""
+    from grader.recording import Recording
+    from grader.runner import Grader, has_reference
+    from grader.submission import resolve_submission
+
+    if not has_reference(course):
+        raise DistributionError("this course has no solutions/: a student distribution is written from the "
+                                "instructor's course")
+    recording = Recording(PUBLIC_SEED)
+    solutions = resolve_submission(course.root / "solutions", course)
+    grader = Grader(course, device="cpu")
+    try:
+        live = grader.grade(solutions, assignments, seed=PUBLIC_SEED, recording=recording, suite="public")
+        _expect_full_marks(live, "the reference solutions fail the public suite")
+        with tempfile.TemporaryDirectory(prefix="grade-recording-") as scratch:
+            recording.save(Path(scratch) / "reference.pt")
+            replayed = grader.grade(solutions, assignments, recording=Recording.load(Path(scratch) / "reference.pt"),
+                                    suite="public")
+    finally:
+        grader.close()
+    _expect_full_marks(replayed, "the public suite does not replay from its recording")
+    counts = [_check_counts(result) for result in (live, replayed)]
+    if counts[0] != counts[1]:
+        lost = sorted(name for name, n in counts[0].items() if counts[1].get(name, 0) < n)
+        raise DistributionError(f"public checks of {', '.join(lost)} cannot be replayed without the reference "
+                                "(they use grade.ref directly): compare through grade.same or grade.module instead")
+    return recording, sum(counts[0].values())
+
+
+def _check_counts(result) -> dict[str, int]:
+    return {f"{a.id}.{e.name}": len(e.checks) for a in result.assignments for e in a.exercises}
+
+
+def _expect_full_marks(result, problem: str) -> None:
+    failing = [f"{a.id}.{e.name} ({e.status}: {e.feedback.splitlines()[0] if e.feedback else ''})"
+               for a in result.assignments for e in a.exercises if e.status != "passed"]
+    if failing:
+        raise DistributionError(f"{problem}: {failing[0]}" + (f" and {len(failing) - 1} more" if len(failing) > 1 else ""))
+
+
+def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> None:
+    ignore = shutil.ignore_patterns(*_JUNK)
+    for assignment in assignments:
+        shutil.copytree(course.root / "assignments" / assignment.id, build / "assignments" / assignment.id,
+                        ignore=ignore)
+    shutil.copytree(Path(__file__).resolve().parent, build / "grader", ignore=ignore)
+    public = build / "suites" / "public"
+    public.mkdir(parents=True)
+    shutil.copy(course.root / "suites" / "pytest.ini", build / "suites" / "pytest.ini")
+    shutil.copy(course.root / "suites" / "public" / "__init__.py", public / "__init__.py")
+    for assignment in assignments:
+        shutil.copy(course.root / "suites" / "public" / f"test_{assignment.id}.py", public)
+    (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
+    (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
+    templates = course.root / TEMPLATES
+    if not templates.is_dir():
+        raise DistributionError(f"no templates for the distribution: expected {templates}")
+    for source in sorted(templates.rglob("*")):
+        if source.is_file():
+            target = build / source.relative_to(templates)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = source.read_text(encoding="utf-8")
+            target.write_text(_fill(text, course, assignments) if source.name == "README.md" else text,
+                              encoding="utf-8")
+
+
+def course_toml(course: Course, assignments: tuple[Assignment, ...]) -> str:
+    """The course's course.toml, with only the [[assignments]] tables of ``assignments``."""
+    text = (course.root / "course.toml").read_text(encoding="utf-8")
+    keep = {a.id for a in assignments}
+    if keep == {a.id for a in course.assignments}:
+        return text
+    head, *tables = text.split("\n[[assignments]]\n")
+    kept = [t for t in tables if (m := re.search(r'^\s*id\s*=\s*"([^"]*)"', t, re.MULTILINE)) and m.group(1) in keep]
+    return "\n[[assignments]]\n".join([head, *kept]).rstrip("\n") + "\n"
+
+
+def pyproject(course: Course) -> str:
+    """A pyproject.toml that installs the ``grade`` command (this grader package) with the
+    dependencies of the course's own pyproject.toml; the notebooks extra without nbgrader."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    path = course.root / "pyproject.toml"
+    try:
+        project = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
+        raise DistributionError(f"cannot read the dependencies from {path}: {error}") from None
+    notebooks = [d for d in project.get("optional-dependencies", {}).get("notebooks", []) if "nbgrader" not in d]
+
+    def strings(values):
+        return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+    return "\n".join([
+        "# Written by `grade release --out`: installs the `grade` command for this course.",
+        "[build-system]", 'requires = ["setuptools>=61"]', 'build-backend = "setuptools.build_meta"', "",
+        "[project]", f"name = {json.dumps(course.id)}", f"version = {json.dumps(project.get('version', '0'))}",
+        f"description = {json.dumps(course.title + ': assignments and the grade command')}",
+        'readme = "README.md"', f"requires-python = {json.dumps(project.get('requires-python', '>=3.10'))}",
+        f"dependencies = {strings(project.get('dependencies', []))}", "",
+        "[project.optional-dependencies]", f"notebooks = {strings(notebooks)}", "",
+        "[project.scripts]", 'grade = "grader.cli:main"', "",
+        "[tool.setuptools.packages.find]", 'include = ["grader*"]', "",
+    ])
+
+
+def _fill(text: str, course: Course, assignments: tuple[Assignment, ...]) -> str:
+    rows = "\n".join(f"| `{a.id}` | {a.title} | `{a.module}`, `{a.notebook}` | {a.max_score:g} |" for a in assignments)
+    values = {"title": course.title, "assignments": rows, "count": str(len(assignments)),
+              "points": f"{sum(a.max_score for a in assignments):g}", "first": assignments[0].id}
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
+# --- what must never go in -------------------------------------------------------------------------------
+def leaks_in(course: Course, root: Path) -> list[Stale]:
+    """Files under ``root`` that are, or hold code of, a reference solution or a hidden suite: a line
+    of a solution block (16 characters or more, found nowhere outside such blocks), three consecutive
+    lines of a hidden suite, a solution or hidden-test marker in assignments/."""
+    solution = solution_lines(course)
+    hidden = set()
+    for path in (course.root / "suites" / "hidden").glob("*.py"):
+        hidden |= _windows(path.read_text(encoding="utf-8"))
+    found = []
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if "solutions" in parts or parts[:2] == ("suites", "hidden"):
+            found.append(Stale(path, "is under solutions/ or suites/hidden/"))
+            continue
+        if not path.is_file() or path.suffix not in _TEXT:
+            continue
+        text = "\n".join(_source_lines(path))
+        line = next((s for s in (x.strip() for x in text.splitlines()) if s in solution), None)
+        if line is not None:
+            found.append(Stale(path, f"holds a line of a reference solution: {line!r}"))
+        elif _windows(text) & hidden:
+            found.append(Stale(path, "holds lines of a hidden suite"))
+    return found + leaks(root / "assignments")
+
+
+def solution_lines(course: Course) -> set[str]:
+    """The distinctive lines of the solution blocks of ``solutions/`` (modules and notebooks)."""
+    inside_blocks, elsewhere = set(), set()
+    for path in (course.root / "solutions").rglob("*"):
+        if path.suffix not in (".py", ".ipynb"):
+            continue
+        inside = False
+        for line in _source_lines(path):
+            stripped = line.strip()
+            if stripped in (BEGIN, END):
+                inside = stripped == BEGIN
+            else:
+                (inside_blocks if inside else elsewhere).add(stripped)
+    return {s for s in inside_blocks - elsewhere if len(s) >= 16 and not s.startswith("#")}
+
+
+def _source_lines(path: Path) -> list[str]:
+    """A file's lines; for a notebook, the lines of its cells."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return []
+    if path.suffix != ".ipynb":
+        return text.splitlines()
+    try:
+        cells = json.loads(text).get("cells", [])
+    except (ValueError, AttributeError):
+        return text.splitlines()
+    source = (c.get("source", "") for c in cells)
+    return [line for s in source for line in ("".join(s) if isinstance(s, list) else s).splitlines()]
+
+
+def _windows(text: str) -> set[tuple[str, ...]]:
+    """Runs of three consecutive non-blank lines (stripped) with 90 characters or more between them."""
+    lines = [s for s in (x.strip() for x in text.splitlines()) if s]
+    return {tuple(lines[i:i + 3]) for i in range(len(lines) - 2) if sum(map(len, lines[i:i + 3])) >= 90}
+
+
+# --- GitHub Classroom ------------------------------------------------------------------------------------
+def classroom_result(result: dict) -> dict:
+    """A ``grade check --format json`` result as GitHub Classroom's autograding reporter reads a
+    runner's result: it adds up ``tests[].score`` against ``max_score`` and posts "Points X/Y"."""
+    tests = [{"name": f"{a['id']}: {e['name']}", "status": "pass" if e["status"] == "passed" else "fail",
+              "score": e["score"], "message": (e.get("feedback") or "").splitlines()[0] if e["status"] != "passed"
+              else "", "line_no": 0, "execution_time": ""}
+             for a in result["assignments"] for e in a["exercises"]]
+    status = "pass" if result["score"] >= result["max_score"] else "fail"
+    return {"version": 1, "status": status, "max_score": result["max_score"], "tests": tests}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m grader.distribution classroom RESULT.json``: the line ``result=<base64 JSON>`` for
+    ``$GITHUB_OUTPUT``, and the points on stderr (the CI templates call this)."""
+    if len(argv) != 2 or argv[0] != "classroom":
+        print("usage: python -m grader.distribution classroom RESULT.json", file=sys.stderr)
+        return 2
+    result = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    payload = classroom_result(result)
+    print(f"Points {result['score']:g}/{result['max_score']:g}", file=sys.stderr)
+    print("result=" + base64.b64encode(json.dumps(payload).encode()).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+"""Public checks for 03_causal_attention: the lesson's data and a few fixed random cases.
+
+Masks are boolean and True means hidden. `grade check` compares your code with reference outputs
+recorded at release, offline; ``CausalAttention`` gets the reference's weights by parameter name.
+"""
+import pytest
+import torch
+
+from grader.harness import CheckFailed
+
+pytestmark = pytest.mark.assignment("03_causal_attention")
+check = pytest.mark.exercise
+
+
+def journey():
+    """"Your journey starts with one step": six tokens embedded in 3-d, [6, 3]."""
+    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
+
+
+def journey_scores():
+    inputs = journey()
+    return inputs @ inputs.T * 3 ** -0.5  # [6, 6], scaled by 1/sqrt(d)
+
+
+@check("causal_mask")
+def test_causal_mask_of_the_lesson(grade):
+    grade.same("causal_mask", 6)
+
+
+@check("causal_mask")
+@pytest.mark.parametrize("tokens", [1, 9], ids=["T1", "T9"])
+def test_causal_mask_sizes(grade, tokens):
+    grade.same("causal_mask", tokens, device=grade.device)
+
+
+@check("apply_causal_mask")
+def test_apply_on_the_lesson_scores(grade):
+    grade.same("apply_causal_mask", journey_scores())
+
+
+@check("apply_causal_mask", weight=2)
+@pytest.mark.parametrize("shape,dtype", [((1, 1), torch.float32), ((2, 3, 5, 5), torch.float64)],
+                         ids=["T1", "batch2x3-float64"])
+def test_apply_on_random_scores(grade, shape, dtype):
+    grade.same("apply_causal_mask", grade.randn(*shape, dtype=dtype), grad=True)
+
+
+@check("renormalize_causal_weights")
+def test_renormalize_the_lesson_weights(grade):
+    grade.same("renormalize_causal_weights", torch.softmax(journey_scores(), dim=-1))
+
+
+@check("renormalize_causal_weights", weight=2)
+@pytest.mark.parametrize("shape,dtype", [((4, 4), torch.float32), ((2, 6, 6), torch.float64)],
+                         ids=["T4-float32", "batch2-float64"])
+def test_renormalize_random_weights(grade, shape, dtype):
+    weights = torch.softmax(grade.randn(*shape, dtype=dtype), dim=-1)
+    grade.same("renormalize_causal_weights", weights, grad=True)
+
+
+@check("padding_mask")
+def test_padding_mask_of_fixed_lengths(grade):
+    grade.same("padding_mask", torch.tensor([3, 0, 5]), 5)  # in between, empty, full
+
+
+@check("padding_mask")
+def test_padding_mask_of_random_lengths(grade):
+    grade.same("padding_mask", grade.randint(1, 9, (4,)), 8)
+
+
+@check("causal_padding_mask")
+def test_causal_padding_mask_of_fixed_lengths(grade):
+    grade.same("causal_padding_mask", torch.tensor([4, 2, 1]), 4)
+
+
+@check("causal_padding_mask")
+def test_causal_padding_mask_of_random_lengths(grade):
+    grade.same("causal_padding_mask", grade.randint(1, 7, (3,)), 6)
+
+
+@check("CausalAttention", weight=2)
+def test_causal_attention_on_the_lesson_batch(grade):
+    batch = torch.stack((journey(), journey()))  # [2, 6, 3]
+    grade.module("CausalAttention", 3, 2, 6, 0.0).same(batch)
+
+
+@check("CausalAttention", weight=2)
+@pytest.mark.parametrize("qkv_bias,dtype", [(False, torch.float32), (True, torch.float64)],
+                         ids=["float32", "qkv_bias-float64"])
+def test_causal_attention_on_random_data(grade, qkv_bias, dtype):
+    pair = grade.module("CausalAttention", 5, 4, 7, 0.0, qkv_bias=qkv_bias, dtype=dtype)
+    pair.same(grade.randn(3, 7, 5, dtype=dtype), grad=True)
+
+
+@check("CausalAttention", weight=2)
+def test_causal_attention_on_fewer_tokens_than_its_context(grade):
+    grade.module("CausalAttention", 4, 3, 12, 0.0).same(grade.randn(2, 5, 4), grad=True)  # T = 5 < 12
+
+
+@check("CausalAttention")
+def test_causal_attention_in_eval_mode_has_no_dropout(grade):
+    pair = grade.module("CausalAttention", 4, 4, 6, 0.5).train(False)
+    x = grade.randn(2, 6, 4)
+    first, second = pair.call(x, seed=1).out, pair.call(x, seed=2).out
+    grade.expect_close(second, first, "CausalAttention(dropout=0.5) in eval mode gave two different outputs for "
+                       "the same input: dropout acts in training mode only", ("dropout-in-eval",))
+    pair.same(x)
+
+
+@check("CausalAttention")
+def test_causal_attention_has_dropout_and_a_mask_buffer(grade):
+    pair = grade.module("CausalAttention", 3, 2, 5, 0.2)
+    if pair.state["modules"].get("dropout") != "Dropout":
+        raise CheckFailed("CausalAttention needs an nn.Dropout attribute named 'dropout'")
+    future = torch.ones(5, 5).triu(1) != 0
+    if not any(tuple(b.shape) == (5, 5) and torch.equal(b != 0, future) for b in pair.state["buffers"].values()):
+        raise CheckFailed("CausalAttention needs its causal mask as a buffer (self.register_buffer) of shape "
+                          "[context_length, context_length], True strictly above the diagonal")
