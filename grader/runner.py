@@ -120,6 +120,16 @@ def _no_autoload():
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
 
 
+class _OnlyExercises:
+    """Keeps the checks of the named exercises only (a notebook's test cell grades one exercise)."""
+
+    def __init__(self, names):
+        self.names = frozenset(names)
+
+    def pytest_collection_modifyitems(self, items):
+        items[:] = [i for i in items if (m := i.get_closest_marker("exercise")) and m.args[0] in self.names]
+
+
 class Grader:
     """Grades submissions one after another, sharing one zygote (start it before anything else)."""
 
@@ -141,7 +151,8 @@ class Grader:
         self.references = None
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
-              seed: int | None = None, recording=None, suite: str = "hidden") -> SubmissionResult:
+              seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,
+              suite: str = "hidden") -> SubmissionResult:
         """Grade ``submission`` on ``assignments``. With a ``recording`` (grader.recording), the reference's
         outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed).
         ``suite``: the folder of suites/ to run; a course without solutions/ (a student distribution)
@@ -169,22 +180,25 @@ class Grader:
                                  references=self.references or {}, recording=recording,
                                  confinement=self.confinement)
         plugin = GradingPlugin(session)
+        plugins = [plugin] if exercises is None else [plugin, _OnlyExercises(exercises)]
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
                 code = pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(self.course.root / "suites"),
-                                    "-c", str(self.course.root / "suites" / "pytest.ini")], plugins=[plugin])
+                                    "-c", str(self.course.root / "suites" / "pytest.ini")], plugins=plugins)
         finally:
             session.close()
             copy.close()
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
-        results = [self._assignment_result(a, plugin.outcomes) for a in assignments]
+        results = [self._assignment_result(a, plugin.outcomes, exercises) for a in assignments]
         return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results,
                                 isolation=self.confinement.mode)
 
-    def _assignment_result(self, assignment: Assignment, outcomes) -> AssignmentResult:
+    def _assignment_result(self, assignment: Assignment, outcomes, only=None) -> AssignmentResult:
         exercises = []
         for name, points in assignment.points:
+            if only is not None and name not in only:
+                continue
             checks = [c for a, e, c in outcomes if a == assignment.id and e == name]
             if not checks:
                 checks = [CheckOutcome("suite", 1.0, "error", "the grading suite has no check for this exercise")]

@@ -48,6 +48,22 @@ def test_autograded_cells_carry_the_course_points(assignment):
     assert points == dict(assignment.points)
 
 
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_graded_cells_call_the_grader_and_the_notebook_holds_no_test_code(assignment):
+    """The graded cell's score is the grader's partial credit; asserts live in ungraded example cells."""
+    notebook = json.loads(source_notebook(assignment).read_text())
+    graded = {}
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        assert "BEGIN HIDDEN TESTS" not in source
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            graded[meta["grade_id"]] = source
+            assert cell["cell_type"] == "code" and meta.get("locked") and not meta.get("solution")
+    assert graded == {f"test_{name}": f'from grader.notebook_checks import check\n\ncheck("{name}")'
+                      for name in assignment.exercises}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
 def test_the_solution_notebook_runs_top_to_bottom(assignment):
@@ -61,6 +77,14 @@ def test_the_solution_notebook_runs_top_to_bottom(assignment):
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert errors == []
+    earned = {}  # what nbgrader reads from each graded cell: its value, and nothing on stderr
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            assert not [o for o in cell.outputs if o.get("name") == "stderr"], cell.outputs
+            value = [o for o in cell.outputs if o.output_type == "execute_result"]
+            earned[meta["grade_id"].removeprefix("test_")] = float(value[0].data["text/plain"])
+    assert earned == dict(assignment.points)
 
 
 def test_a_notebook_submission_grades_like_the_module(course, grader):

@@ -1,0 +1,201 @@
+"""The graded cells of the lesson notebooks: ``check("softmax")`` grades one exercise with the grader.
+
+Each autograded cell of a lesson notebook is::
+
+    from grader.notebook_checks import check
+    check("softmax")
+
+``check`` grades the code this kernel has run with the same suites and the same isolation as
+``grade check`` (whichever suites the course folder has: the hidden ones where the reference is
+present, the public ones in a student distribution), prints the exercise's points and feedback, and
+leaves the points earned as the cell's value, which nbgrader reads as partial credit. It raises
+nothing for a partial score and writes nothing to stderr (nbgrader gives no points to a cell that
+did). The notebooks therefore carry no test code of their own, hidden or not.
+
+The code graded is the kernel's input history (every cell run so far, in the order it ran), reduced
+to its imports, functions and classes exactly as a ``.ipynb`` submission is (grader.notebook_source):
+a notebook run top to bottom grades like the same notebook given to ``grade check``, and like a
+``.py`` module holding the same definitions. Cells that import the grader (the graded cells
+themselves) and cells that do not parse (they defined nothing in the kernel either) are left out.
+Sibling assignments next to the kernel's folder (``../03_causal_attention/``) go along, as
+``grade check`` on a whole ``assignments/`` folder would take them.
+
+One :class:`grader.runner.Grader` is kept per kernel, so only the first check pays for starting it.
+Grading leaves the kernel as it was: its imports (no reference module stays importable by name),
+``sys.path``, torch's thread count and random state. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
+environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from grader.errors import UsageError
+
+_GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
+
+
+def check(exercise: str, *, seed: int | None = None) -> float:
+    """Grade ``exercise`` on the code this kernel has run; print the feedback; return the points."""
+    from grader.config import find_course_root, load_course
+
+    shell = _shell()
+    if shell is None:
+        raise UsageError("check() grades the code a notebook's kernel has run: call it from a notebook cell "
+                         "(for a file, run `grade check --submission FILE`)")
+    course = load_course(find_course_root())
+    assignment = assignment_of(course, exercise, Path.cwd())
+    result = grade_cells(course, assignment, exercise, history(shell), cwd=Path.cwd(), seed=seed)
+    graded = result.assignments[0].exercises[0]
+    print(describe(graded, result))
+    return graded.score
+
+
+def history(shell) -> list[str]:
+    """The kernel's cells as typed (magics included), in the order they ran; item ``n`` is ``In[n]``."""
+    return list(shell.history_manager.input_hist_raw)
+
+
+def assignment_of(course, exercise: str, cwd: Path):
+    """The assignment that has ``exercise``; where several have it, the one whose folder we are in."""
+    owners = [a for a in course.assignments if exercise in a.exercises]
+    if len(owners) > 1:
+        owners = [a for a in owners if a.id == cwd.name] or owners
+    if len(owners) != 1:
+        known = ", ".join(name for a in course.assignments for name in a.exercises)
+        where = "several assignments" if owners else "no assignment"
+        raise UsageError(f"{where} of this course has an exercise {exercise!r} (exercises: {known})")
+    return owners[0]
+
+
+def history_notebook(cells: list[str]) -> dict:
+    """A notebook with one code cell per history entry (cell ``n`` is ``In[n]``, so tracebacks name it)."""
+    from grader.notebook_source import _without_magics
+
+    kept = []
+    for source in cells[1:]:  # In[0] is always empty
+        try:
+            tree = ast.parse(_without_magics(source))
+        except SyntaxError:  # it ran into the same SyntaxError in the kernel: it defined nothing
+            source = ""
+        else:
+            if any(_imports_grader(node) for node in tree.body):
+                source = ""
+        kept.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                     "source": source})
+    return {"cells": kept, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _imports_grader(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == "grader" for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader"
+
+
+def write_submission(course, assignment, cells: list[str], cwd: Path, into: Path) -> Path:
+    """A folder like ``assignments/``: the history as ``<id>/<notebook>``, and the sibling assignments
+    found beside ``cwd`` (a module, else a notebook), which the graded code may import."""
+    folder = into / assignment.id
+    folder.mkdir(parents=True)
+    (folder / assignment.notebook).write_text(json.dumps(history_notebook(cells)), encoding="utf-8")
+    for other in course.assignments:
+        if other.id == assignment.id:
+            continue
+        for name in (other.module, other.notebook):
+            found = cwd.parent / other.id / name
+            if found.is_file():
+                (into / other.id).mkdir()
+                shutil.copy(found, into / other.id / name)
+                break
+    return into
+
+
+def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Path, seed: int | None = None,
+                device: str | None = None, grader=None):
+    """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
+    ``grader`` or the kernel's own."""
+    from grader.api import parse_seed
+    from grader.submission import resolve_submission
+
+    seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)
+    device = device or os.environ.get("GRADE_DEVICE") or "auto"
+    with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course):
+        root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
+        grader = grader or _grader(course, device)
+        return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))
+
+
+def describe(exercise, result) -> str:
+    """What the graded cell prints: points, status, misconceptions and feedback, as ``grade check``."""
+    tags = f"  [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
+    lines = [f"{exercise.name}: {exercise.score:g}/{exercise.max_score:g} points, {exercise.status}{tags}"]
+    if exercise.status != "passed":
+        lines += ["    " + line for line in exercise.feedback.splitlines()]
+    else:
+        lines.append("    " + exercise.feedback)
+    lines.append(f"seed {result.seed}, device {result.device}, {result.duration_s:.1f} s "
+                 f"(check({exercise.name!r}, seed={result.seed}) grades these inputs again)")
+    return "\n".join(lines)
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _grader(course, device: str):
+    from grader.runner import Grader
+
+    key = (str(course.root), device)
+    grader = _GRADERS.get(key)
+    if grader is not None and not _alive(grader):
+        grader.close()
+        grader = None
+    if grader is None:
+        grader = _GRADERS[key] = Grader(course, device=device)
+    return grader
+
+
+def _alive(grader) -> bool:
+    try:
+        pid, _ = os.waitpid(grader.zygote.pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return pid == 0
+
+
+@contextlib.contextmanager
+def _kernel_untouched(course):
+    """Grade without a trace in the kernel: nothing on stderr (nbgrader would give 0 points), no
+    warnings, and imports, sys.path, torch's threads and random state as they were."""
+    import torch
+
+    from grader.runner import blocked_paths
+
+    modules, path = dict(sys.modules), list(sys.path)
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        secret = tuple(folder + os.sep for folder in blocked_paths(course))
+        for name, module in list(sys.modules.items()):
+            if name in modules:
+                sys.modules[name] = modules[name]  # a module of the kernel's own that grading replaced
+            elif os.path.realpath(getattr(module, "__file__", None) or "").startswith(secret):
+                del sys.modules[name]  # the reference and the suites: not importable from the kernel
+        sys.path[:] = path
+        torch.set_num_threads(threads)
+        torch.set_rng_state(rng)
