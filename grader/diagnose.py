@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 from grader.compare import difference
 from grader.harness import CheckFailed, StudentFault
+from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
 
@@ -26,26 +27,23 @@ def matches(grade, out, wrong) -> bool:
     return difference(out, wrong, grade.tolerance(wrong)) is None
 
 
-def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidate]) -> CheckFailed:
-    """``failure`` with the first candidate mistake that explains ``out`` named; ``failure`` if none does."""
-    import torch
-
+def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidate], right=None) -> CheckFailed:
+    """``failure`` with the candidate mistake that explains ``out`` named; ``failure`` if none does
+    (see :func:`first_match`; ``right`` is the right output, when the suite has it at hand)."""
     if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
         return failure
-    for misconception, explanation, wrong in candidates:
-        if callable(wrong):
-            with torch.no_grad():
-                wrong = wrong()
-        if matches(grade, out, wrong):
-            return CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
-    return failure
+    found = first_match(grade, out, candidates, right)
+    if found is None:
+        return failure
+    misconception, explanation = found
+    return CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
 
 
 def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Candidate],
-              explain_output: Callable | None = None):
+              explain_output: Callable | None = None, right: Callable | None = None):
     """Run ``check()``; when it fails, get the student's output again with ``rerun()`` and name the
     mistake that explains it. ``explain_output(out)`` may name one from the output alone first,
-    returning ``(misconception, explanation)`` or None."""
+    returning ``(misconception, explanation)`` or None; ``right()`` gives the right output."""
     try:
         return check()
     except CheckFailed as failure:
@@ -57,5 +55,209 @@ def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Cand
             raise failure from None
         if explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
-            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,)) from None
-        raise name_mistake(grade, failure, out, candidates) from None
+            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
+        raise name_mistake(grade, failure, out, candidates, right() if right else None) from None
+
+
+def first_match(grade, out, candidates: Iterable[Candidate], right=None):
+    """``(misconception, explanation)`` of the first candidate whose output is ``out``, or None.
+
+    A diagnosis must explain the output and nothing else could: when ``out`` is the ``right`` answer
+    (a check failed for another reason, such as its gradients), or when candidates with different
+    misconceptions all match (this case cannot tell them apart), none is claimed."""
+    import torch
+
+    if right is not None and matches(grade, out, right):
+        return None
+    found = []
+    for misconception, explanation, wrong in candidates:
+        if callable(wrong):
+            with torch.no_grad():
+                try:
+                    wrong = wrong()
+                except (RuntimeError, NotReplayable):  # a mistake these shapes do not allow; no reference
+                    continue
+        if matches(grade, out, wrong):
+            found.append((misconception, explanation))
+    if not found or len({m for m, _ in found}) > 1:
+        return None
+    return found[0]
+
+
+def unstable(out, expected) -> bool:
+    """Whether ``out`` holds inf or NaN where ``expected`` (the right answer) is finite."""
+    import torch
+
+    if not isinstance(out, torch.Tensor) or not isinstance(expected, torch.Tensor) or out.shape != expected.shape \
+            or not out.is_floating_point():
+        return False
+    return bool((~torch.isfinite(out) & torch.isfinite(expected.to(out.device))).any())
+
+
+UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answer is finite: exp() overflowed, "
+                                "or an all -inf slice gave 0/0")
+
+
+# --- known-wrong computations that suites share -------------------------------------------------------
+def safe_softmax(x, dim=-1):
+    """A softmax whose all -inf slices give zeros, as the course asks (torch.softmax gives NaN there)."""
+    import torch
+
+    return torch.softmax(x, dim=dim).masked_fill(torch.isneginf(x).all(dim=dim, keepdim=True), 0.0)
+
+
+def softmax_mistakes(x, dim=-1) -> list:
+    """Softmaxes of ``x`` along the wrong dimension (another one, or all of them at once)."""
+    import torch
+
+    dim = dim % max(x.dim(), 1)
+    mistakes = [("softmax-wrong-dim", f"your output is the softmax along dimension {other}, not {dim}",
+                 lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
+    if x.dim() > 1:
+        mistakes.append(("softmax-wrong-dim", "your output is normalised over the whole tensor, not along one "
+                                              "dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
+    return mistakes
+
+
+def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,
+           dropout=None, dropout_on="weights", seed=None):
+    """Attention as a mistake computes it, in plain torch.
+
+    ``scale`` multiplies the scores (``transposed``: K Qᵀ instead of Q Kᵀ). ``hidden`` (bool, True =
+    hidden) is applied ``mask="before"`` the softmax as -inf, ``"after"`` it by zeroing without
+    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension. ``dropout``
+    (a module, run after ``torch.manual_seed(seed)``) acts on the ``"weights"``, the ``"scores"`` after
+    masking, the ``"raw-scores"`` before it, or the ``"output"``. Returns the weights, or weights @ ``v``.
+    """
+    import torch
+
+    def drop(where, t):
+        return dropout(t) if dropout is not None and dropout_on == where else t
+
+    if seed is not None:
+        torch.manual_seed(seed)
+    scores = drop("raw-scores", (k @ q.transpose(-2, -1) if transposed else q @ k.transpose(-2, -1)) * scale)
+    if hidden is not None and mask in ("before", "zero"):
+        scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)
+    weights = safe_softmax(drop("scores", scores), dim)
+    if hidden is not None and mask == "after":
+        weights = weights.masked_fill(hidden, 0.0)
+    weights = drop("weights", weights)
+    return weights if v is None else drop("output", weights @ v)
+
+
+def causal_variants(tq, tk, device=None) -> dict:
+    """Boolean masks (True = hidden) for a causal mask done right and done wrong."""
+    import torch
+
+    ones = torch.ones(tq, tk, dtype=torch.bool, device=device)
+    return {"future": ones.triu(1), "past": ones.tril(-1), "past-and-diagonal": ones.tril(0),
+            "future-and-diagonal": ones.triu(0)}
+
+
+def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_dim=None, dropout=None,
+                       seed=None, mask_fill_zero=True) -> list:
+    """Candidates for attention of ``q`` over ``k`` (and ``v``) with the usual mistakes, each computed
+    from the right projections: the scale, the scores' orientation, the softmax's dimension, the mask,
+    the values, and with ``dropout`` (under ``seed``) its placement. ``hidden`` is the right mask;
+    ``causal`` says it is the causal one (so that the past and the diagonal can be tried)."""
+    import math
+
+    def variant(**changes):
+        settings = dict(scale=scale, hidden=hidden, dropout=dropout, seed=seed)
+        settings.update(changes)
+        return lambda: attend(q, k, v, **settings)
+
+    d_k = k.shape[-1]
+    found = [
+        ("missing-scale", "your scores are not scaled", variant(scale=1.0)),
+        ("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
+        ("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
+        ("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
+        ("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2)),
+    ]
+    if model_dim is not None and model_dim != d_k:
+        found.insert(1, ("wrong-scale", "your scores are scaled by the model width, not the head size",
+                         variant(scale=1.0 / math.sqrt(model_dim))))
+    if hidden is not None:
+        found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
+        if causal:
+            masks = causal_variants(q.shape[-2], k.shape[-2], q.device)
+            found += [("mask-inverted", "your mask hides the past instead of the future",
+                       variant(hidden=masks["past"])),
+                      ("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+                       variant(hidden=masks["past-and-diagonal"])),
+                      ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                       variant(hidden=masks["future-and-diagonal"]))]
+        else:
+            found.append(("mask-inverted", "the positions marked True are the visible ones in your code",
+                          variant(hidden=~hidden)))
+        found.append(("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
+                      "without renormalising", variant(mask="after")))
+        if mask_fill_zero:
+            found.append((None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
+                          variant(mask="zero")))
+    if v is not None:
+        found += [("values-not-used", "your weights multiply the keys, not the values",
+                   lambda: attend(q, k, k, scale=scale, hidden=hidden, dropout=dropout, seed=seed)),
+                  ("values-not-used", "your weights multiply the queries, not the values",
+                   lambda: attend(q, k, q, scale=scale, hidden=hidden, dropout=dropout, seed=seed))]
+    if dropout is not None:
+        found += [("dropout-on-scores", "your dropout acts on the scores before the softmax",
+                   variant(dropout_on="scores")),
+                  ("dropout-on-scores", "your dropout acts on the scores before the mask and the softmax",
+                   variant(dropout_on="raw-scores"))]
+        if v is not None:
+            found.append((None, "your dropout acts on the output; it belongs on the attention weights",
+                          variant(dropout_on="output")))
+    return found
+
+
+_PLURAL = {"query": "queries", "key": "keys", "value": "values"}
+
+
+def role_mistakes(project: dict, attend_roles: Callable) -> list:
+    """Candidates with a projection in the wrong role. ``project`` maps "query", "key", "value" to the
+    projected tensors (computed from the inputs each role should read); ``attend_roles(q, k, v)`` is
+    the right attention on them. Keys in place of values is values-not-used; the queries and keys
+    exchanged is scores-transposed (the same output); any other assignment is qkv-swapped."""
+    import itertools
+
+    roles = ("query", "key", "value")
+    found = []
+    for chosen in itertools.product(roles, repeat=3):
+        if chosen == roles or chosen == ("key", "query", "value"):
+            continue
+        if chosen[:2] == ("query", "key"):
+            misconception, what = "values-not-used", f"your weights multiply the {chosen[2]} projection, not the values"
+        else:
+            misconception = "qkv-swapped"
+            what = "your " + ", ".join(f"{_PLURAL[role]} come from W_{source}" for role, source in zip(roles, chosen)
+                                       if role != source)
+        found.append((misconception, what, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen))))
+    return found
+
+
+def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
+          helper_mistakes: Iterable[Candidate] = ()) -> CheckFailed | None:
+    """The root cause, when this exercise is right but for a helper it uses from another exercise.
+
+    ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
+    be, ``composed(h)`` this exercise's right computation with ``h`` as the helper's result. When the
+    student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the failure names ``helper`` and
+    the mistake in it (from ``helper_mistakes``, or inf/NaN), if one explains it."""
+    import torch
+
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or matches(grade, theirs, right):
+        return None
+    with torch.no_grad():
+        try:
+            again = composed(theirs.to(right.device, right.dtype))
+        except RuntimeError:
+            return None
+    if not matches(grade, out, again):
+        return None
+    found = UNSTABLE if unstable(theirs, right) else first_match(grade, theirs, helper_mistakes, right)
+    misconception, detail = found if found else (None, f"it gives a wrong result on this case's inputs")
+    return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
+                       f"Fix the {helper} exercise first", (misconception,) if misconception else ())

@@ -46,6 +46,19 @@ class StudentFault(Exception):
         self.exception = exception  # the type name of what the student's code raised, if it raised
 
 
+# the error PyTorch raises for .view() on a tensor whose strides do not allow it
+_VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+def explained(fault: StudentFault) -> Exception:
+    """A crash whose error says which mistake caused it becomes a failure that names it."""
+    if fault.kind == "error" and _VIEW_ERROR in fault.message:
+        return CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for a "
+                           "non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
+                           + fault.message, ("view-on-non-contiguous",))
+    return fault
+
+
 @dataclass
 class Reply:
     out: object
@@ -132,8 +145,12 @@ class Grade:
     # calls -------------------------------------------------------------------------------------------
     def call(self, target, *args, grad_out=None, seed=None, label=None, **kwargs) -> Reply:
         """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker."""
-        reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs, "name": label,
-                                      "grad_out": grad_out, "seed": seed, "forbidden": self.forbidden})
+        try:
+            reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
+                                          "name": label, "grad_out": grad_out, "seed": seed,
+                                          "forbidden": self.forbidden})
+        except StudentFault as fault:
+            raise explained(fault) from None
         return Reply(out=decode(reply["out"]), ops=reply["ops"], max_numel=reply["max_numel"],
                      device=reply.get("out_device"), mutated=tuple(reply["mutated"]),
                      grads=[decode(g) for g in reply["grads"]] if "grads" in reply else None,
@@ -286,6 +303,7 @@ class ModulePair:
         import torch
 
         self.grade, self.name = grade, name
+        self.args, self.kwargs, self.dtype = args, kwargs, dtype  # to build another one like it
         if grade.replaying:
             self.ref = _Unavailable()
         else:

@@ -128,6 +128,7 @@ def _markdown(result: SubmissionResult) -> str:
             feedback = "" if exercise.status == "passed" else exercise.feedback.splitlines()[0]
             if exercise.misconceptions:
                 feedback = f"`{'`, `'.join(exercise.misconceptions)}` {feedback}"
+                feedback += "".join(f"<br>**{e.id}**: {e.explanation} *Hint:* {e.hint}" for e in exercise.explanations)
             feedback = feedback.replace("|", "\\|")
             lines.append(f"| {_MARK[exercise.status]} | `{exercise.name}` | {_points(exercise.score)}/"
                          f"{_points(exercise.max_score)} | {_SHORT.get(exercise.status, exercise.status)} | {feedback} |")

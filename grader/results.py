@@ -58,11 +58,21 @@ class ExerciseResult:
         failing = [c for c in self.checks if c.status != "passed"]
         first = next(c for c in failing if c.status == status)
         more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
-        return f"{first.name}: {first.message}{more}"
+        explained = "".join(f"\n{entry.feedback()}" for entry in self.explanations)
+        return f"{first.name}: {first.message}{more}{explained}"
+
+    @property
+    def explanations(self) -> list:
+        """The catalogue's entries (explanation, hint, example) for the misconceptions named."""
+        from grader.catalogue import CATALOGUE
+
+        return [CATALOGUE[m] for m in self.misconceptions if m in CATALOGUE]
 
     def to_json(self) -> dict:
         return {"name": self.name, "score": self.score, "max_score": self.max_score, "status": self.status,
                 "misconceptions": self.misconceptions, "feedback": self.feedback,
+                "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
+                          for e in self.explanations],
                 "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks]}
 
 

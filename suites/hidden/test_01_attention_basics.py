@@ -6,6 +6,9 @@ grader/harness.py). Inputs come from the check's own seed, fresh each run unless
 import pytest
 import torch
 
+from grader import diagnose
+from grader.harness import CheckFailed, StudentFault
+
 pytestmark = pytest.mark.assignment("01_attention_basics")
 exercise = pytest.mark.exercise
 
@@ -17,6 +20,60 @@ FLOATS = [torch.float32, torch.float64]
 
 def lesson_inputs(dtype=torch.float32):
     return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
+
+
+# --- naming the mistake ------------------------------------------------------------------------------
+def softmax_same(grade, name, x, dim=None, grad=False):
+    """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN
+    where the right answer is finite, or a softmax along another dimension."""
+    kwargs = {} if dim is None else {"dim": dim}
+    dim = -1 if dim is None else dim
+    right = diagnose.safe_softmax(x, dim)
+    explain = (lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None) if name == "softmax" else None
+    diagnose.diagnosed(grade, lambda: grade.same(name, x, grad=grad, **kwargs),
+                       lambda: grade.call(name, x, **kwargs).out, diagnose.softmax_mistakes(x, dim),
+                       explain_output=explain, right=lambda: right)
+
+
+def their(grade, name, *args, **kwargs):
+    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
+    try:
+        return grade.call(name, *args, **kwargs).out
+    except (StudentFault, CheckFailed):
+        return None
+
+
+def simple_attention_same(grade, x, grad=False):
+    """simple_self_attention matches the reference; if not, say whether the student's own softmax or
+    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
+    try:
+        return grade.same("simple_self_attention", x, grad=grad)
+    except CheckFailed as failure:
+        if failure.misconceptions:
+            raise
+        try:
+            out = grade.call("simple_self_attention", x).out
+        except StudentFault:
+            raise failure from None
+        with torch.no_grad():
+            scores = x @ x.transpose(-2, -1)
+            weights = diagnose.safe_softmax(scores)
+        causes = [
+            ("softmax", lambda: (their(grade, "softmax", scores, dim=-1), weights, lambda w: w @ x,
+                                 diagnose.softmax_mistakes(scores, -1))),
+            ("attention_scores", lambda: (their(grade, "attention_scores", x), scores,
+                                          lambda s: diagnose.safe_softmax(s) @ x, ())),
+        ]
+        for helper, inputs in causes:
+            blamed = diagnose.blame(grade, failure, out, helper, *inputs())
+            if blamed:
+                raise blamed from None
+        raise diagnose.name_mistake(grade, failure, out, [
+            ("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
+             lambda: diagnose.safe_softmax(scores, -2) @ x),
+            ("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
+                            "unscaled", lambda: diagnose.safe_softmax(scores / x.shape[-1] ** 0.5) @ x),
+        ], weights @ x) from None
 
 
 # --- attention_scores_for_query ----------------------------------------------------------------------
@@ -51,32 +108,32 @@ def test_scores_loop_random(grade, dtype, tokens):
 @exercise("softmax_naive")
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_naive_rows(grade, dtype):
-    grade.same("softmax_naive", grade.randn(4, 6, dtype=dtype), grad=True)
+    softmax_same(grade, "softmax_naive", grade.randn(4, 6, dtype=dtype), grad=True)
 
 
 @exercise("softmax_naive")
 def test_softmax_naive_other_dim(grade):
-    grade.same("softmax_naive", grade.randn(3, 4, 5), dim=1)
+    softmax_same(grade, "softmax_naive", grade.randn(3, 4, 5), dim=1)
 
 
 # --- softmax -----------------------------------------------------------------------------------------
 @exercise("softmax", forbidden=SOFTMAX_OPS)
 def test_softmax_lesson_scores(grade):
     inputs = lesson_inputs()
-    grade.same("softmax", inputs @ inputs[1])
+    softmax_same(grade, "softmax", inputs @ inputs[1])
 
 
 @exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape,dim", [((7,), -1), ((3, 5), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)])
 def test_softmax_random(grade, dtype, shape, dim):
-    grade.same("softmax", grade.randn(*shape, dtype=dtype, scale=3.0), dim=dim, grad=True)
+    softmax_same(grade, "softmax", grade.randn(*shape, dtype=dtype, scale=3.0), dim=dim, grad=True)
 
 
 @exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_large_values(grade, dtype):
-    grade.same("softmax", grade.randn(4, 8, dtype=dtype, scale=1000.0), grad=True)
+    softmax_same(grade, "softmax", grade.randn(4, 8, dtype=dtype, scale=1000.0), grad=True)
 
 
 @exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
@@ -84,12 +141,12 @@ def test_softmax_minus_infinity(grade):
     x = grade.randn(4, 6, dtype=torch.float64)
     x[0, 2] = float("-inf")
     x[1] = float("-inf")  # a row with nothing visible: all zeros, never NaN
-    grade.same("softmax", x)
+    softmax_same(grade, "softmax", x)
 
 
 @exercise("softmax", forbidden=SOFTMAX_OPS)
 def test_softmax_non_contiguous(grade):
-    grade.same("softmax", grade.randn(6, 4).T, dim=-1)
+    softmax_same(grade, "softmax", grade.randn(6, 4).T, dim=-1)
 
 
 # --- context_vector_loop -----------------------------------------------------------------------------
@@ -125,14 +182,14 @@ def test_attention_scores_vectorised(grade):
 # --- simple_self_attention ---------------------------------------------------------------------------
 @exercise("simple_self_attention")
 def test_simple_self_attention_lesson_data(grade):
-    grade.same("simple_self_attention", lesson_inputs())
+    simple_attention_same(grade, lesson_inputs())
 
 
 @exercise("simple_self_attention", weight=2)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", [(1, 3), (9, 4), (2, 5, 3), (2, 2, 64, 8)])
 def test_simple_self_attention_random(grade, dtype, shape):
-    grade.same("simple_self_attention", grade.randn(*shape, dtype=dtype), grad=True)
+    simple_attention_same(grade, grade.randn(*shape, dtype=dtype), grad=True)
 
 
 @exercise("simple_self_attention", weight=2)

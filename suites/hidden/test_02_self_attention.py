@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from grader.diagnose import name_mistake as diagnosed
-from grader.harness import CheckFailed
+from grader import diagnose
+from grader.harness import CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("02_self_attention")
 exercise = pytest.mark.exercise
@@ -40,6 +40,105 @@ def hidden(grade, *shape, p=0.3):
     return grade.rand(*shape) < p
 
 
+# --- naming the mistake ------------------------------------------------------------------------------
+def their(grade, name, *args, **kwargs):
+    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
+    try:
+        return grade.call(name, *args, **kwargs).out
+    except (StudentFault, CheckFailed):
+        return None
+
+
+def right_attention(q, k, v=None, mask=None):
+    return diagnose.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+
+
+def attention_mistakes(q, k, v=None, mask=None):
+    return diagnose.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+
+
+def weights_same(grade, queries, keys, mask=None, grad=False):
+    """attention_weights matches the reference; if not, name the mistake that explains it."""
+    kwargs = {} if mask is None else {"mask": mask}
+    diagnose.diagnosed(
+        grade, lambda: grade.same("attention_weights", queries, keys, grad=grad, **kwargs),
+        lambda: grade.call("attention_weights", queries, keys, **kwargs).out,
+        attention_mistakes(queries, keys, None, mask), right=lambda: right_attention(queries, keys, None, mask),
+        explain_output=lambda out: (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
+        if diagnose.unstable(out, right_attention(queries, keys, None, mask)) else None)
+
+
+def sdpa_same(grade, queries, keys, values, mask=None, grad=False):
+    """scaled_dot_product_attention matches the reference; if not, blame the student's attention_weights
+    when that explains it, or name the mistake."""
+    kwargs = {} if mask is None else {"mask": mask}
+    try:
+        return grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs)
+    except CheckFailed as failure:
+        if failure.misconceptions:
+            raise
+        try:
+            out = grade.call("scaled_dot_product_attention", queries, keys, values, **kwargs).out
+        except StudentFault:
+            raise failure from None
+        raise attention_root_cause(grade, failure, out, queries, keys, values, mask) or diagnose.name_mistake(
+            grade, failure, out, attention_mistakes(queries, keys, values, mask),
+            right_attention(queries, keys, values, mask)) from None
+
+
+def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=False):
+    """The failure blamed on the student's attention_weights (or, ``via_sdpa``, scaled_dot_product_attention)
+    when the output is what the student's own helper gives on the right queries, keys and values."""
+    kwargs = {} if mask is None else {"mask": mask}
+    with torch.no_grad():
+        right_weights = right_attention(q, k, None, mask)
+        blamed = diagnose.blame(grade, failure, out, "attention_weights",
+                                their(grade, "attention_weights", q, k, **kwargs), right_weights,
+                                lambda w: w @ v, attention_mistakes(q, k, None, mask))
+        if blamed or not via_sdpa:
+            return blamed
+        return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",
+                              their(grade, "scaled_dot_product_attention", q, k, v, **kwargs), right_weights @ v,
+                              lambda o: o, attention_mistakes(q, k, v, mask))
+
+
+def module_same(grade, pair, *inputs, grad=False, project=None):
+    """The student's module gives the reference's output; if not, name the mistake: in a helper it uses
+    (the root cause), a projection in the wrong role, or one of attention's usual mistakes.
+    ``project(x...)`` gives the right {"query", "key", "value"} projections of the inputs."""
+    try:
+        return pair.same(*inputs, grad=grad)
+    except CheckFailed as failure:
+        if failure.misconceptions or project is None or grade.replaying:
+            raise
+        try:
+            out = pair.call(*inputs).out
+        except StudentFault:
+            raise failure from None
+        with torch.no_grad():
+            roles = {role: t.detach().cpu() for role, t in project(*(x.to(grade.device) for x in inputs)).items()}
+        q, k, v = roles["query"], roles["key"], roles["value"]
+        candidates = attention_mistakes(q, k, v) + diagnose.role_mistakes(
+            roles, lambda q_, k_, v_: right_attention(q_, k_, v_))
+        if inputs[0].shape[-1] == v.shape[-1]:
+            candidates.append(("values-not-used", "your weights multiply the inputs, not the values",
+                               lambda: right_attention(q, k, inputs[-1])))
+        raise attention_root_cause(grade, failure, out, q, k, v, via_sdpa=True) or diagnose.name_mistake(
+            grade, failure, out, candidates, right_attention(q, k, v)) from None
+
+
+def v1_roles(ref):
+    return lambda x: {"query": x @ ref.W_query, "key": x @ ref.W_key, "value": x @ ref.W_value}
+
+
+def linear_roles(ref):
+    return lambda x: {"query": ref.W_query(x), "key": ref.W_key(x), "value": ref.W_value(x)}
+
+
+def cross_roles(ref):
+    return lambda x_q, x_kv: {"query": ref.W_query(x_q), "key": ref.W_key(x_kv), "value": ref.W_value(x_kv)}
+
+
 # --- attention_weights -------------------------------------------------------------------------------
 @exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
 def test_attention_weights_lesson_data(grade):
@@ -47,18 +146,7 @@ def test_attention_weights_lesson_data(grade):
     g = torch.Generator().manual_seed(123)  # the lesson's W_query, W_key (torch.manual_seed(123); torch.rand(3, 2))
     w_query, w_key = torch.rand(3, 2, generator=g), torch.rand(3, 2, generator=g)
     queries, keys = inputs @ w_query, inputs @ w_key
-    try:
-        grade.same("attention_weights", queries, keys)
-    except CheckFailed as failed:
-        scores, dk = queries @ keys.T, keys.shape[-1]
-        scale = 1 / math.sqrt(dk)
-        raise diagnosed(grade, failed, grade.call("attention_weights", queries, keys).out, [
-            ("missing-scale", "the scores are not scaled by 1/sqrt(d_k)", torch.softmax(scores, -1)),
-            ("wrong-scale", "the scores are divided by d_k, not sqrt(d_k)", torch.softmax(scores / dk, -1)),
-            ("wrong-scale", "the scores are multiplied by sqrt(d_k), not divided", torch.softmax(scores / scale, -1)),
-            ("scores-transposed", "the scores are K Qᵀ, not Q Kᵀ", torch.softmax(scores.T * scale, -1)),
-            ("softmax-wrong-dim", "the softmax runs over the queries, not the keys", torch.softmax(scores * scale, 0)),
-        ]) from None
+    weights_same(grade, queries, keys)
 
 
 # (leading batch dims, Tq, Tk, d_k, dtype)
@@ -73,19 +161,18 @@ WEIGHTS_CASES = {
 @pytest.mark.parametrize("case", list(WEIGHTS_CASES.values()), ids=list(WEIGHTS_CASES))
 def test_attention_weights_random(grade, case):
     lead, tq, tk, dk, dtype = case
-    grade.same("attention_weights", grade.randn(*lead, tq, dk, dtype=dtype), grade.randn(*lead, tk, dk, dtype=dtype),
-               grad=True)
+    weights_same(grade, grade.randn(*lead, tq, dk, dtype=dtype), grade.randn(*lead, tk, dk, dtype=dtype), grad=True)
 
 
 @exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
 @pytest.mark.parametrize("tq,tk", [(1, 1), (128, 128)], ids=["T=1", "T=128"])
 def test_attention_weights_sizes(grade, tq, tk):
-    grade.same("attention_weights", grade.randn(tq, 16, dtype=torch.float64), grade.randn(tk, 16, dtype=torch.float64))
+    weights_same(grade, grade.randn(tq, 16, dtype=torch.float64), grade.randn(tk, 16, dtype=torch.float64))
 
 
 @exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
 def test_attention_weights_non_contiguous(grade):
-    grade.same("attention_weights", grade.randn(5, 2, 8).transpose(0, 1), grade.randn(8, 6).T, grad=True)
+    weights_same(grade, grade.randn(5, 2, 8).transpose(0, 1), grade.randn(8, 6).T, grad=True)
 
 
 @exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
@@ -94,15 +181,7 @@ def test_attention_weights_mask(grade, mask_shape):
     mask = hidden(grade, *mask_shape)
     mask[..., 0] = False  # every query sees at least one key here; fully hidden rows have their own check
     queries, keys = grade.randn(3, 5, 8), grade.randn(3, 7, 8)
-    try:
-        grade.same("attention_weights", queries, keys, mask=mask, grad=True)
-    except CheckFailed as failed:
-        out = grade.call("attention_weights", queries, keys, mask=mask).out
-        raise diagnosed(grade, failed, out, [
-            ("mask-inverted", "the positions marked True are the visible ones in your code; True means hidden",
-             grade.ref.attention_weights(queries, keys, ~mask)),
-            ("mask-not-applied", "the mask has no effect", grade.ref.attention_weights(queries, keys)),
-        ]) from None
+    weights_same(grade, queries, keys, mask=mask, grad=True)
 
 
 @exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
@@ -111,7 +190,7 @@ def test_attention_weights_fully_hidden_row(grade):
     mask[..., 0] = False
     mask[2] = True  # query 2 sees nothing: zero weights, not NaN
     queries, keys = grade.randn(2, 4, 8, dtype=torch.float64), grade.randn(2, 6, 8, dtype=torch.float64)
-    grade.same("attention_weights", queries, keys, mask=mask, grad=True)
+    weights_same(grade, queries, keys, mask=mask, grad=True)
 
 
 # --- scaled_dot_product_attention --------------------------------------------------------------------
@@ -120,7 +199,7 @@ def test_sdpa_lesson_data(grade):
     x, g = life_is_short()
     w_query, w_key = torch.rand(16, 24, generator=g), torch.rand(16, 24, generator=g)  # d_q = d_k = 24
     w_value = torch.rand(16, 28, generator=g)  # d_v = 28
-    grade.same("scaled_dot_product_attention", x @ w_query, x @ w_key, x @ w_value)
+    sdpa_same(grade, x @ w_query, x @ w_key, x @ w_value)
 
 
 # (leading batch dims, Tq, Tk, d_k, d_v, dtype)
@@ -136,8 +215,8 @@ SDPA_CASES = {
 @pytest.mark.parametrize("case", list(SDPA_CASES.values()), ids=list(SDPA_CASES))
 def test_sdpa_random(grade, case):
     lead, tq, tk, dk, dv, dtype = case
-    grade.same("scaled_dot_product_attention", grade.randn(*lead, tq, dk, dtype=dtype),
-               grade.randn(*lead, tk, dk, dtype=dtype), grade.randn(*lead, tk, dv, dtype=dtype), grad=True)
+    sdpa_same(grade, grade.randn(*lead, tq, dk, dtype=dtype), grade.randn(*lead, tk, dk, dtype=dtype),
+              grade.randn(*lead, tk, dv, dtype=dtype), grad=True)
 
 
 @exercise("scaled_dot_product_attention", weight=2, forbidden=SDPA_OPS)
@@ -145,21 +224,20 @@ def test_sdpa_mask(grade):
     mask = hidden(grade, 3, 1, 6)  # a padding-style mask, [B, 1, Tk]
     mask[:, :, 0] = False
     mask[1] = True  # sequence 1 hides every key: zero outputs, not NaN
-    grade.same("scaled_dot_product_attention", grade.randn(3, 4, 8), grade.randn(3, 6, 8), grade.randn(3, 6, 5),
-               mask=mask, grad=True)
+    sdpa_same(grade, grade.randn(3, 4, 8), grade.randn(3, 6, 8), grade.randn(3, 6, 5), mask=mask, grad=True)
 
 
 @exercise("scaled_dot_product_attention", weight=1, forbidden=SDPA_OPS)
 def test_sdpa_non_contiguous(grade):
-    grade.same("scaled_dot_product_attention", grade.randn(5, 2, 8).transpose(0, 1),
-               grade.randn(6, 2, 8).transpose(0, 1), grade.randn(2, 4, 6).transpose(1, 2))
+    sdpa_same(grade, grade.randn(5, 2, 8).transpose(0, 1), grade.randn(6, 2, 8).transpose(0, 1),
+              grade.randn(2, 4, 6).transpose(1, 2))
 
 
 # --- SelfAttention_v1 --------------------------------------------------------------------------------
 @exercise("SelfAttention_v1", weight=3)
 def test_self_attention_v1_lesson_data(grade):
     pair = grade.module("SelfAttention_v1", 3, 2)
-    pair.same(lesson_inputs())
+    module_same(grade, pair, lesson_inputs(), project=v1_roles(pair.ref))
 
 
 # (d_in, d_out, T, dtype)
@@ -175,20 +253,20 @@ V1_CASES = {
 def test_self_attention_v1_random(grade, case):
     d_in, d_out, tokens, dtype = case
     pair = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
-    pair.same(grade.randn(tokens, d_in, dtype=dtype), grad=True)
+    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=v1_roles(pair.ref))
 
 
 @exercise("SelfAttention_v1", weight=1)
 def test_self_attention_v1_non_contiguous(grade):
     pair = grade.module("SelfAttention_v1", 6, 4)
-    pair.same(grade.randn(6, 7).T)
+    module_same(grade, pair, grade.randn(6, 7).T, project=v1_roles(pair.ref))
 
 
 # --- SelfAttention_v2 --------------------------------------------------------------------------------
 @exercise("SelfAttention_v2", weight=3)
 def test_self_attention_v2_lesson_data(grade):
     pair = grade.module("SelfAttention_v2", 3, 2)
-    pair.same(lesson_inputs())
+    module_same(grade, pair, lesson_inputs(), project=linear_roles(pair.ref))
 
 
 # (d_in, d_out, qkv_bias, T, dtype)
@@ -204,13 +282,13 @@ V2_CASES = {
 def test_self_attention_v2_random(grade, case):
     d_in, d_out, qkv_bias, tokens, dtype = case
     pair = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
-    pair.same(grade.randn(tokens, d_in, dtype=dtype), grad=True)
+    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=linear_roles(pair.ref))
 
 
 @exercise("SelfAttention_v2", weight=1)
 def test_self_attention_v2_non_contiguous(grade):
     pair = grade.module("SelfAttention_v2", 6, 4)
-    pair.same(grade.randn(6, 7).T)
+    module_same(grade, pair, grade.randn(6, 7).T, project=linear_roles(pair.ref))
 
 
 # --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
@@ -249,7 +327,7 @@ def test_cross_attention_lesson_data(grade):
     x, g = life_is_short()
     x_kv = torch.rand(8, 16, generator=g)  # a second sequence, of 8 tokens
     pair = grade.module("CrossAttention", 16, 16, 24, 28)
-    pair.same(x, x_kv)
+    module_same(grade, pair, x, x_kv, project=cross_roles(pair.ref))
 
 
 # (leading batch dims, Tq, Tk, d_in_q, d_in_kv, d_k, d_v, qkv_bias, dtype)
@@ -265,13 +343,15 @@ CROSS_CASES = {
 def test_cross_attention_random(grade, case):
     lead, tq, tk, d_in_q, d_in_kv, dk, dv, qkv_bias, dtype = case
     pair = grade.module("CrossAttention", d_in_q, d_in_kv, dk, dv, qkv_bias=qkv_bias, dtype=dtype)
-    pair.same(grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype), grad=True)
+    module_same(grade, pair, grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype),
+                grad=True, project=cross_roles(pair.ref))
 
 
 @exercise("CrossAttention", weight=1)
 def test_cross_attention_long_non_contiguous(grade):
     pair = grade.module("CrossAttention", 6, 4, 8, 5)
-    pair.same(grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1))
+    module_same(grade, pair, grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1),
+                project=cross_roles(pair.ref))
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 
+from grader import diagnose
 from grader.diagnose import name_mistake as diagnosed
 from grader.harness import CheckFailed, StudentFault
 
@@ -38,6 +39,91 @@ def softmax_weights(grade, *shape, dtype=torch.float32):
 
 def masked_softmax(scores, hidden, fill=float("-inf")):
     return torch.softmax(scores.masked_fill(hidden, fill), dim=-1)
+
+
+# --- naming the mistake ------------------------------------------------------------------------------
+def causal_masks(tokens, device=None):
+    return diagnose.causal_variants(tokens, tokens, device)
+
+
+def mask_mistakes(make):
+    """Candidates for a computation ``make(hidden)`` that uses the causal mask ``hidden``, with the
+    mask done wrong; ``make(None)``: no mask at all."""
+    return [("mask-not-applied", "the mask has no effect on your output", lambda: make(None)),
+            ("mask-inverted", "your mask hides the past instead of the future", lambda: make("past")),
+            ("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+             lambda: make("past-and-diagonal")),
+            ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+             lambda: make("future-and-diagonal"))]
+
+
+def their(grade, name, *args, **kwargs):
+    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
+    try:
+        return grade.call(name, *args, **kwargs).out
+    except (StudentFault, CheckFailed):
+        return None
+
+
+def causal_mask_root_cause(grade, failure, out, tokens, compose):
+    """The failure blamed on the student's causal_mask, when ``compose(mask)`` (this exercise done right
+    with that mask) gives the student's output."""
+    right = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
+    masks = causal_masks(tokens)
+    return diagnose.blame(grade, failure, out, "causal_mask", their(grade, "causal_mask", tokens), right,
+                          lambda m: compose(m.bool()), [(m, e, lambda make=make: masks[make] if make else None)
+                                                          for m, e, make in mask_mistakes(lambda name: name)])
+
+
+def masked_same(grade, name, x, compose, grad=False):
+    """``name(x)`` matches the reference; if not, blame the student's causal_mask or name the mask
+    mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask)."""
+    try:
+        return grade.same(name, x, grad=grad)
+    except CheckFailed as failure:
+        if failure.misconceptions:
+            raise
+        try:
+            out = grade.call(name, x).out
+        except StudentFault:
+            raise failure from None
+        masks = causal_masks(x.shape[-1])
+        raise causal_mask_root_cause(grade, failure, out, x.shape[-1], compose) or diagnosed(
+            grade, failure, out, mask_mistakes(lambda m: compose(masks[m] if m else None)),
+            compose(masks["future"])) from None
+
+
+def renormalized_same(grade, weights, grad=False):
+    """renormalize_causal_weights, with the mask mistakes and the missing renormalisation named."""
+    future = torch.triu(torch.ones(weights.shape[-1], weights.shape[-1], dtype=torch.bool), 1)
+    compose = renormalize(weights)
+    diagnose.diagnosed(
+        grade, lambda: masked_same(grade, "renormalize_causal_weights", weights, compose, grad=grad),
+        lambda: grade.call("renormalize_causal_weights", weights).out,
+        [("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
+          lambda: weights.masked_fill(future, 0.0))], right=lambda: compose(future))
+
+
+def padding_same(grade, lengths, max_len):
+    positions = torch.arange(max_len)[None, :]
+    diagnose.diagnosed(
+        grade, lambda: grade.same("padding_mask", lengths, max_len),
+        lambda: grade.call("padding_mask", lengths, max_len).out,
+        [("mask-inverted", "your mask marks the real tokens; True must mark the padding",
+          lambda: positions < lengths[:, None]),
+         (None, "your mask is off by one: position lengths[b] is already padding", lambda: positions > lengths[:, None])],
+        right=lambda: positions >= lengths[:, None])
+
+
+def apply_mask(scores):
+    return lambda hidden: scores if hidden is None else scores.masked_fill(hidden, float("-inf"))
+
+
+def renormalize(weights):
+    def compose(hidden):
+        kept = weights if hidden is None else weights.masked_fill(hidden, 0.0)
+        return kept / kept.sum(dim=-1, keepdim=True)
+    return compose
 
 
 # --- causal_mask -------------------------------------------------------------------------------------
@@ -69,72 +155,69 @@ def test_causal_mask_device_argument(grade):
 # --- apply_causal_mask -------------------------------------------------------------------------------
 @exercise("apply_causal_mask", weight=3)
 def test_apply_causal_mask_lesson_data(grade):
-    grade.same("apply_causal_mask", lesson_scores())
+    scores = lesson_scores()
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores))
 
 
 @exercise("apply_causal_mask", weight=2)
 @pytest.mark.parametrize("shape,dtype", [((2, 5, 5), torch.float64), ((2, 3, 4, 4), torch.float32)],
                          ids=["batch2-float64", "leading2x3-float32"])
 def test_apply_causal_mask_random(grade, shape, dtype):
-    grade.same("apply_causal_mask", grade.randn(*shape, dtype=dtype), grad=True)
+    scores = grade.randn(*shape, dtype=dtype)
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores), grad=True)
 
 
 @exercise("apply_causal_mask", weight=1)
 @pytest.mark.parametrize("tokens", [1, 64], ids=["T=1", "T=64"])
 def test_apply_causal_mask_sizes(grade, tokens):
-    grade.same("apply_causal_mask", grade.randn(tokens, tokens))
+    scores = grade.randn(tokens, tokens)
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores))
 
 
 @exercise("apply_causal_mask", weight=1)
 def test_apply_causal_mask_non_contiguous(grade):
-    grade.same("apply_causal_mask", grade.randn(5, 2, 5).transpose(0, 1))
+    scores = grade.randn(5, 2, 5).transpose(0, 1)
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores))
 
 
 # --- renormalize_causal_weights ----------------------------------------------------------------------
 @exercise("renormalize_causal_weights", weight=3)
 def test_renormalize_lesson_data(grade):
     weights = torch.softmax(lesson_scores(), dim=-1)
-    try:
-        grade.same("renormalize_causal_weights", weights)
-    except CheckFailed as failed:
-        future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
-        raise diagnosed(grade, failed, grade.call("renormalize_causal_weights", weights).out, [
-            ("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
-             weights.masked_fill(future, 0.0)),
-        ]) from None
+    renormalized_same(grade, weights)
 
 
 @exercise("renormalize_causal_weights", weight=2)
 @pytest.mark.parametrize("shape,dtype", [((2, 5, 5), torch.float64), ((2, 3, 4, 4), torch.float32)],
                          ids=["batch2-float64", "leading2x3-float32"])
 def test_renormalize_random(grade, shape, dtype):
-    grade.same("renormalize_causal_weights", softmax_weights(grade, *shape, dtype=dtype), grad=True)
+    renormalized_same(grade, softmax_weights(grade, *shape, dtype=dtype), grad=True)
 
 
 @exercise("renormalize_causal_weights", weight=1)
 @pytest.mark.parametrize("tokens", [1, 64], ids=["T=1", "T=64"])
 def test_renormalize_sizes(grade, tokens):
-    grade.same("renormalize_causal_weights", softmax_weights(grade, tokens, tokens, dtype=torch.float64))
+    renormalized_same(grade, softmax_weights(grade, tokens, tokens, dtype=torch.float64))
 
 
 @exercise("renormalize_causal_weights", weight=1)
 def test_renormalize_non_contiguous(grade):
     weights = softmax_weights(grade, 6, 2, 6).transpose(0, 1)  # rows still sum to 1 along the last dim
-    grade.same("renormalize_causal_weights", weights)
+    renormalized_same(grade, weights)
 
 
 # --- padding_mask ------------------------------------------------------------------------------------
 @exercise("padding_mask", weight=3)
 def test_padding_mask_random(grade):
     max_len = 7
-    grade.same("padding_mask", grade.randint(1, max_len + 1, (5,)), max_len)
+    padding_same(grade, grade.randint(1, max_len + 1, (5,)), max_len)
 
 
 @exercise("padding_mask", weight=1)
 def test_padding_mask_edges(grade):
     # empty, full and in between; one sequence of max_len 1
-    grade.same("padding_mask", torch.tensor([0, 6, 3]), 6)
-    grade.same("padding_mask", torch.tensor([1]), 1)
+    padding_same(grade, torch.tensor([0, 6, 3]), 6)
+    padding_same(grade, torch.tensor([1]), 1)
 
 
 # --- causal_padding_mask -----------------------------------------------------------------------------
@@ -151,31 +234,54 @@ def test_causal_padding_mask_edges(grade):
 
 
 # --- CausalAttention ---------------------------------------------------------------------------------
+def causal_same(grade, pair, x, *, grad=False, seed=None):
+    """The student's CausalAttention gives the reference's output on ``x``; if not, name the mistake:
+    a mask buffer used whole (mask-not-truncated), the student's causal_mask (the root cause), or one
+    of attention's usual mistakes, recomputed with the reference's weights."""
+    try:
+        return pair.same(x, grad=grad, seed=seed)
+    except StudentFault as fault:
+        raise not_truncated(grade, pair, x, fault) from None
+    except CheckFailed as failure:
+        if failure.misconceptions or grade.replaying:
+            raise
+        try:
+            out = pair.call(x, seed=seed).out
+        except StudentFault:
+            raise failure from None
+        ref, tokens = pair.ref, x.shape[1]
+        with torch.no_grad():
+            xd = x.to(grade.device)
+            q, k, v = (t.cpu() for t in (ref.W_query(xd), ref.W_key(xd), ref.W_value(xd)))
+        dropout = ref.dropout if ref.training and ref.dropout.p > 0 else None
+        settings = dict(scale=k.shape[-1] ** -0.5, dropout=dropout, seed=seed)
+        future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
+        right = diagnose.attend(q, k, v, hidden=future, **settings)
+        raise causal_mask_root_cause(grade, failure, out, tokens,
+                                     lambda m: diagnose.attend(q, k, v, hidden=m, **settings)) or diagnosed(
+            grade, failure, out, diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, **settings),
+            right) from None
+
+
+def not_truncated(grade, pair, x, fault):
+    """A crash for T < context_length that goes away with context_length = T is mask-not-truncated."""
+    args = pair.args
+    tokens, context_length = x.shape[1], args[2]
+    if fault.kind != "error" or tokens >= context_length:
+        return fault
+    try:  # the same input with a context just as long: does it run then?
+        grade.module("CausalAttention", args[0], args[1], tokens, *args[3:], dtype=pair.dtype, **pair.kwargs).call(x)
+    except (StudentFault, CheckFailed):
+        return fault
+    return CheckFailed(f"CausalAttention{tuple(args)} works with context_length = {tokens} but fails on {tokens} "
+                       f"tokens with context_length = {context_length}: cut the mask buffer down to the sequence, "
+                       f"mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
+
+
 @exercise("CausalAttention", weight=3)
 def test_causal_attention_lesson_data(grade):
     batch = torch.stack((lesson_inputs(), lesson_inputs()))  # [2, 6, 3], as in the lesson
-    pair = grade.module("CausalAttention", 3, 2, 6, 0.0)
-    try:
-        pair.same(batch)
-    except CheckFailed as failed:
-        with torch.no_grad():
-            x = batch.to(grade.device)
-            q, k, v = pair.ref.W_query(x), pair.ref.W_key(x), pair.ref.W_value(x)
-            scores, scale = q @ k.transpose(1, 2), 2 ** -0.5
-            ones = torch.ones(6, 6, dtype=torch.bool, device=grade.device)
-            future, past = torch.triu(ones, 1), torch.tril(ones, -1)
-            candidates = [
-                ("missing-scale", "the scores are not scaled by 1/sqrt(d_out)", masked_softmax(scores, future) @ v),
-                ("mask-inverted", "the past is hidden instead of the future", masked_softmax(scores * scale, past) @ v),
-                ("mask-hides-diagonal", "the diagonal is hidden too; a token may attend to itself",
-                 masked_softmax(scores * scale, torch.triu(ones)) @ v),
-                ("mask-after-softmax-not-renormalized", "the future is zeroed after the softmax without renormalising",
-                 torch.softmax(scores * scale, -1).masked_fill(future, 0.0) @ v),
-                ("scores-transposed", "the scores are K Qᵀ, not Q Kᵀ",
-                 masked_softmax(scores.transpose(1, 2) * scale, future) @ v),
-            ]
-        raise diagnosed(grade, failed, pair.call(batch).out,
-                        [(tag, hint, wrong.cpu()) for tag, hint, wrong in candidates]) from None
+    causal_same(grade, grade.module("CausalAttention", 3, 2, 6, 0.0), batch)
 
 
 # (d_in, d_out, context_length, B, T, qkv_bias, dtype)
@@ -190,37 +296,26 @@ CAUSAL_CASES = {
 def test_causal_attention_random(grade, case):
     d_in, d_out, context_length, batch, tokens, qkv_bias, dtype = case
     pair = grade.module("CausalAttention", d_in, d_out, context_length, 0.0, qkv_bias=qkv_bias, dtype=dtype)
-    pair.same(grade.randn(batch, tokens, d_in, dtype=dtype), grad=True)
+    causal_same(grade, pair, grade.randn(batch, tokens, d_in, dtype=dtype), grad=True)
 
 
 @exercise("CausalAttention", weight=4)
 def test_causal_attention_shorter_than_context(grade):
     pair = grade.module("CausalAttention", 5, 6, 10, 0.0)
-    try:
-        pair.same(grade.randn(2, 4, 5), grad=True)  # T = 4 < context_length = 10
-    except StudentFault as fault:
-        if fault.kind != "error":
-            raise
-        try:
-            pair.call(grade.randn(2, 10, 5))  # does it work with T = context_length?
-        except StudentFault:
-            raise fault from None
-        raise CheckFailed("CausalAttention(5, 6, context_length=10) works on 10 tokens but fails on 4: cut the mask "
-                          "buffer down to the sequence, mask[:T, :T]. Your code raised:\n" + fault.message,
-                          ("mask-not-truncated",)) from None
+    causal_same(grade, pair, grade.randn(2, 4, 5), grad=True)  # T = 4 < context_length = 10
 
 
 @exercise("CausalAttention", weight=1)
 @pytest.mark.parametrize("tokens,context_length", [(1, 4), (128, 128)], ids=["T=1", "T=128"])
 def test_causal_attention_sizes(grade, tokens, context_length):
     pair = grade.module("CausalAttention", 4, 4, context_length, 0.0)
-    pair.same(grade.randn(2, tokens, 4))
+    causal_same(grade, pair, grade.randn(2, tokens, 4))
 
 
 @exercise("CausalAttention", weight=1)
 def test_causal_attention_non_contiguous(grade):
     pair = grade.module("CausalAttention", 5, 3, 6, 0.0)
-    pair.same(grade.randn(6, 2, 5).transpose(0, 1))
+    causal_same(grade, pair, grade.randn(6, 2, 5).transpose(0, 1))
 
 
 # (d_in, d_out, context_length, B, T, dtype); T = context_length, so that only dropout is at stake here
@@ -236,7 +331,7 @@ def test_causal_attention_dropout_in_training(grade, case):
     d_in, d_out, context_length, batch, tokens, dtype = case
     pair = grade.module("CausalAttention", d_in, d_out, context_length, 0.5, dtype=dtype).train()
     # under the same seed, dropout on the attention weights draws the same mask as the reference's
-    pair.same(grade.randn(batch, tokens, d_in, dtype=dtype), seed=1234, grad=True)
+    causal_same(grade, pair, grade.randn(batch, tokens, d_in, dtype=dtype), seed=1234, grad=True)
 
 
 @exercise("CausalAttention", weight=3)
@@ -247,7 +342,7 @@ def test_causal_attention_eval_is_deterministic(grade):
     second = pair.call(x, seed=2).out
     grade.expect_close(second, first, "in eval mode, CausalAttention(dropout=0.5) gave different outputs on two "
                        "calls with the same input: dropout must be off outside training", ("dropout-in-eval",))
-    pair.same(x, seed=3)
+    causal_same(grade, pair, x, seed=3)
 
 
 @exercise("CausalAttention", weight=1)

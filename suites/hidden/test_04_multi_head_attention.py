@@ -35,18 +35,6 @@ def diagnosed(grade, check, rerun, candidates):
                                                    for m, what, make in candidates])
 
 
-def explained_faults(check):
-    """Turn the typical crash of this assignment into feedback that names the mistake."""
-    try:
-        return check()
-    except StudentFault as fault:
-        if fault.kind == "error" and "view size is not compatible" in fault.message:
-            raise CheckFailed("your code calls .view() on a non-contiguous tensor (after a transpose or for a "
-                              "non-contiguous input); use .reshape(), or .contiguous().view()",
-                              ("view-on-non-contiguous",)) from None
-        raise
-
-
 # --- split_heads -------------------------------------------------------------------------------------
 def _split_without_transpose(x, heads):
     batch, tokens, dim = x.shape
@@ -56,7 +44,7 @@ def _split_without_transpose(x, heads):
 def split_heads_same(grade, x, heads, grad=False):
     diagnosed(
         grade,
-        lambda: explained_faults(lambda: grade.same("split_heads", x, heads, grad=grad)),
+        lambda: grade.same("split_heads", x, heads, grad=grad),
         lambda: grade.call("split_heads", x, heads).out,
         [("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
           "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
@@ -99,7 +87,7 @@ def _merge_without_transpose(x):
 def merge_heads_same(grade, x, grad=False):
     diagnosed(
         grade,
-        lambda: explained_faults(lambda: grade.same("merge_heads", x, grad=grad)),
+        lambda: grade.same("merge_heads", x, grad=grad),
         lambda: grade.call("merge_heads", x).out,
         [("heads-merged-without-transpose", "x.reshape(B, T, H*hd) taken straight from [B, H, T, hd]: "
           "transpose(1, 2) to [B, T, H, hd] first", lambda: _merge_without_transpose(x))],
@@ -133,7 +121,7 @@ def split_qkv_same(grade, qkv, heads):
     head_dim = three_dim // (3 * heads)
     diagnosed(
         grade,
-        lambda: explained_faults(lambda: grade.same("split_qkv", qkv, heads)),
+        lambda: grade.same("split_qkv", qkv, heads),
         lambda: grade.call("split_qkv", qkv, heads).out,
         [(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
           "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
@@ -160,7 +148,7 @@ def test_split_qkv_non_contiguous(grade):
 def module_same(grade, pair, x, *, grad=False, seed=None, candidates=()):
     return diagnosed(
         grade,
-        lambda: explained_faults(lambda: pair.same(x, grad=grad, seed=seed)),
+        lambda: pair.same(x, grad=grad, seed=seed),
         lambda: pair.call(x, seed=seed).out,
         [(m, d, (lambda make=make: make(x.to(grade.device), seed))) for m, d, make in candidates],
     )
@@ -198,7 +186,7 @@ def random_module_check(grade, name, mistakes, d_in, d_out, context, heads, batc
 def expect_deterministic_eval(grade, pair, x):
     """In eval mode the output is the reference's (no dropout), and the same on every call."""
     pair.train(False)
-    first = explained_faults(lambda: pair.call(x)).out
+    first = pair.call(x).out
     second = pair.call(x).out
     if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
             and not torch.equal(first, second):
@@ -381,7 +369,7 @@ def test_mha_dropout_on_weights(grade):
 def test_mha_vectorised(grade):
     args = (4, 4, 32, 0.0, 2)
     pair, x = grade.module(MHA, *args), grade.randn(1, 4, 4)
-    short = causal_module_check(grade, MHA, args, {}, x, lambda: explained_faults(lambda: pair.call(x))).ops
+    short = causal_module_check(grade, MHA, args, {}, x, lambda: pair.call(x)).ops
     long = pair.call(grade.randn(1, 32, 4)).ops
     grade.expect_not_growing(MHA, short, long)
 
@@ -454,6 +442,6 @@ def test_fused_indivisible_raises(grade):
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
 def test_fused_vectorised(grade):
     pair = grade.module(FUSED, 4, 4, num_heads=2)
-    short = explained_faults(lambda: pair.call(grade.randn(1, 4, 4))).ops
+    short = pair.call(grade.randn(1, 4, 4)).ops
     long = pair.call(grade.randn(1, 32, 4)).ops
     grade.expect_not_growing(FUSED, short, long)

@@ -1,0 +1,184 @@
+"""The misconception catalogue: every mistake the feedback can name (the course spec's ids).
+
+Each entry says, in the student's words, what went wrong, where in the lessons to look, and what the
+slip typically looks like. Suites name a misconception only when a known-wrong computation reproduces
+the student's output (see :mod:`grader.diagnose`); this module only holds the words.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Misconception:
+    id: str
+    explanation: str  # what is wrong, said to the student
+    hint: str  # what to do, and the lesson section that shows it
+    example: str  # one line of code that makes the mistake
+
+    def feedback(self) -> str:
+        """The paragraph a report shows under a failed exercise."""
+        return f"{self.id}: {self.explanation} Hint: {self.hint} (e.g. `{self.example}`)"
+
+
+_ENTRIES = (
+    Misconception(
+        "softmax-wrong-dim",
+        "Your softmax normalises along the wrong dimension, so the weights do not sum to 1 over the keys.",
+        "Normalise along the dimension you are given (the last one, the keys, in attention): "
+        "01 section 4, \"A softmax that does not overflow\".",
+        "weights = torch.softmax(scores, dim=0)"),
+    Misconception(
+        "softmax-unstable",
+        "Your softmax overflows: large scores give inf or NaN, or a slice that is all -inf gives NaN "
+        "instead of zeros.",
+        "Subtract each slice's maximum before exp(), and shift an all -inf slice by 0: "
+        "01 section 3, \"Where the naive formula breaks\", and section 4, \"A softmax that does not overflow\".",
+        "return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)"),
+    Misconception(
+        "missing-scale",
+        "Your scores are not scaled, so the softmax saturates as the key size grows.",
+        "Divide the scores by sqrt(d_k), the size of a key (of one head's key in multi-head attention): "
+        "02 section 2, \"Why divide by sqrt(d_k)?\".",
+        "weights = torch.softmax(queries @ keys.transpose(-2, -1), dim=-1)"),
+    Misconception(
+        "wrong-scale",
+        "Your scores are scaled by the wrong amount: by d_k instead of sqrt(d_k), multiplied instead of "
+        "divided, or by the model width instead of the head size.",
+        "Divide by sqrt(d_k), where d_k is the key size of one head (d_out / num_heads): "
+        "02 section 2, \"Why divide by sqrt(d_k)?\", and 04 section 4, \"Why the scale uses the head size\".",
+        "scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]"),
+    Misconception(
+        "scores-transposed",
+        "Your scores are K Qᵀ instead of Q Kᵀ: row i holds the scores of key i, not of query i.",
+        "Compute queries @ keys.transpose(-2, -1), so that rows are queries and columns are keys: "
+        "02 section 2, \"Scaled dot-product attention\".",
+        "scores = keys @ queries.transpose(-2, -1)"),
+    Misconception(
+        "qkv-swapped",
+        "A projection is used in the wrong role: the queries, keys or values come from another weight "
+        "matrix than their own.",
+        "Queries come from W_query, keys from W_key and values from W_value (for cross-attention: the "
+        "queries from x_q, keys and values from x_kv): 02 section 1, \"Queries, keys and values\".",
+        "keys = x @ self.W_query"),
+    Misconception(
+        "values-not-used",
+        "Your attention weights multiply something other than the values (the keys, the queries or the "
+        "raw inputs).",
+        "The context is weights @ values, with values = W_value(x): 02 section 2, \"Scaled dot-product "
+        "attention\", and section 3, \"A self-attention class\".",
+        "return attention_weights(queries, keys) @ keys"),
+    Misconception(
+        "mask-not-applied",
+        "Your mask has no effect: hidden positions still get attention weight. A common cause is "
+        "masked_fill (without the underscore), which returns a new tensor that is then thrown away.",
+        "Use the result: scores = scores.masked_fill(mask, float('-inf')) (or masked_fill_ in place on a "
+        "tensor you own): 03 section 2, \"Masking with -inf\".",
+        "scores.masked_fill(mask, float('-inf'))  # result dropped"),
+    Misconception(
+        "mask-inverted",
+        "Your mask is the wrong way round: it hides what should be visible (the past, or the real tokens) "
+        "and shows what should be hidden. Masks here are boolean and True means hidden.",
+        "True marks the future, j > i (torch.triu(ones, diagonal=1)), or the padding, position >= length: "
+        "03 section 1, \"Hiding the future\", and section 4, \"Padding\".",
+        "mask = torch.tril(torch.ones(T, T, dtype=torch.bool))"),
+    Misconception(
+        "mask-hides-diagonal",
+        "Your causal mask hides the diagonal too, so a token cannot attend to itself (and the first token "
+        "sees nothing).",
+        "Hide only j > i: torch.triu(ones, diagonal=1): 03 section 1, \"Hiding the future\".",
+        "mask = torch.triu(torch.ones(T, T, dtype=torch.bool))"),
+    Misconception(
+        "mask-after-softmax-not-renormalized",
+        "You zero the future after the softmax but do not rescale, so each row no longer sums to 1.",
+        "Either mask with -inf before the softmax, or divide each row by its new sum after zeroing: "
+        "03 section 3, \"Masking after the softmax\".",
+        "weights = torch.softmax(scores, dim=-1).masked_fill(mask, 0.0)"),
+    Misconception(
+        "mask-not-truncated",
+        "Your module works when the sequence is exactly context_length tokens long but fails for shorter "
+        "ones: the causal mask buffer is used whole.",
+        "Use the top-left corner of the buffer, self.mask[:T, :T] with T = x.shape[1]: "
+        "03 section 5, \"A causal attention class\".",
+        "scores.masked_fill(self.mask, float('-inf'))"),
+    Misconception(
+        "heads-split-without-transpose",
+        "Your heads are split with a view/reshape straight to [B, H, T, hd], which mixes the features of "
+        "different tokens into one head.",
+        "Reshape to [B, T, H, hd] first, then transpose(1, 2): 04 section 2, \"The tempting shortcut, and "
+        "why it is wrong\".",
+        "x.view(B, num_heads, T, head_dim)"),
+    Misconception(
+        "heads-merged-without-transpose",
+        "Your heads are merged back with a reshape straight from [B, H, T, hd], which interleaves tokens "
+        "and heads.",
+        "Transpose to [B, T, H, hd] first, then reshape to [B, T, H*hd]: 04 section 2, \"Splitting into "
+        "heads\".",
+        "context.reshape(B, T, num_heads * head_dim)"),
+    Misconception(
+        "view-on-non-contiguous",
+        "Your code calls .view() on a tensor that is not contiguous (after a transpose, or for a "
+        "non-contiguous input), which PyTorch refuses.",
+        "Use .reshape(), or .contiguous().view(): 04 section 2, \"Transposes and contiguous memory\".",
+        "context.transpose(1, 2).view(B, T, d_out)"),
+    Misconception(
+        "out-proj-missing",
+        "Your module returns the heads' concatenated context without the output projection.",
+        "Apply the final linear layer (out_proj, or proj in the fused block) to the merged heads: "
+        "04 section 4, \"What out_proj adds\".",
+        "return context  # instead of self.out_proj(context)"),
+    Misconception(
+        "dropout-in-eval",
+        "Your dropout is active in evaluation mode: two calls on the same input give different outputs.",
+        "Use the module self.dropout (nn.Dropout follows train()/eval()), or pass training=self.training "
+        "to F.dropout: 03 section 5, \"Dropout on the attention weights\".",
+        "weights = F.dropout(weights, p=0.5)"),
+    Misconception(
+        "dropout-on-scores",
+        "Your dropout acts on the scores before the softmax; it belongs on the attention weights after it.",
+        "Apply self.dropout to the weights that the softmax returns: 03 section 5, \"Dropout on the "
+        "attention weights\".",
+        "weights = torch.softmax(self.dropout(scores), dim=-1)"),
+    Misconception(
+        "input-mutated",
+        "Your code modifies its input in place, so the caller's tensor changes.",
+        "Compute a new tensor (masked_fill, x - m) instead of an in-place operation (masked_fill_, -=, "
+        "x[...] = ...) on an argument: see the conventions at the top of each lesson.",
+        "scores.masked_fill_(mask, float('-inf'))"),
+    Misconception(
+        "wrong-device",
+        "Your output lives on another device than the input (a tensor created without device=).",
+        "Create new tensors on the input's device: torch.ones(T, T, device=x.device), or x.new_zeros(...): "
+        "03 section 1, \"Hiding the future\".",
+        "mask = torch.ones(T, T, dtype=torch.bool)  # always on the CPU"),
+    Misconception(
+        "wrong-dtype",
+        "Your output has another dtype than expected: for example float32 for a float64 input, or a float "
+        "mask where a boolean one is asked for.",
+        "Create new tensors with the input's dtype (x.new_zeros(...), torch.zeros_like(x), dtype=x.dtype), "
+        "and masks with dtype=torch.bool: see the conventions at the top of each lesson.",
+        "scores = torch.zeros(T, T)  # float32, whatever the input"),
+    Misconception(
+        "forbidden-op",
+        "Your code calls a library function this exercise asks you to write yourself.",
+        "Write it from torch's basic operations (exp, sum, amax, matmul, masked_fill): the exercise's "
+        "docstring lists what is not allowed.",
+        "return torch.softmax(x, dim=dim)"),
+    Misconception(
+        "not-vectorised",
+        "Your code loops over tokens in Python: the number of tensor operations grows with the sequence "
+        "length.",
+        "Use matrix products over the whole sequence (inputs @ inputs.transpose(-2, -1)): 01 section 6, "
+        "\"From loops to matrix products\".",
+        "for i in range(T): scores[i] = inputs @ inputs[i]"),
+)
+
+CATALOGUE: dict[str, Misconception] = {entry.id: entry for entry in _ENTRIES}
+
+
+def lookup(misconception_id: str) -> Misconception:
+    """The catalogue's entry; a KeyError names an id a suite uses but the catalogue lacks."""
+    try:
+        return CATALOGUE[misconception_id]
+    except KeyError:
+        raise KeyError(f"{misconception_id!r} is not in the misconception catalogue") from None
