@@ -212,11 +212,14 @@ def confinement_problems(uid: int = NOBODY, gid: int = NOBODY, *, hidden: Iterab
 @dataclass(frozen=True)
 class Confinement:
     """How one grading process runs its workers: as ``uid`` (its own, unused by anything else) or,
-    when ``uid`` is None, as the grader's own user. ``problems``: what does not hold, in words."""
+    when ``uid`` is None, as the grader's own user; with ``view``, in a mount namespace of their own
+    where ``hide`` is covered (grader/mounts.py). ``problems``: what does not hold, in words."""
 
     uid: int | None = None
     gid: int = NOBODY
     problems: tuple[str, ...] = ()
+    view: bool = False
+    hide: tuple[str, ...] = ()
 
     @property
     def mode(self) -> str:
@@ -225,19 +228,56 @@ class Confinement:
 
 def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
     """This grading process's confinement, from course.toml's ``isolation.separate_user``: ``auto``
-    runs workers as a uid of their own whenever that works here (root, a Python installation others
-    can read), ``never`` never does, ``required`` raises :class:`IsolationError` unless it works and
-    no path of ``hidden`` (the reference, the suites, .git, results) stays readable to that uid."""
+    runs workers as a uid of their own whenever that works here, ``never`` never does, ``required``
+    raises :class:`IsolationError` unless it works and no path of ``hidden`` (the reference, the
+    suites, .git, results) stays readable to the worker. Decided by trying: a child confines itself
+    as a worker would, first with a private view of the file system, and says what it can read."""
     if setting == "never":
         return Confinement(problems=('separate_user = "never" in course.toml',))
-    uid = FIRST_UID + os.getpid()
-    blocking = confinement_problems(uid, NOBODY, require_account=False)
-    readable = confinement_problems(uid, NOBODY, hidden=hidden, require_account=False)[len(blocking):]
+    uid, hidden = FIRST_UID + os.getpid(), tuple(hidden)
+    blocking = [] if can_drop_privileges(uid, require_account=False) else confinement_problems(uid, NOBODY)[:1]
+    found = {}
+    if not blocking:
+        found = _probe(uid, NOBODY, hidden, view=True) or _probe(uid, NOBODY, hidden, view=False) or {}
+        if not found:
+            blocking = [f"a process could not switch to uid {uid} here"]
+        blocking += [f"uid {uid} cannot read {path}, so student code could import nothing new from it"
+                     for path in found.get("unreadable", ())]
+    readable = [f"uid {uid} can still read {path} (remove the others' permissions: chmod o-rwx)"
+                for path in found.get("readable", ())]
+    if found and not found["view"]:
+        readable.append("no private mount namespace here: the grader's processes are visible in /proc")
     if setting == "required" and blocking + readable:
         raise IsolationError(f'separate_user = "required" in course.toml, but {(blocking + readable)[0]}')
     if blocking:
         return Confinement(problems=tuple(blocking))
-    return Confinement(uid, NOBODY, tuple(readable))
+    return Confinement(uid, NOBODY, tuple(readable), view=found["view"], hide=hidden if found["view"] else ())
+
+
+def _probe(uid: int, gid: int, hidden: tuple[str, ...], *, view: bool) -> dict | None:
+    """Fork a child that confines itself as a worker would (with the private view or without) and
+    reports what it cannot import from and what secrets it can still read; None if that failed."""
+    import json
+
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(reader)
+            if view:
+                enter_view(uid, gid, hidden)
+            drop_privileges(uid, gid)
+            report = {"view": view,
+                      "unreadable": [p for p in runtime_paths() if not os.access(p, os.R_OK | os.X_OK)],
+                      "readable": [p for p in hidden if os.access(p, os.R_OK)]}
+            os.write(writer, json.dumps(report).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as stream:
+        data = stream.read()
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else None
 
 
 # --- the grader's side ----------------------------------------------------------------------------
@@ -338,6 +378,17 @@ def kill_all_of(uid: int) -> None:
 
 
 # --- the worker's side ----------------------------------------------------------------------------
+def enter_view(uid: int, gid: int, hide: Iterable[str]) -> None:
+    """As root, before :func:`drop_privileges`: a mount namespace of this process's own in which
+    ``hide`` is covered and the Python installation is open to ``uid`` (see grader/mounts.py)."""
+    from grader.mounts import MountError, enter_private_view
+
+    try:
+        enter_private_view(hide=hide, reach=runtime_paths(), can_enter=lambda path: readable_by(path, uid, gid))
+    except MountError as exc:
+        raise ConfinementError(f"no private view of the file system: {exc.strerror or exc}") from exc
+
+
 def close_fds(keep: Iterable[int] = ()) -> None:
     """Close every descriptor above 2 except ``keep``: the worker must hold nothing the grader had
     open (result files, the pipes of ``grade autograde``, sockets, locks)."""
@@ -398,4 +449,5 @@ def _check_dropped(uid: int, gid: int) -> None:
 __all__ = [
     "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
     "confinement_problems", "prepare_workdir", "hide_from_others", "kill_all_of", "close_fds", "drop_privileges",
+    "enter_view",
 ]

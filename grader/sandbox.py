@@ -77,6 +77,7 @@ def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
     import ctypes  # noqa: F401
 
     import grader.confine  # noqa: F401
+    import grader.mounts  # noqa: F401
     import grader.notebook_source  # noqa: F401
     from grader.worker import _die_with_parent, _prctl
 

@@ -95,6 +95,8 @@ class GradingSession:
             notebooks=tuple((self.course.assignment(a).module_name, str(p))
                             for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
             uid=self.confinement.uid if self.confinement else None,
+            private_view=bool(self.confinement and self.confinement.view),
+            hide=self.confinement.hide if self.confinement else (),
         )
 
     def student(self, assignment_id: str) -> Student:

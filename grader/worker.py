@@ -37,6 +37,8 @@ class WorkerSpec:
     notebooks: tuple[tuple[str, str], ...] = ()  # (module name, .ipynb) importable by sibling modules
     uid: int | None = None  # run as this user (grader.confine), or as the grader's own user
     gid: int = 65534
+    private_view: bool = False  # in a mount namespace of its own, with ``hide`` covered (grader.mounts)
+    hide: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class HandleRef:
 # --- start-up --------------------------------------------------------------------------------------
 def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
     """Everything between the fork and the student's import, in the order grader/confine.py needs."""
-    from grader.confine import NPROC_LIMIT, close_fds, drop_privileges
+    from grader.confine import NPROC_LIMIT, close_fds, drop_privileges, enter_view
 
     os.setsid()  # own process group: the grader kills the group on a timeout
     _die_with_parent()
@@ -69,6 +71,8 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
     close_fds(keep=[keep_fd])
     if spec.uid is not None:  # the uid is this grading's own: the limit counts its processes only
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+        if spec.private_view:
+            enter_view(spec.uid, spec.gid, spec.hide)
         drop_privileges(spec.uid, spec.gid)
         _die_with_parent()  # the kernel cleared it with the uid change
     os.chdir(spec.workdir)

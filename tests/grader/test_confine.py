@@ -460,21 +460,23 @@ def test_readable_by_follows_the_permission_bits(scratch):
 
 
 # --- wired into the grader ------------------------------------------------------------------------------
-def test_the_plan_follows_course_toml_and_names_what_does_not_hold(scratch):
+def test_the_plan_follows_course_toml_and_names_what_does_not_hold(scratch, monkeypatch):
+    import grader.mounts
     from grader.confine import FIRST_UID, plan
     from grader.errors import IsolationError
 
     never = plan("never")
     assert never.uid is None and never.mode == "same-user" and "never" in never.problems[0]
+    os.chmod(scratch, 0o755)  # a secret that others may read
     auto = plan("auto", hidden=[scratch])
     if os.geteuid() != 0:
         assert auto.uid is None and "not run as root" in auto.problems[0]
-    elif UNREADABLE_RUNTIME:
-        assert auto.uid is None and UNREADABLE_RUNTIME[0] in auto.problems[0]
-    else:
-        assert auto.uid == FIRST_UID + os.getpid() and auto.mode == "separate-user"
-        assert any(scratch in problem for problem in auto.problems)  # mkdtemp is 0700: root's alone...
-    os.chmod(scratch, 0o755)  # ...until others may enter: then "required" refuses, wherever it runs
+    elif auto.view:  # the worker's own mount namespace covers the secret: nothing left to say
+        assert auto.uid == FIRST_UID + os.getpid() and auto.hide == (scratch,) and auto.problems == ()
+        assert plan("required", hidden=[scratch]).mode == "separate-user"
+    monkeypatch.setattr(grader.mounts, "_unshare", None)  # no namespaces here: the secret stays readable
+    without_view = plan("auto", hidden=[scratch])
+    assert not without_view.view and without_view.problems
     with pytest.raises(IsolationError, match="required"):
         plan("required", hidden=[scratch])
 
@@ -519,6 +521,24 @@ with open(os.path.join({drop!r}, "seen.json"), "w") as stream:
 '''
 
 
+def grade_probe(course, module, drop, *, need_view=False):
+    """Grade assignment 01 from ``module`` (the solution, then a probe that writes what it could do to
+    ``drop``/seen.json): the result, what the probe saw, and the grader's confinement."""
+    from grader.runner import Grader
+    from grader.submission import resolve_submission
+
+    instance = Grader(course, device="cpu")
+    try:
+        if need_view and not instance.confinement.view:
+            pytest.skip(f"no private view here: {instance.confinement.problems}")
+        result = instance.grade(resolve_submission(module, course), (course.assignment("01_attention_basics"),),
+                                seed=5)
+    finally:
+        instance.close()
+    with open(os.path.join(drop, "seen.json")) as stream:
+        return result, json.load(stream), instance.confinement
+
+
 def _live_processes_of(uid: int, settle: float = 2.0) -> list[int]:
     """The processes of ``uid`` that are not dead (zombies, killed and not yet reaped, are), once they
     have had ``settle`` seconds to die."""
@@ -541,12 +561,11 @@ def _live_processes_of(uid: int, settle: float = 2.0) -> list[int]:
 @ROOT_ONLY
 def test_graded_as_a_user_of_its_own_a_submission_reads_signals_writes_and_forks_nothing(
         course, secret, scratch, tmp_path, monkeypatch):
-    """The grader's own path (runner, session, worker) with the drop forced on. Forced, because on a
-    machine whose Python others cannot read `auto` stays off; this submission imports nothing new."""
+    """The grader's own path (runner, session, worker) with the drop forced on and no private view
+    (what a machine without mount namespaces gets, where `auto` needs a Python that others can read;
+    this submission imports nothing new)."""
     import grader.confine
     from grader.confine import NPROC_LIMIT, Confinement
-    from grader.runner import Grader
-    from grader.submission import resolve_submission
 
     uid = unused_uid()
     monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): Confinement(uid))
@@ -559,14 +578,7 @@ def test_graded_as_a_user_of_its_own_a_submission_reads_signals_writes_and_forks
     solution = (ROOT_DIR / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
     probe = PROBE.format(secret=secret, grader=os.getpid(), results=str(results), drop=drop)
     (tmp_path / "attention_basics.py").write_text(solution + probe)
-    instance = Grader(course, device="cpu")
-    try:
-        result = instance.grade(resolve_submission(tmp_path / "attention_basics.py", course),
-                                (course.assignment("01_attention_basics"),), seed=5)
-    finally:
-        instance.close()
-    with open(os.path.join(drop, "seen.json")) as stream:
-        seen = json.load(stream)
+    result, seen, _ = grade_probe(course, tmp_path / "attention_basics.py", drop)
     assert seen["uid"] == uid
     assert seen["read secret"] == "PermissionError"
     assert seen["signal grader"] == "PermissionError"
@@ -578,3 +590,39 @@ def test_graded_as_a_user_of_its_own_a_submission_reads_signals_writes_and_forks
 
 
 ROOT_DIR = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+REFERENCE = ROOT_DIR / "solutions" / "01_attention_basics" / "attention_basics.py"
+PEEK = '''
+import json, os
+seen = {{"uid": os.getuid(), "grader visible": os.path.exists("/proc/{grader}")}}
+try:
+    seen["reference"] = open({reference!r}).read()[:40]
+except OSError as exc:
+    seen["reference"] = type(exc).__name__
+import wave  # nothing of the grader's imports this: the Python installation must be readable
+seen["imported"] = wave.__name__
+with open(os.path.join({drop!r}, "seen.json"), "w") as stream:
+    json.dump(seen, stream)
+'''
+
+
+@ROOT_ONLY
+def test_in_its_own_view_a_submission_cannot_read_the_reference_nor_see_the_grader(course, scratch, tmp_path):
+    """What `auto` gives wherever the grader runs as root with mount namespaces (these machines,
+    whose Python lives under a /root that others may not enter, included)."""
+
+    assert os.stat(REFERENCE).st_mode & 0o004  # on disk, others may read it
+    assert "wave" not in sys.modules
+    drop = os.path.join(scratch, "drop")
+    os.mkdir(drop)
+    os.chmod(drop, 0o1777)
+    os.chmod(scratch, 0o755)
+    probe = PEEK.format(grader=os.getpid(), reference=str(REFERENCE), drop=drop)
+    (tmp_path / "attention_basics.py").write_text(REFERENCE.read_text() + probe)
+    result, seen, confinement = grade_probe(course, tmp_path / "attention_basics.py", drop, need_view=True)
+    assert seen["uid"] == confinement.uid
+    assert seen["reference"] == "PermissionError"
+    assert seen["grader visible"] is False
+    assert seen["imported"] == "wave"
+    assert result.score == result.max_score and result.isolation == "separate-user"

@@ -125,8 +125,20 @@ def attention_scores(inputs):
     assert ex["attention_scores"].status == "error" and len(ex["attention_scores"].feedback) < 10_000
 
 
-def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path):
-    pid_file = tmp_path / "child.pid"
+@pytest.fixture
+def drop():
+    """A folder anyone may write to: student code may run as a user of its own (grader/confine.py)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="drop-"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path, drop):
+    pid_file = drop / "child.pid"
     grade_module(tight, tmp_path, f"""
 import os, time
 if os.fork() == 0:
@@ -175,8 +187,8 @@ def test_a_virtualenv_inside_the_course_stays_importable_but_the_reference_does_
     assert _reaches(str(tmp_path / "suites" / "hidden"), blocked)
 
 
-def test_processes_that_escape_with_setsid_are_killed_after_grading(tight, tmp_path):
-    pid_file = tmp_path / "escaped.pid"
+def test_processes_that_escape_with_setsid_are_killed_after_grading(tight, tmp_path, drop):
+    pid_file = drop / "escaped.pid"
     grade_module(tight, tmp_path, f"""
 import os, time
 if os.fork() == 0:
