@@ -229,12 +229,12 @@ def leaks_in(course: Course, root: Path) -> list[Stale]:
     for path in (course.root / "suites" / "hidden").glob("*.py"):
         hidden |= _windows(path.read_text(encoding="utf-8"))
     found = []
-    for path in sorted(root.rglob("*")):
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
         parts = path.relative_to(root).parts
         if "solutions" in parts or parts[:2] == ("suites", "hidden"):
             found.append(Stale(path, "is under solutions/ or suites/hidden/"))
             continue
-        if not path.is_file() or path.suffix not in _TEXT:
+        if path.suffix not in _TEXT:
             continue
         text = "\n".join(_source_lines(path))
         line = next((s for s in (x.strip() for x in text.splitlines()) if s in solution), None)

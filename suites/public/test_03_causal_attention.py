@@ -109,6 +109,22 @@ def test_causal_attention_in_eval_mode_has_no_dropout(grade):
 
 
 @check("CausalAttention")
+def test_causal_attention_drops_attention_weights_in_training(grade):
+    """Token 0 sees only itself: dropout on its single attention weight keeps its whole output row (scaled
+    by 1 / (1 - p)) or drops it. No random numbers are compared, so this holds on every machine."""
+    pair = grade.module("CausalAttention", 4, 8, 6, 0.5).train(False)
+    x = grade.randn(8, 6, 4)
+    evaluated = pair.reference(x)[:, 0].cpu()  # [8, d_out]: token 0 of each sequence, without dropout
+    trained = pair.train().call(x, seed=7).out
+    tol = grade.tolerance(evaluated)
+    for row, plain in zip(trained[:, 0], evaluated):
+        if not (torch.allclose(row, 2 * plain, tol.rtol, tol.atol) or torch.allclose(row, 0 * plain, 0, tol.atol)):
+            raise CheckFailed("CausalAttention(dropout=0.5) in training mode: the first token's output should be "
+                              "either its whole eval-mode output times 2 (its one attention weight kept and scaled) "
+                              "or all zeros (dropped); dropout belongs on the attention weights, after the softmax")
+
+
+@check("CausalAttention")
 def test_causal_attention_has_dropout_and_a_mask_buffer(grade):
     pair = grade.module("CausalAttention", 3, 2, 5, 0.2)
     if pair.state["modules"].get("dropout") != "Dropout":

@@ -1,6 +1,7 @@
 """The `grade` command as users run it: exit codes, one-line errors, reports on disk."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,22 @@ def test_check_on_the_stubs_exits_1_with_nothing_attempted():
     statuses = {e["status"] for a in data["assignments"] for e in a["exercises"]}
     assert data["score"] == 0 and statuses == {"not_implemented"}
     assert all(e["feedback"] == "not attempted yet" for e in data["assignments"][0]["exercises"])
+
+
+def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
+    (tmp_path / "thesis.tex").write_text("mine")
+    student = tmp_path / "student"
+    student.mkdir()
+    shutil.copy(ROOT / "course.toml", student)  # a course without solutions/, as students have it
+    for args, message in [
+        (["release", "--out", "assignments/student"], "outside the course folder"),
+        (["release", "--out", str(tmp_path)], "not a student distribution"),
+        (["release", "--check", "--out", str(tmp_path / "new")], "--check and --out do not go together"),
+        (["--course", str(student), "release", "--out", str(tmp_path / "new")], "has no solutions/"),
+        (["--course", str(student), "check", "--submission", str(ROOT / "assignments" / "01_attention_basics")],
+         "no recorded reference outputs"),
+    ]:
+        result = grade(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
+        assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["student", "thesis.tex"]

@@ -1,0 +1,253 @@
+"""The student distribution (`grade release --out`): what it holds, what it never holds, and that
+`grade check` there, with its own copy of the grader and no network, gives the verdicts the reference
+gives live on the public cases; its CI templates' commands run as written."""
+import ast
+import base64
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from grader.config import tomllib
+from grader.distribution import PUBLIC_SEED, leaks_in, write_distribution
+from grader.errors import GraderError
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = {".github", ".gitignore", ".gitlab-ci.yml", "README.md", "assignments", "course.toml", "grader",
+           "pyproject.toml", "suites"}
+
+
+@pytest.fixture(scope="module")
+def distribution(course, tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "attention-course"
+    written = write_distribution(course, course.assignments, out)
+    assert written.root == out.resolve() and written.checks > 3 * sum(len(a.points) for a in course.assignments)
+    return out
+
+
+def offline():
+    """``unshare -n`` (no network at all) where this machine allows it, else nothing."""
+    try:
+        subprocess.run(["unshare", "-n", "true"], check=True, capture_output=True, timeout=10)
+        return ["unshare", "-n"]
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
+def run_in(distribution, command, **env):
+    """``command`` in the distribution, importing the distribution's own copy of the grader."""
+    environment = {**os.environ, "PYTHONPATH": str(distribution), "COLUMNS": "120", **env}
+    return subprocess.run([*offline(), *command], cwd=distribution, env=environment, capture_output=True, text=True,
+                          timeout=300)
+
+
+def grade_json(distribution, *args):
+    result = run_in(distribution, [sys.executable, "-m", "grader", "check", "--format", "json", *args])
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def verdicts(data):
+    return {(a["id"], e["name"]): (e["status"], e["score"]) for a in data["assignments"] for e in a["exercises"]}
+
+
+# --- what is in it, what never is ---------------------------------------------------------------------------
+def test_it_holds_what_students_need(course, distribution):
+    assert {p.name for p in distribution.iterdir()} == SHIPPED
+    assert {p.name for p in (distribution / "suites").iterdir()} == {"pytest.ini", "public"}
+    assert (distribution / ".github" / "workflows" / "classroom.yml").is_file()
+    for assignment in course.assignments:
+        for name in (assignment.module, assignment.notebook):
+            shipped = distribution / "assignments" / assignment.id / name
+            assert shipped.read_bytes() == (ROOT / "assignments" / assignment.id / name).read_bytes()
+        assert (distribution / "suites" / "public" / f"test_{assignment.id}.py").is_file()
+    project = tomllib.loads((distribution / "pyproject.toml").read_text())
+    assert project["project"]["scripts"] == {"grade": "grader.cli:main"}
+    assert any(d.startswith("torch") for d in project["project"]["dependencies"])
+    readme = (distribution / "README.md").read_text()
+    assert "{{" not in readme and "grade check" in readme and course.assignments[-1].title in readme
+
+
+def solution_bodies():
+    """Every line (24 characters or more) of a solution block that appears nowhere outside one."""
+    inside, outside = set(), set()
+    for path in (ROOT / "solutions").glob("*/*.py"):
+        hidden = False
+        for line in (s.strip() for s in path.read_text().splitlines()):
+            if line in ("### BEGIN SOLUTION", "### END SOLUTION"):
+                hidden = line.startswith("### BEGIN")
+            else:
+                (inside if hidden else outside).add(line)
+    return {line for line in inside - outside if len(line) >= 24}
+
+
+def hidden_functions():
+    """The source of every function of the hidden suites, each line stripped."""
+    sources = []
+    for path in (ROOT / "suites" / "hidden").glob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                sources.append("\n".join(s.strip() for s in ast.get_source_segment(text, node).splitlines()))
+    return sources
+
+
+def test_nothing_of_the_solutions_or_the_hidden_suites_is_shipped(course, distribution):
+    bodies, functions = solution_bodies(), hidden_functions()
+    assert len(bodies) > 50 and len(functions) > 50
+    stubs = {distribution / "assignments" / a.id / a.module for a in course.assignments}
+    files = [p for p in distribution.rglob("*") if p.is_file()]
+    for path in files:
+        parts = path.relative_to(distribution).parts
+        assert not {"solutions", "hidden", "tests", "benchmarks", "nbgrader_config.py", "gradebook.db"} & set(parts)
+        if path.suffix == ".py":
+            assert parts[0] == "grader" or parts[:2] == ("suites", "public") or path in stubs, path
+        if path.suffix == ".pt":
+            continue
+        text = path.read_text(encoding="utf-8")
+        lines = {s.strip() for s in text.splitlines()}
+        if path.suffix == ".ipynb":
+            lines |= {s.strip() for c in json.loads(text)["cells"] for s in "".join(c["source"]).splitlines()}
+        assert not bodies & lines, f"{path} holds a solution line: {sorted(bodies & lines)[0]}"
+        flat = "\n".join(s.strip() for s in text.splitlines())
+        assert not any(f in flat for f in functions), f"{path} holds a function of a hidden suite"
+        assert "### BEGIN SOLUTION" not in text or parts[0] == "grader", path
+    for stub in stubs:
+        assert "NotImplementedError" in stub.read_text()
+
+
+def test_a_leaking_file_is_found(course, tmp_path):
+    (tmp_path / "suites" / "hidden").mkdir(parents=True)
+    (tmp_path / "suites" / "hidden" / "copy.py").write_text("x = 1\n")
+    body = sorted(solution_bodies())[0]
+    (tmp_path / "notes.md").write_text(f"# notes\n    {body}\n")
+    hidden = (ROOT / "suites" / "hidden" / f"test_{course.assignments[0].id}.py").read_text()
+    (tmp_path / "borrowed.py").write_text(hidden[len(hidden) // 2:])
+    (tmp_path / "fine.py").write_text("print('mine')\n")
+    assert {p.path.name for p in leaks_in(course, tmp_path)} == {"copy.py", "notes.md", "borrowed.py"}
+
+
+def test_the_recording_is_plain_data_for_the_public_checks_only(distribution):
+    import torch
+
+    data = torch.load(distribution / "suites" / "public" / "reference.pt", weights_only=True)
+    assert data["seed"] == PUBLIC_SEED and len(data["events"]) > 100
+    assert all(key.startswith("public/test_") for key in data["events"])
+
+
+# --- where it may be written ---------------------------------------------------------------------------------
+def test_a_folder_inside_the_course_or_one_holding_other_files_is_refused(course, tmp_path):
+    with pytest.raises(GraderError, match="outside the course"):
+        write_distribution(course, course.assignments, ROOT / "build" / "student")
+    (tmp_path / "thesis.tex").write_text("mine")
+    with pytest.raises(GraderError, match="not a student distribution"):
+        write_distribution(course, course.assignments, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
+
+
+# --- grade check there ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # grades in a subprocess
+def test_its_own_grader_gives_the_solutions_full_marks_offline(distribution, submission_dir):
+    found = run_in(distribution, [sys.executable, "-c", "import grader; print(grader.__file__)"])
+    assert Path(found.stdout.strip()).resolve() == (distribution / "grader" / "__init__.py").resolve()
+    code, data = grade_json(distribution, "--submission", str(submission_dir))
+    assert code == 0 and data["score"] == data["max_score"] == 500 and data["seed"] == PUBLIC_SEED
+    assert {status for status, _ in verdicts(data).values()} == {"passed"}
+
+
+MUTATED = ("softmax", "CrossAttention", "copy_v2_weights_into_v1", "CausalAttention", "MultiHeadAttention",
+           "flash_attention")
+
+
+def mutants():
+    spec = importlib.util.spec_from_file_location("corpus_of_mutants", Path(__file__).with_name("test_mutants.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: module.MUTANTS[name] for name in MUTATED}
+
+
+@pytest.mark.slow  # grades in a subprocess
+def test_mistakes_get_the_verdicts_the_reference_gives_live(course, grader, distribution, submission_dir):
+    for assignment_id, old, new in mutants().values():
+        path = submission_dir / assignment_id / course.assignment(assignment_id).module
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new, 1))
+    live = grader.grade(resolve_submission(submission_dir, course), course.assignments, seed=PUBLIC_SEED,
+                        suite="public")
+    _, data = grade_json(distribution, "--submission", str(submission_dir))
+    replayed = verdicts(data)
+    assert replayed == {(a.id, e.name): (e.status, e.score) for a in live.assignments for e in a.exercises}
+    failed = {name for (_, name), (status, _) in replayed.items() if status != "passed"}
+    assert failed == set(MUTATED)
+    hidden = grader.grade(resolve_submission(submission_dir, course), course.assignments)
+    assert failed <= {e.name for a in hidden.assignments for e in a.exercises if e.status != "passed"}
+
+
+# --- the CI templates, as written ---------------------------------------------------------------------------
+def load_yaml(path):
+    yaml = pytest.importorskip("yaml")
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.fixture
+def clone(distribution, tmp_path):
+    """A student's clone of the distribution, to run CI in."""
+    return Path(shutil.copytree(distribution, tmp_path / "clone"))
+
+
+def shell(distribution, tmp_path, script, **env):
+    """A CI step's script in the distribution, as CI runs it (bash -e, pipefail), with `grade` on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "grade").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m grader "$@"\n')
+    (bin_dir / "grade").chmod(0o755)
+    if not (bin_dir / "python").exists():
+        (bin_dir / "python").symlink_to(sys.executable)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return run_in(distribution, ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], PATH=path, **env)
+
+
+@pytest.mark.slow  # grades in a subprocess
+def test_the_github_classroom_workflow_reports_the_summary_and_the_points(clone, tmp_path):
+    workflow = load_yaml(clone / ".github" / "workflows" / "classroom.yml")
+    assert workflow["name"] == "Autograding Tests"
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    graded = [s for s in steps if "grade check" in s.get("run", "")]
+    assert len(graded) == 2
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs"
+    for step in graded:
+        result = shell(clone, tmp_path, step["run"], GITHUB_STEP_SUMMARY=str(summary),
+                       GITHUB_OUTPUT=str(outputs))
+        assert result.returncode == 0, result.stderr
+    text = summary.read_text()
+    assert text.startswith("## ") and "0 / 500 points" in text and text.count("not attempted yet") >= 27
+    # the stubs: nothing attempted, nothing earned
+    data = json.loads((clone / "grade.json").read_text())
+    assert data["score"] == 0 and {s for s, _ in verdicts(data).values()} == {"not_implemented"}
+    (line,) = outputs.read_text().splitlines()
+    name, value = line.split("=", 1)
+    reporter = next(s for s in steps if "autograding-grading-reporter" in s.get("uses", ""))
+    runner = reporter["with"]["runners"]
+    assert name == "result" and f"steps.{runner}.outputs.result" in reporter["env"][f"{runner.upper()}_RESULTS"]
+    result = json.loads(base64.b64decode(value))
+    assert result["max_score"] == 500 and result["status"] == "fail"
+    assert len(result["tests"]) == 27 and sum(t["score"] for t in result["tests"]) == 0
+
+
+@pytest.mark.slow  # grades in a subprocess
+def test_the_gitlab_job_writes_a_junit_report(clone, tmp_path):
+    job = load_yaml(clone / ".gitlab-ci.yml")["grade"]
+    assert job["artifacts"]["reports"]["junit"] == "report.xml"
+    commands = [c for c in job["script"] if c.startswith("grade ")]
+    assert commands == ["grade check --format junit --output report.xml"]
+    result = shell(clone, tmp_path, commands[0])
+    assert result.returncode == 1  # the stubs: short of full marks, and the job says so
+    report = ElementTree.parse(clone / "report.xml").getroot()
+    assert report.tag == "testsuites" and report.get("tests") == "27" and report.get("failures") == "27"
