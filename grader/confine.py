@@ -254,6 +254,14 @@ def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
     return Confinement(uid, NOBODY, tuple(readable), view=found["view"], hide=hidden if found["view"] else ())
 
 
+def _still_readable(path: str) -> bool:
+    """Readable, and not a file covered by /dev/null (grader/mounts.py)."""
+    try:
+        return os.access(path, os.R_OK) and not os.path.samestat(os.stat(path), os.stat(os.devnull))
+    except OSError:
+        return False
+
+
 def _probe(uid: int, gid: int, hidden: tuple[str, ...], *, view: bool) -> dict | None:
     """Fork a child that confines itself as a worker would (with the private view or without) and
     reports what it cannot import from and what secrets it can still read; None if that failed."""
@@ -269,7 +277,7 @@ def _probe(uid: int, gid: int, hidden: tuple[str, ...], *, view: bool) -> dict |
             drop_privileges(uid, gid)
             report = {"view": view,
                       "unreadable": [p for p in runtime_paths() if not os.access(p, os.R_OK | os.X_OK)],
-                      "readable": [p for p in hidden if os.access(p, os.R_OK)]}
+                      "readable": [p for p in hidden if _still_readable(p)]}
             os.write(writer, json.dumps(report).encode())
         finally:
             os._exit(0)
@@ -378,13 +386,14 @@ def kill_all_of(uid: int) -> None:
 
 
 # --- the worker's side ----------------------------------------------------------------------------
-def enter_view(uid: int, gid: int, hide: Iterable[str]) -> None:
+def enter_view(uid: int, gid: int, hide: Iterable[str], keep: Iterable[str] = ()) -> None:
     """As root, before :func:`drop_privileges`: a mount namespace of this process's own in which
     ``hide`` is covered and the Python installation is open to ``uid`` (see grader/mounts.py)."""
     from grader.mounts import MountError, enter_private_view
 
     try:
-        enter_private_view(hide=hide, reach=runtime_paths(), can_enter=lambda path: readable_by(path, uid, gid))
+        enter_private_view(hide=hide, reach=runtime_paths(), keep=keep,
+                           can_enter=lambda path: readable_by(path, uid, gid))
     except MountError as exc:
         raise ConfinementError(f"no private view of the file system: {exc.strerror or exc}") from exc
 

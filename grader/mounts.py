@@ -47,10 +47,11 @@ def _mount(source: str | None, target: str, kind: str | None, flags: int = 0, op
         raise MountError(code, f"mount {kind or source} on {target}: {os.strerror(code)}")
 
 
-def enter_private_view(*, hide: Iterable[str], reach: Iterable[str], can_enter) -> None:
+def enter_private_view(*, hide: Iterable[str], reach: Iterable[str], can_enter, keep: Iterable[str] = ()) -> None:
     """Move this (root, single-threaded, freshly forked) process into a mount namespace of its own,
     where the folders of ``reach`` can be entered by the user that ``can_enter(path)`` judges for, and
-    ``hide`` is covered. Raise :class:`MountError` if any step fails."""
+    ``hide`` is covered, except what holds ``reach`` or ``keep`` (the working copy). Raise
+    :class:`MountError` if any step fails."""
     if _unshare is None:
         raise MountError(0, "unshare(2) is not available on this system")
     if _unshare(_CLONE_NEWNS) != 0:
@@ -68,8 +69,11 @@ def enter_private_view(*, hide: Iterable[str], reach: Iterable[str], can_enter) 
             break
         for folder, ways in sorted(closed.items()):
             _open_way_through(folder, ways)
+    needed = [*reach, *(os.path.realpath(path) for path in keep)]
     for path in hide:
         path = os.path.realpath(path)
+        if any(inner == path or inner.startswith(path + os.sep) for inner in needed):
+            continue  # covering it would cover what the worker needs
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", 0, "mode=000,size=4k")
         elif os.path.exists(path):

@@ -72,7 +72,7 @@ def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
     if spec.uid is not None:  # the uid is this grading's own: the limit counts its processes only
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
         if spec.private_view:
-            enter_view(spec.uid, spec.gid, spec.hide)
+            enter_view(spec.uid, spec.gid, spec.hide, keep=[spec.workdir, spec.student_root])
         drop_privileges(spec.uid, spec.gid)
         _die_with_parent()  # the kernel cleared it with the uid change
     os.chdir(spec.workdir)
