@@ -49,11 +49,12 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
                device=device, seed=seed)
 
 
-def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None) -> int:
-    """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins)."""
+def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None) -> int:
+    """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins) and of
+    nbgrader's gradebook (``gradebook``, or the course's own gradebook.db where there is one)."""
     from grader.export import export_csv
 
-    text = export_csv(course, list(result_dirs))
+    text = export_csv(course, list(result_dirs), gradebook)
     if output:
         output.write_text(text, encoding="utf-8")
     else:
@@ -78,8 +79,8 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     from grader.runner import has_reference
 
     if not has_reference(course):
-        raise UsageError(f"{course.root} has no solutions/ (a student distribution?): `grade release` runs in "
-                         "the instructor's course")
+        raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
+                         "`grade release` runs in the instructor's course")
     if out is not None:
         if check_only:
             raise UsageError("--check and --out do not go together: --out writes, --check writes nothing")

@@ -63,7 +63,7 @@ def write_distribution(course: Course, assignments: tuple[Assignment, ...], out:
 # --- where it goes --------------------------------------------------------------------------------------
 def is_distribution(folder: Path) -> bool:
     return ((folder / "course.toml").is_file() and (folder / "suites" / "public" / "reference.pt").is_file()
-            and not (folder / "solutions").exists())
+            and not (folder / "suites" / "hidden").exists())
 
 
 def _target(course: Course, out: Path) -> Path:
@@ -108,8 +108,8 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
     from grader.submission import resolve_submission
 
     if not has_reference(course):
-        raise DistributionError("this course has no solutions/: a student distribution is written from the "
-                                "instructor's course")
+        raise DistributionError("this course has no solutions/ or suites/hidden/: a student distribution is "
+                                "written from the instructor's course")
     recording = Recording(PUBLIC_SEED)
     solutions = resolve_submission(course.root / "solutions", course)
     grader = Grader(course, device="cpu")

@@ -37,9 +37,10 @@ PUBLIC_RECORDING = Path("suites", "public", "reference.pt")
 
 
 def has_reference(course: Course) -> bool:
-    """The instructor's course (solutions/ present) grades with the hidden suites; a student
-    distribution has none and replays the public suites' recorded reference outputs instead."""
-    return (course.root / "solutions").is_dir()
+    """The instructor's course (solutions/ and suites/hidden/ present) grades with the hidden suites; a
+    student distribution has neither and replays the public suites' recorded reference outputs instead
+    (a student's own folder named solutions/ changes nothing)."""
+    return (course.root / "solutions").is_dir() and (course.root / "suites" / "hidden").is_dir()
 
 
 def public_recording(course: Course, device: str):

@@ -7,6 +7,8 @@ grading checks more cases, with fresh random inputs: passing here is a good sign
 import pytest
 import torch
 
+from grader.diagnose import UNSTABLE, diagnosed, safe_softmax, softmax_mistakes, unstable
+
 pytestmark = pytest.mark.assignment("01_attention_basics")
 check = pytest.mark.exercise
 
@@ -53,22 +55,30 @@ def test_naive_softmax_along_dim_0(grade):
     grade.same("softmax_naive", grade.randn(5, 3, dtype=torch.float64), dim=0, grad=True)
 
 
+def softmax_same(grade, x, dim=-1, grad=False):
+    """The student's softmax matches the reference's; when it does not, name the mistake if a known
+    one (the wrong dimension, an overflow) explains the output."""
+    diagnosed(grade, lambda: grade.same("softmax", x, dim=dim, grad=grad),
+              lambda: grade.call("softmax", x, dim=dim).out, softmax_mistakes(x, dim),
+              explain_output=lambda out: UNSTABLE if unstable(out, safe_softmax(x, dim)) else None)
+
+
 @check("softmax", forbidden=LIBRARY_SOFTMAX)
 def test_softmax_on_the_lesson_scores(grade):
     inputs = journey()
-    grade.same("softmax", inputs @ inputs[1])  # the weights [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
+    softmax_same(grade, inputs @ inputs[1])  # the weights [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
 
 
 @check("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
 @pytest.mark.parametrize("shape,dim,dtype", [((2, 3, 4), 1, torch.float32), ((4, 5), -1, torch.float64)],
                          ids=["dim1-float32", "last-dim-float64"])
 def test_softmax_on_random_data(grade, shape, dim, dtype):
-    grade.same("softmax", grade.randn(*shape, dtype=dtype, scale=2.0), dim=dim, grad=True)
+    softmax_same(grade, grade.randn(*shape, dtype=dtype, scale=2.0), dim=dim, grad=True)
 
 
 @check("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
 def test_softmax_does_not_overflow(grade):
-    grade.same("softmax", grade.randn(3, 6, scale=500.0))  # exp(500) is inf in float32
+    softmax_same(grade, grade.randn(3, 6, scale=500.0))  # exp(500) is inf in float32
 
 
 @check("softmax", forbidden=LIBRARY_SOFTMAX)
@@ -76,7 +86,7 @@ def test_softmax_with_hidden_entries(grade):
     x = grade.randn(3, 5, dtype=torch.float64)
     x[0, 1] = float("-inf")  # weight 0
     x[2] = float("-inf")  # nothing to attend to: zeros, not NaN
-    grade.same("softmax", x)
+    softmax_same(grade, x)
 
 
 @check("context_vector_loop")

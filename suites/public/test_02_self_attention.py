@@ -7,6 +7,8 @@ the dtype's tolerance). `grade check` replays reference outputs recorded at rele
 import pytest
 import torch
 
+from grader.diagnose import attention_mistakes, diagnosed
+
 pytestmark = pytest.mark.assignment("02_self_attention")
 check = pytest.mark.exercise
 
@@ -36,11 +38,19 @@ def random_mask(grade, *shape):
     return mask
 
 
+def weights_same(grade, queries, keys, mask=None, grad=False):
+    """The student's attention_weights match the reference's; when they do not, name the mistake if a
+    known one (the scale, the scores' orientation, the softmax's dimension, the mask) explains them."""
+    diagnosed(grade, lambda: grade.same("attention_weights", queries, keys, mask=mask, grad=grad),
+              lambda: grade.call("attention_weights", queries, keys, mask=mask).out,
+              attention_mistakes(queries, keys, scale=keys.shape[-1] ** -0.5, hidden=mask))
+
+
 @check("attention_weights", forbidden=FUSED_ATTENTION)
 def test_weights_on_the_lesson_data(grade):
     generator = torch.Generator().manual_seed(123)
     w_query, w_key = torch.rand(3, 2, generator=generator), torch.rand(3, 2, generator=generator)
-    grade.same("attention_weights", journey() @ w_query, journey() @ w_key)
+    weights_same(grade, journey() @ w_query, journey() @ w_key)
 
 
 @check("attention_weights", weight=2, forbidden=FUSED_ATTENTION)
@@ -53,7 +63,7 @@ def test_weights_on_random_data(grade, lead, dtype):
 @check("attention_weights", weight=2, forbidden=FUSED_ATTENTION)
 def test_weights_with_a_mask(grade):
     mask = random_mask(grade, 4, 6)  # [Tq, Tk], broadcast over the batch
-    grade.same("attention_weights", grade.randn(2, 4, 8), grade.randn(2, 6, 8), mask=mask, grad=True)
+    weights_same(grade, grade.randn(2, 4, 8), grade.randn(2, 6, 8), mask=mask, grad=True)
 
 
 @check("attention_weights", forbidden=FUSED_ATTENTION)

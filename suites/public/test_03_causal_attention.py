@@ -6,6 +6,7 @@ recorded at release, offline; ``CausalAttention`` gets the reference's weights b
 import pytest
 import torch
 
+from grader.diagnose import causal_variants, diagnosed
 from grader.harness import CheckFailed
 
 pytestmark = pytest.mark.assignment("03_causal_attention")
@@ -25,7 +26,13 @@ def journey_scores():
 
 @check("causal_mask")
 def test_causal_mask_of_the_lesson(grade):
-    grade.same("causal_mask", 6)
+    masks = causal_variants(6, 6)
+    diagnosed(grade, lambda: grade.same("causal_mask", 6), lambda: grade.call("causal_mask", 6).out, [
+        ("mask-inverted", "your mask hides the past instead of the future", masks["past"]),
+        ("mask-inverted", "your mask is True where a token may attend; True means hidden", masks["past-and-diagonal"]),
+        ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+         masks["future-and-diagonal"]),
+    ])
 
 
 @check("causal_mask")
@@ -48,7 +55,11 @@ def test_apply_on_random_scores(grade, shape, dtype):
 
 @check("renormalize_causal_weights")
 def test_renormalize_the_lesson_weights(grade):
-    grade.same("renormalize_causal_weights", torch.softmax(journey_scores(), dim=-1))
+    weights = torch.softmax(journey_scores(), dim=-1)
+    diagnosed(grade, lambda: grade.same("renormalize_causal_weights", weights),
+              lambda: grade.call("renormalize_causal_weights", weights).out,
+              [("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
+                weights.masked_fill(causal_variants(6, 6)["future"], 0.0))])
 
 
 @check("renormalize_causal_weights", weight=2)
