@@ -95,8 +95,15 @@ def test_modifying_the_input_in_place_is_named(tight, tmp_path):
     assert ex["softmax"].status == "failed" and "input-mutated" in ex["softmax"].misconceptions
 
 
-def test_patching_torch_or_returning_a_lying_subclass_gains_nothing(tight, tmp_path):
+def test_patching_torch_the_test_helpers_or_returning_a_lying_subclass_gains_nothing(tight, tmp_path):
     _, ex = grade_module(tight, tmp_path, """
+try:  # the grader's own helpers, as far as this process can reach them
+    import grader.compare, grader.diagnose, grader.harness
+    grader.compare.difference = lambda *a, **k: None
+    grader.harness.Grade.same = lambda *a, **k: None
+    grader.harness.Grade.expect_close = lambda *a, **k: None
+except Exception:
+    pass
 torch.allclose = lambda *a, **k: True
 torch.Tensor.__eq__ = lambda self, other: True
 class Liar(torch.Tensor):
