@@ -1,15 +1,24 @@
 """nbgrader, run from the course root: sources in solutions/, releases in assignments/.
 
 The same mapping `grade release` uses (grader/nbgrader_glue.py). Submissions go in
-submitted/<student>/<assignment>/; the gradebook is gradebook.db (SQLite).
+submitted/<student>/<assignment>/; the gradebook is gradebook.db (SQLite) at the course root.
+`nbgrader generate_assignment ID --force` writes the stub module beside the release notebook, as
+`grade release` does; `nbgrader generate_feedback` shows no hidden test.
 """
-from grader.nbgrader_glue import IGNORE
+from pathlib import Path
+
+from grader.config import load_course
+from grader.nbgrader_glue import shared_settings
+
+ROOT = Path(__file__).resolve().parent
 
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
+shared_settings(c)
 
-c.CourseDirectory.course_id = "attention-pytorch"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.course_id = load_course(ROOT).id
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.submitted_directory = "submitted"
-c.CourseDirectory.ignore = IGNORE
-c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
+c.GenerateAssignment.post_convert_hook = "grader.nbgrader_glue.write_stubs"

@@ -70,13 +70,15 @@ def autograde(course_dir, paths, out, workers, shard, resume, device, seed):
 @cli.command()
 @click.argument("results", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the CSV here (default: stdout).")
+@click.option("--gradebook", type=click.Path(path_type=Path, dir_okay=False),
+              help="nbgrader's gradebook (default: gradebook.db at the course root, where there is one).")
 @click.pass_obj
-def export(course_dir, results, output):
-    """One CSV of all grades from autograde result folders (every shard's), default ./grades."""
+def export(course_dir, results, output, gradebook):
+    """One CSV of all grades: autograde result folders (every shard's; default ./grades) and nbgrader's gradebook."""
     from grader import api
 
     course = api.open_course(course_dir)
-    sys.exit(api.export(course=course, result_dirs=results or (Path("grades"),), output=output))
+    sys.exit(api.export(course=course, result_dirs=results, output=output, gradebook=gradebook))
 
 
 @cli.command("list")

@@ -1,4 +1,11 @@
-"""``grade export``: one CSV of all grades, merging the result folders of every autograde shard."""
+"""``grade export``: one CSV of all grades: the result folders of every autograde shard, merged, and
+nbgrader's gradebook (``gradebook.db`` at the course root, or another one named).
+
+A row per submission and source: ``autograde`` rows come from result files (where shards overlap,
+the most recent result of a name wins), ``nbgrader`` rows from the gradebook, one per student, with
+the assignments they handed in (score after nbgrader's late penalty, as ``nbgrader export`` gives it)
+and each exercise's graded cell (``test_<exercise>``).
+"""
 from __future__ import annotations
 
 import csv
@@ -8,6 +15,9 @@ from pathlib import Path
 from grader.autograde import read_result
 from grader.config import Course
 from grader.errors import UsageError
+
+GRADEBOOK = "gradebook.db"
+DEFAULT_RESULTS = Path("grades")
 
 
 def collect(result_dirs: list[Path]) -> dict[str, dict]:
@@ -25,17 +35,61 @@ def collect(result_dirs: list[Path]) -> dict[str, dict]:
     return {name: data for name, (_, data) in sorted(found.items())}
 
 
-def export_csv(course: Course, result_dirs: list[Path]) -> str:
-    """A row per submission: total, each assignment, each exercise."""
+def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
+    """The gradebook named, which must exist, or the course's own where there is one."""
+    if gradebook is not None:
+        if not Path(gradebook).is_file():
+            raise UsageError(f"no such gradebook: {gradebook}")
+        return Path(gradebook)
+    default = course.root / GRADEBOOK
+    return default if default.is_file() else None
+
+
+def read_gradebook(path: Path, course: Course) -> dict[str, dict]:
+    """The gradebook's grades by student, shaped like autograde results (the fields export reads)."""
+    try:
+        from nbgrader.api import Gradebook
+    except ImportError:
+        raise UsageError(f"{path} is nbgrader's gradebook: reading it needs nbgrader "
+                         "(pip install 'attention-course[notebooks]')") from None
+    known = {a.id: a for a in course.assignments}
+    students: dict[str, list[dict]] = {}
+    with Gradebook(f"sqlite:///{Path(path).resolve()}", course.id) as book:
+        for assignment in book.assignments:
+            if assignment.name not in known:
+                continue
+            for submission in assignment.submissions:
+                cells = {g.name.removeprefix("test_"): g.score for n in submission.notebooks for g in n.grades}
+                students.setdefault(submission.student.id, []).append({
+                    "id": assignment.name,
+                    "score": round(max(0.0, submission.score - submission.late_submission_penalty), 2),
+                    "max_score": submission.max_score,
+                    "exercises": [{"name": name, "score": cells[name]}
+                                  for name in known[assignment.name].exercises if name in cells]})
+    return {student: {"submission": student, "score": round(sum(a["score"] for a in graded), 2),
+                      "max_score": sum(a["max_score"] for a in graded), "assignments": graded}
+            for student, graded in sorted(students.items())}
+
+
+def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None) -> str:
+    """A row per submission and source: total, each assignment, each exercise, then the source.
+    Without result folders: ./grades, unless there is a gradebook and no ./grades."""
+    book = gradebook_path(course, gradebook)
+    if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
+        result_dirs = [DEFAULT_RESULTS]
     assignments = [a.id for a in course.assignments]
     exercises = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["submission", "score", "max_score", *assignments, *exercises])
-    for name, data in collect(result_dirs).items():
-        by_assignment = {a["id"]: a for a in data["assignments"]}
-        scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
-        writer.writerow([name, data["score"], data["max_score"],
-                         *[by_assignment[a]["score"] if a in by_assignment else "" for a in assignments],
-                         *[scores.get(e, "") for e in exercises]])
+    writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "source"])
+    sources = [("autograde", collect(result_dirs))]
+    if book is not None:
+        sources.append(("nbgrader", read_gradebook(book, course)))
+    for source, grades in sources:
+        for name, data in grades.items():
+            by_assignment = {a["id"]: a for a in data["assignments"]}
+            scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
+            writer.writerow([name, data["score"], data["max_score"],
+                             *[by_assignment[a]["score"] if a in by_assignment else "" for a in assignments],
+                             *[scores.get(e, "") for e in exercises], source])
     return buffer.getvalue()

@@ -1,0 +1,106 @@
+"""grade export: autograde result folders and nbgrader's gradebook in one CSV."""
+import csv
+import json
+import shutil
+
+import pytest
+
+from grader.config import load_course
+from grader.errors import UsageError
+from grader.export import export_csv
+
+ASSIGNMENT = "01_attention_basics"
+
+
+@pytest.fixture
+def course_copy(course, tmp_path):
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(course.root / "course.toml", root)
+    return load_course(root)
+
+
+def write_gradebook(path, course, scores: dict[str, dict[str, float]], late_penalty: float = 0.0):
+    """A gradebook as nbgrader's autograde leaves it: one notebook of 01, a graded cell per exercise."""
+    from nbgrader.api import Gradebook
+
+    assignment = course.assignment(ASSIGNMENT)
+    notebook = assignment.notebook.removesuffix(".ipynb")
+    with Gradebook(f"sqlite:///{path}", course.id) as book:
+        book.add_assignment(ASSIGNMENT)
+        book.add_notebook(notebook, ASSIGNMENT)
+        for name, points in assignment.points:
+            book.add_grade_cell(f"test_{name}", notebook, ASSIGNMENT, max_score=points, cell_type="code")
+        for student, earned in scores.items():
+            book.add_student(student)
+            submission = book.add_submission(ASSIGNMENT, student)
+            for name, points in assignment.points:
+                book.find_grade(f"test_{name}", notebook, ASSIGNMENT, student).auto_score = earned.get(name, points)
+            if late_penalty:
+                submission.notebooks[0].late_submission_penalty = late_penalty
+            book.db.commit()
+
+
+def result_file(folder, name, course, score):
+    assignment = course.assignment(ASSIGNMENT)
+    folder.mkdir(exist_ok=True)
+    data = {"schema": 1, "submission": name, "seed": 1, "device": "cpu", "score": score, "max_score": 100.0,
+            "duration_s": 1.0, "assignments": [{"id": ASSIGNMENT, "score": score, "max_score": 100.0, "exercises": [
+                {"name": n, "score": p * score / 100, "max_score": p, "status": "passed"} for n, p in assignment.points]}]}
+    (folder / f"{name}.json").write_text(json.dumps(data))
+
+
+def rows(text):
+    return {(row["submission"], row["source"]): row for row in csv.DictReader(text.splitlines())}
+
+
+@pytest.mark.nbgrader
+def test_the_gradebook_at_the_course_root_joins_the_autograde_results(course_copy, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_gradebook(course_copy.root / "gradebook.db", course_copy,
+                    {"zoe": {"softmax": 18.75}, "yan": {name: 0 for name in course_copy.assignment(ASSIGNMENT).exercises}})
+    result_file(tmp_path / "grades", "zoe", course_copy, 100.0)
+    found = rows(export_csv(course_copy, [tmp_path / "grades"]))
+    assert set(found) == {("zoe", "autograde"), ("zoe", "nbgrader"), ("yan", "nbgrader")}
+    zoe = found[("zoe", "nbgrader")]
+    assert float(zoe["score"]) == 93.75 and float(zoe[ASSIGNMENT]) == 93.75 and float(zoe["max_score"]) == 100
+    assert float(zoe[f"{ASSIGNMENT}:softmax"]) == 18.75 and float(zoe[f"{ASSIGNMENT}:attention_scores"]) == 15
+    assert zoe["02_self_attention"] == "" and zoe["02_self_attention:CrossAttention"] == ""  # not handed in
+    assert float(found[("yan", "nbgrader")]["score"]) == 0
+    assert float(found[("zoe", "autograde")]["score"]) == 100
+    # without result folders: ./grades when there is one (here), else the gradebook alone
+    assert set(rows(export_csv(course_copy, []))) == set(found)
+    shutil.rmtree(tmp_path / "grades")
+    assert set(rows(export_csv(course_copy, []))) == {("zoe", "nbgrader"), ("yan", "nbgrader")}
+
+
+@pytest.mark.nbgrader
+def test_a_named_gradebook_is_read_and_the_late_penalty_applies_as_nbgrader_export_does(course_copy, tmp_path):
+    book = tmp_path / "elsewhere.db"
+    write_gradebook(book, course_copy, {"zoe": {}}, late_penalty=10)
+    (tmp_path / "grades").mkdir()
+    zoe = rows(export_csv(course_copy, [tmp_path / "grades"], book))[("zoe", "nbgrader")]
+    assert float(zoe["score"]) == 90 and float(zoe[f"{ASSIGNMENT}:softmax"]) == 25
+
+
+def test_without_a_gradebook_the_csv_is_the_autograde_results_with_their_source(course_copy, tmp_path):
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)
+    text = export_csv(course_copy, [tmp_path / "grades"])
+    header = next(csv.reader(text.splitlines()))
+    assert header[:3] == ["submission", "score", "max_score"] and header[-1] == "source"
+    assert list(rows(text)) == [("zoe", "autograde")]
+    with pytest.raises(UsageError, match="no such gradebook"):
+        export_csv(course_copy, [tmp_path / "grades"], tmp_path / "missing.db")
+    with pytest.raises(UsageError, match="no such result folder"):
+        export_csv(course_copy, [tmp_path / "nowhere"])
+
+
+def test_grade_export_takes_a_gradebook_option(course_copy, tmp_path):
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)
+    outcome = CliRunner().invoke(cli, ["--course", str(course_copy.root), "export", str(tmp_path / "grades"),
+                                       "--gradebook", str(tmp_path / "missing.db")])
+    assert outcome.exit_code == 2 and "no such gradebook" in outcome.output

@@ -1,0 +1,99 @@
+"""check(): a notebook's graded cell grades the kernel's code like `grade check` grades a file."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.errors import UsageError
+from grader.notebook_checks import assignment_of, check, describe, grade_cells, history_notebook, write_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK_CELL = 'from grader.notebook_checks import check\n\ncheck("softmax")'
+
+
+def test_history_keeps_the_numbering_and_drops_the_graded_cells_and_what_did_not_parse():
+    cells = ["", "import torch", "def f(:\n    pass", CHECK_CELL, "%time x = 1\ndef g():\n    return 2",
+             "import grader.notebook_checks as gc\ndef sneaky():\n    pass"]
+    notebook = history_notebook(cells)
+    sources = [cell["source"] for cell in notebook["cells"]]
+    assert sources == ["import torch", "", "", cells[4], ""]  # cell n is In[n]
+    assert notebook["nbformat"] == 4 and all(c["cell_type"] == "code" for c in notebook["cells"])
+
+
+def test_the_history_grades_like_the_same_code_as_a_notebook_file_and_as_a_module(course, grader, tmp_path):
+    from grader.submission import resolve_submission
+
+    assignment = course.assignment("01_attention_basics")
+    module = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+    wrong = module.replace("return exp / total.clamp_min(1.0)", "return exp / total")  # all -inf slice: NaN
+    assert wrong != module
+    (tmp_path / "module").mkdir()
+    (tmp_path / "module" / assignment.module).write_text(wrong)
+    cells = ["", wrong, CHECK_CELL]
+    (tmp_path / "notebook").mkdir()
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": source} for source in cells[1:]], "metadata": {}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (tmp_path / "notebook" / assignment.notebook).write_text(json.dumps(notebook))
+    kernel = grade_cells(course, assignment, "softmax", cells, cwd=tmp_path, seed=3, grader=grader)
+    [softmax] = kernel.assignments[0].exercises
+    assert softmax.name == "softmax" and 0 < softmax.score < 25
+    for path in (tmp_path / "module" / assignment.module, tmp_path / "notebook" / assignment.notebook):
+        whole = grader.grade(resolve_submission(path, course), (assignment,), seed=3)
+        same = next(e for e in whole.assignments[0].exercises if e.name == "softmax")
+        assert (same.score, same.status, same.misconceptions, same.feedback) == (
+            softmax.score, softmax.status, softmax.misconceptions, softmax.feedback)
+    text = describe(softmax, kernel)
+    assert text.startswith(f"softmax: {softmax.score:g}/25 points, failed") and "seed 3" in text
+
+
+def test_sibling_assignments_beside_the_kernel_folder_go_along(course, tmp_path):
+    students = tmp_path / "assignments"
+    (students / "03_causal_attention").mkdir(parents=True)
+    (students / "03_causal_attention" / "causal_attention.py").write_text("x = 1\n")
+    (students / "04_multi_head_attention").mkdir()
+    here = students / "04_multi_head_attention"
+    (here / "multi_head_attention.ipynb").write_text("{}")  # the kernel's own notebook: the history stands for it
+    root = write_submission(course, course.assignment("04_multi_head_attention"), ["", "y = 2"], here,
+                            tmp_path / "out")
+    assert (root / "03_causal_attention" / "causal_attention.py").read_text() == "x = 1\n"
+    written = json.loads((root / "04_multi_head_attention" / "multi_head_attention.ipynb").read_text())
+    assert [c["source"] for c in written["cells"]] == ["y = 2"]
+    assert sorted(p.name for p in root.iterdir()) == ["03_causal_attention", "04_multi_head_attention"]
+
+
+def test_an_unknown_exercise_and_a_call_outside_a_kernel_are_usage_errors(course, tmp_path):
+    assert assignment_of(course, "CausalAttention", tmp_path).id == "03_causal_attention"
+    with pytest.raises(UsageError, match="no assignment of this course has an exercise 'softmx'"):
+        assignment_of(course, "softmx", tmp_path)
+    with pytest.raises(UsageError, match="notebook cell"):
+        check("softmax")
+
+
+def test_grading_from_a_kernel_leaves_its_imports_path_threads_and_random_state_as_they_were():
+    """The grading process imports the reference; the kernel must not keep it importable by name."""
+    script = f"""
+import sys, torch
+from pathlib import Path
+from grader.config import load_course
+from grader.notebook_checks import grade_cells
+course = load_course(Path({str(ROOT)!r}))
+torch.set_num_threads(3); torch.manual_seed(5)
+before_path, before_rng = list(sys.path), torch.get_rng_state()
+own = sys.modules["attention_basics"] = type(sys)("attention_basics")  # the student's own module of that name
+result = grade_cells(course, course.assignment("01_attention_basics"), "softmax_naive",
+                     ["", "import torch\\ndef softmax_naive(x, dim=-1):\\n    e = torch.exp(x)\\n"
+                          "    return e / e.sum(dim=dim, keepdim=True)"], cwd=Path.cwd(), seed=1, device="cpu")
+assert result.score == 10, result.assignments[0].exercises[0].feedback
+assert sys.modules["attention_basics"] is own
+leaked = [n for n, m in sys.modules.items() if "/solutions/" in (getattr(m, "__file__", None) or "")
+          or "/suites/" in (getattr(m, "__file__", None) or "")]
+assert leaked == [], leaked
+assert sys.path == before_path and torch.get_num_threads() == 3 and torch.equal(torch.get_rng_state(), before_rng)
+print("untouched")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "untouched", done.stderr[-2000:]
+    assert done.stderr == ""  # nbgrader would give no points to a cell that wrote to stderr
