@@ -190,6 +190,23 @@ def test_mistakes_get_the_verdicts_the_reference_gives_live(course, grader, dist
     assert failed <= {e.name for a in hidden.assignments for e in a.exercises if e.status != "passed"}
 
 
+@pytest.mark.slow  # builds and installs a wheel
+def test_it_installs_with_pip_and_its_grade_command_grades_there(clone, tmp_path):
+    pytest.importorskip("setuptools")
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                              "--no-build-isolation", "--target", str(target), str(clone)],
+                             capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    assert (target / "grader" / "distribution.py").is_file() and not (target / "solutions").exists()
+    result = subprocess.run([str(target / "bin" / "grade"), "check", "01_attention_basics", "--format", "json"],
+                            cwd=clone / "assignments", capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(target)})
+    assert result.returncode == 1, result.stderr  # the course found above the working folder; the stubs
+    data = json.loads(result.stdout)
+    assert data["seed"] == PUBLIC_SEED and {s for s, _ in verdicts(data).values()} == {"not_implemented"}
+
+
 # --- the CI templates, as written ---------------------------------------------------------------------------
 def load_yaml(path):
     yaml = pytest.importorskip("yaml")
