@@ -3,6 +3,7 @@
 gives live on the public cases; its CI templates' commands run as written."""
 import ast
 import base64
+import functools
 import importlib.util
 import json
 import os
@@ -14,7 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from grader.config import tomllib
+from grader.config import load_course, tomllib
 from grader.distribution import PUBLIC_SEED, leaks_in, write_distribution
 from grader.errors import GraderError
 from grader.submission import resolve_submission
@@ -32,6 +33,7 @@ def distribution(course, tmp_path_factory):
     return out
 
 
+@functools.cache
 def offline():
     """``unshare -n`` (no network at all) where this machine allows it, else nothing."""
     try:
@@ -152,6 +154,25 @@ def test_a_folder_inside_the_course_or_one_holding_other_files_is_refused(course
     assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
 
 
+@pytest.mark.slow  # records the public suite of one assignment
+def test_release_out_rewrites_a_previous_distribution_of_the_named_assignments_keeping_git(course, tmp_path):
+    out = tmp_path / "student"
+    (out / ".git").mkdir(parents=True)
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "suites" / "public").mkdir(parents=True)
+    (out / "suites" / "public" / "reference.pt").write_bytes(b"old")
+    (out / "course.toml").write_text("old")
+    (out / "stale.txt").write_text("from last term")
+    result = subprocess.run([sys.executable, "-m", "grader", "release", "01_attention_basics", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "wrote the student distribution of 1 assignment(s)" in result.stderr
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n" and not (out / "stale.txt").exists()
+    assert [a.id for a in load_course(out).assignments] == ["01_attention_basics"]
+    assert sorted(p.name for p in (out / "assignments").iterdir()) == ["01_attention_basics"]
+    assert sorted(p.name for p in (out / "suites" / "public").glob("test_*.py")) == ["test_01_attention_basics.py"]
+
+
 # --- grade check there ---------------------------------------------------------------------------------------
 @pytest.mark.slow  # grades in a subprocess
 def test_its_own_grader_gives_the_solutions_full_marks_offline(distribution, submission_dir):
@@ -184,6 +205,9 @@ def test_mistakes_get_the_verdicts_the_reference_gives_live(course, grader, dist
     _, data = grade_json(distribution, "--submission", str(submission_dir))
     replayed = verdicts(data)
     assert replayed == {(a.id, e.name): (e.status, e.score) for a in live.assignments for e in a.exercises}
+    said = {(a["id"], e["name"]): (e["misconceptions"], e["feedback"]) for a in data["assignments"]
+            for e in a["exercises"]}
+    assert said == {(a.id, e.name): (e.misconceptions, e.feedback) for a in live.assignments for e in a.exercises}
     failed = {name for (_, name), (status, _) in replayed.items() if status != "passed"}
     assert failed == set(MUTATED)
     hidden = grader.grade(resolve_submission(submission_dir, course), course.assignments)
