@@ -133,7 +133,10 @@ def test_a_leaking_file_is_found(course, tmp_path):
     hidden = (ROOT / "suites" / "hidden" / f"test_{course.assignments[0].id}.py").read_text()
     (tmp_path / "borrowed.py").write_text(hidden[len(hidden) // 2:])
     (tmp_path / "fine.py").write_text("print('mine')\n")
-    assert {p.path.name for p in leaks_in(course, tmp_path)} == {"copy.py", "notes.md", "borrowed.py"}
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "shared.py").write_text(hidden[len(hidden) // 2:])  # the library the suites import
+    (tmp_path / "grader" / "answer.py").write_text(f"def f():\n    {body}\n")
+    assert {p.path.name for p in leaks_in(course, tmp_path)} == {"copy.py", "notes.md", "borrowed.py", "answer.py"}
 
 
 def test_the_recording_is_plain_data_for_the_public_checks_only(distribution):
