@@ -111,16 +111,21 @@ def test_autograde_scores_like_grade_check_for_the_solution_the_release_and_a_mi
     assert scores["bo"] == (0, {name: 0 for name in assignment.exercises})
     total, cells = scores["cy"]
     assert 0 < cells["softmax"] < assignment.points_for("softmax") and 0 < total < 100
-    # the same answer as a notebook (nbgrader's autograded copy, or the handed-in file) and as a module
+    # the same answer as a module, and as the handed-in notebook given to `grade check` (no Jupyter server)
     module = classroom / "cy-module" / assignment.module
     module.parent.mkdir()
     module.write_text((ROOT / "solutions" / ASSIGNMENT / assignment.module).read_text().replace(RIGHT, UNSTABLE))
-    for path in (classroom / "submitted" / "cy" / ASSIGNMENT / assignment.notebook, module):
-        result = grader.grade(resolve_submission(path, course), (assignment,), seed=SEED)
-        assert result.score == total
-        exercises = {e.name: e for e in result.assignments[0].exercises}
-        assert {name: e.score for name, e in exercises.items()} == cells
-        assert "softmax-unstable" in exercises["softmax"].misconceptions
+    result = grader.grade(resolve_submission(module, course), (assignment,), seed=SEED).to_json()
+    notebook = classroom / "submitted" / "cy" / ASSIGNMENT / assignment.notebook
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(classroom), "check", "--submission",
+                           str(notebook), "--seed", str(SEED), "--format", "json", "--device", "cpu"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr  # short of full marks
+    for graded in (result, json.loads(done.stdout)):
+        assert graded["score"] == total
+        exercises = {e["name"]: e for e in graded["assignments"][0]["exercises"]}
+        assert {name: e["score"] for name, e in exercises.items()} == cells
+        assert "softmax-unstable" in exercises["softmax"]["misconceptions"]
 
 
 @pytest.mark.nbgrader
