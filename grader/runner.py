@@ -49,8 +49,8 @@ def public_recording(course: Course, device: str):
 
     path = course.root / PUBLIC_RECORDING
     if not path.is_file():
-        raise GraderError(f"this course has no solutions/ and no recorded reference outputs ({path}): "
-                          "get a fresh copy of the course from your instructor")
+        raise GraderError(f"this course has neither the reference (solutions/, suites/hidden/) nor recorded "
+                          f"reference outputs ({path}): get a fresh copy of the course from your instructor")
     recording = Recording.load(path)
     recording.events = on_device(recording.events, device)
     return recording

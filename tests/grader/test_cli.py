@@ -92,7 +92,7 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
         (["release", "--check", "--out", str(tmp_path / "new")], "--check and --out do not go together"),
         (["--course", str(student), "release", "--out", str(tmp_path / "new")], "has no solutions/"),
         (["--course", str(student), "check", "--submission", str(ROOT / "assignments" / "01_attention_basics")],
-         "no recorded reference outputs"),
+         "nor recorded reference outputs"),
     ]:
         result = grade(*args)
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
