@@ -236,7 +236,7 @@ def test_it_installs_with_pip_and_its_grade_command_grades_there(clone, tmp_path
 
 # --- the CI templates, as written ---------------------------------------------------------------------------
 def load_yaml(path):
-    yaml = pytest.importorskip("yaml")
+    yaml = pytest.importorskip("yaml")  # PyYAML comes with the test extras (nbgrader requires it)
     return yaml.safe_load(path.read_text())
 
 
