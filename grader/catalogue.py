@@ -18,7 +18,7 @@ class Misconception:
 
     def feedback(self) -> str:
         """The paragraph a report shows under a failed exercise."""
-        return f"{self.id}: {self.explanation} Hint: {self.hint} (e.g. `{self.example}`)"
+        return f"{self.id}: {self.explanation}\n  Hint: {self.hint}\n  The slip often looks like: {self.example}"
 
 
 _ENTRIES = (

@@ -21,6 +21,8 @@ def matches(grade, out, wrong) -> bool:
     """Whether the student's ``out`` is, within tolerance, the output ``wrong`` of a known mistake."""
     import torch
 
+    if isinstance(out, tuple) and isinstance(wrong, tuple):
+        return len(out) == len(wrong) and all(matches(grade, o, w) for o, w in zip(out, wrong))
     if not isinstance(out, torch.Tensor) or not isinstance(wrong, torch.Tensor) or out.shape != wrong.shape:
         return False
     wrong = wrong.detach().to("cpu", out.dtype)  # candidates may be computed in float64: compare as the student
@@ -56,7 +58,11 @@ def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Cand
         if explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
             raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
-        raise name_mistake(grade, failure, out, candidates, right() if right else None) from None
+        try:
+            right_out = right() if right else None
+        except NotReplayable:  # a replayed run has no reference to compute it with
+            right_out = None
+        raise name_mistake(grade, failure, out, candidates, right_out) from None
 
 
 def first_match(grade, out, candidates: Iterable[Candidate], right=None):
@@ -120,12 +126,13 @@ def softmax_mistakes(x, dim=-1) -> list:
 
 
 def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,
-           dropout=None, dropout_on="weights", seed=None):
+           dropout=None, dropout_on="weights", seed=None, plain=False):
     """Attention as a mistake computes it, in plain torch.
 
     ``scale`` multiplies the scores (``transposed``: K Qᵀ instead of Q Kᵀ). ``hidden`` (bool, True =
     hidden) is applied ``mask="before"`` the softmax as -inf, ``"after"`` it by zeroing without
-    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension. ``dropout``
+    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension (``plain``:
+    torch.softmax, which gives NaN where every key is hidden; otherwise zeros there). ``dropout``
     (a module, run after ``torch.manual_seed(seed)``) acts on the ``"weights"``, the ``"scores"`` after
     masking, the ``"raw-scores"`` before it, or the ``"output"``. Returns the weights, or weights @ ``v``.
     """
@@ -139,7 +146,8 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
     scores = drop("raw-scores", (k @ q.transpose(-2, -1) if transposed else q @ k.transpose(-2, -1)) * scale)
     if hidden is not None and mask in ("before", "zero"):
         scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)
-    weights = safe_softmax(drop("scores", scores), dim)
+    scores = drop("scores", scores)
+    weights = torch.softmax(scores, dim) if plain else safe_softmax(scores, dim)
     if hidden is not None and mask == "after":
         weights = weights.masked_fill(hidden, 0.0)
     weights = drop("weights", weights)
@@ -183,12 +191,13 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_
         found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
         if causal:
             masks = causal_variants(q.shape[-2], k.shape[-2], q.device)
-            found += [("mask-inverted", "your mask hides the past instead of the future",
-                       variant(hidden=masks["past"])),
-                      ("mask-inverted", "your mask hides the past and the token itself, and shows the future",
-                       variant(hidden=masks["past-and-diagonal"])),
-                      ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
-                       variant(hidden=masks["future-and-diagonal"]))]
+            for plain in (False, True):  # these masks hide every key of a row: NaN with torch.softmax
+                found += [("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+                           variant(hidden=masks["past-and-diagonal"], plain=plain)),
+                          ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                           variant(hidden=masks["future-and-diagonal"], plain=plain))]
+            found.append(("mask-inverted", "your mask hides the past instead of the future",
+                          variant(hidden=masks["past"])))
         else:
             found.append(("mask-inverted", "the positions marked True are the visible ones in your code",
                           variant(hidden=~hidden)))
@@ -221,20 +230,28 @@ def role_mistakes(project: dict, attend_roles: Callable) -> list:
     projected tensors (computed from the inputs each role should read); ``attend_roles(q, k, v)`` is
     the right attention on them. Keys in place of values is values-not-used; the queries and keys
     exchanged is scores-transposed (the same output); any other assignment is qkv-swapped."""
+    return [(*named, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen)))
+            for chosen, named in wrong_roles()]
+
+
+ROLES = ("query", "key", "value")
+
+
+def wrong_roles() -> list:
+    """``(roles, (misconception, explanation))`` for every wrong choice of which projection plays the
+    query, the key and the value (see :func:`role_mistakes`)."""
     import itertools
 
-    roles = ("query", "key", "value")
     found = []
-    for chosen in itertools.product(roles, repeat=3):
-        if chosen == roles or chosen == ("key", "query", "value"):
+    for chosen in itertools.product(ROLES, repeat=3):
+        if chosen == ROLES or chosen == ("key", "query", "value"):
             continue
         if chosen[:2] == ("query", "key"):
-            misconception, what = "values-not-used", f"your weights multiply the {chosen[2]} projection, not the values"
+            named = ("values-not-used", f"your weights multiply the {chosen[2]} projection, not the values")
         else:
-            misconception = "qkv-swapped"
-            what = "your " + ", ".join(f"{_PLURAL[role]} come from W_{source}" for role, source in zip(roles, chosen)
-                                       if role != source)
-        found.append((misconception, what, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen))))
+            named = ("qkv-swapped", "your " + ", ".join(f"{_PLURAL[role]} come from W_{source}"
+                                                        for role, source in zip(ROLES, chosen) if role != source))
+        found.append((chosen, named))
     return found
 
 

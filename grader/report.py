@@ -55,15 +55,24 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
                 continue
             tags = escape(f" [{', '.join(exercise.misconceptions)}]") if exercise.misconceptions else ""
             console.print(f"[bold]{escape(exercise.name)}[/]{tags}", highlight=False)
-            console.print(_indent(exercise.feedback), markup=False, highlight=False)
+            console.print(_indent(exercise.feedback), markup=False, highlight=False, soft_wrap=True)
         console.print()
     console.print(f"[bold]total {_points(result.score)}/{_points(result.max_score)}[/]   seed {result.seed}   "
                   f"device {result.device}   {result.duration_s:.1f} s")
     return buffer.getvalue()
 
 
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
+def _indent(text: str, width: int = 100) -> str:
+    """``text`` indented by four spaces; long prose lines wrapped, with their continuation indented
+    like the line itself (code, such as a traceback, is rarely that long and stays as it is)."""
+    import textwrap
+
+    lines = []
+    for line in text.splitlines():
+        lead = " " * (4 + len(line) - len(line.lstrip()))
+        lines.append(textwrap.fill(line.strip(), width, initial_indent=lead, subsequent_indent=lead + "  ",
+                                   break_long_words=False, break_on_hyphens=False) if line.strip() else "")
+    return "\n".join(lines)
 
 
 def _json(result: SubmissionResult) -> str:

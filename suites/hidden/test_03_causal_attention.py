@@ -71,8 +71,7 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose):
     right = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
     masks = causal_masks(tokens)
     return diagnose.blame(grade, failure, out, "causal_mask", their(grade, "causal_mask", tokens), right,
-                          lambda m: compose(m.bool()), [(m, e, lambda make=make: masks[make] if make else None)
-                                                          for m, e, make in mask_mistakes(lambda name: name)])
+                          lambda m: compose(m.bool()), mask_mistakes(lambda name: masks[name] if name else right))
 
 
 def masked_same(grade, name, x, compose, grad=False):
@@ -257,8 +256,8 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
         settings = dict(scale=k.shape[-1] ** -0.5, dropout=dropout, seed=seed)
         future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
         right = diagnose.attend(q, k, v, hidden=future, **settings)
-        raise causal_mask_root_cause(grade, failure, out, tokens,
-                                     lambda m: diagnose.attend(q, k, v, hidden=m, **settings)) or diagnosed(
+        raise causal_mask_root_cause(grade, failure, out, tokens,  # torch.softmax, as a class would
+                                     lambda m: diagnose.attend(q, k, v, hidden=m, plain=True, **settings)) or diagnosed(
             grade, failure, out, diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, **settings),
             right) from None
 

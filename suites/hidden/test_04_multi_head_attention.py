@@ -6,6 +6,8 @@ check's own seed, fresh each run unless --seed is given. When an output is wrong
 mistakes are recomputed here with the reference's weights so that the feedback can name the one
 the student made (the misconception ids of the course spec).
 """
+import itertools
+
 import pytest
 import torch
 
@@ -29,10 +31,10 @@ def lesson_batch(dtype=F32):
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
-def diagnosed(grade, check, rerun, candidates):
+def diagnosed(grade, check, rerun, candidates, right=None):
     """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
     return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
-                                                   for m, what, make in candidates])
+                                                   for m, what, make in candidates], right=right)
 
 
 # --- split_heads -------------------------------------------------------------------------------------
@@ -119,13 +121,21 @@ def test_merge_heads_non_contiguous(grade):
 def split_qkv_same(grade, qkv, heads):
     batch, tokens, three_dim = qkv.shape
     head_dim = three_dim // (3 * heads)
+
+    def parts():
+        return tuple(qkv.reshape(batch, tokens, 3, heads, head_dim).permute(2, 0, 3, 1, 4))
+
     diagnosed(
         grade,
         lambda: grade.same("split_qkv", qkv, heads),
         lambda: grade.call("split_qkv", qkv, heads).out,
         [(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
           "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
-          lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4)))],
+          lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4)))] + [
+            ("qkv-swapped", f"q, k, v taken from the fused tensor in the order {', '.join('qkv'[i] for i in order)}",
+             lambda order=order: tuple(parts()[i] for i in order))
+            for order in itertools.permutations(range(3)) if order != (0, 1, 2)],
+        right=lambda: parts(),
     )
 
 
@@ -145,12 +155,15 @@ def test_split_qkv_non_contiguous(grade):
 
 
 # --- modules: helpers ---------------------------------------------------------------------------------
-def module_same(grade, pair, x, *, grad=False, seed=None, candidates=()):
+def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=None):
+    """The module's output matches the reference's; if not, the candidate ``(misconception, what,
+    make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output."""
     return diagnosed(
         grade,
         lambda: pair.same(x, grad=grad, seed=seed),
         lambda: pair.call(x, seed=seed).out,
-        [(m, d, (lambda make=make: make(x.to(grade.device), seed))) for m, d, make in candidates],
+        [(m, what, (lambda make=make: make(x.to(grade.device), seed))) for m, what, make in candidates],
+        right=None if right is None else (lambda: right(x.to(grade.device), seed)),
     )
 
 
@@ -174,13 +187,14 @@ def causal_module_check(grade, name, args, kwargs, x, check):
                           "causal mask", ("mask-not-truncated",)) from None
 
 
-def random_module_check(grade, name, mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype):
-    """Random weights and inputs, gradients included."""
+def random_module_check(grade, name, diagnosis, d_in, d_out, context, heads, batch, tokens, bias, dtype):
+    """Random weights and inputs, gradients included; ``diagnosis``: (mistakes(pair), right(pair))."""
+    mistakes, right = diagnosis
     args, kwargs = (d_in, d_out, context, 0.0, heads), {"qkv_bias": bias, "dtype": dtype}
     pair = grade.module(name, *args, **kwargs)
     x = grade.randn(batch, tokens, d_in, dtype=dtype)
     causal_module_check(grade, name, args, kwargs, x,
-                        lambda: module_same(grade, pair, x, grad=True, candidates=mistakes(pair)))
+                        lambda: module_same(grade, pair, x, grad=True, candidates=mistakes(pair), right=right(pair)))
 
 
 def expect_deterministic_eval(grade, pair, x):
@@ -199,41 +213,68 @@ def expect_deterministic_eval(grade, pair, x):
 WRAPPER = "MultiHeadAttentionWrapper"
 
 
-def _wrapper_variant(ref, x, seed, *, mask="future", scaled=True, order=1):
+def _attention(ref, q, k, v, seed, scale, *, causal="future", **changes):
+    """Causal attention of one head (or of [B, H, T, hd] heads) with ``ref``'s dropout, with ``changes``
+    to diagnose.attend's arguments, and the causal mask ``causal`` (diagnose.causal_variants, or None)."""
+    masks = diagnose.causal_variants(q.shape[-2], k.shape[-2], q.device)
+    settings = dict(scale=scale, hidden=masks.get(causal), dropout=ref.dropout if ref.training else None, seed=seed)
+    settings.update(changes)
+    return diagnose.attend(q, k, v, **settings)
+
+
+def _wrapper_variant(ref, x, seed, *, order=1, scaled=True, **changes):
     """The reference wrapper with one thing changed, computed from its heads' weights."""
-    tokens = x.shape[1]
-    ones = torch.ones(tokens, tokens, dtype=torch.bool, device=x.device)
-    hidden = {"future": ones.triu(1), "past": ones.tril(-1), "none": ~ones}[mask]
     outputs = []
+    if seed is not None:
+        torch.manual_seed(seed)
     for head in list(ref.heads)[::order]:
         q, k, v = head.W_query(x), head.W_key(x), head.W_value(x)
-        scores = (q @ k.transpose(1, 2)).masked_fill(hidden, float("-inf"))
-        if scaled:
-            scores = scores / k.shape[-1] ** 0.5
-        outputs.append(torch.softmax(scores, dim=-1) @ v)
+        scale = k.shape[-1] ** -0.5 if scaled else 1.0
+        outputs.append(_attention(head, q, k, v, None, scale, **changes))
     return torch.cat(outputs, dim=-1)
 
 
-WRAPPER_MISTAKES = (
-    ("mask-not-applied", "attention without the causal mask: every token sees the future",
-     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, mask="none")),
-    ("mask-inverted", "the past hidden instead of the future",
-     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, mask="past")),
-    ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head",
-     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, scaled=False)),
-    (None, "the heads concatenated in reverse order: head 0's features come first",
-     lambda ref: lambda x, s: _wrapper_variant(ref, x, s, order=-1)),
+# attention's usual mistakes, as changes to _attention's arguments
+ATTENTION_MISTAKES = (
+    ("mask-not-applied", "attention without the causal mask: every token sees the future", {"causal": None}),
+    ("mask-inverted", "the past hidden instead of the future", {"causal": "past"}),
+    ("mask-inverted", "the past and the token itself hidden, and the future shown", {"causal": "past-and-diagonal"}),
+    ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
+     {"causal": "future-and-diagonal"}),
+    # the same with torch.softmax, which gives NaN for the rows these masks hide entirely
+    ("mask-inverted", "the past and the token itself hidden, and the future shown",
+     {"causal": "past-and-diagonal", "plain": True}),
+    ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
+     {"causal": "future-and-diagonal", "plain": True}),
+    ("mask-after-softmax-not-renormalized", "the future zeroed after the softmax without renormalising",
+     {"mask": "after"}),
+    ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+    ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+    ("dropout-on-scores", "dropout on the scores before the softmax; it belongs on the weights after it",
+     {"dropout_on": "scores"}),
+    ("dropout-on-scores", "dropout on the scores before the mask and the softmax; it belongs on the weights",
+     {"dropout_on": "raw-scores"}),
+)
+
+WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
+    ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head", {"scaled": False}),
+    (None, "the heads concatenated in reverse order: head 0's features come first", {"order": -1}),
 )
 
 
 def wrapper_mistakes(pair):
-    return [(m, d, make(pair.ref)) for m, d, make in WRAPPER_MISTAKES]
+    return [(m, d, (lambda x, s, flags=flags: _wrapper_variant(pair.ref, x, s, **flags)))
+            for m, d, flags in WRAPPER_MISTAKES]
+
+
+def wrapper_right(pair):
+    return lambda x, s: _wrapper_variant(pair.ref, x, s)
 
 
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
 def test_wrapper_lesson_data(grade):
     pair = grade.module(WRAPPER, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair))
+    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair))
 
 
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
@@ -243,7 +284,8 @@ def test_wrapper_lesson_data(grade):
     pytest.param(4, 2, 8, 1, 2, 1, False, F32, id="H1-T1-float32"),
 ])
 def test_wrapper_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
-    random_module_check(grade, WRAPPER, wrapper_mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype)
+    random_module_check(grade, WRAPPER, (wrapper_mistakes, wrapper_right), d_in, d_out, context, heads, batch, tokens,
+                        bias, dtype)
 
 
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
@@ -256,7 +298,7 @@ def test_wrapper_dropout(grade):
     def check():
         expect_deterministic_eval(grade, pair, x)
         pair.train()
-        pair.same(x, seed=1234)
+        module_same(grade, pair, x, seed=1234, candidates=wrapper_mistakes(pair), right=wrapper_right(pair))
 
     causal_module_check(grade, WRAPPER, args, {}, x, check)
 
@@ -266,7 +308,7 @@ MHA = "MultiHeadAttention"
 
 
 def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_transpose=True, out_proj=True,
-                 mask="future", dropout=None):
+                 roles=diagnose.ROLES, **changes):
     """The reference MultiHeadAttention with one thing changed, computed from its weights."""
     batch, tokens, _ = x.shape
     heads = ref.num_heads
@@ -278,21 +320,11 @@ def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_tran
             return t.reshape(batch, tokens, heads, head_dim).transpose(1, 2)
         return t.reshape(batch, heads, tokens, head_dim)
 
-    q, k, v = split(ref.W_query(x)), split(ref.W_key(x)), split(ref.W_value(x))
-    ones = torch.ones(tokens, tokens, dtype=torch.bool, device=x.device)
-    hidden = {"future": ones.triu(1), "past": ones.tril(-1), "none": ~ones}[mask]
-    scores = (q @ k.transpose(-2, -1)).masked_fill(hidden, float("-inf"))
+    projected = {"query": ref.W_query(x), "key": ref.W_key(x), "value": ref.W_value(x)}
+    q, k, v = (split(projected[role]) for role in roles)
     divisor = {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
                "multiplied": head_dim ** -0.5}[scale]
-    scores = scores / divisor
-    if seed is not None:
-        torch.manual_seed(seed)
-    if dropout == "scores":
-        scores = ref.dropout(scores)
-    weights = torch.softmax(scores, dim=-1)
-    if dropout == "weights":
-        weights = ref.dropout(weights)
-    context = weights @ v
+    context = _attention(ref, q, k, v, seed, 1.0 / divisor, **changes)
     if merge_transpose:
         context = context.transpose(1, 2).reshape(batch, tokens, d_out)
     else:
@@ -300,7 +332,7 @@ def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_tran
     return ref.out_proj(context) if out_proj else context
 
 
-MHA_MISTAKES = (
+MHA_MISTAKES = ATTENTION_MISTAKES + (
     ("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; use the head size d_out/num_heads",
      {"scale": "model"}),
     ("wrong-scale", "scores divided by head_dim instead of sqrt(head_dim)", {"scale": "head-not-sqrt"}),
@@ -311,21 +343,21 @@ MHA_MISTAKES = (
     ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
      {"merge_transpose": False}),
     ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
-    ("mask-inverted", "the past hidden instead of the future", {"mask": "past"}),
-    ("mask-not-applied", "attention without the causal mask: every token sees the future", {"mask": "none"}),
-    ("dropout-on-scores", "dropout applied to the scores before the softmax; it belongs on the weights after it",
-     {"dropout": "scores"}),
-)
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in diagnose.wrong_roles())
 
 
 def mha_mistakes(pair):
     return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags))) for m, d, flags in MHA_MISTAKES]
 
 
+def mha_right(pair):
+    return lambda x, s: _mha_variant(pair.ref, x, s)
+
+
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
 def test_mha_lesson_data(grade):
     pair = grade.module(MHA, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair))
+    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair))
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
@@ -336,13 +368,14 @@ def test_mha_lesson_data(grade):
     pytest.param(8, 8, 128, 2, 1, 100, True, F32, id="long-T100-float32"),
 ])
 def test_mha_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
-    random_module_check(grade, MHA, mha_mistakes, d_in, d_out, context, heads, batch, tokens, bias, dtype)
+    random_module_check(grade, MHA, (mha_mistakes, mha_right), d_in, d_out, context, heads, batch, tokens, bias, dtype)
 
 
 @exercise(MHA, forbidden=ATTENTION_OPS)
 def test_mha_non_contiguous(grade):
     pair = grade.module(MHA, 6, 6, 10, 0.0, 3)
-    module_same(grade, pair, grade.randn(10, 2, 6).transpose(0, 1), candidates=mha_mistakes(pair))
+    module_same(grade, pair, grade.randn(10, 2, 6).transpose(0, 1), candidates=mha_mistakes(pair),
+                right=mha_right(pair))
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
@@ -362,7 +395,8 @@ def test_mha_dropout_on_weights(grade):
     args = (4, 6, 10, 0.5, 2)
     pair, x = grade.module(MHA, *args).train(), grade.randn(2, 8, 4)
     causal_module_check(grade, MHA, args, {}, x,
-                        lambda: module_same(grade, pair, x, seed=1234, candidates=mha_mistakes(pair)))
+                        lambda: module_same(grade, pair, x, seed=1234, candidates=mha_mistakes(pair),
+                                            right=mha_right(pair)))
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
@@ -378,41 +412,55 @@ def test_mha_vectorised(grade):
 FUSED = "FusedQKVAttention"
 
 
-def _fused_variant(ref, x, *, scale=None, skip=True, causal=False):
+def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
+                   order=(0, 1, 2), **changes):
+    """The reference FusedQKVAttention with one thing changed, computed from its weights."""
     batch, tokens, _ = x.shape
     heads = ref.num_heads
     chan = ref.proj.in_features
-    q, k, v = ref.qkv(x).reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
-    scores = (q * (ref.scale if scale is None else scale)) @ k.transpose(-2, -1)
-    if causal:
-        scores = scores.masked_fill(torch.ones(tokens, tokens, dtype=torch.bool, device=x.device).triu(1),
-                                    float("-inf"))
-    attended = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(batch, tokens, chan)
-    out = ref.proj(attended)
-    return out + v.transpose(1, 2).reshape(batch, tokens, chan) if skip else out
+    parts = ref.qkv(x).reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
+    q, k, v = (parts[i] for i in order)
+    hidden = diagnose.causal_variants(tokens, tokens, x.device)["future"] if causal else None
+    attended = diagnose.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
+
+    def merge(t):
+        return (t.transpose(1, 2) if merge_transpose else t).reshape(batch, tokens, chan)
+
+    out = ref.proj(merge(attended)) if proj else merge(attended)
+    return out + merge(v) if skip else out
 
 
 def fused_mistakes(pair, qk_scale):
     ref = pair.ref
     chan = ref.proj.in_features
-    mistakes = [
-        (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]",
-         lambda x, s: _fused_variant(ref, x, skip=False)),
-        (None, "causal attention; FusedQKVAttention is not causal", lambda x, s: _fused_variant(ref, x, causal=True)),
-        ("missing-scale", "unscaled scores", lambda x, s: _fused_variant(ref, x, scale=1.0)),
+    changes = [
+        (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]", {"skip": False}),
+        (None, "causal attention; FusedQKVAttention is not causal", {"causal": True}),
+        ("missing-scale", "unscaled scores", {"scale": 1.0}),
         ("wrong-scale", "scores scaled by chan**-0.5, the model width; use the head size chan/num_heads",
-         lambda x, s: _fused_variant(ref, x, scale=chan ** -0.5)),
-    ]
+         {"scale": chan ** -0.5}),
+        ("wrong-scale", "scores multiplied by sqrt(head_dim), not divided", {"scale": 1.0 / ref.scale}),
+        ("out-proj-missing", "the attention merged back without the output projection proj", {"proj": False}),
+        ("heads-merged-without-transpose", "heads merged back without transposing [B, H, N, hd] to [B, N, H, hd]",
+         {"merge_transpose": False}),
+        ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+        ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+    ] + [("qkv-swapped", f"q, k, v taken from the fused projection in the order {', '.join('qkv'[i] for i in order)}",
+          {"order": order}) for order in itertools.permutations(range(3)) if order not in ((0, 1, 2), (1, 0, 2))]
     if qk_scale is not None:
-        mistakes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
-                         lambda x, s: _fused_variant(ref, x, scale=(chan // ref.num_heads) ** -0.5)))
-    return mistakes
+        changes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
+                        {"scale": (chan // ref.num_heads) ** -0.5}))
+    return [(m, d, (lambda x, s, flags=flags: _fused_variant(ref, x, **flags))) for m, d, flags in changes]
+
+
+def fused_right(pair):
+    return lambda x, s: _fused_variant(pair.ref, x)
 
 
 @exercise(FUSED, forbidden=ATTENTION_OPS)
 def test_fused_lesson_data(grade):
     pair = grade.module(FUSED, 3, 4, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None))
+    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair))
 
 
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
@@ -425,13 +473,14 @@ def test_fused_lesson_data(grade):
 def test_fused_random(grade, dim, chan, heads, bias, qk_scale, batch, tokens, dtype):
     pair = grade.module(FUSED, dim, chan, num_heads=heads, qkv_bias=bias, qk_scale=qk_scale, dtype=dtype)
     module_same(grade, pair, grade.randn(batch, tokens, dim, dtype=dtype), grad=True,
-                candidates=fused_mistakes(pair, qk_scale))
+                candidates=fused_mistakes(pair, qk_scale), right=fused_right(pair))
 
 
 @exercise(FUSED, forbidden=ATTENTION_OPS)
 def test_fused_non_contiguous(grade):
     pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7)
-    module_same(grade, pair, grade.randn(9, 2, 6).transpose(0, 1), candidates=fused_mistakes(pair, 0.7))
+    module_same(grade, pair, grade.randn(9, 2, 6).transpose(0, 1), candidates=fused_mistakes(pair, 0.7),
+                right=fused_right(pair))
 
 
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)

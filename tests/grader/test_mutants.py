@@ -46,7 +46,8 @@ MUTANTS = {
                         "return self.dropout(weights @ values)"),
     "split_heads": ("04_multi_head_attention", "x = x.reshape(batch, num_tokens, num_heads, dim // num_heads)  # [B, T, H, hd]\n    return x.transpose(1, 2)",
                     "return x.reshape(batch, num_heads, num_tokens, dim // num_heads)"),
-    "merge_heads": ("04_multi_head_attention", "x = x.transpose(1, 2)  # [B, T, H, hd], no longer contiguous\n", ""),
+    "merge_heads": ("04_multi_head_attention", "x = x.transpose(1, 2)  # [B, T, H, hd], no longer contiguous\n",
+                    "pass  # the transpose forgotten\n"),
     "split_qkv": ("04_multi_head_attention", "q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each [B, H, T, hd]",
                   "k, q, v = qkv.permute(2, 0, 3, 1, 4)  # each [B, H, T, hd]"),
     "MultiHeadAttentionWrapper": ("04_multi_head_attention", "return torch.cat([head(x) for head in self.heads], dim=-1)",
@@ -58,6 +59,16 @@ MUTANTS = {
     "online_softmax": ("05_efficient_attention", "running_sum = running_sum * torch.exp(running_max - shift)",
                        "running_sum = running_sum"),
     "flash_attention": ("05_efficient_attention", "acc = acc * rescale[..., None] + p @ v", "acc = acc + p @ v"),
+}
+
+# the misconception each mutant's feedback must name, where the mistake is one of the catalogue's
+NAMED = {
+    "softmax_naive": "softmax-wrong-dim", "softmax": "softmax-unstable", "attention_scores": "wrong-dtype",
+    "simple_self_attention": "softmax-wrong-dim", "attention_weights": "missing-scale",
+    "SelfAttention_v1": "qkv-swapped", "SelfAttention_v2": "values-not-used", "causal_mask": "mask-hides-diagonal",
+    "apply_causal_mask": "mask-not-applied", "renormalize_causal_weights": "mask-after-softmax-not-renormalized",
+    "split_heads": "heads-split-without-transpose", "merge_heads": "heads-merged-without-transpose",
+    "split_qkv": "qkv-swapped", "MultiHeadAttention": "wrong-scale",
 }
 
 
@@ -77,3 +88,5 @@ def test_a_wrong_implementation_loses_points(course, grader, submission_dir, exe
     scores = {e.name: e for e in result.assignments[0].exercises}
     assert scores[exercise].score < scores[exercise].max_score, f"{exercise}: the mistake was not noticed"
     assert scores[exercise].status in ("failed", "error"), scores[exercise].feedback
+    if exercise in NAMED:
+        assert NAMED[exercise] in scores[exercise].misconceptions, scores[exercise].feedback

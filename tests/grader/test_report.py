@@ -62,3 +62,24 @@ def test_markdown_and_table_name_the_misconception(result):
 def test_every_format_renders(result):
     for fmt in FORMATS:
         assert render(result, fmt).strip()
+
+
+def test_feedback_explains_each_named_mistake_with_a_hint(result):
+    from grader.catalogue import CATALOGUE
+
+    softmax = result.assignments[0].exercises[0]
+    entry = CATALOGUE["softmax-unstable"]
+    assert softmax.feedback.startswith("softmax_large_values: the output has NaN at 4 entries")
+    assert entry.explanation in softmax.feedback and entry.hint in softmax.feedback
+    exercise = json.loads(render(result, "json"))["assignments"][0]["exercises"][0]
+    assert exercise["hints"] == [{"misconception": "softmax-unstable", "explanation": entry.explanation,
+                                  "hint": entry.hint, "example": entry.example}]
+    table = " ".join(render(result, "table").split())  # as read, whatever the wrapping
+    assert f"softmax-unstable: {entry.explanation}" in table and f"Hint: {entry.hint}" in table
+    assert f"**softmax-unstable**: {entry.explanation}" in render(result, "markdown")
+
+
+def test_feedback_without_a_named_mistake_adds_no_hint():
+    exercise = ExerciseResult("softmax", 10.0, [CheckOutcome("softmax_random", 1, "failed", "the output is off")])
+    assert exercise.feedback == "softmax_random: the output is off"
+    assert exercise.to_json()["hints"] == []

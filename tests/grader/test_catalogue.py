@@ -1,0 +1,99 @@
+"""The misconception catalogue: the spec's ids, each explained with a hint into the lessons."""
+import ast
+import json
+import re
+from pathlib import Path
+
+from grader.catalogue import CATALOGUE, lookup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# the course spec's "Misconception catalogue", in its order
+SPEC_IDS = (
+    "softmax-wrong-dim", "softmax-unstable", "missing-scale", "wrong-scale", "scores-transposed", "qkv-swapped",
+    "values-not-used", "mask-not-applied", "mask-inverted", "mask-hides-diagonal",
+    "mask-after-softmax-not-renormalized", "mask-not-truncated", "heads-split-without-transpose",
+    "heads-merged-without-transpose", "view-on-non-contiguous", "out-proj-missing", "dropout-in-eval",
+    "dropout-on-scores", "input-mutated", "wrong-device", "wrong-dtype", "forbidden-op", "not-vectorised",
+)
+_ID = re.compile(r"^[a-z]+(-[a-z]+)+$")
+
+
+def test_the_catalogue_holds_exactly_the_spec_ids():
+    assert tuple(CATALOGUE) == SPEC_IDS
+
+
+def test_the_spec_still_lists_these_ids():
+    """Where the course's shared folder is at hand, its spec lists the same ids."""
+    spec = ROOT.parent / "shared" / "course-spec.md"
+    if not spec.is_file():
+        return
+    section = spec.read_text().split("### Misconception catalogue", 1)[1].split("##", 1)[0]
+    listed = [m for m in re.findall(r"`([a-z-]+)`", section) if _ID.match(m)]
+    assert tuple(dict.fromkeys(listed)) == SPEC_IDS
+
+
+def emitted_ids() -> dict[str, set[str]]:
+    """Every id the suites and the grader can name: the first item of a tuple (a candidate mistake
+    ``(id, explanation, output)``, or the ``misconceptions`` of a failure) that looks like an id."""
+    found: dict[str, set[str]] = {}
+    files = sorted((ROOT / "suites" / "hidden").glob("test_*.py")) + sorted((ROOT / "grader").glob("*.py"))
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and node.elts and isinstance(node.elts[0], ast.Constant) \
+                    and isinstance(node.elts[0].value, str) and _ID.match(node.elts[0].value):
+                found.setdefault(node.elts[0].value, set()).add(path.name)
+    return found
+
+
+def test_every_id_the_suites_can_name_is_in_the_catalogue():
+    found = emitted_ids()
+    unknown = {m: sorted(files) for m, files in found.items() if m not in CATALOGUE}
+    assert not unknown, f"ids named but not in the catalogue: {unknown}"
+    assert set(found) == set(SPEC_IDS), f"never named anywhere: {sorted(set(SPEC_IDS) - set(found))}"
+
+
+def _headings() -> set[str]:
+    headings = set()
+    for notebook in (ROOT / "solutions").glob("*/*.ipynb"):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for line in "".join(cell["source"]).splitlines():
+                    if line.startswith("#"):
+                        headings.add(_plain(line.lstrip("#").strip()))
+    return headings
+
+
+def _plain(title: str) -> str:
+    """A section title without its markup: LaTeX, backticks, parentheses and the section number."""
+    return re.sub(r"^\d+\.\s*", "", re.sub(r"[$\\{}()`]", "", title))
+
+
+def test_hints_point_to_sections_that_exist_in_the_lessons():
+    headings = _headings()
+    pointing = 0
+    for entry in CATALOGUE.values():
+        titles = re.findall(r'"([^"]+)"', entry.hint)
+        for title in titles:
+            assert _plain(title) in headings, f"{entry.id}: no lesson section is called {title!r}"
+        pointing += bool(titles)
+    assert pointing >= 18  # all but the conventions that every lesson shares
+
+
+def test_every_entry_explains_hints_and_shows_the_slip():
+    for entry in CATALOGUE.values():
+        assert entry.explanation.endswith(".") and len(entry.explanation) > 40, entry.id
+        assert len(entry.hint) > 40, entry.id
+        ast.parse(entry.example.split("  #")[0].strip())  # a line of Python
+        paragraph = entry.feedback()
+        assert paragraph.startswith(entry.id) and entry.explanation in paragraph and entry.hint in paragraph
+
+
+def test_lookup_names_an_unknown_id():
+    assert lookup("mask-inverted").id == "mask-inverted"
+    try:
+        lookup("mask-upside-down")
+    except KeyError as error:
+        assert "mask-upside-down" in str(error)
+    else:
+        raise AssertionError("an unknown id was accepted")

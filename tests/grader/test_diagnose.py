@@ -1,0 +1,138 @@
+"""Naming the mistake: the corpus of student code in tests/corpus, graded by the real grader.
+
+Every mistaken implementation must be diagnosed with its misconception id; every correct one, however
+it is written, must get full marks and no misconception; a mistake in a helper must be named as the
+root cause of the exercises that use it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.catalogue import CATALOGUE
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("corpus", ROOT / "tests" / "corpus" / "corpus.py")
+corpus = sys.modules["corpus"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
+
+MISTAKES = corpus.mistakes()
+CORRECT = corpus.correct()
+ON_CPU = [e for e in MISTAKES if e.misconception != "wrong-device"]  # a CPU has no other device to end up on
+
+
+@pytest.fixture(scope="module")
+def graded(course, grader, tmp_path_factory):
+    """Every entry of the corpus, graded once (many to a grading run)."""
+    results = corpus.grade_all(ON_CPU, course, grader, tmp_path_factory.mktemp("mistakes"))
+    results.update(corpus.grade_all(CORRECT, course, grader, tmp_path_factory.mktemp("correct")))
+    return results
+
+
+def test_the_corpus_codes_every_misconception_at_least_twice():
+    counts = {m: sum(e.misconception == m for e in MISTAKES) for m in CATALOGUE}
+    assert {m: n for m, n in counts.items() if n < 2} == {}
+    assert len({e.exercise for e in CORRECT}) >= 10
+
+
+@pytest.mark.parametrize("entry", ON_CPU, ids=[e.name for e in ON_CPU])
+def test_a_mistake_is_named(graded, entry):
+    exercise, _ = graded[entry.name]
+    assert exercise.score < exercise.max_score
+    assert entry.misconception in exercise.misconceptions, exercise.feedback
+    assert set(exercise.misconceptions) <= set(CATALOGUE)
+    # the feedback carries the catalogue's explanation and hint, and no hidden test code
+    entry_text = CATALOGUE[entry.misconception]
+    assert entry_text.explanation in exercise.feedback and entry_text.hint in exercise.feedback
+    assert "grade.same" not in exercise.feedback and "suites" not in exercise.feedback
+
+
+@pytest.mark.parametrize("entry", CORRECT, ids=[e.name for e in CORRECT])
+def test_a_correct_implementation_in_another_style_gets_full_marks(graded, entry):
+    exercise, assignment = graded[entry.name]
+    assert exercise.status == "passed", exercise.feedback
+    assert [e.name for e in assignment.exercises if e.misconceptions] == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("entry", [e for e in MISTAKES if e.misconception == "wrong-device"],
+                         ids=lambda e: e.name)
+def test_a_result_on_the_wrong_device_is_named(course, tmp_path, entry):
+    from grader.runner import Grader
+
+    cuda = Grader(course, device="cuda")
+    try:
+        exercise, _ = corpus.grade_all([entry], course, cuda, tmp_path)[entry.name]
+    finally:
+        cuda.close()
+    assert "wrong-device" in exercise.misconceptions, exercise.feedback
+
+
+def test_the_diagnosis_rate_is_complete(graded):
+    named, total, missed = corpus.diagnosis_rate(ON_CPU, graded)
+    print(f"\ndiagnosis rate: {named}/{total} mistakes named with the right id")
+    assert missed == [] and named == total >= 46
+
+
+# --- root causes -------------------------------------------------------------------------------------
+CASCADES = {
+    # a helper's mistake -> (exercise that uses it, the helper it names, the misconception named)
+    "softmax": ('''"""softmax: normalises dim 0 whatever it is asked."""
+import torch
+
+
+def softmax(x, dim=-1):
+    e = torch.exp(x - x.amax(dim=0, keepdim=True))
+    return e / e.sum(dim=0, keepdim=True)
+''', "simple_self_attention", "softmax-wrong-dim"),
+    "attention_weights": ('''"""attention_weights: forgets the scale."""
+import torch
+
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+''', "scaled_dot_product_attention", "missing-scale"),
+    "causal_mask": ('''"""causal_mask: hides the diagonal."""
+import torch
+
+
+def causal_mask(num_tokens, device=None):
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).triu(0)
+''', "CausalAttention", "mask-hides-diagonal"),
+}
+
+
+@pytest.fixture(scope="module")
+def cascades(course, grader, tmp_path_factory):
+    entries, base = [], tmp_path_factory.mktemp("cascade")
+    for helper, (source, _, _) in CASCADES.items():
+        path = base / helper / f"{helper}.py"
+        path.parent.mkdir()
+        path.write_text(source)
+        entries.append(corpus.Entry(path, helper, CASCADES[helper][2], source))
+    return corpus.grade_all(entries, course, grader, tmp_path_factory.mktemp("cascades"))
+
+
+@pytest.mark.parametrize("helper", sorted(CASCADES))
+def test_a_mistake_in_a_helper_is_the_root_cause_of_what_uses_it(cascades, helper):
+    _, user, misconception = CASCADES[helper]
+    own, assignment = cascades[f"{helper}/{helper}"]
+    assert misconception in own.misconceptions, own.feedback
+    dependent = next(e for e in assignment.exercises if e.name == user)
+    assert dependent.status == "failed"
+    assert misconception in dependent.misconceptions, dependent.feedback
+    assert f"the mistake is in your {helper}" in dependent.feedback
+
+
+def test_the_classes_name_the_helper_they_inherit_a_mistake_from(cascades):
+    _, assignment = cascades["attention_weights/attention_weights"]
+    for name in ("SelfAttention_v1", "SelfAttention_v2", "CrossAttention"):
+        exercise = next(e for e in assignment.exercises if e.name == name)
+        assert "missing-scale" in exercise.misconceptions, exercise.feedback
+        assert "the mistake is in your" in exercise.feedback
