@@ -1,5 +1,6 @@
 """check(): a notebook's graded cell grades the kernel's code like `grade check` grades a file."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,43 @@ print("untouched")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "untouched", done.stderr[-2000:]
     assert done.stderr == ""  # nbgrader would give no points to a cell that wrote to stderr
+
+
+@pytest.mark.slow
+def test_in_a_student_distribution_the_kernel_grades_with_the_public_suite_like_grade_check(course, tmp_path):
+    """Run where a student runs it: in the distribution, with the distribution's own grader package."""
+    from grader.distribution import write_distribution
+
+    out = tmp_path / "attention-course"
+    write_distribution(course, (course.assignment("01_attention_basics"),), out)
+    module = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    wrong = module.replace("return exp / total.clamp_min(1.0)", "return exp / total")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "attention_basics.py").write_text(wrong)
+    script = f"""
+import json
+from pathlib import Path
+import grader
+from grader.config import load_course
+from grader.notebook_checks import grade_cells, _grader
+from grader.submission import resolve_submission
+assert Path(grader.__file__).parent == Path({str(out / "grader")!r})
+course = load_course(Path.cwd().parent.parent)
+assignment = course.assignment("01_attention_basics")
+found = {{}}
+for exercise in ("softmax", "attention_scores"):
+    kernel = grade_cells(course, assignment, exercise, ["", {wrong!r}], cwd=Path.cwd())
+    whole = _grader(course, "auto").grade(resolve_submission(Path({str(tmp_path / "mine" / "attention_basics.py")!r}),
+                                                              course), (assignment,))
+    [graded] = kernel.assignments[0].exercises
+    same = next(e for e in whole.assignments[0].exercises if e.name == exercise)
+    found[exercise] = [kernel.seed, graded.score, graded.feedback, whole.seed, same.score, same.feedback]
+print(json.dumps(found))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=out / "assignments" / "01_attention_basics",
+                          env={**os.environ, "PYTHONPATH": str(out)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    for exercise, (seed, score, feedback, whole_seed, whole_score, whole_feedback) in found.items():
+        assert (seed, score, feedback) == (whole_seed, whole_score, whole_feedback), exercise
+    assert found["attention_scores"][1] == 15 and 0 < found["softmax"][1] < 25, found
