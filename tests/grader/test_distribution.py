@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 
 from grader.config import load_course, tomllib
-from grader.distribution import PUBLIC_SEED, leaks_in, write_distribution
+from grader.distribution import PUBLIC_SEED, classroom_result, leaks_in, write_distribution
 from grader.errors import GraderError
 from grader.submission import resolve_submission
 
@@ -286,6 +286,16 @@ def test_the_github_classroom_workflow_reports_the_summary_and_the_points(clone,
 
 
 @pytest.mark.slow  # grades in a subprocess
+def test_the_classroom_result_carries_partial_points():
+    exercises = [{"name": "softmax", "score": 7.5, "max_score": 25.0, "status": "failed", "feedback": "off\nmore"},
+                 {"name": "softmax_naive", "score": 10.0, "max_score": 10.0, "status": "passed", "feedback": "ok"}]
+    result = classroom_result({"score": 17.5, "max_score": 35.0, "assignments": [{"id": "01", "exercises": exercises}]})
+    assert result["status"] == "fail" and result["max_score"] == 35.0
+    assert [(t["name"], t["status"], t["score"], t["message"]) for t in result["tests"]] == [
+        ("01: softmax", "fail", 7.5, "off"), ("01: softmax_naive", "pass", 10.0, "")]
+    assert classroom_result({"score": 35.0, "max_score": 35.0, "assignments": []})["status"] == "pass"
+
+
 def test_the_gitlab_job_writes_a_junit_report(clone, tmp_path):
     job = load_yaml(clone / ".gitlab-ci.yml")["grade"]
     assert job["artifacts"]["reports"]["junit"] == "report.xml"
