@@ -174,9 +174,9 @@ def course_toml(course: Course, assignments: tuple[Assignment, ...]) -> str:
     keep = {a.id for a in assignments}
     if keep == {a.id for a in course.assignments}:
         return text
-    head, *tables = text.split("\n[[assignments]]\n")
+    head, *tables = re.split(r"^\[\[assignments\]\][ \t]*\r?\n", text, flags=re.MULTILINE)
     kept = [t for t in tables if (m := re.search(r'^\s*id\s*=\s*"([^"]*)"', t, re.MULTILINE)) and m.group(1) in keep]
-    return "\n[[assignments]]\n".join([head, *kept]).rstrip("\n") + "\n"
+    return (head + "".join("[[assignments]]\n" + t for t in kept)).rstrip("\n") + "\n"
 
 
 def pyproject(course: Course) -> str:

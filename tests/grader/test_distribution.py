@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 
 from grader.config import load_course, tomllib
-from grader.distribution import PUBLIC_SEED, classroom_result, leaks_in, write_distribution
+from grader.distribution import PUBLIC_SEED, classroom_result, course_toml, leaks_in, write_distribution
 from grader.errors import GraderError
 from grader.submission import resolve_submission
 
@@ -145,6 +145,14 @@ def test_the_recording_is_plain_data_for_the_public_checks_only(distribution):
     data = torch.load(distribution / "suites" / "public" / "reference.pt", weights_only=True)
     assert data["seed"] == PUBLIC_SEED and len(data["events"]) > 100
     assert all(key.startswith("public/test_") for key in data["events"])
+
+
+def test_course_toml_keeps_the_named_assignments_only(course, tmp_path):
+    chosen = (course.assignments[0], course.assignments[2])
+    (tmp_path / "course.toml").write_text(course_toml(course, chosen))
+    shipped = load_course(tmp_path)
+    assert shipped.assignments == chosen and shipped.limits == course.limits
+    assert course_toml(course, course.assignments) == (ROOT / "course.toml").read_text()
 
 
 # --- where it may be written ---------------------------------------------------------------------------------
