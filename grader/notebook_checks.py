@@ -23,7 +23,8 @@ Sibling assignments next to the kernel's folder (``../03_causal_attention/``) go
 One :class:`grader.runner.Grader` is kept per kernel, so only the first check pays for starting it.
 Grading leaves the kernel as it was: its imports (no reference module stays importable by name),
 ``sys.path``, torch's thread count and random state. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
-environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``).
+environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``);
+a kernel whose own cells already used CUDA grades on the CPU (workers forked from it could not use CUDA).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from grader.errors import UsageError
+from grader.errors import DeviceError, UsageError
 
 _GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
 
@@ -56,7 +57,21 @@ def check(exercise: str, *, seed: int | None = None) -> float:
     result = grade_cells(course, assignment, exercise, history(shell), cwd=Path.cwd(), seed=seed)
     graded = result.assignments[0].exercises[0]
     print(describe(graded, result))
+    if not defines(history(shell), exercise):
+        print(f"This kernel has not run a cell that defines {exercise}: run that cell, then this one.")
     return graded.score
+
+
+def defines(cells: list[str], name: str) -> bool:
+    """Whether one of ``cells`` (that parses) defines ``name`` at the top level."""
+    from grader.notebook_source import _without_magics
+
+    for cell in history_notebook(cells)["cells"]:  # those left hold no syntax error once magics are out
+        tree = ast.parse(_without_magics(cell["source"]))
+        if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
+               for node in tree.body):
+            return True
+    return False
 
 
 def history(shell) -> list[str]:
@@ -163,8 +178,39 @@ def _grader(course, device: str):
         grader.close()
         grader = None
     if grader is None:
-        grader = _GRADERS[key] = Grader(course, device=device)
+        with _silent_descriptors():  # the zygote, and every worker after it, writes nowhere the cell shows
+            grader = _GRADERS[key] = Grader(course, device=kernel_device(device))
     return grader
+
+
+@contextlib.contextmanager
+def _silent_descriptors():
+    """Descriptors 1 and 2 on /dev/null for a moment: what forks then keeps them. A kernel forwards
+    what its descriptors receive to the running cell, and stderr there costs the cell its points."""
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for descriptor in (*saved, null):
+            os.close(descriptor)
+
+
+def kernel_device(requested: str) -> str:
+    """The device to grade on from this kernel. Workers are forked from it, and a process forked after
+    CUDA was initialised cannot use CUDA: once the kernel's own cells have used the GPU, grade on the CPU."""
+    import torch
+
+    if requested == "cpu" or not torch.cuda.is_initialized():
+        return requested
+    if requested == "cuda":
+        raise DeviceError("CUDA is already in use in this kernel, so the grader cannot use it: restart the "
+                          "kernel and run a check cell before anything that uses the GPU, or run `grade check`")
+    return "cpu"
 
 
 def _alive(grader) -> bool:

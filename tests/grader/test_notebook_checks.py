@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import UsageError
-from grader.notebook_checks import assignment_of, check, describe, grade_cells, history_notebook, write_submission
+from grader.notebook_checks import (assignment_of, check, defines, describe, grade_cells, history_notebook,
+                                    write_submission)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK_CELL = 'from grader.notebook_checks import check\n\ncheck("softmax")'
@@ -21,6 +22,7 @@ def test_history_keeps_the_numbering_and_drops_the_graded_cells_and_what_did_not
     sources = [cell["source"] for cell in notebook["cells"]]
     assert sources == ["import torch", "", "", cells[4], ""]  # cell n is In[n]
     assert notebook["nbformat"] == 4 and all(c["cell_type"] == "code" for c in notebook["cells"])
+    assert defines(cells, "g") and not defines(cells, "f") and not defines(cells, "sneaky")
 
 
 def test_the_history_grades_like_the_same_code_as_a_notebook_file_and_as_a_module(course, grader, tmp_path):
@@ -93,6 +95,11 @@ leaked = [n for n, m in sys.modules.items() if "/solutions/" in (getattr(m, "__f
           or "/suites/" in (getattr(m, "__file__", None) or "")]
 assert leaked == [], leaked
 assert sys.path == before_path and torch.get_num_threads() == 3 and torch.equal(torch.get_rng_state(), before_rng)
+import os
+from grader.notebook_checks import _GRADERS
+[grader] = _GRADERS.values()  # its zygote writes nowhere a kernel would forward to the cell
+assert [os.readlink(f"/proc/{{grader.zygote.pid}}/fd/{{fd}}") for fd in (1, 2)] == [os.devnull] * 2
+assert os.readlink("/proc/self/fd/2") != os.devnull
 print("untouched")
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -138,3 +145,17 @@ print(json.dumps(found))
     for exercise, (seed, score, feedback, whole_seed, whole_score, whole_feedback) in found.items():
         assert (seed, score, feedback) == (whole_seed, whole_score, whole_feedback), exercise
     assert found["attention_scores"][1] == 15 and 0 < found["softmax"][1] < 25, found
+
+
+def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
+    import torch
+
+    from grader.errors import DeviceError
+    from grader.notebook_checks import kernel_device
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert kernel_device("auto") == "auto" and kernel_device("cuda") == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)  # workers forked now could not use CUDA
+    assert kernel_device("auto") == "cpu" and kernel_device("cpu") == "cpu"
+    with pytest.raises(DeviceError, match="restart the kernel"):
+        kernel_device("cuda")
