@@ -42,10 +42,12 @@ def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidat
 
 
 def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Candidate],
-              explain_output: Callable | None = None, right: Callable | None = None):
+              explain_output: Callable | None = None, right: Callable | None = None,
+              root_cause: Callable | None = None):
     """Run ``check()``; when it fails, get the student's output again with ``rerun()`` and name the
     mistake that explains it. ``explain_output(out)`` may name one from the output alone first,
-    returning ``(misconception, explanation)`` or None; ``right()`` gives the right output."""
+    returning ``(misconception, explanation)`` or None; ``right()`` gives the right output;
+    ``root_cause(failure, out)`` may blame a helper from another exercise (see :func:`blame`)."""
     try:
         return check()
     except CheckFailed as failure:
@@ -58,6 +60,8 @@ def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Cand
         if explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
             raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
+        if root_cause is not None and not grade.replaying and (blamed := root_cause(failure, out)):
+            raise blamed from None
         try:
             right_out = right() if right else None
         except NotReplayable:  # a replayed run has no reference to compute it with
@@ -114,8 +118,6 @@ def safe_softmax(x, dim=-1):
 
 def softmax_mistakes(x, dim=-1) -> list:
     """Softmaxes of ``x`` along the wrong dimension (another one, or all of them at once)."""
-    import torch
-
     dim = dim % max(x.dim(), 1)
     mistakes = [("softmax-wrong-dim", f"your output is the softmax along dimension {other}, not {dim}",
                  lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
@@ -255,6 +257,14 @@ def wrong_roles() -> list:
     return found
 
 
+def their(grade, name, *args, **kwargs):
+    """The student's ``name(*args)``, or None when it cannot be had (not written, or it raised)."""
+    try:
+        return grade.call(name, *args, **kwargs).out
+    except (StudentFault, CheckFailed):
+        return None
+
+
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
           helper_mistakes: Iterable[Candidate] = ()) -> CheckFailed | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
@@ -275,6 +285,6 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     if not matches(grade, out, again):
         return None
     found = UNSTABLE if unstable(theirs, right) else first_match(grade, theirs, helper_mistakes, right)
-    misconception, detail = found if found else (None, f"it gives a wrong result on this case's inputs")
+    misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
                        f"Fix the {helper} exercise first", (misconception,) if misconception else ())

@@ -291,6 +291,17 @@ class Grade:
         raise CheckFailed(f"{name}{_signature(args, kwargs)} should raise {' or '.join(exception_names)}, "
                           "but returned normally")
 
+    def sibling(self, assignment_id: str) -> "Grade":
+        """A grade on another assignment of the same submission, for naming a root cause there (a
+        class that stacks the student's own class from an earlier assignment)."""
+        from grader.session import Student
+
+        students = self.session.students
+        if assignment_id not in students:
+            students[assignment_id] = Student(self.session, self.session.course.assignment(assignment_id))
+        return Grade(self.session, students[assignment_id], self.session.references.get(assignment_id),
+                     f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
+
     def module(self, name, *args, dtype=None, **kwargs) -> "ModulePair":
         """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``."""
         return ModulePair(self, name, args, kwargs, dtype)

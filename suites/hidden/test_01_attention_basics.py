@@ -35,14 +35,6 @@ def softmax_same(grade, name, x, dim=None, grad=False):
                        explain_output=explain, right=lambda: right)
 
 
-def their(grade, name, *args, **kwargs):
-    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
-    try:
-        return grade.call(name, *args, **kwargs).out
-    except (StudentFault, CheckFailed):
-        return None
-
-
 def simple_attention_same(grade, x, grad=False):
     """simple_self_attention matches the reference; if not, say whether the student's own softmax or
     attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
@@ -59,9 +51,9 @@ def simple_attention_same(grade, x, grad=False):
             scores = x @ x.transpose(-2, -1)
             weights = diagnose.safe_softmax(scores)
         causes = [
-            ("softmax", lambda: (their(grade, "softmax", scores, dim=-1), weights, lambda w: w @ x,
+            ("softmax", lambda: (diagnose.their(grade, "softmax", scores, dim=-1), weights, lambda w: w @ x,
                                  diagnose.softmax_mistakes(scores, -1))),
-            ("attention_scores", lambda: (their(grade, "attention_scores", x), scores,
+            ("attention_scores", lambda: (diagnose.their(grade, "attention_scores", x), scores,
                                           lambda s: diagnose.safe_softmax(s) @ x, ())),
         ]
         for helper, inputs in causes:

@@ -5,8 +5,6 @@ functions through ``grade.same``, classes through ``grade.module``, which builds
 student's instance and loads the reference's weights into the student's by parameter name. Inputs come
 from the check's own seed, fresh each run unless --seed is given.
 """
-import math
-
 import pytest
 import torch
 
@@ -41,14 +39,6 @@ def hidden(grade, *shape, p=0.3):
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
-def their(grade, name, *args, **kwargs):
-    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
-    try:
-        return grade.call(name, *args, **kwargs).out
-    except (StudentFault, CheckFailed):
-        return None
-
-
 def right_attention(q, k, v=None, mask=None):
     return diagnose.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
 
@@ -93,12 +83,12 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
     with torch.no_grad():
         right_weights = right_attention(q, k, None, mask)
         blamed = diagnose.blame(grade, failure, out, "attention_weights",
-                                their(grade, "attention_weights", q, k, **kwargs), right_weights,
+                                diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
                                 lambda w: w @ v, attention_mistakes(q, k, None, mask))
         if blamed or not via_sdpa:
             return blamed
         return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",
-                              their(grade, "scaled_dot_product_attention", q, k, v, **kwargs), right_weights @ v,
+                              diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs), right_weights @ v,
                               lambda o: o, attention_mistakes(q, k, v, mask))
 
 

@@ -57,20 +57,12 @@ def mask_mistakes(make):
              lambda: make("future-and-diagonal"))]
 
 
-def their(grade, name, *args, **kwargs):
-    """The student's ``name(*args)``, or None when it cannot be had (not written yet, or it raised)."""
-    try:
-        return grade.call(name, *args, **kwargs).out
-    except (StudentFault, CheckFailed):
-        return None
-
-
 def causal_mask_root_cause(grade, failure, out, tokens, compose):
     """The failure blamed on the student's causal_mask, when ``compose(mask)`` (this exercise done right
     with that mask) gives the student's output."""
     right = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
     masks = causal_masks(tokens)
-    return diagnose.blame(grade, failure, out, "causal_mask", their(grade, "causal_mask", tokens), right,
+    return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens), right,
                           lambda m: compose(m.bool()), mask_mistakes(lambda name: masks[name] if name else right))
 
 

@@ -31,10 +31,11 @@ def lesson_batch(dtype=F32):
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
-def diagnosed(grade, check, rerun, candidates, right=None):
+def diagnosed(grade, check, rerun, candidates, right=None, root_cause=None):
     """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
     return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
-                                                   for m, what, make in candidates], right=right)
+                                                   for m, what, make in candidates], right=right,
+                              root_cause=root_cause)
 
 
 # --- split_heads -------------------------------------------------------------------------------------
@@ -155,15 +156,17 @@ def test_split_qkv_non_contiguous(grade):
 
 
 # --- modules: helpers ---------------------------------------------------------------------------------
-def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=None):
+def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=None, root_cause=None):
     """The module's output matches the reference's; if not, the candidate ``(misconception, what,
-    make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output."""
+    make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output;
+    ``root_cause(pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame)."""
     return diagnosed(
         grade,
         lambda: pair.same(x, grad=grad, seed=seed),
         lambda: pair.call(x, seed=seed).out,
         [(m, what, (lambda make=make: make(x.to(grade.device), seed))) for m, what, make in candidates],
         right=None if right is None else (lambda: right(x.to(grade.device), seed)),
+        root_cause=None if root_cause is None else root_cause(grade, pair, x, seed),
     )
 
 
@@ -189,12 +192,13 @@ def causal_module_check(grade, name, args, kwargs, x, check):
 
 def random_module_check(grade, name, diagnosis, d_in, d_out, context, heads, batch, tokens, bias, dtype):
     """Random weights and inputs, gradients included; ``diagnosis``: (mistakes(pair), right(pair))."""
-    mistakes, right = diagnosis
+    mistakes, right, root_cause = diagnosis
     args, kwargs = (d_in, d_out, context, 0.0, heads), {"qkv_bias": bias, "dtype": dtype}
     pair = grade.module(name, *args, **kwargs)
     x = grade.randn(batch, tokens, d_in, dtype=dtype)
     causal_module_check(grade, name, args, kwargs, x,
-                        lambda: module_same(grade, pair, x, grad=True, candidates=mistakes(pair), right=right(pair)))
+                        lambda: module_same(grade, pair, x, grad=True, candidates=mistakes(pair), right=right(pair),
+                                            root_cause=root_cause))
 
 
 def expect_deterministic_eval(grade, pair, x):
@@ -271,10 +275,40 @@ def wrapper_right(pair):
     return lambda x, s: _wrapper_variant(pair.ref, x, s)
 
 
+def heads_root_cause(grade, pair, x, seed):
+    """Blame the student's CausalAttention (assignment 03) when the wrapper's output is what the
+    student's own CausalAttention gives, head by head, with the wrapper's weights."""
+    def blame(failure, out):
+        if pair.ref.training and pair.ref.heads[0].dropout.p > 0:
+            return None  # the heads draw their dropout masks in turn; one by one they would draw others
+        theirs = []
+        try:
+            other = pair.grade.sibling("03_causal_attention")
+            for head in pair.ref.heads:
+                single = other.module("CausalAttention", head.W_query.in_features, head.W_query.out_features,
+                                      head.mask.shape[0], head.dropout.p, head.W_query.bias is not None,
+                                      dtype=pair.dtype)
+                single.ref = head  # the wrapper's weights for this head
+                single._load_reference_weights()
+                theirs.append(single.train(head.training).call(x).out)
+        except (StudentFault, CheckFailed, KeyError):
+            return None
+        if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+            return None
+        xd = x.to(grade.device)
+        with torch.no_grad():
+            right = _wrapper_variant(pair.ref, xd, seed)
+        return diagnose.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
+                              right, lambda h: h, [(m, f"your CausalAttention gives {what}", lambda make=make: make(xd, seed))
+                                                   for m, what, make in wrapper_mistakes(pair)])
+    return blame
+
+
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
 def test_wrapper_lesson_data(grade):
     pair = grade.module(WRAPPER, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair))
+    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair),
+                root_cause=heads_root_cause)
 
 
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
@@ -284,7 +318,7 @@ def test_wrapper_lesson_data(grade):
     pytest.param(4, 2, 8, 1, 2, 1, False, F32, id="H1-T1-float32"),
 ])
 def test_wrapper_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
-    random_module_check(grade, WRAPPER, (wrapper_mistakes, wrapper_right), d_in, d_out, context, heads, batch, tokens,
+    random_module_check(grade, WRAPPER, (wrapper_mistakes, wrapper_right, heads_root_cause), d_in, d_out, context, heads, batch, tokens,
                         bias, dtype)
 
 
@@ -354,10 +388,43 @@ def mha_right(pair):
     return lambda x, s: _mha_variant(pair.ref, x, s)
 
 
+def split_merge_root_cause(grade, pair, x, seed):
+    """Blame the student's split_heads or merge_heads when the module's output is what they give,
+    used on the right projections (split) or on the right attention output (merge)."""
+    def blame(failure, out):
+        ref = pair.ref
+        batch, tokens, _ = x.shape
+        heads, d_out = ref.num_heads, ref.out_proj.in_features
+        with torch.no_grad():
+            xd = x.to(grade.device)
+            projected = torch.stack([ref.W_query(xd), ref.W_key(xd), ref.W_value(xd)])  # [3, B, T, D]
+            split = projected.reshape(3, batch, tokens, heads, d_out // heads).transpose(2, 3)
+            context = _attention(ref, *split, seed, (d_out // heads) ** -0.5)  # [B, H, T, hd]
+
+            def attend_and_merge(parts):
+                attended = _attention(ref, *parts, seed, (d_out // heads) ** -0.5)
+                return ref.out_proj(attended.transpose(1, 2).reshape(batch, tokens, d_out))
+
+            theirs = [diagnose.their(grade, "split_heads", p.cpu(), heads) for p in projected]
+            if all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+                blamed = diagnose.blame(grade, failure, out, "split_heads", torch.stack(theirs), split,
+                                        attend_and_merge,
+                                        [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
+                                          lambda: projected.reshape(3, batch, heads, tokens, d_out // heads))])
+                if blamed:
+                    return blamed
+            return diagnose.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context.cpu()),
+                                  context.transpose(1, 2).reshape(batch, tokens, d_out), ref.out_proj,
+                                  [("heads-merged-without-transpose", "it reshapes straight from [B, H, T, hd]",
+                                    lambda: context.reshape(batch, tokens, d_out))])
+    return blame
+
+
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
 def test_mha_lesson_data(grade):
     pair = grade.module(MHA, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair))
+    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair),
+                root_cause=split_merge_root_cause)
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
@@ -368,14 +435,14 @@ def test_mha_lesson_data(grade):
     pytest.param(8, 8, 128, 2, 1, 100, True, F32, id="long-T100-float32"),
 ])
 def test_mha_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dtype):
-    random_module_check(grade, MHA, (mha_mistakes, mha_right), d_in, d_out, context, heads, batch, tokens, bias, dtype)
+    random_module_check(grade, MHA, (mha_mistakes, mha_right, split_merge_root_cause), d_in, d_out, context, heads, batch, tokens, bias, dtype)
 
 
 @exercise(MHA, forbidden=ATTENTION_OPS)
 def test_mha_non_contiguous(grade):
     pair = grade.module(MHA, 6, 6, 10, 0.0, 3)
     module_same(grade, pair, grade.randn(10, 2, 6).transpose(0, 1), candidates=mha_mistakes(pair),
-                right=mha_right(pair))
+                right=mha_right(pair), root_cause=split_merge_root_cause)
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)

@@ -98,6 +98,15 @@ def attention_weights(queries, keys, mask=None):
         scores = scores.masked_fill(mask, float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
 ''', "scaled_dot_product_attention", "missing-scale"),
+    "split_heads": ('''"""split_heads: reshapes straight to the head layout."""
+
+
+def split_heads(x, num_heads):
+    B, T, D = x.shape
+    if D % num_heads:
+        raise ValueError("indivisible")
+    return x.reshape(B, num_heads, T, D // num_heads)
+''', "MultiHeadAttention", "heads-split-without-transpose"),
     "causal_mask": ('''"""causal_mask: hides the diagonal."""
 import torch
 
@@ -136,3 +145,27 @@ def test_the_classes_name_the_helper_they_inherit_a_mistake_from(cascades):
         exercise = next(e for e in assignment.exercises if e.name == name)
         assert "missing-scale" in exercise.misconceptions, exercise.feedback
         assert "the mistake is in your" in exercise.feedback
+
+
+def test_the_wrapper_names_the_causal_attention_it_stacks(course, grader, submission_dir):
+    """MultiHeadAttentionWrapper (04) stacks the student's CausalAttention (03): a mistake there is
+    named in the wrapper's feedback as coming from assignment 03."""
+    from grader.submission import resolve_submission
+
+    module = submission_dir / "03_causal_attention" / "causal_attention.py"
+    module.write_text(corpus.splice(module.read_text(), '''
+import torch
+
+
+class CausalAttention:
+    def forward(self, x):
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        return self.dropout(torch.softmax(q @ k.transpose(1, 2) / k.shape[-1] ** 0.5, dim=-1)) @ v
+'''))
+    assignments = (course.assignment("03_causal_attention"), course.assignment("04_multi_head_attention"))
+    result = grader.grade(resolve_submission(submission_dir, course), assignments, seed=5)
+    causal = next(e for e in result.assignments[0].exercises if e.name == "CausalAttention")
+    wrapper = next(e for e in result.assignments[1].exercises if e.name == "MultiHeadAttentionWrapper")
+    assert "mask-not-applied" in causal.misconceptions, causal.feedback
+    assert "mask-not-applied" in wrapper.misconceptions, wrapper.feedback
+    assert "the mistake is in your CausalAttention (assignment 03)" in wrapper.feedback
