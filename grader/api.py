@@ -74,22 +74,30 @@ def list_course(*, course: Course) -> str:
 
 def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None) -> int:
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
-    With ``out``: write the student distribution of the named assignments (default all) there instead."""
+    With ``out``: write (or verify) the student distribution of the named assignments (default all) there."""
     from grader.release import release as run_release
     from grader.runner import has_reference
 
     if not has_reference(course):
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
                          "`grade release` runs in the instructor's course")
-    if out is not None:
-        if check_only:
-            raise UsageError("--check and --out do not go together: --out writes, --check writes nothing")
+    if out is not None and not check_only:
         return release_distribution(course=course, assignment_ids=assignment_ids, out=out)
-    stale = run_release(course, course.select(assignment_ids), check=check_only)
+    if out is not None:
+        from grader.distribution import check_distribution
+
+        root = Path(out).resolve()
+        stale = check_distribution(course, course.select(assignment_ids), root)
+        hint = f"run `grade release {' '.join(assignment_ids)} --out {out}` to write it again".replace("  ", " ")
+    else:
+        root = course.root
+        stale = run_release(course, course.select(assignment_ids), check=check_only)
+        hint = "run `grade release` to regenerate assignments/ from solutions/"
     for item in stale:
-        print(f"{item.path.relative_to(course.root)}: {item.reason}", file=sys.stderr)
+        where = item.path.relative_to(root) if item.path.is_relative_to(root) else item.path
+        print(f"{where}: {item.reason}", file=sys.stderr)
     if check_only and stale:
-        print("run `grade release` to regenerate assignments/ from solutions/", file=sys.stderr)
+        print(hint, file=sys.stderr)
     return 1 if stale else 0
 
 

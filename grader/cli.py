@@ -93,9 +93,11 @@ def list_(course_dir):
 @cli.command()
 @click.argument("assignments", nargs=-1)
 @click.option("--check", "check_only", is_flag=True,
-              help="Write nothing; exit 1 if assignments/ is stale or leaks a solution or hidden test.")
+              help="Write nothing; exit 1 if assignments/ (with --out: the distribution there) is stale or leaks "
+                   "a solution or hidden test.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
-              help="Write the student distribution here instead (a new or empty folder, or a previous distribution).")
+              help="Write the student distribution here instead (a new or empty folder, or a previous "
+                   "distribution, all of it replaced but .git).")
 @click.pass_obj
 def release(course_dir, assignments, check_only, out):
     """Regenerate assignments/ (stubs, release notebooks) from solutions/, or write the student distribution."""

@@ -12,6 +12,7 @@ There, with no ``solutions/`` folder, ``grade check`` replays the recording (see
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import shutil
@@ -45,6 +46,37 @@ def write_distribution(course: Course, assignments: tuple[Assignment, ...], out:
     """Write the student distribution of ``assignments`` into ``out`` (new, empty, or a previous
     distribution, whose files are all replaced except ``.git``)."""
     out = _target(course, Path(out))
+    with _prepared(course, assignments) as (build, checks):
+        _install(build, out)
+    return Written(out, tuple(a.id for a in assignments), checks)
+
+
+def check_distribution(course: Course, assignments: tuple[Assignment, ...], out: Path) -> list[Stale]:
+    """What in the distribution ``out`` differs from what `grade release --out` would write there now
+    (the recorded reference outputs compared as tensors), and anything in it that leaks."""
+    out = Path(out).resolve()
+    if not is_distribution(out):
+        return [Stale(out, "is not a student distribution (no course.toml and suites/public/reference.pt)")]
+    stale = []
+    with _prepared(course, assignments) as (build, _):
+        expected = {p.relative_to(build) for p in build.rglob("*") if p.is_file()}
+        for name in sorted(expected):
+            there = out / name
+            if not there.is_file():
+                stale.append(Stale(there, "missing"))
+            elif not _same_file(build / name, there):
+                stale.append(Stale(there, "differs from what `grade release --out` writes"))
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        name = path.relative_to(out)
+        if name not in expected and not {".git", "__pycache__"} & set(name.parts):
+            stale.append(Stale(path, "is not written by `grade release --out`"))
+    return stale + leaks_in(course, out)
+
+
+@contextlib.contextmanager
+def _prepared(course: Course, assignments: tuple[Assignment, ...]):
+    """The distribution built in a scratch folder, its public suites recorded, scanned for leaks:
+    ``(folder, number of public checks)``."""
     recording, checks = record_public_suites(course, assignments)
     with tempfile.TemporaryDirectory(prefix="grade-distribution-") as scratch:
         build = Path(scratch) / "distribution"
@@ -56,8 +88,34 @@ def write_distribution(course: Course, assignments: tuple[Assignment, ...], out:
                                     f"{found[0].path.relative_to(build)} {found[0].reason}"
                                     + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
         load_course(build)  # the course.toml students get must load
-        _install(build, out)
-    return Written(out, tuple(a.id for a in assignments), checks)
+        yield build, checks
+
+
+def _same_file(ours: Path, theirs: Path) -> bool:
+    if ours.suffix != ".pt":
+        return ours.read_bytes() == theirs.read_bytes()
+    import torch
+
+    from grader.recording import Recording
+
+    try:
+        old = Recording.load(theirs)
+    except Exception:  # noqa: BLE001 - anything unreadable is simply not the recording we would write
+        return False
+    new = Recording.load(ours)
+    return old.seed == new.seed and old.events.keys() == new.events.keys() and all(
+        _same_value(old.events[k], new.events[k], torch) for k in new.events)
+
+
+def _same_value(a, b, torch) -> bool:
+    if isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and (
+            torch.equal(a, b) or (b.is_floating_point() and torch.allclose(a, b, 0.0, 0.0, equal_nan=True)))
+    if isinstance(b, (list, tuple)):
+        return isinstance(a, (list, tuple)) and len(a) == len(b) and all(_same_value(x, y, torch) for x, y in zip(a, b))
+    if isinstance(b, dict):
+        return isinstance(a, dict) and a.keys() == b.keys() and all(_same_value(a[k], b[k], torch) for k in b)
+    return a == b
 
 
 # --- where it goes --------------------------------------------------------------------------------------
@@ -139,7 +197,8 @@ def _expect_full_marks(result, problem: str) -> None:
     failing = [f"{a.id}.{e.name} ({e.status}: {e.feedback.splitlines()[0] if e.feedback else ''})"
                for a in result.assignments for e in a.exercises if e.status != "passed"]
     if failing:
-        raise DistributionError(f"{problem}: {failing[0]}" + (f" and {len(failing) - 1} more" if len(failing) > 1 else ""))
+        more = f" and {len(failing) - 1} more" if len(failing) > 1 else ""
+        raise DistributionError(f"{problem}: {failing[0]}{more}")
 
 
 def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> None:

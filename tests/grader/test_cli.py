@@ -89,7 +89,6 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
     for args, message in [
         (["release", "--out", "assignments/student"], "outside the course folder"),
         (["release", "--out", str(tmp_path)], "not a student distribution"),
-        (["release", "--check", "--out", str(tmp_path / "new")], "--check and --out do not go together"),
         (["--course", str(student), "release", "--out", str(tmp_path / "new")], "has no solutions/"),
         (["--course", str(student), "check", "--submission", str(ROOT / "assignments" / "01_attention_basics")],
          "nor recorded reference outputs"),

@@ -14,6 +14,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+import torch
 
 from grader.config import load_course, tomllib
 from grader.distribution import PUBLIC_SEED, classroom_result, course_toml, leaks_in, write_distribution
@@ -140,8 +141,6 @@ def test_a_leaking_file_is_found(course, tmp_path):
 
 
 def test_the_recording_is_plain_data_for_the_public_checks_only(distribution):
-    import torch
-
     data = torch.load(distribution / "suites" / "public" / "reference.pt", weights_only=True)
     assert data["seed"] == PUBLIC_SEED and len(data["events"]) > 100
     assert all(key.startswith("public/test_") for key in data["events"])
@@ -166,7 +165,7 @@ def test_a_folder_inside_the_course_or_one_holding_other_files_is_refused(course
 
 
 @pytest.mark.slow  # records the public suite of one assignment
-def test_release_out_rewrites_a_previous_distribution_of_the_named_assignments_keeping_git(course, tmp_path):
+def test_release_out_rewrites_a_previous_distribution_keeping_git_and_check_says_what_went_stale(course, tmp_path):
     out = tmp_path / "student"
     (out / ".git").mkdir(parents=True)
     (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
@@ -182,6 +181,27 @@ def test_release_out_rewrites_a_previous_distribution_of_the_named_assignments_k
     assert [a.id for a in load_course(out).assignments] == ["01_attention_basics"]
     assert sorted(p.name for p in (out / "assignments").iterdir()) == ["01_attention_basics"]
     assert sorted(p.name for p in (out / "suites" / "public").glob("test_*.py")) == ["test_01_attention_basics.py"]
+
+    def check():
+        return subprocess.run([sys.executable, "-m", "grader", "release", "01_attention_basics", "--check", "--out",
+                               str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    fresh = check()
+    assert fresh.returncode == 0 and fresh.stderr == ""
+    recording = torch.load(out / "suites" / "public" / "reference.pt", weights_only=True)
+    key = sorted(recording["events"])[0]
+    recording["events"][key] = torch.zeros(1)  # an output recorded from another reference
+    torch.save(recording, out / "suites" / "public" / "reference.pt")
+    (out / "notes.txt").write_text("mine")
+    stub = out / "assignments" / "01_attention_basics" / "attention_basics.py"
+    stub.write_text(stub.read_text() + "# edited\n")
+    stale = check()
+    assert stale.returncode == 1
+    lines = stale.stderr.splitlines()
+    assert lines[:-1] == ["assignments/01_attention_basics/attention_basics.py: differs from what `grade release "
+                          "--out` writes", "suites/public/reference.pt: differs from what `grade release --out` "
+                          "writes", "notes.txt: is not written by `grade release --out`"]
+    assert lines[-1] == f"run `grade release 01_attention_basics --out {out}` to write it again"
 
 
 # --- grade check there ---------------------------------------------------------------------------------------
