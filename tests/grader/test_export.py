@@ -10,6 +10,8 @@ from grader.errors import UsageError
 from grader.export import export_csv
 
 ASSIGNMENT = "01_attention_basics"
+# nbgrader's own add_submission warns about its session (SQLAlchemy), not about anything of ours
+QUIET_GRADEBOOK = pytest.mark.filterwarnings("ignore:Object of type <Submitted")
 
 
 @pytest.fixture
@@ -55,6 +57,7 @@ def rows(text):
 
 
 @pytest.mark.nbgrader
+@QUIET_GRADEBOOK
 def test_the_gradebook_at_the_course_root_joins_the_autograde_results(course_copy, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_gradebook(course_copy.root / "gradebook.db", course_copy,
@@ -75,6 +78,7 @@ def test_the_gradebook_at_the_course_root_joins_the_autograde_results(course_cop
 
 
 @pytest.mark.nbgrader
+@QUIET_GRADEBOOK
 def test_a_named_gradebook_is_read_and_the_late_penalty_applies_as_nbgrader_export_does(course_copy, tmp_path):
     book = tmp_path / "elsewhere.db"
     write_gradebook(book, course_copy, {"zoe": {}}, late_penalty=10)
