@@ -5,8 +5,9 @@ It holds ``assignments/`` (the committed stubs and release notebooks), the ``gra
 plain tensors (``suites/public/reference.pt``), a student README, CI templates (GitHub Classroom,
 GitLab) from ``templates/distribution/`` and a ``pyproject.toml``. Never ``solutions/`` nor the
 hidden suites: everything is built in a scratch folder and scanned for leaks before DIR is touched.
+``grade release --check --out DIR`` builds the same and says what in DIR differs.
 
-There, with no ``solutions/`` folder, ``grade check`` replays the recording (see
+There, with neither ``solutions/`` nor ``suites/hidden/``, ``grade check`` replays the recording (see
 :func:`grader.runner.public_recording`): offline, with the verdicts the reference gives on those cases.
 """
 from __future__ import annotations
