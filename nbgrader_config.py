@@ -2,8 +2,9 @@
 
 The same mapping `grade release` uses (grader/nbgrader_glue.py). Submissions go in
 submitted/<student>/<assignment>/; the gradebook is gradebook.db (SQLite) at the course root.
-`nbgrader generate_assignment ID --force` writes the stub module beside the release notebook, as
-`grade release` does; `nbgrader generate_feedback` shows no hidden test.
+`nbgrader generate_assignment ID` always regenerates the committed release folder (it is generated
+from solutions/, so there is nothing to keep) and writes the stub module beside the release notebook,
+as `grade release` does; `nbgrader generate_feedback` shows no hidden test.
 """
 from pathlib import Path
 
@@ -21,4 +22,5 @@ c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
+c.GenerateAssignment.force = True  # else an existing assignments/<id>/ is skipped, and never enters the gradebook
 c.GenerateAssignment.post_convert_hook = "grader.nbgrader_glue.write_stubs"

@@ -65,15 +65,15 @@ def classroom(tmp_path_factory):
     for name in ("course.toml", "nbgrader_config.py"):
         shutil.copy(ROOT / name, root / name)
     (root / "assignments" / ASSIGNMENT / "attention_basics.py").unlink()  # nbgrader's hook writes it back
-    nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")
+    nbgrader(root, "generate_assignment", ASSIGNMENT)  # assignments/ is committed: the config forces it
     for name, notebook in {"ada": student_notebook(root, fill=True),  # the solution
                            "bo": student_notebook(root, fill=False),  # the release notebook untouched
                            "cy": student_notebook(root, fill=True, mistake=True)}.items():
         folder = root / "submitted" / name / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / "attention_basics.ipynb").write_text(json.dumps(notebook))
-    nbgrader(root, "autograde", ASSIGNMENT, "--force", seed=SEED)
-    nbgrader(root, "generate_feedback", ASSIGNMENT, "--force")
+    nbgrader(root, "autograde", ASSIGNMENT, seed=SEED)
+    nbgrader(root, "generate_feedback", ASSIGNMENT)
     nbgrader(root, "export", "--to", "nbgrader-grades.csv")
     return root
 
