@@ -136,6 +136,10 @@ class Grade:
 
         return torch.randint(low, high, shape, generator=self.generator)
 
+    def case(self) -> str:
+        """Where a failure's inputs came from: the run's seed (``grade check --seed`` draws them again)."""
+        return f" (seed {self.session.seed})"
+
     def tolerance(self, tensor):
         import torch
 
@@ -243,7 +247,7 @@ class Grade:
                               "(outputs keep the input's dtype)", ("wrong-dtype",))
         problem = difference(out, expected, self.tolerance(expected), "the output")
         if problem:
-            raise CheckFailed(f"{what}: {problem}")
+            raise CheckFailed(f"{what}: {problem}{self.case()}")
         if isinstance(expected, torch.Tensor) and reply.device and reply.device != str(expected.device):
             raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
                               "(outputs stay on the input's device)", ("wrong-device",))
@@ -260,13 +264,13 @@ class Grade:
                 continue
             problem = difference(g, e, self.tolerance(e), f"the gradient for argument {index + 1}")
             if problem:
-                raise CheckFailed(f"{name}: {problem}")
+                raise CheckFailed(f"{name}: {problem}{self.case()}")
 
     def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
         """``actual`` matches ``expected`` within the tolerance of its dtype."""
         problem = difference(actual, expected, self.tolerance(expected), "the output")
         if problem:
-            raise CheckFailed(f"{what}: {problem}", misconceptions)
+            raise CheckFailed(f"{what}: {problem}{self.case()}", misconceptions)
 
     def expect_not_growing(self, name, short_ops: int, long_ops: int):
         """A vectorised exercise makes as many torch operations for a long sequence as for a short one."""
@@ -383,7 +387,7 @@ class ModulePair:
                 got = (reply.param_grads or {}).get(n)
                 problem = difference(got, expected_grad, self.grade.tolerance(expected_grad), f"the gradient of {n}")
                 if problem:
-                    raise CheckFailed(f"{self.what}: {problem}")
+                    raise CheckFailed(f"{self.what}: {problem}{self.grade.case()}")
         return reply.out
 
 

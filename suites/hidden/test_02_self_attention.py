@@ -293,12 +293,32 @@ def copied_pairs(grade, d_in, d_out, dtype=None):
     return v2, v1
 
 
+def copied_mistake(grade, failure, v2, v1):
+    """Name what the v1 received: another projection's weights (qkv-swapped), or a weight not transposed."""
+    theirs = v1.student_parameters()
+    weights = {n: m.weight.detach().cpu() for n, m in v2.ref.named_children()}  # W_query, W_key, W_value
+    for role, got in theirs.items():
+        for source, weight in weights.items():
+            if source != role and diagnose.matches(grade, got, weight.T):
+                return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {source}",
+                                   ("qkv-swapped",))
+        if diagnose.matches(grade, got, weights[role]) and not diagnose.matches(grade, got, weights[role].T):
+            return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {role}.weight without "
+                               "transposing it: nn.Linear stores [d_out, d_in]")
+    return failure
+
+
 @exercise("copy_v2_weights_into_v1", weight=3)
 @pytest.mark.parametrize("d_in,d_out,dtype", [(3, 2, torch.float32), (5, 5, torch.float64)],
                          ids=["d_in3-d_out2", "square-float64"])
 def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
     v2, v1 = copied_pairs(grade, d_in, d_out, dtype)
-    v1.expect_same_parameters("after copy_v2_weights_into_v1(v2, v1), the v1")
+    try:
+        v1.expect_same_parameters("after copy_v2_weights_into_v1(v2, v1), the v1")
+    except CheckFailed as failure:
+        if grade.replaying:
+            raise
+        raise copied_mistake(grade, failure, v2, v1) from None
     v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
 
 

@@ -212,16 +212,48 @@ def test_padding_mask_edges(grade):
 
 
 # --- causal_padding_mask -----------------------------------------------------------------------------
+def causal_padding_same(grade, lengths, tokens):
+    """causal_padding_mask matches the reference; if not, blame the student's causal_mask or
+    padding_mask when it is theirs that is wrong, or name the mask mistake."""
+    masks = causal_masks(tokens)
+    positions = torch.arange(tokens)
+    padding = positions[None, :] >= lengths[:, None]  # [B, T]
+
+    def combined(future=masks["future"], pad=padding, keys=True):
+        return future[None] | (pad[:, None, :] if keys else pad[:, :, None])
+
+    def root_cause(failure, out):
+        return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
+                              masks["future"], lambda m: combined(future=m.bool()),
+                              mask_mistakes(lambda name: masks[name] if name else masks["future"])) or \
+            diagnose.blame(grade, failure, out, "padding_mask", diagnose.their(grade, "padding_mask", lengths, tokens),
+                           padding, lambda m: combined(pad=m.bool()),
+                           [("mask-inverted", "it marks the real tokens, not the padding",
+                             lambda: positions[None, :] < lengths[:, None])])
+
+    diagnose.diagnosed(
+        grade, lambda: grade.same("causal_padding_mask", lengths, tokens),
+        lambda: grade.call("causal_padding_mask", lengths, tokens).out,
+        [(m, e, lambda make=make: combined(future=make())) for m, e, make in
+         mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))] + [
+            ("mask-inverted", "your padding part marks the real tokens, not the padding",
+             lambda: combined(pad=~padding)),
+            (None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
+            (None, "your mask is only the padding: the future is not hidden",
+             lambda: combined(future=torch.zeros_like(masks["future"])))],
+        right=lambda: combined(), root_cause=root_cause)
+
+
 @exercise("causal_padding_mask", weight=3)
 def test_causal_padding_mask_random(grade):
     tokens = 6
-    grade.same("causal_padding_mask", grade.randint(1, tokens + 1, (4,)), tokens)
+    causal_padding_same(grade, grade.randint(1, tokens + 1, (4,)), tokens)
 
 
 @exercise("causal_padding_mask", weight=1)
 def test_causal_padding_mask_edges(grade):
-    grade.same("causal_padding_mask", torch.tensor([1, 5, 3]), 5)  # shortest, full, in between
-    grade.same("causal_padding_mask", torch.tensor([1, 1]), 1)  # T = 1
+    causal_padding_same(grade, torch.tensor([1, 5, 3]), 5)  # shortest, full, in between
+    causal_padding_same(grade, torch.tensor([1, 1]), 1)  # T = 1
 
 
 # --- CausalAttention ---------------------------------------------------------------------------------

@@ -479,13 +479,20 @@ def test_mha_vectorised(grade):
 FUSED = "FusedQKVAttention"
 
 
-def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
-                   order=(0, 1, 2), **changes):
-    """The reference FusedQKVAttention with one thing changed, computed from its weights."""
+def _fused_parts(ref, x):
+    """The reference's q, k, v, stacked: [3, B, H, N, hd]."""
     batch, tokens, _ = x.shape
-    heads = ref.num_heads
     chan = ref.proj.in_features
-    parts = ref.qkv(x).reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
+    return ref.qkv(x).reshape(batch, tokens, 3, ref.num_heads, chan // ref.num_heads).permute(2, 0, 3, 1, 4)
+
+
+def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
+                   order=(0, 1, 2), parts=None, **changes):
+    """The reference FusedQKVAttention with one thing changed, computed from its weights (``parts``:
+    q, k, v stacked, in place of the reference's split)."""
+    batch, tokens, _ = x.shape
+    chan = ref.proj.in_features
+    parts = _fused_parts(ref, x) if parts is None else parts
     q, k, v = (parts[i] for i in order)
     hidden = diagnose.causal_variants(tokens, tokens, x.device)["future"] if causal else None
     attended = diagnose.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
@@ -524,10 +531,45 @@ def fused_right(pair):
     return lambda x, s: _fused_variant(pair.ref, x)
 
 
+def fused_root_cause(grade, pair, x, seed):
+    """Blame the student's split_qkv or merge_heads when the module's output is what they give, on the
+    right fused projection (split) or on the right attention output and v (merge)."""
+    def blame(failure, out):
+        ref = pair.ref
+        batch, tokens, _ = x.shape
+        chan = ref.proj.in_features
+        with torch.no_grad():
+            xd = x.to(grade.device)
+            parts = _fused_parts(ref, xd)
+            theirs = diagnose.their(grade, "split_qkv", ref.qkv(xd).cpu(), ref.num_heads)
+            if isinstance(theirs, tuple) and len(theirs) == 3 and all(isinstance(t, torch.Tensor) for t in theirs) \
+                    and len({t.shape for t in theirs}) == 1:
+                blamed = diagnose.blame(
+                    grade, failure, out, "split_qkv", torch.stack(theirs), parts,
+                    lambda split: _fused_variant(ref, xd, parts=split),
+                    [("qkv-swapped", f"it returns them in the order {', '.join('qkv'[i] for i in order)}",
+                      lambda order=order: parts[list(order)])
+                     for order in itertools.permutations(range(3)) if order != (0, 1, 2)])
+                if blamed:
+                    return blamed
+            attended = diagnose.attend(parts[0], parts[1], parts[2], scale=ref.scale)
+            both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
+            theirs = [diagnose.their(grade, "merge_heads", t.cpu()) for t in both]
+            if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+                return None
+            return diagnose.blame(grade, failure, out, "merge_heads", torch.stack(theirs),
+                                  both.transpose(2, 3).reshape(2, batch, tokens, chan),
+                                  lambda merged: ref.proj(merged[0]) + merged[1],
+                                  [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
+                                    lambda: both.reshape(2, batch, tokens, chan))])
+    return blame
+
+
 @exercise(FUSED, forbidden=ATTENTION_OPS)
 def test_fused_lesson_data(grade):
     pair = grade.module(FUSED, 3, 4, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair))
+    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair),
+                root_cause=fused_root_cause)
 
 
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
@@ -540,14 +582,14 @@ def test_fused_lesson_data(grade):
 def test_fused_random(grade, dim, chan, heads, bias, qk_scale, batch, tokens, dtype):
     pair = grade.module(FUSED, dim, chan, num_heads=heads, qkv_bias=bias, qk_scale=qk_scale, dtype=dtype)
     module_same(grade, pair, grade.randn(batch, tokens, dim, dtype=dtype), grad=True,
-                candidates=fused_mistakes(pair, qk_scale), right=fused_right(pair))
+                candidates=fused_mistakes(pair, qk_scale), right=fused_right(pair), root_cause=fused_root_cause)
 
 
 @exercise(FUSED, forbidden=ATTENTION_OPS)
 def test_fused_non_contiguous(grade):
     pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7)
     module_same(grade, pair, grade.randn(9, 2, 6).transpose(0, 1), candidates=fused_mistakes(pair, 0.7),
-                right=fused_right(pair))
+                right=fused_right(pair), root_cause=fused_root_cause)
 
 
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)

@@ -79,7 +79,7 @@ def test_the_diagnosis_rate_is_complete(graded):
 
 # --- root causes -------------------------------------------------------------------------------------
 CASCADES = {
-    # a helper's mistake -> (exercise that uses it, the helper it names, the misconception named)
+    # a helper's mistake -> (the exercises that use it, the misconception they name with the helper)
     "softmax": ('''"""softmax: normalises dim 0 whatever it is asked."""
 import torch
 
@@ -87,7 +87,7 @@ import torch
 def softmax(x, dim=-1):
     e = torch.exp(x - x.amax(dim=0, keepdim=True))
     return e / e.sum(dim=0, keepdim=True)
-''', "simple_self_attention", "softmax-wrong-dim"),
+''', ("simple_self_attention",), "softmax-wrong-dim"),
     "attention_weights": ('''"""attention_weights: forgets the scale."""
 import torch
 
@@ -97,7 +97,7 @@ def attention_weights(queries, keys, mask=None):
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
-''', "scaled_dot_product_attention", "missing-scale"),
+''', ("scaled_dot_product_attention", "SelfAttention_v1", "SelfAttention_v2", "CrossAttention"), "missing-scale"),
     "split_heads": ('''"""split_heads: reshapes straight to the head layout."""
 
 
@@ -106,14 +106,30 @@ def split_heads(x, num_heads):
     if D % num_heads:
         raise ValueError("indivisible")
     return x.reshape(B, num_heads, T, D // num_heads)
-''', "MultiHeadAttention", "heads-split-without-transpose"),
+''', ("MultiHeadAttention",), "heads-split-without-transpose"),
+    "merge_heads": ('''"""merge_heads: reshape without moving the heads back."""
+
+
+def merge_heads(x):
+    batch, heads, tokens, head_dim = x.shape
+    return x.reshape(batch, tokens, heads * head_dim)
+''', ("MultiHeadAttention", "FusedQKVAttention"), "heads-merged-without-transpose"),
+    "split_qkv": ('''"""split_qkv: the parts in the order k, q, v."""
+
+
+def split_qkv(qkv, num_heads):
+    batch, tokens, three_dim = qkv.shape
+    parts = qkv.reshape(batch, tokens, 3, num_heads, three_dim // (3 * num_heads)).permute(2, 0, 3, 1, 4)
+    return parts[1], parts[0], parts[2]
+''', ("FusedQKVAttention",), "qkv-swapped"),
     "causal_mask": ('''"""causal_mask: hides the diagonal."""
 import torch
 
 
 def causal_mask(num_tokens, device=None):
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).triu(0)
-''', "CausalAttention", "mask-hides-diagonal"),
+''', ("apply_causal_mask", "renormalize_causal_weights", "causal_padding_mask", "CausalAttention"),
+                    "mask-hides-diagonal"),
 }
 
 
@@ -125,26 +141,23 @@ def cascades(course, grader, tmp_path_factory):
         path.parent.mkdir()
         path.write_text(source)
         entries.append(corpus.Entry(path, helper, CASCADES[helper][2], source))
-    return corpus.grade_all(entries, course, grader, tmp_path_factory.mktemp("cascades"))
+    results = {}
+    for entry in entries:  # one grading run each: the helper's mistake alone
+        results.update(corpus.grade_all([entry], course, grader, tmp_path_factory.mktemp("cascades")))
+    return results
 
 
 @pytest.mark.parametrize("helper", sorted(CASCADES))
 def test_a_mistake_in_a_helper_is_the_root_cause_of_what_uses_it(cascades, helper):
-    _, user, misconception = CASCADES[helper]
+    _, users, misconception = CASCADES[helper]
     own, assignment = cascades[f"{helper}/{helper}"]
     assert misconception in own.misconceptions, own.feedback
-    dependent = next(e for e in assignment.exercises if e.name == user)
-    assert dependent.status == "failed"
-    assert misconception in dependent.misconceptions, dependent.feedback
-    assert f"the mistake is in your {helper}" in dependent.feedback
-
-
-def test_the_classes_name_the_helper_they_inherit_a_mistake_from(cascades):
-    _, assignment = cascades["attention_weights/attention_weights"]
-    for name in ("SelfAttention_v1", "SelfAttention_v2", "CrossAttention"):
-        exercise = next(e for e in assignment.exercises if e.name == name)
-        assert "missing-scale" in exercise.misconceptions, exercise.feedback
-        assert "the mistake is in your" in exercise.feedback
+    for user in users:
+        dependent = next(e for e in assignment.exercises if e.name == user)
+        assert dependent.status == "failed"
+        assert misconception in dependent.misconceptions, dependent.feedback
+        assert "the mistake is in your " in dependent.feedback  # the classes of 02 name it through their sdpa
+    assert f"the mistake is in your {helper}" in next(e for e in assignment.exercises if e.name == users[0]).feedback
 
 
 def test_the_wrapper_names_the_causal_attention_it_stacks(course, grader, submission_dir):

@@ -68,7 +68,7 @@ NAMED = {
     "SelfAttention_v1": "qkv-swapped", "SelfAttention_v2": "values-not-used", "causal_mask": "mask-hides-diagonal",
     "apply_causal_mask": "mask-not-applied", "renormalize_causal_weights": "mask-after-softmax-not-renormalized",
     "split_heads": "heads-split-without-transpose", "merge_heads": "heads-merged-without-transpose",
-    "split_qkv": "qkv-swapped", "MultiHeadAttention": "wrong-scale",
+    "split_qkv": "qkv-swapped", "MultiHeadAttention": "wrong-scale", "copy_v2_weights_into_v1": "qkv-swapped",
 }
 
 
