@@ -4,12 +4,11 @@ import torch
 
 class MultiHeadAttention:
     def forward(self, x):
-        T = x.shape[1]
-        q = split_heads(self.W_query(x), self.num_heads)
-        k = split_heads(self.W_key(x), self.num_heads)
-        v = split_heads(self.W_value(x), self.num_heads)
+        heads = [p(x).unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+                 for p in (self.W_query, self.W_key, self.W_value)]
+        q, k, v = heads
         rows = []
-        for t in range(T):
+        for t in range(x.shape[1]):
             scores = q[:, :, t:t + 1] @ k[:, :, :t + 1].transpose(-2, -1) / self.head_dim ** 0.5
             rows.append(self.dropout(torch.softmax(scores, dim=-1)) @ v[:, :, :t + 1])
         return self.out_proj(merge_heads(torch.cat(rows, dim=2)))
