@@ -330,6 +330,13 @@ class ModulePair:
         self.state = grade.student.request({"op": "state", "handle": self.handle.id})
         self._load_reference_weights()
 
+    def use_weights_of(self, module):
+        """Give both instances ``module``'s weights (a reference module of the same class), e.g. one head
+        of a reference wrapper, and take it as this pair's reference."""
+        self.ref = module
+        self._load_reference_weights()
+        return self
+
     def reference_parameters(self) -> dict:
         return self.grade._event(lambda: {n: p.detach() for n, p in self.ref.named_parameters()})
 

@@ -288,8 +288,7 @@ def heads_root_cause(grade, pair, x, seed):
                 single = other.module("CausalAttention", head.W_query.in_features, head.W_query.out_features,
                                       head.mask.shape[0], head.dropout.p, head.W_query.bias is not None,
                                       dtype=pair.dtype)
-                single.ref = head  # the wrapper's weights for this head
-                single._load_reference_weights()
+                single.use_weights_of(head)  # the wrapper's weights for this head
                 theirs.append(single.train(head.training).call(x).out)
         except (StudentFault, CheckFailed, KeyError):
             return None

@@ -182,3 +182,54 @@ class CausalAttention:
     assert "mask-not-applied" in causal.misconceptions, causal.feedback
     assert "mask-not-applied" in wrapper.misconceptions, wrapper.feedback
     assert "the mistake is in your CausalAttention (assignment 03)" in wrapper.feedback
+
+
+# --- the rules that need no corpus run ----------------------------------------------------------------
+class _Checks:
+    """Just enough of a Grade for its comparison rules: float32's tolerance, a seed."""
+
+    def tolerance(self, tensor):
+        from grader.config import Tolerance
+
+        return Tolerance(rtol=1e-4, atol=1e-5)
+
+    def case(self):
+        return " (seed 7)"
+
+
+def test_an_output_on_another_device_is_named_without_a_gpu():
+    """What the worker reports for an output left on the CPU while grading on CUDA."""
+    import torch
+
+    from grader.harness import CheckFailed, Grade, Reply
+
+    expected = torch.zeros(2, 3)
+    with pytest.raises(CheckFailed) as failure:
+        Grade.expect(_Checks(), Reply(out=torch.zeros(2, 3), device="cuda:0"), expected, "causal_mask(3)")
+    assert failure.value.misconceptions == ("wrong-device",)
+
+
+def test_a_diagnosis_is_claimed_only_when_it_tells_mistakes_apart():
+    import torch
+
+    from grader import diagnose
+
+    out = torch.ones(3)
+    both = [("missing-scale", "a", lambda: torch.ones(3)), ("wrong-scale", "b", torch.ones(3))]
+    assert diagnose.first_match(_Checks(), out, both) is None  # two ids explain it: none is claimed
+    assert diagnose.first_match(_Checks(), out, both[:1]) == ("missing-scale", "a")
+    assert diagnose.first_match(_Checks(), out, both[:1], right=torch.ones(3)) is None  # the output is right
+    assert diagnose.first_match(_Checks(), out, [("wrong-scale", "c", torch.zeros(3))]) is None
+
+
+def test_inf_or_nan_is_unstable_only_where_the_right_answer_is_finite():
+    import torch
+
+    from grader import diagnose
+
+    right = torch.tensor([0.5, 0.5, 0.0])
+    assert diagnose.unstable(torch.tensor([float("nan"), 0.5, 0.0]), right)
+    assert not diagnose.unstable(torch.tensor([0.5, 0.5, 0.0]), right)
+    assert not diagnose.unstable(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, float("inf")]))
+    zeros = diagnose.safe_softmax(torch.full((2, 3), float("-inf")))
+    assert torch.equal(zeros, torch.zeros(2, 3))
