@@ -138,17 +138,25 @@ def test_nbgrader_export_writes_every_students_score(classroom):
 
 @pytest.mark.nbgrader
 @pytest.mark.slow
-def test_grade_export_reads_the_gradebook_at_the_course_root(classroom, monkeypatch):
+def test_grade_autograde_of_the_collected_notebooks_agrees_and_grade_export_holds_both(classroom, monkeypatch):
+    """The kernel runs student code unconfined, as nbgrader always does; `grade autograde` of the
+    same submitted/ folder grades it isolated, and the export puts both side by side."""
     from grader.export import export_csv
 
-    monkeypatch.chdir(classroom)  # no ./grades there: the gradebook alone
-    rows = list(csv.DictReader(export_csv(load_course(classroom), []).splitlines()))
-    by_name = {(row["submission"], row["source"]): row for row in rows}
-    total, cells = gradebook_scores(classroom)["cy"]
-    cy = by_name[("cy", "nbgrader")]
-    assert float(cy["score"]) == total and float(cy[ASSIGNMENT]) == total
-    assert float(cy[f"{ASSIGNMENT}:softmax"]) == cells["softmax"]
-    assert float(by_name[("ada", "nbgrader")]["score"]) == 100
+    course = load_course(classroom)
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(classroom), "autograde", "submitted",
+                           "--out", "grades", "--workers", "1", "--seed", str(SEED), "--device", "cpu"],
+                          cwd=classroom, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(classroom)  # ./grades by default, and the gradebook at the course root
+    rows = {(row["submission"], row["source"]): row for row in csv.DictReader(export_csv(course, []).splitlines())}
+    assert set(rows) == {(name, source) for name in ("ada", "bo", "cy") for source in ("autograde", "nbgrader")}
+    for name, (total, cells) in gradebook_scores(classroom).items():
+        for source in ("autograde", "nbgrader"):
+            row = rows[(name, source)]
+            assert float(row["score"]) == total and float(row[ASSIGNMENT]) == total
+            assert {e: float(row[f"{ASSIGNMENT}:{e}"]) for e in cells} == cells
+    assert float(rows[("cy", "nbgrader")]["max_score"]) == 100  # what cy handed in to nbgrader
 
 
 @pytest.mark.nbgrader
