@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.harness import CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("01_attention_basics")
 exercise = pytest.mark.exercise
@@ -38,34 +37,23 @@ def softmax_same(grade, name, x, dim=None, grad=False):
 def simple_attention_same(grade, x, grad=False):
     """simple_self_attention matches the reference; if not, say whether the student's own softmax or
     attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
-    try:
-        return grade.same("simple_self_attention", x, grad=grad)
-    except CheckFailed as failure:
-        if failure.misconceptions:
-            raise
-        try:
-            out = grade.call("simple_self_attention", x).out
-        except StudentFault:
-            raise failure from None
-        with torch.no_grad():
-            scores = x @ x.transpose(-2, -1)
-            weights = diagnose.safe_softmax(scores)
-        causes = [
-            ("softmax", lambda: (diagnose.their(grade, "softmax", scores, dim=-1), weights, lambda w: w @ x,
-                                 diagnose.softmax_mistakes(scores, -1))),
-            ("attention_scores", lambda: (diagnose.their(grade, "attention_scores", x), scores,
-                                          lambda s: diagnose.safe_softmax(s) @ x, ())),
-        ]
-        for helper, inputs in causes:
-            blamed = diagnose.blame(grade, failure, out, helper, *inputs())
-            if blamed:
-                raise blamed from None
-        raise diagnose.name_mistake(grade, failure, out, [
-            ("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
-             lambda: diagnose.safe_softmax(scores, -2) @ x),
-            ("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
-                            "unscaled", lambda: diagnose.safe_softmax(scores / x.shape[-1] ** 0.5) @ x),
-        ], weights @ x) from None
+    scores = x @ x.transpose(-2, -1)
+    weights = diagnose.safe_softmax(scores)
+
+    def root_cause(failure, out):
+        return diagnose.blame(grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1),
+                              weights, lambda w: w @ x, diagnose.softmax_mistakes(scores, -1)) or \
+            diagnose.blame(grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x),
+                           scores, lambda s: diagnose.safe_softmax(s) @ x)
+
+    diagnose.diagnosed(
+        grade, lambda: grade.same("simple_self_attention", x, grad=grad),
+        lambda: grade.call("simple_self_attention", x).out,
+        [("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
+          lambda: diagnose.safe_softmax(scores, -2) @ x),
+         ("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is unscaled",
+          lambda: diagnose.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)],
+        right=lambda: weights @ x, root_cause=root_cause)
 
 
 # --- attention_scores_for_query ----------------------------------------------------------------------

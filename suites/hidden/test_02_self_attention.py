@@ -5,11 +5,13 @@ functions through ``grade.same``, classes through ``grade.module``, which builds
 student's instance and loads the reference's weights into the student's by parameter name. Inputs come
 from the check's own seed, fresh each run unless --seed is given.
 """
+import functools
+
 import pytest
 import torch
 
 from grader import diagnose
-from grader.harness import CheckFailed, StudentFault
+from grader.harness import CheckFailed
 
 pytestmark = pytest.mark.assignment("02_self_attention")
 exercise = pytest.mark.exercise
@@ -62,18 +64,11 @@ def sdpa_same(grade, queries, keys, values, mask=None, grad=False):
     """scaled_dot_product_attention matches the reference; if not, blame the student's attention_weights
     when that explains it, or name the mistake."""
     kwargs = {} if mask is None else {"mask": mask}
-    try:
-        return grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs)
-    except CheckFailed as failure:
-        if failure.misconceptions:
-            raise
-        try:
-            out = grade.call("scaled_dot_product_attention", queries, keys, values, **kwargs).out
-        except StudentFault:
-            raise failure from None
-        raise attention_root_cause(grade, failure, out, queries, keys, values, mask) or diagnose.name_mistake(
-            grade, failure, out, attention_mistakes(queries, keys, values, mask),
-            right_attention(queries, keys, values, mask)) from None
+    diagnose.diagnosed(
+        grade, lambda: grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs),
+        lambda: grade.call("scaled_dot_product_attention", queries, keys, values, **kwargs).out,
+        attention_mistakes(queries, keys, values, mask), right=lambda: right_attention(queries, keys, values, mask),
+        root_cause=lambda failure, out: attention_root_cause(grade, failure, out, queries, keys, values, mask))
 
 
 def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=False):
@@ -92,29 +87,27 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
                               lambda o: o, attention_mistakes(q, k, v, mask))
 
 
-def module_same(grade, pair, *inputs, grad=False, project=None):
+def module_same(grade, pair, *inputs, grad=False, project):
     """The student's module gives the reference's output; if not, name the mistake: in a helper it uses
     (the root cause), a projection in the wrong role, or one of attention's usual mistakes.
     ``project(x...)`` gives the right {"query", "key", "value"} projections of the inputs."""
-    try:
-        return pair.same(*inputs, grad=grad)
-    except CheckFailed as failure:
-        if failure.misconceptions or project is None or grade.replaying:
-            raise
-        try:
-            out = pair.call(*inputs).out
-        except StudentFault:
-            raise failure from None
+    @functools.cache
+    def roles():
         with torch.no_grad():
-            roles = {role: t.detach().cpu() for role, t in project(*(x.to(grade.device) for x in inputs)).items()}
-        q, k, v = roles["query"], roles["key"], roles["value"]
-        candidates = attention_mistakes(q, k, v) + diagnose.role_mistakes(
-            roles, lambda q_, k_, v_: right_attention(q_, k_, v_))
+            return {role: t.detach().cpu() for role, t in project(*(x.to(grade.device) for x in inputs)).items()}
+
+    def candidates():
+        q, k, v = roles().values()
+        yield from attention_mistakes(q, k, v)
+        yield from diagnose.role_mistakes(roles(), right_attention)
         if inputs[0].shape[-1] == v.shape[-1]:
-            candidates.append(("values-not-used", "your weights multiply the inputs, not the values",
-                               lambda: right_attention(q, k, inputs[-1])))
-        raise attention_root_cause(grade, failure, out, q, k, v, via_sdpa=True) or diagnose.name_mistake(
-            grade, failure, out, candidates, right_attention(q, k, v)) from None
+            yield "values-not-used", "your weights multiply the inputs, not the values", \
+                lambda: right_attention(q, k, inputs[-1])
+
+    diagnose.diagnosed(grade, lambda: pair.same(*inputs, grad=grad), lambda: pair.call(*inputs).out, candidates(),
+                       right=lambda: right_attention(*roles().values()),
+                       root_cause=lambda failure, out: attention_root_cause(grade, failure, out, *roles().values(),
+                                                                            via_sdpa=True))
 
 
 def v1_roles(ref):

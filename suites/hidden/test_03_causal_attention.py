@@ -69,19 +69,11 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose):
 def masked_same(grade, name, x, compose, grad=False):
     """``name(x)`` matches the reference; if not, blame the student's causal_mask or name the mask
     mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask)."""
-    try:
-        return grade.same(name, x, grad=grad)
-    except CheckFailed as failure:
-        if failure.misconceptions:
-            raise
-        try:
-            out = grade.call(name, x).out
-        except StudentFault:
-            raise failure from None
-        masks = causal_masks(x.shape[-1])
-        raise causal_mask_root_cause(grade, failure, out, x.shape[-1], compose) or diagnosed(
-            grade, failure, out, mask_mistakes(lambda m: compose(masks[m] if m else None)),
-            compose(masks["future"])) from None
+    masks = causal_masks(x.shape[-1])
+    diagnose.diagnosed(
+        grade, lambda: grade.same(name, x, grad=grad), lambda: grade.call(name, x).out,
+        mask_mistakes(lambda m: compose(masks[m] if m else None)), right=lambda: compose(masks["future"]),
+        root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
 
 
 def renormalized_same(grade, weights, grad=False):
