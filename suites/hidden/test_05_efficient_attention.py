@@ -33,10 +33,11 @@ def _non_finite(out):
     return None
 
 
-def diagnosed(grade, check, rerun, candidates):
+def diagnosed(grade, check, rerun, candidates, right=None):
     """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
     return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
-                                                   for m, what, make in candidates], explain_output=_non_finite)
+                                                   for m, what, make in candidates], explain_output=_non_finite,
+                              right=right)
 
 
 # --- online_softmax -----------------------------------------------------------------------------------
@@ -127,16 +128,14 @@ def test_online_softmax_non_contiguous(grade):
 
 
 # --- flash_attention ----------------------------------------------------------------------------------
-def _plain_attention(q, k, v, causal, *, scale="sqrt", mask="future"):
-    """Plain attention in float64 with one thing possibly changed, for naming mistakes."""
+def _plain_attention(q, k, v, causal, *, bottom_right=False):
+    """Plain attention in float64 (``bottom_right``: the causal mask aligned to the bottom-right corner)."""
     q, k, v = q.double(), k.double(), v.double()
-    d = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) * {"sqrt": d ** -0.5, "none": 1.0, "d": 1.0 / d}[scale]
+    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
     if causal:
         tq, tk = scores.shape[-2], scores.shape[-1]
-        ones = torch.ones(tq, tk, dtype=torch.bool)
-        hidden = {"future": ones.triu(1), "bottom-right": ones.triu(tk - tq + 1), "none": ~ones}[mask]
-        scores = scores.masked_fill(hidden, float("-inf"))
+        scores = scores.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq + 1 if bottom_right else 1),
+                                    float("-inf"))
     weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
     return weights @ v
 
@@ -170,23 +169,21 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
          lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
         (None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
          lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
-        ("missing-scale", "unscaled scores: divide by sqrt(d)",
-         lambda: _plain_attention(q, k, v, causal, scale="none")),
-        ("wrong-scale", "scores divided by d instead of sqrt(d)", lambda: _plain_attention(q, k, v, causal, scale="d")),
     ]
     if causal:
-        candidates += [
-            ("mask-not-applied", "attention without the causal mask",
-             lambda: _plain_attention(q, k, v, True, mask="none")),
-            (None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, counted from the "
-                   "top-left",
-             lambda: _plain_attention(q, k, v, True, mask="bottom-right")),
-        ]
+        candidates.append((None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, counted "
+                                 "from the top-left", lambda: _plain_attention(q, k, v, True, bottom_right=True)))
+    # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    future = diagnose.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
+    candidates += [(m, what.removeprefix("your "), make) for m, what, make in diagnose.attention_mistakes(
+        q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future, causal=causal, mask_fill_zero=False)]
     diagnosed(
         grade,
         lambda: grade.same("flash_attention", q, k, v, grad=grad, **kwargs),
         lambda: grade.call("flash_attention", q, k, v, **kwargs).out,
         candidates,
+        right=lambda: _plain_attention(q, k, v, causal),
     )
 
 
