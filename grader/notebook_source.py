@@ -2,7 +2,9 @@
 
 Only top-level imports, functions and classes of code cells are kept: demo cells (plots, timings,
 prints) and nbgrader's autograded test cells would run the student's unfinished code at import
-time, so they are dropped. Each kept cell is compiled under a name such as
+time, so they are dropped, and so are imports of display libraries and of the grader itself (a
+check cell's ``from grader.notebook_checks import check``: student code may not import the grader).
+Each kept cell is compiled under a name such as
 ``attention_basics.ipynb [cell 7]`` so that tracebacks point the student at the cell.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-_DISPLAY_ONLY = {"matplotlib", "IPython", "ipywidgets", "seaborn", "tqdm", "pandas"}
+_NOT_GRADED = {"matplotlib", "IPython", "ipywidgets", "seaborn", "tqdm", "pandas", "grader"}
 _KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -37,9 +39,9 @@ def _kept(node: ast.stmt) -> bool:
     if not isinstance(node, _KEEP):
         return False
     if isinstance(node, ast.Import):
-        return all(alias.name.split(".")[0] not in _DISPLAY_ONLY for alias in node.names)
+        return all(alias.name.split(".")[0] not in _NOT_GRADED for alias in node.names)
     if isinstance(node, ast.ImportFrom):
-        return (node.module or "").split(".")[0] not in _DISPLAY_ONLY
+        return (node.module or "").split(".")[0] not in _NOT_GRADED
     return True
 
 

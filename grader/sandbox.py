@@ -142,18 +142,29 @@ def _kill_children() -> None:
         time.sleep(0.01)
 
 
+# The grader's modules a worker runs on; every other one (the harness, diagnose with its textbook
+# attention, the catalogue...) is forgotten here and refused to student code (worker.GraderShield).
+WORKER_MODULES = frozenset({"grader", "grader.worker", "grader.wire", "grader.sandbox", "grader.confine",
+                            "grader.mounts", "grader.notebook_source", "grader.errors"})
+
+
 def _forget_reference(blocked: tuple[str, ...]) -> None:
-    """Drop modules loaded from the reference or the suites, in case this process had imported them
-    before forking (a test session, a long-lived grader): a worker can then not import them by name."""
+    """Drop modules loaded from the reference or the suites, and the grader's own but those a worker
+    runs on, in case this process had imported them before forking (a test session, a long-lived
+    grader): a worker can then not import them by name, nor find them in ``sys.modules``."""
     import gc
     import sys
 
     from grader.worker import _under
 
+    package = sys.modules["grader"]
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and _under(path, blocked):
+        ours = name.startswith("grader.") and name not in WORKER_MODULES
+        if ours or (path and _under(path, blocked)):
             del sys.modules[name]
+            if ours and "." not in name[len("grader."):]:
+                package.__dict__.pop(name[len("grader."):], None)
     gc.collect()
 
 

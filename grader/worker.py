@@ -133,7 +133,19 @@ class _NotebookFinder:
         _exec_notebook(module, self.notebooks[module.__name__])
 
 
+class GraderShield:
+    """Refuses student code the grader's modules that the worker has not loaded itself (the zygote
+    forgot the rest): the harness, the catalogue, and diagnose with its textbook attention."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "grader" or name.startswith("grader."):
+            raise ModuleNotFoundError(f"No module named {name!r} (the grader is not available to your code)",
+                                      name=name)
+        return None
+
+
 def import_submission(spec: WorkerSpec) -> types.ModuleType:
+    sys.meta_path.insert(0, GraderShield())  # asked only for modules not loaded yet
     if spec.notebooks:
         sys.meta_path.insert(0, _NotebookFinder(dict(spec.notebooks)))
     if spec.source.endswith(".ipynb"):

@@ -17,12 +17,14 @@ def test_definitions_and_imports_are_kept_and_demos_dropped(tmp_path):
     path = notebook(tmp_path,
                     ("markdown", "# Lesson", {}),
                     ("code", "import torch\nimport matplotlib.pyplot as plt\n%matplotlib inline", {}),
+                    ("code", "from grader.notebook_checks import check\nimport grader", {}),  # a check cell, copied
                     ("code", "def f(x):\n    return x + 1\n\nprint(f(1))\nplt.plot([1])", {}),
                     ("code", "assert f(1) == 3", TEST_CELL),
                     ("code", "%%timeit\nf(1)", {}))
     cells = read_cells(path)
     code = "\n".join(c.code for c in cells)
     assert "import torch" in code and "def f(x)" in code
+    assert "grader" not in code  # student code may not import the grader: only Jupyter runs check cells
     assert "matplotlib" not in code and "print(" not in code and "assert" not in code and "timeit" not in code
     namespace = {}
     for cell in cells:

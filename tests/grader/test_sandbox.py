@@ -176,6 +176,23 @@ def attention_scores(inputs):
     assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback
 
 
+def test_the_worker_cannot_borrow_the_graders_helpers(tight, tmp_path):
+    import grader.diagnose  # noqa: F401 - loaded in this process, as in a long-lived grader
+
+    _, ex = grade_module(tight, tmp_path, """
+import sys
+def softmax(x, dim=-1):
+    assert 'grader.diagnose' not in sys.modules and not hasattr(sys.modules['grader'], 'diagnose')
+    from grader.diagnose import safe_softmax
+    return safe_softmax(x, dim)
+def attention_scores(inputs):
+    import grader.harness
+    return inputs @ inputs.transpose(-2, -1)
+""")
+    assert ex["softmax"].status == "error" and "the grader is not available to your code" in ex["softmax"].feedback
+    assert ex["attention_scores"].status == "error"
+
+
 def test_a_not_implemented_error_raised_by_torch_is_an_error_not_a_stub(tight, tmp_path):
     _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n"
                                           "    return torch.zeros(2) | torch.zeros(2)\n")
