@@ -138,13 +138,14 @@ def softmax_mistakes(x, dim=-1) -> list:
 
 
 def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,
-           dropout=None, dropout_on="weights", seed=None, plain=False):
+           dropout=None, dropout_on="weights", seed=None, rows="zero"):
     """Attention as a mistake computes it, in plain torch.
 
     ``scale`` multiplies the scores (``transposed``: K Qᵀ instead of Q Kᵀ). ``hidden`` (bool, True =
     hidden) is applied ``mask="before"`` the softmax as -inf, ``"after"`` it by zeroing without
-    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension (``plain``:
-    torch.softmax, which gives NaN where every key is hidden; otherwise zeros there). ``dropout``
+    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension. ``rows``:
+    what a row whose keys are all hidden gets: ``"zero"`` weights (the course's rule), ``"nan"`` (what
+    torch.softmax gives for -inf), or ``"uniform"`` weights (what a large negative fill gives). ``dropout``
     (a module, run after ``torch.manual_seed(seed)``) acts on the ``"weights"``, the ``"scores"`` after
     masking, the ``"raw-scores"`` before it, or the ``"output"``. Returns the weights, or weights @ ``v``.
     """
@@ -159,11 +160,16 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
     if hidden is not None and mask in ("before", "zero"):
         scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)
     scores = drop("scores", scores)
-    weights = torch.softmax(scores, dim) if plain else safe_softmax(scores, dim)
+    if rows == "uniform":
+        scores = scores.masked_fill(torch.isneginf(scores), -1e9)
+    weights = safe_softmax(scores, dim) if rows == "zero" else torch.softmax(scores, dim)
     if hidden is not None and mask == "after":
         weights = weights.masked_fill(hidden, 0.0)
     weights = drop("weights", weights)
     return weights if v is None else drop("output", weights @ v)
+
+
+HIDDEN_ROWS = ("zero", "nan", "uniform")  # see attend's ``rows``
 
 
 def causal_variants(tq, tk, device=None) -> dict:
@@ -203,11 +209,11 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_
         found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
         if causal:
             masks = causal_variants(q.shape[-2], k.shape[-2], q.device)
-            for plain in (False, True):  # these masks hide every key of a row: NaN with torch.softmax
+            for rows in HIDDEN_ROWS:  # these masks hide every key of a row, which code may treat three ways
                 found += [("mask-inverted", "your mask hides the past and the token itself, and shows the future",
-                           variant(hidden=masks["past-and-diagonal"], plain=plain)),
+                           variant(hidden=masks["past-and-diagonal"], rows=rows)),
                           ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
-                           variant(hidden=masks["future-and-diagonal"], plain=plain))]
+                           variant(hidden=masks["future-and-diagonal"], rows=rows))]
             found.append(("mask-inverted", "your mask hides the past instead of the future",
                           variant(hidden=masks["past"])))
         else:

@@ -273,7 +273,7 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
         future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
         right = diagnose.attend(q, k, v, hidden=future, **settings)
         raise causal_mask_root_cause(grade, failure, out, tokens,  # torch.softmax, as a class would
-                                     lambda m: diagnose.attend(q, k, v, hidden=m, plain=True, **settings)) or diagnosed(
+                                     lambda m: diagnose.attend(q, k, v, hidden=m, rows="nan", **settings)) or diagnosed(
             grade, failure, out, diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, **settings),
             right) from None
 

@@ -245,11 +245,6 @@ ATTENTION_MISTAKES = (
     ("mask-inverted", "the past and the token itself hidden, and the future shown", {"causal": "past-and-diagonal"}),
     ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
      {"causal": "future-and-diagonal"}),
-    # the same with torch.softmax, which gives NaN for the rows these masks hide entirely
-    ("mask-inverted", "the past and the token itself hidden, and the future shown",
-     {"causal": "past-and-diagonal", "plain": True}),
-    ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
-     {"causal": "future-and-diagonal", "plain": True}),
     ("mask-after-softmax-not-renormalized", "the future zeroed after the softmax without renormalising",
      {"mask": "after"}),
     ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
@@ -258,7 +253,11 @@ ATTENTION_MISTAKES = (
      {"dropout_on": "scores"}),
     ("dropout-on-scores", "dropout on the scores before the mask and the softmax; it belongs on the weights",
      {"dropout_on": "raw-scores"}),
-)
+) + tuple(  # the masks that hide every key of a row, for the other ways code treats such rows
+    (m, what, {**changes, "rows": rows}) for rows in diagnose.HIDDEN_ROWS[1:] for m, what, changes in (
+        ("mask-inverted", "the past and the token itself hidden, and the future shown", {"causal": "past-and-diagonal"}),
+        ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
+         {"causal": "future-and-diagonal"})))
 
 WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
     ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head", {"scaled": False}),
