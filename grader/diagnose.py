@@ -181,14 +181,13 @@ def causal_variants(tq, tk, device=None) -> dict:
             "future-and-diagonal": ones.triu(0)}
 
 
-def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_dim=None, dropout=None,
-                       seed=None, mask_fill_zero=True) -> list:
+def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropout=None, seed=None,
+                       mask_fill_zero=True, inputs=None) -> list:
     """Candidates for attention of ``q`` over ``k`` (and ``v``) with the usual mistakes, each computed
     from the right projections: the scale, the scores' orientation, the softmax's dimension, the mask,
-    the values, and with ``dropout`` (under ``seed``) its placement. ``hidden`` is the right mask;
-    ``causal`` says it is the causal one (so that the past and the diagonal can be tried)."""
-    import math
-
+    the values (the keys, the queries, or the raw ``inputs`` in their place), and with ``dropout``
+    (under ``seed``) its placement. ``hidden`` is the right mask; ``causal`` says it is the causal one
+    (so that the past and the diagonal can be tried)."""
     def variant(**changes):
         settings = dict(scale=scale, hidden=hidden, dropout=dropout, seed=seed)
         settings.update(changes)
@@ -200,11 +199,11 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_
         ("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
         ("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
         ("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
-        ("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2)),
     ]
-    if model_dim is not None and model_dim != d_k:
-        found.insert(1, ("wrong-scale", "your scores are scaled by the model width, not the head size",
-                         variant(scale=1.0 / math.sqrt(model_dim))))
+    for rows in HIDDEN_ROWS if hidden is not None else HIDDEN_ROWS[:1]:  # a softmax may see only hidden scores
+        found += [("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2, rows=rows))]
+        found += [("softmax-wrong-dim", f"your softmax runs over dimension {dim} (a batch dimension), not the keys",
+                   variant(dim=dim, rows=rows)) for dim in range(q.dim() - 2)]
     if hidden is not None:
         found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
         if causal:
@@ -217,18 +216,18 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, model_
             found.append(("mask-inverted", "your mask hides the past instead of the future",
                           variant(hidden=masks["past"])))
         else:
-            found.append(("mask-inverted", "the positions marked True are the visible ones in your code",
-                          variant(hidden=~hidden)))
+            found += [("mask-inverted", "the positions marked True are the visible ones in your code",
+                       variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
         found.append(("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
         if mask_fill_zero:
             found.append((None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
                           variant(mask="zero")))
     if v is not None:
-        found += [("values-not-used", "your weights multiply the keys, not the values",
-                   lambda: attend(q, k, k, scale=scale, hidden=hidden, dropout=dropout, seed=seed)),
-                  ("values-not-used", "your weights multiply the queries, not the values",
-                   lambda: attend(q, k, q, scale=scale, hidden=hidden, dropout=dropout, seed=seed))]
+        instead = {"keys": k, "queries": q, "inputs": inputs}
+        found += [("values-not-used", f"your weights multiply the {name}, not the values",
+                   lambda t=t: attend(q, k, t, scale=scale, hidden=hidden, dropout=dropout, seed=seed))
+                  for name, t in instead.items() if t is not None]
     if dropout is not None:
         found += [("dropout-on-scores", "your dropout acts on the scores before the softmax",
                    variant(dropout_on="scores")),

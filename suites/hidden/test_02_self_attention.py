@@ -98,11 +98,8 @@ def module_same(grade, pair, *inputs, grad=False, project):
 
     def candidates():
         q, k, v = roles().values()
-        yield from attention_mistakes(q, k, v)
+        yield from diagnose.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
         yield from diagnose.role_mistakes(roles(), right_attention)
-        if inputs[0].shape[-1] == v.shape[-1]:
-            yield "values-not-used", "your weights multiply the inputs, not the values", \
-                lambda: right_attention(q, k, inputs[-1])
 
     diagnose.diagnosed(grade, lambda: pair.same(*inputs, grad=grad), lambda: pair.call(*inputs).out, candidates(),
                        right=lambda: right_attention(*roles().values()),

@@ -272,10 +272,12 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
         settings = dict(scale=k.shape[-1] ** -0.5, dropout=dropout, seed=seed)
         future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
         right = diagnose.attend(q, k, v, hidden=future, **settings)
+        candidates = diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
+            diagnose.role_mistakes({"query": q, "key": k, "value": v},
+                                   lambda *qkv: diagnose.attend(*qkv, hidden=future, **settings))
         raise causal_mask_root_cause(grade, failure, out, tokens,  # torch.softmax, as a class would
                                      lambda m: diagnose.attend(q, k, v, hidden=m, rows="nan", **settings)) or diagnosed(
-            grade, failure, out, diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, **settings),
-            right) from None
+            grade, failure, out, candidates, right) from None
 
 
 def not_truncated(grade, pair, x, fault):

@@ -207,7 +207,7 @@ def expect_deterministic_eval(grade, pair, x):
     first = pair.call(x).out
     second = pair.call(x).out
     if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
-            and not torch.equal(first, second):
+            and not torch.equal(first.nan_to_num(), second.nan_to_num()):  # NaN twice is no dropout
         raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
                           "dropout must only act in training mode", ("dropout-in-eval",))
     pair.same(x)
@@ -248,16 +248,19 @@ ATTENTION_MISTAKES = (
     ("mask-after-softmax-not-renormalized", "the future zeroed after the softmax without renormalising",
      {"mask": "after"}),
     ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+    ("softmax-wrong-dim", "a softmax over the first dimension, not the keys", {"dim": 0}),
+    ("softmax-wrong-dim", "a softmax over the second dimension (the heads, or the queries of one head), not the "
+                          "keys", {"dim": 1}),
     ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
     ("dropout-on-scores", "dropout on the scores before the softmax; it belongs on the weights after it",
      {"dropout_on": "scores"}),
     ("dropout-on-scores", "dropout on the scores before the mask and the softmax; it belongs on the weights",
      {"dropout_on": "raw-scores"}),
-) + tuple(  # the masks that hide every key of a row, for the other ways code treats such rows
-    (m, what, {**changes, "rows": rows}) for rows in diagnose.HIDDEN_ROWS[1:] for m, what, changes in (
-        ("mask-inverted", "the past and the token itself hidden, and the future shown", {"causal": "past-and-diagonal"}),
-        ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
-         {"causal": "future-and-diagonal"})))
+)
+# mistakes that leave a softmax with nothing visible (a row, or the heads at a hidden position), for the
+# other ways code treats that: NaN from torch.softmax, uniform weights from a large negative fill
+ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in diagnose.HIDDEN_ROWS[1:]
+                            for m, what, changes in ATTENTION_MISTAKES if "causal" in changes or "dim" in changes)
 
 WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
     ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head", {"scaled": False}),
