@@ -104,6 +104,15 @@ def _until_unreplayable(candidates):
             return
 
 
+def mentions(fault: StudentFault, size: int) -> bool:
+    """Whether the error the student's code raised names ``size`` (a shape mismatch names both sizes:
+    "The size of tensor a (4) must match the size of tensor b (10)")."""
+    import re
+
+    lines = fault.message.strip().splitlines()
+    return bool(lines) and re.search(rf"(?<![\w.]){size}(?![\w.])", lines[-1]) is not None
+
+
 def unstable(out, expected) -> bool:
     """Whether ``out`` holds inf or NaN where ``expected`` (the right answer) is finite."""
     import torch

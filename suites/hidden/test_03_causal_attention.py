@@ -284,7 +284,7 @@ def not_truncated(grade, pair, x, fault):
     """A crash for T < context_length that goes away with context_length = T is mask-not-truncated."""
     args = pair.args
     tokens, context_length = x.shape[1], args[2]
-    if fault.kind != "error" or tokens >= context_length:
+    if fault.kind != "error" or tokens >= context_length or not diagnose.mentions(fault, context_length):
         return fault
     try:  # the same input with a context just as long: does it run then?
         grade.module("CausalAttention", args[0], args[1], tokens, *args[3:], dtype=pair.dtype, **pair.kwargs).call(x)

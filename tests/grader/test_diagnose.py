@@ -233,3 +233,14 @@ def test_inf_or_nan_is_unstable_only_where_the_right_answer_is_finite():
     assert not diagnose.unstable(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, float("inf")]))
     zeros = diagnose.safe_softmax(torch.full((2, 3), float("-inf")))
     assert torch.equal(zeros, torch.zeros(2, 3))
+
+
+def test_a_crash_is_put_down_to_the_mask_buffer_only_when_its_error_names_the_buffer_size():
+    from grader import diagnose
+    from grader.harness import StudentFault
+
+    mismatch = StudentFault("error", "  File ..., line 10, in forward\nRuntimeError: The size of tensor a (4) must "
+                                     "match the size of tensor b (10) at non-singleton dimension 2")
+    assert diagnose.mentions(mismatch, 10) and diagnose.mentions(mismatch, 4)
+    assert not diagnose.mentions(mismatch, 1)
+    assert not diagnose.mentions(StudentFault("error", "line 100\nValueError: bad value 10.5"), 10)
