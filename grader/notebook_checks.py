@@ -37,11 +37,13 @@ import shutil
 import sys
 import tempfile
 import warnings
+import weakref
 from pathlib import Path
 
 from grader.errors import DeviceError, UsageError
 
 _GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
+_ASIDE = weakref.WeakKeyDictionary()  # Grader -> (reference modules, their sys.path folders) between checks
 
 
 def check(exercise: str, *, seed: int | None = None) -> float:
@@ -142,9 +144,9 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
 
     seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)
     device = device or os.environ.get("GRADE_DEVICE") or "auto"
-    with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course):
+    grader = grader or _grader(course, device)
+    with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
-        grader = grader or _grader(course, device)
         return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))
 
 
@@ -178,9 +180,38 @@ def _grader(course, device: str):
         grader.close()
         grader = None
     if grader is None:
-        with _silent_descriptors():  # the zygote, and every worker after it, writes nowhere the cell shows
+        import torch
+
+        threads = torch.get_num_threads()
+        # the zygote, and every worker after it, writes nowhere the cell shows and has none of the
+        # student's modules that the kernel imported (a worker imports them from the submission)
+        with _silent_descriptors(), _without_modules(_students_modules(course)):
             grader = _GRADERS[key] = Grader(course, device=kernel_device(device))
+        torch.set_num_threads(threads)  # the kernel's own; grading sets its own (_kernel_untouched)
     return grader
+
+
+def _students_modules(course) -> list[str]:
+    """Modules of the kernel that a fresh `grade check` would not have: files of the course folder
+    or of the working folder, and modules made by hand (no import spec)."""
+    folders = tuple(os.path.realpath(folder) + os.sep for folder in (course.root, Path.cwd()))
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name == "__main__" or module is None:
+            continue
+        file = getattr(module, "__file__", None)
+        if (file and os.path.realpath(file).startswith(folders)) or getattr(module, "__spec__", None) is None:
+            found.append(name)
+    return found
+
+
+@contextlib.contextmanager
+def _without_modules(names: list[str]):
+    taken = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    try:
+        yield
+    finally:
+        sys.modules.update(taken)
 
 
 @contextlib.contextmanager
@@ -222,26 +253,43 @@ def _alive(grader) -> bool:
 
 
 @contextlib.contextmanager
-def _kernel_untouched(course):
+def _kernel_untouched(course, grader):
     """Grade without a trace in the kernel: nothing on stderr (nbgrader would give 0 points), no
-    warnings, and imports, sys.path, torch's threads and random state as they were."""
+    warnings, and imports, sys.path, torch's threads and random state as they were.
+
+    The grader imports the reference by module name (``causal_attention``, which the reference of 04
+    imports when it builds a wrapper), in this process: while it grades, its modules and folders are
+    in sys.modules and sys.path; in between, they are kept aside, so that the kernel's own
+    ``import causal_attention`` finds the student's module and never the reference."""
     import torch
 
     from grader.runner import blocked_paths
 
     modules, path = dict(sys.modules), list(sys.path)
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    kept_modules, kept_path = _ASIDE.get(grader, ({}, []))
+    sys.modules.update(kept_modules)
+    sys.path.extend(entry for entry in kept_path if entry not in sys.path)
+    torch.set_num_threads(1)  # small tensors: threads would only spin against the worker
     try:
         with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
         secret = tuple(folder + os.sep for folder in blocked_paths(course))
-        for name, module in list(sys.modules.items()):
+
+        def hidden(module) -> bool:
+            return os.path.realpath(getattr(module, "__file__", None) or "").startswith(secret)
+
+        reference = {name: module for name, module in sys.modules.items() if hidden(module)}
+        _ASIDE[grader] = (reference, [entry for entry in sys.path if entry not in path])
+        for name in reference:
             if name in modules:
-                sys.modules[name] = modules[name]  # a module of the kernel's own that grading replaced
-            elif os.path.realpath(getattr(module, "__file__", None) or "").startswith(secret):
-                del sys.modules[name]  # the reference and the suites: not importable from the kernel
+                sys.modules[name] = modules[name]  # the kernel's own module of that name
+            else:
+                del sys.modules[name]
+        for name in [n for n in modules if sys.modules.get(n) is not modules[n]]:
+            sys.modules[name] = modules[name]  # anything else of the kernel's that grading replaced
         sys.path[:] = path
         torch.set_num_threads(threads)
         torch.set_rng_state(rng)

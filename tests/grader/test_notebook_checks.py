@@ -40,11 +40,12 @@ def test_the_history_grades_like_the_same_code_as_a_notebook_file_and_as_a_modul
                            "source": source} for source in cells[1:]], "metadata": {}, "nbformat": 4,
                 "nbformat_minor": 5}
     (tmp_path / "notebook" / assignment.notebook).write_text(json.dumps(notebook))
-    kernel = grade_cells(course, assignment, "softmax", cells, cwd=tmp_path, seed=3, grader=grader)
+    files = [grader.grade(resolve_submission(path, course), (assignment,), seed=3)  # (the session's grader:
+             for path in (tmp_path / "module" / assignment.module, tmp_path / "notebook" / assignment.notebook)]
+    kernel = grade_cells(course, assignment, "softmax", cells, cwd=tmp_path, seed=3, grader=grader)  # then this)
     [softmax] = kernel.assignments[0].exercises
     assert softmax.name == "softmax" and 0 < softmax.score < 25
-    for path in (tmp_path / "module" / assignment.module, tmp_path / "notebook" / assignment.notebook):
-        whole = grader.grade(resolve_submission(path, course), (assignment,), seed=3)
+    for whole in files:
         same = next(e for e in whole.assignments[0].exercises if e.name == "softmax")
         assert (same.score, same.status, same.misconceptions, same.feedback) == (
             softmax.score, softmax.status, softmax.misconceptions, softmax.feedback)
@@ -75,8 +76,15 @@ def test_an_unknown_exercise_and_a_call_outside_a_kernel_are_usage_errors(course
         check("softmax")
 
 
-def test_grading_from_a_kernel_leaves_its_imports_path_threads_and_random_state_as_they_were():
-    """The grading process imports the reference; the kernel must not keep it importable by name."""
+def test_grading_from_a_kernel_leaves_its_imports_path_threads_and_random_state_as_they_were(tmp_path):
+    """The grading process imports the reference; the kernel must not keep it importable by name, and
+    the grader must find it again at the next check (04's reference imports causal_attention by name)."""
+    import shutil
+
+    (tmp_path / "03_causal_attention").mkdir()
+    shutil.copy(ROOT / "solutions" / "03_causal_attention" / "causal_attention.py", tmp_path / "03_causal_attention")
+    (tmp_path / "04_multi_head_attention").mkdir()
+    mha = (ROOT / "solutions" / "04_multi_head_attention" / "multi_head_attention.py").read_text()
     script = f"""
 import sys, torch
 from pathlib import Path
@@ -86,6 +94,7 @@ course = load_course(Path({str(ROOT)!r}))
 torch.set_num_threads(3); torch.manual_seed(5)
 before_path, before_rng = list(sys.path), torch.get_rng_state()
 own = sys.modules["attention_basics"] = type(sys)("attention_basics")  # the student's own module of that name
+mine = sys.modules["causal_attention"] = type(sys)("causal_attention")  # the kernel imported the student's 03
 result = grade_cells(course, course.assignment("01_attention_basics"), "softmax_naive",
                      ["", "import torch\\ndef softmax_naive(x, dim=-1):\\n    e = torch.exp(x)\\n"
                           "    return e / e.sum(dim=dim, keepdim=True)"], cwd=Path.cwd(), seed=1, device="cpu")
@@ -95,6 +104,12 @@ leaked = [n for n, m in sys.modules.items() if "/solutions/" in (getattr(m, "__f
           or "/suites/" in (getattr(m, "__file__", None) or "")]
 assert leaked == [], leaked
 assert sys.path == before_path and torch.get_num_threads() == 3 and torch.equal(torch.get_rng_state(), before_rng)
+for attempt in range(2):  # the worker imports the sibling from the submission, never the kernel's module
+    result = grade_cells(course, course.assignment("04_multi_head_attention"), "MultiHeadAttentionWrapper",
+                         ["", {mha!r}], cwd=Path({str(tmp_path / "04_multi_head_attention")!r}), seed=2,
+                         device="cpu")
+    assert result.score == 15, result.assignments[0].exercises[0].feedback
+    assert sys.modules["causal_attention"] is mine and sys.modules["attention_basics"] is own
 import os
 from grader.notebook_checks import _GRADERS
 [grader] = _GRADERS.values()  # its zygote writes nowhere a kernel would forward to the cell
