@@ -218,6 +218,9 @@ class Grade:
         if not grad or not differentiable:
             return expected, None, None, None
         grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype)
+        # an infinite output (a masked score) passes no gradient on that anything could use (a softmax
+        # gives it none), so whether code masks with masked_fill or by adding -inf does not matter there
+        grad_out = grad_out.masked_fill(expected.isinf().cpu(), 0.0)
 
         def backward():
             out, module = live["out"], live["module"]
