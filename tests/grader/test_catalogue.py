@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from grader.catalogue import CATALOGUE, lookup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,7 @@ def test_the_spec_still_lists_these_ids():
     """Where the course's shared folder is at hand, its spec lists the same ids."""
     spec = ROOT.parent / "shared" / "course-spec.md"
     if not spec.is_file():
-        return
+        pytest.skip("the course's shared folder, with course-spec.md, is not beside this checkout")
     section = spec.read_text().split("### Misconception catalogue", 1)[1].split("##", 1)[0]
     listed = [m for m in re.findall(r"`([a-z-]+)`", section) if _ID.match(m)]
     assert tuple(dict.fromkeys(listed)) == SPEC_IDS
