@@ -4,7 +4,16 @@ Suites describe the mistakes a check can reveal as candidates ``(misconception i
 explanation for the student, the output that mistake gives)``; the output may be a tensor or a
 function that computes it (only called when a check failed). A diagnosis is claimed only when it
 explains the student's output, that is, when the candidate's output matches it within the dtype's
-tolerance. Otherwise the failure stays as it was: the precise difference, and no guess.
+tolerance, and no candidate with another id matches too (a case that cannot tell two mistakes apart
+names neither). Otherwise the failure stays as it was: the precise difference, and no guess.
+
+When an exercise uses another one (simple_self_attention a softmax, the classes an attention
+function, a wrapper the student's CausalAttention), :func:`blame` names the root cause: the student's
+own helper, run in their worker on this case's intermediate values, gives a wrong result, and the
+exercise done right with that result is exactly the student's output.
+
+The known-wrong computations that several suites share live here too: :func:`attend` (attention
+with one thing done wrong), :func:`attention_mistakes`, :func:`role_mistakes`, :func:`softmax_mistakes`.
 """
 from __future__ import annotations
 
