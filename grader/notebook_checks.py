@@ -192,17 +192,17 @@ def _grader(course, device: str):
 
 
 def _students_modules(course) -> list[str]:
-    """Modules of the kernel that a fresh `grade check` would not have: files of the course folder
-    or of the working folder, and modules made by hand (no import spec)."""
+    """Modules of the kernel that a fresh `grade check` would not have: the course's module names
+    (``causal_attention``), whatever they were imported from, and files of the course or working folder."""
     folders = tuple(os.path.realpath(folder) + os.sep for folder in (course.root, Path.cwd()))
-    found = []
-    for name, module in list(sys.modules.items()):
-        if name == "__main__" or module is None:
-            continue
-        file = getattr(module, "__file__", None)
-        if (file and os.path.realpath(file).startswith(folders)) or getattr(module, "__spec__", None) is None:
-            found.append(name)
-    return found
+    names = {assignment.module_name for assignment in course.assignments}
+    return [name for name, module in list(sys.modules.items()) if name != "__main__" and module is not None
+            and (name in names or _file_under(module, folders))]
+
+
+def _file_under(module, folders: tuple[str, ...]) -> bool:
+    file = getattr(module, "__file__", None)
+    return bool(file) and os.path.realpath(file).startswith(folders)
 
 
 @contextlib.contextmanager
@@ -277,11 +277,7 @@ def _kernel_untouched(course, grader):
             yield
     finally:
         secret = tuple(folder + os.sep for folder in blocked_paths(course))
-
-        def hidden(module) -> bool:
-            return os.path.realpath(getattr(module, "__file__", None) or "").startswith(secret)
-
-        reference = {name: module for name, module in sys.modules.items() if hidden(module)}
+        reference = {name: module for name, module in sys.modules.items() if _file_under(module, secret)}
         _ASIDE[grader] = (reference, [entry for entry in sys.path if entry not in path])
         for name in reference:
             if name in modules:

@@ -92,9 +92,9 @@ from grader.config import load_course
 from grader.notebook_checks import grade_cells
 course = load_course(Path({str(ROOT)!r}))
 torch.set_num_threads(3); torch.manual_seed(5)
-before_path, before_rng = list(sys.path), torch.get_rng_state()
 own = sys.modules["attention_basics"] = type(sys)("attention_basics")  # the student's own module of that name
 mine = sys.modules["causal_attention"] = type(sys)("causal_attention")  # the kernel imported the student's 03
+before_path, before_rng, before_modules = list(sys.path), torch.get_rng_state(), dict(sys.modules)
 result = grade_cells(course, course.assignment("01_attention_basics"), "softmax_naive",
                      ["", "import torch\\ndef softmax_naive(x, dim=-1):\\n    e = torch.exp(x)\\n"
                           "    return e / e.sum(dim=dim, keepdim=True)"], cwd=Path.cwd(), seed=1, device="cpu")
@@ -110,6 +110,7 @@ for attempt in range(2):  # the worker imports the sibling from the submission, 
                          device="cpu")
     assert result.score == 15, result.assignments[0].exercises[0].feedback
     assert sys.modules["causal_attention"] is mine and sys.modules["attention_basics"] is own
+assert [name for name, module in before_modules.items() if sys.modules.get(name) is not module] == []
 import os
 from grader.notebook_checks import _GRADERS
 [grader] = _GRADERS.values()  # its zygote writes nowhere a kernel would forward to the cell
@@ -117,7 +118,9 @@ assert [os.readlink(f"/proc/{{grader.zygote.pid}}/fd/{{fd}}") for fd in (1, 2)] 
 assert os.readlink("/proc/self/fd/2") != os.devnull
 print("untouched")
 """
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    kernel_folder = ROOT / "solutions" / "01_attention_basics"  # where the instructor's lesson kernel runs
+    done = subprocess.run([sys.executable, "-c", script], cwd=kernel_folder, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "untouched", done.stderr[-2000:]
     assert done.stderr == ""  # nbgrader would give no points to a cell that wrote to stderr
 
