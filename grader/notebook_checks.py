@@ -193,16 +193,22 @@ def _grader(course, device: str):
 
 def _students_modules(course) -> list[str]:
     """Modules of the kernel that a fresh `grade check` would not have: the course's module names
-    (``causal_attention``), whatever they were imported from, and files of the course or working folder."""
-    folders = tuple(os.path.realpath(folder) + os.sep for folder in (course.root, Path.cwd()))
+    (``causal_attention``), whatever they were imported from, and files of the folders that hold
+    notebooks and modules (not the grader's, nor a virtualenv's, which may live in the course folder too)."""
+    root, here = Path(os.path.realpath(course.root)), Path(os.path.realpath(Path.cwd()))
+    folders = [root / name for name in ("assignments", "solutions", "submitted", "autograded")]
+    if here != root:
+        folders.append(here)
+    prefixes = tuple(str(folder) + os.sep for folder in folders)
     names = {assignment.module_name for assignment in course.assignments}
-    return [name for name, module in list(sys.modules.items()) if name != "__main__" and module is not None
-            and (name in names or _file_under(module, folders))]
+    return [name for name, module in list(sys.modules.items())
+            if module is not None and name != "__main__" and name.split(".")[0] != "grader"
+            and (name in names or _file_under(module, prefixes))]
 
 
 def _file_under(module, folders: tuple[str, ...]) -> bool:
-    file = getattr(module, "__file__", None)
-    return bool(file) and os.path.realpath(file).startswith(folders)
+    file = getattr(module, "__file__", None)  # None for builtins; torch.ops says "_ops.py"
+    return isinstance(file, str) and os.path.isabs(file) and os.path.realpath(file).startswith(folders)
 
 
 @contextlib.contextmanager

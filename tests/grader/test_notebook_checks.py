@@ -177,3 +177,21 @@ def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
     assert kernel_device("auto") == "cpu" and kernel_device("cpu") == "cpu"
     with pytest.raises(DeviceError, match="restart the kernel"):
         kernel_device("cuda")
+
+
+def test_the_zygote_leaves_out_the_students_modules_but_not_the_grader_nor_a_virtualenv(course, monkeypatch):
+    import types
+
+    from grader.notebook_checks import _students_modules
+
+    monkeypatch.chdir(course.root / "assignments" / "04_multi_head_attention")
+    planted = {"causal_attention": "/anywhere/causal_attention.py",  # a course module name, from anywhere
+               "helpers_of_mine": str(course.root / "assignments" / "04_multi_head_attention" / "helpers.py"),
+               "venv_package": str(course.root / ".venv" / "lib" / "site-packages" / "venv_package.py")}
+    for name, file in planted.items():
+        module = types.ModuleType(name)
+        module.__file__ = file
+        monkeypatch.setitem(sys.modules, name, module)
+    found = _students_modules(course)
+    assert {"causal_attention", "helpers_of_mine"} <= set(found)
+    assert "venv_package" not in found and not [n for n in found if n.split(".")[0] in ("grader", "torch", "sys")]
