@@ -71,9 +71,27 @@ def read_gradebook(path: Path, course: Course) -> dict[str, dict]:
             for student, graded in sorted(students.items())}
 
 
-def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None) -> str:
+def disagreements(autograded: dict[str, dict], gradebook: dict[str, dict]) -> list[str]:
+    """Exercises that a student's autograde result and nbgrader's gradebook score differently. nbgrader
+    runs student code in the kernel that scores it, so a tampered check cell shows up here."""
+    found = []
+    for student, book in gradebook.items():
+        isolated = {(a["id"], e["name"]): e["score"] for a in autograded.get(student, {}).get("assignments", ())
+                    for e in a["exercises"]}
+        for assignment in book["assignments"]:
+            for exercise in assignment["exercises"]:
+                theirs = isolated.get((assignment["id"], exercise["name"]))
+                if theirs is not None and abs(theirs - exercise["score"]) > 0.01:
+                    found.append(f"{student} {assignment['id']}:{exercise['name']}: nbgrader {exercise['score']:g}, "
+                                 f"autograde {theirs:g}")
+    return found
+
+
+def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None,
+               warnings: list[str] | None = None) -> str:
     """A row per submission and source: total, each assignment, each exercise, then the source.
-    Without result folders: ./grades, unless there is a gradebook and no ./grades."""
+    Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
+    two sources score differently for one student are appended to ``warnings``."""
     book = gradebook_path(course, gradebook)
     if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
         result_dirs = [DEFAULT_RESULTS]
@@ -85,6 +103,8 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     sources = [("autograde", collect(result_dirs))]
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
+        if warnings is not None:
+            warnings += disagreements(sources[0][1], sources[1][1])
     for source, grades in sources:
         for name, data in grades.items():
             by_assignment = {a["id"]: a for a in data["assignments"]}

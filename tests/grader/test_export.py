@@ -108,3 +108,18 @@ def test_grade_export_takes_a_gradebook_option(course_copy, tmp_path):
     outcome = CliRunner().invoke(cli, ["--course", str(course_copy.root), "export", str(tmp_path / "grades"),
                                        "--gradebook", str(tmp_path / "missing.db")])
     assert outcome.exit_code == 2 and "no such gradebook" in outcome.output
+
+
+@pytest.mark.nbgrader
+@QUIET_GRADEBOOK
+def test_scores_that_the_gradebook_and_autograde_disagree_on_are_named(course_copy, tmp_path):
+    """nbgrader grades in the student's own kernel: a check cell tampered with scores there only."""
+    book = tmp_path / "book.db"
+    write_gradebook(book, course_copy, {"zoe": {}, "yan": {"softmax": 0.0}})  # zoe: full marks in the kernel
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)  # ...and half isolated
+    result_file(tmp_path / "grades", "yan", course_copy, 100.0)
+    warnings = []
+    export_csv(course_copy, [tmp_path / "grades"], book, warnings)
+    assert "zoe 01_attention_basics:softmax: nbgrader 25, autograde 12.5" in warnings
+    assert any(w.startswith("yan 01_attention_basics:softmax: nbgrader 0, autograde 25") for w in warnings)
+    assert not any(w.startswith("yan") and ":softmax:" not in w for w in warnings)  # the rest agree
