@@ -88,7 +88,7 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None):
 
     if right is not None and matches(grade, out, right):
         return None
-    found = []
+    found, fits = [], []
     for misconception, explanation, wrong in _until_unreplayable(candidates):
         if callable(wrong):
             with torch.no_grad():
@@ -96,11 +96,62 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None):
                     wrong = wrong()
                 except (RuntimeError, NotReplayable):  # a mistake these shapes do not allow; no reference
                     continue
+        if isinstance(wrong, ScaleFit):
+            fits.append(wrong)  # a search: only when no fixed candidate explains the output
+        elif matches(grade, out, wrong):
+            found.append((misconception, explanation))
+    for fit in fits if not found else ():
+        with torch.no_grad():
+            try:
+                misconception, explanation, wrong = fit.fit(out)
+            except RuntimeError:
+                continue
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
     if not found or len({m for m, _ in found}) > 1:
         return None
     return found[0]
+
+
+class ScaleFit:
+    """A candidate for scores scaled by some constant: ``make(c)`` is the computation with the scores
+    multiplied by ``c``; :meth:`fit` finds the ``c`` that comes closest to the student's output (any
+    constant, such as 1/8 written by hand or 1/sqrt of the input width), for first_match to compare."""
+
+    def __init__(self, make: Callable, right: float, named: str = "1/sqrt(d_k)"):
+        self.make, self.right, self.named = make, right, named
+
+    def fit(self, out):
+        import math
+
+        import torch
+
+        target = out.detach().double()
+
+        def error(log_c):
+            got = self.make(math.exp(log_c)).detach().double().cpu()
+            if got.shape != target.shape:
+                raise RuntimeError("another shape")
+            gap = (got - target).abs().nan_to_num(float("inf"))
+            return gap.max().item() if gap.numel() else 0.0
+
+        grid = [math.log(10) * (i / 10 - 3) for i in range(61)]  # 1e-3 ... 1e3
+        best = min(range(len(grid)), key=lambda i: error(grid[i]))
+        low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+        ratio = (math.sqrt(5) - 1) / 2
+        for _ in range(45):  # golden-section search between the grid's neighbours
+            a, b = high - ratio * (high - low), low + ratio * (high - low)
+            if error(a) < error(b):
+                high = b
+            else:
+                low = a
+        c = math.exp((low + high) / 2)
+        if abs(c / self.right - 1) < 1e-3:  # the right scale: the mistake is elsewhere
+            raise RuntimeError("no wrong scale explains this output")
+        if abs(c - 1) < 1e-3:
+            return "missing-scale", "your scores are not scaled", torch.as_tensor(self.make(1.0))
+        return ("wrong-scale", f"your scores are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
+                               f"{self.named} = {self.right:.4g}", self.make(c))
 
 
 def _until_unreplayable(candidates):
@@ -217,6 +268,8 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
         ("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
         ("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
         ("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
+        (None, "", lambda: ScaleFit(lambda c: attend(q, k, v, scale=c, hidden=hidden, dropout=dropout, seed=seed),
+                                    scale)),
     ]
     for rows in HIDDEN_ROWS if hidden is not None else HIDDEN_ROWS[:1]:  # a softmax may see only hidden scores
         found += [("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2, rows=rows))]

@@ -226,15 +226,16 @@ def _attention(ref, q, k, v, seed, scale, *, causal="future", **changes):
     return diagnose.attend(q, k, v, **settings)
 
 
-def _wrapper_variant(ref, x, seed, *, order=1, scaled=True, **changes):
-    """The reference wrapper with one thing changed, computed from its heads' weights."""
+def _wrapper_variant(ref, x, seed, *, order=1, scaled=True, scale=None, **changes):
+    """The reference wrapper with one thing changed, computed from its heads' weights (``scale``: a
+    number that multiplies the scores)."""
     outputs = []
     if seed is not None:
         torch.manual_seed(seed)
     for head in list(ref.heads)[::order]:
         q, k, v = head.W_query(x), head.W_key(x), head.W_value(x)
-        scale = k.shape[-1] ** -0.5 if scaled else 1.0
-        outputs.append(_attention(head, q, k, v, None, scale, **changes))
+        multiplier = scale if scale is not None else k.shape[-1] ** -0.5 if scaled else 1.0
+        outputs.append(_attention(head, q, k, v, None, multiplier, **changes))
     return torch.cat(outputs, dim=-1)
 
 
@@ -269,8 +270,10 @@ WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
 
 
 def wrapper_mistakes(pair):
+    head_dim = pair.ref.heads[0].W_key.out_features
     return [(m, d, (lambda x, s, flags=flags: _wrapper_variant(pair.ref, x, s, **flags)))
-            for m, d, flags in WRAPPER_MISTAKES]
+            for m, d, flags in WRAPPER_MISTAKES] + [
+        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _wrapper_variant(pair.ref, x, s, scale=c), head_dim ** -0.5))]
 
 
 def wrapper_right(pair):
@@ -357,9 +360,10 @@ def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_tran
 
     projected = {"query": ref.W_query(x), "key": ref.W_key(x), "value": ref.W_value(x)}
     q, k, v = (split(projected[role]) for role in roles)
-    divisor = {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
-               "multiplied": head_dim ** -0.5}[scale]
-    context = _attention(ref, q, k, v, seed, 1.0 / divisor, **changes)
+    if isinstance(scale, str):  # the scale named, or a number that multiplies the scores
+        scale = 1.0 / {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
+                       "multiplied": head_dim ** -0.5}[scale]
+    context = _attention(ref, q, k, v, seed, scale, **changes)
     if merge_transpose:
         context = context.transpose(1, 2).reshape(batch, tokens, d_out)
     else:
@@ -382,7 +386,10 @@ MHA_MISTAKES = ATTENTION_MISTAKES + (
 
 
 def mha_mistakes(pair):
-    return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags))) for m, d, flags in MHA_MISTAKES]
+    head_dim = pair.ref.out_proj.in_features // pair.ref.num_heads
+    return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags))) for m, d, flags in MHA_MISTAKES] + [
+        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _mha_variant(pair.ref, x, s, scale=c), head_dim ** -0.5,
+                                                      "1/sqrt(head_dim)"))]
 
 
 def mha_right(pair):
@@ -525,7 +532,9 @@ def fused_mistakes(pair, qk_scale):
     if qk_scale is not None:
         changes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
                         {"scale": (chan // ref.num_heads) ** -0.5}))
-    return [(m, d, (lambda x, s, flags=flags: _fused_variant(ref, x, **flags))) for m, d, flags in changes]
+    return [(m, d, (lambda x, s, flags=flags: _fused_variant(ref, x, **flags))) for m, d, flags in changes] + [
+        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _fused_variant(ref, x, scale=c), ref.scale,
+                                                      "qk_scale or head_dim**-0.5"))]
 
 
 def fused_right(pair):
