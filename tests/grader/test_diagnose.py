@@ -249,6 +249,6 @@ def test_a_crash_is_put_down_to_the_mask_buffer_only_when_its_error_names_the_bu
 def test_a_scale_written_by_hand_is_found_by_search(graded):
     """No candidate divides by 8: the search over constants finds it, and says so."""
     exercise, _ = graded["wrong-scale/hand_written_eighth"]
-    assert "divided by 8;" in exercise.feedback and "wrong-scale" in exercise.misconceptions
+    assert "(divided by 8)" in exercise.feedback and "wrong-scale" in exercise.misconceptions
     cross, _ = graded["wrong-scale/cross_input_width"]
     assert "(divided by 4)" in cross.feedback  # sqrt(16), the input width of the lesson's case
