@@ -270,10 +270,12 @@ WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
 
 
 def wrapper_mistakes(pair):
-    head_dim = pair.ref.heads[0].W_key.out_features
+    def scale_fit(x, s):  # the reference is reached only when a check failed (never while replaying)
+        head_dim = pair.ref.heads[0].W_key.out_features
+        return diagnose.ScaleFit(lambda c: _wrapper_variant(pair.ref, x, s, scale=c), head_dim ** -0.5)
+
     return [(m, d, (lambda x, s, flags=flags: _wrapper_variant(pair.ref, x, s, **flags)))
-            for m, d, flags in WRAPPER_MISTAKES] + [
-        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _wrapper_variant(pair.ref, x, s, scale=c), head_dim ** -0.5))]
+            for m, d, flags in WRAPPER_MISTAKES] + [(None, "", scale_fit)]
 
 
 def wrapper_right(pair):
@@ -386,10 +388,12 @@ MHA_MISTAKES = ATTENTION_MISTAKES + (
 
 
 def mha_mistakes(pair):
-    head_dim = pair.ref.out_proj.in_features // pair.ref.num_heads
-    return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags))) for m, d, flags in MHA_MISTAKES] + [
-        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _mha_variant(pair.ref, x, s, scale=c), head_dim ** -0.5,
-                                                      "1/sqrt(head_dim)"))]
+    def scale_fit(x, s):  # the reference is reached only when a check failed (never while replaying)
+        head_dim = pair.ref.out_proj.in_features // pair.ref.num_heads
+        return diagnose.ScaleFit(lambda c: _mha_variant(pair.ref, x, s, scale=c), head_dim ** -0.5, "1/sqrt(head_dim)")
+
+    return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags)))
+            for m, d, flags in MHA_MISTAKES] + [(None, "", scale_fit)]
 
 
 def mha_right(pair):
