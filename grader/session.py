@@ -107,11 +107,9 @@ class GradingSession:
     def close(self):
         for student in self.students.values():
             student.close()
+        # Every process student code started descends from the zygote, its subreaper: the sweep ends
+        # them all. (Where the zygote itself died, `grade autograde` kills all of its uid instead.)
         self.zygote.sweep()
-        if self.confinement and self.confinement.uid is not None:
-            from grader.confine import kill_all_of
-
-            kill_all_of(self.confinement.uid)  # whatever escaped the zygote too
 
 
 class GradingPlugin:
