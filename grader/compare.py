@@ -56,7 +56,8 @@ def difference(actual, expected, tol: Tolerance, what: str = "the output") -> st
         return f"{what} has NaN at {nan.sum().item()} entries (first at index {index}) where a number is expected"
     same_inf = (a == e) & e.isinf()
     error = (a - e).abs().masked_fill(same_inf | (a.isnan() & e.isnan()), 0.0)
-    allowed = tol.atol + tol.rtol * e.abs().masked_fill(e.isinf(), 0.0)
+    error = error.nan_to_num(nan=float("inf"))  # a number where NaN is expected is no match either
+    allowed = tol.atol + tol.rtol * e.abs().masked_fill(e.isinf() | e.isnan(), 0.0)
     wrong = error > allowed
     if not wrong.any():
         return None

@@ -42,3 +42,11 @@ def test_bool_masks_compare_exactly():
     expected = torch.ones(3, 3, dtype=torch.bool).triu(1)
     assert difference(expected.clone(), expected, TOL) is None
     assert "differs at 6 of 9 entries, first at index (0, 1)" in difference(expected.T, expected, TOL)
+
+
+def test_nan_expected_matches_only_nan():
+    """A NaN in what is expected (a known mistake's output, in diagnosis) is no wildcard."""
+    expected = torch.tensor([1.0, float("nan")])
+    assert difference(torch.tensor([1.0, float("nan")]), expected, TOL) is None
+    assert "off at 1 of 2 entries" in difference(torch.tensor([1.0, 2.0]), expected, TOL)
+    assert difference(torch.randn(4), torch.full((4,), float("nan")), TOL) is not None
