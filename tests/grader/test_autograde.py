@@ -29,6 +29,18 @@ KILL_GRADING_PROCESS = ("import os, signal\n"
                         "os.kill(grading, signal.SIGKILL)\n")
 
 
+def alice_and_a_killer(course, tmp_path):
+    """Autograde alice (assignment 01's solution) and mallory (KILL_GRADING_PROCESS): their results."""
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_GRADING_PROCESS)
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    return tuple(json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
+
+
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
@@ -115,16 +127,8 @@ def test_a_submission_that_kills_its_grading_process_is_retried_once_then_record
     import grader.confine
 
     monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
-    root = tmp_path / "class"
-    student(root / "alice", only="01_attention_basics")
-    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
-    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_GRADING_PROCESS)
-    out = tmp_path / "results"
-    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
-                     device="cpu", seed=5) == 0
-    assert json.loads((out / "alice.json").read_text())["score"] == 100
-    mallory = json.loads((out / "mallory.json").read_text())
-    assert mallory["score"] == 0
+    alice, mallory = alice_and_a_killer(course, tmp_path)
+    assert alice["score"] == 100 and mallory["score"] == 0
     assert {e["status"] for a in mallory["assignments"] for e in a["exercises"]} == {"crashed"}
 
 
@@ -176,15 +180,8 @@ def test_as_users_of_their_own_a_submission_cannot_even_kill_its_grading_process
 
     monkeypatch.setattr(grader.confine, "plan",
                         lambda setting, hidden=(): grader.confine.Confinement(3_500_000 + os.getpid()))
-    root = tmp_path / "class"
-    student(root / "alice", only="01_attention_basics")
-    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
-    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_GRADING_PROCESS)
-    out = tmp_path / "results"
-    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False,
-                     device="cpu", seed=5) == 0
+    alice, mallory = alice_and_a_killer(course, tmp_path)
     assert "student code runs as a separate user" in capsys.readouterr().err
-    alice, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
     assert alice["score"] == 100 and alice["isolation"] == mallory["isolation"] == "separate-user"
     statuses = {e["status"] for e in mallory["assignments"][0]["exercises"]}
     assert statuses == {"error"}  # its import failed (EPERM); nothing crashed, nothing was retried
