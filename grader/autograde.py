@@ -182,8 +182,7 @@ def _grading_process(course: Course, device: str, seed: int | None, private: tup
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
               device: str, seed: int | None) -> int:
     """Grade every submission under ``paths`` (this shard of them) into ``out``. 0 when each has a result."""
-    from grader.confine import plan
-    from grader.runner import pick_device, secret_paths
+    from grader.runner import confinement_for, pick_device
 
     if workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -192,7 +191,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
-    confinement = plan(course.isolation.separate_user, hidden=[*secret_paths(course), *map(str, private)])
+    confinement = confinement_for(course, private)
     print(describe_isolation(confinement), file=sys.stderr)
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]

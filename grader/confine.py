@@ -1,84 +1,56 @@
-"""Confining a worker: running student code as an unprivileged user.
+"""Confining a worker: running student code as a user of its own.
 
 The worker (:mod:`grader.worker`) is forked from the zygote, which the grading process forked. When
-the grader runs as root, the worker can give up root right after the fork, before it imports any
-student code: :func:`drop_privileges` switches it to an unprivileged uid and gid (``nobody`` and
-``nogroup`` by default) for good. This module is the library for that; the grader decides whether
-to use it (:func:`can_drop_privileges`, :func:`confinement_problems`).
+the grader runs as root, the worker gives up root right after the fork, before it imports any
+student code: :func:`drop_privileges` switches it for good to the uid that :func:`plan` chose for
+its grading process (``FIRST_UID`` + that process's pid: no account, used by nothing else), first
+entering a private view of the file system (:func:`enter_view`, :mod:`grader.mounts`) where that
+works. :func:`plan` decides by trying, in a forked child, what a worker would be able to read.
 
-What holds, and where
----------------------
-As root, after ``close_fds``, ``drop_privileges`` and with the reference hidden (see below), the
-student's code, in the worker and in every process it starts:
+What holds, as root
+-------------------
+The student's code, in the worker and in every process it starts:
 
-* cannot read a file that the unprivileged user may not read: root's 0600 files, anything under a
-  folder that others may not enter (``chmod o-rwx``), another user's 0700 folder;
+* cannot read a file that its uid may not read: root's 0600 files, anything under a folder that
+  others may not enter; in the private view, not even the secrets that others may read (the
+  reference, the suites, ``.git``, results, other submissions: covered), nor the grader's processes
+  in ``/proc`` (``hidepid``);
 * cannot create, change or delete files in folders it does not own, unless they are writable by
   all (``/tmp``, ``/dev/shm``): results, recordings, the course, other working copies;
 * cannot signal, ptrace or read the memory, environment, open files or working folder of any
-  process of another uid: ``kill`` fails with EPERM, ``/proc/<pid>/{environ,mem,maps,fd,cwd}``
-  with EACCES. The grader, the zygote and other graders are root's;
+  process of another uid: ``kill`` fails with EPERM. The grader, the zygote and other graders are
+  root's, and every grading process's workers have their own uid, so concurrent submissions cannot
+  touch each other either;
 * cannot become root again: no setuid back (checked after the drop), no capabilities left (checked),
-  and ``PR_SET_NO_NEW_PRIVS`` makes set-user-ID programs (``su``, ``sudo``, ``mount``) and file
-  capabilities useless to it;
+  and ``PR_SET_NO_NEW_PRIVS`` makes set-user-ID programs and file capabilities useless to it;
+* cannot start more than ``NPROC_LIMIT`` processes (the limit counts its uid's, the grading's own);
 * holds no file the grader had open: :func:`close_fds` closes every inherited descriptor except the
   worker's socket. Without it, permissions do not matter: an open descriptor is used without any
   check, and a worker forked under ``grade autograde`` inherits both ends of the pipes that carry
   results to the parent (a forged message there is unpickled by the parent).
 
-What does not hold, even as root:
-
-* Anything readable by all stays readable: a uid alone does not hide the reference, because the
-  course folder is normally 755/644. Hide it from "others" (:func:`hide_from_others`, or better
-  once for good, see the recommendation below); :func:`confinement_problems` reports what is still
-  readable. The same goes for ``.git`` (it holds the reference too), nbgrader's ``submitted/`` and
-  ``autograded/`` (other students' work), results folders and submissions that are world-readable.
-* ``/proc`` stays visible: the unprivileged user can list every process and read its
-  ``cmdline`` and ``status`` (command lines, not contents). Hiding that needs ``hidepid`` on
-  ``/proc``, that is a mount namespace or a remount for the whole machine.
-* Workers that share a uid are not protected from each other: they can signal each other and write
-  each other's working copies. ``PR_SET_DUMPABLE`` 0 (set here, and the kernel's default after a
-  uid change) keeps their memory, environment and descriptors private, but a worker can turn it
-  back on for itself. Give each concurrent grading its own uid (any unused uid works, an account is
-  not needed; see :func:`can_drop_privileges`) so that concurrent submissions cannot touch each
-  other, and so that :func:`kill_all_of` can end every process a submission left behind, including
-  those that left the worker's process group with ``setsid``.
+What does not hold
+------------------
+* Without a private view (no mount namespaces), anything readable by all stays readable: take
+  "others" off the secrets once (``chmod o-rwx`` on the course folder); :func:`plan` names what is
+  still readable. And a Python installation that others cannot read (a pyenv under ``/root``)
+  makes every new import fail: :func:`plan` then keeps workers at the grader's user.
 * The worker still talks to the grader over its socket and can send anything there: what it
-  reports about its own calls must be checked by the grader, as it is today.
+  reports about its own calls must be checked by the grader.
 * Network, ``/tmp`` and ``/dev/shm`` (writable by all), CPU and memory: not this module's business.
-* The unprivileged user must be able to read the Python installation for any import that happens
-  after the drop (the stdlib and site-packages; torch itself is already loaded in the zygote). A
-  Python under ``/root`` (pyenv; ``/root`` is 0700) is not readable: every import of a module not
-  yet loaded then fails with ModuleNotFoundError. :func:`unreadable_runtime` finds this before any
-  worker starts. Install the grader's Python where others can read it (``/usr``, ``/opt``).
+* As anyone but root, none of the above: the worker runs as the grader's own user, protected by what
+  :mod:`grader.worker` does on any machine (own session, memory limit, scrubbed environment,
+  sys.path without the reference, :func:`close_fds`).
 
-As anyone but root, none of the above holds: :func:`can_drop_privileges` is False,
-:func:`drop_privileges` raises :class:`ConfinementError`, and the worker runs as the grader's own
-user, protected only by what :mod:`grader.worker` does on any machine (own session, memory limit,
-scrubbed environment, sys.path without the reference). :func:`close_fds` still helps there.
-
-Hiding the reference
---------------------
-Copying the reference to a root-only folder does not help: the original stays readable. What works
-without mount namespaces is taking "others" off the folders that must stay secret. Removing the
-search bit of one folder closes everything under it, so one ``chmod o-rwx`` on the course folder
-(or on ``solutions/``, ``suites/`` and ``.git``) is enough; root, the grader, still reads it.
-Recommended: do this once, when the course is installed for grading (the owner and its group keep
-their access), and let the grader check it with :func:`confinement_problems`. For a grader that
-cannot rely on that, :func:`hide_from_others` does it for the length of a ``with`` block and then
-puts the bits back.
-
-Order in the worker, right after the fork (see :func:`drop_privileges`): ``os.setsid``, resource
-limits, scrubbed environment and sys.path, standard streams to /dev/null, :func:`close_fds`,
-:func:`drop_privileges`, then ``PR_SET_PDEATHSIG`` (the kernel clears it when the uid changes), then
-``os.chdir`` into the working copy (prepared by the grader with :func:`prepare_workdir`), then the
-student's import.
+Order in the worker, right after the fork: ``os.setsid``, resource limits, scrubbed environment and
+sys.path, standard streams to /dev/null, :func:`close_fds`, ``RLIMIT_NPROC``, :func:`enter_view`,
+:func:`drop_privileges`, then ``PR_SET_PDEATHSIG`` (the kernel clears it when the uid changes),
+then ``os.chdir`` into the working copy (handed over by the grader with :func:`prepare_workdir`),
+then the student's import.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import fcntl
 import os
 import pwd
 import signal
@@ -86,7 +58,7 @@ import stat
 import sys
 import sysconfig
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from grader.errors import IsolationError
 
@@ -325,41 +297,6 @@ def _hand_over(name: str, folder_fd: int, uid: int, gid: int, shown: str) -> Non
         os.close(fd)
 
 
-@contextlib.contextmanager
-def hide_from_others(paths: Iterable[str]) -> Iterator[None]:
-    """Remove the others' permissions (``o-rwx``) from ``paths`` while the block runs, then put
-    back what was removed. On a folder that closes everything under it to any user but the owner
-    and the group: with the uid dropped, the worker can no longer read the reference.
-
-    Several graders may overlap: each holds a shared ``flock`` on every path, and only the last one
-    out restores the bits. A grader that finds a path already hidden does not know what to restore,
-    so, when graders do not leave in the reverse order they came, a path can stay hidden after all
-    of them have finished (never visible while one of them runs). A grader that is killed leaves
-    the path hidden. Making the paths private once, for good, avoids both."""
-    held: list[tuple[int, int]] = []  # (descriptor, the others' bits that we removed)
-    try:
-        for path in paths:
-            fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-            held.append((fd, 0))
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            mode = stat.S_IMODE(os.fstat(fd).st_mode)
-            if mode & 0o007:
-                os.fchmod(fd, mode & ~0o007)
-                held[-1] = (fd, mode & 0o007)
-        yield
-    finally:
-        for fd, removed in reversed(held):
-            try:
-                if removed:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue  # another grader still relies on it being hidden
-                    os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | removed)
-            finally:
-                os.close(fd)
-
-
 def kill_all_of(uid: int) -> None:
     """SIGKILL every process running as ``uid``: a worker, what it started, what escaped its
     process group with ``setsid``. Only for a uid that is dedicated to one grading: with a shared
@@ -457,6 +394,6 @@ def _check_dropped(uid: int, gid: int) -> None:
 
 __all__ = [
     "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
-    "confinement_problems", "prepare_workdir", "hide_from_others", "kill_all_of", "close_fds", "drop_privileges",
+    "confinement_problems", "prepare_workdir", "kill_all_of", "close_fds", "drop_privileges",
     "enter_view",
 ]

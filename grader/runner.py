@@ -101,6 +101,14 @@ def secret_paths(course: Course) -> list[str]:
     return [str(course.root / name) for name in names if (course.root / name).exists()]
 
 
+def confinement_for(course: Course, private: tuple[Path, ...] = ()):
+    """How this grading process will run student code (grader.confine.plan), keeping the course's
+    secrets and ``private`` (results, other submissions) from it."""
+    from grader.confine import plan
+
+    return plan(course.isolation.separate_user, hidden=[*secret_paths(course), *map(str, private)])
+
+
 # A grading session needs none of pytest's conveniences for people, and some cost much: the
 # unraisable-exception plugin runs gc.collect() repeatedly, and third-party plugins load on start.
 PYTEST_ARGS = ("-q", "-s", "--no-header", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
@@ -137,7 +145,6 @@ class Grader:
     def __init__(self, course: Course, *, device: str = "auto", private: tuple[Path, ...] = ()):
         """``private``: what student code must not read besides the course's secrets (results,
         other submissions); it decides whether workers run as a user of their own (grader.confine)."""
-        from grader.confine import plan
         from grader.sandbox import Zygote
 
         import torch
@@ -146,8 +153,7 @@ class Grader:
         torch.set_num_threads(1)
         self.course = course
         self.device = pick_device(device)
-        self.confinement = plan(course.isolation.separate_user,
-                                hidden=[*secret_paths(course), *map(str, private)])
+        self.confinement = confinement_for(course, private)
         self.zygote = Zygote(blocked_paths(course))
         self.references = None
 
