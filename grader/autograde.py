@@ -155,8 +155,7 @@ def write_summary(out: Path, course: Course) -> Path:
 
 
 # --- the grading processes -----------------------------------------------------------------------
-def _grading_process(course: Course, device: str, seed: int | None, private: tuple[Path, ...], tasks,
-                     results) -> None:
+def _grading_process(course: Course, device: str, seed: int | None, confinement, tasks, results) -> None:
     """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``."""
     import signal
 
@@ -164,7 +163,7 @@ def _grading_process(course: Course, device: str, seed: int | None, private: tup
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    grader = Grader(course, device=device, private=private)
+    grader = Grader(course, device=device, confinement=confinement.for_process())  # a uid of its own
     try:
         while (job := tasks.get()) is not None:
             results.put(("started", os.getpid(), job.name))
@@ -197,8 +196,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         jobs = discover(paths, course, scratch)[index - 1::count]
         todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
         _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
-             total=len(jobs), done_before=len(jobs) - len(todo), private=private,
-             separate_users=confinement.uid is not None)
+             total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_summary(out, course)
@@ -220,7 +218,7 @@ def describe_isolation(confinement) -> str:
     return line
 
 
-def _run(course, todo, out, *, workers, device, seed, total, done_before, private, separate_users) -> None:
+def _run(course, todo, out, *, workers, device, seed, total, done_before, confinement) -> None:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     from grader.progress import Progress
@@ -231,7 +229,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, privat
         tasks.put(job)
 
     def start():
-        process = context.Process(target=_grading_process, args=(course, device, seed, private, tasks, results),
+        process = context.Process(target=_grading_process, args=(course, device, seed, confinement, tasks, results),
                                   daemon=True)
         process.start()
         return process
@@ -276,10 +274,10 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, privat
                 continue
             process.kill()
             process.join()
-            if separate_users:  # what its students' code left running, escapees of its zygote too
-                from grader.confine import FIRST_UID, kill_all_of
+            if confinement.uid is not None:  # what its students' code left running, escapees of its zygote too
+                from grader.confine import kill_all_of
 
-                kill_all_of(FIRST_UID + process.pid)
+                kill_all_of(confinement.for_process(process.pid).uid)
             name = in_flight.pop(process.pid, (None,))[0]
             if name in remaining:
                 attempts[name] = attempts.get(name, 0) + 1

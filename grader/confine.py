@@ -57,7 +57,7 @@ import signal
 import stat
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from grader.errors import IsolationError
@@ -196,6 +196,12 @@ class Confinement:
     @property
     def mode(self) -> str:
         return "separate-user" if self.uid is not None else "same-user"
+
+    def for_process(self, pid: int | None = None) -> "Confinement":
+        """The same confinement for the grading process ``pid`` (default: this one), with its own uid."""
+        if self.uid is None:
+            return self
+        return replace(self, uid=FIRST_UID + (os.getpid() if pid is None else pid))
 
 
 def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
@@ -393,7 +399,7 @@ def _check_dropped(uid: int, gid: int) -> None:
 
 
 __all__ = [
-    "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by", "runtime_paths", "unreadable_runtime",
-    "confinement_problems", "prepare_workdir", "kill_all_of", "close_fds", "drop_privileges",
-    "enter_view",
+    "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by",
+    "runtime_paths", "unreadable_runtime", "confinement_problems", "prepare_workdir", "kill_all_of", "close_fds",
+    "drop_privileges", "enter_view",
 ]

@@ -142,9 +142,9 @@ class _OnlyExercises:
 class Grader:
     """Grades submissions one after another, sharing one zygote (start it before anything else)."""
 
-    def __init__(self, course: Course, *, device: str = "auto", private: tuple[Path, ...] = ()):
-        """``private``: what student code must not read besides the course's secrets (results,
-        other submissions); it decides whether workers run as a user of their own (grader.confine)."""
+    def __init__(self, course: Course, *, device: str = "auto", confinement=None):
+        """``confinement``: how to run student code (grader.confine), as :func:`confinement_for` plans
+        it; by default planned here, for the course's secrets alone."""
         from grader.sandbox import Zygote
 
         import torch
@@ -153,7 +153,7 @@ class Grader:
         torch.set_num_threads(1)
         self.course = course
         self.device = pick_device(device)
-        self.confinement = confinement_for(course, private)
+        self.confinement = confinement or confinement_for(course)
         self.zygote = Zygote(blocked_paths(course))
         self.references = None
 
