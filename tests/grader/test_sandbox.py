@@ -144,6 +144,14 @@ def drop():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def written_pid(pid_file: Path, wait: float = 5.0) -> int:
+    """The pid a process of the student's wrote into ``pid_file``, once it is there."""
+    deadline = time.monotonic() + wait
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return int(pid_file.read_text())
+
+
 def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path, drop):
     pid_file = drop / "child.pid"
     grade_module(tight, tmp_path, f"""
@@ -153,11 +161,7 @@ if os.fork() == 0:
     time.sleep(60)
     os._exit(0)
 """)
-    for _ in range(50):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.05)
-    pid = int(pid_file.read_text())
+    pid = written_pid(pid_file)
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -222,11 +226,7 @@ if os.fork() == 0:
         time.sleep(60)
     os._exit(0)
 """)
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.05)
-    pid = int(pid_file.read_text())
+    pid = written_pid(pid_file)
     time.sleep(0.3)
     assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
