@@ -17,7 +17,10 @@ SPEC_IDS = (
     "mask-after-softmax-not-renormalized", "mask-not-truncated", "heads-split-without-transpose",
     "heads-merged-without-transpose", "view-on-non-contiguous", "out-proj-missing", "dropout-in-eval",
     "dropout-on-scores", "input-mutated", "wrong-device", "wrong-dtype", "forbidden-op", "not-vectorised",
+    "kv-heads-tiled", "cache-not-used", "cache-position-not-advanced", "rope-pairs-interleaved",
+    "window-off-by-one", "cache-not-reset",
 )
+DECODING_IDS = SPEC_IDS[-6:]  # 06_decoding_attention's
 _ID = re.compile(r"^[a-z]+(-[a-z]+)+$")
 
 
@@ -52,7 +55,10 @@ def test_every_id_the_suites_can_name_is_in_the_catalogue():
     found = emitted_ids()
     unknown = {m: sorted(files) for m, files in found.items() if m not in CATALOGUE}
     assert not unknown, f"ids named but not in the catalogue: {unknown}"
-    assert set(found) == set(SPEC_IDS), f"never named anywhere: {sorted(set(SPEC_IDS) - set(found))}"
+    expected = set(SPEC_IDS)
+    if not (ROOT / "suites" / "hidden" / "test_06_decoding_attention.py").is_file():
+        expected -= set(DECODING_IDS)  # named by 06's suite, which is not written yet (issue 13)
+    assert set(found) == expected, f"never named anywhere: {sorted(expected - set(found))}"
 
 
 def _headings() -> set[str]:
