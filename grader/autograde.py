@@ -163,7 +163,7 @@ def _grading_process(course: Course, device: str, seed: int | None, confinement,
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    grader = Grader(course, device=device, confinement=confinement.for_process())  # a uid of its own
+    grader = Grader(course, device=device, confinement=confinement)  # a sandbox, and a uid per submission
     try:
         while (job := tasks.get()) is not None:
             results.put(("started", os.getpid(), job.name))
@@ -181,6 +181,7 @@ def _grading_process(course: Course, device: str, seed: int | None, confinement,
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
               device: str, seed: int | None) -> int:
     """Grade every submission under ``paths`` (this shard of them) into ``out``. 0 when each has a result."""
+    from grader.confine import describe
     from grader.runner import confinement_for, pick_device
 
     if workers < 1:
@@ -191,7 +192,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
     confinement = confinement_for(course, private)
-    print(describe_isolation(confinement), file=sys.stderr)
+    print(describe(confinement), file=sys.stderr)
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]
         todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
@@ -204,18 +205,6 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     for name in missing:
         print(f"grade: error: no result for {name}", file=sys.stderr)
     return 1 if missing else 0
-
-
-def describe_isolation(confinement) -> str:
-    """One line for the instructor's log: who student code runs as, and the first thing that does not hold."""
-    if confinement.uid is not None:
-        line = "grade: student code runs as a separate user (one uid per grading process)"
-    else:
-        line = "grade: student code runs as the grader's own user"
-    if confinement.problems:
-        more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""
-        line += f"; not protected: {confinement.problems[0]}{more}"
-    return line
 
 
 def _run(course, todo, out, *, workers, device, seed, total, done_before, confinement) -> None:
@@ -272,12 +261,8 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, confin
             busy = in_flight.get(process.pid)
             if process.is_alive() and not (busy and time.monotonic() - busy[1] > limit):
                 continue
-            process.kill()
-            process.join()
-            if confinement.uid is not None:  # what its students' code left running, escapees of its zygote too
-                from grader.confine import kill_all_of
-
-                kill_all_of(confinement.for_process(process.pid).uid)
+            process.kill()  # its zygote's sandbox dies with it (bubblewrap's --die-with-parent), and with
+            process.join()  # the sandbox's PID namespace every process of its submission
             name = in_flight.pop(process.pid, (None,))[0]
             if name in remaining:
                 attempts[name] = attempts.get(name, 0) + 1

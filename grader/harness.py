@@ -21,7 +21,7 @@ import pytest
 
 from grader.compare import difference, shape_str
 from grader.recording import NotReplayable
-from grader.worker import HandleRef, flatten
+from grader.protocol import HandleRef, flatten
 
 if TYPE_CHECKING:
     from grader.session import GradingSession, Student

@@ -1,12 +1,14 @@
 """One grading run: a submission against the suites of the chosen assignments.
 
-Order matters for isolation: torch is imported and the zygote forked *before* the reference
-solutions and the suites are imported, so no worker ever has them in its memory.
+Student code runs in workers forked by a zygote that this process starts fresh, in a sandbox
+(grader.sandbox, grader.confine): no worker ever has the reference, the suites or the grader's
+channels in its memory, whatever this process imported before.
 """
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import io
 import os
 import secrets
@@ -18,6 +20,10 @@ from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 from grader.submission import Submission, WorkingCopy
+
+NPROC_LIMIT = 128  # processes and threads a submission may have at once, where cgroups count them
+_GRADERS = itertools.count(1)  # Graders of this process, for their cgroup folders
+_SUBMISSIONS = itertools.count(1)  # submissions graded by this process, for their uids
 
 
 def pick_device(requested: str) -> str:
@@ -140,22 +146,45 @@ class _OnlyExercises:
 
 
 class Grader:
-    """Grades submissions one after another, sharing one zygote (start it before anything else)."""
+    """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
     def __init__(self, course: Course, *, device: str = "auto", confinement=None):
         """``confinement``: how to run student code (grader.confine), as :func:`confinement_for` plans
         it; by default planned here, for the course's secrets alone."""
-        from grader.sandbox import Zygote
+        self.course = course
+        self.confinement = confinement or confinement_for(course)
+        self.references = None
+        self.submissions = 0
+        self.hierarchy = None
+        if self.confinement.cgroups:
+            from grader.cgroups import make_hierarchy
 
+            self.hierarchy = make_hierarchy(f"grade-{os.getpid()}-{next(_GRADERS)}")
+        self.zygote = self._start_zygote()  # it imports torch while this process does the same
+        try:
+            self.device = pick_device(device)
+        except BaseException:
+            self.close()
+            raise
         import torch
 
-        # Grading works on small tensors: intra-op threads only spin against the worker for the cores.
-        torch.set_num_threads(1)
-        self.course = course
-        self.device = pick_device(device)
-        self.confinement = confinement or confinement_for(course)
-        self.zygote = Zygote(blocked_paths(course))
-        self.references = None
+        torch.set_num_threads(1)  # grading works on small tensors: more threads only spin against the worker
+
+    def _start_zygote(self):
+        from grader.sandbox import Zygote
+
+        cgroups = None
+        if self.hierarchy is not None:
+            cgroups = {str(folder): f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
+        return Zygote(self.confinement, blocked=blocked_paths(self.course), cgroups=cgroups)
+
+    def _submission_uid(self) -> int | None:
+        """As root, each submission's own uid: this process's pid and a counter, above FIRST_UID."""
+        from grader.confine import FIRST_UID
+
+        if not self.confinement.root:
+            return None
+        return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
               seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,
@@ -178,14 +207,26 @@ class Grader:
         if self.references is None and not replaying:
             self.references = load_references(self.course)
         files = suite_files(self.course, assignments, suite)
-        copy = WorkingCopy(submission)
-        if self.confinement.uid is not None:
-            from grader.confine import prepare_workdir
+        if not self.zygote.alive:  # killed from outside, or out of memory: a fresh one, no fault of this student
+            self.zygote.close()
+            self.zygote = self._start_zygote()
+        self.submissions += 1
+        uid = self._submission_uid()
+        copy = WorkingCopy(submission, parent=self.zygote.work)
+        cgroup = None
+        if uid is not None:
+            from grader.confine import NOBODY, prepare_workdir
 
-            prepare_workdir(str(copy.root), self.confinement.uid, self.confinement.gid)
+            prepare_workdir(str(copy.root), uid, NOBODY)
+        if self.hierarchy is not None:
+            from grader.cgroups import SubmissionCgroup
+
+            cgroup = SubmissionCgroup(self.hierarchy, f"s{self.submissions}",
+                                      memory_bytes=self.course.limits.memory_mb << 20, pids=NPROC_LIMIT)
         session = GradingSession(self.course, assignments, copy, self.zygote, seed=seed, device=self.device,
-                                 references=self.references or {}, recording=recording,
-                                 confinement=self.confinement)
+                                 references=self.references or {}, recording=recording, uid=uid,
+                                 cgroups=cgroup.procs_files(self._inside_cgroups()) if cgroup else (),
+                                 blocked=blocked_paths(self.course))
         plugin = GradingPlugin(session)
         plugins = [plugin] if exercises is None else [plugin, _OnlyExercises(exercises)]
         try:
@@ -193,7 +234,11 @@ class Grader:
                 code = pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(self.course.root / "suites"),
                                     "-c", str(self.course.root / "suites" / "pytest.ini")], plugins=plugins)
         finally:
-            session.close()
+            if not session.close():  # something of the submission may be left: never reuse this zygote
+                self.zygote.close()
+                self.zygote = self._start_zygote()
+            if cgroup is not None:
+                cgroup.remove()
             copy.close()
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
@@ -212,5 +257,13 @@ class Grader:
             exercises.append(ExerciseResult(name, points, checks))
         return AssignmentResult(assignment.id, assignment.title, exercises)
 
+    def _inside_cgroups(self) -> dict:
+        return {folder: f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
+
     def close(self):
         self.zygote.close()
+        for folder in self.hierarchy.folders if self.hierarchy else ():
+            try:
+                folder.rmdir()
+            except OSError:
+                pass

@@ -1,20 +1,29 @@
-"""Running student code in isolation: the zygote and the workers it forks.
+"""The grading side of the sandbox: starting the zygote, and talking to the workers it forks.
 
-The grader imports torch, then forks a *zygote* before it imports any reference solution or hidden
-suite. For each submission module the zygote forks a *worker* (:mod:`grader.worker`), which starts
-in milliseconds with torch already loaded and with nothing of the reference in its memory. The
-grader talks to a worker over a socket: it sends inputs, the worker replies with plain tensors
-that the grader loads with ``weights_only=True``. A worker that overruns its time is killed with
-its whole process group; one that dies is reported as crashed; another can be forked at once.
+A :class:`Zygote` is a fresh process (``exec``, never a fork of the grader: it holds nothing of the
+grader's memory, channels or files) running :mod:`grader.zygote` inside the sandbox that
+:mod:`grader.confine` plans. The grader asks it for a worker per submission module; the worker's
+socket comes back to the grader, which sends it inputs and reads back plain data
+(:mod:`grader.protocol`), every read and write with a deadline and a size bound.
 """
 from __future__ import annotations
 
 import os
+import select
+import shutil
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
-from grader import wire
-from grader.worker import WorkerSpec, serve
+from grader import protocol
+from grader.confine import SANDBOX_ROOT, Confinement, copy_student_side, namespace_args, view_args
+from grader.errors import IsolationError
+from grader.protocol import WorkerSpec
+
+CONTROL_TIMEOUT = 30.0  # seconds the zygote may take to answer (it runs no student code)
 
 
 class WorkerFault(Exception):
@@ -27,171 +36,135 @@ class WorkerFault(Exception):
 
 
 class Zygote:
-    """A torch-loaded process that forks workers on request."""
+    """A torch-loaded process, started fresh in the sandbox, that forks workers on request."""
 
-    def __init__(self, blocked: tuple[str, ...]):
-        import torch  # noqa: F401 - loaded once here, inherited by every worker
-
+    def __init__(self, confinement: Confinement, *, blocked: tuple[str, ...], cgroups: dict[str, str] | None = None):
+        self.confinement = confinement
+        self.scratch = Path(tempfile.mkdtemp(prefix="grade-sandbox-"))
+        self.work = self.scratch / "work"
+        self.work.mkdir()
+        self.work.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing
+        copy_student_side(self.scratch / "lib")
         self._control, theirs = socket.socketpair()
-        self.pid = os.fork()
-        if self.pid == 0:  # the zygote
-            code = 0
-            try:
-                self._control.close()
-                _zygote_loop(theirs, tuple(os.path.realpath(p) for p in blocked))
-            except BaseException:  # noqa: BLE001
-                code = 1
-            finally:
-                os._exit(code)
+        if confinement.sandboxed:
+            argv = [confinement.bwrap, *namespace_args(confinement.root),
+                    *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
+                               cgroups=cgroups),
+                    sys.executable, "-s", "-m", "grader.zygote", str(theirs.fileno()), "namespaces"]
+            env = None
+        else:
+            argv = [sys.executable, "-s", "-m", "grader.zygote", str(theirs.fileno())]
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+            env.update(PYTHONPATH=str(self.scratch / "lib"), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=log, env=env,
+                                            cwd=str(self.work), start_new_session=True)
         theirs.close()
+        self.namespaces = confinement.sandboxed
+        self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        try:
+            answer, _ = self._receive(timeout=120)
+        except WorkerFault:
+            answer = {}
+        if not answer.get("ok"):
+            error = self.log.read_bytes()[-2000:].decode(errors="replace").strip()
+            self.close()
+            raise IsolationError(f"the sandbox for student code could not start ({error or 'no answer'})")
+        self.ready = True
+
+    def inside(self, path: Path | str) -> str:
+        """Where the sandbox sees a path of the working folder."""
+        path = str(path)
+        if not self.namespaces:
+            return path
+        return SANDBOX_ROOT + "/work" + path[len(str(self.work)):] if path.startswith(str(self.work)) else path
+
+    def _dead(self) -> bool:
+        return self.process.poll() is not None
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead()
+
+    def _send(self, message: dict) -> None:
+        try:
+            protocol.send(self._control, protocol.encode(message), timeout=CONTROL_TIMEOUT)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout):
+            raise WorkerFault("crashed", "the sandbox that runs your code stopped unexpectedly") from None
+
+    def _receive(self, *, timeout: float = CONTROL_TIMEOUT) -> tuple[dict, list[int]]:
+        """The zygote's next answer: one byte that may carry a descriptor, then a message."""
+        try:
+            if not select.select([self._control], [], [], timeout)[0]:
+                raise protocol.ChannelTimeout("the zygote did not answer")
+            marker, fds, _, _ = socket.recv_fds(self._control, 1, 1)
+            if marker != b"F":
+                raise protocol.ChannelClosed("end of stream")
+            reply = protocol.decode(protocol.recv(self._control, limit=protocol.CONTROL_LIMIT, timeout=timeout),
+                                    limit=protocol.CONTROL_LIMIT)
+        except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+                protocol.MessageTooLarge):
+            raise WorkerFault("crashed", "the sandbox that runs your code stopped unexpectedly") from None
+        return (reply if isinstance(reply, dict) else {}), fds
+
+    def _ask(self, message: dict) -> dict:
+        self.wait_ready()
+        self._send(message)
+        reply, fds = self._receive()
+        for fd in fds:
+            os.close(fd)
+        return reply
 
     def spawn(self, spec: WorkerSpec, *, timeout: float) -> Worker:
         """A new worker that has imported the submission module (or failed to: see ``import_error``)."""
-        wire.send_bytes(self._control, wire.dump_request(spec))
-        message, fds, _, _ = socket.recv_fds(self._control, 64, 1)
-        worker = Worker(int(message), socket.socket(fileno=fds[0]), spec)
-        reply = worker.receive(timeout=timeout)
-        if not reply.get("ok"):
-            worker.import_error = reply
+        self.wait_ready()
+        self._send({"op": "spawn", "spec": spec.to_wire()})
+        reply, fds = self._receive()
+        if not reply.get("ok") or not fds:
+            for fd in fds:
+                os.close(fd)
+            raise WorkerFault("crashed", f"the grader could not start your code ({reply.get('message', '')})")
+        worker = Worker(self, int(reply["pid"]), socket.socket(fileno=fds[0]), spec)
+        answer = worker.receive(timeout=timeout)
+        if not answer.get("ok"):
+            worker.import_error = answer
         return worker
 
-    def sweep(self) -> None:
-        """Kill every process left from the workers so far (the next submission starts clean)."""
+    def kill(self, pid: int) -> None:
         try:
-            wire.send_bytes(self._control, wire.dump_request("sweep"))
-            socket.recv_fds(self._control, 64, 1)
-        except (OSError, wire.ChannelClosed):
+            self._ask({"op": "kill", "pid": pid})
+        except WorkerFault:
             pass
+
+    def end_submission(self) -> bool:
+        """Kill every process of the submission; True when the zygote saw none of them left."""
+        try:
+            return bool(self._ask({"op": "end"}).get("ok"))
+        except WorkerFault:
+            return False
 
     def close(self) -> None:
         self._control.close()
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-
-
-def _zygote_loop(control: socket.socket, blocked: tuple[str, ...]) -> None:
-    # What a worker uses after it may have given up its user (grader.confine), imported while it can.
-    import ctypes  # noqa: F401
-
-    import grader.confine  # noqa: F401
-    import grader.mounts  # noqa: F401
-    import grader.notebook_source  # noqa: F401
-    from grader.worker import _die_with_parent, _prctl
-
-    _die_with_parent()
-    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of student code become ours, not init's
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and the kernel reaps them, workers included
-    _forget_reference(blocked)
-    _warm_up()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        try:
-            spec = wire.load_request(wire.recv_bytes(control, limit=1 << 20))
-        except wire.ChannelClosed:
-            return
-        if spec == "sweep":
-            _kill_children()
-            socket.send_fds(control, [b"0"], [])
-            continue
-        ours, theirs = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:  # the worker
-            code = 0
+        if self.process.poll() is None:
             try:
-                control.close()
-                ours.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                serve(theirs, spec, blocked)
-            except BaseException:  # noqa: BLE001
-                code = 1
-            finally:
-                os._exit(code)
-        theirs.close()
-        socket.send_fds(control, [str(pid).encode()], [ours.fileno()])
-        ours.close()
-
-
-def _kill_children() -> None:
-    """Kill every process whose parent is this zygote: workers, and what student code started and
-    left behind (a subreaper adopts processes that escaped their worker's group with setsid)."""
-    import time
-
-    me = str(os.getpid())
-    for _ in range(3):  # processes killed now may orphan others, adopted a moment later
-        killed = 0
-        for stat in os.listdir("/proc"):
-            if not stat.isdigit():
-                continue
-            try:
-                with open(f"/proc/{stat}/stat") as handle:
-                    parent = handle.read().rsplit(")", 1)[1].split()[1]
-            except (OSError, IndexError):
-                continue
-            if parent == me:
-                try:
-                    os.kill(int(stat), signal.SIGKILL)
-                    killed += 1
-                except (ProcessLookupError, PermissionError):
-                    pass
-        if not killed:
-            return
-        time.sleep(0.01)
-
-
-# The grader's modules a worker runs on; every other one (the harness, diagnose with its textbook
-# attention, the catalogue...) is forgotten here and refused to student code (worker.GraderShield).
-WORKER_MODULES = frozenset({"grader", "grader.worker", "grader.wire", "grader.sandbox", "grader.confine",
-                            "grader.mounts", "grader.notebook_source", "grader.errors"})
-
-
-def _forget_reference(blocked: tuple[str, ...]) -> None:
-    """Drop modules loaded from the reference or the suites, and the grader's own but those a worker
-    runs on, in case this process had imported them before forking (a test session, a long-lived
-    grader): a worker can then not import them by name, nor find them in ``sys.modules``."""
-    import gc
-    import sys
-
-    from grader.worker import _under
-
-    package = sys.modules["grader"]
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        ours = name.startswith("grader.") and name not in WORKER_MODULES
-        if ours or (path and _under(path, blocked)):
-            del sys.modules[name]
-            if ours and "." not in name[len("grader."):]:
-                package.__dict__.pop(name[len("grader."):], None)
-    gc.collect()
-
-
-def _warm_up() -> None:
-    """Pay torch's lazy first-use costs (dispatch, autograd, a traced call, torch.save) once, here,
-    instead of in every worker: a fresh worker's first backward otherwise takes a quarter second."""
-    import io
-
-    import torch
-
-    from grader.worker import _make_tracer
-
-    torch.set_num_threads(1)
-    layer = torch.nn.Linear(5, 3)
-    x = torch.randn(4, 5, requires_grad=True)
-    with _make_tracer(frozenset()):
-        scores = layer(x).masked_fill(torch.ones(4, 3, dtype=torch.bool).triu(1), float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ torch.randn(3, 2)
-    (out * torch.ones_like(out)).sum().backward()
-    wire.dump_reply({"out": out.detach(), "n": 1})
-    torch.load(io.BytesIO(wire.dump_reply({"x": x.detach()})), weights_only=True)
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class Worker:
     """The grader's end of one worker."""
 
-    def __init__(self, pid: int, sock: socket.socket, spec: WorkerSpec):
+    def __init__(self, zygote: Zygote, pid: int, sock: socket.socket, spec: WorkerSpec):
+        self.zygote = zygote
         self.pid = pid
         self.sock = sock
         self.spec = spec
@@ -202,28 +175,31 @@ class Worker:
         if not self.alive:
             raise WorkerFault("crashed", "the process running your code had already stopped")
         try:
-            wire.send_bytes(self.sock, wire.dump_request(payload))
-        except wire.ChannelClosed:
+            protocol.send(self.sock, protocol.encode(payload), timeout=timeout)
+        except protocol.ChannelTimeout:
+            self.kill()
+            raise WorkerFault("timeout", f"your code did not read its inputs within {timeout:g} s") from None
+        except protocol.ChannelClosed:
             self.kill()
             raise WorkerFault("crashed", "the process running your code stopped unexpectedly") from None
         return self.receive(timeout=timeout)
 
     def receive(self, *, timeout: float) -> dict:
         try:
-            payload = wire.recv_bytes(self.sock, limit=self.spec.reply_limit, timeout=timeout)
-        except wire.ChannelTimeout:
+            payload = protocol.recv(self.sock, limit=self.spec.reply_limit + (1 << 20), timeout=timeout)
+            reply = protocol.decode(payload, limit=self.spec.reply_limit + (1 << 20))
+        except protocol.ChannelTimeout:
             self.kill()
             raise WorkerFault("timeout", f"your code did not finish within {timeout:g} s") from None
-        except wire.ChannelClosed:
+        except protocol.ChannelClosed:
             self.kill()
             raise WorkerFault("crashed", "the process running your code stopped unexpectedly "
                                          "(it exited, was killed, or ran out of memory)") from None
-        except wire.MessageTooLarge as exc:
+        except protocol.MessageTooLarge as exc:
             self.kill()
             raise WorkerFault("error", f"your code returned too much data ({exc})") from None
-        try:
-            reply = wire.load_reply(payload)
-        except Exception:  # noqa: BLE001 - anything but plain data is refused
+        except protocol.MalformedMessage:
+            self.kill()
             raise WorkerFault("error", "your code returned something other than plain tensors") from None
         if not isinstance(reply, dict):
             raise WorkerFault("error", "your code returned something other than plain tensors")
@@ -232,8 +208,5 @@ class Worker:
     def kill(self) -> None:
         if self.alive:
             self.alive = False
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            self.zygote.kill(self.pid)
             self.sock.close()

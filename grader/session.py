@@ -11,8 +11,8 @@ from grader.config import Assignment, Course
 from grader.harness import CheckFailed, Grade, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
+from grader.protocol import WorkerSpec
 from grader.sandbox import WorkerFault, Zygote
-from grader.worker import WorkerSpec
 
 
 class Student:
@@ -68,9 +68,10 @@ class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
-                 references: dict, recording=None, confinement=None):
+                 references: dict, recording=None, uid: int | None = None, cgroups: tuple[str, ...] = (),
+                 blocked: tuple[str, ...] = ()):
         self.course, self.copy, self.zygote = course, copy, zygote
-        self.confinement = confinement  # a grader.confine.Confinement, or None: the grader's own user
+        self.uid, self.cgroups, self.blocked = uid, cgroups, blocked  # the submission's uid (as root) and cgroups
         self.seed, self.device = seed, device
         self.references = references
         self.recording = recording  # a grader.recording.Recording to fill or to replay, or None
@@ -86,17 +87,17 @@ class GradingSession:
         return min(self.course.limits.exercise_timeout_s, left)
 
     def worker_spec(self, assignment: Assignment, source) -> WorkerSpec:
+        inside = self.zygote.inside
         return WorkerSpec(
-            module_name=assignment.module_name, source=str(source), search_path=self.copy.folders,
-            workdir=str(source.parent), student_root=str(self.copy.root),
-            display_map=tuple(self.copy.display.items()),
+            module_name=assignment.module_name, source=inside(source),
+            search_path=tuple(inside(folder) for folder in self.copy.folders),
+            workdir=inside(source.parent), student_root=inside(self.copy.root),
+            display_map=tuple((inside(copy), shown) for copy, shown in self.copy.display.items()),
             device=self.device, memory_bytes=self.course.limits.memory_mb << 20,
             reply_limit=self.course.limits.output_mb << 20,
-            notebooks=tuple((self.course.assignment(a).module_name, str(p))
+            notebooks=tuple((self.course.assignment(a).module_name, inside(p))
                             for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
-            uid=self.confinement.uid if self.confinement else None,
-            private_view=bool(self.confinement and self.confinement.view),
-            hide=self.confinement.hide if self.confinement else (),
+            uid=self.uid, cgroups=self.cgroups, blocked=self.blocked,
         )
 
     def student(self, assignment_id: str) -> Student:
@@ -104,12 +105,11 @@ class GradingSession:
             self.students[assignment_id] = Student(self, self.assignments[assignment_id])
         return self.students[assignment_id]
 
-    def close(self):
+    def close(self) -> bool:
+        """End every process of the submission; False if the zygote could not confirm it."""
         for student in self.students.values():
             student.close()
-        # Every process student code started descends from the zygote, its subreaper: the sweep ends
-        # them all. (Where the zygote itself died, `grade autograde` kills all of its uid instead.)
-        self.zygote.sweep()
+        return self.zygote.end_submission()
 
 
 class GradingPlugin:

@@ -62,8 +62,8 @@ def _find_in(folder: Path, assignment) -> Path | None:
 class WorkingCopy:
     """A private copy of the submission's modules and notebooks, one folder per assignment."""
 
-    def __init__(self, submission: Submission):
-        self.root = Path(tempfile.mkdtemp(prefix="grade-"))
+    def __init__(self, submission: Submission, parent: Path | None = None):
+        self.root = Path(tempfile.mkdtemp(prefix="grade-", dir=parent))
         self.sources: dict[str, Path] = {}
         self.display: dict[str, str] = {}  # copy folder -> the student's own folder, for messages
         for assignment_id, source in submission.sources:

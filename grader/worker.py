@@ -17,81 +17,28 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import wire
+from grader import protocol
+from grader.protocol import HandleRef, WorkerSpec, clip, flatten
 
-MESSAGE_LIMIT = 4000  # characters of a student exception message that we keep
 _SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-@dataclass(frozen=True)
-class WorkerSpec:
-    module_name: str  # what the student's module is imported as
-    source: str  # the .py or .ipynb file, in the working copy
-    search_path: tuple[str, ...]  # the working copy's assignment folders, importable by module name
-    workdir: str  # the working copy: the worker's cwd
-    student_root: str  # paths under it are the student's own frames
-    display_map: tuple[tuple[str, str], ...]  # (working-copy folder, the student's folder) for messages
-    device: str
-    memory_bytes: int
-    reply_limit: int
-    notebooks: tuple[tuple[str, str], ...] = ()  # (module name, .ipynb) importable by sibling modules
-    uid: int | None = None  # run as this user (grader.confine), or as the grader's own user
-    gid: int = 65534
-    private_view: bool = False  # in a mount namespace of its own, with ``hide`` covered (grader.mounts)
-    hide: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class HandleRef:
-    """A module instance that lives in the worker, named by the grader."""
-
-    id: int
-
-
 # --- start-up --------------------------------------------------------------------------------------
-def lock_down(spec: WorkerSpec, blocked: tuple[str, ...], keep_fd: int) -> None:
-    """Everything between the fork and the student's import, in the order grader/confine.py needs."""
-    from grader.confine import NPROC_LIMIT, close_fds, drop_privileges, enter_view
-
-    os.setsid()  # own process group: the grader kills the group on a timeout
-    _die_with_parent()
+def lock_down(spec: WorkerSpec) -> None:
+    """What the worker does itself before the student's import, once the zygote has confined it
+    (grader.zygote: namespaces, cgroups, capabilities and uid): limits, environment, sys.path."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if spec.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (spec.memory_bytes, spec.memory_bytes))
     keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
     os.environ.clear()
     os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
-    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, blocked)]
+    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, spec.blocked)]
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
         os.dup2(devnull, fd)
     os.close(devnull)
-    # Nothing the grader had open may reach student code: above all not the pipes of
-    # `grade autograde`, whose messages the grading parent unpickles.
-    close_fds(keep=[keep_fd])
-    if spec.uid is not None:  # the uid is this grading's own: the limit counts its processes only
-        resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
-        if spec.private_view:
-            enter_view(spec.uid, spec.gid, spec.hide, keep=[spec.workdir, spec.student_root])
-        drop_privileges(spec.uid, spec.gid)
-        _die_with_parent()  # the kernel cleared it with the uid change
     os.chdir(spec.workdir)
-
-
-def _prctl(option: int, value: int) -> None:
-    """Linux's prctl(2); a no-op where it is not available."""
-    try:
-        import ctypes  # loaded in the zygote already: a confined worker may not import anything new
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
-    except (OSError, AttributeError):
-        pass
-
-
-def _die_with_parent() -> None:
-    import signal
-
-    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _reaches(entry: str, blocked: tuple[str, ...]) -> bool:
@@ -161,7 +108,7 @@ def import_submission(spec: WorkerSpec) -> types.ModuleType:
 
 
 # --- observing a call ------------------------------------------------------------------------------
-def _make_tracer(forbidden: frozenset[str]):
+def make_tracer(forbidden: frozenset[str]):
     from torch.overrides import TorchFunctionMode, resolve_name
 
     class Tracer(TorchFunctionMode):
@@ -257,8 +204,7 @@ def _describe_exception(exc: BaseException) -> str:
         text = str(exc)
     except BaseException:  # noqa: BLE001 - a hostile __str__ must not break the worker
         text = "<the exception's message could not be shown>"
-    if len(text) > MESSAGE_LIMIT:
-        text = text[:MESSAGE_LIMIT] + " ..."
+    text = clip(text)
     name = type(exc).__name__ if isinstance(type(exc).__name__, str) else "Exception"
     return f"{name}: {text}" if text else name
 
@@ -353,7 +299,7 @@ class Server:
         before = [(t, t._version, t.detach().clone()) for t in tensors]
         if request.get("seed") is not None:
             torch.manual_seed(request["seed"])
-        tracer = _make_tracer(frozenset(request.get("forbidden", ())))
+        tracer = make_tracer(frozenset(request.get("forbidden", ())))
         with tracer:
             out = fn(*args, **kwargs)
         size = sum(t.numel() * t.element_size() for t in flatten(out) if isinstance(t, torch.Tensor))
@@ -382,18 +328,6 @@ class Server:
         return reply
 
 
-def flatten(value):
-    """Every leaf of nested lists, tuples and dicts."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from flatten(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from flatten(item)
-    else:
-        yield value
-
-
 def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
     if isinstance(exc, ForbiddenOperation) or isinstance(exc.__context__, ForbiddenOperation):
         name = exc.name if isinstance(exc, ForbiddenOperation) else exc.__context__.name
@@ -419,19 +353,12 @@ def _is_stub(exc: BaseException, spec: WorkerSpec) -> bool:
     return own and (last.line or "").lstrip().startswith("raise NotImplementedError")
 
 
-def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
-    """The worker's whole life: lock down, import the submission, answer requests until EOF."""
-    from grader.confine import ConfinementError
-
+def serve(sock, spec: WorkerSpec) -> None:
+    """The worker's whole life once confined: import the submission, answer requests until EOF."""
     def reply(obj):
-        wire.send_bytes(sock, wire.dump_reply(obj))
+        protocol.send(sock, protocol.encode(obj), timeout=60)
 
-    try:
-        lock_down(spec, blocked, sock.fileno())
-    except ConfinementError as exc:  # the grader's problem, not the student's: their code never ran
-        reply({"ok": False, "kind": "crashed", "stage": "import",
-               "message": f"the grader could not run your code as a separate user ({exc})"})
-        return
+    lock_down(spec)
     import torch
 
     torch.set_num_threads(1)
@@ -445,8 +372,9 @@ def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
     reply({"ok": True})
     while True:
         try:
-            request = wire.load_request(wire.recv_bytes(sock, limit=1 << 34))
-        except wire.ChannelClosed:
+            request = protocol.decode(protocol.recv(sock, limit=protocol.REQUEST_LIMIT, timeout=None),
+                                      limit=protocol.REQUEST_LIMIT)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout):
             return
         try:
             answer = server.handle(request)
@@ -464,4 +392,3 @@ def serve(sock, spec: WorkerSpec, blocked: tuple[str, ...]) -> None:
             reply(answer)
         except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be saved
             reply({"ok": False, "kind": "error", "message": f"the result could not be sent back: {_describe_exception(exc)}"})
-

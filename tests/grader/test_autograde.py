@@ -23,10 +23,17 @@ def student(folder: Path, source: str = "solutions", only: str | None = None) ->
 
 
 # a submission that kills the process grading it: the zygote's parent
-KILL_GRADING_PROCESS = ("import os, signal\n"
-                        "zygote = os.getppid()\n"
-                        "grading = int(open(f'/proc/{zygote}/stat').read().rsplit(')', 1)[1].split()[1])\n"
-                        "os.kill(grading, signal.SIGKILL)\n")
+def _ancestor(steps: int) -> str:
+    """Student code that finds the process ``steps`` parents above its own (worker -> its starter ->
+    zygote -> grading process), as anyone can read it from /proc where /proc shows it."""
+    return ("import os, signal\n"
+            "pid = os.getpid()\n"
+            f"for _ in range({steps}):\n"
+            "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n")
+
+
+KILL_GRADING_PROCESS = _ancestor(3) + "os.kill(pid, signal.SIGKILL)\n"
+KILL_ZYGOTE = _ancestor(2) + "os.kill(pid, signal.SIGKILL)\n"
 
 
 def alice_and_a_killer(course, tmp_path):
@@ -169,20 +176,33 @@ def test_student_code_cannot_write_into_the_graders_pipes(course, tmp_path):
     assert json.loads((out / "mallory.json").read_text())["score"] == 0
 
 
-@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root: only root can run code as another user")
-def test_as_users_of_their_own_a_submission_cannot_even_kill_its_grading_process(course, tmp_path, monkeypatch,
-                                                                                  capsys):
-    """Forced on (on a machine whose Python others cannot read, `auto` stays off; these submissions
-    import nothing new): every grading process runs its workers as a uid of its own."""
-    import os
+def test_in_the_sandbox_a_submission_cannot_even_find_its_grading_process(course, tmp_path, capsys):
+    """In its own PID namespace the worker is PID 1: no parent, no grader, no zygote to signal."""
+    from grader.confine import plan
 
+    if not plan("auto").sandboxed:
+        pytest.skip("no sandbox on this machine (bubblewrap or user namespaces missing)")
+    alice, mallory = alice_and_a_killer(course, tmp_path)
+    assert "student code runs sandboxed" in capsys.readouterr().err
+    assert alice["score"] == 100 and alice["isolation"] == mallory["isolation"] != "same-user"
+    statuses = {e["status"] for e in mallory["assignments"][0]["exercises"]}
+    assert statuses == {"error"}  # its import failed (no /proc/0); nothing crashed, nothing was retried
+    assert "FileNotFoundError" in mallory["assignments"][0]["exercises"][0]["feedback"]
+
+
+def test_a_submission_that_kills_its_zygote_costs_no_later_submission_its_result(course, tmp_path, monkeypatch):
+    """Without a sandbox student code can kill its zygote: the grading process starts a fresh one for
+    the next submission, which gets its full marks (one grading process grades both, in order)."""
     import grader.confine
 
-    monkeypatch.setattr(grader.confine, "plan",
-                        lambda setting, hidden=(): grader.confine.Confinement(3_500_000 + os.getpid()))
-    alice, mallory = alice_and_a_killer(course, tmp_path)
-    assert "student code runs as a separate user" in capsys.readouterr().err
-    assert alice["score"] == 100 and alice["isolation"] == mallory["isolation"] == "separate-user"
-    statuses = {e["status"] for e in mallory["assignments"][0]["exercises"]}
-    assert statuses == {"error"}  # its import failed (EPERM); nothing crashed, nothing was retried
-    assert "PermissionError" in mallory["assignments"][0]["exercises"][0]["feedback"]
+    monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
+    root = tmp_path / "class"
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_ZYGOTE)
+    student(root / "zed", only="01_attention_basics")
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    zed, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("zed", "mallory"))
+    assert zed["score"] == 100
+    assert mallory["score"] == 0

@@ -1,0 +1,132 @@
+"""A cgroup per submission: memory and process count limited for all its processes together.
+
+Where the grader runs as root and finds a writable cgroup hierarchy (v1 ``memory`` and ``pids``
+controllers, or v2 with both enabled below the grader's own cgroup), each grading process makes a
+folder of its own under its cgroup and, per submission, a child folder with the limits; every
+worker of the submission joins it before it runs anything of the student's. Elsewhere the memory
+limit is the worker's own address-space limit (per process), and :func:`available` says why.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where this grading process's cgroups go: one folder per controller (v1) or one (v2)."""
+
+    folders: tuple[Path, ...]  # this grading process's own, created by :func:`make_hierarchy`
+    v2: bool
+
+
+def _own_cgroups() -> dict[str, str]:
+    found = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            number, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                found[name] = path
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def _candidates() -> tuple[list[Path], bool] | None:
+    own = _own_cgroups()
+    if "memory" in own and "pids" in own and (ROOT / "memory").is_dir() and (ROOT / "pids").is_dir():
+        return [ROOT / "memory" / own["memory"].lstrip("/"), ROOT / "pids" / own["pids"].lstrip("/")], False
+    if "" in own and (ROOT / "cgroup.controllers").is_file():
+        return [ROOT / own[""].lstrip("/")], True
+    return None
+
+
+def available() -> str | None:
+    """None where per-submission cgroups can be made here, else why not, in words."""
+    if os.geteuid() != 0:
+        return "memory is limited per process, not per submission (cgroups need root)"
+    found = _candidates()
+    if found is None:
+        return "memory is limited per process, not per submission (no cgroup memory and pids controllers)"
+    folders, v2 = found
+    for folder in folders:
+        if not os.access(folder, os.W_OK):
+            return f"memory is limited per process, not per submission ({folder} is not writable)"
+    if v2:
+        enabled = (folders[0] / "cgroup.subtree_control").read_text().split()
+        if not {"memory", "pids"} <= set(enabled):
+            return "memory is limited per process, not per submission (cgroup v2 without memory and pids here)"
+    return None
+
+
+def make_hierarchy(name: str) -> Hierarchy:
+    folders, v2 = _candidates()
+    made = []
+    for folder in folders:
+        path = folder / name
+        path.mkdir(exist_ok=True)
+        made.append(path)
+    if v2:
+        (made[0] / "cgroup.subtree_control").write_text("+memory +pids")
+    return Hierarchy(tuple(made), v2)
+
+
+class SubmissionCgroup:
+    """The cgroup of one submission: made with its limits, emptied and removed at its end."""
+
+    def __init__(self, hierarchy: Hierarchy, name: str, *, memory_bytes: int, pids: int):
+        self.folders = tuple(folder / name for folder in hierarchy.folders)
+        self.v2 = hierarchy.v2
+        for folder in self.folders:
+            folder.mkdir(exist_ok=True)
+        if self.v2:
+            (self.folders[0] / "memory.max").write_text(str(memory_bytes))
+            (self.folders[0] / "memory.swap.max").write_text("0") if (self.folders[0] / "memory.swap.max").exists() else None
+            (self.folders[0] / "pids.max").write_text(str(pids))
+        else:
+            (self.folders[0] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            (self.folders[1] / "pids.max").write_text(str(pids))
+
+    def procs_files(self, inside: dict[Path, str]) -> tuple[str, ...]:
+        """The ``cgroup.procs`` files as the sandbox sees them (``inside``: hierarchy folder -> path)."""
+        return tuple(f"{inside[folder.parent]}/{folder.name}/cgroup.procs" for folder in self.folders)
+
+    def pids(self) -> list[int]:
+        found = set()
+        for folder in self.folders:
+            try:
+                found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return sorted(found)
+
+    def peak_bytes(self) -> int | None:
+        name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
+        try:
+            return int((self.folders[0] / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def remove(self) -> None:
+        """Kill whatever is left in it (nothing, normally: the namespaces took it down), then remove it."""
+        import signal
+        import time
+
+        for _ in range(50):
+            left = self.pids()
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
+        for folder in self.folders:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass

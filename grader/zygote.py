@@ -1,0 +1,330 @@
+"""The zygote: a fresh Python process that imports torch once and forks the workers.
+
+It is started with ``exec`` by each grading process (:class:`grader.sandbox.Zygote`), inside the
+sandbox that :mod:`grader.confine` plans (bubblewrap: a file system view of the Python runtime, the
+student-side modules and the working copy only; no network; its own PID namespace), so no student
+process ever maps memory of the grader's, and none can reach the channels of ``grade autograde``.
+It never runs student code itself.
+
+For each worker it forks a child that enters a cgroup of the submission's (memory and process
+count per submission), then new PID, mount, network, IPC and UTS namespaces, and forks the worker
+as PID 1 of that PID namespace. When the worker dies (killed at the end of grading, on a timeout,
+or by its own hand) the kernel kills every process in its namespace: nothing a submission starts
+outlives its grading, whatever it does with ``setsid`` or double forks. The worker then gets a
+fresh ``/proc`` and ``/tmp``, gives up its capabilities (and, as root, switches to the submission's
+own uid for good) and imports the student's code (:mod:`grader.worker`).
+
+Messages are those of :mod:`grader.protocol`. The zygote answers:
+``spawn`` (a worker; its socket is passed back with SCM_RIGHTS), ``kill`` (one worker) and ``end``
+(every worker of the submission, then it checks that none of their processes is left).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import sys
+import time
+
+from grader import protocol
+
+NPROC_LIMIT = 128  # processes (and threads) a submission's uid may have, where it has a uid of its own
+
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
+_PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 36, 38, 39
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class ConfinementError(RuntimeError):
+    """The worker could not be confined as asked; it must not run student code."""
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        code = ctypes.get_errno()
+        raise ConfinementError(f"{what}: {os.strerror(code)}")
+    return result
+
+
+def prctl(option: int, value: int = 0, arg3: int = 0) -> int:
+    return _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(arg3),
+                              ctypes.c_ulong(0), ctypes.c_ulong(0)), f"prctl({option})")
+
+
+def _mount(source, target, kind, flags=0, options=None) -> None:
+    encode = (lambda text: text.encode() if text is not None else None)
+    _check(_libc.mount(encode(source), encode(target), encode(kind), ctypes.c_ulong(flags), encode(options)),
+           f"mount {kind or source} on {target}")
+
+
+# --- a worker's confinement --------------------------------------------------------------------------
+def close_fds(keep=()) -> None:
+    """Close every descriptor above 2 except ``keep``."""
+    low = 3
+    for fd in sorted({fd for fd in keep if fd >= 3}):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, max(low, os.sysconf("SC_OPEN_MAX")))
+
+
+def _private_mounts() -> None:
+    """In the worker's new mount namespace: its own /proc (its PID namespace only), an empty /tmp
+    and /dev/shm of its own, and the submission's cgroups covered."""
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    for path in ("/tmp", "/dev/shm"):
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=256m")
+    if os.path.isdir("/grade/cgroup"):
+        _mount("tmpfs", "/grade/cgroup", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "mode=000,size=4k")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges(uid: int | None, gid: int) -> None:
+    """Give up every capability for good (bounding and ambient sets too), and as root switch to
+    ``uid``:``gid`` with no groups; no set-user-ID program or file capability can give any back."""
+    prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    for cap in range(64):
+        if _libc.prctl(ctypes.c_int(_PR_CAPBSET_DROP), ctypes.c_ulong(cap), 0, 0, 0) < 0:
+            if ctypes.get_errno() == 22:  # EINVAL: past the last capability the kernel knows
+                break
+    _libc.prctl(ctypes.c_int(_PR_CAP_AMBIENT), ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    if uid is not None:
+        if uid == 0 or gid == 0:
+            raise ConfinementError("refusing to run student code as root")
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+        except OSError as exc:
+            raise ConfinementError(f"could not switch to uid {uid}: {exc}") from exc
+    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    prctl(_PR_SET_DUMPABLE, 0)
+    _check_dropped(uid, gid)
+
+
+def _check_dropped(uid: int | None, gid: int) -> None:
+    if uid is not None and (os.getresuid() != (uid,) * 3 or os.getresgid() != (gid,) * 3):
+        raise ConfinementError(f"still running as uids {os.getresuid()}")
+    if prctl(_PR_GET_NO_NEW_PRIVS) != 1:
+        raise ConfinementError("PR_SET_NO_NEW_PRIVS did not hold")
+    with open("/proc/self/status") as status:
+        lines = dict(line.split(":", 1) for line in status if ":" in line)
+    for name in ("CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        if name in lines and int(lines[name], 16) != 0:
+            raise ConfinementError(f"capabilities left ({name}: {lines[name].strip()})")
+
+
+# --- the zygote --------------------------------------------------------------------------------------
+class Zygote:
+    def __init__(self, control: socket.socket, config: dict):
+        self.control = control
+        self.namespaces = bool(config.get("namespaces"))
+        self.workers: set[int] = set()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                request = protocol.decode(protocol.recv(self.control, limit=protocol.CONTROL_LIMIT, timeout=None),
+                                          limit=protocol.CONTROL_LIMIT)
+            except (protocol.ChannelClosed, protocol.ChannelTimeout):
+                return
+            op = request.get("op")
+            if op == "spawn":
+                self.spawn(protocol.WorkerSpec.from_wire(request["spec"]))
+            elif op == "kill":
+                self.kill(int(request["pid"]))
+                self.reply({"ok": True})
+            elif op == "end":
+                self.reply(self.end())
+
+    def reply(self, message: dict, fds=()) -> None:
+        socket.send_fds(self.control, [b"F"], list(fds))  # one byte, carrying the worker's socket
+        protocol.send(self.control, protocol.encode(message), timeout=30)
+
+    def spawn(self, spec: protocol.WorkerSpec) -> None:
+        ours, theirs = socket.socketpair()
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                os.close(reader)
+                ours.close()
+                self.control.close()
+                for path in spec.cgroups:  # the submission's cgroups, before anything of it runs
+                    with open(path, "w") as procs:
+                        procs.write(str(os.getpid()))
+                if self.namespaces:
+                    _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
+                                         | _CLONE_NEWUTS), "unshare")
+                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+                worker = os.fork()
+                if worker == 0:
+                    os.close(writer)
+                    _worker_main(theirs, spec, self.namespaces)
+                os.write(writer, str(worker).encode())
+                os.close(writer)
+                theirs.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.waitpid(worker, 0)  # the worker's parent while it lives: its death signal goes off with us
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 - told to the grader, which reports it
+                os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
+            finally:
+                os._exit(code)
+        os.close(writer)
+        theirs.close()
+        with os.fdopen(reader, "rb") as stream:
+            text = stream.read(600)
+        pid = int(text) if text.isdigit() else 0
+        if pid:
+            self.workers.add(pid)
+        error = text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started"
+        self.reply({"ok": bool(pid), "pid": pid, "message": "" if pid else error}, [ours.fileno()] if pid else [])
+        ours.close()
+
+    def kill(self, pid: int) -> None:
+        if pid in self.workers:
+            try:
+                os.kill(pid, signal.SIGKILL) if self.namespaces else os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def end(self) -> dict:
+        """Kill every worker of the submission; each is PID 1 of its namespace, so every process it
+        started dies with it. Without namespaces, kill what this zygote adopted (a weaker sweep)."""
+        for pid in list(self.workers):
+            self.kill(pid)
+        deadline = time.monotonic() + 5
+        left = list(self.workers)
+        while left and time.monotonic() < deadline:
+            if not self.namespaces:
+                _kill_children()
+            left = [pid for pid in left if _alive(pid)]
+            if left:
+                time.sleep(0.002)
+        if not self.namespaces:
+            _kill_children()
+        self.workers = set(left)
+        return {"ok": not left, "left": len(left)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _kill_children() -> None:
+    """Without namespaces: kill every process whose parent is this zygote (its subreaper)."""
+    me = str(os.getpid())
+    for _ in range(8):
+        killed = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    parent = handle.read().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                continue
+            if parent == me:
+                try:
+                    os.kill(int(entry), signal.SIGKILL)
+                    killed += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if not killed:
+            return
+        time.sleep(0.005)
+
+
+def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool) -> None:
+    """PID 1 of a fresh PID namespace (or, without namespaces, a process group of its own)."""
+    from grader.worker import serve
+
+    code = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        try:
+            if namespaces:
+                _private_mounts()
+            else:
+                os.setsid()
+            close_fds(keep=[sock.fileno()])
+            if spec.uid is not None:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+            drop_privileges(spec.uid, spec.gid)
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
+        except (ConfinementError, OSError) as exc:
+            reply = {"ok": False, "kind": "crashed", "stage": "import",
+                     "message": f"the grader could not confine your code ({exc})"}
+            protocol.send(sock, protocol.encode(reply), timeout=10)
+            return
+        serve(sock, spec)
+    except BaseException:  # noqa: BLE001 - to the zygote's log (the worker's stderr is /dev/null by now)
+        code = 1
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _warm_up() -> None:
+    """Pay torch's lazy first-use costs once here instead of in every worker."""
+    import torch
+
+    from grader.worker import make_tracer
+
+    torch.set_num_threads(1)
+    layer = torch.nn.Linear(5, 3)
+    x = torch.randn(4, 5, requires_grad=True)
+    with make_tracer(frozenset()):
+        scores = layer(x).masked_fill(torch.ones(4, 3, dtype=torch.bool).triu(1), float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ torch.randn(3, 2)
+    (out * torch.ones_like(out)).sum().backward()
+    protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    config = {"namespaces": sys.argv[2:] == ["namespaces"]}
+    import torch  # noqa: F401 - once, here; every worker inherits it
+
+    import grader.notebook_source  # noqa: F401 - what a confined worker may no longer import
+    import grader.worker  # noqa: F401
+
+    _warm_up()
+    zygote = Zygote(control, config)
+    zygote.reply({"ok": True, "pid": os.getpid()})
+    zygote.serve()
+
+
+if __name__ == "__main__":
+    main()
