@@ -54,8 +54,8 @@ def send(sock: socket.socket, payload: bytes, *, timeout: float | None) -> None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [sock], [], left)[1]:
                 raise ChannelTimeout("the other side stopped reading")
-        try:
-            sent = sock.send(data[: 1 << 20])
+        try:  # never blocks: a peer that reads nothing cannot hold us past the deadline
+            sent = sock.send(data[: 1 << 20], socket.MSG_DONTWAIT if deadline is not None else 0)
         except BlockingIOError:
             continue
         except OSError as exc:

@@ -206,3 +206,27 @@ def test_a_submission_that_kills_its_zygote_costs_no_later_submission_its_result
     zed, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("zed", "mallory"))
     assert zed["score"] == 100
     assert mallory["score"] == 0
+
+
+def test_under_autograde_student_code_finds_no_queue_or_lock_of_the_batch(course, tmp_path):
+    """The grading processes hold the batch's multiprocessing queues; the zygote is started fresh
+    (exec), so no worker has them: nothing to block or forge a message on (issue 10, item 3)."""
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    (root / "mallory" / "01_attention_basics").mkdir(parents=True)
+    (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(
+        "import gc\n"
+        "found = [o for o in gc.get_objects() if type(o).__module__.startswith(('multiprocessing', '_multiprocessing'))"
+        " and type(o).__name__ in ('Queue', 'SemLock', 'Lock', 'Connection', 'Condition')]\n"
+        "for item in found:\n"
+        "    try:\n"
+        "        item.acquire() if hasattr(item, 'acquire') else item.get()\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "raise RuntimeError(f'FOUND {len(found)}')\n")
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    alice, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
+    assert alice["score"] == 100
+    assert "FOUND 0" in mallory["assignments"][0]["exercises"][0]["feedback"]

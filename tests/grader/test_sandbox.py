@@ -272,3 +272,64 @@ def attention_scores(inputs):
 """)
     assert ex["attention_scores"].status == "failed"
     assert not marker.exists()
+
+
+def test_a_worker_that_answers_early_then_stops_reading_costs_one_time_limit(tight, tmp_path):
+    """At import it writes a forged "ready" to its socket and sleeps: the grader's sends and
+    receives have deadlines, so only its own exercises time out (issue 10, item 7)."""
+    started = time.monotonic()
+    _, ex = grade_module(tight, tmp_path, """
+import io, os, socket, stat, struct, time
+for fd in range(3, 64):
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            buffer = io.BytesIO()
+            torch.save({"ok": True}, buffer)
+            os.write(fd, struct.pack("!Q", len(buffer.getvalue())) + buffer.getvalue())
+    except OSError:
+        pass
+time.sleep(1000)
+""")
+    assert {e.status for e in ex.values()} <= {"timeout", "crashed", "error"}
+    assert time.monotonic() - started < 60
+
+
+def test_a_compressed_reply_is_refused_and_inflates_nothing(tight, tmp_path):
+    _, ex = grade_module(tight, tmp_path, """
+import io, os, socket, stat, struct, zipfile
+def attention_scores(inputs):
+    plain, packed = io.BytesIO(), io.BytesIO()
+    torch.save({"ok": True, "out": torch.zeros(1 << 24)}, plain)
+    source = zipfile.ZipFile(plain)
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            target.writestr(entry.filename, source.read(entry))
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.write(fd, struct.pack("!Q", len(packed.getvalue())) + packed.getvalue())
+        except OSError:
+            pass
+    os._exit(0)
+""")
+    assert ex["attention_scores"].status == "error"
+    assert "other than plain tensors" in ex["attention_scores"].feedback
+    assert ex["softmax"].status == "passed"
+
+
+def test_the_worker_holds_nothing_of_the_graders_channels(tight, tmp_path):
+    """Started fresh, the zygote (and every worker) has no queue, lock or pipe of the grader in its
+    memory (issue 10, item 3): a hostile module finds none to block on."""
+    _, ex = grade_module(tight, tmp_path, """
+import gc, sys
+def attention_scores(inputs):
+    kinds = ("Queue", "SimpleQueue", "JoinableQueue", "SemLock", "Lock", "RLock", "Semaphore",
+             "BoundedSemaphore", "Condition", "Event", "Connection", "Pipe")
+    channels = [type(o).__name__ for o in gc.get_objects()
+                if type(o).__module__.startswith(("multiprocessing", "_multiprocessing")) and type(o).__name__ in kinds]
+    loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
+    assert not channels and loaded == ["grader.notebook_source", "grader.protocol", "grader.worker"], \
+        (channels[:5], loaded)
+    return inputs @ inputs.transpose(-2, -1)
+""")
+    assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback

@@ -1,0 +1,95 @@
+"""The one protocol between the grader and student code (grader/protocol.py): bounded, plain data only."""
+import io
+import socket
+import threading
+import time
+import zipfile
+
+import pytest
+import torch
+
+from grader import protocol
+from grader.protocol import HandleRef, WorkerSpec
+
+
+def test_plain_data_and_handles_round_trip_with_strides_and_dtypes():
+    message = {"op": "call", "target": HandleRef(3), "args": (torch.randn(3, 4).t(), [1, 2.5, None]),
+               "kwargs": {"dim": -1, "dtype": torch.float64}}
+    back = protocol.decode(protocol.encode(message), limit=1 << 20)
+    assert back["target"] == HandleRef(3) and back["kwargs"] == {"dim": -1, "dtype": torch.float64}
+    assert torch.equal(back["args"][0], message["args"][0]) and not back["args"][0].is_contiguous()
+    assert back["args"][1] == [1, 2.5, None]
+
+
+def _rezip(payload: bytes, compression: int) -> bytes:
+    """The same archive with every entry stored with ``compression``."""
+    source, out = zipfile.ZipFile(io.BytesIO(payload)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression) as target:
+        for entry in source.infolist():
+            target.writestr(entry.filename, source.read(entry))
+    return out.getvalue()
+
+
+def test_a_compressed_reply_is_refused_before_it_is_inflated():
+    """A small deflated archive of zeros would cost the grader a thousand times its size."""
+    payload = _rezip(protocol.encode({"out": torch.zeros(1 << 20)}), zipfile.ZIP_DEFLATED)
+    assert len(payload) < 20_000
+    with pytest.raises(protocol.MalformedMessage, match="compressed"):
+        protocol.decode(payload, limit=1 << 30)
+
+
+def test_an_archive_over_the_limit_or_not_an_archive_is_refused():
+    with pytest.raises(protocol.MessageTooLarge):
+        protocol.decode(protocol.encode({"out": torch.zeros(1000)}), limit=1000)
+    with pytest.raises(protocol.MalformedMessage):
+        protocol.decode(b"\x80\x04K\x01.", limit=1 << 20)  # a bare pickle, as the old wire format was
+    with pytest.raises(protocol.MalformedMessage):
+        protocol.decode(_rezip(protocol.encode({"x": 1}), zipfile.ZIP_STORED)[:-30], limit=1 << 20)
+
+
+def test_an_object_of_the_senders_choosing_is_never_built():
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    buffer = io.BytesIO()
+    torch.save({"out": Evil()}, buffer)
+    with pytest.raises(protocol.MalformedMessage):
+        protocol.decode(buffer.getvalue(), limit=1 << 20)
+
+
+def test_a_peer_that_stops_reading_makes_a_send_time_out_not_hang():
+    ours, theirs = socket.socketpair()
+    started = time.monotonic()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.send(ours, b"x" * (64 << 20), timeout=0.5)
+    assert time.monotonic() - started < 3
+    ours.close()
+    theirs.close()
+
+
+def test_a_frame_announcing_more_than_the_limit_is_refused_unread():
+    ours, theirs = socket.socketpair()
+    theirs.sendall((1 << 40).to_bytes(8, "big"))
+    with pytest.raises(protocol.MessageTooLarge):
+        protocol.recv(ours, limit=1 << 20, timeout=1)
+
+
+def test_a_silent_peer_times_out_and_a_closed_one_is_closed():
+    ours, theirs = socket.socketpair()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(ours, limit=100, timeout=0.2)
+    threading.Timer(0.1, theirs.close).start()
+    with pytest.raises(protocol.ChannelClosed):
+        protocol.recv(ours, limit=100, timeout=5)
+
+
+def test_a_worker_spec_crosses_the_wire_as_plain_data():
+    spec = WorkerSpec("m", "/grade/work/a/m.py", ("/grade/work/a",), "/grade/work/a", "/grade/work",
+                      (("/grade/work/a", "a"),), "cpu", 1 << 30, 1 << 20, uid=2_000_000_001,
+                      cgroups=("/grade/cgroup/0/s1/cgroup.procs",))
+    assert WorkerSpec.from_wire(protocol.decode(protocol.encode(spec.to_wire()), limit=1 << 20)) == spec
+
+
+def test_clip_marks_the_cut():
+    assert protocol.clip("x" * 10, 4) == "xxxx ... (cut)" and protocol.clip("short") == "short"
