@@ -161,7 +161,9 @@ _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf
 
 def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str, str] | None = None) -> list[str]:
     """bubblewrap's options for the zygote's view: a new root with only what is named here."""
-    args = ["--perms", "0755", "--tmpfs", "/"]
+    # /proc, /dev and /tmp first: a later mount on /tmp would hide a runtime that lives under it
+    args = ["--perms", "0755", "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs",
+            "/tmp", "--perms", "1777", "--dir", "/dev/shm"]
     made: set[str] = set()
 
     def folders(path: str) -> list[str]:  # open folders on the way, where bubblewrap makes them 0700
@@ -185,8 +187,7 @@ def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str,
     for path in runtime_paths(blocked):
         if not any(_inside(path, system) for system in _SYSTEM):
             args += [*folders(path), "--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777",
-             "--dir", "/dev/shm", *folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
+    args += [*folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
              "--bind", work, f"{SANDBOX_ROOT}/work"]
     for outside, inside in (cgroups or {}).items():
         args += [*folders(inside), "--bind", outside, inside]

@@ -64,19 +64,26 @@ class Zygote:
         theirs.close()
         self.namespaces = confinement.sandboxed
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
+        self.failure: str | None = None
 
     def wait_ready(self) -> None:
         if self.ready:
             return
-        try:
-            answer, _ = self._receive(timeout=120)
-        except WorkerFault:
-            answer = {}
-        if not answer.get("ok"):
-            error = self.log.read_bytes()[-2000:].decode(errors="replace").strip()
+        if self.failure is None:
+            try:
+                answer, _ = self._receive(timeout=120)
+            except WorkerFault:
+                answer = {}
+            if answer.get("ok"):
+                self.ready = True
+                return
+            try:
+                error = self.log.read_bytes()[-2000:].decode(errors="replace").strip()
+            except OSError:
+                error = ""
+            self.failure = f"the sandbox for student code could not start ({error or 'no answer'})"
             self.close()
-            raise IsolationError(f"the sandbox for student code could not start ({error or 'no answer'})")
-        self.ready = True
+        raise IsolationError(self.failure)
 
     def inside(self, path: Path | str) -> str:
         """Where the sandbox sees a path of the working folder."""
@@ -95,7 +102,7 @@ class Zygote:
     def _send(self, message: dict) -> None:
         try:
             protocol.send(self._control, protocol.encode(message), timeout=CONTROL_TIMEOUT)
-        except (protocol.ChannelClosed, protocol.ChannelTimeout):
+        except (protocol.ChannelClosed, protocol.ChannelTimeout, ValueError):  # ValueError: closed already
             raise WorkerFault("crashed", "the sandbox that runs your code stopped unexpectedly") from None
 
     def _receive(self, *, timeout: float = CONTROL_TIMEOUT) -> tuple[dict, list[int]]:
@@ -108,7 +115,7 @@ class Zygote:
                 raise protocol.ChannelClosed("end of stream")
             reply = protocol.decode(protocol.recv(self._control, limit=protocol.CONTROL_LIMIT, timeout=timeout),
                                     limit=protocol.CONTROL_LIMIT)
-        except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+        except (OSError, ValueError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
                 protocol.MessageTooLarge):
             raise WorkerFault("crashed", "the sandbox that runs your code stopped unexpectedly") from None
         return (reply if isinstance(reply, dict) else {}), fds
