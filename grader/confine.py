@@ -18,8 +18,9 @@ and its own working copy.
 :func:`plan` decides by trying: it runs bubblewrap once (``true``, about 10 ms) and names what
 does not hold. Modes, as every JSON result says them: ``separate-user`` (root: all of the above),
 ``user-namespace`` (no root: all but the separate uid and the per-submission cgroup),
-``same-user`` (no sandbox here: the zygote and its workers run as plain processes of the grader's
-user; what that leaves open is listed in the README).
+``separate-user-only`` (root where no sandbox can be made, as in a default Docker container: a uid
+per submission, no namespaces) and ``same-user`` (no sandbox, not root: the zygote and its workers
+run as plain processes of the grader's user; what that leaves open is listed in the README).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def find_bwrap() -> str | None:
 class Confinement:
     """How a grading process runs student code. ``problems``: what does not hold here, in words."""
 
-    mode: str = "same-user"  # "separate-user", "user-namespace" or "same-user"
+    mode: str = "same-user"  # "separate-user", "user-namespace", "separate-user-only" or "same-user"
     bwrap: str | None = None
     cgroups: bool = False
     problems: tuple[str, ...] = ()
@@ -70,7 +71,8 @@ class Confinement:
 
     @property
     def root(self) -> bool:
-        return self.mode == "separate-user"
+        """Whether each submission runs as a uid of its own (the grader is root)."""
+        return self.mode in ("separate-user", "separate-user-only")
 
 
 def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
@@ -98,6 +100,10 @@ def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
     if problems:
         if setting == "required":
             raise IsolationError(f'separate_user = "required" in course.toml, but {problems[0]}')
+        if root:  # never student code as root: a uid per submission, without namespaces (a Docker container)
+            problems.append("without a sandbox, a uid of its own that cannot read the Python installation "
+                            "imports nothing new (e.g. a pyenv under /root)")
+            return Confinement("separate-user-only", problems=tuple(problems))
         return Confinement(problems=tuple(problems))
     missing = available()
     if not root:
@@ -240,6 +246,7 @@ def describe(confinement: Confinement) -> str:
                              "in namespaces of its own",
             "user-namespace": "grade: student code runs sandboxed (bubblewrap, user namespaces), each submission "
                               "in namespaces of its own",
+            "separate-user-only": "grade: student code runs with no sandbox, each submission as a uid of its own",
             }.get(confinement.mode, "grade: student code runs as the grader's own user, with no sandbox")
     if confinement.problems:
         more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""

@@ -43,7 +43,8 @@ class Zygote:
         self.scratch = Path(tempfile.mkdtemp(prefix="grade-sandbox-"))
         self.work = self.scratch / "work"
         self.work.mkdir()
-        self.work.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing
+        self.scratch.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing
+        self.work.chmod(0o711)
         copy_student_side(self.scratch / "lib")
         self._control, theirs = socket.socketpair()
         if confinement.sandboxed:

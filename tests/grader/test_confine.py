@@ -28,7 +28,7 @@ SANDBOX = plan("auto").sandboxed
 
 
 def modes() -> list[str]:
-    found = ["same-user"]
+    found = ["same-user", "separate-user-only"] if ROOTED else ["same-user"]
     if SANDBOX:
         found.append("user-namespace")
         if ROOTED:
@@ -37,8 +37,8 @@ def modes() -> list[str]:
 
 
 def confinement(mode: str) -> Confinement:
-    if mode == "same-user":
-        return Confinement()
+    if mode in ("same-user", "separate-user-only"):  # the latter: root where no sandbox can be made (Docker)
+        return Confinement(mode)
     if mode == "user-namespace":  # as an ordinary user: bubblewrap makes a user namespace
         return Confinement("user-namespace", find_bwrap())
     return plan("auto")
@@ -49,7 +49,7 @@ def course():
     return load_course(ROOT)
 
 
-@pytest.fixture(scope="module", params=["same-user", "user-namespace", "separate-user"])
+@pytest.fixture(scope="module", params=["same-user", "separate-user-only", "user-namespace", "separate-user"])
 def grader(request, course):
     if request.param not in modes():
         pytest.skip(f"{request.param}: not available on this machine (no bubblewrap or not root)")
@@ -118,6 +118,10 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     secrets = ("solution", "suite", "git", "environ", "kill_grader")
     if mode == "same-user":  # what the README's table says is open without a sandbox, shown to be open
         assert not found["solution"].startswith("refused") and found["kill_grader"] == "None"
+        return
+    if mode == "separate-user-only":  # another uid: no signal, no write; files others may read stay readable
+        assert found["kill_grader"] == "refused: PermissionError" and found["environ"].startswith("refused")
+        assert not found["wrote_course"] and int(found["uid"]) >= 2_000_000_000
         return
     for name in secrets:
         assert found[name].startswith("refused"), (name, found[name])
@@ -188,7 +192,8 @@ def test_the_plan_follows_course_toml_and_names_what_does_not_hold(monkeypatch):
     assert never.mode == "same-user" and not never.sandboxed and "never" in never.problems[0]
     monkeypatch.setattr("grader.confine.find_bwrap", lambda: None)
     missing = plan("auto")
-    assert missing.mode == "same-user" and "bubblewrap" in missing.problems[0]
+    assert missing.mode == ("separate-user-only" if ROOTED else "same-user") and "bubblewrap" in missing.problems[0]
+    assert not missing.sandboxed
     with pytest.raises(IsolationError, match="required"):
         plan("required")
 
