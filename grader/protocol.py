@@ -4,27 +4,26 @@ The grading side (:mod:`grader.sandbox`, :mod:`grader.session`, :mod:`grader.har
 student side (:mod:`grader.zygote`, :mod:`grader.worker`) share this module and nothing else: the
 trust boundary shows in the imports.
 
-Every message, either way, is a length-prefixed frame holding a ``torch.save`` archive of plain data
-(dicts, lists, tuples, strings, numbers, dtypes, plain tensors) that the reader loads with
-``weights_only=True``: no object of the sender's choosing is ever built. The grader reads what the
-student side sends with :func:`decode`, which refuses before loading anything an archive whose
-entries are compressed (a small reply that inflates a thousandfold), too many, or too large.
-Every send and every receive has a deadline and a size bound.
+Every message, either way, is a length-prefixed frame of plain data (dicts, lists, tuples, strings,
+numbers, dtypes, devices and plain tensors): a JSON header and the tensors' raw bytes, nothing
+else. No pickle and no archive: no object of the sender's choosing is ever built, nothing is
+compressed (a small reply cannot inflate a thousandfold), and :func:`decode` checks every tensor's
+declared size against its bytes and the limit before it makes one. Every send and every receive has
+a deadline and a size bound.
 """
 from __future__ import annotations
 
-import io
+import json
 import select
 import socket
 import struct
 import time
-import zipfile
 from dataclasses import asdict, dataclass, fields
 
 _HEADER = struct.Struct("!Q")
 REQUEST_LIMIT = 1 << 34  # what the grader may send a worker (inputs; the grader is trusted)
 CONTROL_LIMIT = 1 << 20  # a message to or from the zygote
-MAX_ENTRIES = 4096  # entries of one archive: a tensor each, and a few of torch's own
+MAX_ENTRIES = 4096  # tensors in one message
 MESSAGE_LIMIT = 4000  # characters of a student's exception message that are kept
 
 
@@ -41,7 +40,7 @@ class MessageTooLarge(Exception):
 
 
 class MalformedMessage(Exception):
-    """Not an archive of plain data: compressed entries, links, or something torch will not load."""
+    """Not a message of plain data: an object, a tensor whose bytes do not match its header, ..."""
 
 
 # --- framing ---------------------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes
     return b"".join(chunks)
 
 
-# --- encoding --------------------------------------------------------------------------------------
+# --- encoding ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HandleRef:
     """A module instance that lives in the worker, named by the grader."""
@@ -100,64 +99,174 @@ class HandleRef:
     id: int
 
 
-def _plain(value):
-    """Plain data for torch.save: a HandleRef becomes a marked dict, containers are walked."""
-    if isinstance(value, HandleRef):
-        return {"__handle__": value.id}
-    if isinstance(value, tuple):
-        return tuple(_plain(item) for item in value)
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
+_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", "bool", "uint8", "int8",
+           "int16", "int32", "int64")
+_HEAD = struct.Struct("!I")
+MAX_DEPTH = 64  # nesting of lists, tuples and dicts in one message
 
 
 def encode(obj) -> bytes:
+    """A message: a 4-byte length, a JSON header (the structure, with tensors as references), then
+    each tensor's bytes. Tensors keep dtype, shape and strides (a transposed input stays transposed)."""
+    buffers: list[bytes] = []
+    tensors: list[list] = []
+    body = _encode(obj, buffers, tensors, 0)
+    header = json.dumps({"body": body, "tensors": tensors}, separators=(",", ":")).encode()
+    return _HEAD.pack(len(header)) + header + b"".join(buffers)
+
+
+def _encode(value, buffers, tensors, depth):
     import torch
 
-    buffer = io.BytesIO()
-    torch.save(_plain(obj), buffer)
-    return buffer.getvalue()
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        tensors.append(_tensor_entry(value, buffers))
+        return {"$t": len(tensors) - 1}
+    if isinstance(value, HandleRef):
+        return {"$h": value.id}
+    if isinstance(value, torch.dtype):
+        return {"$dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.device):
+        return {"$device": str(value)}
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(item, buffers, tensors, depth + 1) for item in value]}
+    if isinstance(value, list):
+        return [_encode(item, buffers, tensors, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {"$d": [[_encode(k, buffers, tensors, depth + 1), _encode(v, buffers, tensors, depth + 1)]
+                       for k, v in value.items()]}
+    raise TypeError(f"{type(value).__qualname__} is not plain data")
+
+
+def _tensor_entry(tensor, buffers) -> list:
+    """[dtype, shape, strides, device, bytes]: the smallest span of memory the strides reach."""
+    import ctypes
+
+    import torch
+
+    plain = tensor.detach()
+    if type(plain) is not torch.Tensor:
+        plain = plain.as_subclass(torch.Tensor)
+    device = str(plain.device)
+    if plain.layout != torch.strided:
+        plain = plain.to_dense()
+    plain = plain.resolve_conj().resolve_neg().cpu()
+    name = str(plain.dtype).removeprefix("torch.")
+    if name not in _DTYPES:
+        raise TypeError(f"tensors of {plain.dtype} are not plain data")
+    shape, strides = list(plain.shape), list(plain.stride())
+    span = 0 if plain.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    base = plain.as_strided((span,), (1,), plain.storage_offset()).clone()
+    size = span * base.element_size()
+    buffers.append(ctypes.string_at(base.data_ptr(), size) if size else b"")
+    return [name, shape, strides, device, size]
 
 
 def decode(payload: bytes, *, limit: int):
-    """Load a message of plain data. Refused, before torch reads a byte of it: anything but a zip
-    archive of at most ``MAX_ENTRIES`` stored (uncompressed) regular entries adding up to ``limit``."""
+    """Read a message of plain data; anything else, or more than ``limit`` bytes of tensors, or a
+    header that does not add up, is refused before any tensor is made. Tensors come back on the CPU
+    (:func:`sent_devices` says where the sender had them)."""
+    try:
+        (size,) = _HEAD.unpack_from(payload)
+        header = json.loads(payload[_HEAD.size:_HEAD.size + size])
+        entries, body = header["tensors"], header["body"]
+        if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+            raise MalformedMessage(f"more than {MAX_ENTRIES} tensors")
+        sizes = [_checked(entry) for entry in entries]
+    except MalformedMessage:
+        raise
+    except (struct.error, ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
+        raise MalformedMessage(f"not a message of plain data ({type(exc).__name__})") from None
+    if sum(sizes) > limit:
+        raise MessageTooLarge(f"{sum(sizes)} bytes of tensors, over the limit of {limit}")
+    start = _HEAD.size + size
+    if start + sum(sizes) != len(payload):
+        raise MalformedMessage("the tensors' sizes do not add up to the message")
+    tensors, offset = [], start
+    for entry, nbytes in zip(entries, sizes):
+        tensors.append(_tensor(entry, payload[offset:offset + nbytes]))
+        offset += nbytes
+    try:
+        return _decode(body, tensors, entries, 0)
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+        raise MalformedMessage(f"not a message of plain data ({type(exc).__name__})") from None
+
+
+def _checked(entry) -> int:
+    name, shape, strides, device, nbytes = entry
+    if name not in _DTYPES or not isinstance(device, str) or len(shape) != len(strides) or len(shape) > 16:
+        raise MalformedMessage("a tensor of an unknown kind")
+    if not all(isinstance(n, int) and n >= 0 for n in [*shape, *strides]):
+        raise MalformedMessage("a tensor with a negative size or stride")
+    numel = 1
+    for n in shape:
+        numel *= n
+    span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    if nbytes != span * _itemsize(name):
+        raise MalformedMessage("a tensor whose bytes do not match its shape")
+    return nbytes
+
+
+def _itemsize(name: str) -> int:
     import torch
 
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(payload))
-        entries = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise MalformedMessage(f"not an archive of plain data ({exc})") from None
-    if len(entries) > MAX_ENTRIES:
-        raise MalformedMessage(f"{len(entries)} entries, over the limit of {MAX_ENTRIES}")
-    total = 0
-    for entry in entries:
-        if entry.compress_type != zipfile.ZIP_STORED or entry.flag_bits & 0x1:
-            raise MalformedMessage(f"entry {entry.filename[:80]!r} is compressed or encrypted")
-        if entry.compress_size != entry.file_size:
-            raise MalformedMessage(f"entry {entry.filename[:80]!r} declares two sizes")
-        total += entry.file_size
-    if total > limit:
-        raise MessageTooLarge(f"{total} bytes unpacked, over the limit of {limit}")
-    try:
-        return _restore(torch.load(io.BytesIO(payload), weights_only=True))
-    except Exception as exc:  # noqa: BLE001 - anything torch will not load as plain data
-        raise MalformedMessage(f"not plain data ({type(exc).__name__})") from None
+    return getattr(torch, name).itemsize
 
 
-def _restore(value):
-    if isinstance(value, dict):
-        if set(value) == {"__handle__"} and isinstance(value["__handle__"], int):
-            return HandleRef(value["__handle__"])
-        return {key: _restore(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_restore(item) for item in value)
+def _tensor(entry, data: bytes):
+    import torch
+
+    name, shape, strides, _, nbytes = entry
+    dtype = getattr(torch, name)
+    span = nbytes // dtype.itemsize
+    base = torch.empty(span, dtype=dtype)
+    if nbytes:
+        base.view(torch.uint8).copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    return base.as_strided(shape, strides)
+
+
+def _decode(value, tensors, entries, depth):
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if isinstance(value, list):
-        return [_restore(item) for item in value]
-    return value
+        return [_decode(item, tensors, entries, depth + 1) for item in value]
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, item), = value.items()
+        if kind == "$t":
+            tensor = tensors[item]
+            return tensor
+        if kind == "$h" and isinstance(item, int):
+            return HandleRef(item)
+        if kind == "$dtype" and item in _DTYPES:
+            import torch
+
+            return getattr(torch, item)
+        if kind == "$device" and isinstance(item, str):
+            import torch
+
+            return torch.device(item)
+        if kind == "$tuple" and isinstance(item, list):
+            return tuple(_decode(x, tensors, entries, depth + 1) for x in item)
+        if kind == "$d" and isinstance(item, list):
+            out = {}
+            for key, val in item:
+                key = _decode(key, tensors, entries, depth + 1)
+                if not isinstance(key, (str, int, float, bool, type(None), tuple)):
+                    raise TypeError("a key that is not plain data")
+                out[key] = _decode(val, tensors, entries, depth + 1)
+            return out
+    raise ValueError("not plain data")
+
+
+def sent_devices(payload: bytes) -> list[str]:
+    """The device of each tensor of a message, in order, as its encoder read it off the tensor."""
+    (size,) = _HEAD.unpack_from(payload)
+    return [entry[3] for entry in json.loads(payload[_HEAD.size:_HEAD.size + size])["tensors"]]
 
 
 # --- what the grader asks the zygote for -------------------------------------------------------------

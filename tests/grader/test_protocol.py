@@ -1,6 +1,8 @@
 """The one protocol between the grader and student code (grader/protocol.py): bounded, plain data only."""
 import io
+import json
 import socket
+import struct
 import threading
 import time
 import zipfile
@@ -30,24 +32,45 @@ def _rezip(payload: bytes, compression: int) -> bytes:
     return out.getvalue()
 
 
+def _deflated_archive() -> bytes:
+    """torch.save's archive of a million zeros, its entries deflated: 1,000 times smaller than that."""
+    plain = io.BytesIO()
+    torch.save({"ok": True, "out": torch.zeros(1 << 20)}, plain)
+    return _rezip(plain.getvalue(), zipfile.ZIP_DEFLATED)
+
+
 def test_a_compressed_reply_is_refused_before_it_is_inflated():
-    """A small deflated archive of zeros would cost the grader a thousand times its size."""
-    payload = _rezip(protocol.encode({"out": torch.zeros(1 << 20)}), zipfile.ZIP_DEFLATED)
+    payload = _deflated_archive()
     assert len(payload) < 20_000
-    with pytest.raises(protocol.MalformedMessage, match="compressed"):
+    with pytest.raises(protocol.MalformedMessage):
         protocol.decode(payload, limit=1 << 30)
 
 
-def test_an_archive_over_the_limit_or_not_an_archive_is_refused():
+def test_over_the_limit_or_not_plain_data_is_refused():
     with pytest.raises(protocol.MessageTooLarge):
         protocol.decode(protocol.encode({"out": torch.zeros(1000)}), limit=1000)
     with pytest.raises(protocol.MalformedMessage):
         protocol.decode(b"\x80\x04K\x01.", limit=1 << 20)  # a bare pickle, as the old wire format was
     with pytest.raises(protocol.MalformedMessage):
-        protocol.decode(_rezip(protocol.encode({"x": 1}), zipfile.ZIP_STORED)[:-30], limit=1 << 20)
+        protocol.decode(protocol.encode({"x": torch.ones(10)})[:-8], limit=1 << 20)  # bytes missing
 
 
-def test_an_object_of_the_senders_choosing_is_never_built():
+def test_a_header_that_lies_about_a_tensors_size_is_refused_before_memory_is_taken():
+    """A tensor declared as 2**40 elements with 4 bytes behind it: refused from the header alone."""
+    payload = protocol.encode({"out": torch.ones(1)})
+    (size,) = struct.unpack_from("!I", payload)
+    header = json.loads(payload[4:4 + size])
+    header["tensors"][0][1] = [1 << 40]
+    forged = json.dumps(header).encode()
+    with pytest.raises(protocol.MalformedMessage, match="do not match"):
+        protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
+    header["tensors"][0][2] = [0]  # stride 0: one element's bytes really are enough for any shape
+    forged = json.dumps(header).encode()
+    expanded = protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
+    assert expanded["out"].shape == (1 << 40,) and expanded["out"].stride() == (0,)
+
+
+def test_an_object_of_the_senders_choosing_is_never_built_nor_sent():
     class Evil:
         def __reduce__(self):
             return (print, ("pwned",))
@@ -56,6 +79,8 @@ def test_an_object_of_the_senders_choosing_is_never_built():
     torch.save({"out": Evil()}, buffer)
     with pytest.raises(protocol.MalformedMessage):
         protocol.decode(buffer.getvalue(), limit=1 << 20)
+    with pytest.raises(TypeError):
+        protocol.encode({"out": Evil()})
 
 
 def test_a_peer_that_stops_reading_makes_a_send_time_out_not_hang():
