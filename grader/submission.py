@@ -3,10 +3,17 @@
 A submission is a folder shaped like ``assignments/`` (one sub-folder per assignment id), one
 assignment folder, one ``.py`` module or one ``.ipynb`` notebook. In an assignment folder the
 ``.py`` module is graded; the notebook is graded when there is no module, or when given directly.
+
+What is inside a submission folder is read without following links: a module, a notebook or an
+assignment folder that is a symbolic link (to the reference, to a hidden suite, to ``/proc/self/...``)
+makes the submission an error, and files are copied from descriptors opened with ``O_NOFOLLOW``.
+The path the user names on the command line is taken as it is, links included.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +48,9 @@ def resolve_submission(path: Path, course: Course) -> Submission:
         if path.name not in names:
             raise SubmissionError(f"{path.name} is not a {kind} of this course (expected one of: {', '.join(names)})")
         return Submission(path.stem, path, ((names[path.name], path),))
-    sources = [(a.id, found) for a in course.assignments if (found := _find_in(path / a.id, a))]
+    sources = [(a.id, found) for a in course.assignments if (found := _find_in(path / a.id, a, path))]
     if not sources:  # one assignment folder, or a folder of loose modules and notebooks
-        sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a))]
+        sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a, path))]
         if not sources:
             raise SubmissionError(
                 f"{path} holds no assignment of this course: expected assignment folders such as "
@@ -52,11 +59,27 @@ def resolve_submission(path: Path, course: Course) -> Submission:
     return Submission(path.resolve().name, path, tuple(sources))
 
 
-def _find_in(folder: Path, assignment) -> Path | None:
+FILE_LIMIT = 10 << 20  # bytes of one module or notebook
+
+
+def _find_in(folder: Path, assignment, top: Path) -> Path | None:
+    """The module (else the notebook) in ``folder``, refusing links anywhere below ``top``."""
     for name in (assignment.module, assignment.notebook):
-        if (folder / name).is_file():
-            return folder / name
+        candidate = folder / name
+        _no_link(candidate, top)
+        if candidate.is_file():
+            return candidate
     return None
+
+
+def _no_link(path: Path, top: Path) -> None:
+    """Raise SubmissionError if ``path``, or a folder between ``top`` and it, is a symbolic link."""
+    relative = path.relative_to(top)
+    current = top
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink():
+            raise SubmissionError(f"{current} is a symbolic link: submit the file itself (links are not followed)")
 
 
 class WorkingCopy:
@@ -66,11 +89,15 @@ class WorkingCopy:
         self.root = Path(tempfile.mkdtemp(prefix="grade-", dir=parent))
         self.sources: dict[str, Path] = {}
         self.display: dict[str, str] = {}  # copy folder -> the student's own folder, for messages
-        for assignment_id, source in submission.sources:
-            folder = self.root / assignment_id
-            folder.mkdir()
-            self.sources[assignment_id] = Path(shutil.copy2(source, folder / source.name))
-            self.display[str(folder)] = str(source.parent)
+        try:
+            for assignment_id, source in submission.sources:
+                folder = self.root / assignment_id
+                folder.mkdir()
+                self.sources[assignment_id] = _copy_file(source, folder / source.name)
+                self.display[str(folder)] = str(source.parent)
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def folders(self) -> tuple[str, ...]:
@@ -78,3 +105,19 @@ class WorkingCopy:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _copy_file(source: Path, target: Path) -> Path:
+    """Copy a regular file's bytes, never through a link, at most FILE_LIMIT of them."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SubmissionError(f"{source} cannot be read ({exc.strerror}; links are not followed)") from None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SubmissionError(f"{source} is not a regular file")
+        data = stream.read(FILE_LIMIT + 1)
+    if len(data) > FILE_LIMIT:
+        raise SubmissionError(f"{source} is larger than {FILE_LIMIT >> 20} MiB")
+    target.write_bytes(data)
+    return target

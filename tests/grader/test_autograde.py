@@ -230,3 +230,21 @@ def test_under_autograde_student_code_finds_no_queue_or_lock_of_the_batch(course
     alice, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
     assert alice["score"] == 100
     assert "FOUND 0" in mallory["assignments"][0]["exercises"][0]["feedback"]
+
+
+def test_a_submission_of_links_to_the_reference_gets_an_error_and_alice_her_marks(course, tmp_path):
+    root = tmp_path / "class"
+    student(root / "alice", only="01_attention_basics")
+    for assignment in ("01_attention_basics", "02_self_attention"):
+        folder = root / "mallory" / assignment
+        folder.mkdir(parents=True)
+        module = course.assignment(assignment).module
+        (folder / module).symlink_to(f"/proc/self/cwd/solutions/{assignment}/{module}")
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False,
+                     device="cpu", seed=5) == 0
+    alice, mallory = (json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory"))
+    assert alice["score"] == 100 and mallory["score"] == 0
+    exercises = [e for a in mallory["assignments"] for e in a["exercises"]]
+    assert {e["status"] for e in exercises} == {"error"}
+    assert "symbolic link" in exercises[0]["feedback"] and "def softmax" not in json.dumps(mallory)

@@ -67,3 +67,48 @@ def test_a_folder_of_loose_modules_holds_each_of_them(course, tmp_path):
         shutil.copy(ROOT / "solutions" / assignment_id / module, tmp_path)
     found = resolve_submission(tmp_path, course)
     assert [a for a, _ in found.sources] == ["03_causal_attention", "04_multi_head_attention"]
+
+
+LINK_TARGETS = {  # what a hostile submission links its module to (issue 10, item 1)
+    "the reference through /proc": "/proc/self/cwd/solutions/01_attention_basics/attention_basics.py",
+    "the reference": str(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py"),
+    "the hidden suite": str(ROOT / "suites" / "hidden" / "test_01_attention_basics.py"),
+    "the grader's environment": "/proc/self/environ",
+}
+
+
+@pytest.mark.parametrize("target", LINK_TARGETS.values(), ids=list(LINK_TARGETS))
+def test_a_module_that_is_a_link_is_refused_never_followed(course, tmp_path, target):
+    folder = tmp_path / "mallory" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.py").symlink_to(target)
+    with pytest.raises(SubmissionError, match="symbolic link"):
+        resolve_submission(tmp_path / "mallory", course)
+
+
+def test_an_assignment_folder_that_is_a_link_is_refused(course, tmp_path):
+    (tmp_path / "mallory").mkdir()
+    (tmp_path / "mallory" / "01_attention_basics").symlink_to(ROOT / "solutions" / "01_attention_basics")
+    with pytest.raises(SubmissionError, match="symbolic link"):
+        resolve_submission(tmp_path / "mallory", course)
+
+
+def test_the_path_named_on_the_command_line_may_itself_be_a_link(course, tmp_path):
+    (tmp_path / "mine").symlink_to(ROOT / "solutions")
+    found = resolve_submission(tmp_path / "mine", course)
+    assert [a for a, _ in found.sources] == [a.id for a in course.assignments]
+
+
+def test_the_working_copy_copies_bytes_and_refuses_what_turned_into_a_link(course, tmp_path):
+    folder = tmp_path / "s" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.py").write_text("x = 1\n")
+    submission = resolve_submission(tmp_path / "s", course)
+    copy = WorkingCopy(submission)
+    assert copy.sources["01_attention_basics"].read_text() == "x = 1\n"
+    assert not copy.sources["01_attention_basics"].is_symlink()
+    copy.close()
+    (folder / "attention_basics.py").unlink()  # swapped for a link after it was found
+    (folder / "attention_basics.py").symlink_to("/proc/self/environ")
+    with pytest.raises(SubmissionError, match="links are not followed"):
+        WorkingCopy(submission)
