@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from grader.compare import difference
+from grader.compare import difference, manual_seed
 from grader.harness import CheckFailed, StudentFault
 from grader.recording import NotReplayable
 
@@ -224,7 +224,7 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
         return dropout(t) if dropout is not None and dropout_on == where else t
 
     if seed is not None:
-        torch.manual_seed(seed)
+        manual_seed(seed)
     scores = drop("raw-scores", (k @ q.transpose(-2, -1) if transposed else q @ k.transpose(-2, -1)) * scale)
     if hidden is not None and mask in ("before", "zero"):
         scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)

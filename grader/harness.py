@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grader.compare import difference, shape_str
+from grader.compare import difference, manual_seed, shape_str
 from grader.recording import NotReplayable
 from grader.protocol import HandleRef, flatten
 
@@ -208,7 +208,7 @@ class Grade:
             fn = getattr(self.ref, target) if isinstance(target, str) else target
             inputs = _on(self.device, _cloned(args), grad)
             if seed is not None:
-                torch.manual_seed(seed)
+                manual_seed(seed)
             with torch.enable_grad():
                 out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad))
             live.update(out=out, module=fn, leaves=[a for a in flatten(inputs) if isinstance(a, torch.Tensor)])
@@ -325,7 +325,7 @@ class ModulePair:
         if grade.replaying:
             self.ref = _Unavailable()
         else:
-            torch.manual_seed(grade.seed)
+            manual_seed(grade.seed)
             self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
         reply = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs, "dtype": dtype})
         self.handle = HandleRef(reply["handle"])

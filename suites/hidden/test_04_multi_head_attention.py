@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from grader import diagnose
+from grader.compare import manual_seed
 from grader.harness import CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("04_multi_head_attention")
@@ -231,7 +232,7 @@ def _wrapper_variant(ref, x, seed, *, order=1, scaled=True, scale=None, **change
     number that multiplies the scores)."""
     outputs = []
     if seed is not None:
-        torch.manual_seed(seed)
+        manual_seed(seed)
     for head in list(ref.heads)[::order]:
         q, k, v = head.W_query(x), head.W_key(x), head.W_value(x)
         multiplier = scale if scale is not None else k.shape[-1] ** -0.5 if scaled else 1.0
