@@ -72,7 +72,7 @@ class Confinement:
     @property
     def root(self) -> bool:
         """Whether each submission runs as a uid of its own (the grader is root)."""
-        return self.mode in ("separate-user", "separate-user-only")
+        return self.mode in {"separate-user", "separate-user-only"}
 
 
 def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
