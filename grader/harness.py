@@ -21,7 +21,7 @@ import pytest
 
 from grader.compare import difference, manual_seed, shape_str
 from grader.recording import NotReplayable
-from grader.protocol import HandleRef, flatten
+from grader.protocol import HandleRef, flatten, sent_from
 
 if TYPE_CHECKING:
     from grader.session import GradingSession, Student
@@ -70,6 +70,36 @@ class Reply:
     param_grads: dict | None = None
     grad_error: str | None = None
     op_names: dict = field(default_factory=dict)
+
+
+def reply_of(reply: dict) -> Reply:
+    """A call's reply as facts the checks use, read from the data: the output's dtype, shape and
+    device are the tensor's own (the device as the encoder read it off the tensor), never a claim
+    beside it. A reply that is not shaped like one is the student's code misbehaving."""
+    import torch
+
+    try:
+        out = decode(reply["out"])
+        grads = reply.get("grads")
+        param_grads = reply.get("param_grads")
+        checked = Reply(
+            out=out, ops=_count(reply.get("ops", 0)), max_numel=_count(reply.get("max_numel", 0)),
+            device=sent_from(out) if isinstance(out, torch.Tensor) else None,
+            mutated=tuple(_count(i) for i in reply.get("mutated", ())),
+            grads=None if grads is None else [decode(g) for g in grads],
+            param_grads=None if param_grads is None else {str(k): v for k, v in dict(param_grads).items()},
+            op_names=dict(reply.get("op_names", {})),
+            grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StudentFault("error", "the process running your code sent back a reply that is not "
+                                    f"a call's ({type(exc).__name__})") from None
+    return checked
+
+
+def _count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("not a count")
+    return value
 
 
 def decode(value):
@@ -155,11 +185,7 @@ class Grade:
                                           "forbidden": self.forbidden})
         except StudentFault as fault:
             raise explained(fault) from None
-        return Reply(out=decode(reply["out"]), ops=reply["ops"], max_numel=reply["max_numel"],
-                     device=reply.get("out_device"), mutated=tuple(reply["mutated"]),
-                     grads=[decode(g) for g in reply["grads"]] if "grads" in reply else None,
-                     param_grads=reply.get("param_grads"), op_names=reply.get("op_names", {}),
-                     grad_error=reply.get("grad_error"))
+        return reply_of(reply)
 
     def same(self, name, *args, grad=False, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included."""
@@ -256,18 +282,34 @@ class Grade:
                               "(outputs stay on the input's device)", ("wrong-device",))
 
     def _expect_grads(self, reply: Reply, expected, name):
+        """A gradient for every input the reference has one for, matching it: one missing, or a
+        reply with fewer of them, is a failure, never a check skipped."""
         if reply.grad_error:
             raise StudentFault("error", f"{name}: computing gradients through your output failed:\n{reply.grad_error}")
         got = reply.grads
-        if got is None:
+        wanted = [index for index, e in enumerate(expected or ()) if e is not None]
+        if wanted and got is None:
             raise CheckFailed(f"{name}: no gradient flows from the output back to the inputs "
                               "(was something detached, or computed outside autograd?)")
-        for index, (g, e) in enumerate(zip(got, expected)):
-            if e is None:
-                continue
-            problem = difference(g, e, self.tolerance(e), f"the gradient for argument {index + 1}")
+        for index in wanted:
+            g = got[index] if index < len(got) else None
+            if g is None:
+                raise CheckFailed(f"{name}: no gradient flows from the output back to argument {index + 1} "
+                                  "(was it detached, or used outside autograd?)")
+            problem = difference(g, expected[index], self.tolerance(expected[index]),
+                                 f"the gradient for argument {index + 1}")
             if problem:
                 raise CheckFailed(f"{name}: {problem}{self.case()}")
+
+    def _expect_param_grads(self, reply: Reply, expected: dict | None, what: str):
+        """A gradient for every parameter the reference's has one for, matching it."""
+        got = reply.param_grads or {}
+        for n, expected_grad in (expected or {}).items():
+            if got.get(n) is None:
+                raise CheckFailed(f"{what}: no gradient reaches parameter {n} (is it used in forward?)")
+            problem = difference(got[n], expected_grad, self.tolerance(expected_grad), f"the gradient of {n}")
+            if problem:
+                raise CheckFailed(f"{what}: {problem}{self.case()}")
 
     def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
         """``actual`` matches ``expected`` within the tolerance of its dtype."""
@@ -393,11 +435,7 @@ class ModulePair:
         self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
         if grad:
             self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
-            for n, expected_grad in (ref_param_grads or {}).items():
-                got = (reply.param_grads or {}).get(n)
-                problem = difference(got, expected_grad, self.grade.tolerance(expected_grad), f"the gradient of {n}")
-                if problem:
-                    raise CheckFailed(f"{self.what}: {problem}{self.grade.case()}")
+            self.grade._expect_param_grads(reply, ref_param_grads, self.what)
         return reply.out
 
 

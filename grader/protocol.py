@@ -168,7 +168,7 @@ def _tensor_entry(tensor, buffers) -> list:
 def decode(payload: bytes, *, limit: int):
     """Read a message of plain data; anything else, or more than ``limit`` bytes of tensors, or a
     header that does not add up, is refused before any tensor is made. Tensors come back on the CPU
-    (:func:`sent_devices` says where the sender had them)."""
+    (:func:`sent_from` says where the sender had each)."""
     try:
         (size,) = _HEAD.unpack_from(payload)
         header = json.loads(payload[_HEAD.size:_HEAD.size + size])
@@ -225,7 +225,9 @@ def _tensor(entry, data: bytes):
     base = torch.empty(span, dtype=dtype)
     if nbytes:
         base.view(torch.uint8).copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
-    return base.as_strided(shape, strides)
+    tensor = base.as_strided(shape, strides)
+    tensor._sent_from = entry[3]
+    return tensor
 
 
 def _decode(value, tensors, entries, depth):
@@ -263,10 +265,10 @@ def _decode(value, tensors, entries, depth):
     raise ValueError("not plain data")
 
 
-def sent_devices(payload: bytes) -> list[str]:
-    """The device of each tensor of a message, in order, as its encoder read it off the tensor."""
-    (size,) = _HEAD.unpack_from(payload)
-    return [entry[3] for entry in json.loads(payload[_HEAD.size:_HEAD.size + size])["tensors"]]
+def sent_from(tensor) -> str:
+    """The device a decoded tensor was on where it was encoded, as the encoder read it off the tensor
+    (decoded tensors are all on the CPU)."""
+    return getattr(tensor, "_sent_from", str(tensor.device))
 
 
 # --- what the grader asks the zygote for -------------------------------------------------------------

@@ -11,7 +11,7 @@ from grader.config import Assignment, Course
 from grader.harness import CheckFailed, Grade, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
-from grader.protocol import WorkerSpec
+from grader.protocol import WorkerSpec, clip
 from grader.sandbox import WorkerFault, Zygote
 
 
@@ -36,11 +36,11 @@ class Student:
             except WorkerFault as fault:
                 raise StudentFault(fault.kind, "while importing your module: " + fault.message) from None
         if self.worker.import_error:
-            error = self.worker.import_error
-            if error.get("kind") == "crashed":  # the worker could not start as it must
-                raise StudentFault("crashed", error.get("message", ""))
-            kind = "not_implemented" if error.get("kind") == "not_implemented" else "error"
-            raise StudentFault(kind, "importing your module failed:\n" + error.get("message", ""))
+            fault = fault_of(self.worker.import_error)
+            if fault.kind == "crashed":  # the worker could not start as it must
+                raise fault
+            kind = "not_implemented" if fault.kind == "not_implemented" else "error"
+            raise StudentFault(kind, "importing your module failed:\n" + fault.message)
         return self.worker
 
     def request(self, payload: dict) -> dict:
@@ -54,14 +54,26 @@ class Student:
             if fault.kind == "timeout" and key:
                 self.timed_out.add(key)
             raise StudentFault(fault.kind, fault.message) from None
-        if not reply.get("ok"):
-            raise StudentFault(reply.get("kind", "error"), str(reply.get("message", "your code failed")),
-                               reply.get("exception"))
+        if reply.get("ok") is not True:
+            raise fault_of(reply)
         return reply
 
     def close(self):
         if self.worker is not None:
             self.worker.kill()
+
+
+FAULT_KINDS = ("error", "not_implemented", "forbidden", "crashed", "timeout")  # each scores 0
+
+
+def fault_of(reply: dict) -> StudentFault:
+    """What the student's process said went wrong, as a fault: a kind it may name (none passes), a
+    message and an exception name of bounded length."""
+    kind = reply.get("kind")
+    message, exception = reply.get("message"), reply.get("exception")
+    return StudentFault(kind if kind in FAULT_KINDS else "error",
+                        clip(message) if isinstance(message, str) else "your code failed",
+                        clip(exception, 100) if isinstance(exception, str) else None)
 
 
 class GradingSession:

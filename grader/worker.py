@@ -21,6 +21,7 @@ from grader import protocol
 from grader.protocol import HandleRef, WorkerSpec, clip, flatten
 
 _SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+MAX_FRAMES = 20  # of a student's traceback, the last ones
 
 
 # --- start-up --------------------------------------------------------------------------------------
@@ -108,35 +109,94 @@ def import_submission(spec: WorkerSpec) -> types.ModuleType:
 
 
 # --- observing a call ------------------------------------------------------------------------------
-def make_tracer(forbidden: frozenset[str]):
-    from torch.overrides import TorchFunctionMode, resolve_name
+def op_name(name: str) -> str:
+    """The bare name of a torch function or aten operator, overload left out: ``torch.softmax``,
+    ``torch.Tensor.softmax`` and ``torch.nn.functional.softmax`` are ``softmax``;
+    ``aten._safe_softmax.default`` (``torch.ops.aten._safe_softmax.default``) is ``_safe_softmax``."""
+    parts = name.split(".")
+    if "aten" in parts[:-1]:
+        return parts[parts.index("aten") + 1]
+    return parts[-1]
 
-    class Tracer(TorchFunctionMode):
-        """Counts the torch operations a call makes, notes forbidden ones and the largest result."""
 
-        def __init__(self):
-            super().__init__()
-            self.count = 0
-            self.names: dict[str, int] = {}
-            self.forbidden: list[str] = []
-            self.max_numel = 0
+class Tracer:
+    """Observes a graded call at two levels. Torch functions (``torch.softmax``, ``F.scaled_dot_product_attention``)
+    are seen before they decompose; aten operators are seen as the dispatcher runs them, whatever called
+    them: ``torch.ops.aten.*`` with any overload, TorchScript and traced functions, ``torch.compile``.
+    Counts and the largest result come from the dispatcher; a forbidden name at either level stops the call."""
 
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = resolve_name(func) or getattr(func, "__name__", repr(func))
-            if not name.endswith("__get__"):
-                self.count += 1
-                self.names[name] = self.names.get(name, 0) + 1
-            if name.rsplit(".", 1)[-1] in forbidden and name not in self.forbidden:
-                self.forbidden.append(name)
-                raise ForbiddenOperation(name)
-            result = func(*args, **(kwargs or {}))
-            for item in result if isinstance(result, (tuple, list)) else (result,):
-                numel = getattr(item, "numel", None)
-                if callable(numel) and hasattr(item, "shape"):
-                    self.max_numel = max(self.max_numel, item.numel())
-            return result
+    def __init__(self, forbidden: frozenset[str]):
+        from torch.overrides import TorchFunctionMode, resolve_name
+        from torch.utils._python_dispatch import TorchDispatchMode
 
-    return Tracer()
+        tracer = self
+        self.forbidden_names = forbidden
+        self.count = 0
+        self.names: dict[str, int] = {}
+        self.forbidden: list[str] = []
+        self.max_numel = 0
+
+        class Functions(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = resolve_name(func) or getattr(func, "__name__", None) or repr(func)
+                tracer.refuse(name)
+                return func(*args, **(kwargs or {}))
+
+        class Operators(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else op_name(str(func))
+                tracer.refuse(name)
+                tracer.count += 1
+                tracer.names[name] = tracer.names.get(name, 0) + 1
+                result = func(*args, **(kwargs or {}))
+                for item in result if isinstance(result, (tuple, list)) else (result,):
+                    numel = getattr(item, "numel", None)
+                    if callable(numel) and hasattr(item, "shape"):
+                        tracer.max_numel = max(tracer.max_numel, item.numel())
+                return result
+
+        self.modes = (Functions(), Operators())
+
+    def refuse(self, name: str) -> None:
+        bare = op_name(name)
+        if bare in self.forbidden_names:
+            if bare not in self.forbidden:
+                self.forbidden.append(bare)
+            raise ForbiddenOperation(bare)
+
+    def __enter__(self):
+        for mode in self.modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
+        return False
+
+
+def make_tracer(forbidden: frozenset[str]) -> Tracer:
+    return Tracer(forbidden)
+
+
+def switch_off_compilers() -> None:
+    """TorchScript and ``torch.compile`` run the student's code eagerly, where the tracer sees every
+    call by name: ``torch.jit.script``/``trace`` give back what they were given, ``torch.compile`` too.
+    A saved TorchScript program (``torch.jit.load``) is code the tracer could not name: refused."""
+    import torch
+
+    def unchanged(obj=None, *args, **kwargs):
+        return obj if obj is not None else (lambda fn: fn)
+
+    def refused(*args, **kwargs):
+        raise ForbiddenOperation("torch.jit.load")
+
+    os.environ["TORCH_COMPILE_DISABLE"] = "1"
+    for name in ("script", "trace", "trace_module", "optimize_for_inference", "freeze"):
+        if hasattr(torch.jit, name):
+            setattr(torch.jit, name, unchanged)
+    torch.jit.load = refused
+    torch.compile = unchanged
 
 
 class OutputTooLarge(Exception):
@@ -150,14 +210,15 @@ class ForbiddenOperation(Exception):
 
 
 def _plain(value):
-    """Encode a student's return value as plain data: tensors detached to plain CPU tensors."""
+    """Encode a student's return value as plain data: tensors detached to plain tensors, where they
+    are (the encoder notes each tensor's device as it copies the bytes)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         plain = value.detach()
         if type(plain) is not torch.Tensor:
             plain = plain.as_subclass(torch.Tensor)
-        return plain.to("cpu").clone()
+        return plain.clone()
     if isinstance(value, (list, tuple)):
         return {"__sequence__": [_plain(item) for item in value]}
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -165,12 +226,6 @@ def _plain(value):
     if isinstance(value, torch.dtype):
         return {"__dtype__": str(value)}
     return {"__unsupported__": type(value).__qualname__}
-
-
-def _device_of(value):
-    import torch
-
-    return str(value.device) if isinstance(value, torch.Tensor) else None
 
 
 def _shown(filename: str, spec: WorkerSpec) -> str:
@@ -186,17 +241,17 @@ def _student_traceback(exc: BaseException, spec: WorkerSpec) -> str:
         for frame in traceback.extract_tb(exc.__traceback__)
         if frame.filename.startswith(spec.student_root) or ".ipynb [cell " in frame.filename
     ]
-    lines = []
-    for frame in frames:
-        lines.append(f'  File "{_shown(frame.filename, spec)}", line {frame.lineno}, in {frame.name}')
+    lines = [f"  ... {len(frames) - MAX_FRAMES} earlier frames of your code"] if len(frames) > MAX_FRAMES else []
+    for frame in frames[-MAX_FRAMES:]:  # a deep recursion shows where it ended
+        lines.append(clip(f'  File "{_shown(frame.filename, spec)}", line {frame.lineno}, in {frame.name}', 300))
         if frame.line:
-            lines.append(f"    {frame.line.strip()}")
+            lines.append(clip(f"    {frame.line.strip()}", 300))
     if isinstance(exc, SyntaxError) and exc.filename:
         shown = _shown(str(exc.filename), spec)
-        lines.append(f'  File "{shown}", line {exc.lineno}')
+        lines.append(clip(f'  File "{shown}", line {exc.lineno}', 300))
         if exc.text:
-            lines.append(f"    {exc.text.strip()}")
-    return "\n".join(lines + [_describe_exception(exc)])
+            lines.append(clip(f"    {exc.text.strip()}", 300))
+    return clip("\n".join(lines + [_describe_exception(exc)]), 3 * protocol.MESSAGE_LIMIT)
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -298,16 +353,21 @@ class Server:
                     tensor.requires_grad_(True)
         before = [(t, t._version, t.detach().clone()) for t in tensors]
         if request.get("seed") is not None:
-            torch.manual_seed(request["seed"])
+            seed_all(request["seed"])
         tracer = make_tracer(frozenset(request.get("forbidden", ())))
-        with tracer:
-            out = fn(*args, **kwargs)
+        try:
+            with tracer:
+                out = fn(*args, **kwargs)
+        except BaseException:
+            if tracer.forbidden:  # whatever the student's code made of the refusal
+                raise ForbiddenOperation(tracer.forbidden[0]) from None
+            raise
         size = sum(t.numel() * t.element_size() for t in flatten(out) if isinstance(t, torch.Tensor))
         if size > self.spec.reply_limit:  # refused before any copy is made
             raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
                                  f"the limit is {self.spec.reply_limit >> 20} MiB)")
-        reply = {"ok": True, "out": _plain(out), "out_device": _device_of(out), "ops": tracer.count,
-                 "op_names": tracer.names, "max_numel": tracer.max_numel, "forbidden": tracer.forbidden}
+        reply = {"ok": True, "out": _plain(out), "ops": tracer.count, "op_names": tracer.names,
+                 "max_numel": tracer.max_numel, "forbidden": tracer.forbidden}
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)
             if t._version != version or not torch.equal(t.detach(), copy)
@@ -320,12 +380,23 @@ class Server:
                 except Exception as exc:  # noqa: BLE001 - reported, after the facts above
                     reply["grad_error"] = _student_traceback(exc, self.spec)
                     return reply
+                # one entry per tensor argument, in order; the grader requires each it asked for
                 reply["grads"] = [_plain(t.grad) if t.grad is not None else None for t in tensors]
                 if owner is not None:
                     reply["param_grads"] = {
                         n: _plain(p.grad) for n, p in owner.named_parameters() if p.grad is not None
                     }
         return reply
+
+
+def seed_all(seed: int) -> None:
+    """Seed the generators a graded call may draw from (dropout): the CPU's, and CUDA's once in use.
+    Not ``torch.manual_seed``, which costs tens of milliseconds a call in formatting the stack."""
+    import torch
+
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(seed)
 
 
 def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
@@ -362,6 +433,7 @@ def serve(sock, spec: WorkerSpec) -> None:
     import torch
 
     torch.set_num_threads(1)
+    switch_off_compilers()
 
     try:
         module = import_submission(spec)

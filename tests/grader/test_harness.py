@@ -1,6 +1,8 @@
 """The suite-facing API of grader/harness.py, on paths the other tests do not take."""
 from pathlib import Path
 
+import pytest
+
 from grader.harness import Grade
 from grader.submission import resolve_submission
 
@@ -28,3 +30,154 @@ def test_checks_for_cuda_only_are_skipped_without_costing_points(solutions_resul
     names = [c.name for a in solutions_result.assignments for e in a.exercises for c in e.checks]
     assert not any(name.endswith("half_precision") for name in names)
     assert solutions_result.score == 500
+
+
+# --- the grader verifies what the student's process says (issue 10, items 5 and 6) --------------------
+SOLUTION_01 = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+SOLUTION_02 = (ROOT / "solutions" / "02_self_attention" / "self_attention.py").read_text()
+
+# at import, rewrite the worker's replies as a hostile module can: the worker runs in its process
+DROP_GRADIENTS = """
+import sys as _sys
+_worker = _sys.modules["grader.worker"]
+_call = _worker.Server.call
+def _forged(self, request):
+    reply = _call(self, request)
+    reply["grads"] = []  # "nothing to check"
+    reply.pop("grad_error", None)
+    return reply
+_worker.Server.call = _forged
+"""
+ZERO_BACKWARD_SOFTMAX = """
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        return torch.exp(x - x.amax(dim=dim, keepdim=True)) / torch.exp(x - x.amax(dim=dim, keepdim=True)).sum(dim=dim, keepdim=True)
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.zeros_like(grad), None
+def softmax(x, dim=-1):
+    return _Softmax.apply(x, dim)
+"""
+
+
+def _grade(course, grader, tmp_path, source: str, assignment="01_attention_basics", module="attention_basics.py",
+           exercises=None, seed=7):
+    path = tmp_path / module
+    path.write_text(source)
+    result = grader.grade(resolve_submission(path, course), (course.assignment(assignment),), seed=seed,
+                          exercises=exercises)
+    return {e.name: e for e in result.assignments[0].exercises}
+
+
+def test_a_reply_that_drops_the_gradients_fails_the_gradient_checks_it_would_fail_anyway(course, grader, tmp_path):
+    honest = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX, exercises=("softmax",))["softmax"]
+    forged = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + DROP_GRADIENTS,
+                    exercises=("softmax",))["softmax"]
+    assert honest.score < honest.max_score
+    assert forged.score <= honest.score, (forged.score, honest.score)  # the forgery gains nothing
+    assert any("no gradient flows" in c.message for c in forged.checks if c.status == "failed")
+    right = _grade(course, grader, tmp_path, SOLUTION_01 + DROP_GRADIENTS, exercises=("softmax",))["softmax"]
+    assert right.score < right.max_score  # a right answer whose gradients never arrive is not believed either
+
+
+def test_a_reply_that_names_its_own_status_cannot_pass(course, grader, tmp_path):
+    forged = SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + """
+import sys as _sys
+_worker = _sys.modules["grader.worker"]
+_worker.Server.call = lambda self, request: {"ok": False, "kind": "passed", "message": "x" * 10**6}
+"""
+    ex = _grade(course, grader, tmp_path, forged, exercises=("softmax",))["softmax"]
+    assert ex.score == 0 and {c.status for c in ex.checks} == {"error"}
+    assert max(len(c.message) for c in ex.checks) < 5000  # the message is bounded too
+
+
+FORBIDDEN_SOFTMAXES = {
+    "an aten overload": "def softmax(x, dim=-1):\n    return torch.ops.aten._softmax.default(x, dim, False)\n",
+    "the safe softmax": "def softmax(x, dim=-1):\n    return torch.ops.aten._safe_softmax.default(x, dim)\n",
+    "an overload packet": "def softmax(x, dim=-1):\n    return torch.ops.aten._softmax(x, dim, False)\n",
+    "TorchScript": "@torch.jit.script\ndef _s(x: torch.Tensor, dim: int) -> torch.Tensor:\n"
+                   "    return torch.softmax(x, dim)\ndef softmax(x, dim=-1):\n    return _s(x, dim)\n",
+    "a traced function": "_t = torch.jit.trace(lambda x: torch.softmax(x, -1), torch.randn(2, 3))\n"
+                         "def softmax(x, dim=-1):\n    return _t(x.movedim(dim, -1)).movedim(-1, dim)\n",
+    "torch.compile": "@torch.compile\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)\n",
+    "a caught refusal": "def softmax(x, dim=-1):\n    try:\n        return torch.softmax(x, dim)\n"
+                        "    except BaseException:\n        return torch.softmax(x.double(), dim).to(x.dtype)\n",
+}
+
+
+@pytest.mark.parametrize("way", list(FORBIDDEN_SOFTMAXES))
+def test_a_forbidden_operation_is_seen_however_it_is_called(course, grader, tmp_path, way):
+    ex = _grade(course, grader, tmp_path, SOLUTION_01 + "\n" + FORBIDDEN_SOFTMAXES[way], exercises=("softmax",))
+    softmax = ex["softmax"]
+    assert softmax.status == "forbidden" and "forbidden-op" in softmax.misconceptions, (way, softmax.feedback)
+    assert softmax.score == 0
+
+
+def test_the_fused_attention_is_forbidden_by_its_aten_names_too(course, grader, tmp_path):
+    source = SOLUTION_02 + """
+def scaled_dot_product_attention(queries, keys, values, mask=None):
+    return torch.ops.aten._scaled_dot_product_attention_math.default(queries, keys, values, mask)[0]
+"""
+    ex = _grade(course, grader, tmp_path, source, "02_self_attention", "self_attention.py",
+                exercises=("scaled_dot_product_attention",))
+    assert ex["scaled_dot_product_attention"].status == "forbidden"
+
+
+def test_a_loop_inside_torchscript_is_still_a_loop(course, grader, tmp_path):
+    source = SOLUTION_01 + """
+@torch.jit.script
+def attention_scores(inputs: torch.Tensor) -> torch.Tensor:
+    rows = [torch.stack([torch.dot(inputs[i], inputs[j]) for j in range(inputs.shape[0])]) for i in range(inputs.shape[0])]
+    return torch.stack(rows)
+"""
+    ex = _grade(course, grader, tmp_path, source, exercises=("attention_scores",))["attention_scores"]
+    assert "not-vectorised" in ex.misconceptions, ex.feedback
+
+
+def test_honest_torchscript_and_compiled_code_loses_nothing(course, grader, tmp_path):
+    source = SOLUTION_01 + """
+_reference_scores = attention_scores
+@torch.jit.script
+def attention_scores(inputs: torch.Tensor) -> torch.Tensor:
+    return inputs @ inputs.transpose(-2, -1)
+_plain_softmax = softmax
+softmax = torch.compile(_plain_softmax)
+"""
+    for seed in (7, 2024, 31337):
+        ex = _grade(course, grader, tmp_path, source, exercises=("attention_scores", "softmax"), seed=seed)
+        assert all(e.score == e.max_score for e in ex.values()), {n: e.feedback for n, e in ex.items()}
+
+
+def test_the_device_of_an_output_is_the_one_its_tensor_was_encoded_from(course):
+    """Where the bytes came from is read off the tensor as it is encoded, not from a claim beside it."""
+    import json
+
+    import torch
+
+    from grader import protocol
+    from grader.harness import CheckFailed, reply_of
+
+    payload = protocol.encode({"ok": True, "out": torch.ones(2, 2), "out_device": "cuda:0"})
+    reply = reply_of(protocol.decode(payload, limit=1 << 20))
+    assert reply.device == "cpu"  # the claim beside it is not read
+    size = int.from_bytes(payload[:4], "big")
+    header = json.loads(payload[4:4 + size])
+    header["tensors"][0][3] = "cuda:0"
+    text = json.dumps(header, separators=(",", ":")).encode()
+    moved = protocol.decode(len(text).to_bytes(4, "big") + text + payload[4 + size:], limit=1 << 20)
+    reply = reply_of(moved)
+    assert reply.device == "cuda:0"
+    grade = Grade.__new__(Grade)
+    grade.session = type("S", (), {"course": course, "seed": 1})()
+    with pytest.raises(CheckFailed) as failure:
+        grade.expect(reply, torch.ones(2, 2), "f(x)")
+    assert failure.value.misconceptions == ("wrong-device",)
+
+
+def test_a_reply_that_is_not_a_calls_is_the_students_error():
+    from grader.harness import StudentFault, reply_of
+
+    for reply in ({"ok": True}, {"ok": True, "out": None, "ops": -1}, {"ok": True, "out": None, "mutated": ["x"]}):
+        with pytest.raises(StudentFault):
+            reply_of(reply)

@@ -326,7 +326,8 @@ def attention_scores(inputs):
     kinds = ("Queue", "SimpleQueue", "JoinableQueue", "SemLock", "Lock", "RLock", "Semaphore",
              "BoundedSemaphore", "Condition", "Event", "Connection", "Pipe")
     channels = [type(o).__name__ for o in gc.get_objects()
-                if type(o).__module__.startswith(("multiprocessing", "_multiprocessing")) and type(o).__name__ in kinds]
+                if str(getattr(type(o), "__module__", "")).startswith(("multiprocessing", "_multiprocessing"))
+                and type(o).__name__ in kinds]
     loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
     assert not channels and loaded == ["grader.notebook_source", "grader.protocol", "grader.worker"], \
         (channels[:5], loaded)
