@@ -208,11 +208,11 @@ def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str,
     return args
 
 
-def copy_student_side(target: Path) -> None:
-    """The grader's student-side modules, and nothing else of it, into ``target/grader``."""
+def copy_student_side(target: Path, *, extra: tuple[str, ...] = ()) -> None:
+    """The grader's student-side modules (and ``extra`` ones), nothing else of it, into ``target/grader``."""
     package = Path(__file__).resolve().parent
     (target / "grader").mkdir(parents=True)
-    for name in STUDENT_SIDE:
+    for name in STUDENT_SIDE + extra:
         shutil.copy(package / name, target / "grader" / name)
     for path in [target, target / "grader", *(target / "grader").iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -107,6 +107,14 @@ def secret_paths(course: Course) -> list[str]:
     return [str(course.root / name) for name in names if (course.root / name).exists()]
 
 
+def submission_uid() -> int:
+    """A uid no other submission (nor kernel) of this machine's grading runs has: this process's pid
+    and a counter, above FIRST_UID."""
+    from grader.confine import FIRST_UID
+
+    return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
+
+
 def confinement_for(course: Course, private: tuple[Path, ...] = ()):
     """How this grading process will run student code (grader.confine.plan), keeping the course's
     secrets and ``private`` (results, other submissions) from it."""
@@ -179,12 +187,7 @@ class Grader:
         return Zygote(self.confinement, blocked=blocked_paths(self.course), cgroups=cgroups)
 
     def _submission_uid(self) -> int | None:
-        """As root, each submission's own uid: this process's pid and a counter, above FIRST_UID."""
-        from grader.confine import FIRST_UID
-
-        if not self.confinement.root:
-            return None
-        return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
+        return submission_uid() if self.confinement.root else None
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
               seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,

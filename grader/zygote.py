@@ -312,7 +312,16 @@ def _warm_up() -> None:
     protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
 
 
+def run_as(uid: int, gid: int, argv: list[str]) -> None:
+    """``python -m grader.zygote --as UID GID -- CMD...``: drop to ``uid`` with no capabilities, then
+    exec CMD (a notebook's kernel in its sandbox, grader.kernel_boundary)."""
+    drop_privileges(uid, gid)
+    os.execv(argv[0], argv)
+
+
 def main() -> None:
+    if sys.argv[1] == "--as" and sys.argv[4] == "--":
+        run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
     control = socket.socket(fileno=int(sys.argv[1]))
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped

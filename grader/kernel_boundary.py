@@ -1,0 +1,155 @@
+"""nbgrader's kernels in a sandbox: whatever a notebook runs, it sees neither ``solutions/`` nor ``suites/``.
+
+``nbgrader autograde`` runs each submitted notebook in a Jupyter kernel, and the notebook's graded cells
+call :func:`grader.notebook_checks.check`. Were the grader inside that kernel, a notebook could replace
+``check``, read the reference and the hidden suite, and print them into its own feedback. So here the
+kernel runs in a bubblewrap sandbox like the zygote's (a view of the Python runtime only, no network, its
+own PID namespace; as root a uid of its own and no capabilities), talking to Jupyter over Unix sockets
+(ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's. A
+grading service outside the sandbox (:mod:`grader.kernel_service`, one process per kernel) holds the
+grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
+student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
+``grade export`` compares it with a grade of its own (see grader.export).
+
+Where no sandbox can be made (no bubblewrap, no user namespaces), the kernel runs as nbgrader's would,
+and the log says so; ``separate_user = "required"`` refuses.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from nbgrader.preprocessors import Execute
+
+# the grader's modules a confined kernel holds: check() as a client of the service, and what it imports
+KERNEL_SIDE = ("errors.py", "notebook_checks.py")
+SERVICE_ENV = "GRADE_SERVICE"  # where check() finds the grading service, inside the sandbox
+
+
+class ConfinedExecute(Execute):
+    """nbgrader's Execute preprocessor, with each notebook's kernel in the sandbox."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", ConfinedKernelManager)
+        super().__init__(*args, **kwargs)
+
+
+class ConfinedKernelManager(AsyncKernelManager):
+    """Starts the kernel in bubblewrap, with a grading service of its own outside."""
+
+    async def _async_pre_start_kernel(self, **kw):
+        from grader.config import find_course_root, load_course
+        from grader.runner import confinement_for
+
+        self._folder = None
+        self._service = None
+        course = load_course(find_course_root())
+        confinement = confinement_for(course)
+        if not confinement.sandboxed:
+            from grader.confine import describe
+
+            self.log.warning("%s: the notebook's kernel runs unconfined", describe(confinement))
+            return await super()._async_pre_start_kernel(**kw)
+        self._folder = Path(tempfile.mkdtemp(prefix="grade-kernel-"))
+        self._folder.chmod(0o711)
+        uid = _kernel_uid(confinement)
+        ipc = self._folder / "ipc"
+        ipc.mkdir(mode=0o700)
+        if uid is not None:
+            os.chown(ipc, uid, uid)
+        self.transport = "ipc"
+        self.ip = str(ipc / "kernel")
+        self.connection_file = str(self._folder / "kernel.json")
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        os.chmod(self.connection_file, 0o644)
+        cwd = Path(kw.get("cwd") or os.getcwd()).resolve()
+        work = self._folder / "work"
+        shutil.copytree(cwd, work, symlinks=False, ignore=shutil.ignore_patterns(".*"), ignore_dangling_symlinks=True)
+        if uid is not None:
+            from grader.confine import prepare_workdir
+
+            prepare_workdir(str(work), uid, uid)
+        self._service = _start_service(course, self._folder / "service", cwd)
+        cmd = sandboxed(cmd, confinement=confinement, course=course, folder=self._folder, cwd=cwd, uid=uid)
+        kw["env"] = {}
+        kw["cwd"] = str(self._folder)
+        return cmd, kw
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if restart:
+            return
+        service, self._service = getattr(self, "_service", None), None
+        if service is not None:
+            service.terminate()  # it closes its grader, whose sandbox dies with it
+            try:
+                service.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                service.kill()
+                service.wait()
+        folder, self._folder = getattr(self, "_folder", None), None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kernel_uid(confinement) -> int | None:
+    """As root, a uid of the kernel's own (from the same range as the submissions'), else None."""
+    if not confinement.root:
+        return None
+    from grader.runner import submission_uid
+
+    return submission_uid()
+
+
+def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
+    """The grading service for one kernel, outside its sandbox; it answers on ``folder/grade.sock``."""
+    folder.mkdir(mode=0o711)
+    ready_read, ready_write = os.pipe()
+    service = subprocess.Popen([sys.executable, "-m", "grader.kernel_service", str(folder / "grade.sock"), str(cwd),
+                                str(course.root), str(ready_write)], pass_fds=[ready_write], cwd=str(course.root),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    os.close(ready_write)
+    with os.fdopen(ready_read, "rb") as ready:
+        if ready.read(1) != b"1":  # bound and listening, or gone
+            service.kill()
+            raise RuntimeError("the grading service for the notebook's kernel could not start")
+    return service
+
+
+def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:
+    """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
+    sockets and connection file, the copy of the notebook's folder where the notebook was."""
+    from grader.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
+    from grader.runner import blocked_paths
+
+    lib = folder / "lib"
+    copy_student_side(lib, extra=KERNEL_SIDE)
+    args = [confinement.bwrap, *namespace_args(confinement.root),
+            *view_args(lib=str(lib), work=str(folder / "work"), blocked=blocked_paths(course))]
+    args = args[:args.index("--remount-ro")]  # the view's end: chdir and environment come below
+    args += [*_open_folders(folder / "ipc"), "--bind", str(folder / "ipc"), str(folder / "ipc"),
+             "--ro-bind", str(folder / "service"), f"{SANDBOX_ROOT}/service",
+             "--ro-bind", str(folder / "kernel.json"), str(folder / "kernel.json"),
+             *_open_folders(cwd), "--bind", str(folder / "work"), str(cwd),
+             "--remount-ro", "/", "--chdir", str(cwd), "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+             "--setenv", "PYTHONPATH", f"{SANDBOX_ROOT}/lib", "--setenv", "HOME", "/tmp",
+             "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "MPLCONFIGDIR", "/tmp/.matplotlib",
+             "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+             "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock"]
+    if confinement.root:  # capabilities until the kernel's first instruction: then its uid, and none
+        args += [sys.executable, "-s", "-m", "grader.zygote", "--as", str(uid), str(uid), "--"]
+    return args + cmd
+
+
+def _open_folders(path: Path) -> list[str]:
+    """The folders above ``path`` in the sandbox, made 0755 (bubblewrap would make them 0700, closed
+    to the kernel's uid)."""
+    args = []
+    for folder in reversed(path.parents[:-1]):
+        args += ["--perms", "0755", "--dir", str(folder)]
+    return args
