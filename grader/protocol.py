@@ -271,6 +271,12 @@ def sent_from(tensor) -> str:
     return getattr(tensor, "_sent_from", str(tensor.device))
 
 
+# Where a worker writes its threads' stacks just before a call (or its import) runs out of time: in its
+# working folder, for the grader to say where the student's code was when it was stopped.
+STACK_FILE = ".grade-stack"
+STACK_MARGIN_S = 0.3  # written this long before the grader's deadline
+
+
 # --- what the grader asks the zygote for -------------------------------------------------------------
 @dataclass(frozen=True)
 class WorkerSpec:
@@ -290,6 +296,7 @@ class WorkerSpec:
     gid: int = 65534
     cgroups: tuple[str, ...] = ()  # cgroup.procs files the worker joins (the submission's cgroups)
     blocked: tuple[str, ...] = ()  # folders dropped from sys.path (the reference, the suites)
+    import_timeout_s: float = 0.0  # when the import's stack is written to STACK_FILE (0: never)
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -3,6 +3,8 @@ deadline, and the plugin that gives suites their ``grade`` fixture and records h
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 
 import pytest
@@ -11,7 +13,7 @@ from grader.config import Assignment, Course
 from grader.harness import CheckFailed, Grade, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
-from grader.protocol import WorkerSpec, clip
+from grader.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox import WorkerFault, Zygote
 
 
@@ -23,18 +25,34 @@ class Student:
         self.assignment = assignment
         self.worker = None
         self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
+        self.import_fault: StudentFault | None = None  # an import that failed fails at once after
 
     def _worker(self):
+        """The worker that has imported the module; a module whose import failed (raised, exited, hung)
+        is imported once per grading: every later check gets the same fault at once."""
+        if self.import_fault is not None:
+            raise StudentFault(self.import_fault.kind, self.import_fault.message, self.import_fault.exception)
+        try:
+            return self._started_worker()
+        except StudentFault as fault:
+            if self.worker is None or self.worker.import_error:
+                self.import_fault = fault
+            raise
+
+    def _started_worker(self):
         if self.worker is None or not self.worker.alive:
             source = self.session.copy.sources.get(self.assignment.id)
             if source is None:
                 raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
                                                       f"found in the submission")
-            spec = self.session.worker_spec(self.assignment, source)
+            timeout = self.session.timeout()
+            spec = dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout)
+            self.worker = None
             try:
-                self.worker = self.session.zygote.spawn(spec, timeout=self.session.timeout())
+                self.worker = self.session.zygote.spawn(spec, timeout=timeout)
             except WorkerFault as fault:
-                raise StudentFault(fault.kind, "while importing your module: " + fault.message) from None
+                raise StudentFault(fault.kind, "while importing your module: " + fault.message
+                                   + self.where_it_was(fault)) from None
         if self.worker.import_error:
             fault = fault_of(self.worker.import_error)
             if fault.kind == "crashed":  # the worker could not start as it must
@@ -49,18 +67,59 @@ class Student:
         if key in self.timed_out:
             raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
         try:
-            reply = self._worker().request(payload, timeout=self.session.timeout())
+            worker = self._worker()
+            timeout = self.session.timeout()
+            reply = worker.request(dict(payload, timeout_s=timeout), timeout=timeout)
         except WorkerFault as fault:
             if fault.kind == "timeout" and key:
                 self.timed_out.add(key)
-            raise StudentFault(fault.kind, fault.message) from None
+            raise StudentFault(fault.kind, fault.message + self.where_it_was(fault)) from None
         if reply.get("ok") is not True:
             raise fault_of(reply)
         return reply
 
+    def where_it_was(self, fault: WorkerFault) -> str:
+        """For a timeout: the student's own innermost frames when the worker wrote its stack, shortly
+        before it was stopped (``protocol.STACK_FILE``); the empty string otherwise."""
+        source = self.session.copy.sources.get(self.assignment.id)
+        if fault.kind != "timeout" or source is None:
+            return ""
+        return stack_of(source.parent, self.session.copy, self.session.zygote.inside)
+
     def close(self):
         if self.worker is not None:
             self.worker.kill()
+
+
+_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+) in (\S+)$', re.M)
+
+
+def stack_of(folder, copy, inside) -> str:
+    """The student's frames, innermost first (at most three), from the stack a worker wrote in
+    ``folder`` (read without following a link, bounded), shown with the student's own paths."""
+    import linecache
+    import os
+
+    try:
+        fd = os.open(folder / STACK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    root = inside(copy.root)
+    lines = []
+    for path, line, name in _FRAME.findall(text):
+        if not (path.startswith(root + os.sep) or ".ipynb [cell " in path) or len(lines) >= 3:
+            continue
+        outside = str(copy.root) + path[len(root):] if path.startswith(root) else None
+        shown = path
+        for inner, theirs in copy.display.items():
+            if path.startswith(inside(inner) + os.sep):
+                shown = theirs + path[len(inside(inner)):]
+        code = linecache.getline(outside, int(line)).strip() if outside else ""
+        lines.append(f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}'
+                     + (f"\n    {clip(code, 200)}" if code else ""))
+    return ("\nyour code was here when it was stopped (innermost first):\n" + "\n".join(lines)) if lines else ""
 
 
 FAULT_KINDS = ("error", "not_implemented", "forbidden", "crashed", "timeout")  # each scores 0

@@ -264,11 +264,34 @@ def _describe_exception(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
+# --- where the code was when time ran out ------------------------------------------------------------
+class StackWatch:
+    """Writes every thread's stack to ``STACK_FILE`` (in the worker's folder) shortly before the
+    grader's deadline for the running call, so a timeout can say where the student's code was."""
+
+    def __init__(self):
+        self.file = open(protocol.STACK_FILE, "w")  # noqa: SIM115 - open for the worker's life
+
+    def arm(self, seconds) -> None:
+        import faulthandler
+
+        if isinstance(seconds, (int, float)) and seconds > protocol.STACK_MARGIN_S:
+            self.file.seek(0)
+            self.file.truncate()
+            faulthandler.dump_traceback_later(seconds - protocol.STACK_MARGIN_S, file=self.file)
+
+    def disarm(self) -> None:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()
+
+
 # --- serving ---------------------------------------------------------------------------------------
 class Server:
-    def __init__(self, spec: WorkerSpec, module):
+    def __init__(self, spec: WorkerSpec, module, watch: StackWatch):
         self.spec = spec
         self.module = module
+        self.watch = watch
         self.handles: dict[int, object] = {}
 
     def resolve(self, value):
@@ -285,6 +308,13 @@ class Server:
         return value
 
     def handle(self, request: dict) -> dict:
+        self.watch.arm(request.get("timeout_s"))
+        try:
+            return self._handle(request)
+        finally:
+            self.watch.disarm()
+
+    def _handle(self, request: dict) -> dict:
         op = request["op"]
         if op == "new":
             return self.new(request)
@@ -435,12 +465,16 @@ def serve(sock, spec: WorkerSpec) -> None:
     torch.set_num_threads(1)
     switch_off_compilers()
 
+    watch = StackWatch()
+    watch.arm(spec.import_timeout_s)
     try:
         module = import_submission(spec)
     except BaseException as exc:  # noqa: BLE001 - anything the student's import does is reported
+        watch.disarm()
         reply(_error_reply(exc, spec) | {"stage": "import"})
         return
-    server = Server(spec, module)
+    watch.disarm()
+    server = Server(spec, module, watch)
     reply({"ok": True})
     while True:
         try:

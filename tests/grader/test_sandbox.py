@@ -44,6 +44,9 @@ def test_an_infinite_loop_times_out_once_and_the_rest_is_graded(tight, tmp_path)
     assert ex["softmax"].status == "timeout" and ex["softmax"].score == 0
     assert ex["attention_scores"].status == "passed"
     assert time.monotonic() - started < 20  # one timeout per function, not one per check
+    where = ex["softmax"].feedback.split("your code was here when it was stopped (innermost first):\n", 1)[1]
+    assert where.startswith('  File "') and "attention_basics.py" in where and "in softmax" in where, where
+    assert "worker.py" not in where and "/grade/" not in where and "while True" in where  # their own frame
 
 
 def test_exiting_mid_call_is_a_crash_of_that_exercise_only(tight, tmp_path):
@@ -334,3 +337,22 @@ def attention_scores(inputs):
     return inputs @ inputs.transpose(-2, -1)
 """)
     assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback
+
+
+def test_a_module_that_hangs_at_import_is_waited_for_once_and_the_other_modules_keep_their_points(course, grader,
+                                                                                                 submission_dir):
+    """Issue 11, item 2: 02 sleeps at import; its exercises time out at once after the first wait, and
+    03, 04 and 05 (their own modules) are graded as usual."""
+    module = submission_dir / "02_self_attention" / "self_attention.py"
+    module.write_text("import time\ntime.sleep(3600)\n" + module.read_text())
+    chosen = tuple(a for a in course.assignments if a.id != "01_attention_basics")
+    started = time.monotonic()
+    result = grader.grade(resolve_submission(submission_dir, course), chosen, seed=7)
+    elapsed = time.monotonic() - started
+    by_id = {a.id: a for a in result.assignments}
+    assert {e.status for e in by_id["02_self_attention"].exercises} == {"timeout"}
+    assert "time.sleep(3600)" in by_id["02_self_attention"].exercises[0].feedback  # where it hung
+    limit = course.limits.exercise_timeout_s
+    assert elapsed < 2 * limit + 40, elapsed  # one wait for 02's import, not one per check
+    for assignment in ("03_causal_attention", "05_efficient_attention"):
+        assert by_id[assignment].score == by_id[assignment].max_score, by_id[assignment].id
