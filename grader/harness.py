@@ -196,6 +196,14 @@ class Grade:
             self._expect_grads(reply, ref_grads, name)
         return reply.out
 
+    def measured(self, name, *args, **kwargs) -> Reply:
+        """The student's ``name(*args, **kwargs)``, its output checked against the reference's: a
+        property measured on the reply (operations, memory) scores only with a right answer."""
+        expected, _, _, _ = self._reference(name, args, kwargs, False)
+        reply = self.call(name, *args, **kwargs)
+        self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
+        return reply
+
     def same_low_precision(self, name, *args, dtype, **kwargs):
         """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
         in float32 on the same rounded inputs, then rounded: the student's own rounding is allowed for
@@ -423,6 +431,13 @@ class ModulePair:
 
     def call(self, *args, seed=None, grad_out=None) -> Reply:
         return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name)
+
+    def measured(self, *args) -> Reply:
+        """forward(*args), its output checked against the reference's (see Grade.measured)."""
+        expected = self.reference(*args)
+        reply = self.call(*args)
+        self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
+        return reply
 
     def reference(self, *args, seed=None):
         """The reference instance's forward(*args) (recorded and replayable like every reference use)."""

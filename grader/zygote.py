@@ -34,6 +34,7 @@ NPROC_LIMIT = 128  # processes (and threads) a submission's uid may have, where 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 36, 38, 39
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -76,14 +77,33 @@ def close_fds(keep=()) -> None:
     os.closerange(low, max(low, os.sysconf("SC_OPEN_MAX")))
 
 
+def _runtime_under(folder: str) -> list[str]:
+    """The folders Python imports from that lie under ``folder`` (a virtualenv in a ``mktemp -d``)."""
+    import torch
+
+    found: list[str] = []
+    for path in sorted({*sys.path, sys.prefix, os.path.dirname(torch.__file__)}):
+        if path.startswith(folder + os.sep) and os.path.isdir(path) \
+                and not any(path.startswith(kept + os.sep) for kept in found):
+            found.append(path)
+    return found
+
+
 def _private_mounts() -> None:
     """In the worker's new mount namespace: its own /proc (its PID namespace only), an empty /tmp
-    and /dev/shm of its own, and the submission's cgroups covered."""
+    and /dev/shm of its own (with the Python runtime that lives under /tmp, if any, bound back
+    read-only: lazy imports need it), and the submission's cgroups covered."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    runtime = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in _runtime_under("/tmp")}
     _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     for path in ("/tmp", "/dev/shm"):
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=256m")
+    for path, fd in runtime.items():
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        _mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+        os.close(fd)
     if os.path.isdir("/grade/cgroup"):
         _mount("tmpfs", "/grade/cgroup", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "mode=000,size=4k")
 

@@ -216,7 +216,7 @@ def test_under_autograde_student_code_finds_no_queue_or_lock_of_the_batch(course
     (root / "mallory" / "01_attention_basics").mkdir(parents=True)
     (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(
         "import gc\n"
-        "found = [o for o in gc.get_objects() if type(o).__module__.startswith(('multiprocessing', '_multiprocessing'))"
+        "found = [o for o in gc.get_objects() if str(getattr(type(o), '__module__', '')).startswith(('multiprocessing', '_multiprocessing'))"
         " and type(o).__name__ in ('Queue', 'SemLock', 'Lock', 'Connection', 'Condition')]\n"
         "for item in found:\n"
         "    try:\n"

@@ -181,3 +181,24 @@ def test_a_reply_that_is_not_a_calls_is_the_students_error():
     for reply in ({"ok": True}, {"ok": True, "out": None, "ops": -1}, {"ok": True, "out": None, "mutated": ["x"]}):
         with pytest.raises(StudentFault):
             reply_of(reply)
+
+
+def test_a_module_of_constants_scores_nothing_in_any_assignment(course, grader, tmp_path):
+    """Issue 11, item 1: properties (vectorised, operation counts, memory) score only with a right output
+    on the same case; a module whose every function returns torch.zeros(1) earns no point anywhere."""
+    import ast
+
+    for assignment in course.assignments:
+        reference = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+        tree = ast.parse(reference)
+        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+        source = "import torch\n" + "".join(f"def {n}(*args, **kwargs):\n    return torch.zeros(1)\n" for n in names)
+        source += "".join(f"class {c}(torch.nn.Module):\n    def __init__(self, *a, **k):\n        super().__init__()\n"
+                          f"    def forward(self, *args, **kwargs):\n        return torch.zeros(1)\n" for c in classes)
+        path = tmp_path / assignment.id / assignment.module
+        path.parent.mkdir()
+        path.write_text(source)
+        result = grader.grade(resolve_submission(path, course), (assignment,), seed=7)
+        earned = {e.name: e.score for e in result.assignments[0].exercises if e.score}
+        assert earned == {}, (assignment.id, earned)
