@@ -188,13 +188,39 @@ class Grade:
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, **kwargs):
-        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included."""
+        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included,
+        within the dtype's tolerance widened by how far the reference itself lands from float64."""
         expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
+        slack, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
         reply = self.call(name, *args, grad_out=grad_out, **kwargs)
-        self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
+        self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=slack)
         if grad:
-            self._expect_grads(reply, ref_grads, name)
+            self._expect_grads(reply, ref_grads, name, slack=grad_slack)
         return reply.out
+
+    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads):
+        """How far the reference computed in the case's dtype lands from the reference computed in
+        float64 on the same inputs, times SLACK_FACTOR: for the output and for each input's gradient.
+        Another correct way to compute it may round differently by about as much; a mistake is far
+        beyond. Zero where every input is float64 already."""
+        import torch
+
+        if not any(isinstance(a, torch.Tensor) and a.dtype in (torch.float32,) for a in flatten((args, kwargs))):
+            return 0.0, None
+
+        def wide():
+            fn = getattr(self.ref, name)
+            inputs = _on(self.device, _widened(_cloned(args)), grad_out is not None)
+            with torch.enable_grad():
+                out = fn(*inputs, **_on(self.device, _widened(_cloned(kwargs)), False))
+            grads = None
+            if grad_out is not None and isinstance(out, torch.Tensor) and out.requires_grad:
+                (out * grad_out.to(out.device, out.dtype)).sum().backward()
+                leaves = [a for a in flatten(inputs) if isinstance(a, torch.Tensor)]
+                grads = [_gap(e, a.grad) for e, a in zip(ref_grads or (), leaves)]
+            return _gap(expected, _detached(out)), grads
+
+        return self._event(wide)
 
     def measured(self, name, *args, **kwargs) -> Reply:
         """The student's ``name(*args, **kwargs)``, its output checked against the reference's: a
@@ -271,8 +297,11 @@ class Grade:
         grads, param_grads = self._event(backward)
         return expected, grad_out, grads, param_grads
 
-    def expect(self, reply: Reply, expected, what: str):
-        """Outputs match, live on the right device, and the inputs were left alone."""
+    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
+        """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
+        the inputs were left alone."""
+        import dataclasses
+
         import torch
 
         if reply.mutated:
@@ -282,16 +311,20 @@ class Grade:
         if isinstance(out, torch.Tensor) and isinstance(expected, torch.Tensor) and out.dtype != expected.dtype:
             raise CheckFailed(f"{what}: the output has dtype {out.dtype}, expected {expected.dtype} "
                               "(outputs keep the input's dtype)", ("wrong-dtype",))
-        problem = difference(out, expected, self.tolerance(expected), "the output")
+        tolerance = self.tolerance(expected)
+        tolerance = dataclasses.replace(tolerance, atol=tolerance.atol + slack) if slack else tolerance
+        problem = difference(out, expected, tolerance, "the output")
         if problem:
             raise CheckFailed(f"{what}: {problem}{self.case()}")
         if isinstance(expected, torch.Tensor) and reply.device and reply.device != str(expected.device):
             raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
                               "(outputs stay on the input's device)", ("wrong-device",))
 
-    def _expect_grads(self, reply: Reply, expected, name):
-        """A gradient for every input the reference has one for, matching it: one missing, or a
-        reply with fewer of them, is a failure, never a check skipped."""
+    def _expect_grads(self, reply: Reply, expected, name, slack=None):
+        """A gradient for every input the reference has one for, matching it (within the dtype's
+        tolerance plus that input's ``slack``): one missing, or a reply with fewer, is a failure."""
+        import dataclasses
+
         if reply.grad_error:
             raise StudentFault("error", f"{name}: computing gradients through your output failed:\n{reply.grad_error}")
         got = reply.grads
@@ -304,8 +337,10 @@ class Grade:
             if g is None:
                 raise CheckFailed(f"{name}: no gradient flows from the output back to argument {index + 1} "
                                   "(was it detached, or used outside autograd?)")
-            problem = difference(g, expected[index], self.tolerance(expected[index]),
-                                 f"the gradient for argument {index + 1}")
+            tolerance = self.tolerance(expected[index])
+            extra = slack[index] if slack and index < len(slack) else 0.0
+            tolerance = dataclasses.replace(tolerance, atol=tolerance.atol + extra) if extra else tolerance
+            problem = difference(g, expected[index], tolerance, f"the gradient for argument {index + 1}")
             if problem:
                 raise CheckFailed(f"{name}: {problem}{self.case()}")
 
@@ -467,6 +502,36 @@ def _signature(args, kwargs) -> str:
 
     parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kwargs.items()]
     return "(" + ", ".join(parts) + ")"
+
+
+SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
+
+
+def _widened(value):
+    """float32 tensors as float64 (the same values), the rest as they are."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.dtype == torch.float32 else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_widened(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _widened(v) for k, v in value.items()}
+    return value
+
+
+def _gap(narrow, wide) -> float:
+    """SLACK_FACTOR times the largest finite difference between ``narrow`` and ``wide``."""
+    import torch
+
+    if isinstance(narrow, tuple) and isinstance(wide, tuple):
+        return max((_gap(n, w) for n, w in zip(narrow, wide)), default=0.0)
+    if not (isinstance(narrow, torch.Tensor) and isinstance(wide, torch.Tensor)) or narrow.shape != wide.shape \
+            or not narrow.is_floating_point():
+        return 0.0
+    gap = (narrow.detach().double().cpu() - wide.detach().double().cpu()).abs()
+    gap = gap[torch.isfinite(gap)]
+    return SLACK_FACTOR * float(gap.max()) if gap.numel() else 0.0
 
 
 def _cloned(value):
