@@ -99,11 +99,17 @@ def _private_mounts() -> None:
     for path in ("/tmp", "/dev/shm"):
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=256m")
+    tops = sorted({"/tmp/" + path[len("/tmp/"):].split(os.sep)[0] for path in runtime})
+    for top in tops:  # the folders on the way are the sandbox's, read-only as in its view
+        os.mkdir(top, 0o755)
+        _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=64k")
     for path, fd in runtime.items():
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
         _mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
         os.close(fd)
+    for top in tops:
+        _mount(None, top, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
     if os.path.isdir("/grade/cgroup"):
         _mount("tmpfs", "/grade/cgroup", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "mode=000,size=4k")
 
