@@ -17,22 +17,12 @@ import shutil
 import sys
 import tempfile
 import time
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Course
-from grader.errors import GraderError, SubmissionError, UsageError
+from grader.errors import GraderError, UsageError
+from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
-
-ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
-
-
-@dataclass(frozen=True)
-class Job:
-    name: str
-    path: Path
-
 
 def parse_shard(text: str | None) -> tuple[int, int]:
     """``I/N`` (1 <= I <= N): this run grades the I-th of N deterministic slices."""
@@ -45,69 +35,6 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     if not 1 <= index <= count:
         raise UsageError(f"--shard {text}: the index must be between 1 and {count}")
     return index, count
-
-
-def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
-    """The submissions under ``paths``: submission folders, .zip files, or folders holding those."""
-    from grader.submission import resolve_submission
-
-    jobs = []
-    for path in paths:
-        if not path.exists():
-            raise SubmissionError(f"no such file or folder: {path}")
-        if path.suffix == ".zip" or _is_submission(path, course):
-            jobs.append(_job(path, scratch))
-            continue
-        if not path.is_dir():
-            resolve_submission(path, course)  # raises the precise error
-        found = [p for p in sorted(path.iterdir()) if p.suffix == ".zip" or (p.is_dir() and _is_submission(p, course))]
-        if not found:
-            raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
-        jobs += [_job(p, scratch) for p in found]
-    names = [job.name for job in jobs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise UsageError(f"two submissions are named {duplicates[0]!r}; names must be unique")
-    return sorted(jobs, key=lambda job: job.name)
-
-
-def _is_submission(path: Path, course: Course) -> bool:
-    from grader.submission import resolve_submission
-
-    if path.is_dir() and any((path / a.id).is_dir() for a in course.assignments):
-        return True
-    try:
-        resolve_submission(path, course)
-    except SubmissionError:
-        return False
-    return path.is_file() or not any(p.is_dir() for p in path.iterdir() if not p.name.startswith("."))
-
-
-def _job(path: Path, scratch: Path) -> Job:
-    name = path.stem if path.suffix in (".zip", ".py", ".ipynb") else path.name
-    if path.suffix != ".zip":
-        return Job(name, path)
-    target = scratch / name
-    _unzip(path, target)
-    entries = [p for p in target.iterdir() if not p.name.startswith(("__MACOSX", "."))]
-    return Job(name, entries[0] if len(entries) == 1 and entries[0].is_dir() else target)
-
-
-def _unzip(archive: Path, target: Path) -> None:
-    """Extract without following the archive out of ``target`` and within ZIP_LIMIT bytes."""
-    target.mkdir(parents=True)
-    try:
-        with zipfile.ZipFile(archive) as zipped:
-            members = zipped.infolist()
-            if sum(m.file_size for m in members) > ZIP_LIMIT:
-                raise SubmissionError(f"{archive} unpacks to more than {ZIP_LIMIT >> 20} MiB")
-            for member in members:
-                destination = (target / member.filename).resolve()
-                if not str(destination).startswith(str(target.resolve()) + os.sep):
-                    raise SubmissionError(f"{archive}: {member.filename} points outside the archive")
-            zipped.extractall(target)
-    except zipfile.BadZipFile:
-        raise SubmissionError(f"{archive} is not a valid .zip file") from None
 
 
 # --- results on disk -----------------------------------------------------------------------------
@@ -196,8 +123,15 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]
         todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
+        unreadable = {job.name: json.dumps(failed_result(course, job.name, "error", job.error, seed or 0).to_json(),
+                                           indent=2) + "\n" for job in todo if job.error}
+        for name, text in unreadable.items():  # an error result each, never the batch stopped
+            write_atomically(out / f"{name}.json", text)
+        todo = [job for job in todo if not job.error]
         _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
              total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
+        for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
+            write_atomically(out / f"{name}.json", text)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_summary(out, course)

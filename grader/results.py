@@ -8,6 +8,20 @@ STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidde
 _PRIORITY = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented")
 
 
+MESSAGE_LIMIT = 2_000  # characters of one check's message
+FEEDBACK_LIMIT = 8_000  # characters of one exercise's feedback
+
+
+def plain_text(text: str, limit: int) -> str:
+    """Text any report can hold: no lone surrogates (as ``\\udcxx``), no control characters but
+    newlines and tabs, at most ``limit`` characters with the cut said."""
+    text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(c if c in "\n\t" or (ord(c) >= 32 and ord(c) != 127) else "\ufffd" for c in text)
+    if len(text) > limit:
+        text = text[:limit] + f" ... ({len(text) - limit} characters cut)"
+    return text
+
+
 @dataclass
 class CheckOutcome:
     name: str  # the check, as the student may see it (no hidden code)
@@ -15,6 +29,10 @@ class CheckOutcome:
     status: str
     message: str = ""
     misconceptions: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        self.name = plain_text(self.name, 200)
+        self.message = plain_text(self.message, MESSAGE_LIMIT)
 
 
 @dataclass
@@ -59,7 +77,7 @@ class ExerciseResult:
         first = next(c for c in failing if c.status == status)
         more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
         explained = "".join(f"\n{entry.feedback()}" for entry in self.explanations)
-        return f"{first.name}: {first.message}{more}{explained}"
+        return plain_text(f"{first.name}: {first.message}{more}{explained}", FEEDBACK_LIMIT)
 
     @property
     def explanations(self) -> list:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.autograde import autograde, discover, parse_shard
+from grader.autograde import autograde, parse_shard
 from grader.errors import UsageError
+from grader.intake import discover
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,19 +74,8 @@ def test_discovery_finds_folders_and_zips_with_unique_names(course, klass, tmp_p
     jobs = discover([klass], course, tmp_path)
     assert [j.name for j in jobs] == ["alice", "bob", "carol", "dan", "erin"]
     assert (jobs[3].path / "01_attention_basics" / "attention_basics.py").is_file()  # unpacked
-    with pytest.raises(UsageError, match="named 'alice'"):
-        discover([klass / "alice", klass / "alice"], course, tmp_path / "again")
-
-
-def test_a_zip_that_escapes_its_folder_is_refused(course, tmp_path):
-    evil = tmp_path / "evil.zip"
-    with zipfile.ZipFile(evil, "w") as archive:
-        archive.writestr("../../outside.py", "x = 1")
-    from grader.errors import SubmissionError
-
-    with pytest.raises(SubmissionError, match="points outside"):
-        discover([evil], course, tmp_path / "scratch")
-    assert not (tmp_path / "outside.py").exists()
+    again = discover([klass / "alice", klass / "alice"], course, tmp_path / "again")
+    assert [j.name for j in again] == ["alice"]  # the same path twice is one submission
 
 
 def test_every_submission_gets_a_result_and_the_summary_has_a_column_per_exercise(course, klass, tmp_path):

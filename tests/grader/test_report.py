@@ -83,3 +83,21 @@ def test_feedback_without_a_named_mistake_adds_no_hint():
     exercise = ExerciseResult("softmax", 10.0, [CheckOutcome("softmax_random", 1, "failed", "the output is off")])
     assert exercise.feedback == "softmax_random: the output is off"
     assert exercise.to_json()["hints"] == []
+
+
+def test_odd_and_huge_messages_render_in_every_format_and_stay_bounded():
+    """Issue 10, item 8: a lone surrogate or control characters in an exception message crash no
+    report; one check's message and one exercise's feedback are bounded."""
+    from grader.results import FEEDBACK_LIMIT, MESSAGE_LIMIT
+
+    odd = "bad byte \udcff, a NUL \x00, a bell \x07 and an escape \x1b[31m" + "x" * 10 * MESSAGE_LIMIT
+    exercise = ExerciseResult("softmax", 10.0, [CheckOutcome("softmax_random", 1, "error", odd)])
+    result = SubmissionResult("mallory", 1, "cpu", 0.1, [AssignmentResult("01_attention_basics", "Basics", [exercise])])
+    for fmt in FORMATS:
+        text = render(result, fmt)
+        text.encode("utf-8")
+        assert "\x00" not in text and "\x07" not in text
+    ElementTree.fromstring(render(result, "junit"))
+    assert len(exercise.checks[0].message) <= MESSAGE_LIMIT + 40 and "characters cut" in exercise.checks[0].message
+    assert len(exercise.feedback) <= FEEDBACK_LIMIT + 40
+    assert "\\udcff" in exercise.checks[0].message  # shown, as an escape

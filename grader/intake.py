@@ -1,0 +1,173 @@
+"""Finding a class's submissions: folders and ``.zip`` files, each one a job, none able to stop the rest.
+
+A submission that cannot be read (a broken or hostile archive, a link where a module should be) is a
+job with an ``error``: it gets an ``error`` result with that one-line reason, and the batch goes on.
+
+Names. A job's name is its folder's or archive's name without ``.zip``/``.py``/``.ipynb``, and names
+its result file (``<name>.json``). Bytes that are not UTF-8 are written as ``_xNN``; control
+characters, ``/`` and ``\\`` as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_``
+in front. Where two submissions end up with the same name (``bob/`` and ``bob.zip``), the first in
+sorted order keeps it and the next are ``bob~2``, ``bob~3``; the same path named twice is one job.
+
+Archives are unpacked member by member into a scratch folder, never trusting their headers: no
+absolute or ``..`` path, no link, no encrypted member, no compression other than stored or deflate
+(bzip2/lzma too where Python has them), no name part over 255 bytes, no two members of one name, at
+most MAX_MEMBERS members and ZIP_LIMIT bytes counted as they are written, not as declared.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from grader.config import Course
+from grader.errors import SubmissionError
+
+ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
+MAX_MEMBERS = 10_000
+_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    path: Path | None  # the folder, module or notebook to grade; None when ``error`` says why not
+    error: str | None = None
+
+
+def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
+    """The submissions under ``paths``: submission folders, .zip files, or folders holding those.
+    Raises only for a path given that does not exist or holds no submission at all."""
+    found: list[Path] = []
+    for path in paths:
+        if not os.path.lexists(path):
+            raise SubmissionError(f"no such file or folder: {path}")
+        if path.suffix == ".zip" or _is_submission(path, course):
+            found.append(path)
+            continue
+        if not path.is_dir():
+            from grader.submission import resolve_submission
+
+            resolve_submission(path, course)  # raises the precise error
+        inside = [p for p in sorted(path.iterdir())
+                  if p.is_symlink() or p.suffix == ".zip" or (p.is_dir() and _is_submission(p, course))]
+        if not inside:
+            raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
+        found += inside
+    given = {os.path.abspath(p) for p in paths}
+    unique = list(dict.fromkeys(os.path.abspath(p) for p in found))
+    jobs, taken = [], set()
+    for path in sorted(map(Path, unique), key=lambda p: (safe_name(p), str(p))):
+        name = safe_name(path)
+        if name in taken:
+            name = next(f"{name}~{n}" for n in range(2, len(unique) + 2) if f"{name}~{n}" not in taken)
+        taken.add(name)
+        if path.is_symlink() and str(path) not in given:  # a link in a class folder: not followed
+            jobs.append(Job(name, None, f"{name} is a symbolic link; links are not followed"))
+            continue
+        jobs.append(_job(name, path, scratch))
+    return sorted(jobs, key=lambda job: job.name)
+
+
+def safe_name(path: Path) -> str:
+    """The name a submission's results go by (see the module's docstring)."""
+    raw = path.name
+    for suffix in (".zip", ".py", ".ipynb"):
+        if raw.endswith(suffix) and len(raw) > len(suffix):
+            raw = raw[: -len(suffix)]
+            break
+    text = os.fsencode(raw).decode("utf-8", "backslashreplace")
+    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" else c for c in text)[:200]
+    return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
+
+
+def _is_submission(path: Path, course: Course) -> bool:
+    from grader.submission import resolve_submission
+
+    if path.is_symlink():
+        return False
+    if path.is_dir() and any((path / a.id).is_dir() for a in course.assignments):
+        return True
+    try:
+        resolve_submission(path, course)
+    except SubmissionError:
+        return False
+    return path.is_file() or not any(p.is_dir() for p in path.iterdir() if not p.name.startswith("."))
+
+
+def _job(name: str, path: Path, scratch: Path) -> Job:
+    if path.suffix != ".zip":
+        return Job(name, path)
+    target = scratch / name
+    try:
+        unzip(path, target)
+    except SubmissionError as error:
+        return Job(name, None, str(error))
+    entries = [p for p in target.iterdir() if not p.name.startswith(("__MACOSX", "."))]
+    return Job(name, entries[0] if len(entries) == 1 and entries[0].is_dir() else target)
+
+
+def unzip(archive: Path, target: Path) -> None:
+    """Unpack ``archive`` into ``target`` (see the module's docstring), or raise SubmissionError."""
+    shown = os.fsencode(archive.name).decode("utf-8", "backslashreplace")
+    target.mkdir(parents=True)
+    try:
+        if archive.is_symlink() or not archive.is_file():
+            raise SubmissionError(f"{shown} is not a regular file")
+        with zipfile.ZipFile(archive) as zipped:
+            members = zipped.infolist()
+            if len(members) > MAX_MEMBERS:
+                raise SubmissionError(f"{shown} holds more than {MAX_MEMBERS} files")
+            seen: set[str] = set()
+            budget = [ZIP_LIMIT]
+            for member in members:
+                parts = _checked_member(member, shown, seen)
+                destination = target.joinpath(*parts)
+                if member.is_dir():
+                    destination.mkdir(parents=True, exist_ok=True)
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                _extract(zipped, member, destination, budget, shown)
+    except SubmissionError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError, OSError,
+            ValueError, LookupError) as exc:  # zlib.error is an Exception too: below
+        raise SubmissionError(f"{shown} is not a valid .zip file ({type(exc).__name__})") from None
+    except Exception as exc:  # noqa: BLE001 - a corrupt stream (zlib.error, lzma.LZMAError, ...)
+        raise SubmissionError(f"{shown} is not a valid .zip file ({type(exc).__name__})") from None
+
+
+def _checked_member(member: zipfile.ZipInfo, shown: str, seen: set[str]) -> tuple[str, ...]:
+    name = member.filename
+    where = f"{shown}: {name[:80]!r}"
+    if member.flag_bits & 0x1:
+        raise SubmissionError(f"{where} is encrypted")
+    if member.compress_type not in _METHODS:
+        raise SubmissionError(f"{where} uses an unknown compression method ({member.compress_type})")
+    if stat.S_ISLNK(member.external_attr >> 16):
+        raise SubmissionError(f"{where} is a symbolic link")
+    path = PurePosixPath(name.replace("\\", "/"))
+    parts = tuple(part for part in path.parts if part not in ("", "."))
+    if "\x00" in name or path.is_absolute() or ".." in parts or not parts or (len(name) > 1 and name[1] == ":"):
+        raise SubmissionError(f"{where} points outside the archive")
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in parts) or len(name) > 1024:
+        raise SubmissionError(f"{shown}: a name in it is too long")
+    key = "/".join(parts)
+    if key in seen:
+        raise SubmissionError(f"{where} is in the archive twice")
+    seen.add(key)
+    return parts
+
+
+def _extract(zipped: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path, budget: list[int],
+             shown: str) -> None:
+    """Copy one member, counting the bytes actually written against what is left of ZIP_LIMIT."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with zipped.open(member) as source, os.fdopen(os.open(destination, flags, 0o600), "wb") as sink:
+        while chunk := source.read(1 << 16):
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise SubmissionError(f"{shown} unpacks to more than {ZIP_LIMIT >> 20} MiB")
+            sink.write(chunk)
