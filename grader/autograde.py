@@ -45,6 +45,43 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+# The result files a run wrote, with their sha256: export and summary.csv read only those. JSON, but
+# not named *.json, so that scripts globbing the results do not take it for one.
+MANIFEST = ".grade-manifest"
+
+
+def sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_manifest(out: Path) -> dict[str, str] | None:
+    """``{result file name: sha256}`` as ``grade autograde`` last wrote it in ``out``, or None."""
+    try:
+        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None
+    return files
+
+
+def write_manifest(out: Path, written: dict[str, str]) -> None:
+    """The manifest of ``out``: the results this run wrote (``{name: text}``, from memory), and those
+    an earlier run listed that are still as it wrote them (a resumed or sharded run)."""
+    files = {}
+    for file, digest in (read_manifest(out) or {}).items():
+        try:
+            if sha256((out / file).read_text(encoding="utf-8")) == digest:
+                files[file] = digest
+        except (OSError, UnicodeDecodeError):
+            continue
+    files.update({f"{name}.json": sha256(text) for name, text in written.items()})
+    write_atomically(out / MANIFEST, json.dumps({"schema": 1, "results": dict(sorted(files.items()))}, indent=1) + "\n")
+
+
 def read_result(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -61,11 +98,17 @@ def failed_result(course: Course, name: str, status: str, message: str, seed: in
 
 
 def write_summary(out: Path, course: Course) -> Path:
-    """``summary.csv``: a row per result file in ``out``, a column per exercise."""
+    """``summary.csv``: a row per result file of ``out``'s manifest, a column per exercise."""
     columns = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
     path = out / "summary.csv"
     rows = []
+    listed = read_manifest(out) or {}
     for result_file in sorted(out.glob("*.json")):
+        try:
+            if listed.get(result_file.name) != sha256(result_file.read_text(encoding="utf-8")):
+                continue  # not as grade autograde wrote it: never in the summary
+        except (OSError, UnicodeDecodeError):
+            continue
         data = read_result(result_file)
         if data is None:
             continue
@@ -128,10 +171,11 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         for name, text in unreadable.items():  # an error result each, never the batch stopped
             write_atomically(out / f"{name}.json", text)
         todo = [job for job in todo if not job.error]
-        _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
-             total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
+        written = _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
+                       total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
         for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
             write_atomically(out / f"{name}.json", text)
+        write_manifest(out, {**written, **unreadable})  # last: what export will believe
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     write_summary(out, course)
@@ -141,7 +185,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     return 1 if missing else 0
 
 
-def _run(course, todo, out, *, workers, device, seed, total, done_before, confinement) -> None:
+def _run(course, todo, out, *, workers, device, seed, total, done_before, confinement) -> dict[str, str]:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     from grader.progress import Progress
@@ -217,3 +261,4 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, confin
     # every result of this run again, from memory, now that no student code runs.
     for name, text in written.items():
         write_atomically(out / f"{name}.json", text)
+    return written

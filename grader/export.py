@@ -12,7 +12,7 @@ import csv
 import io
 from pathlib import Path
 
-from grader.autograde import read_result
+from grader.autograde import MANIFEST, read_manifest, read_result, sha256
 from grader.config import Course
 from grader.errors import UsageError
 
@@ -20,13 +20,30 @@ GRADEBOOK = "gradebook.db"
 DEFAULT_RESULTS = Path("grades")
 
 
-def collect(result_dirs: list[Path]) -> dict[str, dict]:
-    """Every result by submission; where shards overlap, the most recent result of a name wins."""
+def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[str, dict]:
+    """Every result by submission; where shards overlap, the most recent result of a name wins.
+    Only result files that ``grade autograde`` listed in the folder's manifest, unchanged since, are
+    read: a file student code could have left or changed is named in ``warnings`` and left out."""
     found: dict[str, tuple[float, dict]] = {}
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
-        for path in folder.glob("*.json"):
+        manifest = read_manifest(folder)
+        if manifest is None and any(path.name != MANIFEST for path in folder.glob("*.json")):
+            raise UsageError(f"{folder} has no {MANIFEST} (results not written by grade autograde, or by a "
+                             "version before it kept one): grade the class again into it")
+        for path in sorted(folder.glob("*.json")):
+            if path.name == MANIFEST:
+                continue
+            try:
+                listed = (manifest or {}).get(path.name) == sha256(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                listed = False
+            if not listed:
+                if warnings is not None:
+                    warnings.append(f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed "
+                                    "since): left out")
+                continue
             data = read_result(path)
             if data is not None:
                 stamp = path.stat().st_mtime
@@ -100,7 +117,7 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "source"])
-    sources = [("autograde", collect(result_dirs))]
+    sources = [("autograde", collect(result_dirs, warnings))]
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
         if warnings is not None:

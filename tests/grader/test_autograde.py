@@ -138,9 +138,19 @@ def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(
     (root / "zed" / "01_attention_basics").mkdir(parents=True)
     (root / "zed" / "01_attention_basics" / "attention_basics.py").write_text(
         f"import glob\nfor path in glob.glob({str(out / '*.json')!r}):\n"
-        f"    open(path, 'w').write({forged!r})\n")
+        f"    open(path, 'w').write({forged!r})\n"
+        f"open({str(out / 'zz-extra.json')!r}, 'w').write({forged!r})\n")  # and one of its own, where it can
     autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False, device="cpu", seed=5)
     assert json.loads((out / "aaron.json").read_text())["score"] == 0
+    (out / "zz-extra.json").write_text(forged)  # as student code running as this user could leave it
+    from grader.autograde import write_summary
+    from grader.export import collect
+
+    warnings: list[str] = []
+    assert set(collect([out], warnings)) == {"aaron", "zed"} and collect([out])["aaron"]["score"] == 0
+    assert [line for line in warnings if "zz-extra.json" in line]
+    write_summary(out, course)
+    assert [row.split(",")[0] for row in (out / "summary.csv").read_text().splitlines()[1:]] == ["aaron", "zed"]
 
 
 def test_student_code_cannot_write_into_the_graders_pipes(course, tmp_path):

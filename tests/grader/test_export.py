@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from grader.autograde import write_manifest
 from grader.config import load_course
 from grader.errors import UsageError
 from grader.export import export_csv
@@ -50,6 +51,7 @@ def result_file(folder, name, course, score):
             "duration_s": 1.0, "assignments": [{"id": ASSIGNMENT, "score": score, "max_score": 100.0, "exercises": [
                 {"name": n, "score": p * score / 100, "max_score": p, "status": "passed"} for n, p in assignment.points]}]}
     (folder / f"{name}.json").write_text(json.dumps(data))
+    write_manifest(folder, {name: json.dumps(data)})  # as grade autograde lists what it wrote
 
 
 def rows(text):
@@ -123,3 +125,28 @@ def test_scores_that_the_gradebook_and_autograde_disagree_on_are_named(course_co
     assert "zoe 01_attention_basics:softmax: nbgrader 25, autograde 12.5" in warnings
     assert any(w.startswith("yan 01_attention_basics:softmax: nbgrader 0, autograde 25") for w in warnings)
     assert not any(w.startswith("yan") and ":softmax:" not in w for w in warnings)  # the rest agree
+
+
+def test_a_result_file_left_or_changed_by_student_code_is_not_believed(course_copy, tmp_path):
+    """Issue 10, item 4: export reads only what grade autograde listed in the folder's manifest."""
+    import os
+    import time
+
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)
+    forged = json.loads((tmp_path / "grades" / "zoe.json").read_text())
+    forged["submission"], forged["score"] = "zoe", 100.0
+    (tmp_path / "grades" / "zoe-again.json").write_text(json.dumps(forged))  # a later file of the same name
+    future = time.time() + 3600
+    os.utime(tmp_path / "grades" / "zoe-again.json", (future, future))
+    forged["submission"] = "mallory"
+    (tmp_path / "grades" / "mallory.json").write_text(json.dumps(forged))
+    warnings: list[str] = []
+    got = rows(export_csv(course_copy, [tmp_path / "grades"], None, warnings))
+    assert list(got) == [("zoe", "autograde")] and float(got[("zoe", "autograde")]["score"]) == 50
+    assert len(warnings) == 2 and all("left out" in line for line in warnings)
+    (tmp_path / "grades" / "zoe.json").write_text(json.dumps(forged | {"submission": "zoe"}))  # changed
+    assert list(rows(export_csv(course_copy, [tmp_path / "grades"], None, []))) == []
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "zoe.json").write_text(json.dumps(forged))  # result files, and no manifest
+    with pytest.raises(UsageError, match="grade-manifest"):
+        export_csv(course_copy, [tmp_path / "bare"])
