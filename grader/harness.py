@@ -46,6 +46,16 @@ class StudentFault(Exception):
         self.exception = exception  # the type name of what the student's code raised, if it raised
 
 
+# Operations an exercise may forbid, by bare name: torch functions and aten operators alike, with
+# any overload (grader.worker.op_name): the library's softmax, and its fused attention kernels.
+SOFTMAX_OPS = ("softmax", "log_softmax", "_softmax", "_log_softmax", "_safe_softmax", "softmin")
+FUSED_ATTENTION_OPS = (
+    "scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention",
+    "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+    "_flash_attention_forward", "_efficient_attention_forward")
+
 # the error PyTorch raises for .view() on a tensor whose strides do not allow it
 _VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 

@@ -11,17 +11,12 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.harness import CheckFailed
+from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
 
 pytestmark = pytest.mark.assignment("02_self_attention")
 exercise = pytest.mark.exercise
 
-SDPA_OPS = (  # by name at the torch level and as aten operators, any overload
-    "scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention",
-    "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
-    "_flash_attention_forward", "_efficient_attention_forward")
+SDPA_OPS = FUSED_ATTENTION_OPS
 SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 

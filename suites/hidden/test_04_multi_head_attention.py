@@ -13,17 +13,12 @@ import torch
 
 from grader import diagnose
 from grader.compare import manual_seed
-from grader.harness import CheckFailed, StudentFault
+from grader.harness import FUSED_ATTENTION_OPS, CheckFailed, StudentFault
 
 pytestmark = pytest.mark.assignment("04_multi_head_attention")
 
 # softmax is allowed here: the lesson builds multi-head attention from plain torch operations.
-ATTENTION_OPS = (  # by name at the torch level and as aten operators, any overload
-    "scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention",
-    "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
-    "_flash_attention_forward", "_efficient_attention_forward")
+ATTENTION_OPS = FUSED_ATTENTION_OPS
 exercise = pytest.mark.exercise
 
 SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],

@@ -46,7 +46,8 @@ def test_an_infinite_loop_times_out_once_and_the_rest_is_graded(tight, tmp_path)
     assert time.monotonic() - started < 20  # one timeout per function, not one per check
     where = ex["softmax"].feedback.split("your code was here when it was stopped (innermost first):\n", 1)[1]
     assert where.startswith('  File "') and "attention_basics.py" in where and "in softmax" in where, where
-    assert "worker.py" not in where and "/grade/" not in where and "while True" in where  # their own frame
+    assert "worker.py" not in where and "/grade/" not in where  # their own frame only
+    assert "while True" in where or "    pass" in where  # the loop's line, wherever it was stopped
 
 
 def test_exiting_mid_call_is_a_crash_of_that_exercise_only(tight, tmp_path):
