@@ -4,11 +4,13 @@ The parent imports torch once, then forks ``workers`` grading processes, each wi
 (so a submission's student code never shares a worker with another's). The parent hands out
 submissions, writes every result itself, atomically, as ``DIR/<submission>.json``, and finally
 ``DIR/summary.csv``. A grading process that dies is replaced and its submission retried once; a
-second death is recorded as ``crashed``. Every submission gets a result file.
+second death is recorded as ``crashed``. Every submission gets a result file: one that cannot be
+read (grader/intake.py) an ``error`` result, without stopping the others. Last, once no student code
+runs, the parent rewrites every result from memory and lists them in the folder's manifest, which
+is what summary.csv and ``grade export`` believe (grader/result_folder.py).
 """
 from __future__ import annotations
 
-import csv
 import json
 import multiprocessing
 import os
@@ -22,7 +24,10 @@ from pathlib import Path
 from grader.config import Course
 from grader.errors import GraderError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
+from grader.result_folder import (locked, read_manifest, sort_results, write_atomically, write_manifest,
+                                  write_summary)
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+
 
 def parse_shard(text: str | None) -> tuple[int, int]:
     """``I/N`` (1 <= I <= N): this run grades the I-th of N deterministic slices."""
@@ -37,91 +42,12 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return index, count
 
 
-# --- results on disk -----------------------------------------------------------------------------
-def write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    os.replace(temporary, path)
-
-
-# The result files a run wrote, with their sha256: export and summary.csv read only those. JSON, but
-# not named *.json, so that scripts globbing the results do not take it for one.
-MANIFEST = ".grade-manifest"
-
-
-def sha256(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_manifest(out: Path) -> dict[str, str] | None:
-    """``{result file name: sha256}`` as ``grade autograde`` last wrote it in ``out``, or None."""
-    try:
-        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = data.get("results") if isinstance(data, dict) else None
-    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        return None
-    return files
-
-
-def write_manifest(out: Path, written: dict[str, str]) -> None:
-    """The manifest of ``out``: the results this run wrote (``{name: text}``, from memory), and those
-    an earlier run listed that are still as it wrote them (a resumed or sharded run)."""
-    files = {}
-    for file, digest in (read_manifest(out) or {}).items():
-        try:
-            if sha256((out / file).read_text(encoding="utf-8")) == digest:
-                files[file] = digest
-        except (OSError, UnicodeDecodeError):
-            continue
-    files.update({f"{name}.json": sha256(text) for name, text in written.items()})
-    write_atomically(out / MANIFEST, json.dumps({"schema": 1, "results": dict(sorted(files.items()))}, indent=1) + "\n")
-
-
-def read_result(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("schema") == 1 and "score" in data else None
-
-
+# --- results on disk (grader/result_folder.py) -----------------------------------------------
 def failed_result(course: Course, name: str, status: str, message: str, seed: int) -> SubmissionResult:
     """A result for a submission that could not be graded at all: every exercise ``status``, 0 points."""
     assignments = [AssignmentResult(a.id, a.title, [ExerciseResult(n, p, [CheckOutcome("submission", 1.0, status,
                    message)]) for n, p in a.points]) for a in course.assignments]
     return SubmissionResult(name, seed, "cpu", 0.0, assignments)
-
-
-def write_summary(out: Path, course: Course) -> Path:
-    """``summary.csv``: a row per result file of ``out``'s manifest, a column per exercise."""
-    columns = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
-    path = out / "summary.csv"
-    rows = []
-    listed = read_manifest(out) or {}
-    for result_file in sorted(out.glob("*.json")):
-        try:
-            if listed.get(result_file.name) != sha256(result_file.read_text(encoding="utf-8")):
-                continue  # not as grade autograde wrote it: never in the summary
-        except (OSError, UnicodeDecodeError):
-            continue
-        data = read_result(result_file)
-        if data is None:
-            continue
-        scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
-        rows.append([data["submission"], data["score"], data["max_score"], data["seed"]] +
-                    [scores.get(column, "") for column in columns])
-    handle, temporary = tempfile.mkstemp(dir=out, prefix=".summary.csv.")
-    with os.fdopen(handle, "w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["submission", "score", "max_score", "seed"] + columns)
-        writer.writerows(rows)
-    os.replace(temporary, path)
-    return path
 
 
 # --- the grading processes -----------------------------------------------------------------------
@@ -158,14 +84,19 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         raise UsageError("--workers must be at least 1")
     index, count = parse_shard(shard)
     device = pick_device(device)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out {out}: {error.strerror or error}") from None
+    earlier = read_manifest(out) or {}  # read before any student code runs: it could write one
+    done = {path.stem for path in sort_results(out, earlier)[0]} if resume else set()
     scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
     confinement = confinement_for(course, private)
     print(describe(confinement), file=sys.stderr)
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]
-        todo = [job for job in jobs if not (resume and read_result(out / f"{job.name}.json"))]
+        todo = [job for job in jobs if job.name not in done]
         unreadable = {job.name: json.dumps(failed_result(course, job.name, "error", job.error, seed or 0).to_json(),
                                            indent=2) + "\n" for job in todo if job.error}
         for name, text in unreadable.items():  # an error result each, never the batch stopped
@@ -175,13 +106,19 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
                        total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
         for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
             write_atomically(out / f"{name}.json", text)
-        write_manifest(out, {**written, **unreadable})  # last: what export will believe
+        with locked(out):  # last: what summary.csv and export will believe (grader/result_folder.py)
+            dropped = write_manifest(out, {**written, **unreadable}, earlier,
+                                     trust_meanwhile=confinement.mode != "same-user")
+            write_summary(out, course)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    write_summary(out, course)
-    missing = [job.name for job in jobs if read_result(out / f"{job.name}.json") is None]
+    for file in dropped:
+        print(f"grade: warning: {file} was listed in {out} by another run while student code ran as your user: "
+              "left out (give runs at the same time an --out each)", file=sys.stderr)
+    believed = {path.stem for path in sort_results(out)[0]}
+    missing = [job.name for job in jobs if job.name not in believed]
     for name in missing:
-        print(f"grade: error: no result for {name}", file=sys.stderr)
+        print(f"grade: error: no result for {name} (grade it again with --resume)", file=sys.stderr)
     return 1 if missing else 0
 
 

@@ -12,43 +12,41 @@ import csv
 import io
 from pathlib import Path
 
-from grader.autograde import MANIFEST, read_manifest, read_result, sha256
 from grader.config import Course
 from grader.errors import UsageError
+from grader.result_folder import MANIFEST, read_manifest, read_result, sort_results, written_at
 
 GRADEBOOK = "gradebook.db"
 DEFAULT_RESULTS = Path("grades")
 
 
 def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[str, dict]:
-    """Every result by submission; where shards overlap, the most recent result of a name wins.
-    Only result files that ``grade autograde`` listed in the folder's manifest, unchanged since, are
-    read: a file student code could have left or changed is named in ``warnings`` and left out."""
+    """Every result by submission; where shards overlap, the most recent result of a name wins (by
+    when its run wrote it, as the manifest says). Only result files that ``grade autograde`` listed
+    in the folder's manifest, unchanged since, are read: a file student code could have left or
+    changed is named in ``warnings`` and left out (grader/result_folder.py). A folder of result
+    files without a manifest is refused: its files cannot be told from forged ones."""
     found: dict[str, tuple[float, dict]] = {}
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
         manifest = read_manifest(folder)
-        if manifest is None and any(path.name != MANIFEST for path in folder.glob("*.json")):
+        believed, others = sort_results(folder, manifest)
+        if manifest is None and others:
             raise UsageError(f"{folder} has no {MANIFEST} (results not written by grade autograde, or by a "
-                             "version before it kept one): grade the class again into it")
-        for path in sorted(folder.glob("*.json")):
-            if path.name == MANIFEST:
-                continue
-            try:
-                listed = (manifest or {}).get(path.name) == sha256(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                listed = False
-            if not listed:
-                if warnings is not None:
-                    warnings.append(f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed "
-                                    "since): left out")
-                continue
+                             f"version before it kept one): grade the class again into it (grade autograde "
+                             f"SUBMISSIONS --out {folder})")
+        if warnings is not None:
+            warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed since): left out"
+                         for path in others]
+        times = written_at(folder)
+        for path in believed:
             data = read_result(path)
-            if data is not None:
-                stamp = path.stat().st_mtime
-                if data["submission"] not in found or stamp > found[data["submission"]][0]:
-                    found[data["submission"]] = (stamp, data)
+            if data is None:
+                continue
+            stamp = times.get(path.name, 0.0)
+            if data["submission"] not in found or stamp > found[data["submission"]][0]:
+                found[data["submission"]] = (stamp, data)
     return {name: data for name, (_, data) in sorted(found.items())}
 
 
@@ -121,7 +119,8 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
         if warnings is not None:
-            warnings += disagreements(sources[0][1], sources[1][1])
+            warnings += [f"{line} (a notebook's check cell tampered with, or other random inputs)"
+                         for line in disagreements(sources[0][1], sources[1][1])]
     for source, grades in sources:
         for name, data in grades.items():
             by_assignment = {a["id"]: a for a in data["assignments"]}

@@ -4,9 +4,11 @@ A submission that cannot be read (a broken or hostile archive, a link where a mo
 job with an ``error``: it gets an ``error`` result with that one-line reason, and the batch goes on.
 
 Names. A job's name is its folder's or archive's name without ``.zip``/``.py``/``.ipynb``, and names
-its result file (``<name>.json``). Bytes that are not UTF-8 are written as ``_xNN``; control
-characters, ``/`` and ``\\`` as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_``
-in front. Where two submissions end up with the same name (``bob/`` and ``bob.zip``), the first in
+its result file (``<name>.json``), a row of summary.csv and of ``grade export``. So it must be a safe
+file name and valid UTF-8: bytes that are not UTF-8 are written as ``_xNN``; control characters,
+``/`` and ``\\`` as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_`` in front
+(``..zip`` is ``_.``); a name is cut to NAME_BYTES bytes, so that its result file's name fits. Where
+two submissions end up with the same name (``bob/`` and ``bob.zip``), both are graded: the first in
 sorted order keeps it and the next are ``bob~2``, ``bob~3``; the same path named twice is one job.
 
 Archives are unpacked member by member into a scratch folder, never trusting their headers: no
@@ -27,6 +29,7 @@ from grader.errors import SubmissionError
 
 ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
 MAX_MEMBERS = 10_000
+NAME_BYTES = 200  # of a submission's name: with "~2", ".json" and a temporary file's suffix, under 255
 _METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
 
@@ -41,6 +44,7 @@ def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
     """The submissions under ``paths``: submission folders, .zip files, or folders holding those.
     Raises only for a path given that does not exist or holds no submission at all."""
     found: list[Path] = []
+    unreadable: dict[str, str] = {}  # absolute path -> why
     for path in paths:
         if not os.path.lexists(path):
             raise SubmissionError(f"no such file or folder: {path}")
@@ -51,8 +55,18 @@ def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
             from grader.submission import resolve_submission
 
             resolve_submission(path, course)  # raises the precise error
-        inside = [p for p in sorted(path.iterdir())
-                  if p.is_symlink() or p.suffix == ".zip" or (p.is_dir() and _is_submission(p, course))]
+        try:
+            entries = sorted(path.iterdir())
+        except OSError as error:
+            raise SubmissionError(f"{path} cannot be read ({error.strerror or type(error).__name__})") from None
+        inside = []
+        for entry in entries:
+            try:
+                if entry.is_symlink() or entry.suffix == ".zip" or (entry.is_dir() and _is_submission(entry, course)):
+                    inside.append(entry)
+            except OSError as error:  # a folder we may not read: a job, whose error says so
+                unreadable[os.path.abspath(entry)] = f"cannot be read ({error.strerror or type(error).__name__})"
+                inside.append(entry)
         if not inside:
             raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
         found += inside
@@ -67,6 +81,9 @@ def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
         if path.is_symlink() and str(path) not in given:  # a link in a class folder: not followed
             jobs.append(Job(name, None, f"{name} is a symbolic link; links are not followed"))
             continue
+        if str(path) in unreadable:
+            jobs.append(Job(name, None, f"{name} {unreadable[str(path)]}"))
+            continue
         jobs.append(_job(name, path, scratch))
     return sorted(jobs, key=lambda job: job.name)
 
@@ -79,7 +96,8 @@ def safe_name(path: Path) -> str:
             raw = raw[: -len(suffix)]
             break
     text = os.fsencode(raw).decode("utf-8", "backslashreplace")
-    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" else c for c in text)[:200]
+    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" else c for c in text)
+    text = text.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore")  # a part character cut is dropped
     return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
 
 

@@ -12,11 +12,16 @@ MESSAGE_LIMIT = 2_000  # characters of one check's message
 FEEDBACK_LIMIT = 8_000  # characters of one exercise's feedback
 
 
+_UNPRINTABLE = frozenset(map(chr, [*range(9), *range(11, 32), 127, 0xFFFE, 0xFFFF]))
+
+
 def plain_text(text: str, limit: int) -> str:
-    """Text any report can hold: no lone surrogates (as ``\\udcxx``), no control characters but
-    newlines and tabs, at most ``limit`` characters with the cut said."""
+    """Text any report can hold (UTF-8, XML 1.0, a terminal): no lone surrogates (as ``\\udcxx``), no
+    control characters but newlines and tabs, no U+FFFE/U+FFFF, at most ``limit`` characters with the
+    cut said. Messages carry student text (exception messages, output), so this is done once, where a
+    check's outcome is made, and every renderer and result file can trust it."""
     text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
-    text = "".join(c if c in "\n\t" or (ord(c) >= 32 and ord(c) != 127) else "\ufffd" for c in text)
+    text = "".join("\ufffd" if c in _UNPRINTABLE else c for c in text)
     if len(text) > limit:
         text = text[:limit] + f" ... ({len(text) - limit} characters cut)"
     return text
@@ -121,6 +126,9 @@ class SubmissionResult:
     duration_s: float
     assignments: list[AssignmentResult]
     isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.confine)
+
+    def __post_init__(self):
+        self.submission = plain_text(self.submission, 300)  # a path's name: any bytes but / and NUL
 
     @property
     def score(self) -> float:

@@ -10,6 +10,7 @@ import pytest
 from grader.autograde import autograde, parse_shard
 from grader.errors import UsageError
 from grader.intake import discover
+from grader.result_folder import read_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,9 +88,10 @@ def test_every_submission_gets_a_result_and_the_summary_has_a_column_per_exercis
     erin = json.loads((out / "erin.json").read_text())["assignments"][0]["exercises"]
     assert {e["status"] for e in erin} <= {"crashed", "error"}
     rows = list(csv.reader((out / "summary.csv").open()))
-    assert rows[0][:4] == ["submission", "score", "max_score", "seed"]
-    assert len(rows[0]) == 4 + sum(len(a.exercises) for a in course.assignments)
+    assert rows[0][:4] == ["submission", "score", "max_score", "seed"] and rows[0][-1] == "status"
+    assert len(rows[0]) == 5 + sum(len(a.exercises) for a in course.assignments)
     assert [r[0] for r in rows[1:]] == ["alice", "bob", "carol", "dan", "erin"]
+    assert [r[-1] for r in rows[1:-1]] == ["graded"] * 4 and rows[-1][-1] in ("crashed", "graded")
 
 
 def test_shards_partition_the_class_and_resume_skips_what_is_done(course, klass, tmp_path):
@@ -99,9 +101,13 @@ def test_shards_partition_the_class_and_resume_skips_what_is_done(course, klass,
     assert sorted(p.stem for p in out.glob("*.json")) == ["alice", "bob", "carol", "dan", "erin"]
     before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
     (out / "bob.json").unlink()
+    forged = json.loads((out / "carol.json").read_text()) | {"score": 500.0}
+    (out / "carol.json").write_text(json.dumps(forged))  # not as grade autograde wrote it: graded again
     autograde(course=course, paths=[klass], out=out, workers=1, shard=None, resume=True, device="cpu", seed=5)
     after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
-    assert after.pop("bob.json") and all(after[n] == before[n] for n in after)
+    assert after.pop("bob.json") and after.pop("carol.json") and all(after[n] == before[n] for n in after)
+    assert json.loads((out / "carol.json").read_text())["score"] == 100
+    assert set(read_manifest(out)) == {f"{name}.json" for name in ("alice", "bob", "carol", "dan", "erin")}
 
 
 def test_export_merges_shards_into_one_csv(course, klass, tmp_path):

@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from grader.autograde import write_manifest
 from grader.config import load_course
 from grader.errors import UsageError
 from grader.export import export_csv
+from grader.result_folder import write_manifest
 
 ASSIGNMENT = "01_attention_basics"
 # nbgrader's own add_submission warns about its session (SQLAlchemy), not about anything of ours
@@ -122,7 +122,8 @@ def test_scores_that_the_gradebook_and_autograde_disagree_on_are_named(course_co
     result_file(tmp_path / "grades", "yan", course_copy, 100.0)
     warnings = []
     export_csv(course_copy, [tmp_path / "grades"], book, warnings)
-    assert "zoe 01_attention_basics:softmax: nbgrader 25, autograde 12.5" in warnings
+    assert "zoe 01_attention_basics:softmax: nbgrader 25, autograde 12.5 (a notebook's check cell tampered " \
+           "with, or other random inputs)" in warnings
     assert any(w.startswith("yan 01_attention_basics:softmax: nbgrader 0, autograde 25") for w in warnings)
     assert not any(w.startswith("yan") and ":softmax:" not in w for w in warnings)  # the rest agree
 
@@ -150,3 +151,42 @@ def test_a_result_file_left_or_changed_by_student_code_is_not_believed(course_co
     (tmp_path / "bare" / "zoe.json").write_text(json.dumps(forged))  # result files, and no manifest
     with pytest.raises(UsageError, match="grade-manifest"):
         export_csv(course_copy, [tmp_path / "bare"])
+
+
+def test_grade_export_names_each_result_left_out_on_one_line_of_its_own(course_copy, tmp_path):
+    """The warning for a forged file says what it is, not that a notebook was tampered with."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    result_file(tmp_path / "grades", "alice", course_copy, 100.0)
+    (tmp_path / "grades" / "zz-forged.json").write_text((tmp_path / "grades" / "alice.json").read_text())
+    outcome = CliRunner().invoke(cli, ["--course", str(course_copy.root), "export", str(tmp_path / "grades")])
+    assert outcome.exit_code == 0, outcome.stderr
+    assert [r[0] for r in csv.reader(outcome.stdout.splitlines())][1:] == ["alice"]
+    (line,) = outcome.stderr.splitlines()
+    assert line.startswith("grade: warning: ") and "zz-forged.json" in line and "left out" in line
+    assert "notebook" not in line and "Traceback" not in outcome.stderr
+
+
+def test_where_shards_overlap_the_run_that_wrote_last_wins_not_the_newest_mtime(course_copy, tmp_path):
+    """Student code can set a genuine file's mtime, not the time the manifest records."""
+    import os
+    import time
+
+    result_file(tmp_path / "old", "zoe", course_copy, 100.0)
+    time.sleep(0.01)
+    result_file(tmp_path / "new", "zoe", course_copy, 40.0)
+    future = time.time() + 3600
+    os.utime(tmp_path / "old" / "zoe.json", (future, future))  # as student code could touch it
+    got = rows(export_csv(course_copy, [tmp_path / "old", tmp_path / "new"]))
+    assert float(got[("zoe", "autograde")]["score"]) == 40
+
+
+def test_a_folder_without_a_manifest_is_refused_with_how_to_regenerate_it(course_copy, tmp_path):
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)
+    (tmp_path / "grades" / ".grade-manifest").unlink()
+    with pytest.raises(UsageError, match=r"no \.grade-manifest.*grade autograde SUBMISSIONS --out"):
+        export_csv(course_copy, [tmp_path / "grades"])
+    (tmp_path / "grades" / "zoe.json").unlink()
+    assert export_csv(course_copy, [tmp_path / "grades"]).count("\n") == 1  # an empty folder: just the header

@@ -144,25 +144,72 @@ def test_a_link_in_the_class_folder_is_an_error_not_followed(course, tmp_path):
     assert jobs["alice"].error is None
 
 
+def test_a_long_name_is_cut_to_fit_a_result_file_and_its_temporary(course, tmp_path):
+    from grader.intake import NAME_BYTES
+    from grader.result_folder import write_atomically
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    long = "\N{GRINNING FACE}" * 62  # 248 bytes: its name plus ".json" would not fit in 255
+    good_zip(folder / f"{long}.zip")
+    (folder / f"{long}a.zip").write_bytes(b"garbage")  # the same name once cut: unique all the same
+    jobs = discover([folder], course, tmp_path / "scratch")
+    assert len({job.name for job in jobs}) == 2
+    for job in jobs:
+        assert len(job.name.encode("utf-8")) <= NAME_BYTES + 4
+        write_atomically(tmp_path / f"{job.name}.json", "{}")  # ".<name>.json.XXXXXXXX" fits too
+    assert [job.error is None for job in jobs] == [True, False]
+
+
+def test_a_folder_that_cannot_be_read_is_an_error_job(course, tmp_path, monkeypatch):
+    """As root every folder is readable: the refusal is played by _is_submission."""
+    import grader.intake
+
+    folder = tmp_path / "class"
+    (folder / "locked" / "01_attention_basics").mkdir(parents=True)
+    shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / "alice" / "01_attention_basics")
+    real = grader.intake._is_submission
+
+    def refusing(path, course):
+        if path.name == "locked":
+            raise PermissionError(13, "Permission denied")
+        return real(path, course)
+
+    monkeypatch.setattr(grader.intake, "_is_submission", refusing)
+    jobs = {job.name: job for job in discover([folder], course, tmp_path / "scratch")}
+    assert jobs["locked"].path is None and jobs["locked"].error == "locked cannot be read (Permission denied)"
+    assert jobs["alice"].error is None
+
+
 @pytest.mark.slow
 def test_malformed_submissions_get_error_results_and_alice_her_marks(course, tmp_path, capsys):
+    import csv
+    import warnings
+
     from grader.autograde import autograde
 
     folder = tmp_path / "class"
     folder.mkdir()
-    for kind in ("dotdot", "encrypted", "method", "garbage", "long"):
-        MALFORMED[kind][0](folder / f"{kind}.zip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        for kind, (make, _) in MALFORMED.items():
+            make(folder / f"{kind}.zip")
     good_zip(folder / "..zip")
+    (folder / os.fsdecode(b"caf\xe9.zip")).write_bytes(b"\xff" * 64)  # a name that is not UTF-8
     shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / "alice" / "01_attention_basics")
     out = tmp_path / "results"
     assert autograde(course=course, paths=[folder], out=out, workers=1, shard=None, resume=False,
                      device="cpu", seed=3) == 0
     assert "Traceback" not in capsys.readouterr().err
     results = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
-    assert set(results) == {"dotdot", "encrypted", "method", "garbage", "long", "_.", "alice"}
+    broken = [*MALFORMED, "caf_xe9"]
+    assert set(results) == {*broken, "_.", "alice"}
     alice = results["alice"]["assignments"][0]
     assert alice["score"] == alice["max_score"]
-    for kind in ("dotdot", "encrypted", "method", "garbage", "long"):
-        assert results[kind]["score"] == 0
+    for kind in broken:
+        assert results[kind]["score"] == 0 and results[kind]["submission"] == kind
         assert {e["status"] for a in results[kind]["assignments"] for e in a["exercises"]} == {"error"}
-    assert (out / "summary.csv").read_text(encoding="utf-8").count("\n") == 8
+    rows = list(csv.reader((out / "summary.csv").open(encoding="utf-8", newline="")))
+    status = {row[0]: row[-1] for row in rows[1:]}
+    assert rows[0][-1] == "status" and status.pop("alice") == "graded" and status.pop("_.") == "graded"
+    assert status == {kind: "error" for kind in broken}

@@ -101,3 +101,13 @@ def test_odd_and_huge_messages_render_in_every_format_and_stay_bounded():
     assert len(exercise.checks[0].message) <= MESSAGE_LIMIT + 40 and "characters cut" in exercise.checks[0].message
     assert len(exercise.feedback) <= FEEDBACK_LIMIT + 40
     assert "\\udcff" in exercise.checks[0].message  # shown, as an escape
+
+
+def test_a_non_character_and_an_odd_submission_name_still_make_valid_junit_and_utf8():
+    """U+FFFF is valid UTF-8 but not XML: a JUnit reader would refuse the whole report."""
+    exercise = ExerciseResult("softmax", 10.0, [CheckOutcome("softmax_random", 1, "failed", "got \uffff\ufffe")])
+    result = SubmissionResult("mal\x00lory\udcff", 1, "cpu", 0.1,
+                              [AssignmentResult("01_attention_basics", "Basics", [exercise])])
+    ElementTree.fromstring(render(result, "junit"))
+    for fmt in FORMATS:
+        render(result, fmt).encode("utf-8")

@@ -1,0 +1,180 @@
+"""A folder of results as ``grade autograde`` leaves it: ``<name>.json`` per submission, the manifest
+``.grade-manifest``, and ``summary.csv``.
+
+Why a manifest. Where student code runs as the grader's own user (no sandbox, not root) it can write
+into the results folder: drop a ``zz.json`` with full marks for a name not in the batch, or one with a
+future mtime to win a merge. ``grade autograde`` rewrites every result of its run from memory once no
+student code runs any more, then writes, last, the manifest: each result file's name and sha256.
+``summary.csv`` and ``grade export`` believe only the files listed there with that hash; any other is
+named and left out. The manifest is JSON but not named ``*.json``, so that globbing the results never
+takes it for one.
+
+Runs one after another into one folder (``--resume``, shards in turn) keep each other's results: a run
+reads the manifest before any student code starts, and keeps those entries whose file is still as
+listed. Runs at the same time into one folder (a Slurm array) merge their manifests under a lock; the
+entries another run added meanwhile are kept only where this run's student code could not write into
+the folder (a sandbox, or a uid of its own), since otherwise that code could have added them.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+MANIFEST = ".grade-manifest"
+LOCK = ".grade-manifest.lock"
+SUMMARY_FIRST = ["submission", "score", "max_score", "seed"]  # then a column per exercise, then "status"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one; text that is not valid UTF-8 (a
+    lone surrogate) is written escaped rather than failing."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def read_result(path: Path) -> dict | None:
+    """A result file's data, or None for anything that is not a schema-1 result."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == 1 and "score" in data else None
+
+
+def read_manifest(folder: Path) -> dict[str, str] | None:
+    """``{result file name: sha256}`` as ``grade autograde`` last wrote it in ``folder``, or None."""
+    return _read(folder)[0]
+
+
+def written_at(folder: Path) -> dict[str, float]:
+    """When the run that listed each result file wrote it (export's "most recent wins" uses this, not
+    the file's mtime, which student code could set)."""
+    return _read(folder)[1]
+
+
+def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float]]:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, {}
+    files = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None, {}
+    times = data.get("written")
+    times = {k: v for k, v in times.items() if isinstance(v, (int, float))} if isinstance(times, dict) else {}
+    return files, times
+
+
+def _unchanged(path: Path, digest: str) -> bool:
+    try:
+        return not path.is_symlink() and sha256(path.read_text(encoding="utf-8")) == digest
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def sort_results(folder: Path, manifest: dict[str, str] | None = None) -> tuple[list[Path], list[Path]]:
+    """The ``*.json`` files of ``folder``: those listed in its manifest and unchanged since, and the rest."""
+    manifest = (read_manifest(folder) or {}) if manifest is None else manifest
+    believed, others = [], []
+    for path in sorted(folder.glob("*.json")):
+        (believed if path.name in manifest and _unchanged(path, manifest[path.name]) else others).append(path)
+    return believed, others
+
+
+def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str] | None = None, *,
+                   trust_meanwhile: bool = True) -> list[str]:
+    """List in ``folder``'s manifest the results this run wrote (``{submission: text}``, hashed from
+    memory), the ``earlier`` entries (the manifest as it was before this run's student code ran;
+    default: as it is now) whose files are unchanged, and, with ``trust_meanwhile``, the entries
+    another run added since. Call it holding :func:`locked`. Returns the entries left out because
+    they appeared during this run and are not trusted."""
+    current, times = _read(folder)
+    current = current or {}
+    earlier = current if earlier is None else earlier
+    mine = {f"{name}.json": sha256(text) for name, text in written.items()}
+    meanwhile = {file: digest for file, digest in current.items() if earlier.get(file) != digest and file not in mine}
+    kept = {**earlier, **meanwhile} if trust_meanwhile else dict(earlier)
+    files = {file: digest for file, digest in kept.items() if file not in mine and _unchanged(folder / file, digest)}
+    now = time.time()
+    stamps = {file: times.get(file, now) for file in files}
+    files.update(mine)
+    stamps.update({file: now for file in mine})
+    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "results": dict(sorted(files.items())),
+                                                   "written": dict(sorted(stamps.items()))}, indent=1) + "\n")
+    return [] if trust_meanwhile else sorted(meanwhile)
+
+
+@contextlib.contextmanager
+def locked(folder: Path, timeout_s: float = 120.0):
+    """One run at a time updates ``folder``'s manifest and summary. A lock nobody releases (or a lock
+    file that is not a plain file) delays the run by ``timeout_s`` at most: it never stops it."""
+    import fcntl
+
+    try:
+        handle = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(handle)
+
+
+def overall_status(data: dict) -> str:
+    """``graded``, or the status of a submission that could not be graded at all (``error``,
+    ``crashed``...): every exercise failed by the one ``submission`` check of that status."""
+    exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
+    statuses = {e.get("status") for e in exercises}
+    whole = all([c.get("name") for c in e.get("checks", ())] == ["submission"] for e in exercises)
+    if exercises and whole and len(statuses) == 1 and statuses != {"passed"}:
+        return str(statuses.pop())
+    return "graded"
+
+
+def write_summary(out: Path, course) -> Path:
+    """``summary.csv``: a row per believed result file, a column per exercise of ``course``, and the
+    submission's overall ``status`` last (so that the exercise columns keep their positions)."""
+    exercise_columns = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
+    rows = []
+    for result_file in sort_results(out)[0]:
+        data = read_result(result_file)
+        if data is None:
+            continue
+        scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
+        rows.append([data["submission"], data["score"], data["max_score"], data["seed"]] +
+                    [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(SUMMARY_FIRST + exercise_columns + ["status"])
+    writer.writerows(rows)
+    path = out / "summary.csv"
+    write_atomically(path, buffer.getvalue())
+    return path

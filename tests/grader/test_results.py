@@ -1,0 +1,34 @@
+"""What a grading run produces (grader/results.py): text from student code is made safe and bounded
+once, where a check's outcome is made, so no report or result file can be broken by it."""
+import json
+
+from grader.results import (FEEDBACK_LIMIT, MESSAGE_LIMIT, AssignmentResult, CheckOutcome, ExerciseResult,
+                            SubmissionResult, plain_text)
+
+
+def test_plain_text_keeps_lines_and_tabs_and_shows_what_it_cannot_keep():
+    assert plain_text("line one\n\tline two", 100) == "line one\n\tline two"
+    assert plain_text("caf\udce9", 100) == "caf\\udce9"  # a lone surrogate, as an escape
+    assert plain_text("a\x00b\x1b[31mc\x7f\r\ufffe\uffff", 100) == "a\ufffdb\ufffd[31mc\ufffd\ufffd\ufffd\ufffd"
+    assert plain_text("héllo ✓", 100) == "héllo ✓"
+
+
+def test_plain_text_says_how_much_it_cut():
+    assert plain_text("x" * 25, 10) == "x" * 10 + " ... (15 characters cut)"
+    assert plain_text("x" * 10, 10) == "x" * 10
+
+
+def test_a_check_message_and_an_exercise_feedback_are_bounded():
+    checks = [CheckOutcome(f"check_{n}", 1, "failed", "y" * 5 * MESSAGE_LIMIT) for n in range(3)]
+    assert all(len(c.message) < MESSAGE_LIMIT + 40 and c.message.endswith("characters cut)") for c in checks)
+    exercise = ExerciseResult("softmax", 10.0, checks)
+    assert len(exercise.feedback) < FEEDBACK_LIMIT + 40
+
+
+def test_an_odd_submission_name_is_made_safe_and_the_result_is_utf8_json():
+    result = SubmissionResult("caf\udce9\x00", 1, "cpu", 0.0, [AssignmentResult("01", "Basics", [
+        ExerciseResult("softmax", 1.0, [CheckOutcome("softmax_random", 1, "error", "boom \udcff")])])])
+    assert result.submission == "caf\\udce9\ufffd"
+    text = json.dumps(result.to_json(), ensure_ascii=False)
+    text.encode("utf-8")  # no lone surrogate anywhere
+    assert json.loads(text)["assignments"][0]["exercises"][0]["feedback"] == "softmax_random: boom \\udcff"
