@@ -155,6 +155,12 @@ class Tracer:
                         tracer.max_numel = max(tracer.max_numel, item.numel())
                 return result
 
+        # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, importing torch._dynamo
+        # (a second and a half, and memory) at its first call; the worker compiles nothing (see
+        # switch_off_compilers), so the wrapper may call the method as it is
+        raw = getattr(Operators.__torch_dispatch__, "__wrapped__", None)
+        if raw is not None:
+            setattr(raw, "__dynamo_disable", raw)
         self.modes = (Functions(), Operators())
 
     def refuse(self, name: str) -> None:
