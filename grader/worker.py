@@ -126,45 +126,15 @@ class Tracer:
     Counts and the largest result come from the dispatcher; a forbidden name at either level stops the call."""
 
     def __init__(self, forbidden: frozenset[str]):
-        from torch.overrides import TorchFunctionMode, resolve_name
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        tracer = self
+        functions, operators = _mode_classes()
         self.forbidden_names = forbidden
         self.count = 0
         self.names: dict[str, int] = {}
         self.forbidden: list[str] = []
         self.max_numel = 0
+        self.modes = (functions(self), operators(self))
 
-        class Functions(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                name = resolve_name(func) or getattr(func, "__name__", None) or repr(func)
-                tracer.refuse(name)
-                return func(*args, **(kwargs or {}))
-
-        class Operators(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else op_name(str(func))
-                tracer.refuse(name)
-                tracer.count += 1
-                tracer.names[name] = tracer.names.get(name, 0) + 1
-                result = func(*args, **(kwargs or {}))
-                for item in result if isinstance(result, (tuple, list)) else (result,):
-                    numel = getattr(item, "numel", None)
-                    if callable(numel) and hasattr(item, "shape"):
-                        tracer.max_numel = max(tracer.max_numel, item.numel())
-                return result
-
-        # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, importing torch._dynamo
-        # (a second and a half, and memory) at its first call; the worker compiles nothing (see
-        # switch_off_compilers), so the wrapper may call the method as it is
-        raw = getattr(Operators.__torch_dispatch__, "__wrapped__", None)
-        if raw is not None:
-            setattr(raw, "__dynamo_disable", raw)
-        self.modes = (Functions(), Operators())
-
-    def refuse(self, name: str) -> None:
-        bare = op_name(name)
+    def refuse(self, bare: str) -> None:
         if bare in self.forbidden_names:
             if bare not in self.forbidden:
                 self.forbidden.append(bare)
@@ -179,6 +149,55 @@ class Tracer:
         for mode in reversed(self.modes):
             mode.__exit__(*exc)
         return False
+
+
+_MODES: tuple = ()
+
+
+def _mode_classes() -> tuple:
+    """The two torch modes a Tracer enters, made once per process."""
+    global _MODES
+    if _MODES:
+        return _MODES
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Functions(TorchFunctionMode):
+        def __init__(self, tracer: Tracer):
+            super().__init__()
+            self.tracer = tracer
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.tracer.refuse(op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func)))
+            return func(*args, **(kwargs or {}))
+
+    class Operators(TorchDispatchMode):
+        def __init__(self, tracer: Tracer):
+            super().__init__()
+            self.tracer = tracer
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            tracer = self.tracer
+            packet = getattr(func, "overloadpacket", None)
+            name = packet.__name__ if packet is not None else op_name(str(func))
+            tracer.refuse(name)
+            tracer.count += 1
+            tracer.names[name] = tracer.names.get(name, 0) + 1
+            result = func(*args, **(kwargs or {}))
+            for item in result if isinstance(result, (tuple, list)) else (result,):
+                if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
+                    tracer.max_numel = item.numel()
+            return result
+
+    # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, importing torch._dynamo
+    # (a second and a half, and memory) at its first call; the worker compiles nothing (see
+    # switch_off_compilers), so the wrapper may call the method as it is
+    raw = getattr(Operators.__torch_dispatch__, "__wrapped__", None)
+    if raw is not None:
+        setattr(raw, "__dynamo_disable", raw)
+    _MODES = (Functions, Operators)
+    return _MODES
 
 
 def make_tracer(forbidden: frozenset[str]) -> Tracer:
