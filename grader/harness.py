@@ -72,8 +72,8 @@ def explained(fault: StudentFault) -> Exception:
 @dataclass
 class Reply:
     out: object
-    ops: int = 0
-    max_numel: int = 0
+    ops: int | None = None  # with Grade.call(measure=True) only
+    max_numel: int | None = None
     device: str | None = None
     mutated: tuple[int, ...] = ()
     grads: list | None = None
@@ -93,7 +93,7 @@ def reply_of(reply: dict) -> Reply:
         grads = reply.get("grads")
         param_grads = reply.get("param_grads")
         checked = Reply(
-            out=out, ops=_count(reply.get("ops", 0)), max_numel=_count(reply.get("max_numel", 0)),
+            out=out, ops=_count(reply.get("ops")), max_numel=_count(reply.get("max_numel")),
             device=sent_from(out) if isinstance(out, torch.Tensor) else None,
             mutated=tuple(_count(i) for i in reply.get("mutated", ())),
             grads=None if grads is None else [decode(g) for g in grads],
@@ -106,7 +106,9 @@ def reply_of(reply: dict) -> Reply:
     return checked
 
 
-def _count(value) -> int:
+def _count(value) -> int | None:
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("not a count")
     return value
@@ -187,12 +189,14 @@ class Grade:
         return self.session.course.tolerance(name)
 
     # calls -------------------------------------------------------------------------------------------
-    def call(self, target, *args, grad_out=None, seed=None, label=None, **kwargs) -> Reply:
-        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker."""
+    def call(self, target, *args, grad_out=None, seed=None, label=None, measure=False, **kwargs) -> Reply:
+        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
+        ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
+        None otherwise: the worker then watches operators only for forbidden ones)."""
         try:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                           "name": label, "grad_out": grad_out, "seed": seed,
-                                          "forbidden": self.forbidden})
+                                          "forbidden": self.forbidden, "measure": measure})
         except StudentFault as fault:
             raise explained(fault) from None
         return reply_of(reply)
@@ -236,7 +240,7 @@ class Grade:
         """The student's ``name(*args, **kwargs)``, its output checked against the reference's: a
         property measured on the reply (operations, memory) scores only with a right answer."""
         expected, _, _, _ = self._reference(name, args, kwargs, False)
-        reply = self.call(name, *args, **kwargs)
+        reply = self.call(name, *args, measure=True, **kwargs)
         self.expect(reply, expected, f"{name}{_signature(args, kwargs)}")
         return reply
 
@@ -480,7 +484,7 @@ class ModulePair:
     def measured(self, *args) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
         expected = self.reference(*args)
-        reply = self.call(*args)
+        reply = self.grade.call(self.handle, *args, label=self.name, measure=True)
         self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
         return reply
 

@@ -125,14 +125,15 @@ class Tracer:
     them: ``torch.ops.aten.*`` with any overload, TorchScript and traced functions, ``torch.compile``.
     Counts and the largest result come from the dispatcher; a forbidden name at either level stops the call."""
 
-    def __init__(self, forbidden: frozenset[str]):
+    def __init__(self, forbidden: frozenset[str], measure: bool = True):
         functions, operators = _mode_classes()
         self.forbidden_names = forbidden
         self.count = 0
         self.names: dict[str, int] = {}
         self.forbidden: list[str] = []
         self.max_numel = 0
-        self.modes = (functions(self), operators(self))
+        # the dispatcher's view costs a Python call per operator: only where something needs it
+        self.modes = (functions(self), operators(self)) if forbidden or measure else (functions(self),)
 
     def refuse(self, bare: str) -> None:
         if bare in self.forbidden_names:
@@ -200,8 +201,8 @@ def _mode_classes() -> tuple:
     return _MODES
 
 
-def make_tracer(forbidden: frozenset[str]) -> Tracer:
-    return Tracer(forbidden)
+def make_tracer(forbidden: frozenset[str], measure: bool = True) -> Tracer:
+    return Tracer(forbidden, measure)
 
 
 def switch_off_compilers() -> None:
@@ -409,7 +410,8 @@ class Server:
         before = [(t, t._version, t.detach().clone()) for t in tensors]
         if request.get("seed") is not None:
             seed_all(request["seed"])
-        tracer = make_tracer(frozenset(request.get("forbidden", ())))
+        measure = request.get("measure") is True
+        tracer = make_tracer(frozenset(request.get("forbidden", ())), measure)
         try:
             with tracer:
                 out = fn(*args, **kwargs)
@@ -421,8 +423,9 @@ class Server:
         if size > self.spec.reply_limit:  # refused before any copy is made
             raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
                                  f"the limit is {self.spec.reply_limit >> 20} MiB)")
-        reply = {"ok": True, "out": _plain(out), "ops": tracer.count, "op_names": tracer.names,
-                 "max_numel": tracer.max_numel, "forbidden": tracer.forbidden}
+        reply = {"ok": True, "out": _plain(out), "forbidden": tracer.forbidden}
+        if measure:
+            reply.update(ops=tracer.count, op_names=tracer.names, max_numel=tracer.max_numel)
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)
             if t._version != version or not torch.equal(t.detach(), copy)
