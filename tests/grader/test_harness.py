@@ -208,9 +208,9 @@ def test_a_module_of_constants_scores_nothing_in_any_assignment(course, grader, 
 STYLES = {
     "logsumexp": """
 def softmax(x, dim=-1):
-    lse = torch.logsumexp(x, dim=dim, keepdim=True)
-    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
-    return torch.exp(x - lse)
+    hidden = torch.isneginf(x).all(dim=dim, keepdim=True)
+    lse = torch.logsumexp(x.masked_fill(hidden, 0.0), dim=dim, keepdim=True)
+    return torch.exp(x - lse).masked_fill(hidden, 0.0)
 """,
     "guarded two-pass": """
 def softmax(x, dim=-1):
@@ -230,10 +230,23 @@ def simple_self_attention(inputs):
 def softmax(x, dim=-1):
     m = x.amax(dim=dim, keepdim=True)
     shifted = x - m.masked_fill(torch.isinf(m), 0.0)
-    out = torch.exp(shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True)))
-    return torch.nan_to_num(out, nan=0.0)
+    log_total = torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny))
+    return torch.exp(shifted - log_total)
 """,
 }
+
+
+def test_a_softmax_whose_gradient_is_nan_on_a_hidden_row_loses_that_check_only(course, grader, tmp_path):
+    """Issue 11, item 6: the all -inf case checks gradients too; a softmax that zeroes the NaN of the
+    output (nan_to_num after the division) leaves NaN in the gradient, and loses that check alone."""
+    source = SOLUTION_01 + """
+def softmax(x, dim=-1):
+    e = torch.exp(x - x.max(dim=dim, keepdim=True).values)
+    return torch.nan_to_num(e / e.sum(dim=dim, keepdim=True), nan=0.0)
+"""
+    softmax = _grade(course, grader, tmp_path, source, exercises=("softmax",))["softmax"]
+    failed = [c for c in softmax.checks if c.status != "passed"]
+    assert [c.name for c in failed] == ["softmax_minus_infinity"] and "NaN" in failed[0].message, failed
 
 
 @pytest.mark.slow

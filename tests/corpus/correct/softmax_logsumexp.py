@@ -1,9 +1,9 @@
-"""softmax: exp(x - logsumexp(x)), with all -inf slices sent to zero explicitly."""
+"""softmax: exp(x - logsumexp(x)); a slice with every entry -inf gives zeros, and no NaN in its gradient
+(its logsumexp is taken over zeros instead, and its output masked)."""
 import torch
 
 
 def softmax(x, dim=-1):
-    lse = torch.logsumexp(x, dim=dim, keepdim=True)
-    everything_hidden = torch.isneginf(lse)
-    lse = torch.where(everything_hidden, torch.zeros_like(lse), lse)
-    return torch.exp(x - lse)
+    everything_hidden = torch.isneginf(x).all(dim=dim, keepdim=True)
+    lse = torch.logsumexp(x.masked_fill(everything_hidden, 0.0), dim=dim, keepdim=True)
+    return torch.exp(x - lse).masked_fill(everything_hidden, 0.0)
