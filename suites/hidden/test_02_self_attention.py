@@ -165,6 +165,19 @@ def test_attention_weights_mask(grade, mask_shape):
 
 
 @exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
+def test_attention_weights_large_scores(grade):
+    """Scaled scores in the hundreds, far past where a float32 exp overflows (about 88): a softmax
+    without its max shift gives inf / inf = NaN."""
+    queries, keys = grade.randn(2, 5, 8, scale=40.0), grade.randn(2, 7, 8, scale=40.0)
+    right = right_attention(queries, keys, None, None)
+    diagnose.diagnosed(
+        grade, lambda: grade.same("attention_weights", queries, keys, grad=True),
+        lambda: grade.call("attention_weights", queries, keys).out,
+        attention_mistakes(queries, keys, None, None), right=lambda: right,
+        explain_output=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)
+
+
+@exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
 def test_attention_weights_fully_hidden_row(grade):
     mask = hidden(grade, 4, 6)
     mask[..., 0] = False

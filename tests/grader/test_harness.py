@@ -260,3 +260,19 @@ def test_a_correct_answer_in_another_style_loses_no_point_on_twenty_seeds(course
                     exercises=("softmax", "attention_scores", "simple_self_attention"))
         lost += [(seed, e.name, e.feedback[:300]) for e in ex.values() if e.score < e.max_score]
     assert lost == []
+
+
+def test_attention_weights_without_a_max_shift_is_caught_on_large_scores_and_named(course, grader, tmp_path):
+    """Issue 11, item 6: a check whose scaled scores overflow a float32 exp."""
+    source = SOLUTION_02 + """
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    e = torch.exp(scores)
+    return e / e.sum(dim=-1, keepdim=True)
+"""
+    ex = _grade(course, grader, tmp_path, source, "02_self_attention", "self_attention.py",
+                exercises=("attention_weights",))["attention_weights"]
+    assert "attention_weights_large_scores" in [c.name for c in ex.checks if c.status == "failed"]
+    assert ex.misconceptions == ["softmax-unstable"]
