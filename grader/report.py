@@ -50,12 +50,13 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
                           f"{_points(exercise.score)}/{_points(exercise.max_score)}",
                           f"[{style}]{_SHORT.get(exercise.status, exercise.status)}[/]")
         console.print(table)
+        feedback = assignment.feedback_said_once()
         for exercise in assignment.exercises:
-            if exercise.status in ("passed", "not_implemented"):
+            if exercise.name not in feedback:
                 continue
             tags = escape(f" [{', '.join(exercise.misconceptions)}]") if exercise.misconceptions else ""
             console.print(f"[bold]{escape(exercise.name)}[/]{tags}", highlight=False)
-            console.print(_indent(exercise.feedback), markup=False, highlight=False, soft_wrap=True)
+            console.print(_indent(feedback[exercise.name]), markup=False, highlight=False, soft_wrap=True)
         console.print()
     console.print(f"[bold]total {_points(result.score)}/{_points(result.max_score)}[/]   seed {result.seed}   "
                   f"device {result.device}   {result.duration_s:.1f} s")
@@ -133,11 +134,14 @@ def _markdown(result: SubmissionResult) -> str:
     for assignment in result.assignments:
         lines += [f"### {assignment.id}: {_points(assignment.score)} / {_points(assignment.max_score)}", "",
                   "| | exercise | points | status | feedback |", "|---|---|---:|---|---|"]
+        explained: set[str] = set()
         for exercise in assignment.exercises:
             feedback = "" if exercise.status == "passed" else exercise.feedback.splitlines()[0]
             if exercise.misconceptions:
                 feedback = f"`{'`, `'.join(exercise.misconceptions)}` {feedback}"
-                feedback += "".join(f"<br>**{e.id}**: {e.explanation} *Hint:* {e.hint}" for e in exercise.explanations)
+                feedback += "".join(f"<br>**{e.id}**: {e.explanation} *Hint:* {e.hint}" for e in exercise.explanations
+                                    if e.id not in explained)  # each explained once per assignment
+                explained.update(exercise.misconceptions)
             feedback = feedback.replace("|", "\\|")
             lines.append(f"| {_MARK[exercise.status]} | `{exercise.name}` | {_points(exercise.score)}/"
                          f"{_points(exercise.max_score)} | {_SHORT.get(exercise.status, exercise.status)} | {feedback} |")

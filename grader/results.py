@@ -72,6 +72,13 @@ class ExerciseResult:
 
     @property
     def feedback(self) -> str:
+        return self.feedback_after({})
+
+    def feedback_after(self, said: dict[str, str]) -> str:
+        """The feedback, as a report shows it after the exercises that ``said`` what they said
+        (``{message or misconception id: exercise}``, updated here): a message an earlier exercise
+        showed (one import error behind every exercise) and a misconception already explained are
+        pointed to, not repeated."""
         status = self.status
         if status == "passed":
             return f"all {len(self.checks)} checks passed"
@@ -81,8 +88,16 @@ class ExerciseResult:
         failing = [c for c in self.checks if c.status != "passed"]
         first = next(c for c in failing if c.status == status)
         more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
-        explained = "".join(f"\n{entry.feedback()}" for entry in self.explanations)
-        return plain_text(f"{first.name}: {first.message}{more}{explained}", FEEDBACK_LIMIT)
+        message = first.message
+        if "\n" in message and message in said:
+            message = f"the same as {said[message]}, above"
+        said.setdefault(first.message, self.name)
+        explained = ""
+        for entry in self.explanations:
+            explained += f"\n{entry.id}: explained under {said[entry.id]}, above" if entry.id in said \
+                else f"\n{entry.feedback()}"
+            said.setdefault(entry.id, self.name)
+        return plain_text(f"{first.name}: {message}{more}{explained}", FEEDBACK_LIMIT)
 
     @property
     def explanations(self) -> list:
@@ -112,6 +127,13 @@ class AssignmentResult:
     @property
     def max_score(self) -> float:
         return sum(e.max_score for e in self.exercises)
+
+    def feedback_said_once(self) -> dict[str, str]:
+        """Each exercise's feedback as a report for people shows it, top to bottom: what an earlier
+        exercise already said (a traceback, a misconception's explanation) is pointed to, once said.
+        JSON keeps every exercise's feedback whole, for tools that read one exercise alone."""
+        said: dict[str, str] = {}
+        return {e.name: e.feedback_after(said) for e in self.exercises if e.status not in ("passed", "not_implemented")}
 
     def to_json(self) -> dict:
         return {"id": self.id, "score": self.score, "max_score": self.max_score,

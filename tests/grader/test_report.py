@@ -111,3 +111,21 @@ def test_a_non_character_and_an_odd_submission_name_still_make_valid_junit_and_u
     ElementTree.fromstring(render(result, "junit"))
     for fmt in FORMATS:
         render(result, fmt).encode("utf-8")
+
+
+def test_an_explanation_and_a_traceback_are_said_once_per_assignment():
+    """Issue 11, item 8: one import error behind every exercise, one misconception behind several."""
+    traceback = 'importing your module failed:\n  File "m.py", line 3\n    def f(:\nSyntaxError: invalid syntax'
+    broken = [ExerciseResult(name, 5.0, [CheckOutcome(f"{name}_random", 1, "error", traceback)])
+              for name in ("softmax", "attention_scores", "context_vector_loop")]
+    masked = [ExerciseResult(name, 5.0, [CheckOutcome(f"{name}_mask", 1, "failed", f"{name}: off at 3 entries",
+                                                      ("mask-inverted",))]) for name in ("a", "b")]
+    result = SubmissionResult("alice", 1, "cpu", 0.1, [AssignmentResult("01_attention_basics", "Basics", broken + masked)])
+    text = render(result, "table")
+    assert text.count("SyntaxError: invalid syntax") == 1 and text.count("the same as softmax, above") == 2
+    from grader.catalogue import CATALOGUE
+
+    explanation = CATALOGUE["mask-inverted"].explanation.split(".")[0]
+    assert text.count(explanation[:40]) == 1 and "mask-inverted: explained under a, above" in text
+    assert render(result, "markdown").count(explanation[:40]) == 1
+    assert all("SyntaxError" in e["feedback"] for e in json.loads(render(result, "json"))["assignments"][0]["exercises"][:3])
