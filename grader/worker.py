@@ -132,8 +132,9 @@ class Tracer:
         self.names: dict[str, int] = {}
         self.forbidden: list[str] = []
         self.max_numel = 0
-        # the dispatcher's view costs a Python call per operator: only where something needs it
-        self.modes = (functions(self), operators(self)) if forbidden or measure else (functions(self),)
+        # each view costs a Python call per operation: taken only where a forbidden list or a measure
+        # needs it (a call with neither is watched by nothing but its deadline)
+        self.modes = (functions(self), operators(self)) if forbidden or measure else ()
 
     def refuse(self, bare: str) -> None:
         if bare in self.forbidden_names:
