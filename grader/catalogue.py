@@ -32,7 +32,8 @@ _ENTRIES = (
         "softmax-unstable",
         "Your softmax overflows: large scores give inf or NaN, or a slice that is all -inf gives NaN "
         "instead of zeros.",
-        "Subtract each slice's maximum before exp(), and shift an all -inf slice by 0: "
+        "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0), and give "
+        "such a slice zeros rather than 0/0 (divide where the sum is above 0, e.g. with torch.where): "
         "01 section 3, \"Where the naive formula breaks\", and section 4, \"A softmax that does not overflow\".",
         "return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)"),
     Misconception(

@@ -44,6 +44,17 @@ class Isolation:
     separate_user: str = "auto"  # auto: when the machine allows it; never; required: refuse to grade without
 
 
+CASCADES = ("once", "every")
+
+
+@dataclass(frozen=True)
+class Grading:
+    """Scoring policy. ``cascades``: "once" (an exercise right but for the student's own faulty helper
+    keeps its points and names the helper) or "every" (it loses them too)."""
+
+    cascades: str = "once"
+
+
 @dataclass(frozen=True)
 class Assignment:
     id: str
@@ -77,6 +88,7 @@ class Course:
     tolerances: tuple[tuple[str, Tolerance], ...]
     assignments: tuple[Assignment, ...]
     isolation: Isolation = Isolation()
+    grading: Grading = Grading()
 
     def assignment(self, assignment_id: str) -> Assignment:
         for assignment in self.assignments:
@@ -100,8 +112,9 @@ class Course:
 # --- the schema -----------------------------------------------------------------------------------
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
-_OPTIONAL_TOP_KEYS = {"isolation"}
+_OPTIONAL_TOP_KEYS = {"isolation", "grading"}
 _ISOLATION_KEYS = {"separate_user": str}
+_GRADING_KEYS = {"cascades": str}
 _COURSE_KEYS = {"id": str, "title": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
@@ -209,6 +222,7 @@ class _Parser:
             tolerances=tolerances,
             assignments=parsed,
             isolation=self.isolation(data.get("isolation", {})),
+            grading=self.grading(data.get("grading", {})),
         )
 
     def isolation(self, value: Any) -> Isolation:
@@ -218,6 +232,13 @@ class _Parser:
             choices = ", ".join(map(repr, SEPARATE_USER))
             self.fail("isolation.separate_user", f"must be one of {choices}, not {setting!r}")
         return Isolation(separate_user=setting)
+
+    def grading(self, value: Any) -> Grading:
+        table = self.table(value, "grading", _GRADING_KEYS, optional=True)
+        setting = table.get("cascades", Grading.cascades)
+        if setting not in CASCADES:
+            self.fail("grading.cascades", f"must be one of {', '.join(map(repr, CASCADES))}, not {setting!r}")
+        return Grading(cascades=setting)
 
     def tolerances(self, value: Any) -> tuple[tuple[str, Tolerance], ...]:
         table = self.table(value, "tolerances", {dtype: dict for dtype in _DTYPES})

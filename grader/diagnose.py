@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.compare import difference, manual_seed
-from grader.harness import CheckFailed, StudentFault
+from grader.harness import CheckFailed, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
@@ -352,13 +352,15 @@ def their(grade, name, *args, **kwargs):
 
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
-          helper_mistakes: Iterable[Candidate] = ()) -> CheckFailed | None:
+          helper_mistakes: Iterable[Candidate] = ()) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
     be, ``composed(h)`` this exercise's right computation with ``h`` as the helper's result. When the
-    student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the failure names ``helper`` and
-    the mistake in it (from ``helper_mistakes``, or inf/NaN), if one explains it."""
+    student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the mistake is the helper's,
+    named with the mistake in it (from ``helper_mistakes``, or inf/NaN) if one explains it: under the
+    cascade policy "once" (the default) the case keeps its points (:class:`RightGivenHelper`), under
+    "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's."""
     import torch
 
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or matches(grade, theirs, right):
@@ -370,7 +372,18 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
             return None
     if not matches(grade, out, again):
         return None
-    found = UNSTABLE if unstable(theirs, right) else first_match(grade, theirs, helper_mistakes, right)
+    # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
+    found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
+    return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None):
+    """What a case right but for the student's own ``helper`` gives, by the course's cascade policy:
+    under "once" a pass that names the helper (its mistake is charged in its own exercise), under
+    "every" a failure naming it."""
+    if grade.cascades == "once":
+        return RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
+                                f"({detail}): fix the {helper} exercise")
     return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
                        f"Fix the {helper} exercise first", (misconception,) if misconception else ())

@@ -136,7 +136,10 @@ def _markdown(result: SubmissionResult) -> str:
                   "| | exercise | points | status | feedback |", "|---|---|---:|---|---|"]
         explained: set[str] = set()
         for exercise in assignment.exercises:
-            feedback = "" if exercise.status == "passed" else exercise.feedback.splitlines()[0]
+            if exercise.status == "passed":
+                feedback = exercise.notes[0] if exercise.notes else ""
+            else:
+                feedback = exercise.feedback.splitlines()[0]
             if exercise.misconceptions:
                 feedback = f"`{'`, `'.join(exercise.misconceptions)}` {feedback}"
                 feedback += "".join(f"<br>**{e.id}**: {e.explanation} *Hint:* {e.hint}" for e in exercise.explanations

@@ -74,6 +74,16 @@ class ExerciseResult:
     def feedback(self) -> str:
         return self.feedback_after({})
 
+    @property
+    def notes(self) -> list[str]:
+        """What passed checks said: an exercise right but for the student's own faulty helper keeps
+        its points under the default cascade policy, and says which helper to fix."""
+        first: dict[str, str] = {}  # one note per helper named ("right, given your X; ..."): the first
+        for check in self.checks:
+            if check.status == "passed" and check.message:
+                first.setdefault(check.message.split(";", 1)[0], check.message)
+        return list(first.values())
+
     def feedback_after(self, said: dict[str, str]) -> str:
         """The feedback, as a report shows it after the exercises that ``said`` what they said
         (``{message or misconception id: exercise}``, updated here): a message an earlier exercise
@@ -81,7 +91,7 @@ class ExerciseResult:
         pointed to, not repeated."""
         status = self.status
         if status == "passed":
-            return f"all {len(self.checks)} checks passed"
+            return plain_text("\n".join([f"all {len(self.checks)} checks passed", *self.notes]), FEEDBACK_LIMIT)
         if status == "not_implemented":
             first = next(c for c in self.checks if c.status == "not_implemented")
             return first.message or "not attempted yet"
@@ -133,7 +143,8 @@ class AssignmentResult:
         exercise already said (a traceback, a misconception's explanation) is pointed to, once said.
         JSON keeps every exercise's feedback whole, for tools that read one exercise alone."""
         said: dict[str, str] = {}
-        return {e.name: e.feedback_after(said) for e in self.exercises if e.status not in ("passed", "not_implemented")}
+        return {e.name: e.feedback_after(said) for e in self.exercises
+                if e.status not in ("passed", "not_implemented") or (e.status == "passed" and e.notes)}
 
     def to_json(self) -> dict:
         return {"id": self.id, "score": self.score, "max_score": self.max_score,

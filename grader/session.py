@@ -10,7 +10,7 @@ import time
 import pytest
 
 from grader.config import Assignment, Course
-from grader.harness import CheckFailed, Grade, StudentFault
+from grader.harness import CheckFailed, Grade, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
 from grader.protocol import STACK_FILE, WorkerSpec, clip
@@ -230,6 +230,8 @@ class GradingPlugin:
         error = call.excinfo.value if call.excinfo else None
         if error is None:
             check = CheckOutcome(name, weight, "passed")
+        elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
+            check = CheckOutcome(name, weight, "passed", error.message)
         elif isinstance(error, CheckFailed):
             check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions)
         elif isinstance(error, StudentFault):

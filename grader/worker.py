@@ -377,7 +377,12 @@ class Server:
         params = {name: _plain(p) for name, p in module.named_parameters()}
         buffers = {name: _plain(b) for name, b in module.named_buffers()}
         kinds = {name: type(m).__name__ for name, m in module.named_modules()}
-        return {"ok": True, "params": params, "buffers": buffers, "modules": kinds,
+        first: dict[int, str] = {}
+        shared = {}  # a submodule reached again under another name: the same object (for feedback only)
+        for name, m in module.named_modules(remove_duplicate=False):
+            if first.setdefault(id(m), name) != name:
+                shared[name] = first[id(m)]
+        return {"ok": True, "params": params, "buffers": buffers, "modules": kinds, "shared": shared,
                 "training": bool(module.training)}
 
     def load(self, request: dict) -> dict:

@@ -34,9 +34,8 @@ def softmax_same(grade, name, x, dim=None, grad=False):
                        explain_output=explain, right=lambda: right)
 
 
-def simple_attention_same(grade, x, grad=False):
-    """simple_self_attention matches the reference; if not, say whether the student's own softmax or
-    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
+def simple_attention_root_cause(grade, x):
+    """The student's own softmax or attention_scores, when simple_self_attention(x) is right given it."""
     scores = x @ x.transpose(-2, -1)
     weights = diagnose.safe_softmax(scores)
 
@@ -45,6 +44,15 @@ def simple_attention_same(grade, x, grad=False):
                               weights, lambda w: w @ x, diagnose.softmax_mistakes(scores, -1)) or \
             diagnose.blame(grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x),
                            scores, lambda s: diagnose.safe_softmax(s) @ x)
+    return root_cause
+
+
+def simple_attention_same(grade, x, grad=False):
+    """simple_self_attention matches the reference; if not, say whether the student's own softmax or
+    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
+    scores = x @ x.transpose(-2, -1)
+    weights = diagnose.safe_softmax(scores)
+    root_cause = simple_attention_root_cause(grade, x)
 
     diagnose.diagnosed(
         grade, lambda: grade.same("simple_self_attention", x, grad=grad),
@@ -174,8 +182,10 @@ def test_simple_self_attention_random(grade, dtype, shape):
 
 @exercise("simple_self_attention", weight=2)
 def test_simple_self_attention_vectorised(grade):
-    short = grade.measured("simple_self_attention", grade.randn(4, 3)).ops
-    long = grade.measured("simple_self_attention", grade.randn(32, 3)).ops
+    x_short, x_long = grade.randn(4, 3), grade.randn(32, 3)
+    short = grade.measured("simple_self_attention", x_short,
+                           root_cause=simple_attention_root_cause(grade, x_short)).ops
+    long = grade.measured("simple_self_attention", x_long, root_cause=simple_attention_root_cause(grade, x_long)).ops
     grade.expect_not_growing("simple_self_attention", short, long)
 
 

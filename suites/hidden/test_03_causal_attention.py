@@ -371,10 +371,17 @@ def test_causal_attention_structure(grade):
                           f"{'missing' if kind is None else 'a ' + kind}")
     expected = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
     masks = [b for b in pair.state["buffers"].values() if tuple(b.shape) == (6, 6)]
-    if not any(torch.equal(b != 0, expected) for b in masks):
-        raise CheckFailed("CausalAttention should register its causal mask as a buffer "
+    if any(torch.equal(b != 0, expected) for b in masks):
+        return
+    failure = CheckFailed("CausalAttention should register its causal mask as a buffer "
                           "(self.register_buffer(...)) of shape [context_length, context_length], "
                           "True (or 1) strictly above the diagonal")
+    theirs = diagnose.their(grade, "causal_mask", 6)  # the student's own helper may have made the buffer
+    if isinstance(theirs, torch.Tensor) and tuple(theirs.shape) == (6, 6) and not grade.replaying \
+            and not torch.equal(theirs != 0, expected) and any(torch.equal(b != 0, theirs != 0) for b in masks):
+        raise diagnose.helper_at_fault(grade, failure, "causal_mask", "it does not give True strictly above "
+                                       "the diagonal") from None
+    raise failure
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

@@ -136,7 +136,11 @@ def split_qkv_same(grade, qkv, heads):
           lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4)))] + [
             ("qkv-swapped", f"q, k, v taken from the fused tensor in the order {', '.join('qkv'[i] for i in order)}",
              lambda order=order: tuple(parts()[i] for i in order))
-            for order in itertools.permutations(range(3)) if order != (0, 1, 2)],
+            for order in itertools.permutations(range(3)) if order != (0, 1, 2)] + [
+            ("heads-split-without-transpose", "each of q, k, v reshaped straight to [B, H, T, hd]: reshape to "
+             "[B, T, H, hd] first, then transpose(1, 2)",
+             lambda: tuple(p.reshape(batch, heads, tokens, head_dim)
+                           for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2)))],
         right=lambda: parts(),
     )
 
@@ -202,8 +206,9 @@ def random_module_check(grade, name, diagnosis, d_in, d_out, context, heads, bat
                                             root_cause=root_cause))
 
 
-def expect_deterministic_eval(grade, pair, x):
-    """In eval mode the output is the reference's (no dropout), and the same on every call."""
+def expect_deterministic_eval(grade, pair, x, root_cause=None):
+    """In eval mode the output is the reference's (no dropout), and the same on every call
+    (``root_cause`` as for module_same: the student's own helper, when the output is right given it)."""
     pair.train(False)
     first = pair.call(x).out
     second = pair.call(x).out
@@ -211,7 +216,10 @@ def expect_deterministic_eval(grade, pair, x):
             and not torch.equal(first.nan_to_num(), second.nan_to_num()):  # NaN twice is no dropout
         raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
                           "dropout must only act in training mode", ("dropout-in-eval",))
-    pair.same(x)
+    if root_cause is None:
+        pair.same(x)
+    else:
+        module_same(grade, pair, x, root_cause=root_cause)
 
 
 # --- MultiHeadAttentionWrapper ------------------------------------------------------------------------
@@ -337,7 +345,9 @@ def test_wrapper_dropout(grade):
     x = grade.randn(2, 7, 4)
 
     def check():
-        expect_deterministic_eval(grade, pair, x)
+        # right given the student's own CausalAttention (03), the wrapper passes here: its dropout is
+        # that CausalAttention's, which training mode could not tell apart from the heads' mistake
+        expect_deterministic_eval(grade, pair, x, heads_root_cause)
         pair.train()
         module_same(grade, pair, x, seed=1234, candidates=wrapper_mistakes(pair), right=wrapper_right(pair))
 
@@ -467,7 +477,8 @@ def test_mha_indivisible_raises(grade):
 def test_mha_eval_is_deterministic(grade):
     args = (4, 6, 10, 0.5, 2)
     pair, x = grade.module(MHA, *args), grade.randn(2, 8, 4)
-    causal_module_check(grade, MHA, args, {}, x, lambda: expect_deterministic_eval(grade, pair, x))
+    causal_module_check(grade, MHA, args, {}, x,
+                        lambda: expect_deterministic_eval(grade, pair, x, split_merge_root_cause))
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
@@ -476,15 +487,17 @@ def test_mha_dropout_on_weights(grade):
     pair, x = grade.module(MHA, *args).train(), grade.randn(2, 8, 4)
     causal_module_check(grade, MHA, args, {}, x,
                         lambda: module_same(grade, pair, x, seed=1234, candidates=mha_mistakes(pair),
-                                            right=mha_right(pair)))
+                                            right=mha_right(pair), root_cause=split_merge_root_cause))
 
 
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
 def test_mha_vectorised(grade):
     args = (4, 4, 32, 0.0, 2)
     pair, x = grade.module(MHA, *args), grade.randn(1, 4, 4)
-    short = causal_module_check(grade, MHA, args, {}, x, lambda: pair.measured(x)).ops
-    long = pair.measured(grade.randn(1, 32, 4)).ops
+    x_long = grade.randn(1, 32, 4)
+    short = causal_module_check(grade, MHA, args, {}, x, lambda: pair.measured(
+        x, root_cause=split_merge_root_cause(grade, pair, x, None))).ops
+    long = pair.measured(x_long, root_cause=split_merge_root_cause(grade, pair, x_long, None)).ops
     grade.expect_not_growing(MHA, short, long)
 
 
@@ -500,9 +513,10 @@ def _fused_parts(ref, x):
 
 
 def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
-                   order=(0, 1, 2), parts=None, **changes):
+                   skip_transpose=None, order=(0, 1, 2), parts=None, **changes):
     """The reference FusedQKVAttention with one thing changed, computed from its weights (``parts``:
-    q, k, v stacked, in place of the reference's split)."""
+    q, k, v stacked, in place of the reference's split; ``skip_transpose``: how v is merged for the
+    skip connection, when not as the attended heads are)."""
     batch, tokens, _ = x.shape
     chan = ref.proj.in_features
     parts = _fused_parts(ref, x) if parts is None else parts
@@ -510,11 +524,11 @@ def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, me
     hidden = diagnose.causal_variants(tokens, tokens, x.device)["future"] if causal else None
     attended = diagnose.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
 
-    def merge(t):
-        return (t.transpose(1, 2) if merge_transpose else t).reshape(batch, tokens, chan)
+    def merge(t, transpose=merge_transpose):
+        return (t.transpose(1, 2) if transpose else t).reshape(batch, tokens, chan)
 
     out = ref.proj(merge(attended)) if proj else merge(attended)
-    return out + merge(v) if skip else out
+    return out + merge(v, merge_transpose if skip_transpose is None else skip_transpose) if skip else out
 
 
 def fused_mistakes(pair, qk_scale):
@@ -530,6 +544,10 @@ def fused_mistakes(pair, qk_scale):
         ("out-proj-missing", "the attention merged back without the output projection proj", {"proj": False}),
         ("heads-merged-without-transpose", "heads merged back without transposing [B, H, N, hd] to [B, N, H, hd]",
          {"merge_transpose": False}),
+        ("heads-merged-without-transpose", "the attended heads merged back without transposing [B, H, N, hd] to "
+         "[B, N, H, hd] (v, for the skip connection, is merged right)", {"merge_transpose": False, "skip_transpose": True}),
+        ("heads-merged-without-transpose", "v merged back for the skip connection without transposing [B, H, N, hd] "
+         "to [B, N, H, hd] (the attended heads are merged right)", {"skip_transpose": False}),
         ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
         ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
     ] + [("qkv-swapped", f"q, k, v taken from the fused projection in the order {', '.join('qkv'[i] for i in order)}",
@@ -615,6 +633,7 @@ def test_fused_indivisible_raises(grade):
 @exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
 def test_fused_vectorised(grade):
     pair = grade.module(FUSED, 4, 4, num_heads=2)
-    short = pair.measured(grade.randn(1, 4, 4)).ops
-    long = pair.measured(grade.randn(1, 32, 4)).ops
+    x_short, x_long = grade.randn(1, 4, 4), grade.randn(1, 32, 4)
+    short = pair.measured(x_short, root_cause=fused_root_cause(grade, pair, x_short, None)).ops
+    long = pair.measured(x_long, root_cause=fused_root_cause(grade, pair, x_long, None)).ops
     grade.expect_not_growing(FUSED, short, long)

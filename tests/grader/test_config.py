@@ -80,3 +80,17 @@ def test_no_course_toml_is_a_config_error(tmp_path):
 def test_an_unknown_assignment_is_a_usage_error(course):
     with pytest.raises(UsageError, match="unknown assignment '07_x'"):
         course.select(("07_x",))
+
+
+def test_the_cascade_policy_is_optional_once_by_default_and_checked(course, tmp_path):
+    assert course.grading.cascades == "once"
+    folder = broken_course(tmp_path, 'cascades = "once"', 'cascades = "always"')
+    with pytest.raises(ConfigError, match=r"grading.cascades: must be one of 'once', 'every'"):
+        load_course(folder)
+    broken_course(tmp_path, 'cascades = "once"', 'cascade = "every"')
+    with pytest.raises(ConfigError, match="grading.cascade: unknown key"):
+        load_course(tmp_path)
+    broken_course(tmp_path, '[grading]\ncascades = "once"\n', '[grading]\ncascades = "every"\n')
+    assert load_course(tmp_path).grading.cascades == "every"
+    broken_course(tmp_path, '[grading]\ncascades = "once"\n', "")
+    assert load_course(tmp_path).grading.cascades == "once"

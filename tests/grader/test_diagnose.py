@@ -140,36 +140,81 @@ def causal_mask(num_tokens, device=None):
 }
 
 
-@pytest.fixture(scope="module")
-def cascades(course, grader, tmp_path_factory):
-    entries, base = [], tmp_path_factory.mktemp("cascade")
-    for helper, (source, _, _) in CASCADES.items():
-        path = base / helper / f"{helper}.py"
-        path.parent.mkdir()
-        path.write_text(source)
-        entries.append(corpus.Entry(path, helper, CASCADES[helper][2], source))
+def _grade_cascades(course, grader, base):
     results = {}
-    for entry in entries:  # one grading run each: the helper's mistake alone
-        results.update(corpus.grade_all([entry], course, grader, tmp_path_factory.mktemp("cascades")))
+    for helper, (source, _, misconception) in CASCADES.items():  # one grading run each: the helper's mistake alone
+        path = base / "entries" / helper / f"{helper}.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(source)
+        results.update(corpus.grade_all([corpus.Entry(path, helper, misconception, source)], course, grader,
+                                        base / helper))
     return results
 
 
+@pytest.fixture(scope="module")
+def cascades(course, grader, tmp_path_factory):
+    """The course's default policy, cascades = "once"."""
+    assert course.grading.cascades == "once"
+    return _grade_cascades(course, grader, tmp_path_factory.mktemp("cascade"))
+
+
+@pytest.fixture(scope="module")
+def cascades_every(course, tmp_path_factory):
+    """The same helpers' mistakes graded under ``[grading] cascades = "every"``."""
+    from dataclasses import replace
+
+    from grader.config import Grading
+    from grader.runner import Grader
+
+    every = replace(course, grading=Grading(cascades="every"))
+    grader = Grader(every, device="cpu")
+    try:
+        yield _grade_cascades(every, grader, tmp_path_factory.mktemp("cascade-every"))
+    finally:
+        grader.close()
+
+
 @pytest.mark.parametrize("helper", sorted(CASCADES))
-def test_a_mistake_in_a_helper_is_the_root_cause_of_what_uses_it(cascades, helper):
+def test_a_mistake_in_a_helper_costs_points_once_in_the_helper(cascades, helper):
+    """Under the default policy the exercises that use the faulty helper, right given it, keep every
+    point, name no misconception of their own, and say which helper to fix."""
     _, users, misconception = CASCADES[helper]
     own, assignment = cascades[f"{helper}/{helper}"]
+    assert misconception in own.misconceptions and own.score < own.max_score, own.feedback
+    for user in users:
+        dependent = next(e for e in assignment.exercises if e.name == user)
+        assert dependent.status == "passed" and dependent.score == dependent.max_score, dependent.feedback
+        assert dependent.misconceptions == []
+        assert "right, given your " in dependent.feedback  # the classes of 02 name it through their sdpa
+    first = next(e for e in assignment.exercises if e.name == users[0])
+    assert f"right, given your {helper}" in first.feedback and f"fix the {helper} exercise" in first.feedback
+
+
+def test_a_right_copy_keeps_its_points_when_the_v1_it_copies_into_is_wrong(cascades):
+    """copy_v2_weights_into_v1 is graded by the v1's output after the copy: the v1's own mistake (its
+    attention_weights without the scale) is charged in attention_weights alone."""
+    _, assignment = cascades["attention_weights/attention_weights"]
+    copy = next(e for e in assignment.exercises if e.name == "copy_v2_weights_into_v1")
+    assert copy.status == "passed" and copy.score == copy.max_score, copy.feedback
+    assert "right, given your SelfAttention_v1" in copy.feedback
+
+
+@pytest.mark.parametrize("helper", sorted(CASCADES))
+def test_with_cascades_every_the_exercises_that_use_a_faulty_helper_lose_points_too(cascades_every, helper):
+    _, users, misconception = CASCADES[helper]
+    own, assignment = cascades_every[f"{helper}/{helper}"]
     assert misconception in own.misconceptions, own.feedback
     for user in users:
         dependent = next(e for e in assignment.exercises if e.name == user)
-        assert dependent.status == "failed"
+        assert dependent.status == "failed" and dependent.score < dependent.max_score
         assert misconception in dependent.misconceptions, dependent.feedback
-        assert "the mistake is in your " in dependent.feedback  # the classes of 02 name it through their sdpa
+        assert "the mistake is in your " in dependent.feedback
     assert f"the mistake is in your {helper}" in next(e for e in assignment.exercises if e.name == users[0]).feedback
 
 
-def test_the_wrapper_names_the_causal_attention_it_stacks(course, grader, submission_dir):
-    """MultiHeadAttentionWrapper (04) stacks the student's CausalAttention (03): a mistake there is
-    named in the wrapper's feedback as coming from assignment 03."""
+def test_the_wrapper_keeps_its_points_when_the_causal_attention_it_stacks_is_wrong(course, grader, submission_dir):
+    """MultiHeadAttentionWrapper (04) stacks the student's CausalAttention (03): a mistake there costs
+    points in 03 only, and the wrapper says it is right given that CausalAttention."""
     from grader.submission import resolve_submission
 
     module = submission_dir / "03_causal_attention" / "causal_attention.py"
@@ -186,9 +231,9 @@ class CausalAttention:
     result = grader.grade(resolve_submission(submission_dir, course), assignments, seed=5)
     causal = next(e for e in result.assignments[0].exercises if e.name == "CausalAttention")
     wrapper = next(e for e in result.assignments[1].exercises if e.name == "MultiHeadAttentionWrapper")
-    assert "mask-not-applied" in causal.misconceptions, causal.feedback
-    assert "mask-not-applied" in wrapper.misconceptions, wrapper.feedback
-    assert "the mistake is in your CausalAttention (assignment 03)" in wrapper.feedback
+    assert "mask-not-applied" in causal.misconceptions and causal.score < causal.max_score, causal.feedback
+    assert wrapper.status == "passed" and wrapper.score == wrapper.max_score, wrapper.feedback
+    assert "right, given your CausalAttention (assignment 03)" in wrapper.feedback
 
 
 # --- the rules that need no corpus run ----------------------------------------------------------------
@@ -259,3 +304,30 @@ def test_a_scale_written_by_hand_is_found_by_search(graded):
     assert "(divided by 8)" in exercise.feedback and "wrong-scale" in exercise.misconceptions
     cross, _ = graded["wrong-scale/cross_input_width"]
     assert "(divided by 4)" in cross.feedback  # sqrt(16), the input width of the lesson's case
+
+
+def test_one_head_shared_by_every_name_is_told_as_such(course, grader, submission_dir):
+    """nn.ModuleList([head] * num_heads) shares one head: the feedback says so, not 'missing heads.1...'."""
+    from grader.submission import resolve_submission
+
+    module = submission_dir / "04_multi_head_attention" / "multi_head_attention.py"
+    module.write_text(corpus.splice(module.read_text(), '''
+import torch
+from torch import nn
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        from causal_attention import CausalAttention
+
+        head = CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+        self.heads = nn.ModuleList([head] * num_heads)
+'''))
+    assignments = (course.assignment("03_causal_attention"), course.assignment("04_multi_head_attention"))
+    result = grader.grade(resolve_submission(submission_dir, course), assignments, seed=3)
+    wrapper = next(e for e in result.assignments[1].exercises if e.name == "MultiHeadAttentionWrapper")
+    assert wrapper.score < wrapper.max_score
+    assert "heads.1 is the same module object as heads.0" in wrapper.feedback, wrapper.feedback
+    assert "missing heads.1" not in wrapper.feedback
+    assert result.assignments[0].score == result.assignments[0].max_score  # 03 untouched

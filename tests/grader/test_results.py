@@ -32,3 +32,16 @@ def test_an_odd_submission_name_is_made_safe_and_the_result_is_utf8_json():
     text = json.dumps(result.to_json(), ensure_ascii=False)
     text.encode("utf-8")  # no lone surrogate anywhere
     assert json.loads(text)["assignments"][0]["exercises"][0]["feedback"] == "softmax_random: boom \\udcff"
+
+
+def test_a_check_right_given_the_students_helper_scores_and_its_note_is_said_once():
+    note = "right, given your softmax, which this uses; but your softmax is wrong (...): fix the softmax exercise"
+    exercise = ExerciseResult("simple_self_attention", 20.0, [CheckOutcome("lesson", 1, "passed", note),
+                                                             CheckOutcome("random", 2, "passed", note),
+                                                             CheckOutcome("vectorised", 2, "passed")])
+    assert exercise.status == "passed" and exercise.score == 20.0 and exercise.misconceptions == []
+    assert exercise.notes == [note] and exercise.feedback.count(note) == 1
+    shown = AssignmentResult("01", "Basics", [exercise]).feedback_said_once()
+    assert note in shown["simple_self_attention"]
+    quiet = ExerciseResult("softmax", 25.0, [CheckOutcome("lesson", 1, "passed")])
+    assert AssignmentResult("01", "Basics", [quiet]).feedback_said_once() == {}
