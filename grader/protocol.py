@@ -297,6 +297,7 @@ class WorkerSpec:
     cgroups: tuple[str, ...] = ()  # cgroup.procs files the worker joins (the submission's cgroups)
     blocked: tuple[str, ...] = ()  # folders dropped from sys.path (the reference, the suites)
     import_timeout_s: float = 0.0  # when the import's stack is written to STACK_FILE (0: never)
+    hung: tuple[str, ...] = ()  # the module's functions a timeout stopped in: they raise at once instead
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -26,6 +26,7 @@ class Student:
         self.worker = None
         self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
         self.import_fault: StudentFault | None = None  # an import that failed fails at once after
+        self.hung: set[str] = set()  # functions a timeout stopped in: later workers make them fail at once
 
     def _worker(self):
         """The worker that has imported the module; a module whose import failed (raised, exited, hung)
@@ -46,7 +47,8 @@ class Student:
                 raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
                                                       f"found in the submission")
             timeout = self.session.timeout()
-            spec = dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout)
+            spec = dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout,
+                                       hung=tuple(sorted(self.hung)))
             self.worker = None
             try:
                 self.worker = self.session.zygote.spawn(spec, timeout=timeout)
@@ -84,7 +86,10 @@ class Student:
         source = self.session.copy.sources.get(self.assignment.id)
         if fault.kind != "timeout" or source is None:
             return ""
-        return stack_of(source.parent, self.session.copy, self.session.zygote.inside)
+        frames = student_frames(source.parent, self.session.copy, self.session.zygote.inside)
+        if frames:  # the function it was stuck in: not run again by the exercises that use it
+            self.hung.add(frames[0][2])
+        return format_frames(frames)
 
     def close(self):
         if self.worker is not None:
@@ -94,9 +99,9 @@ class Student:
 _FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+) in (\S+)$', re.M)
 
 
-def stack_of(folder, copy, inside) -> str:
-    """The student's frames, innermost first (at most three), from the stack a worker wrote in
-    ``folder`` (read without following a link, bounded), shown with the student's own paths."""
+def student_frames(folder, copy, inside) -> list[tuple[str, str, str, str]]:
+    """The student's frames ``(file as they know it, line, function, code)``, innermost first (at most
+    three), from the stack a worker wrote in ``folder`` (read without following a link, bounded)."""
     import linecache
     import os
 
@@ -105,20 +110,24 @@ def stack_of(folder, copy, inside) -> str:
         with os.fdopen(fd, "rb") as handle:
             text = handle.read(64 << 10).decode("utf-8", "replace")
     except OSError:
-        return ""
+        return []
     root = inside(copy.root)
-    lines = []
+    frames = []
     for path, line, name in _FRAME.findall(text):
-        if not (path.startswith(root + os.sep) or ".ipynb [cell " in path) or len(lines) >= 3:
+        if not (path.startswith(root + os.sep) or ".ipynb [cell " in path) or len(frames) >= 3:
             continue
         outside = str(copy.root) + path[len(root):] if path.startswith(root) else None
         shown = path
         for inner, theirs in copy.display.items():
             if path.startswith(inside(inner) + os.sep):
                 shown = theirs + path[len(inside(inner)):]
-        code = linecache.getline(outside, int(line)).strip() if outside else ""
-        lines.append(f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}'
-                     + (f"\n    {clip(code, 200)}" if code else ""))
+        frames.append((shown, line, name, linecache.getline(outside, int(line)).strip() if outside else ""))
+    return frames
+
+
+def format_frames(frames) -> str:
+    lines = [f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}' + (f"\n    {clip(code, 200)}" if code else "")
+             for shown, line, name, code in frames]
     return ("\nyour code was here when it was stopped (innermost first):\n" + "\n".join(lines)) if lines else ""
 
 

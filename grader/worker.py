@@ -313,6 +313,17 @@ class StackWatch:
         faulthandler.cancel_dump_traceback_later()
 
 
+def stop_hung(module: types.ModuleType, name: str) -> None:
+    """Make the module's function ``name``, which ran out of time in an earlier check, fail at once:
+    an exercise that uses it then gets an error naming it instead of waiting out its own time limit."""
+    if isinstance(module.__dict__.get(name), types.FunctionType):
+        def stopped(*args, **kwargs):
+            raise TimeoutError(f"{name}() ran out of time in an earlier check (see its feedback for where it was "
+                               "stuck), so it was not run again")
+
+        setattr(module, name, stopped)
+
+
 # --- serving ---------------------------------------------------------------------------------------
 class Server:
     def __init__(self, spec: WorkerSpec, module, watch: StackWatch):
@@ -508,6 +519,8 @@ def serve(sock, spec: WorkerSpec) -> None:
         reply(_error_reply(exc, spec) | {"stage": "import"})
         return
     watch.disarm()
+    for name in spec.hung:
+        stop_hung(module, name)
     server = Server(spec, module, watch)
     reply({"ok": True})
     while True:
