@@ -210,6 +210,10 @@ class Grade:
                                           "name": label, "grad_out": grad_out, "seed": seed,
                                           "forbidden": self.forbidden, "measure": measure})
         except StudentFault as fault:
+            if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
+                called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
+                fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
+                                     fault.exception)
             raise explained(fault) from None
         return reply_of(reply)
 

@@ -64,6 +64,19 @@ def test_an_exercise_that_uses_a_function_that_hung_fails_at_once_naming_it(tigh
     assert elapsed < 2 * 2.0  # one time limit (2 s here), not one per exercise that uses softmax
 
 
+def test_an_error_names_the_call_and_the_shapes_it_was_given(tight, tmp_path):
+    """A 2-d-only attention_scores fails on a batch: the feedback shows the call and its input shape
+    before the student's traceback, so 'batched input' is plain."""
+    import re
+
+    _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    rows, cols = inputs.shape\n"
+                                          "    return inputs @ inputs.T\n")
+    feedback = ex["attention_scores"].feedback
+    assert ex["attention_scores"].status == "error"
+    assert re.search(r"attention_scores\(<\[2, \d+, \d+(, \d+)?\] float(32|64)>\) raised:\n", feedback), feedback
+    assert "ValueError" in feedback and "rows, cols = inputs.shape" in feedback
+
+
 def test_exiting_mid_call_is_a_crash_of_that_exercise_only(tight, tmp_path):
     result, ex = grade_module(tight, tmp_path, "import os\ndef attention_scores(inputs):\n    os._exit(3)\n")
     assert ex["attention_scores"].status == "crashed"
