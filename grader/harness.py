@@ -405,12 +405,30 @@ class Grade:
         if problem:
             raise CheckFailed(f"{what}: {problem}{self.case()}", misconceptions)
 
-    def expect_not_growing(self, name, short_ops: int, long_ops: int):
-        """A vectorised exercise makes as many torch operations for a long sequence as for a short one."""
-        if long_ops > short_ops:
-            raise CheckFailed(f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a "
-                              "longer one: it loops over tokens in Python; use matrix products instead",
-                              ("not-vectorised",))
+    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=()):
+        """A vectorised exercise makes as many torch operations for a long sequence as for a short one.
+        ``helpers``: ``(helper, args_short, args_long)`` for the student's own functions it uses; when
+        their growth accounts for all of it, the loop is theirs and is charged there (cascade policy)."""
+        if long_ops <= short_ops:
+            return
+        message = (f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a longer "
+                   "one: it loops over tokens in Python; use matrix products instead")
+        grown = {}
+        for helper, args_short, args_long in helpers:
+            try:
+                growth = (self.call(helper, *args_long, measure=True).ops or 0) - \
+                         (self.call(helper, *args_short, measure=True).ops or 0)
+            except (StudentFault, CheckFailed):
+                continue
+            if growth > 0:
+                grown[helper] = growth
+        if grown and long_ops - short_ops <= sum(grown.values()):
+            which = " and ".join(grown)
+            if self.cascades == "once":
+                raise RightGivenHelper(f"right, given your {which}, which this uses; but your {which} loops over "
+                                       f"tokens in Python: fix the {which} exercise")
+            raise CheckFailed(f"{message}; the loop is in your {which}, which this uses", ("not-vectorised",))
+        raise CheckFailed(message, ("not-vectorised",))
 
     def raises(self, exception_names, name, *args, new=False, **kwargs):
         """The student's ``name(...)`` (with ``new``: constructing the class ``name``) must raise one of

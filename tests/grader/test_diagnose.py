@@ -334,3 +334,26 @@ class MultiHeadAttentionWrapper(nn.Module):
     assert "heads.1 is the same module object as heads.0" in wrapper.feedback, wrapper.feedback
     assert "missing heads.1" not in wrapper.feedback
     assert result.assignments[0].score == result.assignments[0].max_score  # 03 untouched
+
+
+def test_a_loop_in_a_helper_is_charged_in_the_helper_not_in_what_uses_it(course, grader, submission_dir):
+    """attention_scores written with a Python loop over tokens: not-vectorised there, and
+    simple_self_attention, which uses it, keeps its vectorisation points."""
+    from grader.submission import resolve_submission
+
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(corpus.splice(module.read_text(), '''
+import torch
+
+
+def attention_scores(inputs):
+    rows = [inputs[..., i, :] @ inputs.transpose(-2, -1) for i in range(inputs.shape[-2])]
+    return torch.stack(rows, dim=-2)
+'''))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=11)
+    by_name = {e.name: e for e in result.assignments[0].exercises}
+    assert "not-vectorised" in by_name["attention_scores"].misconceptions
+    simple = by_name["simple_self_attention"]
+    assert simple.status == "passed" and simple.score == simple.max_score, simple.feedback
+    assert "right, given your attention_scores" in simple.feedback
