@@ -119,6 +119,12 @@ def test_merge_heads_non_contiguous(grade):
     merge_heads_same(grade, x, grad=True)
 
 
+@exercise("merge_heads", weight=2)
+def test_merge_heads_batch_permuted(grade):
+    x = grade.randn(3, 2, 5, 4).transpose(0, 1)  # [B, H, T, hd] with batch and heads swapped in memory
+    merge_heads_same(grade, x, grad=True)
+
+
 # --- split_qkv ---------------------------------------------------------------------------------------
 def split_qkv_same(grade, qkv, heads):
     batch, tokens, three_dim = qkv.shape
