@@ -39,7 +39,7 @@ def main() -> int:
     grader = Grader(course, device=options.device)
     mistakes = [e for e in corpus.mistakes() if options.device == "cuda" or e.misconception != "wrong-device"]
     correct = corpus.correct()
-    named = total = flagged = 0
+    named = total = flagged = others = 0
     try:
         for seed in options.seeds:
             with tempfile.TemporaryDirectory() as folder:
@@ -50,10 +50,13 @@ def main() -> int:
             wrongly = [e.name for e in correct if results[e.name][0].status != "passed"
                        or any(x.misconceptions for x in results[e.name][1].exercises)]
             flagged += len(wrongly)
+            # precision: an id beside the right one is a name the student's mistake does not have
+            extra = [e.name for e in mistakes if set(results[e.name][0].misconceptions) - {e.misconception}]
+            others += len(extra)
             print(f"seed {seed}: {right}/{count} mistakes named with the right id; "
                   f"{len(correct) - len(wrongly)}/{len(correct)} correct implementations with full marks and "
-                  "no misconception")
-            for name in missed + wrongly:
+                  f"no misconception; {len(extra)} mistakes also named with another id")
+            for name in missed + wrongly + extra:
                 exercise = results[name][0]
                 print(f"  {name}: {exercise.status} {exercise.misconceptions} {exercise.feedback.splitlines()[0]}")
         per_id = {}
@@ -63,7 +66,7 @@ def main() -> int:
         print(f"{len(per_id)} misconceptions, {len(mistakes)} mistaken implementations "
               f"({', '.join(f'{m} {n}' for m, n in sorted(per_id.items()))})")
         print(f"diagnosis rate: {named}/{total} = {named / max(total, 1):.1%}; correct implementations flagged: "
-              f"{flagged}")
+              f"{flagged}; mistakes also given another id: {others}")
     finally:
         grader.close()
     return 0 if named == total and not flagged else 1
