@@ -82,7 +82,8 @@ class Student:
 
     def where_it_was(self, fault: WorkerFault) -> str:
         """For a timeout: the student's own innermost frames when the worker wrote its stack, shortly
-        before it was stopped (``protocol.STACK_FILE``); the empty string otherwise."""
+        before it was stopped (``protocol.STACK_FILE``); the empty string otherwise. The innermost
+        function is remembered in ``hung``: the module's later workers make it raise at once."""
         source = self.session.copy.sources.get(self.assignment.id)
         if fault.kind != "timeout" or source is None:
             return ""
