@@ -41,12 +41,13 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
 
 
 def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: int, shard: str | None,
-              resume: bool, device: str, seed: int | None) -> int:
-    """Grade many submissions into ``out``; 0 when every one of them has a result."""
+              resume: bool, device: str, seed: int | None, assignment_ids: tuple[str, ...] = ()) -> int:
+    """Grade many submissions into ``out`` on the named assignments (all when none is named); 0 when
+    every one of them has a result."""
     from grader.autograde import autograde as run
 
     return run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
-               device=device, seed=seed)
+               device=device, seed=seed, assignments=course.select(assignment_ids))
 
 
 def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None) -> int:

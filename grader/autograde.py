@@ -43,15 +43,17 @@ def parse_shard(text: str | None) -> tuple[int, int]:
 
 
 # --- results on disk (grader/result_folder.py) -----------------------------------------------
-def failed_result(course: Course, name: str, status: str, message: str, seed: int) -> SubmissionResult:
-    """A result for a submission that could not be graded at all: every exercise ``status``, 0 points."""
-    assignments = [AssignmentResult(a.id, a.title, [ExerciseResult(n, p, [CheckOutcome("submission", 1.0, status,
-                   message)]) for n, p in a.points]) for a in course.assignments]
-    return SubmissionResult(name, seed, "cpu", 0.0, assignments)
+def failed_result(assignments, name: str, status: str, message: str, seed: int) -> SubmissionResult:
+    """A result for a submission that could not be graded at all: every exercise of ``assignments``
+    (those graded in this run) ``status``, 0 points."""
+    results = [AssignmentResult(a.id, a.title, [ExerciseResult(n, p, [CheckOutcome("submission", 1.0, status,
+               message)]) for n, p in a.points]) for a in assignments]
+    return SubmissionResult(name, seed, "cpu", 0.0, results)
 
 
 # --- the grading processes -----------------------------------------------------------------------
-def _grading_process(course: Course, device: str, seed: int | None, confinement, tasks, results) -> None:
+def _grading_process(course: Course, assignments, device: str, seed: int | None, confinement, tasks,
+                     results) -> None:
     """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``."""
     import signal
 
@@ -65,7 +67,7 @@ def _grading_process(course: Course, device: str, seed: int | None, confinement,
             results.put(("started", os.getpid(), job.name))
             try:
                 submission = resolve_submission(job.path, course)
-                result = grader.grade(submission, course.assignments, seed=seed)
+                result = grader.grade(submission, assignments, seed=seed)
                 result.submission = job.name
                 results.put(("done", os.getpid(), job.name, result.to_json()))
             except GraderError as error:
@@ -75,8 +77,11 @@ def _grading_process(course: Course, device: str, seed: int | None, confinement,
 
 
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
-              device: str, seed: int | None) -> int:
-    """Grade every submission under ``paths`` (this shard of them) into ``out``. 0 when each has a result."""
+              device: str, seed: int | None, assignments=None) -> int:
+    """Grade every submission under ``paths`` (this shard of them) into ``out``, on ``assignments``
+    (default: the whole course; a week's batch grades that week's only, and its results, summary.csv
+    and export hold only their points). 0 when each submission has a result."""
+    assignments = tuple(assignments or course.assignments)
     from grader.confine import describe
     from grader.runner import confinement_for, pick_device
 
@@ -97,13 +102,14 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     try:
         jobs = discover(paths, course, scratch)[index - 1::count]
         todo = [job for job in jobs if job.name not in done]
-        unreadable = {job.name: json.dumps(failed_result(course, job.name, "error", job.error, seed or 0).to_json(),
-                                           indent=2) + "\n" for job in todo if job.error}
+        unreadable = {job.name: json.dumps(failed_result(assignments, job.name, "error", job.error,
+                                                         seed or 0).to_json(), indent=2) + "\n"
+                      for job in todo if job.error}
         for name, text in unreadable.items():  # an error result each, never the batch stopped
             write_atomically(out / f"{name}.json", text)
         todo = [job for job in todo if not job.error]
-        written = _run(course, todo, out, workers=min(workers, max(1, len(todo))), device=device, seed=seed,
-                       total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
+        written = _run(course, assignments, todo, out, workers=min(workers, max(1, len(todo))), device=device,
+                       seed=seed, total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
         for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
             write_atomically(out / f"{name}.json", text)
         with locked(out):  # last: what summary.csv and export will believe (grader/result_folder.py)
@@ -122,7 +128,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     return 1 if missing else 0
 
 
-def _run(course, todo, out, *, workers, device, seed, total, done_before, confinement) -> dict[str, str]:
+def _run(course, assignments, todo, out, *, workers, device, seed, total, done_before, confinement) -> dict[str, str]:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     from grader.progress import Progress
@@ -133,8 +139,8 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, confin
         tasks.put(job)
 
     def start():
-        process = context.Process(target=_grading_process, args=(course, device, seed, confinement, tasks, results),
-                                  daemon=True)
+        process = context.Process(target=_grading_process, daemon=True,
+                                  args=(course, assignments, device, seed, confinement, tasks, results))
         process.start()
         return process
 
@@ -169,7 +175,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, confin
             if kind == "done":
                 data = message[3]
             else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
-                data = failed_result(course, name, "error", message[3], seed or 0).to_json()
+                data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
             record(name, data)
             continue
         for position, process in enumerate(processes):
@@ -185,7 +191,7 @@ def _run(course, todo, out, *, workers, device, seed, total, done_before, confin
                     tasks.put(by_name[name])  # retried once, by a fresh process
                 else:
                     message = "grading this submission crashed the grader twice"
-                    record(name, failed_result(course, name, "crashed", message, seed or 0).to_json())
+                    record(name, failed_result(assignments, name, "crashed", message, seed or 0).to_json())
             processes[position] = start()
     for _ in processes:
         tasks.put(None)

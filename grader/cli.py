@@ -57,14 +57,16 @@ def check(course_dir, assignments, submission, fmt, output, device, seed):
 @click.option("--resume", is_flag=True, help="Skip submissions that already have a result in --out.")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
 @click.option("--seed", help="One seed for every submission (default: a fresh one each).")
+@click.option("--assignment", "assignment_ids", multiple=True,
+              help="Grade this assignment only (repeatable; default: all): a week's batch, scored out of its points.")
 @click.pass_obj
-def autograde(course_dir, paths, out, workers, shard, resume, device, seed):
+def autograde(course_dir, paths, out, workers, shard, resume, device, seed, assignment_ids):
     """Grade many submissions (folders, .zip files, or folders of them), isolated and in parallel."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.autograde(course=course, paths=paths, out=out, workers=workers, shard=shard, resume=resume,
-                           device=device, seed=api.parse_seed(seed)))
+                           device=device, seed=api.parse_seed(seed), assignment_ids=assignment_ids))
 
 
 @cli.command()

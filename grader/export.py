@@ -14,7 +14,8 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.errors import UsageError
-from grader.result_folder import MANIFEST, read_manifest, read_result, sort_results, written_at
+from grader.result_folder import MANIFEST, graded_assignments, read_manifest, read_result, sort_results, written_at
+from grader.results import WORST_FIRST
 
 GRADEBOOK = "gradebook.db"
 DEFAULT_RESULTS = Path("grades")
@@ -44,9 +45,13 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[
             data = read_result(path)
             if data is None:
                 continue
-            stamp = times.get(path.name, 0.0)
-            if data["submission"] not in found or stamp > found[data["submission"]][0]:
-                found[data["submission"]] = (stamp, data)
+            stamp, name = times.get(path.name, 0.0), data["submission"]
+            if name in found and warnings is not None and found[name][1]["score"] != data["score"]:
+                kept, other = (data, found[name][1]) if stamp > found[name][0] else (found[name][1], data)
+                warnings.append(f"{name}: two results with different scores ({kept['score']:g} and "
+                                f"{other['score']:g}); the later, {kept['score']:g}, is kept ({path})")
+            if name not in found or stamp > found[name][0]:
+                found[name] = (stamp, data)
     return {name: data for name, (_, data) in sorted(found.items())}
 
 
@@ -110,22 +115,31 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     book = gradebook_path(course, gradebook)
     if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
         result_dirs = [DEFAULT_RESULTS]
-    assignments = [a.id for a in course.assignments]
-    exercises = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "source"])
     sources = [("autograde", collect(result_dirs, warnings))]
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
         if warnings is not None:
             warnings += [f"{line} (a notebook's check cell tampered with, or other random inputs)"
                          for line in disagreements(sources[0][1], sources[1][1])]
+    graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
+    assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
+    exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"])
     for source, grades in sources:
         for name, data in grades.items():
             by_assignment = {a["id"]: a for a in data["assignments"]}
             scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
             writer.writerow([name, data["score"], data["max_score"],
                              *[by_assignment[a]["score"] if a in by_assignment else "" for a in assignments],
-                             *[scores.get(e, "") for e in exercises], source])
+                             *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data),
+                             source])
     return buffer.getvalue()
+
+
+def worst_status(data: dict) -> str:
+    """The worst status of a result's exercises (``passed`` when all passed): a timeout, a stub and a
+    wrong answer that all read 0.0 are told apart. Empty for the gradebook, which keeps no status."""
+    statuses = {e.get("status") for a in data.get("assignments", ()) for e in a.get("exercises", ())}
+    return next((s for s in WORST_FIRST if s in statuses), "")

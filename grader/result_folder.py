@@ -159,15 +159,20 @@ def overall_status(data: dict) -> str:
     return "graded"
 
 
+def graded_assignments(course, results) -> list:
+    """The course's assignments that any of ``results`` (result data) holds, in course order: a
+    week's batch (``grade autograde --assignment``) reports that week's points only."""
+    present = {a.get("id") for data in results for a in data.get("assignments", ())}
+    return [a for a in course.assignments if a.id in present]
+
+
 def write_summary(out: Path, course) -> Path:
-    """``summary.csv``: a row per believed result file, a column per exercise of ``course``, and the
-    submission's overall ``status`` last (so that the exercise columns keep their positions)."""
-    exercise_columns = [f"{a.id}:{name}" for a in course.assignments for name in a.exercises]
+    """``summary.csv``: a row per believed result file, a column per exercise of the assignments they
+    hold, and the submission's overall ``status`` last (so that the exercise columns keep their positions)."""
+    results = [data for path in sort_results(out)[0] if (data := read_result(path)) is not None]
+    exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
     rows = []
-    for result_file in sort_results(out)[0]:
-        data = read_result(result_file)
-        if data is None:
-            continue
+    for data in results:
         scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
         rows.append([data["submission"], data["score"], data["max_score"], data["seed"]] +
                     [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])

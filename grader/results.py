@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed")
 # when an exercise's checks end differently, the one the student must fix first names its status
-_PRIORITY = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented")
+WORST_FIRST = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
+_PRIORITY = WORST_FIRST[:-1]
 
 
 MESSAGE_LIMIT = 2_000  # characters of one check's message

@@ -124,6 +124,53 @@ def test_export_merges_shards_into_one_csv(course, klass, tmp_path):
     assert float(carol["score"]) == 100 and float(carol["01_attention_basics:softmax"]) == 25
 
 
+def test_a_weeks_batch_is_graded_and_scored_out_of_that_weeks_assignments_only(course, tmp_path):
+    """nbgrader's submitted/ of week 1, or a Classroom assignment: `--assignment 01_attention_basics`
+    grades 01 alone; results, summary.csv and the export hold its 100 points, not the course's 500.
+    04 graded alone still finds the student's own CausalAttention of 03 beside it."""
+    from grader.export import export_csv
+
+    root = tmp_path / "class"
+    student(root / "alice")  # the whole course handed in: only the week's assignment counts
+    student(root / "carol", only="01_attention_basics")
+    student(root / "dan", only="03_causal_attention")
+    student(root / "dan", only="04_multi_head_attention")
+    out = tmp_path / "week1"
+    week1 = (course.assignment("01_attention_basics"),)
+    assert autograde(course=course, paths=[root], out=out, workers=1, shard=None, resume=False, device="cpu",
+                     seed=5, assignments=week1) == 0
+    alice, carol, dan = (json.loads((out / f"{n}.json").read_text()) for n in ("alice", "carol", "dan"))
+    assert [a["id"] for a in alice["assignments"]] == ["01_attention_basics"]
+    assert (alice["score"], alice["max_score"], carol["score"], carol["max_score"]) == (100, 100, 100, 100)
+    assert dan["max_score"] == 100 and dan["score"] == 0  # handed in another week's work
+    rows = list(csv.reader((out / "summary.csv").read_text().splitlines()))
+    assert len(rows[0]) == 5 + len(week1[0].exercises) and all(":" not in h or h.startswith("01_") for h in rows[0])
+    header = next(csv.reader(export_csv(course, [out]).splitlines()))
+    assert not any(h.startswith(("02_", "03_", "04_", "05_")) for h in header)
+    week4 = tmp_path / "week4"
+    assert autograde(course=course, paths=[root / "dan"], out=week4, workers=1, shard=None, resume=False,
+                     device="cpu", seed=5, assignments=(course.assignment("04_multi_head_attention"),)) == 0
+    dan = json.loads((week4 / "dan.json").read_text())
+    assert (dan["score"], dan["max_score"]) == (100, 100), dan
+
+
+def test_grade_autograde_takes_assignment_options(tmp_path):
+    import subprocess
+    import sys
+
+    student(tmp_path / "class" / "carol", only="01_attention_basics")
+    done = subprocess.run([sys.executable, "-m", "grader", "autograde", str(tmp_path / "class"), "--out",
+                           str(tmp_path / "out"), "--assignment", "01_attention_basics", "--workers", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "carol.json").read_text())["max_score"] == 100
+    wrong = subprocess.run([sys.executable, "-m", "grader", "autograde", str(tmp_path / "class"), "--out",
+                            str(tmp_path / "out"), "--assignment", "07_nothing"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert wrong.returncode != 0 and "unknown assignment '07_nothing'" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
+
+
 def test_a_submission_that_kills_its_grading_process_is_retried_once_then_recorded_as_crashed(course, tmp_path,
                                                                                               monkeypatch):
     """Where student code runs as the grader's user (as a user of its own it cannot: see below)."""

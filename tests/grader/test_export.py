@@ -70,7 +70,7 @@ def test_the_gradebook_at_the_course_root_joins_the_autograde_results(course_cop
     zoe = found[("zoe", "nbgrader")]
     assert float(zoe["score"]) == 93.75 and float(zoe[ASSIGNMENT]) == 93.75 and float(zoe["max_score"]) == 100
     assert float(zoe[f"{ASSIGNMENT}:softmax"]) == 18.75 and float(zoe[f"{ASSIGNMENT}:attention_scores"]) == 15
-    assert zoe["02_self_attention"] == "" and zoe["02_self_attention:CrossAttention"] == ""  # not handed in
+    assert "02_self_attention" not in zoe and "02_self_attention:CrossAttention" not in zoe  # nobody's: no column
     assert float(found[("yan", "nbgrader")]["score"]) == 0
     assert float(found[("zoe", "autograde")]["score"]) == 100
     # without result folders: ./grades when there is one (here), else the gradebook alone
@@ -179,8 +179,29 @@ def test_where_shards_overlap_the_run_that_wrote_last_wins_not_the_newest_mtime(
     result_file(tmp_path / "new", "zoe", course_copy, 40.0)
     future = time.time() + 3600
     os.utime(tmp_path / "old" / "zoe.json", (future, future))  # as student code could touch it
-    got = rows(export_csv(course_copy, [tmp_path / "old", tmp_path / "new"]))
+    warnings = []
+    got = rows(export_csv(course_copy, [tmp_path / "old", tmp_path / "new"], warnings=warnings))
     assert float(got[("zoe", "autograde")]["score"]) == 40
+    # one name with two scores is said, not kept silently
+    assert len(warnings) == 1 and "zoe: two results with different scores (40 and 100)" in warnings[0], warnings
+
+
+def test_the_export_holds_only_the_assignments_graded_with_each_rows_seed_and_worst_status(course_copy, tmp_path):
+    result_file(tmp_path / "grades", "zoe", course_copy, 100.0)
+    result_file(tmp_path / "grades", "yan", course_copy, 0.0)
+    data = json.loads((tmp_path / "grades" / "yan.json").read_text())
+    data["seed"] = 4242
+    data["assignments"][0]["exercises"][0]["status"] = "timeout"
+    data["assignments"][0]["exercises"][1]["status"] = "failed"
+    (tmp_path / "grades" / "yan.json").write_text(json.dumps(data))
+    write_manifest(tmp_path / "grades", {"yan": json.dumps(data)})
+    text = export_csv(course_copy, [tmp_path / "grades"])
+    header = next(csv.reader(text.splitlines()))
+    assert header[3] == ASSIGNMENT and not any(h.startswith("02_") for h in header)  # a week's export
+    assert header[-3:] == ["seed", "status", "source"]
+    got = rows(text)
+    assert got[("yan", "autograde")]["seed"] == "4242" and got[("yan", "autograde")]["status"] == "timeout"
+    assert got[("zoe", "autograde")]["status"] == "passed"
 
 
 def test_a_folder_without_a_manifest_is_refused_with_how_to_regenerate_it(course_copy, tmp_path):

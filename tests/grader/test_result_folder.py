@@ -91,8 +91,8 @@ def test_summary_has_the_status_of_each_submission_last(course, tmp_path):
     graded = SubmissionResult("alice", 1, "cpu", 1.0, [AssignmentResult("01_attention_basics", "Basics", [
         ExerciseResult("softmax", 25.0, [CheckOutcome("softmax_random", 1, "failed", "off")])])])
     texts = {"alice": json.dumps(graded.to_json()),
-             "bob": json.dumps(failed_result(course, "bob", "error", "not a valid .zip file", 1).to_json()),
-             "erin": json.dumps(failed_result(course, "erin", "crashed", "crashed twice", 1).to_json())}
+             "bob": json.dumps(failed_result(course.assignments, "bob", "error", "not a valid .zip file", 1).to_json()),
+             "erin": json.dumps(failed_result(course.assignments, "erin", "crashed", "crashed twice", 1).to_json())}
     for name, text in texts.items():
         (tmp_path / f"{name}.json").write_text(text)
     write_manifest(tmp_path, texts)
@@ -104,7 +104,7 @@ def test_summary_has_the_status_of_each_submission_last(course, tmp_path):
 
 
 def test_overall_status_is_graded_unless_the_submission_check_failed_everything(course):
-    data = failed_result(course, "bob", "timeout", "too slow", 1).to_json()
+    data = failed_result(course.assignments, "bob", "timeout", "too slow", 1).to_json()
     assert overall_status(data) == "timeout"
     data["assignments"][0]["exercises"][0]["checks"] = [{"name": "softmax_random", "status": "error", "weight": 1}]
     data["assignments"][0]["exercises"][0]["status"] = "error"
