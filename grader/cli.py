@@ -8,7 +8,7 @@ import click
 
 from grader import __version__
 from grader.errors import GraderError
-from grader.report import FORMATS  # cheap: rich is imported only to draw a table
+from grader.report import FORMATS, wants_colour  # cheap: rich is imported only to draw a table
 
 
 class _Group(click.Group):
@@ -45,7 +45,7 @@ def check(course_dir, assignments, submission, fmt, output, device, seed):
 
     course = api.open_course(course_dir)
     sys.exit(api.check(course=course, assignment_ids=assignments, submission=submission, fmt=fmt, output=output,
-                       device=device, seed=api.parse_seed(seed), colour=sys.stdout.isatty()))
+                       device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout)))
 
 
 @cli.command()

@@ -20,6 +20,21 @@ _COLOUR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yello
 _SHORT = {"not_implemented": "not attempted yet"}
 
 
+WIDTH = 80  # a terminal's width: tables and wrapped feedback fit it
+
+
+def wants_colour(stream) -> bool:
+    """Colour for a terminal, unless ``NO_COLOR`` is set (no-color.org); ``FORCE_COLOR`` asks for it
+    anywhere (a CI log that shows colour)."""
+    import os
+
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream.isatty()
+
+
 def render(result: SubmissionResult, fmt: str, *, colour: bool = False) -> str:
     if fmt == "table":
         return _table(result, colour)
@@ -36,12 +51,12 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
     from rich.table import Table
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=colour, no_color=not colour, width=100, highlight=False)
+    console = Console(file=buffer, force_terminal=colour, no_color=not colour, width=WIDTH, highlight=False)
     for assignment in result.assignments:
         table = Table(title=f"{assignment.id}  {_points(assignment.score)}/{_points(assignment.max_score)}",
                       title_justify="left", show_edge=False, box=None, pad_edge=False)
         table.add_column("", width=1)
-        table.add_column("exercise", min_width=28)
+        table.add_column("exercise", min_width=26)
         table.add_column("points", justify="right")
         table.add_column("status")
         for exercise in assignment.exercises:
@@ -63,11 +78,12 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
     return buffer.getvalue()
 
 
-def _indent(text: str, width: int = 100) -> str:
+def _indent(text: str, width: int = 0) -> str:
     """``text`` indented by four spaces; long prose lines wrapped, with their continuation indented
     like the line itself (code, such as a traceback, is rarely that long and stays as it is)."""
     import textwrap
 
+    width = width or WIDTH
     lines = []
     for line in text.splitlines():
         lead = " " * (4 + len(line) - len(line.lstrip()))
@@ -103,21 +119,24 @@ def _junit(result: SubmissionResult) -> str:
     suites = ET.Element("testsuites", name=result.submission)
     total = failures = errors = 0
     for assignment in result.assignments:
-        suite = ET.SubElement(suites, "testsuite", name=assignment.id)
+        suite = ET.SubElement(suites, "testsuite", name=assignment.id,
+                              time=f"{sum(e.duration_s for e in assignment.exercises):.3f}")
+        if result.started:
+            suite.set("timestamp", result.started)
         counts = {"tests": 0, "failures": 0, "errors": 0}
         for exercise in assignment.exercises:
             case = ET.SubElement(suite, "testcase", classname=assignment.id, name=exercise.name,
-                                 time=f"{result.duration_s / max(1, len(assignment.exercises)):.3f}")
+                                 time=f"{exercise.duration_s:.3f}")  # its own checks' time
             counts["tests"] += 1
-            if exercise.status in ("failed", "not_implemented", "forbidden"):
-                counts["failures"] += 1
-                node = ET.SubElement(case, "failure", type=exercise.status,
-                                     message=f"{_points(exercise.score)}/{_points(exercise.max_score)} points")
-                node.text = exercise.feedback
-            elif exercise.status != "passed":
-                counts["errors"] += 1
-                node = ET.SubElement(case, "error", type=exercise.status, message=exercise.status)
-                node.text = exercise.feedback
+            if exercise.status == "passed":
+                continue
+            # the message says what failed, in one line: points, then the feedback's first line
+            said = f"{_points(exercise.score)}/{_points(exercise.max_score)} points: " \
+                   f"{exercise.feedback.splitlines()[0][:300]}"
+            kind = "failure" if exercise.status in ("failed", "not_implemented", "forbidden") else "error"
+            counts["failures" if kind == "failure" else "errors"] += 1
+            node = ET.SubElement(case, kind, type=exercise.status, message=said)
+            node.text = exercise.feedback
         suite.set("tests", str(counts["tests"]))
         suite.set("failures", str(counts["failures"]))
         suite.set("errors", str(counts["errors"]))

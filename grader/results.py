@@ -35,6 +35,7 @@ class CheckOutcome:
     status: str
     message: str = ""
     misconceptions: tuple[str, ...] = ()
+    duration_s: float = 0.0  # the check's own run, the grader's comparisons included
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)
@@ -74,6 +75,10 @@ class ExerciseResult:
     @property
     def feedback(self) -> str:
         return self.feedback_after({})
+
+    @property
+    def duration_s(self) -> float:
+        return sum(c.duration_s for c in self.checks)
 
     @property
     def notes(self) -> list[str]:
@@ -122,6 +127,7 @@ class ExerciseResult:
                 "misconceptions": self.misconceptions, "feedback": self.feedback,
                 "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
                           for e in self.explanations],
+                "duration_s": round(self.duration_s, 3),
                 "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks]}
 
 
@@ -160,6 +166,7 @@ class SubmissionResult:
     duration_s: float
     assignments: list[AssignmentResult]
     isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.confine)
+    started: str = ""  # when grading began, ISO 8601 in UTC
 
     def __post_init__(self):
         self.submission = plain_text(self.submission, 300)  # a path's name: any bytes but / and NUL
@@ -179,5 +186,5 @@ class SubmissionResult:
     def to_json(self) -> dict:
         return {"schema": 1, "submission": self.submission, "seed": self.seed, "device": self.device,
                 "score": self.score, "max_score": self.max_score, "duration_s": round(self.duration_s, 3),
-                "isolation": self.isolation,
+                "started": self.started, "isolation": self.isolation,
                 "assignments": [a.to_json() for a in self.assignments]}

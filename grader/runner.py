@@ -7,6 +7,7 @@ channels in its memory, whatever this process imported before.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import importlib.util
 import itertools
 import io
@@ -201,6 +202,7 @@ class Grader:
         from grader.session import GradingPlugin, GradingSession
 
         started = time.monotonic()
+        started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         if recording is None and not has_reference(self.course):
             recording, suite = public_recording(self.course, self.device), "public"
         replaying = recording is not None and recording.replaying
@@ -247,7 +249,7 @@ class Grader:
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
         results = [self._assignment_result(a, plugin.outcomes, exercises) for a in assignments]
         return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results,
-                                isolation=self.confinement.mode)
+                                isolation=self.confinement.mode, started=started_at)
 
     def _assignment_result(self, assignment: Assignment, outcomes, only=None) -> AssignmentResult:
         exercises = []

@@ -251,4 +251,5 @@ class GradingPlugin:
         else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
             check = CheckOutcome(name, weight, "error", "the grader could not run this check "
                                  f"({type(error).__name__}); this is not your fault, please report it")
+        check.duration_s = round(call.duration, 6)
         return assignment, marker.args[0], check

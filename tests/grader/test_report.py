@@ -53,6 +53,51 @@ def test_junit_parses_with_one_testcase_per_exercise(result):
     assert root.get("tests") == "3" and root.get("failures") == "2"
 
 
+def test_junit_times_are_each_exercises_own_and_messages_say_what_failed(result):
+    softmax, scores, _ = result.assignments[0].exercises
+    softmax.checks[0].duration_s, softmax.checks[1].duration_s, scores.checks[0].duration_s = 0.25, 0.5, 0.125
+    result.started = "2026-11-23T10:00:00+00:00"
+    root = ElementTree.fromstring(render(result, "junit").split("?>", 1)[1])
+    suite = root.find("./testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("time") for c in cases] == ["0.750", "0.125", "0.000"]  # not the run split evenly
+    assert suite.get("time") == "0.875" and suite.get("timestamp") == "2026-11-23T10:00:00+00:00"
+    message = cases[0].find("failure").get("message")
+    assert message.startswith("7.5/10 points: softmax_large_values: the output has NaN at 4 entries"), message
+    error = ExerciseResult("softmax", 10.0, [CheckOutcome("softmax_random", 1, "timeout", "ran out of time")])
+    broken = SubmissionResult("bob", 1, "cpu", 1.0, [AssignmentResult("01_attention_basics", "Basics", [error])])
+    node = ElementTree.fromstring(render(broken, "junit").split("?>", 1)[1]).find("./testsuite/testcase/error")
+    assert node.get("type") == "timeout" and "ran out of time" in node.get("message")
+
+
+def test_colour_follows_no_color_and_force_color(monkeypatch):
+    from grader.report import wants_colour
+
+    class Terminal:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert wants_colour(Terminal(True)) and not wants_colour(Terminal(False))
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not wants_colour(Terminal(True))
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert wants_colour(Terminal(False))
+
+
+def test_the_table_fits_80_columns_with_long_feedback(result):
+    long = ExerciseResult("scaled_dot_product_attention_with_a_long_name", 20.0, [CheckOutcome(
+        "a_check_with_a_long_name", 1, "failed", "the output is off " * 40, ("softmax-unstable",))])
+    result.assignments[0].exercises.append(long)
+    table = render(result, "table")
+    assert max(len(line) for line in table.splitlines()) <= 80, table
+
+
 def test_markdown_and_table_name_the_misconception(result):
     assert "`softmax-unstable`" in render(result, "markdown")
     table = render(result, "table")
