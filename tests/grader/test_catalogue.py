@@ -28,14 +28,19 @@ def test_the_catalogue_holds_exactly_the_spec_ids():
     assert tuple(CATALOGUE) == SPEC_IDS
 
 
-def test_the_spec_still_lists_these_ids():
-    """Where the course's shared folder is at hand, its spec lists the same ids."""
-    spec = ROOT.parent / "shared" / "course-spec.md"
-    if not spec.is_file():
-        pytest.skip("the course's shared folder, with course-spec.md, is not beside this checkout")
-    section = spec.read_text().split("### Misconception catalogue", 1)[1].split("##", 1)[0]
-    listed = [m for m in re.findall(r"`([a-z-]+)`", section) if _ID.match(m)]
+def test_the_spec_shipped_in_docs_lists_these_ids():
+    section = (ROOT / "docs" / "course-spec.md").read_text().split("### Misconception catalogue", 1)[1]
+    listed = [m for m in re.findall(r"`([a-z-]+)`", section.split("##", 1)[0]) if _ID.match(m)]
     assert tuple(dict.fromkeys(listed)) == SPEC_IDS
+
+
+def test_the_spec_shipped_in_docs_is_the_course_teams_own():
+    """Where the course's shared folder is at hand, docs/course-spec.md is a copy of its spec."""
+    shared = ROOT.parent / "shared" / "course-spec.md"
+    if not shared.is_file():
+        pytest.skip("the course's shared folder, with course-spec.md, is not beside this checkout")
+    assert (ROOT / "docs" / "course-spec.md").read_text() == shared.read_text(), \
+        "docs/course-spec.md is stale: copy ../shared/course-spec.md over it"
 
 
 def emitted_ids() -> dict[str, set[str]]:
