@@ -1,10 +1,13 @@
 """The definitions a notebook submission makes, as code a worker can run without Jupyter.
 
-Only top-level imports, functions and classes of code cells are kept: demo cells (plots, timings,
-prints) and nbgrader's autograded test cells would run the student's unfinished code at import
-time, so they are dropped, and so are imports of display libraries and of the grader itself (a
-check cell's ``from grader.notebook_checks import check``: student code may not import the grader).
-Each kept cell is compiled under a name such as
+Kept: top-level imports, functions and classes of code cells, and the top-level statements that
+define names from what is already defined (``SHIFT = 0.0``, ``NEG_INF = float("-inf")``,
+``EPS = torch.finfo(torch.float32).eps``, a helper object built by a library): those a function of
+the student's may use. Dropped: demo cells (plots, timings, prints), any statement that calls the
+student's own code or uses a name only a dropped statement defines (it would run unfinished code
+at import time, or fail there), nbgrader's autograded test cells, and imports of display libraries
+and of the grader itself (a check cell's ``from grader.notebook_checks import check``: student code
+may not import the grader). Each kept cell is compiled under a name such as
 ``attention_basics.ipynb [cell 7]`` so that tracebacks point the student at the cell.
 """
 from __future__ import annotations
@@ -16,6 +19,13 @@ from pathlib import Path
 
 _NOT_GRADED = {"matplotlib", "IPython", "ipywidgets", "seaborn", "tqdm", "pandas", "grader"}
 _KEEP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# what a kept name definition may call: libraries (as the notebook imported them) and plain builtins
+_LIBRARIES = {"torch", "math", "numpy", "functools", "itertools", "collections", "dataclasses", "typing",
+              "einops", "operator", "string", "enum"}
+_BUILTINS = {"float", "int", "bool", "complex", "str", "tuple", "list", "dict", "set", "frozenset", "range",
+             "len", "abs", "min", "max", "round", "pow", "sum", "sorted", "reversed", "zip", "enumerate",
+             "object", "slice", "type", "isinstance"}
+_BUILTIN_NAMES = _BUILTINS | {"True", "False", "None", "Ellipsis", "NotImplemented"}
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,9 @@ def _without_magics(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
-def _kept(node: ast.stmt) -> bool:
+def _kept(node: ast.stmt, scope: "_Scope") -> bool:
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return scope.defines_safely(node)
     if not isinstance(node, _KEEP):
         return False
     if isinstance(node, ast.Import):
@@ -45,10 +57,72 @@ def _kept(node: ast.stmt) -> bool:
     return True
 
 
+class _Scope:
+    """The names the kept statements define, in notebook order, and which of them are libraries."""
+
+    def __init__(self):
+        self.defined: set[str] = set()
+        self.libraries: set[str] = set()
+
+    def add(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                self.defined.add(name)
+                if alias.name.split(".")[0] in _LIBRARIES:
+                    self.libraries.add(name)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                self.defined.add(alias.asname or alias.name)
+                if (node.module or "").split(".")[0] in _LIBRARIES and not node.level:
+                    self.libraries.add(alias.asname or alias.name)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.defined.add(node.name)
+        else:
+            self.defined.update(_targets(node))
+
+    def defines_safely(self, node) -> bool:
+        """A statement that binds plain names from names already defined, calling nothing but a
+        library or a builtin: it cannot run the student's unfinished code, nor fail for a name that
+        a dropped demo would have defined."""
+        targets = _targets(node)
+        if targets is None or node.value is None:
+            return False
+        known = self.defined | _BUILTIN_NAMES | (set(targets) if isinstance(node, ast.AugAssign) else set())
+        for inner in ast.walk(node.value):
+            if isinstance(inner, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
+                                  ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                return False
+            if isinstance(inner, ast.Name) and inner.id not in known:
+                return False
+            if isinstance(inner, ast.Call) and _root(inner.func) not in self.libraries | _BUILTINS:
+                return False
+        return True
+
+
+def _targets(node) -> list[str] | None:
+    """The plain names an assignment binds; None if it binds anything else (an attribute, an item)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    names = []
+    for target in targets:
+        parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(part, ast.Name) for part in parts):
+            return None
+        names += [part.id for part in parts]
+    return names
+
+
+def _root(func: ast.expr) -> str | None:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
+
+
 def read_cells(path: Path) -> list[Cell]:
     """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole."""
     notebook = json.loads(Path(path).read_text(encoding="utf-8"))
     cells = []
+    scope = _Scope()
     for index, cell in enumerate(notebook.get("cells", []), start=1):
         if cell.get("cell_type") != "code" or _is_test_cell(cell):
             continue
@@ -63,7 +137,11 @@ def read_cells(path: Path) -> list[Cell]:
             cells.append(Cell(filename, source, source))  # compiling it reports the student's line
             continue
         lines = source.splitlines()
-        kept = [node for node in tree.body if _kept(node)]
+        kept = []
+        for node in tree.body:
+            if _kept(node, scope):
+                kept.append(node)
+                scope.add(node)
         if not kept:
             continue
         # blank out what is dropped, so that kept lines keep their numbers

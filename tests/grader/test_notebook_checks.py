@@ -196,3 +196,21 @@ def test_the_zygote_leaves_out_the_students_modules_but_not_the_grader_nor_a_vir
     found = _students_modules(course)
     assert {"causal_attention", "helpers_of_mine"} <= set(found)
     assert "venv_package" not in found and not [n for n in found if n.split(".")[0] in ("grader", "torch", "sys")]
+
+
+def test_a_notebook_whose_function_uses_a_constant_of_another_cell_gets_full_marks(course, grader, tmp_path):
+    """SHIFT = 0.0 in a cell of its own, used by softmax: kept (issue 12), not a NameError and 0."""
+    from grader.submission import resolve_submission
+
+    assignment = course.assignment("01_attention_basics")
+    module = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+    line = "x_max = torch.where(torch.isinf(x_max), torch.zeros_like(x_max), x_max)"
+    uses = module.replace(line, line + " + SHIFT")
+    assert uses != module
+    cells = ["import torch\nSHIFT = 0.0  # kept: a constant", uses, "demo = softmax(torch.ones(3))  # dropped"]
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": source} for source in cells], "metadata": {}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (tmp_path / assignment.notebook).write_text(json.dumps(notebook))
+    result = grader.grade(resolve_submission(tmp_path / assignment.notebook, course), (assignment,), seed=3)
+    assert result.score == 100, [e.feedback for e in result.assignments[0].exercises if e.status != "passed"]

@@ -47,3 +47,26 @@ def test_a_syntax_error_keeps_the_cell_so_the_student_sees_the_line(tmp_path):
         assert error.lineno == 1 and error.filename == cell.filename
     else:
         raise AssertionError("expected a SyntaxError")
+
+
+def test_top_level_names_a_function_uses_are_kept_but_not_demos_that_run_student_code(tmp_path):
+    """A constant defined in a cell (SHIFT = 0.0) is kept, with what it needs; a statement that calls
+    the student's own code, or uses a name only a dropped demo defines, is not (it would run
+    unfinished code, or fail, at import)."""
+    path = notebook(tmp_path,
+                    ("code", "import math\nimport torch\nfrom torch import nn", {}),
+                    ("code", "SHIFT = 0.0\nEPS: float = 1e-9\nNEG_INF = float('-inf')\nSCALE = 1 / math.sqrt(4)\n"
+                             "HELPER = nn.Identity()\nPAIR = (SHIFT, EPS)\nSCALE *= 2", {}),
+                    ("code", "def f(x):\n    return (x + SHIFT) * SCALE\n\ndemo = f(torch.ones(2))\n"
+                             "half = demo / 2\nrows = [f(t) for t in torch.ones(2, 2)]\nplt_title = str(demo)", {}),
+                    ("code", "model.weight = torch.zeros(2)\ntable['x'] = 1\ncount = len(rows)", {}))
+    code = "\n".join(c.code for c in read_cells(path))
+    for kept in ("SHIFT = 0.0", "EPS: float = 1e-9", "NEG_INF = float('-inf')", "SCALE = 1 / math.sqrt(4)",
+                 "HELPER = nn.Identity()", "PAIR = (SHIFT, EPS)", "SCALE *= 2", "def f(x):"):
+        assert kept in code, kept
+    for dropped in ("demo = f(", "half = demo", "rows = [", "plt_title", "model.weight", "table['x']", "count ="):
+        assert dropped not in code, dropped
+    namespace = {}
+    for cell in read_cells(path):
+        exec(compile(cell.code, cell.filename, "exec"), namespace)  # runs as the worker runs it: no NameError
+    assert namespace["f"](namespace["torch"].ones(1)).item() == 1.0  # (1 + SHIFT) * SCALE
