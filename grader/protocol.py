@@ -298,6 +298,9 @@ class WorkerSpec:
     blocked: tuple[str, ...] = ()  # folders dropped from sys.path (the reference, the suites)
     import_timeout_s: float = 0.0  # when the import's stack is written to STACK_FILE (0: never)
     hung: tuple[str, ...] = ()  # the module's functions a timeout stopped in: they raise at once instead
+    # (module name, module, notebook beside it, the definitions taken from the notebook): see
+    # grader/source_choice.py; for this assignment's module and for siblings it imports
+    overlays: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -65,6 +65,8 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
                           f"{_points(exercise.score)}/{_points(exercise.max_score)}",
                           f"[{style}]{_SHORT.get(exercise.status, exercise.status)}[/]")
         console.print(table)
+        if assignment.sources:
+            console.print(f"graded from {' and '.join(assignment.sources)}", markup=False, highlight=False)
         feedback = assignment.feedback_said_once()
         for exercise in assignment.exercises:
             if exercise.name not in feedback:
@@ -127,6 +129,8 @@ def _junit(result: SubmissionResult) -> str:
         for exercise in assignment.exercises:
             case = ET.SubElement(suite, "testcase", classname=assignment.id, name=exercise.name,
                                  time=f"{exercise.duration_s:.3f}")  # its own checks' time
+            if exercise.source:
+                case.set("file", exercise.source)
             counts["tests"] += 1
             if exercise.status == "passed":
                 continue
@@ -151,7 +155,8 @@ def _junit(result: SubmissionResult) -> str:
 def _markdown(result: SubmissionResult) -> str:
     lines = [f"## Attention course: {_points(result.score)} / {_points(result.max_score)} points", ""]
     for assignment in result.assignments:
-        lines += [f"### {assignment.id}: {_points(assignment.score)} / {_points(assignment.max_score)}", "",
+        graded_from = f" (graded from {' and '.join(f'`{n}`' for n in assignment.sources)})" if assignment.sources else ""
+        lines += [f"### {assignment.id}: {_points(assignment.score)} / {_points(assignment.max_score)}{graded_from}", "",
                   "| | exercise | points | status | feedback |", "|---|---|---:|---|---|"]
         explained: set[str] = set()
         for exercise in assignment.exercises:

@@ -47,6 +47,8 @@ class ExerciseResult:
     name: str
     max_score: float
     checks: list[CheckOutcome] = field(default_factory=list)
+    source: str = ""  # the file it was graded from, as the student knows it
+    source_note: str = ""  # where the module and the notebook beside it both had it (or one as a stub)
 
     @property
     def score(self) -> float:
@@ -96,11 +98,13 @@ class ExerciseResult:
         showed (one import error behind every exercise) and a misconception already explained are
         pointed to, not repeated."""
         status = self.status
+        noted = [self.source_note] if self.source_note else []
         if status == "passed":
-            return plain_text("\n".join([f"all {len(self.checks)} checks passed", *self.notes]), FEEDBACK_LIMIT)
+            return plain_text("\n".join([f"all {len(self.checks)} checks passed", *self.notes, *noted]),
+                              FEEDBACK_LIMIT)
         if status == "not_implemented":
             first = next(c for c in self.checks if c.status == "not_implemented")
-            return first.message or "not attempted yet"
+            return "\n".join([first.message or "not attempted yet", *noted])
         failing = [c for c in self.checks if c.status != "passed"]
         first = next(c for c in failing if c.status == status)
         more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
@@ -113,7 +117,8 @@ class ExerciseResult:
             explained += f"\n{entry.id}: explained under {said[entry.id]}, above" if entry.id in said \
                 else f"\n{entry.feedback()}"
             said.setdefault(entry.id, self.name)
-        return plain_text(f"{first.name}: {message}{more}{explained}", FEEDBACK_LIMIT)
+        noted = f"\n{self.source_note}" if self.source_note else ""
+        return plain_text(f"{first.name}: {message}{more}{noted}{explained}", FEEDBACK_LIMIT)
 
     @property
     def explanations(self) -> list:
@@ -127,7 +132,7 @@ class ExerciseResult:
                 "misconceptions": self.misconceptions, "feedback": self.feedback,
                 "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
                           for e in self.explanations],
-                "duration_s": round(self.duration_s, 3),
+                "duration_s": round(self.duration_s, 3), "source": self.source,
                 "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks]}
 
 
@@ -151,7 +156,16 @@ class AssignmentResult:
         JSON keeps every exercise's feedback whole, for tools that read one exercise alone."""
         said: dict[str, str] = {}
         return {e.name: e.feedback_after(said) for e in self.exercises
-                if e.status not in ("passed", "not_implemented") or (e.status == "passed" and e.notes)}
+                if e.status not in ("passed", "not_implemented") or e.source_note or (e.status == "passed" and e.notes)}
+
+    @property
+    def sources(self) -> list[str]:
+        """The files its exercises were graded from, most used first."""
+        counts: dict[str, int] = {}
+        for exercise in self.exercises:
+            if exercise.source:
+                counts[exercise.source] = counts.get(exercise.source, 0) + 1
+        return sorted(counts, key=lambda name: -counts[name])
 
     def to_json(self) -> dict:
         return {"id": self.id, "score": self.score, "max_score": self.max_score,

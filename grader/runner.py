@@ -247,11 +247,11 @@ class Grader:
             copy.close()
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
-        results = [self._assignment_result(a, plugin.outcomes, exercises) for a in assignments]
+        results = [self._assignment_result(a, plugin.outcomes, exercises, session) for a in assignments]
         return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results,
                                 isolation=self.confinement.mode, started=started_at)
 
-    def _assignment_result(self, assignment: Assignment, outcomes, only=None) -> AssignmentResult:
+    def _assignment_result(self, assignment: Assignment, outcomes, only, session) -> AssignmentResult:
         exercises = []
         for name, points in assignment.points:
             if only is not None and name not in only:
@@ -259,7 +259,8 @@ class Grader:
             checks = [c for a, e, c in outcomes if a == assignment.id and e == name]
             if not checks:
                 checks = [CheckOutcome("suite", 1.0, "error", "the grading suite has no check for this exercise")]
-            exercises.append(ExerciseResult(name, points, checks))
+            source, note = session.source_of(assignment.id, name)
+            exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note))
         return AssignmentResult(assignment.id, assignment.title, exercises)
 
     def _inside_cgroups(self) -> dict:

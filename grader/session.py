@@ -15,6 +15,7 @@ from grader.recording import NotReplayable
 from grader.results import CheckOutcome
 from grader.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox import WorkerFault, Zygote
+from grader.source_choice import choose
 
 
 class Student:
@@ -159,6 +160,9 @@ class GradingSession:
         self.assignments = {a.id: a for a in assignments}
         self.students: dict[str, Student] = {}
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
+        # an assignment folder with the module and the notebook: each exercise from where it is written
+        self.choices = {a: choice for a, notebook in copy.overlays.items()
+                        if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
 
     def timeout(self) -> float:
         left = self.deadline - time.monotonic()
@@ -179,7 +183,19 @@ class GradingSession:
             notebooks=tuple((self.course.assignment(a).module_name, inside(p))
                             for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
             uid=self.uid, cgroups=self.cgroups, blocked=self.blocked,
+            overlays=tuple((self.course.assignment(a).module_name, inside(self.copy.sources[a]),
+                            inside(self.copy.overlays[a]), choice.from_notebook)
+                           for a, choice in self.choices.items() if choice.from_notebook),
         )
+
+    def source_of(self, assignment_id: str, exercise: str) -> tuple[str, str]:
+        """The file an exercise was graded from (its name as the student knows it), and a note when
+        the assignment's module and notebook both had something to say (grader/source_choice.py)."""
+        choice = self.choices.get(assignment_id)
+        if choice is not None:
+            return choice.source_of(exercise), choice.notes.get(exercise, "")
+        source = self.copy.sources.get(assignment_id)
+        return (source.name if source else ""), ""
 
     def student(self, assignment_id: str) -> Student:
         if assignment_id not in self.students:

@@ -2,7 +2,9 @@
 
 A submission is a folder shaped like ``assignments/`` (one sub-folder per assignment id), one
 assignment folder, one ``.py`` module or one ``.ipynb`` notebook. In an assignment folder the
-``.py`` module is graded; the notebook is graded when there is no module, or when given directly.
+``.py`` module is graded, with the notebook beside it laid over it where the notebook writes what
+the module leaves a stub (grader/source_choice.py); the notebook alone is graded when there is no
+module, or when given directly.
 
 What is inside a submission folder is read without following links: a module, a notebook or an
 assignment folder that is a symbolic link (to the reference, to a hidden suite, to ``/proc/self/...``)
@@ -27,6 +29,7 @@ class Submission:
     name: str
     path: Path
     sources: tuple[tuple[str, Path], ...]  # (assignment id, module or notebook), for what was found
+    overlays: tuple[tuple[str, Path], ...] = ()  # (assignment id, the notebook beside its module)
 
     def source(self, assignment_id: str) -> Path | None:
         return dict(self.sources).get(assignment_id)
@@ -56,7 +59,9 @@ def resolve_submission(path: Path, course: Course) -> Submission:
                 f"{path} holds no assignment of this course: expected assignment folders such as "
                 f"{course.assignments[0].id}/ or a file such as {course.assignments[0].module}"
             )
-    return Submission(path.resolve().name, path, tuple(sources))
+    overlays = [(a, notebook) for a, found in sources
+                if found.suffix == ".py" and (notebook := found.parent / course.assignment(a).notebook).is_file()]
+    return Submission(path.resolve().name, path, tuple(sources), tuple(overlays))
 
 
 FILE_LIMIT = 10 << 20  # bytes of one module or notebook
@@ -88,6 +93,7 @@ class WorkingCopy:
     def __init__(self, submission: Submission, parent: Path | None = None):
         self.root = Path(tempfile.mkdtemp(prefix="grade-", dir=parent))
         self.sources: dict[str, Path] = {}
+        self.overlays: dict[str, Path] = {}  # the notebook beside an assignment's module
         self.display: dict[str, str] = {}  # copy folder -> the student's own folder, for messages
         try:
             for assignment_id, source in submission.sources:
@@ -95,6 +101,8 @@ class WorkingCopy:
                 folder.mkdir()
                 self.sources[assignment_id] = _copy_file(source, folder / source.name)
                 self.display[str(folder)] = str(source.parent)
+            for assignment_id, notebook in submission.overlays:
+                self.overlays[assignment_id] = _copy_file(notebook, self.root / assignment_id / notebook.name)
         except BaseException:
             self.close()
             raise

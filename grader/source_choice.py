@@ -1,0 +1,95 @@
+"""Which file each exercise is graded from, when an assignment folder holds the module and the notebook.
+
+Students work in either, and often in both: the module as released (stubs) beside the notebook they
+filled in, or the other way round. Each exercise is graded from the file where it is written: a
+definition that is still the stub (its body only a docstring and ``raise NotImplementedError``) in
+one file and written in the other is taken from the written one; written in both, the module's wins
+and the report says so. Decided here, on the grading side, from the files' syntax alone (nothing of
+the student's runs); the worker then imports the module and lays the notebook's chosen definitions
+over it (grader/worker.py).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Choice:
+    module: str  # file names, as the student knows them
+    notebook: str
+    from_notebook: tuple[str, ...] = ()  # definitions taken from the notebook
+    in_both: tuple[str, ...] = ()  # written in both: the module's was graded
+    notes: dict = field(default_factory=dict)  # exercise -> what the report says of its source
+
+    def source_of(self, name: str) -> str:
+        return self.notebook if name in self.from_notebook else self.module
+
+
+def is_stub(node: ast.stmt) -> bool:
+    """A function whose body is a docstring and ``raise NotImplementedError``, or a class whose every
+    method is one (the released stub of an exercise)."""
+    if isinstance(node, ast.ClassDef):
+        methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return bool(methods) and all(is_stub(m) for m in methods)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+            and not isinstance(n, ast.Pass) and not _calls_super_init(n)]  # a released __init__ keeps super()
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+
+
+def _calls_super_init(node: ast.stmt) -> bool:
+    """``super().__init__(...)`` as a statement."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__" \
+        and isinstance(call.func.value, ast.Call) and isinstance(call.func.value.func, ast.Name) \
+        and call.func.value.func.id == "super"
+
+
+def definitions(tree: ast.Module) -> dict[str, str | None]:
+    """Top-level functions and classes: name -> its code's shape (None for a stub); the last counts."""
+    return {n.name: None if is_stub(n) else ast.dump(_without_docstrings(n))
+            for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _without_docstrings(node: ast.AST) -> ast.AST:
+    for inner in ast.walk(node):
+        body = getattr(inner, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            inner.body = body[1:] or [ast.Pass()]
+    return node
+
+
+def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice | None:
+    """The choice for an assignment folder holding both files, or None when the notebook adds
+    nothing (every exercise graded from the module, none written in the notebook too) or a file
+    does not parse (the module is graded, and its syntax error shown)."""
+    from grader.notebook_source import read_cells
+
+    try:
+        ours = definitions(ast.parse(module.read_text(encoding="utf-8")))
+        theirs: dict[str, str | None] = {}
+        for cell in read_cells(notebook):
+            theirs.update(definitions(ast.parse(cell.code)))
+    except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+        return None
+    from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
+    # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new)
+    in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and ours[n] != code)
+    if not from_notebook and not in_both:
+        return None
+    notes = {}
+    for name in exercises:
+        if name in from_notebook:
+            notes[name] = f"graded from {notebook.name} ({module.name} has it as a stub)" if name in ours \
+                else f"graded from {notebook.name}"
+        elif name in in_both:
+            notes[name] = f"graded from {module.name}: {notebook.name} writes it too, and the module wins " \
+                          f"(make the two the same, or delete one)"
+    return Choice(module.name, notebook.name, from_notebook, in_both, notes)
