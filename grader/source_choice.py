@@ -77,8 +77,8 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
         theirs: dict[str, str | None] = {}
         for cell in read_cells(notebook):
             theirs.update(definitions(ast.parse(cell.code)))
-    except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
-        return None
+    except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None  # what the student wrote cannot be read here: the module is graded, as it runs
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
     # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new)
     in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and ours[n] != code)

@@ -49,16 +49,26 @@ def test_a_wrong_key_or_type_names_the_key_file_and_line(tmp_path, old, new, exp
     assert str(tmp_path / "course.toml") in str(error.value)
 
 
-def test_isolation_is_optional_and_checked(course, tmp_path):
-    assert course.isolation.separate_user == "auto"
-    folder = broken_course(tmp_path, 'separate_user = "auto"', 'separate_user = "sometimes"')
-    with pytest.raises(ConfigError, match=r"isolation.separate_user: must be one of 'auto', 'never', 'required'"):
-        load_course(folder)
-    broken_course(tmp_path, 'separate_user = "auto"', 'separate_users = "never"')
-    with pytest.raises(ConfigError, match="isolation.separate_users: unknown key"):
+# (table, key, default, another allowed value, the allowed values as the error lists them)
+OPTIONAL_SETTINGS = [("isolation", "separate_user", "auto", "never", "'auto', 'never', 'required'"),
+                     ("grading", "cascades", "once", "every", "'once', 'every'")]
+
+
+@pytest.mark.parametrize("table,key,default,other,allowed", OPTIONAL_SETTINGS, ids=[t for t, *_ in OPTIONAL_SETTINGS])
+def test_an_optional_table_has_its_default_and_its_values_checked(course, tmp_path, table, key, default, other,
+                                                                  allowed):
+    assert getattr(getattr(course, table), key) == default
+    setting = f'{key} = "{default}"'
+    broken_course(tmp_path, setting, f'{key} = "sometimes"')
+    with pytest.raises(ConfigError, match=rf"{table}.{key}: must be one of {allowed}"):
         load_course(tmp_path)
-    broken_course(tmp_path, '[isolation]\nseparate_user = "auto"\n', "")
-    assert load_course(tmp_path).isolation.separate_user == "auto"
+    broken_course(tmp_path, setting, f'{key}s = "{other}"')
+    with pytest.raises(ConfigError, match=rf"{table}.{key}s: unknown key"):
+        load_course(tmp_path)
+    broken_course(tmp_path, f"[{table}]\n{setting}\n", f'[{table}]\n{key} = "{other}"\n')
+    assert getattr(getattr(load_course(tmp_path), table), key) == other
+    broken_course(tmp_path, f"[{table}]\n{setting}\n", "")
+    assert getattr(getattr(load_course(tmp_path), table), key) == default
 
 
 def test_invalid_toml_is_a_config_error(tmp_path):
@@ -80,17 +90,3 @@ def test_no_course_toml_is_a_config_error(tmp_path):
 def test_an_unknown_assignment_is_a_usage_error(course):
     with pytest.raises(UsageError, match="unknown assignment '07_x'"):
         course.select(("07_x",))
-
-
-def test_the_cascade_policy_is_optional_once_by_default_and_checked(course, tmp_path):
-    assert course.grading.cascades == "once"
-    folder = broken_course(tmp_path, 'cascades = "once"', 'cascades = "always"')
-    with pytest.raises(ConfigError, match=r"grading.cascades: must be one of 'once', 'every'"):
-        load_course(folder)
-    broken_course(tmp_path, 'cascades = "once"', 'cascade = "every"')
-    with pytest.raises(ConfigError, match="grading.cascade: unknown key"):
-        load_course(tmp_path)
-    broken_course(tmp_path, '[grading]\ncascades = "once"\n', '[grading]\ncascades = "every"\n')
-    assert load_course(tmp_path).grading.cascades == "every"
-    broken_course(tmp_path, '[grading]\ncascades = "once"\n', "")
-    assert load_course(tmp_path).grading.cascades == "once"

@@ -44,6 +44,8 @@ def test_each_definition_comes_from_the_file_that_writes_it_and_the_module_wins_
     assert choose(module, cells, ("softmax",)) is None  # the notebook adds nothing: nothing to say
     notebook(cells, WRITTEN)
     assert choose(module, cells, ("softmax",)) is None  # the same code twice: nothing to say either
+    notebook(cells, "x = " + "-" * 200_000 + "1")  # made to break a parser: read as nothing, not a crash
+    assert choose(module, cells, ("softmax",)) is None
 
 
 def release_with(tmp_path, assignment, notebook_cells, module_text=None) -> Path:
