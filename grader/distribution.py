@@ -12,7 +12,6 @@ There, with neither ``solutions/`` nor ``suites/hidden/``, ``grade check`` repla
 """
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import re
@@ -345,27 +344,27 @@ def _windows(text: str) -> set[tuple[str, ...]]:
 
 
 # --- GitHub Classroom ------------------------------------------------------------------------------------
-def classroom_result(result: dict) -> dict:
-    """A ``grade check --format json`` result as GitHub Classroom's autograding reporter reads a
-    runner's result: it adds up ``tests[].score`` against ``max_score`` and posts "Points X/Y"."""
-    tests = [{"name": f"{a['id']}: {e['name']}", "status": "pass" if e["status"] == "passed" else "fail",
-              "score": e["score"], "message": (e.get("feedback") or "").splitlines()[0] if e["status"] != "passed"
-              else "", "line_no": 0, "execution_time": ""}
-             for a in result["assignments"] for e in a["exercises"]]
-    status = "pass" if result["score"] >= result["max_score"] else "fail"
-    return {"version": 1, "status": status, "max_score": result["max_score"], "tests": tests}
+def classroom_notices(result: dict) -> list[str]:
+    """The two notices GitHub Classroom reads the points from, as its autograding reporter writes
+    them (``core.notice``: "Autograding complete" with ``Points X/Y`` and "Autograding report" with
+    the totals), with our own points: written directly, nothing recounts them (the reporter's table
+    would show passed exercises over all exercises beside them, another number)."""
+    def number(value):  # as JavaScript prints it: 500, not 500.0
+        value = round(float(value), 2)
+        return int(value) if value.is_integer() else value
+
+    score, top = number(result["score"]), number(result["max_score"])
+    return [f"::notice title=Autograding complete::Points {score}/{top}",
+            "::notice title=Autograding report::" + json.dumps({"totalPoints": score, "maxPoints": top})]
 
 
 def main(argv: list[str]) -> int:
-    """``python -m grader.distribution classroom RESULT.json``: the line ``result=<base64 JSON>`` for
-    ``$GITHUB_OUTPUT``, and the points on stderr (the CI templates call this)."""
+    """``python -m grader.distribution classroom RESULT.json``: GitHub Classroom's notices of the
+    points, on stdout (the workflow template calls this)."""
     if len(argv) != 2 or argv[0] != "classroom":
         print("usage: python -m grader.distribution classroom RESULT.json", file=sys.stderr)
         return 2
-    result = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    payload = classroom_result(result)
-    print(f"Points {result['score']:g}/{result['max_score']:g}", file=sys.stderr)
-    print("result=" + base64.b64encode(json.dumps(payload).encode()).decode())
+    print("\n".join(classroom_notices(json.loads(Path(argv[1]).read_text(encoding="utf-8")))))
     return 0
 
 

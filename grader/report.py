@@ -6,8 +6,10 @@ is Gradescope's results.json, ``junit`` is read by GitLab and Jenkins, ``markdow
 """
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 from xml.etree import ElementTree as ET
 
 from grader.results import SubmissionResult
@@ -173,5 +175,16 @@ def _markdown(result: SubmissionResult) -> str:
             lines.append(f"| {_MARK[exercise.status]} | `{exercise.name}` | {_points(exercise.score)}/"
                          f"{_points(exercise.max_score)} | {_SHORT.get(exercise.status, exercise.status)} | {feedback} |")
         lines.append("")
+        # a message of more than one line (an exception and its frames), whole, folded: once each
+        shown: set[str] = set()
+        for exercise in assignment.exercises:
+            first = next((c for c in exercise.checks if c.status == exercise.status != "passed"), None)
+            if first is None or "\n" not in first.message or first.message in shown:
+                continue
+            shown.add(first.message)
+            text = f"{first.name}: {first.message}"
+            fence = "~" * max(4, 1 + max((len(run) for run in re.findall(r"~+", text)), default=0))
+            lines += [f"<details><summary><code>{html.escape(exercise.name)}</code>: the whole message</summary>",
+                      "", f"{fence}text", text, fence, "", "</details>", ""]
     lines.append(f"Seed {result.seed} on {result.device}: rerun with `grade check --seed {result.seed}`.")
     return "\n".join(lines) + "\n"

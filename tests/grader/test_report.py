@@ -98,6 +98,19 @@ def test_the_table_fits_80_columns_with_long_feedback(result):
     assert max(len(line) for line in table.splitlines()) <= 80, table
 
 
+def test_markdown_folds_the_whole_feedback_under_the_table_so_an_exception_is_seen(result):
+    raised = ExerciseResult("attention_scores", 15.0, [CheckOutcome(
+        "attention_scores_random", 1, "error", "attention_scores(<[2, 5, 3] float32>) raised:\n"
+        "  File \"attention_basics.py\", line 3, in attention_scores\n    rows, cols = inputs.shape\n"
+        "ValueError: too many values to unpack (expected 2)")])
+    result.assignments[0].exercises[1] = raised
+    text = render(result, "markdown")
+    table_row = next(line for line in text.splitlines() if "`attention_scores`" in line)
+    assert "ValueError" not in table_row  # the table keeps one line
+    folded = text.split("<details><summary><code>attention_scores</code>", 1)[1].split("</details>", 1)[0]
+    assert "ValueError: too many values to unpack (expected 2)" in folded and "rows, cols = inputs.shape" in folded
+
+
 def test_markdown_and_table_name_the_misconception(result):
     assert "`softmax-unstable`" in render(result, "markdown")
     table = render(result, "table")
