@@ -53,10 +53,12 @@ def failed_result(assignments, name: str, status: str, message: str, seed: int) 
 
 # --- the grading processes -----------------------------------------------------------------------
 def _grading_process(course: Course, assignments, device: str, seed: int | None, confinement, tasks,
-                     results) -> None:
-    """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``."""
+                     results, sandboxes: Path) -> None:
+    """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``. Its
+    temporary folders go under ``sandboxes``, which the run removes even if this process is killed."""
     import signal
 
+    tempfile.tempdir = str(sandboxes)
     from grader.runner import Grader
     from grader.submission import resolve_submission
 
@@ -108,8 +110,16 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         for name, text in unreadable.items():  # an error result each, never the batch stopped
             write_atomically(out / f"{name}.json", text)
         todo = [job for job in todo if not job.error]
-        written = _run(course, assignments, todo, out, workers=min(workers, max(1, len(todo))), device=device,
-                       seed=seed, total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement)
+        # the grading processes' own scratch (sandboxes, working copies) lives under one folder of this
+        # run's: what a grading process killed mid-submission leaves is removed with it, below
+        sandboxes = Path(tempfile.mkdtemp(prefix="grade-sandboxes-"))
+        sandboxes.chmod(0o711)  # a submission's uid passes through to its own working copy, and lists nothing
+        try:
+            written = _run(course, assignments, todo, out, workers=min(workers, max(1, len(todo))), device=device,
+                           seed=seed, total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement,
+                           sandboxes=sandboxes)
+        finally:
+            shutil.rmtree(sandboxes, ignore_errors=True)
         for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
             write_atomically(out / f"{name}.json", text)
         with locked(out):  # last: what summary.csv and export will believe (grader/result_folder.py)
@@ -128,7 +138,8 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     return 1 if missing else 0
 
 
-def _run(course, assignments, todo, out, *, workers, device, seed, total, done_before, confinement) -> dict[str, str]:
+def _run(course, assignments, todo, out, *, workers, device, seed, total, done_before, confinement,
+         sandboxes: Path) -> dict[str, str]:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     from grader.progress import Progress
@@ -140,7 +151,7 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
 
     def start():
         process = context.Process(target=_grading_process, daemon=True,
-                                  args=(course, assignments, device, seed, confinement, tasks, results))
+                                  args=(course, assignments, device, seed, confinement, tasks, results, sandboxes))
         process.start()
         return process
 
