@@ -76,6 +76,22 @@ def list_course(*, course: Course) -> str:
     return "\n".join(lines) + "\n"
 
 
+def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:
+    """Write Gradescope's autograder package for the named assignments (default all)."""
+    from grader.gradescope import build_package
+    from grader.runner import has_reference
+
+    if not has_reference(course):
+        raise UsageError(f"{course.root} has no solutions/ or suites/hidden/: `grade gradescope` packages the "
+                         "instructor's course")
+    path = build_package(course=course, assignment_ids=assignment_ids, out=out)
+    chosen = course.select(assignment_ids)
+    print(f"{path}: Gradescope's autograder for {', '.join(a.id for a in chosen)} "
+          f"({sum(a.max_score for a in chosen):g} points); upload it under Configure Autograder "
+          "(Ubuntu base image)", file=sys.stderr)
+    return 0
+
+
 def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None) -> int:
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
     With ``out``: write (or verify) the student distribution of the named assignments (default all) there."""

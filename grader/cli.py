@@ -94,6 +94,18 @@ def list_(course_dir):
 
 @cli.command()
 @click.argument("assignments", nargs=-1)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
+              show_default=True, help="The package to upload to Gradescope's autograder settings.")
+@click.pass_obj
+def gradescope(course_dir, assignments, out):
+    """Package the autograder Gradescope takes, for these assignments (default: all)."""
+    from grader import api
+
+    sys.exit(api.gradescope(course=api.open_course(course_dir), assignment_ids=assignments, out=out))
+
+
+@cli.command()
+@click.argument("assignments", nargs=-1)
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if assignments/ (with --out: the distribution there) is stale or leaks "
                    "a solution or hidden test.")

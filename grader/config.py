@@ -55,6 +55,16 @@ class Grading:
     cascades: str = "once"
 
 
+GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+
+
+@dataclass(frozen=True)
+class Gradescope:
+    """What Gradescope shows students of each exercise's result, and when (its ``visibility``)."""
+
+    visibility: str = "visible"
+
+
 @dataclass(frozen=True)
 class Assignment:
     id: str
@@ -89,6 +99,7 @@ class Course:
     assignments: tuple[Assignment, ...]
     isolation: Isolation = Isolation()
     grading: Grading = Grading()
+    gradescope: Gradescope = Gradescope()
 
     def assignment(self, assignment_id: str) -> Assignment:
         for assignment in self.assignments:
@@ -112,9 +123,10 @@ class Course:
 # --- the schema -----------------------------------------------------------------------------------
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
-_OPTIONAL_TOP_KEYS = {"isolation", "grading"}
+_OPTIONAL_TOP_KEYS = {"isolation", "grading", "gradescope"}
 _ISOLATION_KEYS = {"separate_user": str}
 _GRADING_KEYS = {"cascades": str}
+_GRADESCOPE_KEYS = {"visibility": str}
 _COURSE_KEYS = {"id": str, "title": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
@@ -223,6 +235,7 @@ class _Parser:
             assignments=parsed,
             isolation=self.isolation(data.get("isolation", {})),
             grading=self.grading(data.get("grading", {})),
+            gradescope=self.gradescope(data.get("gradescope", {})),
         )
 
     def isolation(self, value: Any) -> Isolation:
@@ -239,6 +252,14 @@ class _Parser:
         if setting not in CASCADES:
             self.fail("grading.cascades", f"must be one of {', '.join(map(repr, CASCADES))}, not {setting!r}")
         return Grading(cascades=setting)
+
+    def gradescope(self, value: Any) -> Gradescope:
+        table = self.table(value, "gradescope", _GRADESCOPE_KEYS, optional=True)
+        setting = table.get("visibility", Gradescope.visibility)
+        if setting not in GRADESCOPE_VISIBILITIES:
+            choices = ", ".join(map(repr, GRADESCOPE_VISIBILITIES))
+            self.fail("gradescope.visibility", f"must be one of {choices}, not {setting!r}")
+        return Gradescope(visibility=setting)
 
     def tolerances(self, value: Any) -> tuple[tuple[str, Tolerance], ...]:
         table = self.table(value, "tolerances", {dtype: dict for dtype in _DTYPES})

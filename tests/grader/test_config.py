@@ -51,7 +51,9 @@ def test_a_wrong_key_or_type_names_the_key_file_and_line(tmp_path, old, new, exp
 
 # (table, key, default, another allowed value, the allowed values as the error lists them)
 OPTIONAL_SETTINGS = [("isolation", "separate_user", "auto", "never", "'auto', 'never', 'required'"),
-                     ("grading", "cascades", "once", "every", "'once', 'every'")]
+                     ("grading", "cascades", "once", "every", "'once', 'every'"),
+                     ("gradescope", "visibility", "visible", "after_due_date",
+                      "'visible', 'after_due_date', 'after_published', 'hidden'")]
 
 
 @pytest.mark.parametrize("table,key,default,other,allowed", OPTIONAL_SETTINGS, ids=[t for t, *_ in OPTIONAL_SETTINGS])

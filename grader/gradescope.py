@@ -1,0 +1,196 @@
+"""Gradescope: the autograder package (``grade gradescope``) and what runs inside it.
+
+Gradescope unpacks the package into ``/autograder/source``, runs its ``setup.sh`` once when the
+image is built, then ``run_autograder`` for each upload, with the student's files in
+``/autograder/submission``; it reads ``/autograder/results/results.json``. The package holds the
+course (course.toml, the grader, the reference solutions and the hidden suites: Gradescope never
+shows the package to students), and ``run_autograder`` calls :func:`run` below.
+
+Uploads come as people make them: the module or the notebook, both, several assignments' files, a
+zip of the folder, names a browser changed on a second download (``attention_basics (1).py``).
+Every upload gets a valid results.json with a score out of the graded assignments' points: an empty
+upload, a file of another course or an upload that breaks the grader is 0 with a line that says why,
+never "the autograder failed". ``GRADESCOPE_ROOT`` replaces ``/autograder`` (for tests).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from grader.config import Course
+from grader.errors import GraderError, UsageError
+
+# the parts of a course the package carries: what grading needs, never the repository's own tests
+PACKAGED = ("course.toml", "pyproject.toml", "README.md", "grader", "solutions", "suites")
+_RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\(\d+\)|-\d+| copy(?: \d+)?)?(?P<suffix>\.py|\.ipynb)$")
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder's image.
+set -euo pipefail
+cd "${GRADESCOPE_ROOT:-/autograder}/source/course"
+python3 -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu
+python3 -m pip install --no-cache-dir .
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this for every upload; results.json is written whatever the upload holds.
+root="${{GRADESCOPE_ROOT:-/autograder}}"
+cd "$root/source/course"
+exec "${{PYTHON:-python3}}" -m grader.gradescope run "$root" {assignments}
+"""
+
+
+def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> Path:
+    """Write the autograder zip for ``assignment_ids`` (all when none): setup.sh and run_autograder
+    at its root, the course under ``course/``."""
+    chosen = course.select(assignment_ids)
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise UsageError(f"--out {out}: Gradescope takes a .zip")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(
+                assignments=" ".join(a.id for a in chosen)))):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFREG | 0o755) << 16
+            package.writestr(info, text)
+        for part in PACKAGED:
+            source = course.root / part
+            files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file()
+                                                              and "__pycache__" not in p.parts)
+            for path in files:
+                package.write(path, f"course/{path.relative_to(course.root).as_posix()}")
+    return out
+
+
+def course_name(name: str, course: Course) -> tuple[str, str] | None:
+    """``(assignment id, the file name the course knows)`` for an uploaded file's name, forgiving
+    what browsers and people do to names (``attention_basics (1).py``, ``attention_basics-2.py``,
+    ``attention_basics copy.py``, any case); None for a file of no assignment."""
+    match = _RENAMED.match(name)
+    if not match:
+        return None
+    wanted = (match["stem"] + match["suffix"]).lower()
+    for assignment in course.assignments:
+        for known in (assignment.module, assignment.notebook):
+            if known.lower() == wanted:
+                return assignment.id, known
+    return None
+
+
+def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:
+    """Lay the upload's files out as an ``assignments/`` folder in ``target`` (zips unpacked safely,
+    links ignored); returns what was found, as ``assignment/file <- uploaded name`` lines."""
+    from grader.intake import unzip
+
+    found = []
+    pending = [upload]
+    unpacked = 0
+    while pending:
+        folder = pending.pop()
+        for path in sorted(folder.iterdir()):
+            if path.is_symlink():
+                continue
+            if path.is_dir():
+                pending.append(path)
+            elif path.suffix.lower() == ".zip" and unpacked < 4:
+                unpacked += 1
+                inner = target.parent / f"upload-{unpacked}"  # made by unzip
+                try:
+                    unzip(path, inner)
+                except (GraderError, OSError, zipfile.BadZipFile) as error:
+                    found.append(f"{path.name}: not read ({error})")
+                    continue
+                pending.append(inner)
+            elif (known := course_name(path.name, course)) is not None:
+                assignment_id, name = known
+                destination = target / assignment_id / name
+                if destination.exists():  # the same file twice: the first in sorted order stays
+                    found.append(f"{path.name}: left out, {name} was uploaded already")
+                    continue
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, destination, follow_symlinks=False)
+                found.append(f"{assignment_id}/{name} <- {path.name}")
+    return found
+
+
+def results_json(result, visibility: str, found: list[str]) -> dict:
+    """Gradescope's results.json: one test per exercise, out of its points; the seed in extra_data."""
+    from grader.report import render
+
+    data = json.loads(render(result, "gradescope"))
+    for test in data["tests"]:
+        test["visibility"] = visibility
+    data["output"] = "\n".join([data["output"], "Files graded:", *found])
+    data["extra_data"] = {"seed": result.seed, "device": result.device, "isolation": result.isolation}
+    return data
+
+
+def failed(score_of, message: str) -> dict:
+    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden",
+            "tests": [{"name": name, "score": 0.0, "max_score": points, "status": "failed", "output": message,
+                       "visibility": "visible"} for name, points in score_of]}
+
+
+def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
+    """Grade ``root/submission`` on ``assignment_ids`` and write ``root/results/results.json``, each
+    exercise shown as course.toml's ``[gradescope] visibility`` says."""
+    from grader.config import load_course
+
+    course = load_course(Path.cwd())
+    chosen = course.select(assignment_ids)
+    visibility = course.gradescope.visibility
+    exercises = [(f"{a.id}: {name}", points) for a in chosen for name, points in a.points]
+    results_file = root / "results" / "results.json"
+    results_file.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="gradescope-"))
+    try:
+        target = scratch / "assignments"
+        target.mkdir()
+        found = collect_upload(root / "submission", course, target)
+        graded = [f for f in found if "<-" in f]
+        if not graded:
+            expected = ", ".join(f"{a.module} or {a.notebook}" for a in chosen)
+            data = failed(exercises, f"No file of this assignment in your upload: expected {expected}. "
+                                     + (f"Found: {'; '.join(found)}" if found else "The upload was empty."))
+        else:
+            data = _grade(course, chosen, target, visibility, found)
+    except Exception as error:  # noqa: BLE001 - whatever happens, Gradescope gets a results.json
+        data = failed(exercises, f"The autograder could not grade this upload ({type(error).__name__}: "
+                                 f"{str(error)[:300]}); this is not your fault, tell your instructor.")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    results_file.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return data
+
+
+def _grade(course, chosen, target: Path, visibility: str, found: list[str]) -> dict:
+    from grader.runner import Grader
+    from grader.submission import resolve_submission
+
+    grader = Grader(course, device="auto")
+    try:
+        result = grader.grade(resolve_submission(target, course), chosen)
+    finally:
+        grader.close()
+    return results_json(result, visibility, found)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m grader.gradescope run ROOT ASSIGNMENT...`` (what run_autograder calls)."""
+    if len(argv) < 3 or argv[0] != "run":
+        print("usage: python -m grader.gradescope run ROOT ASSIGNMENT...", file=sys.stderr)
+        return 2
+    data = run(Path(argv[1]), tuple(argv[2:]))
+    print(f"score {data['score']:g}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,122 @@
+"""`grade gradescope`: the package Gradescope takes, run as Gradescope runs it, in a fake /autograder."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.gradescope import course_name, results_json
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENT = "01_attention_basics"
+SOLUTION = (ROOT / "solutions" / ASSIGNMENT / "attention_basics.py").read_text()
+STUB = (ROOT / "assignments" / ASSIGNMENT / "attention_basics.py").read_text()
+RELEASED_NOTEBOOK = (ROOT / "assignments" / ASSIGNMENT / "attention_basics.ipynb").read_text()
+
+
+def notebook_of(*sources: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": s} for s in sources], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    """The package built by the CLI and unpacked as Gradescope unpacks it, into a fake /autograder."""
+    root = tmp_path_factory.mktemp("gradescope") / "autograder"
+    package = root.parent / "autograder.zip"
+    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", ASSIGNMENT, "--out", str(package)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(package) as archive:
+        names = archive.namelist()
+        assert {"setup.sh", "run_autograder", "course/course.toml", "course/grader/gradescope.py"} <= set(names)
+        assert not any(n.startswith(("course/tests/", "course/.git")) for n in names)
+        archive.extractall(root / "source")
+    return root
+
+
+def upload(autograder: Path, files: dict[str, bytes | str]) -> dict:
+    """Gradescope's run for one upload: the files in /autograder/submission, run_autograder, results.json."""
+    submission, results = autograder / "submission", autograder / "results"
+    for folder in (submission, results):
+        shutil.rmtree(folder, ignore_errors=True)
+    submission.mkdir()
+    for name, content in files.items():
+        path = submission / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    run = subprocess.run(["bash", str(autograder / "source" / "run_autograder")], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "GRADESCOPE_ROOT": str(autograder), "PYTHON": sys.executable})
+    assert run.returncode == 0, run.stderr
+    data = json.loads((results / "results.json").read_text())
+    # valid for Gradescope whatever the upload: a score, and tests out of the assignment's 100 points
+    assert isinstance(data["score"], float) and 0 <= data["score"] <= 100
+    assert sum(t["max_score"] for t in data["tests"]) == 100 and len(data["tests"]) == 7
+    assert all({"name", "score", "max_score", "output", "visibility"} <= set(t) for t in data["tests"])
+    return data
+
+
+def zipped(files: dict[str, str]) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+@pytest.mark.slow  # seven gradings, each in its own process as on Gradescope
+@pytest.mark.parametrize("case,files,score", [
+    ("correct", {"attention_basics.py": SOLUTION}, 100),
+    ("module and notebook", {"attention_basics.py": SOLUTION, "attention_basics.ipynb": RELEASED_NOTEBOOK}, 100),
+    ("renamed by a browser", {"attention_basics (1).py": SOLUTION}, 100),
+    ("notebook", {"attention_basics.ipynb": notebook_of("import torch", SOLUTION)}, 100),
+    ("zip of the folder", {"work.zip": zipped({"01_attention_basics/attention_basics.py": SOLUTION})}, 100),
+    ("syntax error", {"attention_basics.py": SOLUTION + "\ndef broken(:\n"}, 0),
+    ("empty", {}, 0),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_every_upload_gets_a_valid_results_json_out_of_the_assignments_points(autograder, case, files, score):
+    data = upload(autograder, files)
+    assert data["score"] == score, data["output"]
+    assert case == "empty" or isinstance(data["extra_data"]["seed"], int)
+    if case == "syntax error":
+        assert all("SyntaxError" in t["output"] or "invalid syntax" in t["output"] for t in data["tests"][:1])
+    if case == "empty":
+        assert "The upload was empty" in data["tests"][0]["output"]
+    if case == "renamed by a browser":
+        assert "01_attention_basics/attention_basics.py <- attention_basics (1).py" in data["output"]
+
+
+def test_setup_installs_the_packaged_course_with_cpu_torch(autograder, tmp_path):
+    """setup.sh, offline: a python3 on PATH that records what it is asked to install."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text(f"#!/bin/sh\necho \"$PWD: $*\" >> {tmp_path / 'log'}\n")
+    (fake / "python3").chmod(0o755)
+    done = subprocess.run(["bash", str(autograder / "source" / "setup.sh")], capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "GRADESCOPE_ROOT": str(autograder)})
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert lines[0].endswith("-m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu")
+    assert lines[1] == f"{autograder / 'source' / 'course'}: -m pip install --no-cache-dir ."
+
+
+def test_uploaded_names_are_matched_as_people_and_browsers_write_them(course):
+    for name in ("attention_basics.py", "attention_basics (1).py", "attention_basics(2).py", "Attention_Basics.py",
+                 "attention_basics-3.py", "attention_basics copy.py", "attention_basics (1).ipynb"):
+        assert course_name(name, course) is not None and course_name(name, course)[0] == ASSIGNMENT, name
+    for name in ("attention.py", "notes.txt", "attention_basics.py.bak", "attention_basics_old.py"):
+        assert course_name(name, course) is None, name
+
+
+def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result):
+    one = type(solutions_result)(**{**solutions_result.__dict__, "assignments": solutions_result.assignments[:1]})
+    data = results_json(one, "after_due_date", ["01_attention_basics/attention_basics.py <- attention_basics.py"])
+    assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}
+    assert data["extra_data"]["seed"] == solutions_result.seed and data["score"] == 100
+    assert course.gradescope.visibility == "visible"  # the default: students see each result at once
