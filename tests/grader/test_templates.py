@@ -1,0 +1,81 @@
+"""The instructor's templates for a sharded class (templates/instructor/), run here as CI and Slurm
+would run them: every shard's command, then the merge."""
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "templates" / "instructor"
+STUDENTS = ("ada", "bo", "cy")
+
+
+@pytest.fixture
+def course_folder(tmp_path):
+    """A course checkout as the templates expect it, with three students' submissions of week 1."""
+    for name in ("course.toml", "solutions", "suites"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    for student in STUDENTS:
+        folder = tmp_path / "submissions" / student / "01_attention_basics"
+        folder.mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", folder)
+    return tmp_path
+
+
+def shell(folder: Path, command: str, **env) -> subprocess.CompletedProcess:
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # the `grade` command of this install
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=folder, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PATH": path, **env})
+
+
+def merged(folder: Path) -> dict:
+    rows = {row["submission"]: row for row in csv.DictReader((folder / "grades.csv").read_text().splitlines())}
+    assert set(rows) == set(STUDENTS)
+    assert all(float(r["score"]) == 100 and float(r["max_score"]) == 100 for r in rows.values())  # week 1 only
+    return rows
+
+
+@pytest.mark.slow  # one grading run per shard
+def test_the_github_actions_matrix_grades_every_student_once_and_the_merge_exports_them(course_folder):
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((TEMPLATES / "autograde-class.yml").read_text())
+    shard_job, merge_job = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+    shards = shard_job["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, int(shard_job["env"]["SHARDS"]) + 1)) and merge_job["needs"] == "shard"
+    grade = next(s["run"] for s in shard_job["steps"] if "grade autograde" in s.get("run", ""))
+    for shard in shards:
+        command = grade.replace("${{ matrix.shard }}", str(shard)).replace("${{ inputs.assignment }}",
+                                                                           "01_attention_basics")
+        done = shell(course_folder, command, SHARDS=str(len(shards)))
+        assert done.returncode == 0, done.stderr
+    graded = [p.stem for p in course_folder.glob("grades-*/*.json")]
+    assert sorted(graded) == sorted(STUDENTS)  # each student in exactly one shard
+    upload = next(s for s in shard_job["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["with"]["include-hidden-files"] is True  # the manifest goes along, or export refuses
+    merge = next(s["run"] for s in merge_job["steps"] if "grade export" in s.get("run", ""))
+    done = shell(course_folder, merge)
+    assert done.returncode == 0, done.stderr
+    merged(course_folder)
+
+
+@pytest.mark.slow  # one grading run per array task
+def test_the_slurm_array_script_grades_its_slice_and_the_merge_exports_them(course_folder):
+    script = TEMPLATES / "autograde.slurm"
+    assert re.search(r"^#SBATCH --cpus-per-task=\d+$", script.read_text(), re.M)
+    for task in (1, 2):
+        done = shell(course_folder, f"bash {script} 01_attention_basics submissions/",
+                     SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_COUNT="2", SLURM_CPUS_PER_TASK="1")
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.stem for p in course_folder.glob("grades-*/*.json")) == sorted(STUDENTS)
+    merge = next(line.split("(when every task is done)", 1)[1].strip() for line in script.read_text().splitlines()
+                 if "grade export" in line)
+    done = shell(course_folder, merge)
+    assert done.returncode == 0, done.stderr
+    merged(course_folder)
+    outside = shell(course_folder, f"bash {script} 01_attention_basics")
+    assert outside.returncode != 0 and "sbatch --array" in outside.stderr  # not an array task: says how
