@@ -15,7 +15,6 @@ never "the autograder failed". ``GRADESCOPE_ROOT`` replaces ``/autograder`` (for
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import stat
 import sys
@@ -28,7 +27,6 @@ from grader.errors import GraderError, UsageError
 
 # the parts of a course the package carries: what grading needs, never the repository's own tests
 PACKAGED = ("course.toml", "pyproject.toml", "README.md", "grader", "solutions", "suites")
-_RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\(\d+\)|-\d+| copy(?: \d+)?)?(?P<suffix>\.py|\.ipynb)$")
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image.
@@ -69,25 +67,11 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path)
     return out
 
 
-def course_name(name: str, course: Course) -> tuple[str, str] | None:
-    """``(assignment id, the file name the course knows)`` for an uploaded file's name, forgiving
-    what browsers and people do to names (``attention_basics (1).py``, ``attention_basics-2.py``,
-    ``attention_basics copy.py``, any case); None for a file of no assignment."""
-    match = _RENAMED.match(name)
-    if not match:
-        return None
-    wanted = (match["stem"] + match["suffix"]).lower()
-    for assignment in course.assignments:
-        for known in (assignment.module, assignment.notebook):
-            if known.lower() == wanted:
-                return assignment.id, known
-    return None
-
-
 def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:
     """Lay the upload's files out as an ``assignments/`` folder in ``target`` (zips unpacked safely,
     links ignored); returns what was found, as ``assignment/file <- uploaded name`` lines."""
     from grader.intake import unzip
+    from grader.submission import course_name
 
     found = []
     pending = [upload]

@@ -14,6 +14,7 @@ The path the user names on the command line is taken as it is, links included.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -48,9 +49,11 @@ def resolve_submission(path: Path, course: Course) -> Submission:
             names, kind = by_notebook, "notebook"
         else:
             raise SubmissionError(f"{path} is neither a Python module (.py) nor a notebook (.ipynb)")
-        if path.name not in names:
-            raise SubmissionError(f"{path.name} is not a {kind} of this course (expected one of: {', '.join(names)})")
-        return Submission(path.stem, path, ((names[path.name], path),))
+        assignment_id = names.get(path.name) or assignment_of_file(path, course)
+        if assignment_id is None:
+            raise SubmissionError(f"{path.name} is not a {kind} of this course (expected one of: {', '.join(names)}, "
+                                  f"or a file that defines the exercises of one of them)")
+        return Submission(path.stem, path, ((assignment_id, path),))
     sources = [(a.id, found) for a in course.assignments if (found := _find_in(path / a.id, a, path))]
     if not sources:  # one assignment folder, or a folder of loose modules and notebooks
         sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a, path))]
@@ -65,6 +68,45 @@ def resolve_submission(path: Path, course: Course) -> Submission:
 
 
 FILE_LIMIT = 10 << 20  # bytes of one module or notebook
+_RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\(\d+\)|-\d+| copy(?: \d+)?)?(?P<suffix>\.py|\.ipynb)$")
+
+
+def course_name(name: str, course: Course) -> tuple[str, str] | None:
+    """``(assignment id, the file name the course knows)`` for a file's name, forgiving what browsers
+    and people do to names (``attention_basics (1).py``, ``attention_basics-2.py``, ``attention_basics
+    copy.py``, any case); None for a file of no assignment."""
+    match = _RENAMED.match(name)
+    if not match:
+        return None
+    wanted = (match["stem"] + match["suffix"]).lower()
+    for assignment in course.assignments:
+        for known in (assignment.module, assignment.notebook):
+            if known.lower() == wanted:
+                return assignment.id, known
+    return None
+
+
+def assignment_of_file(path: Path, course: Course) -> str | None:
+    """The assignment a module or notebook of another name is for (``my_work.ipynb``): by its name
+    (:func:`course_name`), else the one whose exercises it defines most of (a tie: none). Read, not run."""
+    import ast
+
+    from grader.notebook_source import read_cells
+
+    known = course_name(path.name, course)
+    if known is not None:
+        return known[0]
+    try:
+        sources = [c.code for c in read_cells(path)] if path.suffix == ".ipynb" else \
+            [path.read_text(encoding="utf-8")]
+        defined = {n.name for text in sources for n in ast.parse(text).body
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None
+    counts = sorted(((len(defined & set(a.exercises)), a.id) for a in course.assignments), reverse=True)
+    if not counts or counts[0][0] == 0 or (len(counts) > 1 and counts[1][0] == counts[0][0]):
+        return None
+    return counts[0][1]
 
 
 def _find_in(folder: Path, assignment, top: Path) -> Path | None:

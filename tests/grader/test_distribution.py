@@ -324,6 +324,7 @@ def test_the_classroom_notices_carry_partial_points():
 def test_the_gitlab_job_writes_a_junit_report(clone, tmp_path):
     job = load_yaml(clone / ".gitlab-ci.yml")["grade"]
     assert job["artifacts"]["reports"]["junit"] == "report.xml"
+    assert job["variables"]["PIP_CACHE_DIR"] == "$CI_PROJECT_DIR/.cache/pip" and job["cache"]["paths"] == [".cache/pip"]
     commands = [c for c in job["script"] if c.startswith("grade ")]
     assert commands == ["grade check --format junit --output report.xml"]
     result = shell(clone, tmp_path, commands[0])

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.gradescope import course_name, results_json
+from grader.gradescope import results_json
+from grader.submission import course_name
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "01_attention_basics"

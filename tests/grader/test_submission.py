@@ -37,7 +37,7 @@ def test_a_notebook_is_graded_when_the_folder_has_no_module(course, tmp_path):
 @pytest.mark.parametrize("name,message", [
     ("missing", "no such file or folder"),
     ("notes.txt", "neither a Python module"),
-    ("helpers.py", "is not a module of this course"),
+    ("helpers.py", "is not a module of this course .* or a file that defines the exercises"),
     ("empty_folder", "holds no assignment of this course"),
 ])
 def test_what_cannot_be_graded_is_one_clear_error(course, tmp_path, name, message):
@@ -112,3 +112,23 @@ def test_the_working_copy_copies_bytes_and_refuses_what_turned_into_a_link(cours
     (folder / "attention_basics.py").symlink_to("/proc/self/environ")
     with pytest.raises(SubmissionError, match="links are not followed"):
         WorkingCopy(submission)
+
+
+def test_a_file_of_another_name_is_graded_for_the_assignment_it_writes(course, tmp_path):
+    """`grade check --submission my_work.ipynb`, `attention_basics (1).py`: by a forgiving name, else
+    by the exercises the file defines (most of one assignment's; a tie is no answer)."""
+    import json
+
+    (tmp_path / "attention_basics (1).py").write_text("x = 1\n")
+    assert resolve_submission(tmp_path / "attention_basics (1).py", course).sources[0][0] == "01_attention_basics"
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "def softmax(x, dim=-1):\n    pass\n\ndef attention_scores(x):\n    pass\n"}]
+    (tmp_path / "my_work.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                                        "nbformat_minor": 5}))
+    found = resolve_submission(tmp_path / "my_work.ipynb", course)
+    assert found.sources == (("01_attention_basics", tmp_path / "my_work.ipynb"),)
+    (tmp_path / "mine.py").write_text("class CausalAttention:\n    pass\n\ndef causal_mask(n):\n    pass\n")
+    assert resolve_submission(tmp_path / "mine.py", course).sources[0][0] == "03_causal_attention"
+    (tmp_path / "both.py").write_text("def softmax(x):\n    pass\n\ndef causal_mask(n):\n    pass\n")
+    with pytest.raises(SubmissionError, match="not a module of this course"):
+        resolve_submission(tmp_path / "both.py", course)
