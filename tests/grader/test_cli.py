@@ -97,3 +97,41 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
         assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["student", "thesis.tex"]
+
+
+def readme_commands() -> list[str]:
+    """The `grade ...` lines of the README's shell examples, comments dropped."""
+    import re
+
+    blocks = re.findall(r"^```sh\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+    lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if line.startswith("grade ")]
+
+
+@pytest.mark.slow  # a dozen grading runs
+def test_the_readmes_grade_examples_run_as_written(tmp_path):
+    """Every `grade` example of the README, run as written in a course checkout that has what the
+    examples name (students' submissions, a notebook of another name, shard folders): each exits 0
+    or 1 (a score short of full marks), never 2 (a usage error) nor with a traceback."""
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("course.toml", "pyproject.toml", "solutions", "suites", "assignments", "templates", "grader"):
+        (course / name).symlink_to(ROOT / name)
+    for folder in ("submissions", "submitted"):
+        for student in ("ada", "bo"):
+            shutil.copytree(ROOT / "solutions" / "01_attention_basics", course / folder / student / "01_attention_basics",
+                            ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    module = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    (course / "my_work.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                                 "execution_count": None, "source": module}],
+                                                      "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    commands = readme_commands()
+    assert len(commands) >= 15 and any("--submission my_work.ipynb" in c for c in commands)
+    grade(*"autograde submissions/ --out shard-1/ --shard 1/2".split(), cwd=course)  # what `shard-*/` names
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=course, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PATH": path})
+        assert done.returncode in (0, 1), (command, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+    assert (course / "week1-autograder.zip").is_file() and (tmp_path / "attention-student").is_dir()
