@@ -19,7 +19,9 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     from grader.runner import Grader
     from grader.submission import resolve_submission
 
-    found = resolve_submission(submission or course.root / "assignments", course)
+    # by default the course's assignments/; a course installed by pip has none: the working folder
+    default = course.root / "assignments" if (course.root / "assignments").is_dir() else Path.cwd()
+    found = resolve_submission(submission or default, course)
     if assignment_ids:
         chosen = course.select(assignment_ids)
     else:  # what the submission holds; a whole course when it holds a folder per assignment

@@ -134,12 +134,18 @@ _ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "po
 _DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
+PACKAGED_COURSE = Path(__file__).resolve().parent / "_course"  # in a student distribution installed by pip
+
+
 def find_course_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the working directory) with a course.toml."""
+    """The nearest folder at or above ``start`` (default: the working directory) with a course.toml;
+    else the course a pip-installed student distribution carries (Colab, any folder)."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / COURSE_FILE).is_file():
             return folder
+    if (PACKAGED_COURSE / COURSE_FILE).is_file():
+        return PACKAGED_COURSE
     raise ConfigError(f"no {COURSE_FILE} found in {here} or any folder above it (use --course DIR)")
 
 

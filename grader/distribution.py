@@ -82,6 +82,10 @@ def _prepared(course: Course, assignments: tuple[Assignment, ...]):
         build = Path(scratch) / "distribution"
         _build(course, assignments, build)
         recording.save(build / "suites" / "public" / "reference.pt")
+        # the course inside the package too, so that `pip install` of the distribution (from a git URL,
+        # in Colab) grades in any folder: course.toml and the public suites with their recording
+        shutil.copytree(build / "suites", build / "grader" / "_course" / "suites")
+        shutil.copy(build / "course.toml", build / "grader" / "_course" / "course.toml")
         found = leaks_in(course, build)
         if found:
             raise DistributionError(f"refusing to write a distribution that leaks: "
@@ -215,6 +219,7 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
         shutil.copy(course.root / "suites" / "public" / f"test_{assignment.id}.py", public)
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
     (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
+
     templates = course.root / TEMPLATES
     if not templates.is_dir():
         raise DistributionError(f"no templates for the distribution: expected {templates}")
@@ -266,6 +271,8 @@ def pyproject(course: Course) -> str:
         "[project.optional-dependencies]", f"notebooks = {strings(notebooks)}", "",
         "[project.scripts]", 'grade = "grader.cli:main"', "",
         "[tool.setuptools.packages.find]", 'include = ["grader*"]', "",
+        "[tool.setuptools.package-data]", 'grader = ["_course/*.toml", "_course/suites/*", "_course/suites/*/*"]',
+        "",
     ])
 
 

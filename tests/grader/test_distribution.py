@@ -259,6 +259,15 @@ def test_it_installs_with_pip_and_its_grade_command_grades_there(clone, tmp_path
     assert result.returncode == 1, result.stderr  # the course found above the working folder; the stubs
     data = json.loads(result.stdout)
     assert data["seed"] == PUBLIC_SEED and {s for s, _ in verdicts(data).values()} == {"not_implemented"}
+    # anywhere else (Colab, a home folder): the course the package carries, the work in the folder
+    elsewhere = tmp_path / "colab"
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", elsewhere)
+    result = subprocess.run([str(target / "bin" / "grade"), "check", "--format", "json"], cwd=elsewhere,
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(target)})
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["seed"] == PUBLIC_SEED and (data["score"], data["max_score"]) == (100, 100)
 
 
 # --- the CI templates, as written ---------------------------------------------------------------------------
