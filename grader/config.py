@@ -124,9 +124,6 @@ class Course:
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
 _OPTIONAL_TOP_KEYS = {"isolation", "grading", "gradescope"}
-_ISOLATION_KEYS = {"separate_user": str}
-_GRADING_KEYS = {"cascades": str}
-_GRADESCOPE_KEYS = {"visibility": str}
 _COURSE_KEYS = {"id": str, "title": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
@@ -239,33 +236,20 @@ class _Parser:
             ),
             tolerances=tolerances,
             assignments=parsed,
-            isolation=self.isolation(data.get("isolation", {})),
-            grading=self.grading(data.get("grading", {})),
-            gradescope=self.gradescope(data.get("gradescope", {})),
+            isolation=Isolation(separate_user=self.choice(data, "isolation", "separate_user", SEPARATE_USER,
+                                                          Isolation.separate_user)),
+            grading=Grading(cascades=self.choice(data, "grading", "cascades", CASCADES, Grading.cascades)),
+            gradescope=Gradescope(visibility=self.choice(data, "gradescope", "visibility", GRADESCOPE_VISIBILITIES,
+                                                         Gradescope.visibility)),
         )
 
-    def isolation(self, value: Any) -> Isolation:
-        table = self.table(value, "isolation", _ISOLATION_KEYS, optional=True)
-        setting = table.get("separate_user", Isolation.separate_user)
-        if setting not in SEPARATE_USER:
-            choices = ", ".join(map(repr, SEPARATE_USER))
-            self.fail("isolation.separate_user", f"must be one of {choices}, not {setting!r}")
-        return Isolation(separate_user=setting)
-
-    def grading(self, value: Any) -> Grading:
-        table = self.table(value, "grading", _GRADING_KEYS, optional=True)
-        setting = table.get("cascades", Grading.cascades)
-        if setting not in CASCADES:
-            self.fail("grading.cascades", f"must be one of {', '.join(map(repr, CASCADES))}, not {setting!r}")
-        return Grading(cascades=setting)
-
-    def gradescope(self, value: Any) -> Gradescope:
-        table = self.table(value, "gradescope", _GRADESCOPE_KEYS, optional=True)
-        setting = table.get("visibility", Gradescope.visibility)
-        if setting not in GRADESCOPE_VISIBILITIES:
-            choices = ", ".join(map(repr, GRADESCOPE_VISIBILITIES))
-            self.fail("gradescope.visibility", f"must be one of {choices}, not {setting!r}")
-        return Gradescope(visibility=setting)
+    def choice(self, data: dict, name: str, key: str, choices: tuple[str, ...], default: str) -> str:
+        """The one setting of the optional table ``[name]``: one of ``choices``, ``default`` when absent."""
+        table = self.table(data.get(name, {}), name, {key: str}, optional=True)
+        setting = table.get(key, default)
+        if setting not in choices:
+            self.fail(f"{name}.{key}", f"must be one of {', '.join(map(repr, choices))}, not {setting!r}")
+        return setting
 
     def tolerances(self, value: Any) -> tuple[tuple[str, Tolerance], ...]:
         table = self.table(value, "tolerances", {dtype: dict for dtype in _DTYPES})
