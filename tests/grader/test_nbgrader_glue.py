@@ -145,7 +145,8 @@ def test_grade_autograde_of_the_collected_notebooks_agrees_and_grade_export_hold
 
     course = load_course(classroom)
     done = subprocess.run([sys.executable, "-m", "grader", "--course", str(classroom), "autograde", "submitted",
-                           "--out", "grades", "--workers", "1", "--seed", str(SEED), "--device", "cpu"],
+                           "--out", "grades", "--workers", "1", "--seed", str(SEED), "--device", "cpu",
+                           "--assignment", ASSIGNMENT],  # the week's batch, as nbgrader grades it
                           cwd=classroom, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     monkeypatch.chdir(classroom)  # ./grades by default, and the gradebook at the course root
@@ -157,6 +158,8 @@ def test_grade_autograde_of_the_collected_notebooks_agrees_and_grade_export_hold
             assert float(row["score"]) == total and float(row[ASSIGNMENT]) == total
             assert {e: float(row[f"{ASSIGNMENT}:{e}"]) for e in cells} == cells
     assert float(rows[("cy", "nbgrader")]["max_score"]) == 100  # what cy handed in to nbgrader
+    # the same week, out of the same points from both: not 100/500 beside nbgrader's 100/100
+    assert {float(row["max_score"]) for row in rows.values()} == {100.0}
 
 
 @pytest.mark.nbgrader
