@@ -116,10 +116,12 @@ def results_json(result, visibility: str, found: list[str]) -> dict:
     return data
 
 
-def failed(score_of, message: str) -> dict:
+def failed(exercises, message: str) -> dict:
+    """A results.json for an upload that could not be graded: 0 of every exercise's points (``exercises``:
+    ``(test name, points)``), and ``message`` saying why."""
     return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden",
             "tests": [{"name": name, "score": 0.0, "max_score": points, "status": "failed", "output": message,
-                       "visibility": "visible"} for name, points in score_of]}
+                       "visibility": "visible"} for name, points in exercises]}
 
 
 def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
