@@ -128,8 +128,8 @@ def student_frames(folder, copy, inside) -> list[tuple[str, str, str, str]]:
 
 
 def format_frames(frames) -> str:
-    lines = [f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}' + (f"\n    {clip(code, 200)}" if code else "")
-             for shown, line, name, code in frames]
+    lines = [f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}'
+             + (f"\n    {clip(code, 200)}" if code else "") for shown, line, name, code in frames]
     return ("\nyour code was here when it was stopped (innermost first):\n" + "\n".join(lines)) if lines else ""
 
 
