@@ -60,9 +60,14 @@ GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidd
 
 @dataclass(frozen=True)
 class Gradescope:
-    """What Gradescope shows students of each exercise's result, and when (its ``visibility``)."""
+    """What Gradescope shows students of each exercise's result, and when (its ``visibility``):
+    ``visibility`` for every exercise, but those ``exercises`` names otherwise."""
 
     visibility: str = "visible"
+    exercises: tuple[tuple[str, str], ...] = ()  # (exercise, visibility)
+
+    def visibility_of(self, exercise: str) -> str:
+        return dict(self.exercises).get(exercise, self.visibility)
 
 
 @dataclass(frozen=True)
@@ -239,13 +244,33 @@ class _Parser:
             isolation=Isolation(separate_user=self.choice(data, "isolation", "separate_user", SEPARATE_USER,
                                                           Isolation.separate_user)),
             grading=Grading(cascades=self.choice(data, "grading", "cascades", CASCADES, Grading.cascades)),
-            gradescope=Gradescope(visibility=self.choice(data, "gradescope", "visibility", GRADESCOPE_VISIBILITIES,
-                                                         Gradescope.visibility)),
+            gradescope=self.gradescope(data, parsed),
         )
 
-    def choice(self, data: dict, name: str, key: str, choices: tuple[str, ...], default: str) -> str:
-        """The one setting of the optional table ``[name]``: one of ``choices``, ``default`` when absent."""
-        table = self.table(data.get(name, {}), name, {key: str}, optional=True)
+    def gradescope(self, data: dict, assignments: tuple[Assignment, ...]) -> Gradescope:
+        """``[gradescope]``: ``visibility`` for every exercise, ``exercises = {softmax = "after_due_date"}``
+        for some; each a visibility Gradescope knows, each exercise one of the course's."""
+        table = self.table(data.get("gradescope", {}), "gradescope", {"visibility": str, "exercises": dict},
+                           optional=True)
+        visibility = self.choice(data, "gradescope", "visibility", GRADESCOPE_VISIBILITIES, Gradescope.visibility,
+                                 table)
+        known = {name for a in assignments for name in a.exercises}
+        exercises = []
+        for name, setting in table.get("exercises", {}).items():
+            if name not in known:
+                self.fail(f"gradescope.exercises.{name}", "not an exercise of this course")
+            if setting not in GRADESCOPE_VISIBILITIES:
+                self.fail(f"gradescope.exercises.{name}",
+                          f"must be one of {', '.join(map(repr, GRADESCOPE_VISIBILITIES))}, not {setting!r}")
+            exercises.append((name, setting))
+        return Gradescope(visibility=visibility, exercises=tuple(exercises))
+
+    def choice(self, data: dict, name: str, key: str, choices: tuple[str, ...], default: str,
+               table: dict | None = None) -> str:
+        """The setting ``key`` of the optional table ``[name]`` (read already: ``table``): one of
+        ``choices``, ``default`` when absent."""
+        if table is None:
+            table = self.table(data.get(name, {}), name, {key: str}, optional=True)
         setting = table.get(key, default)
         if setting not in choices:
             self.fail(f"{name}.{key}", f"must be one of {', '.join(map(repr, choices))}, not {setting!r}")

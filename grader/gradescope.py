@@ -104,13 +104,15 @@ def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:
     return found
 
 
-def results_json(result, visibility: str, found: list[str]) -> dict:
-    """Gradescope's results.json: one test per exercise, out of its points; the seed in extra_data."""
+def results_json(result, visibility, found: list[str]) -> dict:
+    """Gradescope's results.json: one test per exercise, out of its points, shown as
+    ``visibility(exercise)`` says; the seed in extra_data."""
     from grader.report import render
 
     data = json.loads(render(result, "gradescope"))
-    for test in data["tests"]:
-        test["visibility"] = visibility
+    exercises = [e.name for a in result.assignments for e in a.exercises]  # the tests' order
+    for test, exercise in zip(data["tests"], exercises):
+        test["visibility"] = visibility(exercise)
     data["output"] = "\n".join([data["output"], "Files graded:", *found])
     data["extra_data"] = {"seed": result.seed, "device": result.device, "isolation": result.isolation}
     return data
@@ -126,12 +128,12 @@ def failed(exercises, message: str) -> dict:
 
 def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
     """Grade ``root/submission`` on ``assignment_ids`` and write ``root/results/results.json``, each
-    exercise shown as course.toml's ``[gradescope] visibility`` says."""
+    exercise shown as course.toml's ``[gradescope]`` says."""
     from grader.config import load_course
 
     course = load_course(Path.cwd())
     chosen = course.select(assignment_ids)
-    visibility = course.gradescope.visibility
+    visibility = course.gradescope.visibility_of
     exercises = [(f"{a.id}: {name}", points) for a in chosen for name, points in a.points]
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)

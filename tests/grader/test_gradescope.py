@@ -115,9 +115,21 @@ def test_uploaded_names_are_matched_as_people_and_browsers_write_them(course):
         assert course_name(name, course) is None, name
 
 
-def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result):
+def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result, tmp_path):
+    from grader.config import load_course
+
+    text = (ROOT / "course.toml").read_text().replace(
+        '[gradescope]\nvisibility = "visible"\n',
+        '[gradescope]\nvisibility = "after_due_date"\nexercises = { softmax = "visible", softmax_naive = "hidden" }\n')
+    (tmp_path / "course.toml").write_text(text)
+    settings = load_course(tmp_path).gradescope
     one = type(solutions_result)(**{**solutions_result.__dict__, "assignments": solutions_result.assignments[:1]})
-    data = results_json(one, "after_due_date", ["01_attention_basics/attention_basics.py <- attention_basics.py"])
-    assert {t["visibility"] for t in data["tests"]} == {"after_due_date"}
+    data = results_json(one, settings.visibility_of, ["01_attention_basics/attention_basics.py <- attention_basics.py"])
+    shown = {t["name"].split(": ")[1]: t["visibility"] for t in data["tests"]}
+    assert shown["softmax"] == "visible" and shown["softmax_naive"] == "hidden"
+    assert {v for n, v in shown.items() if n not in ("softmax", "softmax_naive")} == {"after_due_date"}
     assert data["extra_data"]["seed"] == solutions_result.seed and data["score"] == 100
-    assert course.gradescope.visibility == "visible"  # the default: students see each result at once
+    assert course.gradescope.visibility_of("softmax") == "visible"  # the default: each result at once
+    (tmp_path / "course.toml").write_text(text.replace('softmax_naive = "hidden"', 'soft_max = "hidden"'))
+    with pytest.raises(Exception, match="gradescope.exercises.soft_max: not an exercise of this course"):
+        load_course(tmp_path)
