@@ -29,6 +29,7 @@ a kernel whose own cells already used CUDA grades on the CPU (workers forked fro
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import io
 import json
@@ -208,6 +209,7 @@ def _grader(course, device: str):
         # student's modules that the kernel imported (a worker imports them from the submission)
         with _silent_descriptors(), _without_modules(_students_modules(course)):
             grader = _GRADERS[key] = Grader(course, device=kernel_device(device))
+        atexit.register(grader.close)  # when the kernel shuts down: its sandbox and scratch go with it
         torch.set_num_threads(threads)  # the kernel's own; grading sets its own (_kernel_untouched)
     return grader
 
