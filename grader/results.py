@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed")
 # when an exercise's checks end differently, the one the student must fix first names its status
 WORST_FIRST = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
-_PRIORITY = WORST_FIRST[:-1]
 
 
 MESSAGE_LIMIT = 2_000  # characters of one check's message
@@ -65,7 +64,7 @@ class ExerciseResult:
         kinds = {c.status for c in self.checks} - {"passed"}
         if not kinds:
             return "passed"
-        return next(k for k in _PRIORITY if k in kinds)
+        return next(k for k in WORST_FIRST if k in kinds)
 
     @property
     def misconceptions(self) -> list[str]:
@@ -161,11 +160,9 @@ class AssignmentResult:
     @property
     def sources(self) -> list[str]:
         """The files its exercises were graded from, most used first."""
-        counts: dict[str, int] = {}
-        for exercise in self.exercises:
-            if exercise.source:
-                counts[exercise.source] = counts.get(exercise.source, 0) + 1
-        return sorted(counts, key=lambda name: -counts[name])
+        from collections import Counter
+
+        return [name for name, _ in Counter(e.source for e in self.exercises if e.source).most_common()]
 
     def to_json(self) -> dict:
         return {"id": self.id, "score": self.score, "max_score": self.max_score,
