@@ -29,8 +29,13 @@ def make_class(folder: Path, copies: int) -> None:
                     shutil.copy(module, target)
 
 
+KINDS = {"grade-zygote": "zygote", "grade-submission": "submission's process", "grade-starter": "worker's starter",
+         "grade-worker": "worker (student code)", "bwrap": "bubblewrap"}
+
+
 def rss_by_kind(root_pid: int) -> dict[str, int]:
-    """Peak-of-now resident memory (KiB) of each process under ``root_pid``, by what it runs."""
+    """Peak-of-now resident memory (KiB) of each process under ``root_pid``, by what it runs (the
+    sandbox's processes name themselves: grader/zygote.py)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -45,17 +50,12 @@ def rss_by_kind(root_pid: int) -> dict[str, int]:
         try:
             rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                        if line.startswith("VmRSS:"))
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except (OSError, StopIteration):
-            rss, command = 0, b""
-        if b"grader.zygote" in command and kind in ("parent", "grading process", "bubblewrap"):
-            kind = "zygote"
-        elif b"bwrap" in command:
-            kind = "bubblewrap"
+            continue
+        kind = KINDS.get(comm, kind)
         sizes[kind] = max(sizes.get(kind, 0), rss)
-        below = {"parent": "grading process", "zygote": "worker's starter",
-                 "worker's starter": "worker (student code)"}.get(kind, kind)
-        stack += [(child, below) for child in children.get(pid, [])]
+        stack += [(child, "grading process" if kind == "parent" else kind) for child in children.get(pid, [])]
     return sizes
 
 

@@ -1,5 +1,6 @@
 """``grade autograde``: many untrusted submissions, graded in parallel, none of them lost.
 
+All submissions of a run are graded on the same cases (one seed, drawn at the start unless given).
 The parent imports torch once, then forks ``workers`` grading processes, each with its own zygote
 (so a submission's student code never shares a worker with another's). The parent hands out
 submissions, writes every result itself, atomically, as ``DIR/<submission>.json``, and finally
@@ -15,6 +16,7 @@ import json
 import multiprocessing
 import os
 import queue
+import secrets
 import shutil
 import sys
 import tempfile
@@ -64,16 +66,26 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     grader = Grader(course, device=device, confinement=confinement)  # a sandbox, and a uid per submission
-    try:
+
+    def jobs():
         while (job := tasks.get()) is not None:
             results.put(("started", os.getpid(), job.name))
-            try:
-                submission = resolve_submission(job.path, course)
-                result = grader.grade(submission, assignments, seed=seed)
-                result.submission = job.name
-                results.put(("done", os.getpid(), job.name, result.to_json()))
-            except GraderError as error:
-                results.put(("invalid", os.getpid(), job.name, str(error)))
+            yield job
+
+    def report(job, outcome):
+        if isinstance(outcome, GraderError):
+            results.put(("invalid", os.getpid(), job.name, str(outcome)))
+        else:
+            outcome.submission = job.name
+            results.put(("done", os.getpid(), job.name, outcome.to_json()))
+
+    queued = jobs()
+    try:  # one pytest session grades every submission this process is handed
+        grader.grade_each(queued, assignments, seed=seed, prepare=lambda job: resolve_submission(job.path, course),
+                          report=report)
+    except GraderError as error:  # the suites themselves cannot run: each submission is told so
+        for job in queued:
+            report(job, error)
     finally:
         grader.close()
 
@@ -91,6 +103,9 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         raise UsageError("--workers must be at least 1")
     index, count = parse_shard(shard)
     device = pick_device(device)
+    # one seed for the run: every submission of the batch is graded on the same cases (fair, and the
+    # reference's results are computed once per grading process; grader/reference_memo.py)
+    seed = secrets.randbelow(10**6) if seed is None else seed
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:

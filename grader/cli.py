@@ -56,7 +56,7 @@ def check(course_dir, assignments, submission, fmt, output, device, seed):
 @click.option("--shard", help="I/N: grade only the I-th of N deterministic slices (a CI matrix, a Slurm array).")
 @click.option("--resume", is_flag=True, help="Skip submissions that already have a result in --out.")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
-@click.option("--seed", help="One seed for every submission (default: a fresh one each).")
+@click.option("--seed", help="The seed every submission is graded with (default: a fresh one for the run).")
 @click.option("--assignment", "assignment_ids", multiple=True,
               help="Grade this assignment only (repeatable; default: all): a week's batch, scored out of its points.")
 @click.pass_obj

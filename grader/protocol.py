@@ -71,6 +71,20 @@ def recv(sock: socket.socket, *, limit: int, timeout: float | None) -> bytes:
     return _recv_exact(sock, size, deadline)
 
 
+def receive(sock: socket.socket, *, limit: int, timeout: float | None = None):
+    """One decoded message of at most ``limit`` bytes (see :func:`recv` and :func:`decode`)."""
+    return decode(recv(sock, limit=limit, timeout=timeout), limit=limit)
+
+
+def requests(sock: socket.socket, *, limit: int):
+    """The messages that arrive on ``sock``, each as it comes, until the other end closes it."""
+    while True:
+        try:
+            yield receive(sock, limit=limit)
+        except (ChannelClosed, ChannelTimeout):
+            return
+
+
 def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes:
     chunks, received = [], 0
     while received < size:

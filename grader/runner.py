@@ -1,4 +1,6 @@
-"""One grading run: a submission against the suites of the chosen assignments.
+"""One grading run: a submission against the suites of the chosen assignments (``Grader.grade``), or a
+stream of them graded in one pytest session on one seed (``Grader.grade_each``, for autograde: the
+suites are collected once and the reference's results kept between submissions).
 
 Student code runs in workers forked by a zygote that this process starts fresh, in a sandbox
 (grader.sandbox, grader.confine): no worker ever has the reference, the suites or the grader's
@@ -7,6 +9,7 @@ channels in its memory, whatever this process imported before.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import importlib.util
 import itertools
@@ -154,6 +157,33 @@ class _OnlyExercises:
         items[:] = [i for i in items if (m := i.get_closest_marker("exercise")) and m.args[0] in self.names]
 
 
+def _pytest(course: Course, files: list[Path], plugins: list) -> int:
+    """Run the suites ``files`` under pytest, quietly, with ``plugins``; pytest's exit code."""
+    import pytest
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
+        return pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(course.root / "suites"),
+                            "-c", str(course.root / "suites" / "pytest.ini")], plugins=plugins)
+
+
+@dataclasses.dataclass
+class _Run:
+    """One submission's grading: what :meth:`Grader._begin` set up, for the checks and the result."""
+
+    assignments: tuple
+    exercises: tuple[str, ...] | None
+    started: float = 0.0
+    started_at: str = ""
+    seed: int = 0
+    files: list = dataclasses.field(default_factory=list)
+    recording: object = None
+    submission: Submission | None = None
+    copy: WorkingCopy | None = None
+    cgroup: object = None
+    session: object = None
+    plugin: object = None
+
+
 class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
@@ -163,6 +193,7 @@ class Grader:
         self.course = course
         self.confinement = confinement or confinement_for(course)
         self.references = None
+        self.memo = None  # the reference's results, for the next submission on the same cases
         self.submissions = 0
         self.hierarchy = None
         if self.confinement.cgroups:
@@ -197,59 +228,108 @@ class Grader:
         outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed).
         ``suite``: the folder of suites/ to run; a course without solutions/ (a student distribution)
         always runs the public suites from their recording."""
-        import pytest
+        run = self._begin(submission, assignments, seed, recording, exercises, suite)
+        plugins = [run.plugin] if exercises is None else [run.plugin, _OnlyExercises(exercises)]
+        try:
+            code = _pytest(self.course, run.files, plugins)
+        finally:
+            self._end(run)
+        return self._result(run, code)
 
+    def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report) -> None:
+        """Grade each of ``jobs`` (an iterator) on ``assignments`` with one seed, in one pytest session:
+        the suites are collected once, and each submission runs every check. ``prepare(job)`` gives
+        the job's Submission (a GraderError: the job cannot be graded); ``report(job, result)`` gets its
+        SubmissionResult, or the GraderError."""
+        from grader.session import GradingStream
+
+        def start(job):
+            return self._begin(prepare(job), assignments, seed, None, None, "hidden", memo=True)
+
+        def finish(run):
+            self._end(run)
+            return self._result(run, 0)
+
+        stream = GradingStream({a.id for a in assignments}, jobs, start=start, finish=finish, report=report,
+                               end=self._end)
+        probe = self._begin(None, assignments, seed, None, None, "hidden")  # the files only
+        code = _pytest(self.course, probe.files, [stream])
+        if stream.error is not None:
+            raise stream.error
+        if code not in (0, 1, 5):  # 5: nothing collected (no submission came)
+            raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
+
+    def _begin(self, submission, assignments, seed, recording, exercises, suite, *, memo=False) -> "_Run":
+        """Everything one submission's grading needs before its checks run (``submission`` None: the
+        suite files only, for a session that will grade several). With ``memo``, the reference's results
+        are kept for later submissions graded on the same seed (grader/reference_memo.py)."""
         from grader.session import GradingPlugin, GradingSession
 
-        started = time.monotonic()
-        started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        run = _Run(assignments=assignments, exercises=exercises)
+        run.started = time.monotonic()
+        run.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         if recording is None and not has_reference(self.course):
             recording, suite = public_recording(self.course, self.device), "public"
         replaying = recording is not None and recording.replaying
         if replaying:
             seed = recording.seed  # the recorded outputs belong to the inputs of this seed
-        seed = secrets.randbelow(10**6) if seed is None else seed
+        run.seed = secrets.randbelow(10**6) if seed is None else seed
+        run.files = suite_files(self.course, assignments, suite)
+        run.recording = recording
+        if submission is None:
+            return run
         if self.references is None and not replaying:
             self.references = load_references(self.course)
-        files = suite_files(self.course, assignments, suite)
+        if memo and self.memo is None:
+            from grader.reference_memo import ReferenceMemo
+
+            self.memo = ReferenceMemo()
         if not self.zygote.alive:  # killed from outside, or out of memory: a fresh one, no fault of this student
             self.zygote.close()
             self.zygote = self._start_zygote()
         self.submissions += 1
         uid = self._submission_uid()
-        copy = WorkingCopy(submission, parent=self.zygote.work)
-        cgroup = None
-        if uid is not None:
-            from grader.confine import NOBODY, prepare_workdir
-
-            prepare_workdir(str(copy.root), uid, NOBODY)
-        if self.hierarchy is not None:
-            from grader.cgroups import SubmissionCgroup
-
-            cgroup = SubmissionCgroup(self.hierarchy, f"s{self.submissions}",
-                                      memory_bytes=self.course.limits.memory_mb << 20, pids=NPROC_LIMIT)
-        session = GradingSession(self.course, assignments, copy, self.zygote, seed=seed, device=self.device,
-                                 references=self.references or {}, recording=recording, uid=uid,
-                                 cgroups=cgroup.procs_files(self._inside_cgroups()) if cgroup else (),
-                                 blocked=blocked_paths(self.course))
-        plugin = GradingPlugin(session)
-        plugins = [plugin] if exercises is None else [plugin, _OnlyExercises(exercises)]
+        run.submission = submission
+        run.copy = WorkingCopy(submission, parent=self.zygote.work)
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
-                code = pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(self.course.root / "suites"),
-                                    "-c", str(self.course.root / "suites" / "pytest.ini")], plugins=plugins)
-        finally:
-            if not session.close():  # something of the submission may be left: never reuse this zygote
+            if uid is not None:
+                from grader.confine import NOBODY, prepare_workdir
+
+                prepare_workdir(str(run.copy.root), uid, NOBODY)
+            if self.hierarchy is not None:
+                from grader.cgroups import SubmissionCgroup
+
+                run.cgroup = SubmissionCgroup(self.hierarchy, f"s{self.submissions}",
+                                              memory_bytes=self.course.limits.memory_mb << 20, pids=NPROC_LIMIT)
+        except BaseException:
+            run.copy.close()
+            raise
+        run.session = GradingSession(
+            self.course, assignments, run.copy, self.zygote, seed=run.seed, device=self.device,
+            references=self.references or {}, recording=recording, uid=uid,
+            cgroups=run.cgroup.procs_files(self._inside_cgroups()) if run.cgroup else (),
+            blocked=blocked_paths(self.course), memo=self.memo if memo else None)
+        run.plugin = GradingPlugin(run.session)
+        return run
+
+    def _end(self, run: "_Run") -> None:
+        """End every process of the submission and remove its cgroup and working copy."""
+        try:
+            if not run.session.close():  # something of the submission may be left: never reuse this zygote
                 self.zygote.close()
                 self.zygote = self._start_zygote()
-            if cgroup is not None:
-                cgroup.remove()
-            copy.close()
+        finally:
+            if run.cgroup is not None:
+                run.cgroup.remove()
+            run.copy.close()
+
+    def _result(self, run: "_Run", code) -> SubmissionResult:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
-        results = [self._assignment_result(a, plugin.outcomes, exercises, session) for a in assignments]
-        return SubmissionResult(submission.name, seed, self.device, time.monotonic() - started, results,
-                                isolation=self.confinement.mode, started=started_at)
+        results = [self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
+                   for a in run.assignments]
+        return SubmissionResult(run.submission.name, run.seed, self.device, time.monotonic() - run.started, results,
+                                isolation=self.confinement.mode, started=run.started_at)
 
     def _assignment_result(self, assignment: Assignment, outcomes, only, session) -> AssignmentResult:
         exercises = []

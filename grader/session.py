@@ -151,8 +151,9 @@ class GradingSession:
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
                  references: dict, recording=None, uid: int | None = None, cgroups: tuple[str, ...] = (),
-                 blocked: tuple[str, ...] = ()):
+                 blocked: tuple[str, ...] = (), memo=None):
         self.course, self.copy, self.zygote = course, copy, zygote
+        self.memo = memo  # a grader.reference_memo.ReferenceMemo the grading process keeps, or None
         self.uid, self.cgroups, self.blocked = uid, cgroups, blocked  # the submission's uid (as root) and cgroups
         self.seed, self.device = seed, device
         self.references = references
@@ -217,11 +218,13 @@ class GradingPlugin:
         self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
 
     def pytest_configure(self, config):
-        config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
-        config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
+        register_markers(config)
 
     @pytest.fixture
     def grade(self, request):
+        return self.make_grade(request)
+
+    def make_grade(self, request) -> Grade:
         assignment = request.node.get_closest_marker("assignment")
         marker = request.node.get_closest_marker("exercise")
         if assignment is None or marker is None:
@@ -269,3 +272,64 @@ class GradingPlugin:
                                  f"({type(error).__name__}); this is not your fault, please report it")
         check.duration_s = round(call.duration, 6)
         return assignment, marker.args[0], check
+
+
+def register_markers(config) -> None:
+    config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
+    config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
+
+
+class GradingStream:
+    """A pytest plugin that grades one submission after another in one pytest session: the suites
+    are collected once, then every collected check runs again for each submission (pytest runs an
+    item again as its rerun plugins do), each with its own GradingPlugin.
+
+    ``start(job)`` sets a submission's grading up (a runner._Run with its ``plugin``; a GraderError:
+    the job cannot be graded), ``finish(run)`` ends it and gives its result, ``end(run)`` only ends
+    it (after a failure), ``report(job, result or GraderError)``."""
+
+    def __init__(self, assignment_ids, jobs, *, start, finish, end, report):
+        self.assignment_ids = frozenset(assignment_ids)
+        self.jobs, self.start, self.finish, self.end, self.report = jobs, start, finish, end, report
+        self.plugin: GradingPlugin | None = None
+        self.error: BaseException | None = None  # what stopped the stream (no submission's fault)
+
+    def pytest_configure(self, config):
+        register_markers(config)
+
+    def pytest_collection_modifyitems(self, items):
+        items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
+                    self.assignment_ids]
+
+    @pytest.fixture
+    def grade(self, request):
+        return self.plugin.make_grade(request)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        return self.plugin.pytest_runtest_makereport(item, call)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        from grader.errors import GraderError
+
+        items = list(session.items)
+        try:
+            for job in self.jobs:
+                try:
+                    run = self.start(job)
+                except GraderError as error:
+                    self.report(job, error)
+                    continue
+                self.plugin = run.plugin
+                try:
+                    for index, item in enumerate(items):
+                        following = items[index + 1] if index + 1 < len(items) else None
+                        item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+                except BaseException:
+                    self.end(run)
+                    raise
+                self.report(job, self.finish(run))
+        except BaseException as error:  # noqa: BLE001 - raised again by Grader.grade_each, outside pytest
+            self.error = error
+        return True

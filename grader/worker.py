@@ -207,13 +207,21 @@ def _mode_classes() -> tuple:
     from torch.overrides import TorchFunctionMode, resolve_name
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    names: dict = {}  # id(torch function) -> (it, its bare name): resolve_name costs a warnings filter a call
+
     class Functions(TorchFunctionMode):
         def __init__(self, tracer: Tracer):
             super().__init__()
             self.tracer = tracer
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.tracer.refuse(op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func)))
+            known = names.get(id(func))  # by identity: no object of the student's can pose as another
+            if known is not None and known[0] is func:
+                bare = known[1]
+            else:
+                bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
+                names[id(func)] = (func, bare)  # the function is kept: its id is never reused
+            self.tracer.refuse(bare)
             return func(*args, **(kwargs or {}))
 
     class Operators(TorchDispatchMode):
@@ -388,11 +396,10 @@ class Server:
         return value
 
     def handle(self, request: dict) -> dict:
+        # armed again by the next request (re-arming replaces the deadline), never disarmed in
+        # between: a dump written while the worker waits for a request is never read
         self.watch.arm(request.get("timeout_s"))
-        try:
-            return self._handle(request)
-        finally:
-            self.watch.disarm()
+        return self._handle(request)
 
     def _handle(self, request: dict) -> dict:
         op = request["op"]
@@ -423,10 +430,12 @@ class Server:
             instance = instance.to(self.spec.device, request.get("dtype"))
         handle = len(self.handles) + 1
         self.handles[handle] = instance
-        return {"ok": True, "handle": handle}
+        return {"ok": True, "handle": handle, **(self._state(instance) if request.get("state") else {})}
 
     def state(self, request: dict) -> dict:
-        module = self.handles[request["handle"]]
+        return {"ok": True, **self._state(self.handles[request["handle"]])}
+
+    def _state(self, module) -> dict:
         params = {name: _plain(p) for name, p in module.named_parameters()}
         buffers = {name: _plain(b) for name, b in module.named_buffers()}
         kinds = {name: type(m).__name__ for name, m in module.named_modules()}
@@ -435,7 +444,7 @@ class Server:
         for name, m in module.named_modules(remove_duplicate=False):
             if first.setdefault(id(m), name) != name:
                 shared[name] = first[id(m)]
-        return {"ok": True, "params": params, "buffers": buffers, "modules": kinds, "shared": shared,
+        return {"params": params, "buffers": buffers, "modules": kinds, "shared": shared,
                 "training": bool(module.training)}
 
     def load(self, request: dict) -> dict:
@@ -565,12 +574,7 @@ def serve(sock, spec: WorkerSpec) -> None:
         stop_hung(module, name)
     server = Server(spec, module, watch)
     reply({"ok": True})
-    while True:
-        try:
-            request = protocol.decode(protocol.recv(sock, limit=protocol.REQUEST_LIMIT, timeout=None),
-                                      limit=protocol.REQUEST_LIMIT)
-        except (protocol.ChannelClosed, protocol.ChannelTimeout):
-            return
+    for request in protocol.requests(sock, limit=protocol.REQUEST_LIMIT):
         try:
             answer = server.handle(request)
         except BaseException as exc:  # noqa: BLE001

@@ -46,6 +46,15 @@ class ConfinementError(RuntimeError):
     """The worker could not be confined as asked; it must not run student code."""
 
 
+def name_process(name: str) -> None:
+    """What ``ps`` and ``top`` show for this process (Linux; at most 15 characters)."""
+    try:
+        with open("/proc/self/comm", "w") as comm:
+            comm.write(name[:15])
+    except OSError:
+        pass
+
+
 def _check(result: int, what: str) -> int:
     if result < 0:
         code = ctypes.get_errno()
@@ -164,14 +173,10 @@ class Zygote:
         self.control = control
         self.namespaces = bool(config.get("namespaces"))
         self.workers: set[int] = set()
+        self.submission: tuple[int, tuple[str, ...], socket.socket] | None = None  # (pid, cgroups, channel)
 
     def serve(self) -> None:
-        while True:
-            try:
-                request = protocol.decode(protocol.recv(self.control, limit=protocol.CONTROL_LIMIT, timeout=None),
-                                          limit=protocol.CONTROL_LIMIT)
-            except (protocol.ChannelClosed, protocol.ChannelTimeout):
-                return
+        for request in protocol.requests(self.control, limit=protocol.CONTROL_LIMIT):
             op = request.get("op")
             if op == "spawn":
                 self.spawn(protocol.WorkerSpec.from_wire(request["spec"]))
@@ -186,46 +191,56 @@ class Zygote:
         protocol.send(self.control, protocol.encode(message), timeout=30)
 
     def spawn(self, spec: protocol.WorkerSpec) -> None:
-        ours, theirs = socket.socketpair()
-        reader, writer = os.pipe()
-        child = os.fork()
-        if child == 0:
-            code = 1
-            try:
-                os.close(reader)
-                ours.close()
-                self.control.close()
-                for path in spec.cgroups:  # the submission's cgroups, before anything of it runs
-                    with open(path, "w") as procs:
-                        procs.write(str(os.getpid()))
-                if self.namespaces:
-                    _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
-                                         | _CLONE_NEWUTS), "unshare")
-                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-                worker = os.fork()
-                if worker == 0:
-                    os.close(writer)
-                    _worker_main(theirs, spec, self.namespaces)
-                os.write(writer, str(worker).encode())
-                os.close(writer)
-                theirs.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                os.waitpid(worker, 0)  # the worker's parent while it lives: its death signal goes off with us
-                code = 0
-            except BaseException as exc:  # noqa: BLE001 - told to the grader, which reports it
-                os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
-            finally:
-                os._exit(code)
-        os.close(writer)
-        theirs.close()
-        with os.fdopen(reader, "rb") as stream:
-            text = stream.read(600)
-        pid = int(text) if text.isdigit() else 0
+        if spec.cgroups:  # forked by the submission's own process, which joined its cgroups once
+            pid, error, fds = self._spawn_in_submission(spec)
+        else:
+            pid, error, sock = _start_worker(spec, self.namespaces, close=[self.control])
+            fds = [sock] if sock is not None else []
         if pid:
             self.workers.add(pid)
-        error = text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started"
-        self.reply({"ok": bool(pid), "pid": pid, "message": "" if pid else error}, [ours.fileno()] if pid else [])
-        ours.close()
+        self.reply({"ok": bool(pid), "pid": pid, "message": error}, [fd.fileno() for fd in fds])
+        for fd in fds:
+            fd.close()
+
+    def _spawn_in_submission(self, spec: protocol.WorkerSpec):
+        """Ask the submission's process (started at its first worker) to fork the worker: moving a
+        process into a cgroup waits for the kernel (milliseconds each time), so it is done once."""
+        if self.submission is None or self.submission[1] != spec.cgroups:
+            self._end_submission_process()
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                ours.close()
+                _submission_main(theirs, spec.cgroups, self.namespaces, close=[self.control])
+            theirs.close()
+            self.submission = (pid, spec.cgroups, ours)
+        channel = self.submission[2]
+        try:
+            protocol.send(channel, protocol.encode({"spec": spec.to_wire()}), timeout=30)
+            _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+            answer = protocol.receive(channel, limit=protocol.CONTROL_LIMIT, timeout=30)
+        except (OSError, ValueError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+                protocol.MessageTooLarge):  # it died (out of the submission's memory, say): a fresh one next time
+            self._end_submission_process()
+            return 0, "the submission's process stopped", []
+        socks = [socket.socket(fileno=fd) for fd in fds]
+        pid = answer.get("pid") if isinstance(answer, dict) else 0
+        if not (isinstance(pid, int) and pid > 0 and socks):
+            for sock in socks:
+                sock.close()
+            return 0, str(answer.get("message", "") if isinstance(answer, dict) else ""), []
+        return pid, "", socks
+
+    def _end_submission_process(self) -> None:
+        if self.submission is not None:
+            pid, _, channel = self.submission
+            channel.close()
+            try:
+                os.kill(pid, signal.SIGKILL)  # its workers' starters die with it (their death signal)
+            except ProcessLookupError:
+                pass
+            self.workers.add(pid)  # end() waits for it like a worker
+            self.submission = None
 
     def kill(self, pid: int) -> None:
         if pid in self.workers:
@@ -239,6 +254,7 @@ class Zygote:
         started dies with it. Without namespaces, kill what this zygote adopted (a weaker sweep)."""
         for pid in list(self.workers):
             self.kill(pid)
+        self._end_submission_process()
         deadline = time.monotonic() + 5
         left = list(self.workers)
         while left and time.monotonic() < deadline:
@@ -251,6 +267,87 @@ class Zygote:
             _kill_children()
         self.workers = set(left)
         return {"ok": not left, "left": len(left)}
+
+
+def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=(), join: bool = True):
+    """Fork a starter that enters the submission's cgroups (unless ``join`` is off: it is in them
+    already) and new namespaces, and forks the worker as PID 1 there. Returns the worker's pid (0 if
+    it could not start), an error message, and the grader's end of the worker's socket."""
+    ours, theirs = socket.socketpair()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        code = 1
+        name_process("grade-starter")
+        try:
+            os.close(reader)
+            ours.close()
+            for sock in close:
+                sock.close()
+            for path in spec.cgroups if join else ():  # the submission's cgroups, before anything of it runs
+                with open(path, "w") as procs:
+                    procs.write(str(os.getpid()))
+            if namespaces:
+                _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
+                                     | _CLONE_NEWUTS), "unshare")
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            worker = os.fork()
+            if worker == 0:
+                os.close(writer)
+                _worker_main(theirs, spec, namespaces)
+            os.write(writer, str(worker).encode())
+            os.close(writer)
+            theirs.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.waitpid(worker, 0)  # the worker's parent while it lives: its death signal goes off with us
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - told to the grader, which reports it
+            os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
+        finally:
+            os._exit(code)
+    os.close(writer)
+    theirs.close()
+    with os.fdopen(reader, "rb") as stream:
+        text = stream.read(600)
+    pid = int(text) if text.isdigit() else 0
+    if not pid:
+        ours.close()
+        return 0, text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started", None
+    return pid, "", ours
+
+
+def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespaces: bool, *, close=()) -> None:
+    """The submission's process: joins its cgroups once, then forks each of its workers on the
+    zygote's request (every process it starts is born in the cgroups) until the zygote ends it."""
+    code = 0
+    name_process("grade-submission")
+    try:
+        for sock in close:
+            sock.close()
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        joined = ""
+        try:
+            for path in cgroups:
+                with open(path, "w") as procs:
+                    procs.write(str(os.getpid()))
+        except OSError as exc:
+            joined = f"could not join the submission's cgroup: {exc}"
+        for request in protocol.requests(channel, limit=protocol.CONTROL_LIMIT):
+            pid, error, sock = 0, joined, None
+            if not joined:
+                pid, error, sock = _start_worker(protocol.WorkerSpec.from_wire(request["spec"]), namespaces,
+                                                 close=[channel], join=False)
+            socket.send_fds(channel, [b"F"], [sock.fileno()] if sock is not None else [])
+            protocol.send(channel, protocol.encode({"pid": pid, "message": error}), timeout=30)
+            if sock is not None:
+                sock.close()
+    except BaseException:  # noqa: BLE001 - to the zygote's log
+        code = 1
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
 
 
 def _alive(pid: int) -> bool:
@@ -287,6 +384,7 @@ def _kill_children() -> None:
 
 def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool) -> None:
     """PID 1 of a fresh PID namespace (or, without namespaces, a process group of its own)."""
+    name_process("grade-worker")
     from grader.worker import serve
 
     code = 0
@@ -349,6 +447,7 @@ def main() -> None:
     if sys.argv[1] == "--as" and sys.argv[4] == "--":
         run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
     control = socket.socket(fileno=int(sys.argv[1]))
+    name_process("grade-zygote")
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -360,6 +459,9 @@ def main() -> None:
     import grader.worker  # noqa: F401
 
     _warm_up()
+    import gc
+
+    gc.freeze()  # torch's objects: never traversed again by a worker's collections, so never copied
     zygote = Zygote(control, config)
     zygote.reply({"ok": True, "pid": os.getpid()})
     zygote.serve()

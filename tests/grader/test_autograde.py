@@ -94,6 +94,25 @@ def test_every_submission_gets_a_result_and_the_summary_has_a_column_per_exercis
     assert [r[-1] for r in rows[1:-1]] == ["graded"] * 4 and rows[-1][-1] in ("crashed", "graded")
 
 
+def test_a_run_grades_every_submission_on_the_same_cases(course, tmp_path):
+    """One seed per run, drawn fresh unless given: the batch is graded on one set of cases."""
+    root = tmp_path / "class"
+    for name in ("ann", "ben", "cat"):
+        student(root / name, only="01_attention_basics")
+    (root / "dev" / "01_attention_basics").mkdir(parents=True)
+    (root / "dev" / "01_attention_basics" / "attention_basics.py").write_text("x = 1\n")
+    seeds = set()
+    for run in ("first", "second"):
+        out = tmp_path / run
+        assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False, device="cpu",
+                         seed=None, assignments=(course.assignment("01_attention_basics"),)) == 0
+        results = [json.loads((out / f"{name}.json").read_text()) for name in ("ann", "ben", "cat", "dev")]
+        assert [r["score"] for r in results] == [100, 100, 100, 0]
+        assert len({r["seed"] for r in results}) == 1
+        seeds.add(results[0]["seed"])
+    assert len(seeds) == 2  # and a fresh one for each run (one in a million to collide)
+
+
 def test_shards_partition_the_class_and_resume_skips_what_is_done(course, klass, tmp_path):
     out = tmp_path / "results"
     for shard in ("1/2", "2/2"):

@@ -45,3 +45,45 @@ def test_a_syntax_error_in_one_module_leaves_the_others_graded(course, grader, s
     feedback = broken.exercises[0].feedback
     assert "self_attention.py" in feedback and "line 1" in feedback and "SyntaxError" in feedback
     assert "grader/" not in feedback and "suites" not in feedback
+
+
+def _comparable(result) -> list:
+    """A result's scores, statuses, named mistakes and feedback, without timings."""
+    return [(a.id, e.name, e.score, e.status, tuple(e.misconceptions), e.feedback)
+            for a in result.assignments for e in a.exercises]
+
+
+def test_a_batch_graded_in_one_session_gives_each_submission_what_it_gets_alone(course, grader, tmp_path,
+                                                                                 submission_dir):
+    """grade autograde collects the suites once and runs them for each submission, with one seed and
+    the reference's results kept between submissions: a mistake made by one submission, a correct
+    one after it, another mistake and a folder that is no submission each get exactly their own."""
+    import shutil
+
+    from grader.errors import GraderError
+
+    chosen = (course.assignment("01_attention_basics"), course.assignment("02_self_attention"))
+    unstable = tmp_path / "unstable"
+    shutil.copytree(submission_dir, unstable)
+    module = unstable / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text().replace("return exp / total.clamp_min(1.0)", "return exp / total"))
+    unscaled = tmp_path / "unscaled"
+    shutil.copytree(submission_dir, unscaled)
+    module = unscaled / "02_self_attention" / "self_attention.py"
+    module.write_text(module.read_text().replace(" / math.sqrt(keys.shape[-1])", ""))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    jobs = [unstable, submission_dir, unscaled, empty, submission_dir]
+    streamed = []
+    grader.grade_each(iter(jobs), chosen, seed=77, prepare=lambda path: resolve_submission(path, course),
+                      report=lambda path, outcome: streamed.append((path, outcome)))
+    assert [path for path, _ in streamed] == jobs
+    assert isinstance(streamed[3][1], GraderError)
+    for path, outcome in streamed[:3] + streamed[4:]:
+        alone = grader.grade(resolve_submission(path, course), chosen, seed=77)
+        assert outcome.seed == 77 and _comparable(outcome) == _comparable(alone), path.name
+    scores = [outcome.score for _, outcome in streamed if not isinstance(outcome, GraderError)]
+    assert scores[1] == scores[3] == 200 and scores[0] < 200 and scores[2] < 200
+    named = {m for _, o in streamed[:3] if not isinstance(o, GraderError)
+             for a in o.assignments for e in a.exercises for m in e.misconceptions}
+    assert {"softmax-unstable", "missing-scale"} <= named

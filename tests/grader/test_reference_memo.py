@@ -1,0 +1,71 @@
+"""The memo of the reference's results (grader/reference_memo.py): a hit is the very same computation,
+and nothing a check or a submission does to a result reaches the next submission."""
+import torch
+
+from grader.reference_memo import ReferenceMemo, fingerprint
+
+
+def test_a_hit_is_a_copy_that_no_check_can_change_for_the_next():
+    memo, calls = ReferenceMemo(), []
+    x = torch.arange(6.0).reshape(2, 3)
+
+    def compute():
+        calls.append(1)
+        return torch.softmax(x, -1), {"grads": [x * 2, None]}
+
+    key = fingerprint("check#0", x)
+    first = memo.get(key, compute)
+    first[0].zero_()  # a check that writes into what it was given
+    first[1]["grads"][0].fill_(7.0)
+    second = memo.get(key, compute)
+    assert len(calls) == 1 and memo.hits == 1
+    assert torch.equal(second[0], torch.softmax(x, -1)) and torch.equal(second[1]["grads"][0], x * 2)
+    second[0].fill_(3.0)
+    assert torch.equal(memo.get(key, compute)[0], torch.softmax(x, -1))
+
+
+def test_inputs_that_differ_in_any_way_the_reference_could_see_are_different_keys():
+    x = torch.randn(4, 5, generator=torch.Generator().manual_seed(0))
+    keys = {
+        fingerprint("c#0", x),
+        fingerprint("c#1", x),  # another use of the reference in the same check
+        fingerprint("c#0", x.clone().index_put_((torch.tensor(0), torch.tensor(0)), torch.tensor(9.0))),
+        fingerprint("c#0", x.double()),
+        fingerprint("c#0", x.t().contiguous().t()),  # same values, other strides
+        fingerprint("c#0", x.reshape(5, 4)),
+        fingerprint("c#0", x, 1),
+        fingerprint("c#0", x, 1.0),
+        fingerprint("c#0", (x,)),
+        fingerprint("c#0", [x]),
+    }
+    assert None not in keys and len(keys) == 10
+    assert fingerprint("c#0", x) == fingerprint("c#0", x.clone())
+
+
+def test_a_reference_module_is_known_by_its_weights_buffers_and_mode():
+    torch.manual_seed(0)
+    layer = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Dropout(0.5))
+    before = fingerprint(layer)
+    layer.eval()
+    in_eval = fingerprint(layer)
+    with torch.no_grad():
+        layer[0].weight[0, 0] += 1.0
+    changed = fingerprint(layer)
+    assert len({before, in_eval, changed}) == 3 and None not in (before, in_eval, changed)
+
+
+def test_what_cannot_be_fingerprinted_is_computed_every_time():
+    memo, calls = ReferenceMemo(), []
+    key = fingerprint("c#0", object())
+    assert key is None
+    for _ in range(3):
+        memo.get(key, lambda: calls.append(1) or torch.ones(2))
+    assert len(calls) == 3 and memo.entries == {}
+
+
+def test_a_full_memo_empties_itself_and_keeps_answering_right():
+    memo = ReferenceMemo(max_entries=3)
+    for value in range(10):
+        assert memo.get(fingerprint("c", value), lambda v=value: torch.tensor(v)).item() == value
+    assert len(memo.entries) <= 3
+    assert memo.get(fingerprint("c", 9), lambda: torch.tensor(-1)).item() == 9
