@@ -157,6 +157,8 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
          sandboxes: Path) -> dict[str, str]:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
+    import grader.session  # noqa: F401 - and pytest with the grading side, likewise
+
     from grader.progress import Progress
 
     context = multiprocessing.get_context("fork")

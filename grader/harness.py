@@ -487,12 +487,15 @@ class ModulePair:
         else:
             manual_seed(grade.seed)
             self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
-        # the new instance's parameters, buffers and submodules come back with its handle (one round trip)
+        # one round trip: the reference's weights go with the request (the worker loads them where
+        # every name and shape fits), and the instance's parameters, buffers and submodules come back
+        ours = self.reference_parameters()
         self.state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs,
-                                            "dtype": dtype, "state": True})
+                                            "dtype": dtype, "state": True,
+                                            "params": {n: p.detach().cpu() for n, p in ours.items()}})
         self.handle = HandleRef(self.state["handle"])
         self.what = f"{name}{_signature(args, kwargs)}"
-        self._load_reference_weights()
+        self._load_reference_weights(ours, loaded=self.state.get("loaded") is True)
 
     def use_weights_of(self, module):
         """Give both instances ``module``'s weights (a reference module of the same class), e.g. one head
@@ -504,9 +507,11 @@ class ModulePair:
     def reference_parameters(self) -> dict:
         return self.grade._event(lambda: {n: p.detach() for n, p in self.ref.named_parameters()})
 
-    def _load_reference_weights(self):
+    def _load_reference_weights(self, ours=None, loaded=False):
+        """Check the student's parameter names and shapes against the reference's, then give the
+        student's instance the reference's weights (unless the worker ``loaded`` them already)."""
         theirs = {n: p.shape for n, p in self.state["params"].items()}
-        ours = self.reference_parameters()
+        ours = self.reference_parameters() if ours is None else ours
         missing = [n for n in ours if n not in theirs]
         extra = [n for n in theirs if n not in ours]
         shared = self.state.get("shared") if isinstance(self.state.get("shared"), dict) else {}
@@ -526,8 +531,9 @@ class ModulePair:
             if tuple(theirs[n]) != tuple(p.shape):
                 raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
                                   f"expected {shape_str(p.shape)}")
-        self.grade.student.request({"op": "load", "handle": self.handle.id,
-                                    "params": {n: p.detach().cpu() for n, p in ours.items()}})
+        if not loaded:
+            self.grade.student.request({"op": "load", "handle": self.handle.id,
+                                        "params": {n: p.detach().cpu() for n, p in ours.items()}})
 
     def student_parameters(self) -> dict:
         return self.grade.student.request({"op": "state", "handle": self.handle.id})["params"]
