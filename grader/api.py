@@ -20,7 +20,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     from grader.submission import resolve_submission
 
     # by default the course's assignments/; a course installed by pip has none: the working folder
-    default = course.root / "assignments" if (course.root / "assignments").is_dir() else Path.cwd()
+    default = course.layout.assignments if course.layout.assignments.is_dir() else Path.cwd()
     found = resolve_submission(submission or default, course)
     if assignment_ids:
         chosen = course.select(assignment_ids)
@@ -130,6 +130,23 @@ def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out
     written = write_distribution(course, course.select(assignment_ids), out)
     print(f"wrote the student distribution of {len(written.assignments)} assignment(s) to {written.root} "
           f"({written.checks} public checks, reference outputs recorded)", file=sys.stderr)
+    return 0
+
+
+def classroom(*, result: Path) -> int:
+    """Print the notices GitHub Classroom reads the points from, for the JSON result in ``result``."""
+    import json
+
+    from grader.classroom import classroom_notices
+
+    try:
+        data = json.loads(Path(result).read_text(encoding="utf-8"))
+        notices = classroom_notices(data)
+    except OSError as error:
+        raise UsageError(f"{result}: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{result}: not a JSON result of `grade check` (no score and max_score)") from None
+    print("\n".join(notices))
     return 0
 
 

@@ -121,5 +121,14 @@ def release(course_dir, assignments, check_only, out):
                          out=out))
 
 
+@cli.command()
+@click.argument("result", type=click.Path(path_type=Path, dir_okay=False))
+def classroom(result):
+    """GitHub Classroom's notices of the points in RESULT (a JSON result of `grade check`), on stdout."""
+    from grader import api
+
+    sys.exit(api.classroom(result=result))
+
+
 def main():
     cli(prog_name="grade")

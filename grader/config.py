@@ -16,6 +16,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from grader.errors import ConfigError, UsageError
+from grader.layout import Layout
 
 COURSE_FILE = "course.toml"
 
@@ -123,6 +124,11 @@ class Course:
     @property
     def max_score(self) -> float:
         return sum(a.max_score for a in self.assignments)
+
+    @property
+    def layout(self) -> Layout:
+        """Where this course keeps its assignments, reference, suites and recordings."""
+        return Layout(self.root)
 
 
 # --- the schema -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.compare import difference, manual_seed
-from grader.harness import CheckFailed, RightGivenHelper, StudentFault
+from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)

@@ -16,19 +16,18 @@ import contextlib
 import json
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Assignment, Course, load_course
 from grader.errors import GraderError
-from grader.release import BEGIN, END, Stale, leaks
+from grader.layout import Layout
+from grader.leaks import Stale, leaks_in
 
 PUBLIC_SEED = 2024  # the public cases' inputs are drawn from it, at release and in every replay
 TEMPLATES = Path("templates", "distribution")
 _JUNK = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
-_TEXT = (".py", ".ipynb", ".md", ".txt", ".json", ".toml", ".yml", ".yaml", ".ini", ".cfg", "")
 
 
 class DistributionError(GraderError):
@@ -81,10 +80,10 @@ def _prepared(course: Course, assignments: tuple[Assignment, ...]):
     with tempfile.TemporaryDirectory(prefix="grade-distribution-") as scratch:
         build = Path(scratch) / "distribution"
         _build(course, assignments, build)
-        recording.save(build / "suites" / "public" / "reference.pt")
+        recording.save(Layout(build).recording)
         # the course inside the package too, so that `pip install` of the distribution (from a git URL,
         # in Colab) grades in any folder: course.toml and the public suites with their recording
-        shutil.copytree(build / "suites", build / "grader" / "_course" / "suites")
+        shutil.copytree(Layout(build).suites, Layout(build / "grader" / "_course").suites)
         shutil.copy(build / "course.toml", build / "grader" / "_course" / "course.toml")
         found = leaks_in(course, build)
         if found:
@@ -124,8 +123,8 @@ def _same_value(a, b, torch) -> bool:
 
 # --- where it goes --------------------------------------------------------------------------------------
 def is_distribution(folder: Path) -> bool:
-    return ((folder / "course.toml").is_file() and (folder / "suites" / "public" / "reference.pt").is_file()
-            and not (folder / "suites" / "hidden").exists())
+    layout = Layout(folder)
+    return (folder / "course.toml").is_file() and layout.recording.is_file() and not layout.suite_folder("hidden").exists()
 
 
 def _target(course: Course, out: Path) -> Path:
@@ -173,7 +172,7 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
         raise DistributionError("this course has no solutions/ or suites/hidden/: a student distribution is "
                                 "written from the instructor's course")
     recording = Recording(PUBLIC_SEED)
-    solutions = resolve_submission(course.root / "solutions", course)
+    solutions = resolve_submission(course.layout.solutions, course)
     grader = Grader(course, device="cpu")
     try:
         live = grader.grade(solutions, assignments, seed=PUBLIC_SEED, recording=recording, suite="public")
@@ -208,15 +207,17 @@ def _expect_full_marks(result, problem: str) -> None:
 def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> None:
     ignore = shutil.ignore_patterns(*_JUNK)
     for assignment in assignments:
-        shutil.copytree(course.root / "assignments" / assignment.id, build / "assignments" / assignment.id,
+        shutil.copytree(course.layout.release_folder(assignment), Layout(build).release_folder(assignment),
                         ignore=ignore)
     shutil.copytree(Path(__file__).resolve().parent, build / "grader", ignore=ignore)
-    public = build / "suites" / "public"
-    public.mkdir(parents=True)
-    shutil.copy(course.root / "suites" / "pytest.ini", build / "suites" / "pytest.ini")
-    shutil.copy(course.root / "suites" / "public" / "__init__.py", public / "__init__.py")
+    ours, theirs = course.layout, Layout(build)
+    theirs.suite_folder("public").mkdir(parents=True)
+    shutil.copy(ours.pytest_ini, theirs.pytest_ini)
+    shutil.copy(ours.suite_folder("public") / "__init__.py", theirs.suite_folder("public") / "__init__.py")
+    if ours.lesson.is_dir():  # the lesson's data and known mistakes, which the public suites import
+        shutil.copytree(ours.lesson, theirs.lesson, ignore=ignore)
     for assignment in assignments:
-        shutil.copy(course.root / "suites" / "public" / f"test_{assignment.id}.py", public)
+        shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
     (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
 
@@ -283,97 +284,3 @@ def _fill(text: str, course: Course, assignments: tuple[Assignment, ...]) -> str
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
     return text
-
-
-# --- what must never go in -------------------------------------------------------------------------------
-def leaks_in(course: Course, root: Path) -> list[Stale]:
-    """Files under ``root`` that are, or hold code of, a reference solution or a hidden suite: a line
-    of a solution block (16 characters or more, found nowhere outside such blocks), three consecutive
-    lines of a hidden suite (outside grader/, the library the suites themselves import from), a
-    solution or hidden-test marker in assignments/."""
-    solution = solution_lines(course)
-    hidden = set()
-    for path in (course.root / "suites" / "hidden").glob("*.py"):
-        hidden |= _windows(path.read_text(encoding="utf-8"))
-    found = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        parts = path.relative_to(root).parts
-        if "solutions" in parts or parts[:2] == ("suites", "hidden"):
-            found.append(Stale(path, "is under solutions/ or suites/hidden/"))
-            continue
-        if path.suffix not in _TEXT:
-            continue
-        text = "\n".join(_source_lines(path))
-        line = next((s for s in (x.strip() for x in text.splitlines()) if s in solution), None)
-        if line is not None:
-            found.append(Stale(path, f"holds a line of a reference solution: {line!r}"))
-        elif parts[0] != "grader" and _windows(text) & hidden:
-            found.append(Stale(path, "holds lines of a hidden suite"))
-    return found + leaks(root / "assignments")
-
-
-def solution_lines(course: Course) -> set[str]:
-    """The distinctive lines of the solution blocks of ``solutions/`` (modules and notebooks)."""
-    inside_blocks, elsewhere = set(), set()
-    for path in (course.root / "solutions").rglob("*"):
-        if path.suffix not in (".py", ".ipynb"):
-            continue
-        inside = False
-        for line in _source_lines(path):
-            stripped = line.strip()
-            if stripped in (BEGIN, END):
-                inside = stripped == BEGIN
-            else:
-                (inside_blocks if inside else elsewhere).add(stripped)
-    return {s for s in inside_blocks - elsewhere if len(s) >= 16 and not s.startswith("#")}
-
-
-def _source_lines(path: Path) -> list[str]:
-    """A file's lines; for a notebook, the lines of its cells."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError):
-        return []
-    if path.suffix != ".ipynb":
-        return text.splitlines()
-    try:
-        cells = json.loads(text).get("cells", [])
-    except (ValueError, AttributeError):
-        return text.splitlines()
-    source = (c.get("source", "") for c in cells)
-    return [line for s in source for line in ("".join(s) if isinstance(s, list) else s).splitlines()]
-
-
-def _windows(text: str) -> set[tuple[str, ...]]:
-    """Runs of three consecutive non-blank lines (stripped) with 90 characters or more between them."""
-    lines = [s for s in (x.strip() for x in text.splitlines()) if s]
-    return {tuple(lines[i:i + 3]) for i in range(len(lines) - 2) if sum(map(len, lines[i:i + 3])) >= 90}
-
-
-# --- GitHub Classroom ------------------------------------------------------------------------------------
-def classroom_notices(result: dict) -> list[str]:
-    """The two notices GitHub Classroom reads the points from, as its autograding reporter writes
-    them (``core.notice``: "Autograding complete" with ``Points X/Y`` and "Autograding report" with
-    the totals), with our own points: written directly, nothing recounts them (the reporter's table
-    would show passed exercises over all exercises beside them, another number)."""
-    def number(value):  # as JavaScript prints it: 500, not 500.0
-        value = round(float(value), 2)
-        return int(value) if value.is_integer() else value
-
-    score, top = number(result["score"]), number(result["max_score"])
-    return [f"::notice title=Autograding complete::Points {score}/{top}",
-            "::notice title=Autograding report::" + json.dumps({"totalPoints": score, "maxPoints": top})]
-
-
-def main(argv: list[str]) -> int:
-    """``python -m grader.distribution classroom RESULT.json``: GitHub Classroom's notices of the
-    points, on stdout (the workflow template calls this)."""
-    if len(argv) != 2 or argv[0] != "classroom":
-        print("usage: python -m grader.distribution classroom RESULT.json", file=sys.stderr)
-        return 2
-    print("\n".join(classroom_notices(json.loads(Path(argv[1]).read_text(encoding="utf-8")))))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -17,7 +17,6 @@ from grader.errors import UsageError
 from grader.result_folder import MANIFEST, graded_assignments, read_manifest, read_result, sort_results, written_at
 from grader.results import WORST_FIRST
 
-GRADEBOOK = "gradebook.db"
 DEFAULT_RESULTS = Path("grades")
 
 
@@ -61,7 +60,7 @@ def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
         if not Path(gradebook).is_file():
             raise UsageError(f"no such gradebook: {gradebook}")
         return Path(gradebook)
-    default = course.root / GRADEBOOK
+    default = course.layout.gradebook
     return default if default.is_file() else None
 
 

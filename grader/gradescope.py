@@ -24,9 +24,11 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.errors import GraderError, UsageError
+from grader.layout import Layout
 
-# the parts of a course the package carries: what grading needs, never the repository's own tests
-PACKAGED = ("course.toml", "pyproject.toml", "README.md", "grader", "solutions", "suites")
+# the files of a course the package carries beside its reference and suites (what grading needs,
+# never the repository's own tests)
+PACKAGED = ("course.toml", "pyproject.toml", "README.md", "grader")
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder's image.
@@ -58,8 +60,7 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path)
             info = zipfile.ZipInfo(name)
             info.external_attr = (stat.S_IFREG | 0o755) << 16
             package.writestr(info, text)
-        for part in PACKAGED:
-            source = course.root / part
+        for source in (*(course.root / name for name in PACKAGED), course.layout.solutions, course.layout.suites):
             files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file()
                                                               and "__pycache__" not in p.parts)
             for path in files:
@@ -139,7 +140,7 @@ def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
     results_file.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="gradescope-"))
     try:
-        target = scratch / "assignments"
+        target = Layout(scratch).assignments
         target.mkdir()
         found = collect_upload(root / "submission", course, target)
         graded = [f for f in found if "<-" in f]

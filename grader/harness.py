@@ -20,40 +20,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grader.compare import difference, manual_seed, shape_str
+from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault, explained  # noqa: F401 - for suites
 from grader.recording import NotReplayable
 from grader.protocol import HandleRef, flatten, sent_from
 
 if TYPE_CHECKING:
     from grader.session import GradingSession, Student
-
-
-class CheckFailed(AssertionError):
-    """The student's code ran but gave a wrong answer."""
-
-    def __init__(self, message: str, misconceptions: tuple[str, ...] = ()):
-        super().__init__(message)
-        self.message = message
-        self.misconceptions = misconceptions
-
-
-class RightGivenHelper(Exception):
-    """The check's case is right but for a faulty helper of the student's own that the exercise uses
-    (its output is what a right version gives from that helper): under the cascade policy "once" the
-    check keeps its points, and ``message`` names the helper to fix."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-class StudentFault(Exception):
-    """The student's code raised, timed out, crashed or used a forbidden operation."""
-
-    def __init__(self, kind: str, message: str, exception: str | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.exception = exception  # the type name of what the student's code raised, if it raised
 
 
 # Operations an exercise may forbid, by bare name: torch functions and aten operators alike, with
@@ -65,19 +37,6 @@ FUSED_ATTENTION_OPS = (
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
     "_flash_attention_forward", "_efficient_attention_forward")
-
-# the error PyTorch raises for .view() on a tensor whose strides do not allow it
-_VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
-
-
-def explained(fault: StudentFault) -> Exception:
-    """A crash whose error says which mistake caused it becomes a failure that names it."""
-    if fault.kind == "error" and _VIEW_ERROR in fault.message:
-        return CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for a "
-                           "non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
-                           + fault.message, ("view-on-non-contiguous",))
-    return fault
-
 
 @dataclass
 class Reply:
@@ -461,12 +420,7 @@ class Grade:
     def sibling(self, assignment_id: str) -> "Grade":
         """A grade on another assignment of the same submission, for naming a root cause there (a
         class that stacks the student's own class from an earlier assignment)."""
-        from grader.session import Student
-
-        students = self.session.students
-        if assignment_id not in students:
-            students[assignment_id] = Student(self.session, self.session.course.assignment(assignment_id))
-        return Grade(self.session, students[assignment_id], self.session.references.get(assignment_id),
+        return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
 
     def module(self, name, *args, dtype=None, **kwargs) -> "ModulePair":

@@ -3,7 +3,7 @@
 nbgrader's source directory is ``solutions/`` and its release directory ``assignments/`` (the same
 mapping as ``nbgrader_config.py`` at the course root, for instructors who run nbgrader themselves).
 Module files are ignored when nbgrader copies an assignment: the ``.py`` stubs come from
-:func:`grader.release.stub_source`, never from a copy of the solution; :func:`write_stubs` puts them
+:func:`grader.stubs.stub_source`, never from a copy of the solution; :func:`write_stubs` puts them
 back after nbgrader's own ``generate_assignment`` has replaced an assignment folder.
 
 The notebooks' graded cells call :func:`grader.notebook_checks.check`, so they hold no hidden tests
@@ -57,13 +57,13 @@ def write_stubs(assignment: str = "*", **_):
     """nbgrader's post_convert_hook for generate_assignment (nbgrader_config.py): the stub modules of
     the assignments matching ``assignment``, beside their release notebooks, as `grade release` writes them."""
     from grader.config import find_course_root, load_course
-    from grader.release import stub_source
+    from grader.stubs import stub_source
 
     course = load_course(find_course_root())
     for chosen in course.assignments:
         if fnmatch.fnmatchcase(chosen.id, assignment or "*"):
-            source = course.root / "solutions" / chosen.id / chosen.module
-            target = course.root / "assignments" / chosen.id / chosen.module
+            source = course.layout.solution_module(chosen)
+            target = course.layout.release_module(chosen)
             if target.parent.is_dir():
                 target.write_text(stub_source(source.read_text(encoding="utf-8"), str(source)), encoding="utf-8")
 
@@ -74,9 +74,9 @@ def nbgrader_config(course: Course, *, release_directory: str = "assignments", d
     config = shared_settings(Config())
     config.CourseDirectory.root = str(course.root)
     config.CourseDirectory.course_id = course.id
-    config.CourseDirectory.source_directory = "solutions"
+    config.CourseDirectory.source_directory = course.layout.solutions.name
     config.CourseDirectory.release_directory = release_directory
-    config.CourseDirectory.db_url = f"sqlite:///{db_path or course.root / 'gradebook.db'}"
+    config.CourseDirectory.db_url = f"sqlite:///{db_path or course.layout.gradebook}"
     config.Exchange.root = str(course.root / ".exchange")
     return config
 

@@ -41,6 +41,7 @@ import warnings
 import weakref
 from pathlib import Path
 
+from grader.layout import Layout
 from grader.errors import DeviceError, UsageError
 
 _GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
@@ -219,7 +220,8 @@ def _students_modules(course) -> list[str]:
     (``causal_attention``), whatever they were imported from, and files of the folders that hold
     notebooks and modules (not the grader's, nor a virtualenv's, which may live in the course folder too)."""
     root, here = Path(os.path.realpath(course.root)), Path(os.path.realpath(Path.cwd()))
-    folders = [root / name for name in ("assignments", "solutions", "submitted", "autograded")]
+    layout = Layout(root)
+    folders = [layout.assignments, layout.solutions, layout.submitted, layout.autograded]
     if here != root:
         folders.append(here)
     prefixes = tuple(str(folder) + os.sep for folder in folders)

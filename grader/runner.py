@@ -43,21 +43,18 @@ def pick_device(requested: str) -> str:
     return requested
 
 
-PUBLIC_RECORDING = Path("suites", "public", "reference.pt")
-
-
 def has_reference(course: Course) -> bool:
     """The instructor's course (solutions/ and suites/hidden/ present) grades with the hidden suites; a
     student distribution has neither and replays the public suites' recorded reference outputs instead
     (a student's own folder named solutions/ changes nothing)."""
-    return (course.root / "solutions").is_dir() and (course.root / "suites" / "hidden").is_dir()
+    return course.layout.has_reference()
 
 
 def public_recording(course: Course, device: str):
     """The public suites' reference outputs, recorded by `grade release --out`, on ``device``."""
     from grader.recording import Recording, on_device
 
-    path = course.root / PUBLIC_RECORDING
+    path = course.layout.recording
     if not path.is_file():
         raise GraderError(f"this course has neither the reference (solutions/, suites/hidden/) nor recorded "
                           f"reference outputs ({path}): get a fresh copy of the course from your instructor")
@@ -69,7 +66,7 @@ def public_recording(course: Course, device: str):
 def suite_files(course: Course, assignments: tuple[Assignment, ...], suite: str = "hidden") -> list[Path]:
     files = []
     for assignment in assignments:
-        path = course.root / "suites" / suite / f"test_{assignment.id}.py"
+        path = course.layout.suite(assignment, suite)
         if not path.is_file():
             raise GraderError(f"no grading suite for {assignment.id}: expected {path}")
         files.append(path)
@@ -81,11 +78,11 @@ def load_references(course: Course) -> dict:
     ``causal_attention``). Only ever called in the grading process, never in a worker."""
     modules = {}
     for assignment in course.assignments:
-        folder = course.root / "solutions" / assignment.id
+        folder = course.layout.solution_folder(assignment)
         if str(folder) not in sys.path:
             sys.path.append(str(folder))
     for assignment in course.assignments:
-        path = course.root / "solutions" / assignment.id / assignment.module
+        path = course.layout.solution_module(assignment)
         name = assignment.module_name
         if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
             modules[assignment.id] = sys.modules[name]
@@ -101,14 +98,13 @@ def load_references(course: Course) -> dict:
 def blocked_paths(course: Course) -> tuple[str, ...]:
     """The real folders of the reference and the suites (also when reached through symbolic links).
     A worker drops them from sys.path, and the folders that hold them too; see worker.lock_down."""
-    return tuple(os.path.realpath(course.root / name) for name in ("solutions", "suites"))
+    return tuple(os.path.realpath(folder) for folder in course.layout.reference_folders())
 
 
 def secret_paths(course: Course) -> list[str]:
     """What a worker running as another user must not be able to read: the reference, the suites,
     the history that holds both, nbgrader's gradebook and collected notebooks."""
-    names = ("solutions", "suites", ".git", "gradebook.db", "submitted", "autograded")
-    return [str(course.root / name) for name in names if (course.root / name).exists()]
+    return [str(path) for path in course.layout.secrets()]
 
 
 def submission_uid() -> int:
@@ -162,8 +158,8 @@ def _pytest(course: Course, files: list[Path], plugins: list) -> int:
     import pytest
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
-        return pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(course.root / "suites"),
-                            "-c", str(course.root / "suites" / "pytest.ini")], plugins=plugins)
+        return pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(course.layout.suites),
+                            "-c", str(course.layout.pytest_ini)], plugins=plugins)
 
 
 @dataclasses.dataclass

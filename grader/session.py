@@ -10,7 +10,8 @@ import time
 import pytest
 
 from grader.config import Assignment, Course
-from grader.harness import CheckFailed, Grade, RightGivenHelper, StudentFault
+from grader.harness import Grade
+from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
 from grader.protocol import STACK_FILE, WorkerSpec, clip
@@ -199,8 +200,11 @@ class GradingSession:
         return (source.name if source else ""), ""
 
     def student(self, assignment_id: str) -> Student:
+        """The handle on one assignment of the submission: one graded in this run, or another that a
+        check reaches for to name a root cause there (a class that stacks the student's earlier one)."""
         if assignment_id not in self.students:
-            self.students[assignment_id] = Student(self, self.assignments[assignment_id])
+            assignment = self.assignments.get(assignment_id) or self.course.assignment(assignment_id)
+            self.students[assignment_id] = Student(self, assignment)
         return self.students[assignment_id]
 
     def close(self) -> bool:

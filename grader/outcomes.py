@@ -1,0 +1,50 @@
+"""How a check can end, as the suites and the grading session both see it: a wrong answer
+(:class:`CheckFailed`), a right answer given a faulty helper of the student's (:class:`RightGivenHelper`),
+or a fault of the student's code (:class:`StudentFault`: it raised, hung, crashed, or used a
+forbidden operation). Their own module, so that the harness and the session need not import each other.
+"""
+from __future__ import annotations
+
+
+class CheckFailed(AssertionError):
+    """The student's code ran but gave a wrong answer. ``out``: the student's output on the case, when
+    the check had it (diagnosis then names the mistake without running the student's code again)."""
+
+    def __init__(self, message: str, misconceptions: tuple[str, ...] = (), out=None):
+        super().__init__(message)
+        self.message = message
+        self.misconceptions = misconceptions
+        self.out = out
+
+
+class RightGivenHelper(Exception):
+    """The check's case is right but for a faulty helper of the student's own that the exercise uses
+    (its output is what a right version gives from that helper): under the cascade policy "once" the
+    check keeps its points, and ``message`` names the helper to fix."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class StudentFault(Exception):
+    """The student's code raised, timed out, crashed or used a forbidden operation."""
+
+    def __init__(self, kind: str, message: str, exception: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.exception = exception  # the type name of what the student's code raised, if it raised
+
+
+# the error PyTorch raises for .view() on a tensor whose strides do not allow it
+_VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+def explained(fault: StudentFault) -> Exception:
+    """A crash whose error says which mistake caused it becomes a failure that names it."""
+    if fault.kind == "error" and _VIEW_ERROR in fault.message:
+        return CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for a "
+                           "non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
+                           + fault.message, ("view-on-non-contiguous",))
+    return fault
