@@ -41,7 +41,6 @@ import warnings
 import weakref
 from pathlib import Path
 
-from grader.layout import Layout
 from grader.errors import DeviceError, UsageError
 
 _GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
@@ -220,6 +219,8 @@ def _students_modules(course) -> list[str]:
     (``causal_attention``), whatever they were imported from, and files of the folders that hold
     notebooks and modules (not the grader's, nor a virtualenv's, which may live in the course folder too)."""
     root, here = Path(os.path.realpath(course.root)), Path(os.path.realpath(Path.cwd()))
+    from grader.layout import Layout  # here: the kernel's sandbox holds the student-side modules only
+
     layout = Layout(root)
     folders = [layout.assignments, layout.solutions, layout.submitted, layout.autograded]
     if here != root:

@@ -1,0 +1,53 @@
+"""What a grading suite is written with: the markers, a known mistake, and the scale search.
+
+A suite module grades one assignment; each check is a pytest test that takes the ``grade`` fixture
+(:class:`grader.harness.Grade`) and compares the student's code with the reference on inputs drawn
+from the check's own seed::
+
+    from grader.authoring import Mistake, assignment, exercise
+    from lesson import journey                       # the lesson's data (suites/lesson/)
+    from lesson.mistakes import softmax_mistakes     # known wrong computations
+
+    pytestmark = assignment("01_attention_basics")
+
+    @exercise("softmax", weight=2, forbidden=SOFTMAX_OPS)
+    def test_softmax_rows(grade):
+        x = grade.randn(4, 6)
+        grade.same("softmax", x, dim=-1, grad=True, mistakes=softmax_mistakes(x, -1))
+
+When the student's output is wrong, ``grade.same`` compares it with each :class:`Mistake`'s output
+and names the one that explains it (and only when no mistake with another id explains it too), from
+the output the failed check carries: the student's code is not run again. ``grade.module(...)``
+gives a :class:`grader.harness.ModulePair` whose ``same`` takes the same ``mistakes``. See
+docs/authoring.md for adding an exercise, a mistake or an assignment.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pytest
+
+from grader.diagnose import ScaleFit
+
+exercise = pytest.mark.exercise  # @exercise(name, weight=1, forbidden=()): the exercise a check grades
+
+
+def assignment(assignment_id: str):
+    """``pytestmark = assignment("01_attention_basics")``: the assignment a suite module grades."""
+    return pytest.mark.assignment(assignment_id)
+
+
+class Mistake(NamedTuple):
+    """A known mistake: the misconception ``id`` it shows (one of the course spec's catalogue, or
+    None for a mistake worth explaining but not naming), the ``explanation`` the student reads, and
+    the ``output`` that mistake gives on the check's inputs: a tensor, or a function of no arguments
+    that computes it (called only when the check failed)."""
+
+    id: str | None
+    explanation: str
+    output: Any
+
+
+ScaleSearch = ScaleFit  # a mistake whose scores are scaled by some constant: the constant is searched for
+
+__all__ = ["Mistake", "ScaleSearch", "assignment", "exercise"]
