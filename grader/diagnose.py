@@ -50,22 +50,27 @@ def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidat
     return CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
 
 
-def diagnosed(grade, check: Callable, rerun: Callable, candidates: Iterable[Candidate],
+def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterable[Candidate],
               explain_output: Callable | None = None, right: Callable | None = None,
               root_cause: Callable | None = None):
-    """Run ``check()``; when it fails, get the student's output again with ``rerun()`` and name the
-    mistake that explains it. ``explain_output(out)`` may name one from the output alone first,
-    returning ``(misconception, explanation)`` or None; ``right()`` gives the right output;
-    ``root_cause(failure, out)`` may blame a helper from another exercise (see :func:`blame`)."""
+    """Run ``check()``; when it fails, name the mistake that explains the student's output: the one
+    the failure carries (``CheckFailed.out``), or else what ``rerun()`` gets again. ``explain_output(out)``
+    may name one from the output alone first, returning ``(misconception, explanation)`` or None;
+    ``right()`` gives the right output; ``root_cause(failure, out)`` may blame a helper from another
+    exercise (see :func:`blame`)."""
     try:
         return check()
     except CheckFailed as failure:
         if failure.misconceptions:
             raise
-        try:
-            out = rerun()
-        except StudentFault:
-            raise failure from None
+        out = failure.out
+        if out is None:
+            if rerun is None:
+                raise
+            try:
+                out = rerun()
+            except StudentFault:
+                raise failure from None
         if explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
             raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
@@ -89,7 +94,11 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None):
     if right is not None and matches(grade, out, right):
         return None
     found, fits = [], []
-    for misconception, explanation, wrong in _until_unreplayable(candidates):
+    for candidate in _until_unreplayable(candidates):
+        if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
+            fits.append(candidate)
+            continue
+        misconception, explanation, wrong = candidate
         if callable(wrong):
             with torch.no_grad():
                 try:

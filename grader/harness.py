@@ -176,16 +176,24 @@ class Grade:
             raise explained(fault) from None
         return reply_of(reply)
 
-    def same(self, name, *args, grad=False, **kwargs):
+    def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included,
-        within the dtype's tolerance widened by how far the reference itself lands from float64."""
-        expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
-        slack, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
-        reply = self.call(name, *args, grad_out=grad_out, **kwargs)
-        self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=slack)
-        if grad:
-            self._expect_grads(reply, ref_grads, name, slack=grad_slack)
-        return reply.out
+        within the dtype's tolerance widened by how far the reference itself lands from float64.
+
+        When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
+        ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
+        output alone, ``right`` the right output (a tensor, or a function computing it) when at
+        hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
+        def check():
+            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
+            slack, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
+            reply = self.call(name, *args, grad_out=grad_out, **kwargs)
+            self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=slack, carry=True)
+            if grad:
+                self._expect_grads(reply, ref_grads, name, slack=grad_slack)
+            return reply.out
+
+        return diagnosed(self, check, mistakes, explain, right, root_cause)
 
     def _slack(self, name, args, kwargs, expected, grad_out, ref_grads):
         """How far the reference computed in the case's dtype lands from the reference computed in
@@ -313,9 +321,18 @@ class Grade:
         grads, param_grads = self._event(backward, target, args, kwargs, seed, grad_out)
         return expected, grad_out, grads, param_grads
 
-    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
+    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0, carry: bool = False):
         """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
-        the inputs were left alone."""
+        the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
+        diagnosis to name the mistake without running the student's code again."""
+        try:
+            Grade._expect(self, reply, expected, what, slack)
+        except CheckFailed as failure:
+            if carry and failure.out is None and not failure.misconceptions:
+                failure.out = reply.out
+            raise
+
+    def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
         import dataclasses
 
         import torch
@@ -520,15 +537,29 @@ class ModulePair:
         """The reference instance's forward(*args) (recorded and replayable like every reference use)."""
         return self.grade._reference(self.ref, args, {}, False, seed=seed)[0]
 
-    def same(self, *args, grad=False, seed=None):
-        """forward(*args) matches the reference's (same dropout under the same seed), gradients too."""
-        expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
-        reply = self.call(*args, seed=seed, grad_out=grad_out)
-        self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}")
-        if grad:
-            self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
-            self.grade._expect_param_grads(reply, ref_param_grads, self.what)
-        return reply.out
+    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None):
+        """forward(*args) matches the reference's (same dropout under the same seed), gradients too;
+        a wrong output is diagnosed as in :meth:`Grade.same`."""
+        def check():
+            expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
+            reply = self.call(*args, seed=seed, grad_out=grad_out)
+            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}", carry=True)
+            if grad:
+                self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
+                self.grade._expect_param_grads(reply, ref_param_grads, self.what)
+            return reply.out
+
+        return diagnosed(self.grade, check, mistakes, explain, right, root_cause)
+
+
+def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
+    """``check()``, its failure with the student's mistake named when any way to name one is given."""
+    if not (mistakes or explain or root_cause):
+        return check()
+    from grader.diagnose import diagnosed as named
+
+    return named(grade, check, None, list(mistakes), explain_output=explain,
+                 right=right if callable(right) or right is None else (lambda: right), root_cause=root_cause)
 
 
 def _signature(args, kwargs) -> str:
