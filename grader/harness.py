@@ -449,8 +449,6 @@ class ModulePair:
     """The reference's and the student's instance of one class, with the reference's weights in both."""
 
     def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None):
-        import torch
-
         self.grade, self.name = grade, name
         self.args, self.kwargs, self.dtype = args, kwargs, dtype  # to build another one like it
         if grade.replaying:

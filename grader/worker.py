@@ -15,7 +15,6 @@ import resource
 import sys
 import traceback
 import types
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader import protocol

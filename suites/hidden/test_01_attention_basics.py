@@ -8,17 +8,13 @@ import torch
 
 from grader import diagnose
 from grader.harness import SOFTMAX_OPS
+from lesson import journey, mistaken
 
 pytestmark = pytest.mark.assignment("01_attention_basics")
 exercise = pytest.mark.exercise
 
-SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 FLOATS = [torch.float32, torch.float64]
 
-
-def lesson_inputs(dtype=torch.float32):
-    return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
@@ -27,23 +23,23 @@ def softmax_same(grade, name, x, dim=None, grad=False):
     where the right answer is finite, or a softmax along another dimension."""
     kwargs = {} if dim is None else {"dim": dim}
     dim = -1 if dim is None else dim
-    right = diagnose.safe_softmax(x, dim)
+    right = mistaken.safe_softmax(x, dim)
     explain = (lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None) if name == "softmax" else None
     diagnose.diagnosed(grade, lambda: grade.same(name, x, grad=grad, **kwargs),
-                       lambda: grade.call(name, x, **kwargs).out, diagnose.softmax_mistakes(x, dim),
+                       lambda: grade.call(name, x, **kwargs).out, mistaken.softmax_mistakes(x, dim),
                        explain_output=explain, right=lambda: right)
 
 
 def simple_attention_root_cause(grade, x):
     """The student's own softmax or attention_scores, when simple_self_attention(x) is right given it."""
     scores = x @ x.transpose(-2, -1)
-    weights = diagnose.safe_softmax(scores)
+    weights = mistaken.safe_softmax(scores)
 
     def root_cause(failure, out):
         return diagnose.blame(grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1),
-                              weights, lambda w: w @ x, diagnose.softmax_mistakes(scores, -1)) or \
+                              weights, lambda w: w @ x, mistaken.softmax_mistakes(scores, -1)) or \
             diagnose.blame(grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x),
-                           scores, lambda s: diagnose.safe_softmax(s) @ x)
+                           scores, lambda s: mistaken.safe_softmax(s) @ x)
     return root_cause
 
 
@@ -51,23 +47,23 @@ def simple_attention_same(grade, x, grad=False):
     """simple_self_attention matches the reference; if not, say whether the student's own softmax or
     attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
     scores = x @ x.transpose(-2, -1)
-    weights = diagnose.safe_softmax(scores)
+    weights = mistaken.safe_softmax(scores)
     root_cause = simple_attention_root_cause(grade, x)
 
     diagnose.diagnosed(
         grade, lambda: grade.same("simple_self_attention", x, grad=grad),
         lambda: grade.call("simple_self_attention", x).out,
         [("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
-          lambda: diagnose.safe_softmax(scores, -2) @ x),
+          lambda: mistaken.safe_softmax(scores, -2) @ x),
          ("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is unscaled",
-          lambda: diagnose.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)],
+          lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)],
         right=lambda: weights @ x, root_cause=root_cause)
 
 
 # --- attention_scores_for_query ----------------------------------------------------------------------
 @exercise("attention_scores_for_query")
 def test_scores_for_query_lesson_data(grade):
-    inputs = lesson_inputs()
+    inputs = journey()
     grade.same("attention_scores_for_query", inputs, inputs[1].clone())
 
 
@@ -82,7 +78,7 @@ def test_scores_for_query_random(grade, dtype, tokens):
 # --- attention_scores_loop ---------------------------------------------------------------------------
 @exercise("attention_scores_loop")
 def test_scores_loop_lesson_data(grade):
-    grade.same("attention_scores_loop", lesson_inputs())
+    grade.same("attention_scores_loop", journey())
 
 
 @exercise("attention_scores_loop", weight=2)
@@ -107,7 +103,7 @@ def test_softmax_naive_other_dim(grade):
 # --- softmax -----------------------------------------------------------------------------------------
 @exercise("softmax", forbidden=SOFTMAX_OPS)
 def test_softmax_lesson_scores(grade):
-    inputs = lesson_inputs()
+    inputs = journey()
     softmax_same(grade, "softmax", inputs @ inputs[1])
 
 
@@ -140,7 +136,7 @@ def test_softmax_non_contiguous(grade):
 # --- context_vector_loop -----------------------------------------------------------------------------
 @exercise("context_vector_loop")
 def test_context_vector_lesson_data(grade):
-    inputs = lesson_inputs()
+    inputs = journey()
     weights = torch.softmax(inputs @ inputs[1], dim=0)
     grade.same("context_vector_loop", inputs, weights)
 
@@ -170,7 +166,7 @@ def test_attention_scores_vectorised(grade):
 # --- simple_self_attention ---------------------------------------------------------------------------
 @exercise("simple_self_attention")
 def test_simple_self_attention_lesson_data(grade):
-    simple_attention_same(grade, lesson_inputs())
+    simple_attention_same(grade, journey())
 
 
 @exercise("simple_self_attention", weight=2)

@@ -12,27 +12,14 @@ import torch
 
 from grader import diagnose
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
+from lesson import dessert, journey, mistaken
 
 pytestmark = pytest.mark.assignment("02_self_attention")
 exercise = pytest.mark.exercise
 
 SDPA_OPS = FUSED_ATTENTION_OPS
-SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 
 
-def lesson_inputs(dtype=torch.float32):
-    """"Your journey starts with one step": six 3-d embeddings, [6, 3]."""
-    return torch.tensor(SEED_INPUTS, dtype=dtype)
-
-
-def life_is_short():
-    """"Life is short, eat dessert first" embedded to 16-d, [6, 16], plus the generator that made it."""
-    words = "Life is short, eat dessert first".replace(",", "").split()
-    vocab = {w: i for i, w in enumerate(sorted(words))}
-    g = torch.Generator().manual_seed(123)
-    table = torch.randn(len(vocab), 16, generator=g)  # what nn.Embedding(6, 16) starts from
-    return table[torch.tensor([vocab[w] for w in words])], g
 
 
 def hidden(grade, *shape, p=0.3):
@@ -42,11 +29,11 @@ def hidden(grade, *shape, p=0.3):
 
 # --- naming the mistake ------------------------------------------------------------------------------
 def right_attention(q, k, v=None, mask=None):
-    return diagnose.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+    return mistaken.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
 
 
 def attention_mistakes(q, k, v=None, mask=None):
-    return diagnose.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+    return mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
 
 
 def weights_same(grade, queries, keys, mask=None, grad=False):
@@ -98,8 +85,8 @@ def module_same(grade, pair, *inputs, grad=False, project):
 
     def candidates():
         q, k, v = roles().values()
-        yield from diagnose.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
-        yield from diagnose.role_mistakes(roles(), right_attention)
+        yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
+        yield from mistaken.role_mistakes(roles(), right_attention)
 
     diagnose.diagnosed(grade, lambda: pair.same(*inputs, grad=grad), lambda: pair.call(*inputs).out, candidates(),
                        right=lambda: right_attention(*roles().values()),
@@ -122,7 +109,7 @@ def cross_roles(ref):
 # --- attention_weights -------------------------------------------------------------------------------
 @exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
 def test_attention_weights_lesson_data(grade):
-    inputs = lesson_inputs()
+    inputs = journey()
     g = torch.Generator().manual_seed(123)  # the lesson's W_query, W_key (torch.manual_seed(123); torch.rand(3, 2))
     w_query, w_key = torch.rand(3, 2, generator=g), torch.rand(3, 2, generator=g)
     queries, keys = inputs @ w_query, inputs @ w_key
@@ -189,7 +176,7 @@ def test_attention_weights_fully_hidden_row(grade):
 # --- scaled_dot_product_attention --------------------------------------------------------------------
 @exercise("scaled_dot_product_attention", weight=3, forbidden=SDPA_OPS)
 def test_sdpa_lesson_data(grade):
-    x, g = life_is_short()
+    x, g = dessert()
     w_query, w_key = torch.rand(16, 24, generator=g), torch.rand(16, 24, generator=g)  # d_q = d_k = 24
     w_value = torch.rand(16, 28, generator=g)  # d_v = 28
     sdpa_same(grade, x @ w_query, x @ w_key, x @ w_value)
@@ -230,7 +217,7 @@ def test_sdpa_non_contiguous(grade):
 @exercise("SelfAttention_v1", weight=3)
 def test_self_attention_v1_lesson_data(grade):
     pair = grade.module("SelfAttention_v1", 3, 2)
-    module_same(grade, pair, lesson_inputs(), project=v1_roles(pair.ref))
+    module_same(grade, pair, journey(), project=v1_roles(pair.ref))
 
 
 # (d_in, d_out, T, dtype)
@@ -259,7 +246,7 @@ def test_self_attention_v1_non_contiguous(grade):
 @exercise("SelfAttention_v2", weight=3)
 def test_self_attention_v2_lesson_data(grade):
     pair = grade.module("SelfAttention_v2", 3, 2)
-    module_same(grade, pair, lesson_inputs(), project=linear_roles(pair.ref))
+    module_same(grade, pair, journey(), project=linear_roles(pair.ref))
 
 
 # (d_in, d_out, qkv_bias, T, dtype)
@@ -345,7 +332,7 @@ def test_copy_v2_weights_same_output(grade):
 # --- CrossAttention ----------------------------------------------------------------------------------
 @exercise("CrossAttention", weight=3)
 def test_cross_attention_lesson_data(grade):
-    x, g = life_is_short()
+    x, g = dessert()
     x_kv = torch.rand(8, 16, generator=g)  # a second sequence, of 8 tokens
     pair = grade.module("CrossAttention", 16, 16, 24, 28)
     module_same(grade, pair, x, x_kv, project=cross_roles(pair.ref))

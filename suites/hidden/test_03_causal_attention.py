@@ -6,30 +6,19 @@ through ``grade.module``, which loads the reference's weights into the student's
 name. Dropout is compared under the same RNG seed on both sides. Inputs come from the check's own seed,
 fresh each run unless --seed is given.
 """
-import math
-
 import pytest
 import torch
 
 from grader import diagnose
 from grader.diagnose import name_mistake as diagnosed
 from grader.harness import CheckFailed, StudentFault
+from lesson import journey_batch, journey_scores, mistaken
 
 pytestmark = pytest.mark.assignment("03_causal_attention")
 exercise = pytest.mark.exercise
 
-SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 
 
-def lesson_inputs(dtype=torch.float32):
-    """"Your journey starts with one step": six 3-d embeddings, [6, 3]."""
-    return torch.tensor(SEED_INPUTS, dtype=dtype)
-
-
-def lesson_scores(dtype=torch.float32):
-    inputs = lesson_inputs(dtype)
-    return inputs @ inputs.T / math.sqrt(inputs.shape[-1])  # [6, 6]
 
 
 def softmax_weights(grade, *shape, dtype=torch.float32):
@@ -43,7 +32,7 @@ def masked_softmax(scores, hidden, fill=float("-inf")):
 
 # --- naming the mistake ------------------------------------------------------------------------------
 def causal_masks(tokens, device=None):
-    return diagnose.causal_variants(tokens, tokens, device)
+    return mistaken.causal_variants(tokens, tokens, device)
 
 
 def mask_mistakes(make):
@@ -138,7 +127,7 @@ def test_causal_mask_device_argument(grade):
 # --- apply_causal_mask -------------------------------------------------------------------------------
 @exercise("apply_causal_mask", weight=3)
 def test_apply_causal_mask_lesson_data(grade):
-    scores = lesson_scores()
+    scores = journey_scores()
     masked_same(grade, "apply_causal_mask", scores, apply_mask(scores))
 
 
@@ -166,7 +155,7 @@ def test_apply_causal_mask_non_contiguous(grade):
 # --- renormalize_causal_weights ----------------------------------------------------------------------
 @exercise("renormalize_causal_weights", weight=3)
 def test_renormalize_lesson_data(grade):
-    weights = torch.softmax(lesson_scores(), dim=-1)
+    weights = torch.softmax(journey_scores(), dim=-1)
     renormalized_same(grade, weights)
 
 
@@ -271,12 +260,12 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
         dropout = ref.dropout if ref.training and ref.dropout.p > 0 else None
         settings = dict(scale=k.shape[-1] ** -0.5, dropout=dropout, seed=seed)
         future = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
-        right = diagnose.attend(q, k, v, hidden=future, **settings)
-        candidates = diagnose.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
-            diagnose.role_mistakes({"query": q, "key": k, "value": v},
-                                   lambda *qkv: diagnose.attend(*qkv, hidden=future, **settings))
+        right = mistaken.attend(q, k, v, hidden=future, **settings)
+        candidates = mistaken.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
+            mistaken.role_mistakes({"query": q, "key": k, "value": v},
+                                   lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings))
         raise causal_mask_root_cause(grade, failure, out, tokens,  # torch.softmax, as a class would
-                                     lambda m: diagnose.attend(q, k, v, hidden=m, rows="nan", **settings)) or diagnosed(
+                                     lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)) or diagnosed(
             grade, failure, out, candidates, right) from None
 
 
@@ -297,7 +286,7 @@ def not_truncated(grade, pair, x, fault):
 
 @exercise("CausalAttention", weight=3)
 def test_causal_attention_lesson_data(grade):
-    batch = torch.stack((lesson_inputs(), lesson_inputs()))  # [2, 6, 3], as in the lesson
+    batch = journey_batch()  # [2, 6, 3], as in the lesson
     causal_same(grade, grade.module("CausalAttention", 3, 2, 6, 0.0), batch)
 
 

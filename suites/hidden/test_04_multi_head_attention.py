@@ -12,8 +12,10 @@ import pytest
 import torch
 
 from grader import diagnose
+from grader.authoring import ScaleSearch
 from grader.compare import manual_seed
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed, StudentFault
+from lesson import journey_batch, mistaken
 
 pytestmark = pytest.mark.assignment("04_multi_head_attention")
 
@@ -21,14 +23,8 @@ pytestmark = pytest.mark.assignment("04_multi_head_attention")
 ATTENTION_OPS = FUSED_ATTENTION_OPS
 exercise = pytest.mark.exercise
 
-SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 F32, F64 = torch.float32, torch.float64
 
-
-def lesson_batch(dtype=F32):
-    inputs = torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
-    return torch.stack((inputs, inputs))  # [2, 6, 3], as in the lesson
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
@@ -58,7 +54,7 @@ def split_heads_same(grade, x, heads, grad=False):
 
 @exercise("split_heads")
 def test_split_heads_lesson_data(grade):
-    split_heads_same(grade, lesson_batch(), 3)
+    split_heads_same(grade, journey_batch(), 3)
 
 
 @exercise("split_heads", weight=2)
@@ -100,7 +96,7 @@ def merge_heads_same(grade, x, grad=False):
 
 @exercise("merge_heads")
 def test_merge_heads_lesson_data(grade):
-    merge_heads_same(grade, lesson_batch()[None])  # [1, 2, 6, 3]: the two copies as two heads
+    merge_heads_same(grade, journey_batch()[None])  # [1, 2, 6, 3]: the two copies as two heads
 
 
 @exercise("merge_heads", weight=2)
@@ -234,11 +230,11 @@ WRAPPER = "MultiHeadAttentionWrapper"
 
 def _attention(ref, q, k, v, seed, scale, *, causal="future", **changes):
     """Causal attention of one head (or of [B, H, T, hd] heads) with ``ref``'s dropout, with ``changes``
-    to diagnose.attend's arguments, and the causal mask ``causal`` (diagnose.causal_variants, or None)."""
-    masks = diagnose.causal_variants(q.shape[-2], k.shape[-2], q.device)
+    to mistaken.attend's arguments, and the causal mask ``causal`` (mistaken.causal_variants, or None)."""
+    masks = mistaken.causal_variants(q.shape[-2], k.shape[-2], q.device)
     settings = dict(scale=scale, hidden=masks.get(causal), dropout=ref.dropout if ref.training else None, seed=seed)
     settings.update(changes)
-    return diagnose.attend(q, k, v, **settings)
+    return mistaken.attend(q, k, v, **settings)
 
 
 def _wrapper_variant(ref, x, seed, *, order=1, scaled=True, scale=None, **changes):
@@ -275,7 +271,7 @@ ATTENTION_MISTAKES = (
 )
 # mistakes that leave a softmax with nothing visible (a row, or the heads at a hidden position), for the
 # other ways code treats that: NaN from torch.softmax, uniform weights from a large negative fill
-ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in diagnose.HIDDEN_ROWS[1:]
+ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in mistaken.HIDDEN_ROWS[1:]
                             for m, what, changes in ATTENTION_MISTAKES if "causal" in changes or "dim" in changes)
 
 WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
@@ -287,7 +283,7 @@ WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
 def wrapper_mistakes(pair):
     def scale_fit(x, s):  # the reference is reached only when a check failed (never while replaying)
         head_dim = pair.ref.heads[0].W_key.out_features
-        return diagnose.ScaleFit(lambda c: _wrapper_variant(pair.ref, x, s, scale=c), head_dim ** -0.5)
+        return ScaleSearch(lambda c: _wrapper_variant(pair.ref, x, s, scale=c), head_dim ** -0.5)
 
     return [(m, d, (lambda x, s, flags=flags: _wrapper_variant(pair.ref, x, s, **flags)))
             for m, d, flags in WRAPPER_MISTAKES] + [(None, "", scale_fit)]
@@ -328,7 +324,7 @@ def heads_root_cause(grade, pair, x, seed):
 @exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
 def test_wrapper_lesson_data(grade):
     pair = grade.module(WRAPPER, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair),
+    module_same(grade, pair, journey_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair),
                 root_cause=heads_root_cause)
 
 
@@ -365,7 +361,7 @@ MHA = "MultiHeadAttention"
 
 
 def _mha_variant(ref, x, seed, *, scale="head", split_transpose=True, merge_transpose=True, out_proj=True,
-                 roles=diagnose.ROLES, **changes):
+                 roles=mistaken.ROLES, **changes):
     """The reference MultiHeadAttention with one thing changed, computed from its weights."""
     batch, tokens, _ = x.shape
     heads = ref.num_heads
@@ -401,13 +397,13 @@ MHA_MISTAKES = ATTENTION_MISTAKES + (
     ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
      {"merge_transpose": False}),
     ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
-) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in diagnose.wrong_roles())
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles())
 
 
 def mha_mistakes(pair):
     def scale_fit(x, s):  # the reference is reached only when a check failed (never while replaying)
         head_dim = pair.ref.out_proj.in_features // pair.ref.num_heads
-        return diagnose.ScaleFit(lambda c: _mha_variant(pair.ref, x, s, scale=c), head_dim ** -0.5, "1/sqrt(head_dim)")
+        return ScaleSearch(lambda c: _mha_variant(pair.ref, x, s, scale=c), head_dim ** -0.5, "1/sqrt(head_dim)")
 
     return [(m, d, (lambda x, s, flags=flags: _mha_variant(pair.ref, x, s, **flags)))
             for m, d, flags in MHA_MISTAKES] + [(None, "", scale_fit)]
@@ -452,7 +448,7 @@ def split_merge_root_cause(grade, pair, x, seed):
 @exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
 def test_mha_lesson_data(grade):
     pair = grade.module(MHA, 3, 2, 6, 0.0, num_heads=2)
-    module_same(grade, pair, lesson_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair),
+    module_same(grade, pair, journey_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair),
                 root_cause=split_merge_root_cause)
 
 
@@ -527,8 +523,8 @@ def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, me
     chan = ref.proj.in_features
     parts = _fused_parts(ref, x) if parts is None else parts
     q, k, v = (parts[i] for i in order)
-    hidden = diagnose.causal_variants(tokens, tokens, x.device)["future"] if causal else None
-    attended = diagnose.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
+    hidden = mistaken.causal_variants(tokens, tokens, x.device)["future"] if causal else None
+    attended = mistaken.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
 
     def merge(t, transpose=merge_transpose):
         return (t.transpose(1, 2) if transpose else t).reshape(batch, tokens, chan)
@@ -562,7 +558,7 @@ def fused_mistakes(pair, qk_scale):
         changes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
                         {"scale": (chan // ref.num_heads) ** -0.5}))
     return [(m, d, (lambda x, s, flags=flags: _fused_variant(ref, x, **flags))) for m, d, flags in changes] + [
-        (None, "", lambda x, s: diagnose.ScaleFit(lambda c: _fused_variant(ref, x, scale=c), ref.scale,
+        (None, "", lambda x, s: ScaleSearch(lambda c: _fused_variant(ref, x, scale=c), ref.scale,
                                                       "qk_scale or head_dim**-0.5"))]
 
 
@@ -591,7 +587,7 @@ def fused_root_cause(grade, pair, x, seed):
                      for order in itertools.permutations(range(3)) if order != (0, 1, 2)])
                 if blamed:
                     return blamed
-            attended = diagnose.attend(parts[0], parts[1], parts[2], scale=ref.scale)
+            attended = mistaken.attend(parts[0], parts[1], parts[2], scale=ref.scale)
             both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
             theirs = [diagnose.their(grade, "merge_heads", t.cpu()) for t in both]
             if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
@@ -607,7 +603,7 @@ def fused_root_cause(grade, pair, x, seed):
 @exercise(FUSED, forbidden=ATTENTION_OPS)
 def test_fused_lesson_data(grade):
     pair = grade.module(FUSED, 3, 4, num_heads=2)
-    module_same(grade, pair, lesson_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair),
+    module_same(grade, pair, journey_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair),
                 root_cause=fused_root_cause)
 
 

@@ -11,18 +11,14 @@ import torch
 
 from grader import diagnose
 from grader.harness import FUSED_ATTENTION_OPS, SOFTMAX_OPS, CheckFailed
+from lesson import journey, journey_batch, mistaken
 
 pytestmark = pytest.mark.assignment("05_efficient_attention")
 exercise = pytest.mark.exercise
 
 NO_SOFTMAX = FUSED_ATTENTION_OPS + SOFTMAX_OPS
-SEED_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-               [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
 F32, F64 = torch.float32, torch.float64
 
-
-def lesson_inputs(dtype=F32):
-    return torch.tensor(SEED_INPUTS, dtype=dtype)  # [6, 3]
 
 
 def _non_finite(out):
@@ -75,7 +71,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
 
 @exercise("online_softmax", forbidden=NO_SOFTMAX)
 def test_online_softmax_lesson_scores(grade):
-    inputs = lesson_inputs()
+    inputs = journey()
     online_softmax_same(grade, inputs @ inputs.T, 4)  # [6, 6] scores, N = 6 not a multiple of 4
 
 
@@ -174,8 +170,8 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
                                  "from the top-left", lambda: _plain_attention(q, k, v, True, bottom_right=True)))
     # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
     q64, k64, v64 = q.double(), k.double(), v.double()
-    future = diagnose.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
-    candidates += [(m, what.removeprefix("your "), make) for m, what, make in diagnose.attention_mistakes(
+    future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
+    candidates += [(m, what.removeprefix("your "), make) for m, what, make in mistaken.attention_mistakes(
         q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future, causal=causal, mask_fill_zero=False)]
     diagnosed(
         grade,
@@ -188,7 +184,7 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
 
 @exercise("flash_attention", forbidden=NO_SOFTMAX)
 def test_flash_lesson_data(grade):
-    inputs = torch.stack((lesson_inputs(), lesson_inputs()))  # [2, 6, 3]
+    inputs = journey_batch()  # [2, 6, 3]
     flash_same(grade, inputs, inputs, inputs, 4, True)
 
 

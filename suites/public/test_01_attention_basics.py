@@ -7,19 +7,16 @@ grading checks more cases, with fresh random inputs: passing here is a good sign
 import pytest
 import torch
 
-from grader.diagnose import UNSTABLE, diagnosed, safe_softmax, softmax_mistakes, unstable
+from grader.diagnose import UNSTABLE, diagnosed, unstable
 from grader.harness import SOFTMAX_OPS
+from lesson import journey
+from lesson.mistaken import safe_softmax, softmax_mistakes
 
 pytestmark = pytest.mark.assignment("01_attention_basics")
 check = pytest.mark.exercise
 
 LIBRARY_SOFTMAX = SOFTMAX_OPS
 
-
-def journey(dtype=torch.float32):
-    """"Your journey starts with one step": six tokens embedded in 3-d, [6, 3]."""
-    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]], dtype=dtype)
 
 
 @check("attention_scores_for_query")

@@ -7,8 +7,10 @@ the dtype's tolerance). `grade check` replays reference outputs recorded at rele
 import pytest
 import torch
 
-from grader.diagnose import attention_mistakes, diagnosed
+from grader.diagnose import diagnosed
 from grader.harness import FUSED_ATTENTION_OPS
+from lesson import dessert, journey
+from lesson.mistaken import attention_mistakes
 
 pytestmark = pytest.mark.assignment("02_self_attention")
 check = pytest.mark.exercise
@@ -16,20 +18,6 @@ check = pytest.mark.exercise
 FUSED_ATTENTION = FUSED_ATTENTION_OPS
 
 
-def journey():
-    """"Your journey starts with one step": six tokens embedded in 3-d, [6, 3]."""
-    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
-
-
-def dessert():
-    """"Life is short, eat dessert first", each word embedded in 16-d: [6, 16], and the generator
-    that goes on to draw the lesson's projection matrices."""
-    words = ["Life", "is", "short", "eat", "dessert", "first"]
-    index = {word: i for i, word in enumerate(sorted(words))}
-    generator = torch.Generator().manual_seed(123)
-    embedding = torch.randn(len(words), 16, generator=generator)
-    return embedding[[index[word] for word in words]], generator
 
 
 def random_mask(grade, *shape):

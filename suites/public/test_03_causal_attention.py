@@ -6,22 +6,15 @@ recorded at release, offline; ``CausalAttention`` gets the reference's weights b
 import pytest
 import torch
 
-from grader.diagnose import causal_variants, diagnosed
+from grader.diagnose import diagnosed
 from grader.harness import CheckFailed
+from lesson import journey, journey_scores
+from lesson.mistaken import causal_variants
 
 pytestmark = pytest.mark.assignment("03_causal_attention")
 check = pytest.mark.exercise
 
 
-def journey():
-    """"Your journey starts with one step": six tokens embedded in 3-d, [6, 3]."""
-    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
-
-
-def journey_scores():
-    inputs = journey()
-    return inputs @ inputs.T * 3 ** -0.5  # [6, 6], scaled by 1/sqrt(d)
 
 
 @check("causal_mask")

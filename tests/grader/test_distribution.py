@@ -63,7 +63,8 @@ def verdicts(data):
 # --- what is in it, what never is ---------------------------------------------------------------------------
 def test_it_holds_what_students_need(course, distribution):
     assert {p.name for p in distribution.iterdir()} == SHIPPED
-    assert {p.name for p in (distribution / "suites").iterdir()} == {"pytest.ini", "public"}
+    assert {p.name for p in (distribution / "suites").iterdir()} == {"pytest.ini", "public", "lesson"}
+    assert {p.name for p in (distribution / "suites" / "lesson").iterdir()} == {"__init__.py", "mistaken.py"}
     assert (distribution / ".github" / "workflows" / "classroom.yml").is_file()
     for assignment in course.assignments:
         for name in (assignment.module, assignment.notebook):
@@ -110,7 +111,7 @@ def test_nothing_of_the_solutions_or_the_hidden_suites_is_shipped(course, distri
         parts = path.relative_to(distribution).parts
         assert not {"solutions", "hidden", "tests", "benchmarks", "nbgrader_config.py", "gradebook.db"} & set(parts)
         if path.suffix == ".py":
-            assert parts[0] == "grader" or parts[:2] == ("suites", "public") or path in stubs, path
+            assert parts[0] == "grader" or parts[:2] in (("suites", "public"), ("suites", "lesson")) or path in stubs, path
         if path.suffix == ".pt":
             continue
         text = path.read_text(encoding="utf-8")

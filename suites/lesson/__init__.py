@@ -1,0 +1,46 @@
+"""The lesson's own data, shared by the hidden and the public suites (and the lesson notebooks' numbers).
+
+"Your journey starts with one step": six tokens embedded in 3-d, as chapter 3 of "Build a Large
+Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weights
+``[0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]`` and gets the context ``[0.4419, 0.6515, 0.5683]``.
+"Life is short, eat dessert first": six words embedded to 16-d by a seeded embedding table.
+"""
+from __future__ import annotations
+
+JOURNEY = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
+           (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
+JOURNEY_WORDS = ("Your", "journey", "starts", "with", "one", "step")
+DESSERT_WORDS = ("Life", "is", "short", "eat", "dessert", "first")
+
+
+def journey(dtype=None):
+    """The six journey embeddings, [6, 3] (float32 unless ``dtype``)."""
+    import torch
+
+    return torch.tensor(JOURNEY, dtype=dtype or torch.float32)
+
+
+def journey_batch(dtype=None):
+    """Two copies of the journey, [2, 6, 3], the lesson's batch."""
+    import torch
+
+    inputs = journey(dtype)  # [6, 3]
+    return torch.stack((inputs, inputs))  # [2, 6, 3]
+
+
+def journey_scores(dtype=None):
+    """The journey's attention scores scaled by 1/sqrt(d), [6, 6]."""
+    inputs = journey(dtype)  # [6, 3]
+    return inputs @ inputs.T * inputs.shape[-1] ** -0.5  # [6, 6]
+
+
+def dessert():
+    """"Life is short, eat dessert first", each word embedded to 16-d, [6, 16], and the generator
+    (seeded 123, as nn.Embedding(6, 16) would start from it) that goes on to draw the lesson's
+    projection matrices."""
+    import torch
+
+    index = {word: i for i, word in enumerate(sorted(DESSERT_WORDS))}
+    generator = torch.Generator().manual_seed(123)
+    table = torch.randn(len(index), 16, generator=generator)  # [6, 16]
+    return table[torch.tensor([index[word] for word in DESSERT_WORDS])], generator

@@ -1,0 +1,169 @@
+"""Attention as the usual mistakes compute it: the wrong computations the suites name mistakes by.
+
+Each function returns candidates ``(misconception id or None, explanation, output or a function
+computing it)`` (grader.authoring.Mistake has the same fields), computed from the reference's own
+intermediate values, for ``grade.same(..., mistakes=...)`` or grader.diagnose to compare with the
+student's output. Shipped with the public suites: these are wrong answers (and the plain-torch
+attention they are built on), never the reference's code.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from grader.authoring import ScaleSearch
+from grader.compare import manual_seed
+
+
+def safe_softmax(x, dim=-1):
+    """A softmax whose all -inf slices give zeros, as the course asks (torch.softmax gives NaN there)."""
+    import torch
+
+    return torch.softmax(x, dim=dim).masked_fill(torch.isneginf(x).all(dim=dim, keepdim=True), 0.0)
+
+
+def softmax_mistakes(x, dim=-1) -> list:
+    """Softmaxes of ``x`` along the wrong dimension (another one, or all of them at once)."""
+    dim = dim % max(x.dim(), 1)
+    mistakes = [("softmax-wrong-dim", f"your output is the softmax along dimension {other}, not {dim}",
+                 lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
+    if x.dim() > 1:
+        mistakes.append(("softmax-wrong-dim", "your output is normalised over the whole tensor, not along one "
+                                              "dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
+    return mistakes
+
+
+def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,
+           dropout=None, dropout_on="weights", seed=None, rows="zero"):
+    """Attention as a mistake computes it, in plain torch.
+
+    ``scale`` multiplies the scores (``transposed``: K Qᵀ instead of Q Kᵀ). ``hidden`` (bool, True =
+    hidden) is applied ``mask="before"`` the softmax as -inf, ``"after"`` it by zeroing without
+    renormalising, or ``"zero"``: hidden scores set to 0. ``dim``: the softmax's dimension. ``rows``:
+    what a row whose keys are all hidden gets: ``"zero"`` weights (the course's rule), ``"nan"`` (what
+    torch.softmax gives for -inf), or ``"uniform"`` weights (what a large negative fill gives). ``dropout``
+    (a module, run after ``torch.manual_seed(seed)``) acts on the ``"weights"``, the ``"scores"`` after
+    masking, the ``"raw-scores"`` before it, or the ``"output"``. Returns the weights, or weights @ ``v``.
+    """
+    import torch
+
+    def drop(where, t):
+        return dropout(t) if dropout is not None and dropout_on == where else t
+
+    if seed is not None:
+        manual_seed(seed)
+    scores = drop("raw-scores", (k @ q.transpose(-2, -1) if transposed else q @ k.transpose(-2, -1)) * scale)
+    if hidden is not None and mask in ("before", "zero"):
+        scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)
+    scores = drop("scores", scores)
+    if rows == "uniform":
+        scores = scores.masked_fill(torch.isneginf(scores), -1e9)
+    weights = safe_softmax(scores, dim) if rows == "zero" else torch.softmax(scores, dim)
+    if hidden is not None and mask == "after":
+        weights = weights.masked_fill(hidden, 0.0)
+    weights = drop("weights", weights)
+    return weights if v is None else drop("output", weights @ v)
+
+
+HIDDEN_ROWS = ("zero", "nan", "uniform")  # see attend's ``rows``
+
+
+def causal_variants(tq, tk, device=None) -> dict:
+    """Boolean masks (True = hidden) for a causal mask done right and done wrong."""
+    import torch
+
+    ones = torch.ones(tq, tk, dtype=torch.bool, device=device)
+    return {"future": ones.triu(1), "past": ones.tril(-1), "past-and-diagonal": ones.tril(0),
+            "future-and-diagonal": ones.triu(0)}
+
+
+def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropout=None, seed=None,
+                       mask_fill_zero=True, inputs=None) -> list:
+    """Candidates for attention of ``q`` over ``k`` (and ``v``) with the usual mistakes, each computed
+    from the right projections: the scale, the scores' orientation, the softmax's dimension, the mask,
+    the values (the keys, the queries, or the raw ``inputs`` in their place), and with ``dropout``
+    (under ``seed``) its placement. ``hidden`` is the right mask; ``causal`` says it is the causal one
+    (so that the past and the diagonal can be tried)."""
+    def variant(**changes):
+        settings = dict(scale=scale, hidden=hidden, dropout=dropout, seed=seed)
+        settings.update(changes)
+        return lambda: attend(q, k, v, **settings)
+
+    d_k = k.shape[-1]
+    found = [
+        ("missing-scale", "your scores are not scaled", variant(scale=1.0)),
+        ("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
+        ("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
+        ("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
+        (None, "", lambda: ScaleSearch(lambda c: attend(q, k, v, scale=c, hidden=hidden, dropout=dropout, seed=seed),
+                                    scale)),
+    ]
+    for rows in HIDDEN_ROWS if hidden is not None else HIDDEN_ROWS[:1]:  # a softmax may see only hidden scores
+        found += [("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2, rows=rows))]
+        found += [("softmax-wrong-dim", f"your softmax runs over dimension {dim} (a batch dimension), not the keys",
+                   variant(dim=dim, rows=rows)) for dim in range(q.dim() - 2)]
+    if hidden is not None:
+        found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
+        if causal:
+            masks = causal_variants(q.shape[-2], k.shape[-2], q.device)
+            for rows in HIDDEN_ROWS:  # these masks hide every key of a row, which code may treat three ways
+                found += [("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+                           variant(hidden=masks["past-and-diagonal"], rows=rows)),
+                          ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                           variant(hidden=masks["future-and-diagonal"], rows=rows))]
+            found.append(("mask-inverted", "your mask hides the past instead of the future",
+                          variant(hidden=masks["past"])))
+        else:
+            found += [("mask-inverted", "the positions marked True are the visible ones in your code",
+                       variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
+        found.append(("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
+                      "without renormalising", variant(mask="after")))
+        if mask_fill_zero:
+            found.append((None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
+                          variant(mask="zero")))
+    if v is not None:
+        instead = {"keys": k, "queries": q, "inputs": inputs}
+        found += [("values-not-used", f"your weights multiply the {name}, not the values",
+                   lambda t=t: attend(q, k, t, scale=scale, hidden=hidden, dropout=dropout, seed=seed))
+                  for name, t in instead.items() if t is not None]
+    if dropout is not None:
+        found += [("dropout-on-scores", "your dropout acts on the scores before the softmax",
+                   variant(dropout_on="scores")),
+                  ("dropout-on-scores", "your dropout acts on the scores before the mask and the softmax",
+                   variant(dropout_on="raw-scores"))]
+        if v is not None:
+            found.append((None, "your dropout acts on the output; it belongs on the attention weights",
+                          variant(dropout_on="output")))
+    return found
+
+
+_PLURAL = {"query": "queries", "key": "keys", "value": "values"}
+
+
+def role_mistakes(project: dict, attend_roles: Callable) -> list:
+    """Candidates with a projection in the wrong role. ``project`` maps "query", "key", "value" to the
+    projected tensors (computed from the inputs each role should read); ``attend_roles(q, k, v)`` is
+    the right attention on them. Keys in place of values is values-not-used; the queries and keys
+    exchanged is scores-transposed (the same output); any other assignment is qkv-swapped."""
+    return [(*named, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen)))
+            for chosen, named in wrong_roles()]
+
+
+ROLES = ("query", "key", "value")
+
+
+def wrong_roles() -> list:
+    """``(roles, (misconception, explanation))`` for every wrong choice of which projection plays the
+    query, the key and the value (see :func:`role_mistakes`)."""
+    import itertools
+
+    found = []
+    for chosen in itertools.product(ROLES, repeat=3):
+        if chosen == ROLES or chosen == ("key", "query", "value"):
+            continue
+        if chosen[:2] == ("query", "key"):
+            named = ("values-not-used", f"your weights multiply the {chosen[2]} projection, not the values")
+        else:
+            named = ("qkv-swapped", "your " + ", ".join(f"{_PLURAL[role]} come from W_{source}"
+                                                        for role, source in zip(ROLES, chosen) if role != source))
+        found.append((chosen, named))
+    return found
