@@ -13,7 +13,7 @@ def open_course(course_dir: Path | None) -> Course:
 
 
 def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path | None, fmt: str,
-          output: Path | None, device: str, seed: int | None, colour: bool) -> int:
+          output: Path | None, device: str, seed: int | None, colour: bool, debug: bool = False) -> int:
     """Grade one submission; write the report; 0 for full marks, 1 otherwise."""
     from grader.report import render
     from grader.runner import Grader
@@ -26,7 +26,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         chosen = course.select(assignment_ids)
     else:  # what the submission holds; a whole course when it holds a folder per assignment
         chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
-    grader = Grader(course, device=device)
+    grader = Grader(course, device=device, debug=True if debug else None)  # None: GRADE_DEBUG decides
     try:
         result = grader.grade(found, chosen, seed=seed)
     finally:

@@ -38,14 +38,16 @@ def cli(ctx, course_dir):
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here.")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
 @click.option("--seed", help="Reproduce a run: the seed its report names.")
+@click.option("--debug", is_flag=True, help="For suite authors: a check that breaks shows its traceback, and pytest's "
+                                            "output goes to stderr (also GRADE_DEBUG=1).")
 @click.pass_obj
-def check(course_dir, assignments, submission, fmt, output, device, seed):
+def check(course_dir, assignments, submission, fmt, output, device, seed, debug):
     """Grade one submission (default: assignments/). Exit 0 for full marks, 1 otherwise."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.check(course=course, assignment_ids=assignments, submission=submission, fmt=fmt, output=output,
-                       device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout)))
+                       device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout), debug=debug))
 
 
 @cli.command()

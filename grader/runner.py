@@ -153,13 +153,22 @@ class _OnlyExercises:
         items[:] = [i for i in items if (m := i.get_closest_marker("exercise")) and m.args[0] in self.names]
 
 
-def _pytest(course: Course, files: list[Path], plugins: list) -> int:
-    """Run the suites ``files`` under pytest, quietly, with ``plugins``; pytest's exit code."""
+def _pytest(course: Course, files: list[Path], plugins: list, *, debug: bool = False) -> int:
+    """Run the suites ``files`` under pytest with ``plugins``; pytest's exit code. Quietly, or with
+    ``debug`` its output on stderr (stdout may carry a report)."""
     import pytest
 
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), _no_autoload():
+    out, err = (sys.stderr, sys.stderr) if debug else (io.StringIO(), io.StringIO())
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _no_autoload():
         return pytest.main([*map(str, files), *PYTEST_ARGS, "--rootdir", str(course.layout.suites),
                             "-c", str(course.layout.pytest_ini)], plugins=plugins)
+
+
+def _raise_problems(problems: list[str]) -> None:
+    """A suite that cannot count its checks stops the grading, loudly (see session.suite_problems)."""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise GraderError(f"the grading suite is broken: {problems[0]}{more}")
 
 
 @dataclasses.dataclass
@@ -183,10 +192,13 @@ class _Run:
 class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
-    def __init__(self, course: Course, *, device: str = "auto", confinement=None):
+    def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None):
         """``confinement``: how to run student code (grader.confine), as :func:`confinement_for` plans
-        it; by default planned here, for the course's secrets alone."""
+        it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
+        ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
+        and pytest's output goes to stderr."""
         self.course = course
+        self.debug = os.environ.get("GRADE_DEBUG") == "1" if debug is None else debug
         self.confinement = confinement or confinement_for(course)
         self.references = None
         self.memo = None  # the reference's results, for the next submission on the same cases
@@ -227,9 +239,10 @@ class Grader:
         run = self._begin(submission, assignments, seed, recording, exercises, suite)
         plugins = [run.plugin] if exercises is None else [run.plugin, _OnlyExercises(exercises)]
         try:
-            code = _pytest(self.course, run.files, plugins)
+            code = _pytest(self.course, run.files, plugins, debug=self.debug)
         finally:
             self._end(run)
+        _raise_problems(run.plugin.problems)
         return self._result(run, code)
 
     def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report) -> None:
@@ -246,10 +259,11 @@ class Grader:
             self._end(run)
             return self._result(run, 0)
 
-        stream = GradingStream({a.id for a in assignments}, jobs, start=start, finish=finish, report=report,
-                               end=self._end)
+        stream = GradingStream(self.course, {a.id for a in assignments}, jobs, start=start, finish=finish,
+                               report=report, end=self._end)
         probe = self._begin(None, assignments, seed, None, None, "hidden")  # the files only
-        code = _pytest(self.course, probe.files, [stream])
+        code = _pytest(self.course, probe.files, [stream], debug=self.debug)
+        _raise_problems(stream.problems)
         if stream.error is not None:
             raise stream.error
         if code not in (0, 1, 5):  # 5: nothing collected (no submission came)
@@ -304,7 +318,7 @@ class Grader:
             self.course, assignments, run.copy, self.zygote, seed=run.seed, device=self.device,
             references=self.references or {}, recording=recording, uid=uid,
             cgroups=run.cgroup.procs_files(self._inside_cgroups()) if run.cgroup else (),
-            blocked=blocked_paths(self.course), memo=self.memo if memo else None)
+            blocked=blocked_paths(self.course), memo=self.memo if memo else None, debug=self.debug)
         run.plugin = GradingPlugin(run.session)
         return run
 

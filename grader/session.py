@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+import traceback
 
 import pytest
 
@@ -152,8 +153,9 @@ class GradingSession:
 
     def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
                  references: dict, recording=None, uid: int | None = None, cgroups: tuple[str, ...] = (),
-                 blocked: tuple[str, ...] = (), memo=None):
+                 blocked: tuple[str, ...] = (), memo=None, debug: bool = False):
         self.course, self.copy, self.zygote = course, copy, zygote
+        self.debug = debug  # suite tracebacks in the feedback (grade check --debug)
         self.memo = memo  # a grader.reference_memo.ReferenceMemo the grading process keeps, or None
         self.uid, self.cgroups, self.blocked = uid, cgroups, blocked  # the submission's uid (as root) and cgroups
         self.seed, self.device = seed, device
@@ -220,6 +222,7 @@ class GradingPlugin:
     def __init__(self, session: GradingSession):
         self.session = session
         self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
+        self.problems: list[str] = []  # what is wrong with the suites themselves (suite_problems)
 
     def pytest_configure(self, config):
         register_markers(config)
@@ -238,6 +241,10 @@ class GradingPlugin:
                      request.node.nodeid, marker)
 
     def pytest_collection_modifyitems(self, items):
+        self.problems = suite_problems(items, self.session.course)
+        if self.problems:  # the suite is broken: nothing runs, and the grader says why (runner.py)
+            items[:] = []
+            return
         items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
                     self.session.assignments]
 
@@ -272,10 +279,41 @@ class GradingPlugin:
             misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
             check = CheckOutcome(name, weight, error.kind, message, misconceptions)
         else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
-            check = CheckOutcome(name, weight, "error", "the grader could not run this check "
-                                 f"({type(error).__name__}); this is not your fault, please report it")
+            message = (f"the grader could not run this check ({type(error).__name__}); this is not your fault, "
+                       "please report it")
+            if self.session.debug:  # grade check --debug: the suite author sees where their check broke
+                message += "\n" + suite_traceback(error)
+            check = CheckOutcome(name, weight, "error", message)
         check.duration_s = round(call.duration, 6)
         return assignment, marker.args[0], check
+
+
+def suite_traceback(error: BaseException) -> str:
+    """``error``'s traceback from the check down (pytest's and pluggy's own frames left out)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not any(part in f.filename for part in ("/_pytest/", "/pluggy/"))]
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(error), error)))
+
+
+def suite_problems(items, course: Course) -> list[str]:
+    """What makes collected checks unable to count, said to the suite's author: a check without the
+    markers, or naming an assignment or an exercise that course.toml lacks (a typo would otherwise
+    drop the check, and its points would come from the others)."""
+    known = {a.id: a for a in course.assignments}
+    problems = []
+    for item in items:
+        assignment, exercise = item.get_closest_marker("assignment"), item.get_closest_marker("exercise")
+        if assignment is None or exercise is None or not exercise.args or not assignment.args:
+            problems.append(f"{item.nodeid}: a check needs its suite's assignment marker and @exercise(name)")
+        elif assignment.args[0] not in known:
+            problems.append(f"{item.nodeid}: assignment {assignment.args[0]!r} is not in course.toml "
+                            f"(it has: {', '.join(known)})")
+        elif exercise.args[0] not in known[assignment.args[0]].exercises:
+            problems.append(f"{item.nodeid}: exercise {exercise.args[0]!r} is not an exercise of "
+                            f"{assignment.args[0]} in course.toml (it has: "
+                            f"{', '.join(known[assignment.args[0]].exercises)})")
+    return problems
 
 
 def register_markers(config) -> None:
@@ -292,7 +330,9 @@ class GradingStream:
     the job cannot be graded), ``finish(run)`` ends it and gives its result, ``end(run)`` only ends
     it (after a failure), ``report(job, result or GraderError)``."""
 
-    def __init__(self, assignment_ids, jobs, *, start, finish, end, report):
+    def __init__(self, course: Course, assignment_ids, jobs, *, start, finish, end, report):
+        self.course = course
+        self.problems: list[str] = []
         self.assignment_ids = frozenset(assignment_ids)
         self.jobs, self.start, self.finish, self.end, self.report = jobs, start, finish, end, report
         self.plugin: GradingPlugin | None = None
@@ -302,6 +342,10 @@ class GradingStream:
         register_markers(config)
 
     def pytest_collection_modifyitems(self, items):
+        self.problems = suite_problems(items, self.course)
+        if self.problems:
+            items[:] = []
+            return
         items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
                     self.assignment_ids]
 
@@ -318,6 +362,8 @@ class GradingStream:
         from grader.errors import GraderError
 
         items = list(session.items)
+        if self.problems:
+            return True  # the stream's owner raises (runner.Grader.grade_each)
         try:
             for job in self.jobs:
                 try:
