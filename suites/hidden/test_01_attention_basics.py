@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from grader import diagnose
+from grader.authoring import Mistake, assignment, exercise
 from grader.harness import SOFTMAX_OPS
 from lesson import journey, mistaken
 
-pytestmark = pytest.mark.assignment("01_attention_basics")
-exercise = pytest.mark.exercise
+pytestmark = assignment("01_attention_basics")
 
 FLOATS = [torch.float32, torch.float64]
 
@@ -25,9 +25,7 @@ def softmax_same(grade, name, x, dim=None, grad=False):
     dim = -1 if dim is None else dim
     right = mistaken.safe_softmax(x, dim)
     explain = (lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None) if name == "softmax" else None
-    diagnose.diagnosed(grade, lambda: grade.same(name, x, grad=grad, **kwargs),
-                       lambda: grade.call(name, x, **kwargs).out, mistaken.softmax_mistakes(x, dim),
-                       explain_output=explain, right=lambda: right)
+    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), explain=explain, right=right, **kwargs)
 
 
 def simple_attention_root_cause(grade, x):
@@ -50,14 +48,11 @@ def simple_attention_same(grade, x, grad=False):
     weights = mistaken.safe_softmax(scores)
     root_cause = simple_attention_root_cause(grade, x)
 
-    diagnose.diagnosed(
-        grade, lambda: grade.same("simple_self_attention", x, grad=grad),
-        lambda: grade.call("simple_self_attention", x).out,
-        [("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
-          lambda: mistaken.safe_softmax(scores, -2) @ x),
-         ("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is unscaled",
-          lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)],
-        right=lambda: weights @ x, root_cause=root_cause)
+    grade.same("simple_self_attention", x, grad=grad, right=lambda: weights @ x, root_cause=root_cause, mistakes=[
+        Mistake("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
+                lambda: mistaken.safe_softmax(scores, -2) @ x),
+        Mistake("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
+                               "unscaled", lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)])
 
 
 # --- attention_scores_for_query ----------------------------------------------------------------------

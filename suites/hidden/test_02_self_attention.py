@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from grader import diagnose
+from grader.authoring import assignment, exercise
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
 from lesson import dessert, journey, mistaken
 
-pytestmark = pytest.mark.assignment("02_self_attention")
-exercise = pytest.mark.exercise
+pytestmark = assignment("02_self_attention")
 
 SDPA_OPS = FUSED_ATTENTION_OPS
 

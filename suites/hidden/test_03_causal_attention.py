@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from grader import diagnose
+from grader.authoring import assignment, exercise
 from grader.diagnose import name_mistake as diagnosed
 from grader.harness import CheckFailed, StudentFault
 from lesson import journey_batch, journey_scores, mistaken
 
-pytestmark = pytest.mark.assignment("03_causal_attention")
-exercise = pytest.mark.exercise
+pytestmark = assignment("03_causal_attention")
 
 
 

@@ -12,16 +12,15 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.authoring import ScaleSearch
+from grader.authoring import ScaleSearch, assignment, exercise
 from grader.compare import manual_seed
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed, StudentFault
 from lesson import journey_batch, mistaken
 
-pytestmark = pytest.mark.assignment("04_multi_head_attention")
+pytestmark = assignment("04_multi_head_attention")
 
 # softmax is allowed here: the lesson builds multi-head attention from plain torch operations.
 ATTENTION_OPS = FUSED_ATTENTION_OPS
-exercise = pytest.mark.exercise
 
 F32, F64 = torch.float32, torch.float64
 

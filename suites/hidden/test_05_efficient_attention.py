@@ -9,12 +9,11 @@ build the whole [Tq, Tk] score matrix.
 import pytest
 import torch
 
-from grader import diagnose
+from grader.authoring import Mistake, ScaleSearch, assignment, exercise
 from grader.harness import FUSED_ATTENTION_OPS, SOFTMAX_OPS, CheckFailed
 from lesson import journey, journey_batch, mistaken
 
-pytestmark = pytest.mark.assignment("05_efficient_attention")
-exercise = pytest.mark.exercise
+pytestmark = assignment("05_efficient_attention")
 
 NO_SOFTMAX = FUSED_ATTENTION_OPS + SOFTMAX_OPS
 F32, F64 = torch.float32, torch.float64
@@ -28,11 +27,9 @@ def _non_finite(out):
     return None
 
 
-def diagnosed(grade, check, rerun, candidates, right=None):
-    """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
-    return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
-                                                   for m, what, make in candidates], explain_output=_non_finite,
-                              right=right)
+def matches(misconception, what, output) -> Mistake:
+    """A mistake whose output the student's matches: "your output matches <what>"."""
+    return Mistake(misconception, f"your output matches {what}", output)
 
 
 # --- online_softmax -----------------------------------------------------------------------------------
@@ -56,17 +53,13 @@ def _softmax_last_block_max(x, block_size):
 
 
 def online_softmax_same(grade, x, block_size, grad=False):
-    diagnosed(
-        grade,
-        lambda: grade.same("online_softmax", x, block_size, grad=grad),
-        lambda: grade.call("online_softmax", x, block_size).out,
-        [(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-          lambda: _softmax_without_rescaling(x, block_size)),
-         (None, "a sum over the last block only: add each block's exponentials to the running sum",
-          lambda: _softmax_last_block_max(x, block_size)),
-         ("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
-          lambda: torch.softmax(x, dim=0))],
-    )
+    grade.same("online_softmax", x, block_size, grad=grad, explain=_non_finite, mistakes=[
+        matches(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                lambda: _softmax_without_rescaling(x, block_size)),
+        matches(None, "a sum over the last block only: add each block's exponentials to the running sum",
+                lambda: _softmax_last_block_max(x, block_size)),
+        matches("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
+                lambda: torch.softmax(x, dim=0))])
 
 
 @exercise("online_softmax", forbidden=NO_SOFTMAX)
@@ -159,27 +152,24 @@ def _flash_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, r
 
 def flash_same(grade, q, k, v, block_size, causal, grad=False):
     kwargs = {"block_size": block_size, "causal": causal}
-    candidates = [
-        (None, "a running output that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-         lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
-        (None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-         lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
+    mistakes = [
+        matches(None, "a running output that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
+        matches(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
     ]
     if causal:
-        candidates.append((None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, counted "
-                                 "from the top-left", lambda: _plain_attention(q, k, v, True, bottom_right=True)))
+        mistakes.append(matches(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
+                                "counted from the top-left",
+                                lambda: _plain_attention(q, k, v, True, bottom_right=True)))
     # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
     q64, k64, v64 = q.double(), k.double(), v.double()
     future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
-    candidates += [(m, what.removeprefix("your "), make) for m, what, make in mistaken.attention_mistakes(
-        q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future, causal=causal, mask_fill_zero=False)]
-    diagnosed(
-        grade,
-        lambda: grade.same("flash_attention", q, k, v, grad=grad, **kwargs),
-        lambda: grade.call("flash_attention", q, k, v, **kwargs).out,
-        candidates,
-        right=lambda: _plain_attention(q, k, v, causal),
-    )
+    mistakes += [m if isinstance(m, ScaleSearch) else matches(m.id, m.explanation.removeprefix("your "), m.output)
+                 for m in mistaken.attention_mistakes(q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future,
+                                                      causal=causal, mask_fill_zero=False)]
+    grade.same("flash_attention", q, k, v, grad=grad, explain=_non_finite, mistakes=mistakes,
+               right=lambda: _plain_attention(q, k, v, causal), **kwargs)
 
 
 @exercise("flash_attention", forbidden=NO_SOFTMAX)

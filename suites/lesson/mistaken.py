@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from grader.authoring import ScaleSearch
+from grader.authoring import Mistake, ScaleSearch
 from grader.compare import manual_seed
 
 
@@ -24,11 +24,11 @@ def safe_softmax(x, dim=-1):
 def softmax_mistakes(x, dim=-1) -> list:
     """Softmaxes of ``x`` along the wrong dimension (another one, or all of them at once)."""
     dim = dim % max(x.dim(), 1)
-    mistakes = [("softmax-wrong-dim", f"your output is the softmax along dimension {other}, not {dim}",
-                 lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
+    mistakes = [Mistake("softmax-wrong-dim", f"your output is the softmax along dimension {other}, not {dim}",
+                        lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
     if x.dim() > 1:
-        mistakes.append(("softmax-wrong-dim", "your output is normalised over the whole tensor, not along one "
-                                              "dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
+        mistakes.append(Mistake("softmax-wrong-dim", "your output is normalised over the whole tensor, not along "
+                                "one dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
     return mistakes
 
 
@@ -90,48 +90,48 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
 
     d_k = k.shape[-1]
     found = [
-        ("missing-scale", "your scores are not scaled", variant(scale=1.0)),
-        ("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
-        ("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
-        ("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
-        (None, "", lambda: ScaleSearch(lambda c: attend(q, k, v, scale=c, hidden=hidden, dropout=dropout, seed=seed),
-                                    scale)),
+        Mistake("missing-scale", "your scores are not scaled", variant(scale=1.0)),
+        Mistake("wrong-scale", "your scores are divided by d_k, not sqrt(d_k)", variant(scale=1.0 / d_k)),
+        Mistake("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
+        Mistake("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
+        ScaleSearch(lambda c: attend(q, k, v, scale=c, hidden=hidden, dropout=dropout, seed=seed), scale),
     ]
     for rows in HIDDEN_ROWS if hidden is not None else HIDDEN_ROWS[:1]:  # a softmax may see only hidden scores
-        found += [("softmax-wrong-dim", "your softmax runs over the queries, not the keys", variant(dim=-2, rows=rows))]
-        found += [("softmax-wrong-dim", f"your softmax runs over dimension {dim} (a batch dimension), not the keys",
-                   variant(dim=dim, rows=rows)) for dim in range(q.dim() - 2)]
+        found += [Mistake("softmax-wrong-dim", "your softmax runs over the queries, not the keys",
+                          variant(dim=-2, rows=rows))]
+        found += [Mistake("softmax-wrong-dim", f"your softmax runs over dimension {dim} (a batch dimension), not "
+                          "the keys", variant(dim=dim, rows=rows)) for dim in range(q.dim() - 2)]
     if hidden is not None:
-        found.append(("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
+        found.append(Mistake("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
         if causal:
             masks = causal_variants(q.shape[-2], k.shape[-2], q.device)
             for rows in HIDDEN_ROWS:  # these masks hide every key of a row, which code may treat three ways
-                found += [("mask-inverted", "your mask hides the past and the token itself, and shows the future",
-                           variant(hidden=masks["past-and-diagonal"], rows=rows)),
-                          ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
-                           variant(hidden=masks["future-and-diagonal"], rows=rows))]
-            found.append(("mask-inverted", "your mask hides the past instead of the future",
+                found += [Mistake("mask-inverted", "your mask hides the past and the token itself, and shows the "
+                                  "future", variant(hidden=masks["past-and-diagonal"], rows=rows)),
+                          Mistake("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to "
+                                  "itself", variant(hidden=masks["future-and-diagonal"], rows=rows))]
+            found.append(Mistake("mask-inverted", "your mask hides the past instead of the future",
                           variant(hidden=masks["past"])))
         else:
-            found += [("mask-inverted", "the positions marked True are the visible ones in your code",
+            found += [Mistake("mask-inverted", "the positions marked True are the visible ones in your code",
                        variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
-        found.append(("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
+        found.append(Mistake("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
         if mask_fill_zero:
-            found.append((None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
+            found.append(Mistake(None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
                           variant(mask="zero")))
     if v is not None:
         instead = {"keys": k, "queries": q, "inputs": inputs}
-        found += [("values-not-used", f"your weights multiply the {name}, not the values",
+        found += [Mistake("values-not-used", f"your weights multiply the {name}, not the values",
                    lambda t=t: attend(q, k, t, scale=scale, hidden=hidden, dropout=dropout, seed=seed))
                   for name, t in instead.items() if t is not None]
     if dropout is not None:
-        found += [("dropout-on-scores", "your dropout acts on the scores before the softmax",
+        found += [Mistake("dropout-on-scores", "your dropout acts on the scores before the softmax",
                    variant(dropout_on="scores")),
-                  ("dropout-on-scores", "your dropout acts on the scores before the mask and the softmax",
+                  Mistake("dropout-on-scores", "your dropout acts on the scores before the mask and the softmax",
                    variant(dropout_on="raw-scores"))]
         if v is not None:
-            found.append((None, "your dropout acts on the output; it belongs on the attention weights",
+            found.append(Mistake(None, "your dropout acts on the output; it belongs on the attention weights",
                           variant(dropout_on="output")))
     return found
 
@@ -144,7 +144,7 @@ def role_mistakes(project: dict, attend_roles: Callable) -> list:
     projected tensors (computed from the inputs each role should read); ``attend_roles(q, k, v)`` is
     the right attention on them. Keys in place of values is values-not-used; the queries and keys
     exchanged is scores-transposed (the same output); any other assignment is qkv-swapped."""
-    return [(*named, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen)))
+    return [Mistake(*named, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen)))
             for chosen, named in wrong_roles()]
 
 

@@ -7,48 +7,48 @@ grading checks more cases, with fresh random inputs: passing here is a good sign
 import pytest
 import torch
 
-from grader.diagnose import UNSTABLE, diagnosed, unstable
+from grader.authoring import assignment, exercise
+from grader.diagnose import UNSTABLE, unstable
 from grader.harness import SOFTMAX_OPS
 from lesson import journey
 from lesson.mistaken import safe_softmax, softmax_mistakes
 
-pytestmark = pytest.mark.assignment("01_attention_basics")
-check = pytest.mark.exercise
+pytestmark = assignment("01_attention_basics")
 
 LIBRARY_SOFTMAX = SOFTMAX_OPS
 
 
 
-@check("attention_scores_for_query")
+@exercise("attention_scores_for_query")
 def test_query_scores_on_the_lesson_data(grade):
     grade.same("attention_scores_for_query", journey(), journey()[1])  # the query "journey"
 
 
-@check("attention_scores_for_query")
+@exercise("attention_scores_for_query")
 @pytest.mark.parametrize("tokens,dtype", [(1, torch.float32), (8, torch.float64)], ids=["T1-float32", "T8-float64"])
 def test_query_scores_on_random_data(grade, tokens, dtype):
     grade.same("attention_scores_for_query", grade.randn(tokens, 4, dtype=dtype), grade.randn(4, dtype=dtype),
                grad=True)
 
 
-@check("attention_scores_loop")
+@exercise("attention_scores_loop")
 def test_loop_scores_on_the_lesson_data(grade):
     grade.same("attention_scores_loop", journey())
 
 
-@check("attention_scores_loop")
+@exercise("attention_scores_loop")
 @pytest.mark.parametrize("tokens,dtype", [(1, torch.float64), (5, torch.float32)], ids=["T1-float64", "T5-float32"])
 def test_loop_scores_on_random_data(grade, tokens, dtype):
     grade.same("attention_scores_loop", grade.randn(tokens, 3, dtype=dtype), grad=True)
 
 
-@check("softmax_naive")
+@exercise("softmax_naive")
 def test_naive_softmax_on_the_lesson_scores(grade):
     inputs = journey()
     grade.same("softmax_naive", inputs @ inputs[1])
 
 
-@check("softmax_naive")
+@exercise("softmax_naive")
 def test_naive_softmax_along_dim_0(grade):
     grade.same("softmax_naive", grade.randn(5, 3, dtype=torch.float64), dim=0, grad=True)
 
@@ -56,30 +56,29 @@ def test_naive_softmax_along_dim_0(grade):
 def softmax_same(grade, x, dim=-1, grad=False):
     """The student's softmax matches the reference's; when it does not, name the mistake if a known
     one (the wrong dimension, an overflow) explains the output."""
-    diagnosed(grade, lambda: grade.same("softmax", x, dim=dim, grad=grad),
-              lambda: grade.call("softmax", x, dim=dim).out, softmax_mistakes(x, dim),
-              explain_output=lambda out: UNSTABLE if unstable(out, safe_softmax(x, dim)) else None)
+    grade.same("softmax", x, dim=dim, grad=grad, mistakes=softmax_mistakes(x, dim),
+               explain=lambda out: UNSTABLE if unstable(out, safe_softmax(x, dim)) else None)
 
 
-@check("softmax", forbidden=LIBRARY_SOFTMAX)
+@exercise("softmax", forbidden=LIBRARY_SOFTMAX)
 def test_softmax_on_the_lesson_scores(grade):
     inputs = journey()
     softmax_same(grade, inputs @ inputs[1])  # the weights [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581]
 
 
-@check("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
+@exercise("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
 @pytest.mark.parametrize("shape,dim,dtype", [((2, 3, 4), 1, torch.float32), ((4, 5), -1, torch.float64)],
                          ids=["dim1-float32", "last-dim-float64"])
 def test_softmax_on_random_data(grade, shape, dim, dtype):
     softmax_same(grade, grade.randn(*shape, dtype=dtype, scale=2.0), dim=dim, grad=True)
 
 
-@check("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
+@exercise("softmax", weight=2, forbidden=LIBRARY_SOFTMAX)
 def test_softmax_does_not_overflow(grade):
     softmax_same(grade, grade.randn(3, 6, scale=500.0))  # exp(500) is inf in float32
 
 
-@check("softmax", forbidden=LIBRARY_SOFTMAX)
+@exercise("softmax", forbidden=LIBRARY_SOFTMAX)
 def test_softmax_with_hidden_entries(grade):
     x = grade.randn(3, 5, dtype=torch.float64)
     x[0, 1] = float("-inf")  # weight 0
@@ -87,56 +86,56 @@ def test_softmax_with_hidden_entries(grade):
     softmax_same(grade, x)
 
 
-@check("context_vector_loop")
+@exercise("context_vector_loop")
 def test_context_vector_on_the_lesson_data(grade):
     inputs = journey()
     weights = torch.tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
     grade.same("context_vector_loop", inputs, weights)  # z2, about [0.4419, 0.6515, 0.5683]
 
 
-@check("context_vector_loop")
+@exercise("context_vector_loop")
 @pytest.mark.parametrize("tokens,dtype", [(1, torch.float32), (7, torch.float64)], ids=["T1-float32", "T7-float64"])
 def test_context_vector_on_random_data(grade, tokens, dtype):
     grade.same("context_vector_loop", grade.randn(tokens, 4, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
 
 
-@check("attention_scores")
+@exercise("attention_scores")
 def test_scores_on_the_lesson_data(grade):
     grade.same("attention_scores", journey())
 
 
-@check("attention_scores")
+@exercise("attention_scores")
 @pytest.mark.parametrize("shape,dtype", [((3, 4, 5), torch.float64), ((2, 2, 6, 3), torch.float32)],
                          ids=["batch3-float64", "batch2x2-float32"])
 def test_scores_on_batches(grade, shape, dtype):
     grade.same("attention_scores", grade.randn(*shape, dtype=dtype), grad=True)
 
 
-@check("attention_scores")
+@exercise("attention_scores")
 def test_scores_are_vectorised(grade):
     few = grade.measured("attention_scores", grade.randn(3, 4)).ops
     many = grade.measured("attention_scores", grade.randn(40, 4)).ops
     grade.expect_not_growing("attention_scores", few, many)
 
 
-@check("simple_self_attention")
+@exercise("simple_self_attention")
 def test_self_attention_on_the_lesson_data(grade):
     grade.same("simple_self_attention", journey())
 
 
-@check("simple_self_attention")
+@exercise("simple_self_attention")
 @pytest.mark.parametrize("shape,dtype", [((1, 5), torch.float32), ((2, 7, 4), torch.float64)],
                          ids=["T1-float32", "batch2-float64"])
 def test_self_attention_on_random_data(grade, shape, dtype):
     grade.same("simple_self_attention", grade.randn(*shape, dtype=dtype), grad=True)
 
 
-@check("simple_self_attention")
+@exercise("simple_self_attention")
 def test_self_attention_on_a_transposed_input(grade):
     grade.same("simple_self_attention", grade.randn(4, 6).T)  # [6, 4], not contiguous
 
 
-@check("simple_self_attention")
+@exercise("simple_self_attention")
 def test_self_attention_is_vectorised(grade):
     x_few, x_many = grade.randn(3, 4), grade.randn(40, 4)
     few = grade.measured("simple_self_attention", x_few).ops

@@ -6,56 +6,55 @@ recorded at release, offline; ``CausalAttention`` gets the reference's weights b
 import pytest
 import torch
 
-from grader.diagnose import diagnosed
+from grader.authoring import Mistake, assignment, exercise
 from grader.harness import CheckFailed
 from lesson import journey, journey_scores
 from lesson.mistaken import causal_variants
 
-pytestmark = pytest.mark.assignment("03_causal_attention")
-check = pytest.mark.exercise
+pytestmark = assignment("03_causal_attention")
 
 
 
 
-@check("causal_mask")
+@exercise("causal_mask")
 def test_causal_mask_of_the_lesson(grade):
     masks = causal_variants(6, 6)
-    diagnosed(grade, lambda: grade.same("causal_mask", 6), lambda: grade.call("causal_mask", 6).out, [
-        ("mask-inverted", "your mask hides the past instead of the future", masks["past"]),
-        ("mask-inverted", "your mask is True where a token may attend; True means hidden", masks["past-and-diagonal"]),
-        ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
-         masks["future-and-diagonal"]),
+    grade.same("causal_mask", 6, mistakes=[
+        Mistake("mask-inverted", "your mask hides the past instead of the future", masks["past"]),
+        Mistake("mask-inverted", "your mask is True where a token may attend; True means hidden",
+                masks["past-and-diagonal"]),
+        Mistake("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                masks["future-and-diagonal"]),
     ])
 
 
-@check("causal_mask")
+@exercise("causal_mask")
 @pytest.mark.parametrize("tokens", [1, 9], ids=["T1", "T9"])
 def test_causal_mask_sizes(grade, tokens):
     grade.same("causal_mask", tokens, device=grade.device)
 
 
-@check("apply_causal_mask")
+@exercise("apply_causal_mask")
 def test_apply_on_the_lesson_scores(grade):
     grade.same("apply_causal_mask", journey_scores())
 
 
-@check("apply_causal_mask", weight=2)
+@exercise("apply_causal_mask", weight=2)
 @pytest.mark.parametrize("shape,dtype", [((1, 1), torch.float32), ((2, 3, 5, 5), torch.float64)],
                          ids=["T1", "batch2x3-float64"])
 def test_apply_on_random_scores(grade, shape, dtype):
     grade.same("apply_causal_mask", grade.randn(*shape, dtype=dtype), grad=True)
 
 
-@check("renormalize_causal_weights")
+@exercise("renormalize_causal_weights")
 def test_renormalize_the_lesson_weights(grade):
     weights = torch.softmax(journey_scores(), dim=-1)
-    diagnosed(grade, lambda: grade.same("renormalize_causal_weights", weights),
-              lambda: grade.call("renormalize_causal_weights", weights).out,
-              [("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
+    grade.same("renormalize_causal_weights", weights, mistakes=[
+        Mistake("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
                 weights.masked_fill(causal_variants(6, 6)["future"], 0.0))])
 
 
-@check("renormalize_causal_weights", weight=2)
+@exercise("renormalize_causal_weights", weight=2)
 @pytest.mark.parametrize("shape,dtype", [((4, 4), torch.float32), ((2, 6, 6), torch.float64)],
                          ids=["T4-float32", "batch2-float64"])
 def test_renormalize_random_weights(grade, shape, dtype):
@@ -63,33 +62,33 @@ def test_renormalize_random_weights(grade, shape, dtype):
     grade.same("renormalize_causal_weights", weights, grad=True)
 
 
-@check("padding_mask")
+@exercise("padding_mask")
 def test_padding_mask_of_fixed_lengths(grade):
     grade.same("padding_mask", torch.tensor([3, 0, 5]), 5)  # in between, empty, full
 
 
-@check("padding_mask")
+@exercise("padding_mask")
 def test_padding_mask_of_random_lengths(grade):
     grade.same("padding_mask", grade.randint(1, 9, (4,)), 8)
 
 
-@check("causal_padding_mask")
+@exercise("causal_padding_mask")
 def test_causal_padding_mask_of_fixed_lengths(grade):
     grade.same("causal_padding_mask", torch.tensor([4, 2, 1]), 4)
 
 
-@check("causal_padding_mask")
+@exercise("causal_padding_mask")
 def test_causal_padding_mask_of_random_lengths(grade):
     grade.same("causal_padding_mask", grade.randint(1, 7, (3,)), 6)
 
 
-@check("CausalAttention", weight=2)
+@exercise("CausalAttention", weight=2)
 def test_causal_attention_on_the_lesson_batch(grade):
     batch = torch.stack((journey(), journey()))  # [2, 6, 3]
     grade.module("CausalAttention", 3, 2, 6, 0.0).same(batch)
 
 
-@check("CausalAttention", weight=2)
+@exercise("CausalAttention", weight=2)
 @pytest.mark.parametrize("qkv_bias,dtype", [(False, torch.float32), (True, torch.float64)],
                          ids=["float32", "qkv_bias-float64"])
 def test_causal_attention_on_random_data(grade, qkv_bias, dtype):
@@ -97,12 +96,12 @@ def test_causal_attention_on_random_data(grade, qkv_bias, dtype):
     pair.same(grade.randn(3, 7, 5, dtype=dtype), grad=True)
 
 
-@check("CausalAttention", weight=2)
+@exercise("CausalAttention", weight=2)
 def test_causal_attention_on_fewer_tokens_than_its_context(grade):
     grade.module("CausalAttention", 4, 3, 12, 0.0).same(grade.randn(2, 5, 4), grad=True)  # T = 5 < 12
 
 
-@check("CausalAttention")
+@exercise("CausalAttention")
 def test_causal_attention_in_eval_mode_has_no_dropout(grade):
     pair = grade.module("CausalAttention", 4, 4, 6, 0.5).train(False)
     x = grade.randn(2, 6, 4)
@@ -112,7 +111,7 @@ def test_causal_attention_in_eval_mode_has_no_dropout(grade):
     pair.same(x)
 
 
-@check("CausalAttention")
+@exercise("CausalAttention")
 def test_causal_attention_drops_attention_weights_in_training(grade):
     """Token 0 sees only itself: dropout on its single attention weight keeps its whole output row (scaled
     by 1 / (1 - p)) or drops it. No random numbers are compared, so this holds on every machine."""
@@ -128,7 +127,7 @@ def test_causal_attention_drops_attention_weights_in_training(grade):
                               "or all zeros (dropped); dropout belongs on the attention weights, after the softmax")
 
 
-@check("CausalAttention")
+@exercise("CausalAttention")
 def test_causal_attention_has_dropout_and_a_mask_buffer(grade):
     pair = grade.module("CausalAttention", 3, 2, 5, 0.2)
     if pair.state["modules"].get("dropout") != "Dropout":

@@ -7,62 +7,62 @@ MultiHeadAttentionWrapper uses your CausalAttention from 03: grade the two toget
 import pytest
 import torch
 
+from grader.authoring import assignment, exercise
 from grader.harness import FUSED_ATTENTION_OPS
 from lesson import journey_batch
 
-pytestmark = pytest.mark.assignment("04_multi_head_attention")
+pytestmark = assignment("04_multi_head_attention")
 FUSED_ATTENTION = FUSED_ATTENTION_OPS
-check = pytest.mark.exercise
 
 
 
-@check("split_heads")
+@exercise("split_heads")
 def test_split_the_lesson_batch_into_three_heads(grade):
     grade.same("split_heads", journey_batch(), 3)
 
 
-@check("split_heads", weight=2)
+@exercise("split_heads", weight=2)
 @pytest.mark.parametrize("shape,heads,dtype", [((2, 5, 8), 2, torch.float32), ((1, 1, 6), 3, torch.float64)],
                          ids=["B2-T5-D8-H2", "T1-H3-float64"])
 def test_split_random_data(grade, shape, heads, dtype):
     grade.same("split_heads", grade.randn(*shape, dtype=dtype), heads, grad=True)
 
 
-@check("split_heads")
+@exercise("split_heads")
 def test_split_needs_a_width_divisible_by_the_heads(grade):
     grade.raises(("ValueError",), "split_heads", grade.randn(1, 3, 10), 4)
 
 
-@check("merge_heads")
+@exercise("merge_heads")
 def test_merge_the_lesson_batch(grade):
     grade.same("merge_heads", journey_batch()[None])  # [1, 2, 6, 3]: two heads
 
 
-@check("merge_heads", weight=2)
+@exercise("merge_heads", weight=2)
 @pytest.mark.parametrize("shape,dtype", [((2, 4, 3, 2), torch.float32), ((1, 2, 5, 3), torch.float64)],
                          ids=["B2-H4-T3", "H2-T5-float64"])
 def test_merge_random_data(grade, shape, dtype):
     grade.same("merge_heads", grade.randn(*shape, dtype=dtype), grad=True)
 
 
-@check("merge_heads")
+@exercise("merge_heads")
 def test_merge_what_split_heads_gives(grade):
     grade.same("merge_heads", grade.randn(2, 5, 3, 4).transpose(1, 2))  # [B, H, T, hd], not contiguous
 
 
-@check("split_qkv", weight=2)
+@exercise("split_qkv", weight=2)
 @pytest.mark.parametrize("shape,heads,dtype", [((2, 4, 12), 2, torch.float32), ((1, 3, 18), 3, torch.float64)],
                          ids=["B2-T4-D4-H2", "T3-D6-H3-float64"])
 def test_split_qkv_random_data(grade, shape, heads, dtype):
     grade.same("split_qkv", grade.randn(*shape, dtype=dtype), heads)
 
 
-@check("MultiHeadAttentionWrapper", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttentionWrapper", forbidden=FUSED_ATTENTION)
 def test_wrapper_on_the_lesson_batch(grade):
     grade.module("MultiHeadAttentionWrapper", 3, 2, 6, 0.0, num_heads=2).same(journey_batch())
 
 
-@check("MultiHeadAttentionWrapper", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttentionWrapper", weight=2, forbidden=FUSED_ATTENTION)
 @pytest.mark.parametrize("heads,tokens,qkv_bias,dtype", [(3, 5, False, torch.float32), (2, 8, True, torch.float64)],
                          ids=["H3-T5-of-8", "H2-qkv_bias-float64"])
 def test_wrapper_on_random_data(grade, heads, tokens, qkv_bias, dtype):
@@ -70,12 +70,12 @@ def test_wrapper_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 4, dtype=dtype), grad=True)
 
 
-@check("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
 def test_mha_on_the_lesson_batch(grade):
     grade.module("MultiHeadAttention", 3, 2, 6, 0.0, num_heads=2).same(journey_batch())
 
 
-@check("MultiHeadAttention", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention", weight=2, forbidden=FUSED_ATTENTION)
 @pytest.mark.parametrize("heads,tokens,qkv_bias,dtype", [(4, 9, False, torch.float32), (2, 5, True, torch.float64),
                                                          (1, 1, False, torch.float32)],
                          ids=["H4-T9", "H2-T5-of-10-qkv_bias-float64", "H1-T1"])
@@ -84,7 +84,7 @@ def test_mha_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@check("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
 def test_mha_in_eval_mode_has_no_dropout(grade):
     pair = grade.module("MultiHeadAttention", 4, 4, 6, 0.5, 2).train(False)
     x = grade.randn(2, 6, 4)
@@ -94,17 +94,17 @@ def test_mha_in_eval_mode_has_no_dropout(grade):
     pair.same(x)
 
 
-@check("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
 def test_mha_needs_d_out_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), "MultiHeadAttention", 4, 6, 8, 0.0, 4, new=True)
 
 
-@check("FusedQKVAttention", forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention", forbidden=FUSED_ATTENTION)
 def test_fused_on_the_lesson_batch(grade):
     grade.module("FusedQKVAttention", 3, 4, num_heads=2).same(journey_batch())
 
 
-@check("FusedQKVAttention", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention", weight=2, forbidden=FUSED_ATTENTION)
 @pytest.mark.parametrize("heads,qkv_bias,qk_scale,dtype", [(2, False, None, torch.float32),
                                                            (4, True, 0.5, torch.float64)],
                          ids=["H2", "H4-qkv_bias-qk_scale-float64"])
@@ -113,6 +113,6 @@ def test_fused_on_random_data(grade, heads, qkv_bias, qk_scale, dtype):
     pair.same(grade.randn(2, 7, 5, dtype=dtype), grad=True)
 
 
-@check("FusedQKVAttention", forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention", forbidden=FUSED_ATTENTION)
 def test_fused_needs_chan_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), "FusedQKVAttention", 4, 6, num_heads=4, new=True)
