@@ -556,7 +556,7 @@ def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
         return check()
     from grader.diagnose import diagnosed as named
 
-    return named(grade, check, None, list(mistakes), explain_output=explain,
+    return named(grade, check, None, mistakes, explain_output=explain,
                  right=right if callable(right) or right is None else (lambda: right), root_cause=root_cause)
 
 

@@ -39,23 +39,21 @@ def attention_mistakes(q, k, v=None, mask=None):
 def weights_same(grade, queries, keys, mask=None, grad=False):
     """attention_weights matches the reference; if not, name the mistake that explains it."""
     kwargs = {} if mask is None else {"mask": mask}
-    diagnose.diagnosed(
-        grade, lambda: grade.same("attention_weights", queries, keys, grad=grad, **kwargs),
-        lambda: grade.call("attention_weights", queries, keys, **kwargs).out,
-        attention_mistakes(queries, keys, None, mask), right=lambda: right_attention(queries, keys, None, mask),
-        explain_output=lambda out: (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
-        if diagnose.unstable(out, right_attention(queries, keys, None, mask)) else None)
+    right = functools.cache(lambda: right_attention(queries, keys, None, mask))  # only once a check failed
+    grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
+               right=right, **kwargs,
+               explain=lambda out: (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
+               if diagnose.unstable(out, right()) else None)
 
 
 def sdpa_same(grade, queries, keys, values, mask=None, grad=False):
     """scaled_dot_product_attention matches the reference; if not, blame the student's attention_weights
     when that explains it, or name the mistake."""
     kwargs = {} if mask is None else {"mask": mask}
-    diagnose.diagnosed(
-        grade, lambda: grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs),
-        lambda: grade.call("scaled_dot_product_attention", queries, keys, values, **kwargs).out,
-        attention_mistakes(queries, keys, values, mask), right=lambda: right_attention(queries, keys, values, mask),
-        root_cause=lambda failure, out: attention_root_cause(grade, failure, out, queries, keys, values, mask))
+    grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs,
+               mistakes=attention_mistakes(queries, keys, values, mask),
+               right=lambda: right_attention(queries, keys, values, mask),
+               root_cause=lambda failure, out: attention_root_cause(grade, failure, out, queries, keys, values, mask))
 
 
 def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=False):
@@ -88,10 +86,8 @@ def module_same(grade, pair, *inputs, grad=False, project):
         yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
         yield from mistaken.role_mistakes(roles(), right_attention)
 
-    diagnose.diagnosed(grade, lambda: pair.same(*inputs, grad=grad), lambda: pair.call(*inputs).out, candidates(),
-                       right=lambda: right_attention(*roles().values()),
-                       root_cause=lambda failure, out: attention_root_cause(grade, failure, out, *roles().values(),
-                                                                            via_sdpa=True))
+    pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
+              root_cause=lambda failure, out: attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True))
 
 
 def v1_roles(ref):
@@ -157,11 +153,8 @@ def test_attention_weights_large_scores(grade):
     without its max shift gives inf / inf = NaN."""
     queries, keys = grade.randn(2, 5, 8, scale=40.0), grade.randn(2, 7, 8, scale=40.0)
     right = right_attention(queries, keys, None, None)
-    diagnose.diagnosed(
-        grade, lambda: grade.same("attention_weights", queries, keys, grad=True),
-        lambda: grade.call("attention_weights", queries, keys).out,
-        attention_mistakes(queries, keys, None, None), right=lambda: right,
-        explain_output=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)
+    grade.same("attention_weights", queries, keys, grad=True, mistakes=attention_mistakes(queries, keys, None, None),
+               right=right, explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)
 
 
 @exercise("attention_weights", weight=2, forbidden=SDPA_OPS)

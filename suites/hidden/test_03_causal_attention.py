@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.authoring import assignment, exercise
-from grader.diagnose import name_mistake as diagnosed
+from grader.authoring import Mistake, assignment, exercise
+from grader.diagnose import name_mistake
 from grader.harness import CheckFailed, StudentFault
 from lesson import journey_batch, journey_scores, mistaken
 
@@ -38,12 +38,12 @@ def causal_masks(tokens, device=None):
 def mask_mistakes(make):
     """Candidates for a computation ``make(hidden)`` that uses the causal mask ``hidden``, with the
     mask done wrong; ``make(None)``: no mask at all."""
-    return [("mask-not-applied", "the mask has no effect on your output", lambda: make(None)),
-            ("mask-inverted", "your mask hides the past instead of the future", lambda: make("past")),
-            ("mask-inverted", "your mask hides the past and the token itself, and shows the future",
-             lambda: make("past-and-diagonal")),
-            ("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
-             lambda: make("future-and-diagonal"))]
+    return [Mistake("mask-not-applied", "the mask has no effect on your output", lambda: make(None)),
+            Mistake("mask-inverted", "your mask hides the past instead of the future", lambda: make("past")),
+            Mistake("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+                    lambda: make("past-and-diagonal")),
+            Mistake("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                    lambda: make("future-and-diagonal"))]
 
 
 def causal_mask_root_cause(grade, failure, out, tokens, compose):
@@ -59,32 +59,29 @@ def masked_same(grade, name, x, compose, grad=False):
     """``name(x)`` matches the reference; if not, blame the student's causal_mask or name the mask
     mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask)."""
     masks = causal_masks(x.shape[-1])
-    diagnose.diagnosed(
-        grade, lambda: grade.same(name, x, grad=grad), lambda: grade.call(name, x).out,
-        mask_mistakes(lambda m: compose(masks[m] if m else None)), right=lambda: compose(masks["future"]),
-        root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
+    grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
+               right=lambda: compose(masks["future"]),
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
 
 
 def renormalized_same(grade, weights, grad=False):
     """renormalize_causal_weights, with the mask mistakes and the missing renormalisation named."""
     future = torch.triu(torch.ones(weights.shape[-1], weights.shape[-1], dtype=torch.bool), 1)
     compose = renormalize(weights)
+    # a mask mistake first (masked_same), then the missing renormalisation, on the output the failure carries
     diagnose.diagnosed(
-        grade, lambda: masked_same(grade, "renormalize_causal_weights", weights, compose, grad=grad),
-        lambda: grade.call("renormalize_causal_weights", weights).out,
-        [("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
-          lambda: weights.masked_fill(future, 0.0))], right=lambda: compose(future))
+        grade, lambda: masked_same(grade, "renormalize_causal_weights", weights, compose, grad=grad), None,
+        [Mistake("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
+                 lambda: weights.masked_fill(future, 0.0))], right=lambda: compose(future))
 
 
 def padding_same(grade, lengths, max_len):
     positions = torch.arange(max_len)[None, :]
-    diagnose.diagnosed(
-        grade, lambda: grade.same("padding_mask", lengths, max_len),
-        lambda: grade.call("padding_mask", lengths, max_len).out,
-        [("mask-inverted", "your mask marks the real tokens; True must mark the padding",
-          lambda: positions < lengths[:, None]),
-         (None, "your mask is off by one: position lengths[b] is already padding", lambda: positions > lengths[:, None])],
-        right=lambda: positions >= lengths[:, None])
+    grade.same("padding_mask", lengths, max_len, right=lambda: positions >= lengths[:, None], mistakes=[
+        Mistake("mask-inverted", "your mask marks the real tokens; True must mark the padding",
+                lambda: positions < lengths[:, None]),
+        Mistake(None, "your mask is off by one: position lengths[b] is already padding",
+                lambda: positions > lengths[:, None])])
 
 
 def apply_mask(scores):
@@ -101,16 +98,13 @@ def renormalize(weights):
 # --- causal_mask -------------------------------------------------------------------------------------
 @exercise("causal_mask", weight=3)
 def test_causal_mask_lesson_size(grade):
-    try:
-        grade.same("causal_mask", 6)
-    except CheckFailed as failed:
-        ones = torch.ones(6, 6, dtype=torch.bool)
-        raise diagnosed(grade, failed, grade.call("causal_mask", 6).out, [
-            ("mask-inverted", "your mask hides the past; True must mark the future (j > i)", torch.tril(ones, -1)),
-            ("mask-inverted", "your mask is True where attending is allowed; True means hidden", torch.tril(ones)),
-            ("mask-hides-diagonal", "your mask hides the diagonal too; a token may attend to itself",
-             torch.triu(ones)),
-        ]) from None
+    ones = torch.ones(6, 6, dtype=torch.bool)
+    grade.same("causal_mask", 6, mistakes=[
+        Mistake("mask-inverted", "your mask hides the past; True must mark the future (j > i)", torch.tril(ones, -1)),
+        Mistake("mask-inverted", "your mask is True where attending is allowed; True means hidden", torch.tril(ones)),
+        Mistake("mask-hides-diagonal", "your mask hides the diagonal too; a token may attend to itself",
+                torch.triu(ones)),
+    ])
 
 
 @exercise("causal_mask", weight=1)
@@ -209,20 +203,18 @@ def causal_padding_same(grade, lengths, tokens):
                               mask_mistakes(lambda name: masks[name] if name else masks["future"])) or \
             diagnose.blame(grade, failure, out, "padding_mask", diagnose.their(grade, "padding_mask", lengths, tokens),
                            padding, lambda m: combined(pad=m.bool()),
-                           [("mask-inverted", "it marks the real tokens, not the padding",
-                             lambda: positions[None, :] < lengths[:, None])])
+                           [Mistake("mask-inverted", "it marks the real tokens, not the padding",
+                                    lambda: positions[None, :] < lengths[:, None])])
 
-    diagnose.diagnosed(
-        grade, lambda: grade.same("causal_padding_mask", lengths, tokens),
-        lambda: grade.call("causal_padding_mask", lengths, tokens).out,
-        [(m, e, lambda make=make: combined(future=make())) for m, e, make in
-         mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))] + [
-            ("mask-inverted", "your padding part marks the real tokens, not the padding",
-             lambda: combined(pad=~padding)),
-            (None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
-            (None, "your mask is only the padding: the future is not hidden",
-             lambda: combined(future=torch.zeros_like(masks["future"])))],
-        right=lambda: combined(), root_cause=root_cause)
+    causal = [Mistake(m.id, m.explanation, lambda make=m.output: combined(future=make()))
+              for m in mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))]
+    grade.same("causal_padding_mask", lengths, tokens, right=lambda: combined(), root_cause=root_cause, mistakes=[
+        *causal,
+        Mistake("mask-inverted", "your padding part marks the real tokens, not the padding",
+                lambda: combined(pad=~padding)),
+        Mistake(None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
+        Mistake(None, "your mask is only the padding: the future is not hidden",
+                lambda: combined(future=torch.zeros_like(masks["future"])))])
 
 
 @exercise("causal_padding_mask", weight=3)
@@ -247,13 +239,9 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
     except StudentFault as fault:
         raise not_truncated(grade, pair, x, fault) from None
     except CheckFailed as failure:
-        if failure.misconceptions or grade.replaying:
+        if failure.misconceptions or grade.replaying or failure.out is None:
             raise
-        try:
-            out = pair.call(x, seed=seed).out
-        except StudentFault:
-            raise failure from None
-        ref, tokens = pair.ref, x.shape[1]
+        out, ref, tokens = failure.out, pair.ref, x.shape[1]  # the student's output, carried by the failure
         with torch.no_grad():
             xd = x.to(grade.device)
             q, k, v = (t.cpu() for t in (ref.W_query(xd), ref.W_key(xd), ref.W_value(xd)))
@@ -265,7 +253,7 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
             mistaken.role_mistakes({"query": q, "key": k, "value": v},
                                    lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings))
         raise causal_mask_root_cause(grade, failure, out, tokens,  # torch.softmax, as a class would
-                                     lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)) or diagnosed(
+                                     lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)) or name_mistake(
             grade, failure, out, candidates, right) from None
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.authoring import ScaleSearch, assignment, exercise
+from grader.authoring import Mistake, ScaleSearch, assignment, exercise
 from grader.compare import manual_seed
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed, StudentFault
 from lesson import journey_batch, mistaken
@@ -27,11 +27,9 @@ F32, F64 = torch.float32, torch.float64
 
 
 # --- naming the mistake ------------------------------------------------------------------------------
-def diagnosed(grade, check, rerun, candidates, right=None, root_cause=None):
-    """grader.diagnose.diagnosed, with candidates ``(misconception, what the output matches, make_it)``."""
-    return diagnose.diagnosed(grade, check, rerun, [(m, f"your output matches {what}", make)
-                                                   for m, what, make in candidates], right=right,
-                              root_cause=root_cause)
+def matches(misconception, what, output) -> Mistake:
+    """A mistake whose output the student's matches: "your output matches <what>"."""
+    return Mistake(misconception, f"your output matches {what}", output)
 
 
 # --- split_heads -------------------------------------------------------------------------------------
@@ -41,14 +39,10 @@ def _split_without_transpose(x, heads):
 
 
 def split_heads_same(grade, x, heads, grad=False):
-    diagnosed(
-        grade,
-        lambda: grade.same("split_heads", x, heads, grad=grad),
-        lambda: grade.call("split_heads", x, heads).out,
-        [("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
-          "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
-          lambda: _split_without_transpose(x, heads))],
-    )
+    grade.same("split_heads", x, heads, grad=grad, mistakes=[
+        matches("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
+                "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
+                lambda: _split_without_transpose(x, heads))])
 
 
 @exercise("split_heads")
@@ -84,13 +78,9 @@ def _merge_without_transpose(x):
 
 
 def merge_heads_same(grade, x, grad=False):
-    diagnosed(
-        grade,
-        lambda: grade.same("merge_heads", x, grad=grad),
-        lambda: grade.call("merge_heads", x).out,
-        [("heads-merged-without-transpose", "x.reshape(B, T, H*hd) taken straight from [B, H, T, hd]: "
-          "transpose(1, 2) to [B, T, H, hd] first", lambda: _merge_without_transpose(x))],
-    )
+    grade.same("merge_heads", x, grad=grad, mistakes=[
+        matches("heads-merged-without-transpose", "x.reshape(B, T, H*hd) taken straight from [B, H, T, hd]: "
+                "transpose(1, 2) to [B, T, H, hd] first", lambda: _merge_without_transpose(x))])
 
 
 @exercise("merge_heads")
@@ -128,22 +118,17 @@ def split_qkv_same(grade, qkv, heads):
     def parts():
         return tuple(qkv.reshape(batch, tokens, 3, heads, head_dim).permute(2, 0, 3, 1, 4))
 
-    diagnosed(
-        grade,
-        lambda: grade.same("split_qkv", qkv, heads),
-        lambda: grade.call("split_qkv", qkv, heads).out,
-        [(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
-          "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
-          lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4)))] + [
-            ("qkv-swapped", f"q, k, v taken from the fused tensor in the order {', '.join('qkv'[i] for i in order)}",
-             lambda order=order: tuple(parts()[i] for i in order))
-            for order in itertools.permutations(range(3)) if order != (0, 1, 2)] + [
-            ("heads-split-without-transpose", "each of q, k, v reshaped straight to [B, H, T, hd]: reshape to "
-             "[B, T, H, hd] first, then transpose(1, 2)",
-             lambda: tuple(p.reshape(batch, heads, tokens, head_dim)
-                           for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2)))],
-        right=lambda: parts(),
-    )
+    grade.same("split_qkv", qkv, heads, right=lambda: parts(), mistakes=[
+        matches(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
+                "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
+                lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4))),
+        *(matches("qkv-swapped", "q, k, v taken from the fused tensor in the order "
+                  f"{', '.join('qkv'[i] for i in order)}", lambda order=order: tuple(parts()[i] for i in order))
+          for order in itertools.permutations(range(3)) if order != (0, 1, 2)),
+        matches("heads-split-without-transpose", "each of q, k, v reshaped straight to [B, H, T, hd]: reshape to "
+                "[B, T, H, hd] first, then transpose(1, 2)",
+                lambda: tuple(p.reshape(batch, heads, tokens, head_dim)
+                              for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2)))])
 
 
 @exercise("split_qkv", weight=2)
@@ -166,14 +151,11 @@ def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=N
     """The module's output matches the reference's; if not, the candidate ``(misconception, what,
     make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output;
     ``root_cause(pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame)."""
-    return diagnosed(
-        grade,
-        lambda: pair.same(x, grad=grad, seed=seed),
-        lambda: pair.call(x, seed=seed).out,
-        [(m, what, (lambda make=make: make(x.to(grade.device), seed))) for m, what, make in candidates],
-        right=None if right is None else (lambda: right(x.to(grade.device), seed)),
-        root_cause=None if root_cause is None else root_cause(grade, pair, x, seed),
-    )
+    return pair.same(x, grad=grad, seed=seed,
+                     mistakes=[matches(m, what, lambda make=make: make(x.to(grade.device), seed))
+                               for m, what, make in candidates],
+                     right=None if right is None else (lambda: right(x.to(grade.device), seed)),
+                     root_cause=None if root_cause is None else root_cause(grade, pair, x, seed))
 
 
 def causal_module_check(grade, name, args, kwargs, x, check):
