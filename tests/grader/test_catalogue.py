@@ -44,15 +44,18 @@ def test_the_spec_shipped_in_docs_is_the_course_teams_own():
 
 
 def emitted_ids() -> dict[str, set[str]]:
-    """Every id the suites and the grader can name: the first item of a tuple (a candidate mistake
-    ``(id, explanation, output)``, or the ``misconceptions`` of a failure) that looks like an id."""
+    """Every id the suites, the lesson's mistakes and the grader can name: the first item of a tuple
+    (the ``misconceptions`` of a failure, a candidate ``(id, explanation, output)``) or the first
+    argument of a call (``Mistake(id, ...)``) that looks like an id."""
     found: dict[str, set[str]] = {}
-    files = sorted((ROOT / "suites" / "hidden").glob("test_*.py")) + sorted((ROOT / "grader").glob("*.py"))
+    files = [*sorted((ROOT / "suites" / "hidden").glob("test_*.py")), *sorted((ROOT / "suites" / "lesson").glob("*.py")),
+             *sorted((ROOT / "grader").glob("*.py"))]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Tuple) and node.elts and isinstance(node.elts[0], ast.Constant) \
-                    and isinstance(node.elts[0].value, str) and _ID.match(node.elts[0].value):
-                found.setdefault(node.elts[0].value, set()).add(path.name)
+            named = isinstance(node, ast.Call) and node.args and getattr(node.func, "id", None) in ("Mistake", "matches")
+            first = node.elts[0] if isinstance(node, ast.Tuple) and node.elts else node.args[0] if named else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and _ID.match(first.value):
+                found.setdefault(first.value, set()).add(path.name)
     return found
 
 
