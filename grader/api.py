@@ -133,6 +133,19 @@ def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out
     return 0
 
 
+def new_exercise(*, course: Course, assignment_id: str, name: str, points: float = 10) -> int:
+    """Scaffold the exercise ``name`` of ``assignment_id`` (grader/scaffold.py) and say what is left to do."""
+    from grader.scaffold import new_exercise as scaffold
+
+    done = scaffold(course=course, assignment_id=assignment_id, name=name, points=points)
+    print(f"{assignment_id}: {name} added ({done.points:g} points; the assignment now totals {done.total:g}) in:")
+    for path in done.files:
+        print(f"  {path.relative_to(course.root)}")
+    print("Next: write the reference and its shape comments, the checks' cases and mistakes, the lesson's words, "
+          "two corpus codings per mistake (tests/corpus/), then `grade release` (docs/authoring.md).")
+    return 0
+
+
 def classroom(*, result: Path) -> int:
     """Print the notices GitHub Classroom reads the points from, for the JSON result in ``result``."""
     import json

@@ -123,6 +123,18 @@ def release(course_dir, assignments, check_only, out):
                          out=out))
 
 
+@cli.command("new-exercise")
+@click.argument("assignment")
+@click.argument("name")
+@click.option("--points", type=float, default=10, show_default=True, help="The exercise's points in course.toml.")
+@click.pass_obj
+def new_exercise(course_dir, assignment, name, points):
+    """Add exercise NAME to ASSIGNMENT: course.toml, the reference and lesson notebook, both suites."""
+    from grader import api
+
+    sys.exit(api.new_exercise(course=api.open_course(course_dir), assignment_id=assignment, name=name, points=points))
+
+
 @cli.command()
 @click.argument("result", type=click.Path(path_type=Path, dir_okay=False))
 def classroom(result):

@@ -48,11 +48,12 @@ def emitted_ids() -> dict[str, set[str]]:
     (the ``misconceptions`` of a failure, a candidate ``(id, explanation, output)``) or the first
     argument of a call (``Mistake(id, ...)``) that looks like an id."""
     found: dict[str, set[str]] = {}
-    files = [*sorted((ROOT / "suites" / "hidden").glob("test_*.py")), *sorted((ROOT / "suites" / "lesson").glob("*.py")),
+    suites = ROOT / "suites"
+    files = [*sorted((suites / "hidden").glob("test_*.py")), *sorted((suites / "lesson").glob("*.py")),
              *sorted((ROOT / "grader").glob("*.py"))]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
-            named = isinstance(node, ast.Call) and node.args and getattr(node.func, "id", None) in ("Mistake", "matches")
+            named = isinstance(node, ast.Call) and node.args and getattr(node.func, "id", "") in ("Mistake", "matches")
             first = node.elts[0] if isinstance(node, ast.Tuple) and node.elts else node.args[0] if named else None
             if isinstance(first, ast.Constant) and isinstance(first.value, str) and _ID.match(first.value):
                 found.setdefault(first.value, set()).add(path.name)

@@ -73,3 +73,20 @@ def test_grade_new_exercise_says_what_it_wrote(course_copy):
     assert ran.returncode == 0, ran.stderr
     assert "attention_entropy" in ran.stdout and "110" in ran.stdout and "grade release" in ran.stdout
     assert "attention_entropy" in load_course(course_copy.root).assignment("02_self_attention").exercises
+
+
+@pytest.mark.nbgrader
+def test_grade_release_then_gives_students_its_stub_and_notebook_cells(course_copy):
+    for name in ("assignments", "nbgrader_config.py"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, course_copy.root / name)
+    new_exercise(course=course_copy, assignment_id="01_attention_basics", name="double_scores")
+    ran = subprocess.run([sys.executable, "-m", "grader", "--course", str(course_copy.root), "release",
+                          "01_attention_basics"], capture_output=True, text=True, cwd=course_copy.root)
+    assert ran.returncode == 0, ran.stderr
+    released = course_copy.root / "assignments" / "01_attention_basics"
+    assert 'raise NotImplementedError("double_scores is not implemented yet")' in \
+        (released / "attention_basics.py").read_text()
+    cells = json.loads((released / "attention_basics.ipynb").read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    assert 'check("double_scores")' in sources[-1] and "x.clone()" not in "\n".join(sources)
