@@ -32,7 +32,8 @@ def rss_kib(pid: int) -> int:
 
 def measure(course, confinement, rounds: int) -> dict[str, float]:
     from grader.confine import NOBODY, prepare_workdir
-    from grader.runner import NPROC_LIMIT, Grader, blocked_paths
+    from grader.confine import blocked_paths
+    from grader.runner import NPROC_LIMIT, Grader
     from grader.session import GradingSession
     from grader.submission import WorkingCopy, resolve_submission
 

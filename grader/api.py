@@ -81,9 +81,8 @@ def list_course(*, course: Course) -> str:
 def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:
     """Write Gradescope's autograder package for the named assignments (default all)."""
     from grader.gradescope import build_package
-    from grader.runner import has_reference
 
-    if not has_reference(course):
+    if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/: `grade gradescope` packages the "
                          "instructor's course")
     path = build_package(course=course, assignment_ids=assignment_ids, out=out)
@@ -98,9 +97,8 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
     With ``out``: write (or verify) the student distribution of the named assignments (default all) there."""
     from grader.release import release as run_release
-    from grader.runner import has_reference
 
-    if not has_reference(course):
+    if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
                          "`grade release` runs in the instructor's course")
     if out is not None and not check_only:

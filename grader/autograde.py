@@ -97,7 +97,8 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     and export hold only their points). 0 when each submission has a result."""
     assignments = tuple(assignments or course.assignments)
     from grader.confine import describe
-    from grader.runner import confinement_for, pick_device
+    from grader.confine import confinement_for
+    from grader.runner import pick_device
 
     if workers < 1:
         raise UsageError("--workers must be at least 1")

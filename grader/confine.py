@@ -24,6 +24,7 @@ run as plain processes of the grader's user; what that leaves open is listed in 
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import stat
@@ -32,9 +33,12 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from grader.errors import IsolationError
+
+if TYPE_CHECKING:
+    from grader.config import Course
 
 NOBODY = 65534  # Debian's nobody and nogroup
 FIRST_UID = 2_000_000_000  # submissions run as uids from here: no account and no subordinate range uses them
@@ -252,3 +256,31 @@ def describe(confinement: Confinement) -> str:
         more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""
         line += f"; not protected: {confinement.problems[0]}{more}"
     return line
+
+
+# --- a course's confinement ---------------------------------------------------------------------------
+_SUBMISSIONS = itertools.count(1)  # submissions confined by this process, for their uids
+
+
+def blocked_paths(course: Course) -> tuple[str, ...]:
+    """The real folders of the reference and the suites (also when reached through symbolic links).
+    A worker drops them from sys.path, and the folders that hold them too; see worker.lock_down."""
+    return tuple(os.path.realpath(folder) for folder in course.layout.reference_folders())
+
+
+def secret_paths(course: Course) -> list[str]:
+    """What a worker running as another user must not be able to read: the reference, the suites,
+    the history that holds both, nbgrader's gradebook and collected notebooks."""
+    return [str(path) for path in course.layout.secrets()]
+
+
+def submission_uid() -> int:
+    """A uid no other submission (nor kernel) of this machine's grading runs has: this process's pid
+    and a counter, above FIRST_UID."""
+    return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
+
+
+def confinement_for(course: Course, private: tuple[Path, ...] = ()) -> Confinement:
+    """How this grading process will run student code (:func:`plan`), keeping the course's
+    secrets and ``private`` (results, other submissions) from it."""
+    return plan(course.isolation.separate_user, hidden=[*secret_paths(course), *map(str, private)])

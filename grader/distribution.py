@@ -8,7 +8,7 @@ hidden suites: everything is built in a scratch folder and scanned for leaks bef
 ``grade release --check --out DIR`` builds the same and says what in DIR differs.
 
 There, with neither ``solutions/`` nor ``suites/hidden/``, ``grade check`` replays the recording (see
-:func:`grader.runner.public_recording`): offline, with the verdicts the reference gives on those cases.
+:func:`grader.recording.public_recording`): offline, with the verdicts the reference gives on those cases.
 """
 from __future__ import annotations
 
@@ -165,10 +165,10 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
     solutions, and again when replayed from the saved recording (a check that uses the reference
     other than through the ``grade`` fixture's comparisons could not run in the distribution)."""
     from grader.recording import Recording
-    from grader.runner import Grader, has_reference
+    from grader.runner import Grader
     from grader.submission import resolve_submission
 
-    if not has_reference(course):
+    if not course.layout.has_reference():
         raise DistributionError("this course has no solutions/ or suites/hidden/: a student distribution is "
                                 "written from the instructor's course")
     recording = Recording(PUBLIC_SEED)

@@ -44,7 +44,7 @@ class ConfinedKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw):
         from grader.config import find_course_root, load_course
-        from grader.runner import confinement_for
+        from grader.confine import confinement_for
 
         self._folder = None
         self._service = None
@@ -101,7 +101,7 @@ def _kernel_uid(confinement) -> int | None:
     """As root, a uid of the kernel's own (from the same range as the submissions'), else None."""
     if not confinement.root:
         return None
-    from grader.runner import submission_uid
+    from grader.confine import submission_uid
 
     return submission_uid()
 
@@ -125,7 +125,7 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
     """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
     sockets and connection file, the copy of the notebook's folder where the notebook was."""
     from grader.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
-    from grader.runner import blocked_paths
+    from grader.confine import blocked_paths
 
     lib = folder / "lib"
     copy_student_side(lib, extra=KERNEL_SIDE)

@@ -291,7 +291,7 @@ def _kernel_untouched(course, grader):
     ``import causal_attention`` finds the student's module and never the reference."""
     import torch
 
-    from grader.runner import blocked_paths
+    from grader.confine import blocked_paths
 
     modules, path = dict(sys.modules), list(sys.path)
     threads, rng = torch.get_num_threads(), torch.get_rng_state()

@@ -45,6 +45,20 @@ class Recording:
         return cls(int(data["seed"]), dict(data["events"]), replaying=True)
 
 
+def public_recording(course, device: str) -> Recording:
+    """The public suites' reference outputs, recorded by `grade release --out`, on ``device``: what a
+    student distribution (no solutions/, no suites/hidden/) grades with."""
+    from grader.errors import GraderError
+
+    path = course.layout.recording
+    if not path.is_file():
+        raise GraderError(f"this course has neither the reference (solutions/, suites/hidden/) nor recorded "
+                          f"reference outputs ({path}): get a fresh copy of the course from your instructor")
+    recording = Recording.load(path)
+    recording.events = on_device(recording.events, device)
+    return recording
+
+
 def _on_cpu(value):
     return on_device(value, "cpu")
 

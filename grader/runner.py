@@ -20,14 +20,15 @@ import sys
 import time
 from pathlib import Path
 
+from grader.confine import blocked_paths, confinement_for, submission_uid
 from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError
+from grader.recording import public_recording
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 from grader.submission import Submission, WorkingCopy
 
 NPROC_LIMIT = 128  # processes and threads a submission may have at once, where cgroups count them
 _GRADERS = itertools.count(1)  # Graders of this process, for their cgroup folders
-_SUBMISSIONS = itertools.count(1)  # submissions graded by this process, for their uids
 
 
 def pick_device(requested: str) -> str:
@@ -41,26 +42,6 @@ def pick_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if available else "cpu"
     return requested
-
-
-def has_reference(course: Course) -> bool:
-    """The instructor's course (solutions/ and suites/hidden/ present) grades with the hidden suites; a
-    student distribution has neither and replays the public suites' recorded reference outputs instead
-    (a student's own folder named solutions/ changes nothing)."""
-    return course.layout.has_reference()
-
-
-def public_recording(course: Course, device: str):
-    """The public suites' reference outputs, recorded by `grade release --out`, on ``device``."""
-    from grader.recording import Recording, on_device
-
-    path = course.layout.recording
-    if not path.is_file():
-        raise GraderError(f"this course has neither the reference (solutions/, suites/hidden/) nor recorded "
-                          f"reference outputs ({path}): get a fresh copy of the course from your instructor")
-    recording = Recording.load(path)
-    recording.events = on_device(recording.events, device)
-    return recording
 
 
 def suite_files(course: Course, assignments: tuple[Assignment, ...], suite: str = "hidden") -> list[Path]:
@@ -93,34 +74,6 @@ def load_references(course: Course) -> dict:
         spec.loader.exec_module(module)
         modules[assignment.id] = module
     return modules
-
-
-def blocked_paths(course: Course) -> tuple[str, ...]:
-    """The real folders of the reference and the suites (also when reached through symbolic links).
-    A worker drops them from sys.path, and the folders that hold them too; see worker.lock_down."""
-    return tuple(os.path.realpath(folder) for folder in course.layout.reference_folders())
-
-
-def secret_paths(course: Course) -> list[str]:
-    """What a worker running as another user must not be able to read: the reference, the suites,
-    the history that holds both, nbgrader's gradebook and collected notebooks."""
-    return [str(path) for path in course.layout.secrets()]
-
-
-def submission_uid() -> int:
-    """A uid no other submission (nor kernel) of this machine's grading runs has: this process's pid
-    and a counter, above FIRST_UID."""
-    from grader.confine import FIRST_UID
-
-    return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
-
-
-def confinement_for(course: Course, private: tuple[Path, ...] = ()):
-    """How this grading process will run student code (grader.confine.plan), keeping the course's
-    secrets and ``private`` (results, other submissions) from it."""
-    from grader.confine import plan
-
-    return plan(course.isolation.separate_user, hidden=[*secret_paths(course), *map(str, private)])
 
 
 # A grading session needs none of pytest's conveniences for people, and some cost much: the
@@ -193,7 +146,7 @@ class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
     def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None):
-        """``confinement``: how to run student code (grader.confine), as :func:`confinement_for` plans
+        """``confinement``: how to run student code, as :func:`grader.confine.confinement_for` plans
         it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
         ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
         and pytest's output goes to stderr."""
@@ -278,7 +231,7 @@ class Grader:
         run = _Run(assignments=assignments, exercises=exercises)
         run.started = time.monotonic()
         run.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        if recording is None and not has_reference(self.course):
+        if recording is None and not self.course.layout.has_reference():
             recording, suite = public_recording(self.course, self.device), "public"
         replaying = recording is not None and recording.replaying
         if replaying:

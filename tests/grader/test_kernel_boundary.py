@@ -70,6 +70,7 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     """As root (a uid of the kernel's own) and as an ordinary user gets it (a user namespace)."""
     import os
 
+    import grader.confine
     import grader.runner
     from grader.confine import Confinement, find_bwrap, plan
 
@@ -77,7 +78,8 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
         pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
     chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    monkeypatch.setattr(grader.runner, "confinement_for", lambda course, private=(): chosen)
+    for module in (grader.confine, grader.runner):  # the kernel's sandbox, and the grading service's
+        monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("GRADE_DEVICE", "cpu")
     outputs = run(tmp_path, HUNT, SOFTMAX, "from grader.notebook_checks import check\ncheck('softmax')",
