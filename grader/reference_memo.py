@@ -3,7 +3,7 @@
 ``grade autograde`` draws one seed per run, so every submission of a batch gets the same cases, and a
 grading process would compute the reference on the same inputs once per submission. The memo keeps
 each result under a fingerprint of everything the computation reads (the check, the use, the inputs'
-dtypes, shapes, strides and bytes, a reference module's weights, buffers and mode), so a hit is the
+dtypes, shapes, strides and bytes, a reference module's weights, buffers, mode and other state), so a hit is the
 very same computation; anything it cannot fingerprint is computed every time. It holds the grader's
 own computations only: no value of a student's reaches it except as part of a key, and every hit is
 handed out as a copy, so nothing a check does to a result can change it for another submission.
@@ -57,6 +57,9 @@ def _feed(digest, value) -> None:
         _feed(digest, [(name, m.training, type(m).__qualname__) for name, m in value.named_modules()])
         _feed(digest, dict(value.named_parameters()))
         _feed(digest, dict(value.named_buffers()))
+        # and what else a module keeps between calls (a KV cache, a position): plain values only, or none
+        _feed(digest, [(name, {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training"})
+                       for name, m in value.named_modules()])
     else:
         raise Unfingerprintable(type(value).__name__)
 

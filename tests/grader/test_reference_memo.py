@@ -69,3 +69,24 @@ def test_a_full_memo_empties_itself_and_keeps_answering_right():
         assert memo.get(fingerprint("c", value), lambda v=value: torch.tensor(v)).item() == value
     assert len(memo.entries) <= 3
     assert memo.get(fingerprint("c", 9), lambda: torch.tensor(-1)).item() == 9
+
+
+def test_a_module_that_keeps_state_between_calls_is_known_by_that_state_too():
+    """A KV cache or a position kept as plain attributes changes what forward gives: another key."""
+    class Cached(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(2, 2)
+            self.cache, self.position = None, 0
+
+    module = Cached()
+    empty = fingerprint(module)
+    module.position = 3
+    moved = fingerprint(module)
+    module.cache = torch.ones(1, 2)
+    cached = fingerprint(module)
+    module.cache = torch.zeros(1, 2)
+    other = fingerprint(module)
+    assert len({empty, moved, cached, other}) == 4 and None not in (empty, moved, cached, other)
+    module.cache = object()  # state the memo cannot read: never kept
+    assert fingerprint(module) is None
