@@ -261,10 +261,11 @@ class Grade:
         if self.device != "cuda":
             pytest.skip("checked on CUDA only")
 
-    def _event(self, compute, *reads):
+    def _event(self, compute, *reads, unchanged=None):
         """One use of the reference, numbered within this check: computed, recorded or replayed. With
         ``reads`` (everything ``compute`` depends on), the result may come from the grading process's
-        memo of earlier submissions' identical uses (grader/reference_memo.py)."""
+        memo of earlier submissions' identical uses (grader/reference_memo.py), if ``compute`` leaves
+        ``unchanged`` (the reference module it runs) as it was."""
         key = f"{self.nodeid}#{self._events}"
         self._events += 1
         recording = self.session.recording
@@ -275,7 +276,7 @@ class Grade:
             return compute()
         from grader.reference_memo import fingerprint
 
-        return memo.get(fingerprint(key, self.device, *reads), compute)
+        return memo.get(fingerprint(key, self.device, *reads), compute, unchanged)
 
     def _reference(self, target, args, kwargs, grad, seed=None):
         """The reference's output for ``target`` (a function's name, or a module) on these inputs, and
@@ -296,7 +297,8 @@ class Grade:
             live.update(out=out, module=fn, leaves=[a for a in flatten(inputs) if isinstance(a, torch.Tensor)])
             return _detached(out), isinstance(out, torch.Tensor) and out.requires_grad
 
-        expected, differentiable = self._event(forward, target, args, kwargs, grad, seed)
+        module = target if not isinstance(target, str) else None
+        expected, differentiable = self._event(forward, target, args, kwargs, grad, seed, unchanged=module)
         if not grad or not differentiable:
             return expected, None, None, None
         grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype)

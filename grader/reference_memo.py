@@ -89,6 +89,9 @@ def _size(value) -> int:
     return 64
 
 
+_NOT_KEPT = object()  # a computation that changed what it read: computed again each time
+
+
 class ReferenceMemo:
     """Results by fingerprint, bounded in count and bytes (full: emptied, and filled again)."""
 
@@ -98,15 +101,24 @@ class ReferenceMemo:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.hits = self.misses = 0
 
-    def get(self, key: bytes | None, compute):
-        """``compute()``, or a copy of what it gave last time under ``key`` (None: not kept)."""
-        if key is not None and key in self.entries:
+    def get(self, key: bytes | None, compute, unchanged=None):
+        """``compute()``, or a copy of what it gave last time under ``key`` (None: not kept). A result
+        is kept only if ``compute`` left ``unchanged`` (a module whose forward may update a cache) as it
+        found it: skipping a computation must not skip what it does."""
+        kept = self.entries.get(key, None) if key is not None else None
+        if kept is _NOT_KEPT:
+            return compute()
+        if kept is not None:
             self.hits += 1
-            return copied(self.entries[key])
+            return copied(kept)
+        before = fingerprint(unchanged) if key is not None and unchanged is not None else None
         value = compute()
         if key is None:
             return value
         self.misses += 1
+        if unchanged is not None and (before is None or fingerprint(unchanged) != before):
+            self.entries[key] = _NOT_KEPT
+            return value
         size = _size(value)
         if len(self.entries) >= self.max_entries or self.bytes + size > self.max_bytes:
             self.entries.clear()

@@ -90,3 +90,27 @@ def test_a_module_that_keeps_state_between_calls_is_known_by_that_state_too():
     assert len({empty, moved, cached, other}) == 4 and None not in (empty, moved, cached, other)
     module.cache = object()  # state the memo cannot read: never kept
     assert fingerprint(module) is None
+
+
+def test_a_computation_that_changes_its_module_is_never_skipped():
+    """A reference whose forward appends to a cache must run every time: the next call depends on it."""
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+
+    memo, x = ReferenceMemo(), torch.ones(2)
+    for _ in range(2):  # two submissions, each with a fresh reference module, the same calls
+        module = Counter()
+        outputs = [memo.get(fingerprint(f"check#{use}", x, module), lambda: module(x), unchanged=module)
+                   for use in range(2)]
+        assert [o.tolist() for o in outputs] == [[1.0, 1.0], [2.0, 2.0]] and module.calls == 2
+    assert memo.hits == 0
+    stateless = torch.nn.Linear(2, 2)
+    for _ in range(2):
+        memo.get(fingerprint("check#2", x, stateless), lambda: stateless(x), unchanged=stateless)
+    assert memo.hits == 1
