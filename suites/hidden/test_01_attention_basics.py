@@ -16,7 +16,6 @@ pytestmark = assignment("01_attention_basics")
 FLOATS = [torch.float32, torch.float64]
 
 
-
 # --- naming the mistake ------------------------------------------------------------------------------
 def softmax_same(grade, name, x, dim=None, grad=False):
     """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN

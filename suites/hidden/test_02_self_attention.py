@@ -20,8 +20,6 @@ pytestmark = assignment("02_self_attention")
 SDPA_OPS = FUSED_ATTENTION_OPS
 
 
-
-
 def hidden(grade, *shape, p=0.3):
     """A random boolean mask, True = hidden."""
     return grade.rand(*shape) < p

@@ -18,9 +18,6 @@ from lesson import journey_batch, journey_scores, mistaken
 pytestmark = assignment("03_causal_attention")
 
 
-
-
-
 def softmax_weights(grade, *shape, dtype=torch.float32):
     """Rows that sum to 1, as renormalize_causal_weights receives them."""
     return torch.softmax(grade.randn(*shape, dtype=dtype, scale=2.0), dim=-1)

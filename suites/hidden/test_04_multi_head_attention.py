@@ -25,7 +25,6 @@ ATTENTION_OPS = FUSED_ATTENTION_OPS
 F32, F64 = torch.float32, torch.float64
 
 
-
 # --- naming the mistake ------------------------------------------------------------------------------
 def matches(misconception, what, output) -> Mistake:
     """A mistake whose output the student's matches: "your output matches <what>"."""

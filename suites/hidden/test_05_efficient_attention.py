@@ -19,7 +19,6 @@ NO_SOFTMAX = FUSED_ATTENTION_OPS + SOFTMAX_OPS
 F32, F64 = torch.float32, torch.float64
 
 
-
 def _non_finite(out):
     if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
         return ("softmax-unstable", "your output has inf or NaN: subtract the running maximum before "

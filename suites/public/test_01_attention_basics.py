@@ -18,7 +18,6 @@ pytestmark = assignment("01_attention_basics")
 LIBRARY_SOFTMAX = SOFTMAX_OPS
 
 
-
 @exercise("attention_scores_for_query")
 def test_query_scores_on_the_lesson_data(grade):
     grade.same("attention_scores_for_query", journey(), journey()[1])  # the query "journey"

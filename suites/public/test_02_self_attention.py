@@ -17,8 +17,6 @@ pytestmark = assignment("02_self_attention")
 FUSED_ATTENTION = FUSED_ATTENTION_OPS
 
 
-
-
 def random_mask(grade, *shape):
     """About a third of the positions hidden (True), the first key always visible."""
     mask = grade.rand(*shape) < 0.35

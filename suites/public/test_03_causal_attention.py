@@ -14,8 +14,6 @@ from lesson.mistaken import causal_variants
 pytestmark = assignment("03_causal_attention")
 
 
-
-
 @exercise("causal_mask")
 def test_causal_mask_of_the_lesson(grade):
     masks = causal_variants(6, 6)

@@ -15,7 +15,6 @@ pytestmark = assignment("04_multi_head_attention")
 FUSED_ATTENTION = FUSED_ATTENTION_OPS
 
 
-
 @exercise("split_heads")
 def test_split_the_lesson_batch_into_three_heads(grade):
     grade.same("split_heads", journey_batch(), 3)
