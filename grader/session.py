@@ -241,12 +241,7 @@ class GradingPlugin:
                      request.node.nodeid, marker)
 
     def pytest_collection_modifyitems(self, items):
-        self.problems = suite_problems(items, self.session.course)
-        if self.problems:  # the suite is broken: nothing runs, and the grader says why (runner.py)
-            items[:] = []
-            return
-        items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
-                    self.session.assignments]
+        self.problems = keep_graded(items, self.session.course, self.session.assignments)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
@@ -316,6 +311,14 @@ def suite_problems(items, course: Course) -> list[str]:
     return problems
 
 
+def keep_graded(items, course: Course, assignment_ids) -> list[str]:
+    """Keep the checks of ``assignment_ids`` in ``items``; when the suites themselves are broken
+    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (runner.py)."""
+    problems = suite_problems(items, course)
+    items[:] = [] if problems else [i for i in items if i.get_closest_marker("assignment").args[0] in assignment_ids]
+    return problems
+
+
 def register_markers(config) -> None:
     config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
     config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
@@ -342,12 +345,7 @@ class GradingStream:
         register_markers(config)
 
     def pytest_collection_modifyitems(self, items):
-        self.problems = suite_problems(items, self.course)
-        if self.problems:
-            items[:] = []
-            return
-        items[:] = [i for i in items if (m := i.get_closest_marker("assignment")) and m.args[0] in
-                    self.assignment_ids]
+        self.problems = keep_graded(items, self.course, self.assignment_ids)
 
     @pytest.fixture
     def grade(self, request):

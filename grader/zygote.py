@@ -269,10 +269,10 @@ class Zygote:
         return {"ok": not left, "left": len(left)}
 
 
-def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=(), join: bool = True):
-    """Fork a starter that enters the submission's cgroups (unless ``join`` is off: it is in them
-    already) and new namespaces, and forks the worker as PID 1 there. Returns the worker's pid (0 if
-    it could not start), an error message, and the grader's end of the worker's socket."""
+def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
+    """Fork a starter that enters new namespaces and forks the worker as PID 1 there (in the
+    submission's cgroups when its process, :func:`_submission_main`, calls this). Returns the worker's
+    pid (0 if it could not start), an error message, and the grader's end of the worker's socket."""
     ours, theirs = socket.socketpair()
     reader, writer = os.pipe()
     child = os.fork()
@@ -284,9 +284,6 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=(), join
             ours.close()
             for sock in close:
                 sock.close()
-            for path in spec.cgroups if join else ():  # the submission's cgroups, before anything of it runs
-                with open(path, "w") as procs:
-                    procs.write(str(os.getpid()))
             if namespaces:
                 _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
                                      | _CLONE_NEWUTS), "unshare")
@@ -312,7 +309,8 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=(), join
     pid = int(text) if text.isdigit() else 0
     if not pid:
         ours.close()
-        return 0, text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started", None
+        error = text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started"
+        return 0, error, None
     return pid, "", ours
 
 
@@ -336,7 +334,7 @@ def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespace
             pid, error, sock = 0, joined, None
             if not joined:
                 pid, error, sock = _start_worker(protocol.WorkerSpec.from_wire(request["spec"]), namespaces,
-                                                 close=[channel], join=False)
+                                                 close=[channel])
             socket.send_fds(channel, [b"F"], [sock.fileno()] if sock is not None else [])
             protocol.send(channel, protocol.encode({"pid": pid, "message": error}), timeout=30)
             if sock is not None:
