@@ -134,7 +134,6 @@ class _Run:
     started_at: str = ""
     seed: int = 0
     files: list = dataclasses.field(default_factory=list)
-    recording: object = None
     submission: Submission | None = None
     copy: WorkingCopy | None = None
     cgroup: object = None
@@ -238,7 +237,6 @@ class Grader:
             seed = recording.seed  # the recorded outputs belong to the inputs of this seed
         run.seed = secrets.randbelow(10**6) if seed is None else seed
         run.files = suite_files(self.course, assignments, suite)
-        run.recording = recording
         if submission is None:
             return run
         if self.references is None and not replaying:
