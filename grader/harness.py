@@ -160,14 +160,15 @@ class Grade:
         return self.session.course.tolerance(name)
 
     # calls -------------------------------------------------------------------------------------------
-    def call(self, target, *args, grad_out=None, seed=None, label=None, measure=False, **kwargs) -> Reply:
+    def call(self, target, *args, grad_out=None, seed=None, label=None, measure=False, method=None,
+             **kwargs) -> Reply:
         """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
         ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
         None otherwise: the worker then watches operators only for forbidden ones)."""
         try:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                           "name": label, "grad_out": grad_out, "seed": seed,
-                                          "forbidden": self.forbidden, "measure": measure})
+                                          "forbidden": self.forbidden, "measure": measure, "method": method})
         except StudentFault as fault:
             if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
                 called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
@@ -523,8 +524,24 @@ class ModulePair:
         self.grade.student.request({"op": "mode", "handle": self.handle.id, "train": mode})
         return self
 
-    def call(self, *args, seed=None, grad_out=None) -> Reply:
-        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name)
+    def call(self, *args, seed=None, grad_out=None, **kwargs) -> Reply:
+        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name, **kwargs)
+
+    def method(self, name: str, *args):
+        """Call the method ``name`` (``reset_cache``) of both instances; the student's result."""
+        if not self.grade.replaying:
+            getattr(self.ref, name)(*args)
+        return self.grade.call(self.handle, *args, label=f"{self.name}.{name}", method=name).out
+
+    def attributes(self, *names) -> dict:
+        """The student's instance's attributes ``names`` (tensors, None, or a type's name), for the
+        grader to measure: read from the data it receives, never from what the student's code says."""
+        reply = self.grade.student.request({"op": "attr", "handle": self.handle.id, "names": list(names)})
+        values = reply.get("values")
+        return {name: decode(values.get(name)) if isinstance(values, dict) else None for name in names}
+
+    def reference_attributes(self, *names) -> dict:
+        return {name: getattr(self.ref, name, None) for name in names}
 
     def measured(self, *args, root_cause=None) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
@@ -537,13 +554,14 @@ class ModulePair:
         """The reference instance's forward(*args) (recorded and replayable like every reference use)."""
         return self.grade._reference(self.ref, args, {}, False, seed=seed)[0]
 
-    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None):
-        """forward(*args) matches the reference's (same dropout under the same seed), gradients too;
-        a wrong output is diagnosed as in :meth:`Grade.same`."""
+    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None, **kwargs):
+        """forward(*args, **kwargs) matches the reference's (same dropout under the same seed), gradients
+        too; a wrong output is diagnosed as in :meth:`Grade.same`."""
         def check():
-            expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, {}, grad, seed=seed)
-            reply = self.call(*args, seed=seed, grad_out=grad_out)
-            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, {})}", carry=True)
+            expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, kwargs, grad,
+                                                                                   seed=seed)
+            reply = self.call(*args, seed=seed, grad_out=grad_out, **kwargs)
+            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True)
             if grad:
                 self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
                 self.grade._expect_param_grads(reply, ref_param_grads, self.what)

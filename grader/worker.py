@@ -414,6 +414,10 @@ class Server:
             module = self.handles[request["handle"]]
             module.train(request["train"])
             return {"ok": True}
+        if op == "attr":  # what an instance keeps (a KV cache): the tensors themselves, for the grader to measure
+            instance = self.handles[request["handle"]]
+            return {"ok": True, "values": {name: _plain(getattr(instance, name, None)) for name in request["names"]
+                                           if isinstance(name, str) and not name.startswith("_")}}
         raise ValueError(f"unknown op {op!r}")
 
     def target(self, name: str):
@@ -468,7 +472,9 @@ class Server:
 
         target = request["target"]
         if isinstance(target, HandleRef):
-            fn, owner = self.handles[target.id], self.handles[target.id]
+            owner = self.handles[target.id]
+            method = request.get("method")  # forward (the module called), or one of its methods by name
+            fn = getattr(owner, method) if isinstance(method, str) and not method.startswith("_") else owner
             for parameter in owner.parameters():  # each call's gradients are its own
                 parameter.grad = None
         else:
