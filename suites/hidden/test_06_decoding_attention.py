@@ -1,0 +1,229 @@
+"""Hidden grading suite for 06_decoding_attention. Never shipped to students.
+
+Every check compares the student's code with the reference on the same inputs. The cached classes are
+fed a sequence in one call, token by token and in chunks (``use_cache=True`` after ``reset_cache()``);
+each call's output must be the reference's, and the cache the student keeps is measured from the
+tensors themselves. Mistakes are recomputed with the reference's weights and named.
+"""
+import pytest
+import torch
+
+from grader.authoring import Mistake, assignment, exercise
+from grader.harness import FUSED_ATTENTION_OPS
+from lesson import journey_batch
+
+pytestmark = assignment("06_decoding_attention")
+F32, F64 = torch.float32, torch.float64
+MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
+
+
+# --- rotary positions --------------------------------------------------------------------------------
+def rope_angles(head_dim, theta_base, context_length, *, interleaved=False):
+    """The angles in float64: halves (the course's layout), or pairs repeated in place (interleaved)."""
+    inv_freq = theta_base ** -(torch.arange(0, head_dim, 2, dtype=F64) / head_dim)  # [hd/2]
+    angles = torch.arange(context_length, dtype=F64)[:, None] * inv_freq[None, :]  # [L, hd/2]
+    return angles.repeat_interleave(2, dim=-1) if interleaved else torch.cat([angles, angles], dim=-1)
+
+
+def rope(x, cos, sin, offset=0, *, pairs=False):
+    """x rotated by the angles of positions offset...: the two halves, or (``pairs``) adjacent pairs."""
+    num_tokens, half = x.shape[-2], x.shape[-1] // 2
+    cos, sin = cos[offset:offset + num_tokens], sin[offset:offset + num_tokens]  # [T, hd]
+    if not pairs:
+        return (x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin).to(x.dtype)
+    c, s = cos[:, :half], sin[:, :half]  # [T, hd/2]: angle i for the pair (2i, 2i+1)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2).to(x.dtype)
+
+
+def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
+    args = (head_dim, theta_base, context_length)
+    grade.same("compute_rope_params", *args, mistakes=[
+        Mistake("rope-pairs-interleaved", "your angles repeat each frequency in place (i, i, i+1, i+1, ...); "
+                "RoPE here uses the same angles for both halves: cat([angles, angles])",
+                lambda: tuple(f(rope_angles(*args, interleaved=True)).float() for f in (torch.cos, torch.sin)))])
+
+
+@exercise("compute_rope_params")
+@pytest.mark.parametrize("head_dim,theta_base,context_length", [(8, 10_000, 64), (16, 500_000, 32), (2, 10_000, 5)],
+                         ids=["hd8", "hd16-theta5e5", "hd2-L5"])
+def test_rope_params(grade, head_dim, theta_base, context_length):
+    rope_params_same(grade, head_dim, theta_base, context_length)
+
+
+@exercise("compute_rope_params")
+def test_rope_params_odd_head_dim(grade):
+    grade.raises(("ValueError", "AssertionError"), "compute_rope_params", 7)
+
+
+def rope_same(grade, x, cos, sin, offset=0, grad=False):
+    mistakes = [Mistake("rope-pairs-interleaved", "your code rotates adjacent pairs (x[2i], x[2i+1]); RoPE here "
+                        "rotates the two halves, x[i] with x[i + hd/2]", lambda: rope(x, cos, sin, offset, pairs=True))]
+    if offset:
+        mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
+                                f"{offset}: the tokens of a cached call sit after the cached ones",
+                                lambda: rope(x, cos, sin, 0)))
+    grade.same("apply_rope", x, cos, sin, offset=offset, grad=grad, mistakes=mistakes)
+
+
+@exercise("apply_rope", weight=2)
+@pytest.mark.parametrize("shape,offset,dtype", [((2, 3, 5, 8), 0, F32), ((1, 2, 1, 4), 9, F64),
+                                                ((2, 4, 6, 16), 17, F32)], ids=["B2-H3-T5", "T1-offset9-f64", "offset17"])
+def test_apply_rope(grade, shape, offset, dtype):
+    angles = rope_angles(shape[-1], 10_000, 64)
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    rope_same(grade, grade.randn(*shape, dtype=dtype), cos, sin, offset, grad=True)
+
+
+# --- repeat_kv ---------------------------------------------------------------------------------------
+def repeat_kv_same(grade, x, group_size, grad=False):
+    grade.same("repeat_kv", x, group_size, grad=grad, mistakes=[
+        Mistake("kv-heads-tiled", "your groups come out tiled ([K1, K2, K1, K2]); each must be repeated in a row "
+                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: x.repeat(1, group_size, 1, 1))])
+
+
+@exercise("repeat_kv", weight=2)
+@pytest.mark.parametrize("shape,group_size,dtype", [((2, 2, 5, 4), 2, F32), ((1, 3, 1, 2), 4, F64),
+                                                    ((2, 1, 7, 8), 3, F32)], ids=["G2x2", "T1-G3x4-f64", "G1x3"])
+def test_repeat_kv(grade, shape, group_size, dtype):
+    repeat_kv_same(grade, grade.randn(*shape, dtype=dtype), group_size, grad=True)
+
+
+# --- sliding_window_mask -----------------------------------------------------------------------------
+def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
+    queries = torch.arange(q_start, q_start + num_queries)[:, None]  # [Tq, 1]
+    keys = torch.arange(k_start, k_start + num_keys)[None, :]  # [1, Tk]
+    hidden = keys > queries
+    return hidden if window is None else hidden | (queries - keys >= window)
+
+
+def mask_same(grade, *args):
+    num_queries, num_keys, window, *starts = args
+    grade.same("sliding_window_mask", *args, mistakes=[
+        Mistake("window-off-by-one", "each query sees window + 1 tokens: itself and the window - 1 before it "
+                "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
+        Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
+                "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts)),
+        Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at k_start",
+                lambda: window_mask(num_queries, num_keys, window))])
+
+
+@exercise("sliding_window_mask", weight=2)
+@pytest.mark.parametrize("args", [(6, 6, 3), (1, 1, 1), (4, 9, 2, 5, 0), (3, 5, 4, 8, 6)],
+                         ids=["T6-W3", "T1-W1", "chunk-at-5", "cached-keys-from-6"])
+def test_sliding_window_mask(grade, args):
+    mask_same(grade, *args)
+
+
+# --- the cached classes --------------------------------------------------------------------------------
+def heads(x, num_heads):
+    batch, tokens, dim = x.shape
+    return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]
+
+
+def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled=False):
+    """The reference's weights applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...)
+    over every token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
+    num_heads = ref.num_heads
+    groups = getattr(ref, "num_kv_groups", num_heads)
+    queries = heads(ref.W_query(prefix[:, -size:]), num_heads)  # [B, H, size, hd]
+    keys, values = heads(ref.W_key(prefix), groups), heads(ref.W_value(prefix), groups)  # [B, G, Tk, hd]
+    if groups != num_heads:
+        repeat = (lambda t: t.repeat(1, num_heads // groups, 1, 1)) if tiled else \
+            (lambda t: t.repeat_interleave(num_heads // groups, dim=1))
+        keys, values = repeat(keys), repeat(values)
+    k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
+    hidden = window_mask(size, prefix.shape[1], window, q_start, k_start).to(prefix.device)
+    scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(hidden, float("-inf"))
+    context = (torch.softmax(scores, dim=-1) @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
+    return ref.out_proj(context)
+
+
+def chunk_mistakes(pair, x, start, size):
+    """What a mistaken cache gives for the chunk x[:, start:start+size] after x[:, :start] was fed."""
+    ref, prefix = pair.ref, x[:, :start + size].to(pair.grade.device)
+    window = getattr(ref, "sliding_window_size", None)
+    found = []
+    if start:
+        found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
+                             "its queries come after the cached tokens",
+                             lambda: attention_of(ref, prefix, size, q_start=0, k_start=0, window=window)))
+    if getattr(ref, "num_kv_groups", ref.num_heads) not in (1, ref.num_heads):
+        found.append(Mistake("kv-heads-tiled", "your key/value groups are tiled over the heads ([K1, K2, K1, K2]); "
+                             "query head h uses group h // group_size: repeat_interleave",
+                             lambda: attention_of(ref, prefix, size, q_start=start, window=window, tiled=True)))
+    if window is not None:
+        found += [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
+                          lambda w=w: attention_of(ref, prefix, size, q_start=start, window=w))
+                  for w in (window + 1, window - 1) if w > 0]
+    return found
+
+
+def decoded(grade, pair, x, chunks):
+    """Feed ``x`` after ``reset_cache()`` in chunks of the given sizes, each with use_cache=True: every
+    output must be the reference's (which the reference's own cache gives)."""
+    pair.method("reset_cache")
+    start = 0
+    with torch.no_grad():
+        for size in chunks:
+            pair.same(x[:, start:start + size], use_cache=True, mistakes=chunk_mistakes(pair, x, start, size))
+            start += size
+
+
+def cache_elements(pair) -> int:
+    """The elements of the student's cache_k and cache_v, counted from the tensors received."""
+    kept = pair.attributes("cache_k", "cache_v")
+    return sum(t.numel() for t in kept.values() if isinstance(t, torch.Tensor))
+
+
+def make(grade, name, d_in=16, d_out=24, heads_=4, groups=2, window=3, context=64, dtype=None):
+    if name == MHA:
+        return grade.module(MHA, d_in, d_out, context, 0.0, heads_, dtype=dtype)
+    if name == GQA:
+        return grade.module(GQA, d_in, d_out, 0.0, heads_, groups, dtype=dtype)
+    return grade.module(SWA, d_in, d_out, 0.0, heads_, sliding_window_size=window, dtype=dtype)
+
+
+@exercise(MHA, forbidden=FUSED_ATTENTION_OPS)
+def test_mha_lesson_batch_in_one_call(grade):
+    pair = make(grade, MHA, d_in=3, d_out=4, heads_=2).train(False)
+    pair.same(journey_batch(), grad=True)
+
+
+CLASSES = [pytest.param(name, marks=exercise(name, weight=3, forbidden=FUSED_ATTENTION_OPS), id=name)
+           for name in (MHA, GQA, SWA)]
+
+
+@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("chunks", [(1,) * 9, (4, 3, 2), (9,)], ids=["token-by-token", "chunks", "one-call"])
+def test_cached_calls_give_the_full_pass(grade, name, chunks):
+    pair = make(grade, name).train(False)
+    decoded(grade, pair, grade.randn(2, 9, 16), chunks)
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_the_cache_holds_what_it_should(grade, name):
+    """After 9 tokens one at a time: MHA keeps 9 positions of every head, GQA of its groups only, SWA
+    never more than its window."""
+    pair = make(grade, name).train(False)
+    decoded(grade, pair, grade.randn(2, 9, 16), (1,) * 9)
+    expected = {MHA: 2 * 9 * 24, GQA: 2 * 9 * 12, SWA: 2 * 3 * 24}[name] * 2  # cache_k and cache_v
+    got = cache_elements(pair)
+    if got != expected:
+        from grader.harness import CheckFailed
+
+        raise CheckFailed(f"{name}: after 9 cached tokens your cache_k and cache_v hold {got} elements, the "
+                          f"reference's {expected}", ("kv-heads-tiled",) if name == GQA and got == 2 * 9 * 24 * 2
+                          else ())
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_reset_cache_starts_a_new_sequence(grade, name):
+    pair = make(grade, name).train(False)
+    decoded(grade, pair, grade.randn(2, 5, 16), (1,) * 5)
+    decoded(grade, pair, grade.randn(1, 4, 16), (2, 1, 1))  # another sequence (and batch) after reset_cache()
+    pair.method("reset_cache")
+    if cache_elements(pair):
+        from grader.harness import CheckFailed
+
+        raise CheckFailed(f"{name}.reset_cache() leaves keys or values in cache_k or cache_v", ("cache-not-reset",))
