@@ -8,6 +8,7 @@ tensors themselves. Mistakes are recomputed with the reference's weights and nam
 import pytest
 import torch
 
+from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
 from grader.harness import FUSED_ATTENTION_OPS
 from lesson import journey_batch
@@ -121,22 +122,87 @@ def heads(x, num_heads):
     return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]
 
 
-def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled=False):
-    """The reference's weights applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...)
-    over every token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
+def projected(ref, prefix, size):
+    """The reference's queries of the last ``size`` tokens of ``prefix`` and keys and values of all of it:
+    [B, H, size, hd] and [B, G, T_prefix, hd] twice."""
     num_heads = ref.num_heads
     groups = getattr(ref, "num_kv_groups", num_heads)
-    queries = heads(ref.W_query(prefix[:, -size:]), num_heads)  # [B, H, size, hd]
-    keys, values = heads(ref.W_key(prefix), groups), heads(ref.W_value(prefix), groups)  # [B, G, Tk, hd]
-    if groups != num_heads:
-        repeat = (lambda t: t.repeat(1, num_heads // groups, 1, 1)) if tiled else \
-            (lambda t: t.repeat_interleave(num_heads // groups, dim=1))
-        keys, values = repeat(keys), repeat(values)
-    k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
-    hidden = window_mask(size, prefix.shape[1], window, q_start, k_start).to(prefix.device)
+    return (heads(ref.W_query(prefix[:, -size:]), num_heads), heads(ref.W_key(prefix), groups),
+            heads(ref.W_value(prefix), groups))
+
+
+def attend_chunk(ref, queries, keys, values, q_start, k_start, window=None):
+    """The chunk's output from these queries, keys and values (heads already matched), causal and windowed."""
+    size, num_keys = queries.shape[2], keys.shape[2]
+    hidden = window_mask(size, num_keys, window, q_start, k_start).to(queries.device)
     scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(hidden, float("-inf"))
     context = (torch.softmax(scores, dim=-1) @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
     return ref.out_proj(context)
+
+
+def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled=False):
+    """The reference's weights applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...)
+    over every token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
+    queries, keys, values = projected(ref, prefix, size)
+    group_size = queries.shape[1] // keys.shape[1]
+    if group_size > 1:
+        repeat = (lambda t: t.repeat(1, group_size, 1, 1)) if tiled else \
+            (lambda t: t.repeat_interleave(group_size, dim=1))
+        keys, values = repeat(keys), repeat(values)
+    k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
+    return attend_chunk(ref, queries, keys, values, q_start, k_start, window)
+
+
+def repeat_kv_root_cause(grade, pair, x, start, size):
+    """GroupedQueryAttention right but for the student's own repeat_kv (cascade "once": its points kept)."""
+    def root_cause(failure, out):
+        ref, prefix = pair.ref, x[:, :start + size].to(grade.device)
+        with torch.no_grad():
+            queries, keys, values = projected(ref, prefix, size)
+            group_size = queries.shape[1] // keys.shape[1]
+            theirs_k = diagnose.their(grade, "repeat_kv", keys.cpu(), group_size)
+            theirs_v = diagnose.their(grade, "repeat_kv", values.cpu(), group_size)
+        if theirs_v is None:
+            return None
+        theirs_v = theirs_v.to(grade.device, values.dtype)
+        return diagnose.blame(
+            grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
+            lambda k: attend_chunk(ref, queries, k, theirs_v, start, 0),
+            [Mistake("kv-heads-tiled", "it tiles the groups ([K1, K2, K1, K2]) instead of repeating each in a row",
+                     keys.repeat(1, group_size, 1, 1))])
+    return root_cause
+
+
+def window_mask_root_cause(grade, pair, x, start, size):
+    """A windowed or causal class right but for the student's own sliding_window_mask."""
+    def root_cause(failure, out):
+        ref = pair.ref
+        window = getattr(ref, "sliding_window_size", None)
+        num_keys = start + size if window is None else min(start + size, window + size - 1)
+        prefix = x[:, start + size - num_keys:start + size].to(grade.device)  # the keys this call attends
+        k_start = start + size - num_keys
+        theirs = diagnose.their(grade, "sliding_window_mask", size, num_keys, window, start, k_start)
+        with torch.no_grad():
+            queries, keys, values = projected(ref, prefix, size)
+            group_size = queries.shape[1] // keys.shape[1]
+            keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+
+            def composed(hidden):
+                scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(
+                    hidden.bool().to(queries.device), float("-inf"))
+                return ref.out_proj((torch.softmax(scores, dim=-1) @ values).transpose(1, 2).flatten(2))
+
+            right = window_mask(size, num_keys, window, start, k_start)
+            return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right, composed, [
+                Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
+                                                                                      start, k_start))]
+                if window else [])
+    return root_cause
+
+
+def either(*causes):
+    """The first root cause that explains the output."""
+    return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
 def chunk_mistakes(pair, x, start, size):
@@ -166,7 +232,11 @@ def decoded(grade, pair, x, chunks):
     start = 0
     with torch.no_grad():
         for size in chunks:
-            pair.same(x[:, start:start + size], use_cache=True, mistakes=chunk_mistakes(pair, x, start, size))
+            causes = [window_mask_root_cause(grade, pair, x, start, size)]
+            if pair.name == GQA:
+                causes.append(repeat_kv_root_cause(grade, pair, x, start, size))
+            pair.same(x[:, start:start + size], use_cache=True, mistakes=chunk_mistakes(pair, x, start, size),
+                      root_cause=either(*causes))
             start += size
 
 
