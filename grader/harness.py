@@ -177,9 +177,12 @@ class Grade:
             raise explained(fault) from None
         return reply_of(reply)
 
-    def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, **kwargs):
+    def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
+             **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included,
-        within the dtype's tolerance widened by how far the reference itself lands from float64.
+        within the dtype's tolerance widened by how far the reference itself lands from float64 (and by
+        ``slack``, a rounding the check measures itself where no input is a float32 tensor to widen,
+        e.g. float32 angles that grow with the position).
 
         When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
         ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
@@ -187,9 +190,9 @@ class Grade:
         hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
         def check():
             expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
-            slack, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
+            widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
             reply = self.call(name, *args, grad_out=grad_out, **kwargs)
-            self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=slack, carry=True)
+            self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=widened + slack, carry=True)
             if grad:
                 self._expect_grads(reply, ref_grads, name, slack=grad_slack)
             return reply.out
@@ -473,6 +476,24 @@ class ModulePair:
         """Give both instances ``module``'s weights (a reference module of the same class), e.g. one head
         of a reference wrapper, and take it as this pair's reference."""
         self.ref = module
+        self._load_reference_weights()
+        return self
+
+    def new_weights(self, *names):
+        """Fresh values, drawn from this check's seed, for the parameters ``names`` (a submodule's name
+        takes all of its own: ``"W_key"`` is ``W_key.weight`` and ``W_key.bias``), in both instances.
+        Between two cached calls, keys kept in a cache and keys computed again then differ, so what a
+        cache keeps is read from the outputs, never from what the student's process reports."""
+        import torch
+
+        shapes = self.grade._event(lambda: [(n, list(p.shape)) for n, p in self.ref.named_parameters()])
+        fresh = {n: self.grade.randn(*shape, scale=0.3) for n, shape in shapes
+                 if any(n == name or n.startswith(name + ".") for name in names)}
+        if not self.grade.replaying:
+            with torch.no_grad():
+                for n, p in self.ref.named_parameters():
+                    if n in fresh:
+                        p.copy_(fresh[n].to(p.device, p.dtype))
         self._load_reference_weights()
         return self
 

@@ -10,7 +10,7 @@ import torch
 
 from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
-from grader.harness import FUSED_ATTENTION_OPS
+from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
 from lesson import journey_batch
 
 pytestmark = assignment("06_decoding_attention")
@@ -37,17 +37,28 @@ def rope(x, cos, sin, offset=0, *, pairs=False):
     return torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2).to(x.dtype)
 
 
+def angle_rounding(head_dim, theta_base, context_length) -> float:
+    """How far cosines and sines of float32 angles land from float64 ones, times 8: the angles grow with
+    the position (thousands of radians at 4096), so another correct order of float32 operations, or
+    float64 angles rounded at the end, may differ from the reference's by about as much."""
+    exact = rope_angles(head_dim, theta_base, context_length)
+    inv_freq = theta_base ** -(torch.arange(0, head_dim, 2, dtype=F32) / head_dim)
+    rounded = (torch.arange(context_length, dtype=F32)[:, None] * inv_freq[None, :]).repeat(1, 2).double()
+    return 8 * max(float((f(rounded) - f(exact)).abs().max()) for f in (torch.cos, torch.sin))
+
+
 def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
     args = (head_dim, theta_base, context_length)
-    grade.same("compute_rope_params", *args, mistakes=[
+    grade.same("compute_rope_params", *args, slack=angle_rounding(*args), mistakes=[
         Mistake("rope-pairs-interleaved", "your angles repeat each frequency in place (i, i, i+1, i+1, ...); "
                 "RoPE here uses the same angles for both halves: cat([angles, angles])",
                 lambda: tuple(f(rope_angles(*args, interleaved=True)).float() for f in (torch.cos, torch.sin)))])
 
 
 @exercise("compute_rope_params")
-@pytest.mark.parametrize("head_dim,theta_base,context_length", [(8, 10_000, 64), (16, 500_000, 32), (2, 10_000, 5)],
-                         ids=["hd8", "hd16-theta5e5", "hd2-L5"])
+@pytest.mark.parametrize("head_dim,theta_base,context_length", [(8, 10_000, 64), (16, 500_000, 32), (2, 10_000, 5),
+                                                              (64, 10_000, 4096)],
+                         ids=["hd8", "hd16-theta5e5", "hd2-L5", "hd64-L4096"])
 def test_rope_params(grade, head_dim, theta_base, context_length):
     rope_params_same(grade, head_dim, theta_base, context_length)
 
@@ -225,19 +236,24 @@ def chunk_mistakes(pair, x, start, size):
     return found
 
 
-def decoded(grade, pair, x, chunks):
-    """Feed ``x`` after ``reset_cache()`` in chunks of the given sizes, each with use_cache=True: every
-    output must be the reference's (which the reference's own cache gives)."""
+def fed(grade, pair, x, start, size, also=()):
+    """The chunk x[:, start:start+size] fed with use_cache=True after x[:, :start]: its output must be the
+    reference's (which the reference's own cache gives); ``also``: further mistakes to look for."""
+    causes = [window_mask_root_cause(grade, pair, x, start, size)]
+    if pair.name == GQA:
+        causes.append(repeat_kv_root_cause(grade, pair, x, start, size))
+    with torch.no_grad():
+        pair.same(x[:, start:start + size], use_cache=True, mistakes=[*chunk_mistakes(pair, x, start, size), *also],
+                  root_cause=either(*causes))
+
+
+def decoded(grade, pair, x, chunks, also=lambda start, size: ()):
+    """Feed ``x`` after ``reset_cache()`` in chunks of the given sizes, each with use_cache=True."""
     pair.method("reset_cache")
     start = 0
-    with torch.no_grad():
-        for size in chunks:
-            causes = [window_mask_root_cause(grade, pair, x, start, size)]
-            if pair.name == GQA:
-                causes.append(repeat_kv_root_cause(grade, pair, x, start, size))
-            pair.same(x[:, start:start + size], use_cache=True, mistakes=chunk_mistakes(pair, x, start, size),
-                      root_cause=either(*causes))
-            start += size
+    for size in chunks:
+        fed(grade, pair, x, start, size, also(start, size))
+        start += size
 
 
 def cache_elements(pair) -> int:
@@ -272,6 +288,28 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
 
 
 @pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("chunks", [(1, 1), (2,)], ids=["token-by-token", "chunk"])
+def test_cached_keys_are_not_computed_again(grade, name, chunks):
+    """Keys and values are computed once, when their token arrives: after the key and value weights
+    change, a cached call still attends over the earlier tokens' keys and values as they were
+    computed (the reference's cache keeps them). Read from the outputs alone."""
+    pair = make(grade, name).train(False)
+    x = grade.randn(2, 6, 16)
+    decoded(grade, pair, x[:, :4], (3, 1))
+    pair.new_weights("W_key", "W_value")
+    start = 4
+    for size in chunks:
+        def again(pair=pair, prefix=x[:, :start + size].to(grade.device), size=size, start=start):
+            return attention_of(pair.ref, prefix, size, q_start=start,
+                                window=getattr(pair.ref, "sliding_window_size", None))
+
+        fed(grade, pair, x, start, size, [Mistake(
+            "cache-not-used", "the keys and values of earlier tokens are computed again at every call (from "
+            "the inputs you keep); a KV cache keeps the keys and values themselves, each computed once", again)])
+        start += size
+
+
+@pytest.mark.parametrize("name", CLASSES)
 def test_the_cache_holds_what_it_should(grade, name):
     """After 9 tokens one at a time: MHA keeps 9 positions of every head, GQA of its groups only, SWA
     never more than its window."""
@@ -280,8 +318,6 @@ def test_the_cache_holds_what_it_should(grade, name):
     expected = {MHA: 2 * 9 * 24, GQA: 2 * 9 * 12, SWA: 2 * 3 * 24}[name] * 2  # cache_k and cache_v
     got = cache_elements(pair)
     if got != expected:
-        from grader.harness import CheckFailed
-
         raise CheckFailed(f"{name}: after 9 cached tokens your cache_k and cache_v hold {got} elements, the "
                           f"reference's {expected}", ("kv-heads-tiled",) if name == GQA and got == 2 * 9 * 24 * 2
                           else ())
@@ -289,11 +325,48 @@ def test_the_cache_holds_what_it_should(grade, name):
 
 @pytest.mark.parametrize("name", CLASSES)
 def test_reset_cache_starts_a_new_sequence(grade, name):
+    """reset_cache() empties cache_k and cache_v, and the next cached sequence (another batch size)
+    starts at position 0."""
     pair = make(grade, name).train(False)
     decoded(grade, pair, grade.randn(2, 5, 16), (1,) * 5)
-    decoded(grade, pair, grade.randn(1, 4, 16), (2, 1, 1))  # another sequence (and batch) after reset_cache()
     pair.method("reset_cache")
     if cache_elements(pair):
-        from grader.harness import CheckFailed
+        raise CheckFailed(f"{name}.reset_cache() leaves the keys and values of the last sequence in cache_k or "
+                          f"cache_v: the next sequence would attend over them", ("cache-not-reset",))
+    window = getattr(pair.ref, "sliding_window_size", None)
+    y = grade.randn(1, 4, 16)
 
-        raise CheckFailed(f"{name}.reset_cache() leaves keys or values in cache_k or cache_v", ("cache-not-reset",))
+    def position_kept(start, size):
+        prefix = y[:, :start + size].to(grade.device)
+        return [Mistake("cache-not-reset", "reset_cache() empties the cache but keeps the position: the new "
+                        "sequence's queries sit after the old sequence's 5 tokens",
+                        lambda: attention_of(pair.ref, prefix, size, q_start=5 + start, k_start=0, window=window))]
+
+    decoded(grade, pair, y, (2, 1, 1), also=position_kept)
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_an_uncached_call_attends_over_its_own_input(grade, name):
+    """use_cache=False after cached calls: the call's own tokens only (the cache may be kept or cleared)."""
+    pair = make(grade, name).train(False)
+    decoded(grade, pair, grade.randn(2, 4, 16), (1,) * 4)
+    with torch.no_grad():
+        pair.same(grade.randn(2, 5, 16), use_cache=False)
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_float64_non_contiguous_with_gradients(grade, name):
+    """One uncached pass in float64 on a non-contiguous batch: outputs, input and weight gradients."""
+    pair = make(grade, name, dtype=F64).train(False)
+    pair.same(grade.randn(2, 16, 7, dtype=F64).transpose(1, 2), grad=True)
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_dropout_on_the_attention_weights(grade, name):
+    """In training mode with dropout 0.5, under the same seed: dropout on the attention weights, as in 04."""
+    args = {MHA: (16, 24, 64, 0.5, 4), GQA: (16, 24, 0.5, 4, 2), SWA: (16, 24, 0.5, 4)}[name]
+    pair = grade.module(name, *args, **({"sliding_window_size": 3} if name == SWA else {})).train(True)
+    pair.same(grade.randn(2, 6, 16), seed=grade.seed)
+    pair.train(False)
+    with torch.no_grad():
+        pair.same(grade.randn(2, 6, 16))  # and none in evaluation mode
