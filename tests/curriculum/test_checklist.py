@@ -14,20 +14,37 @@ EXERCISES = [(a["id"], a["module"], a["notebook"], name, points)
 
 
 def marked_exercises(path: Path) -> set[str]:
-    """The exercise names a suite's checks are marked with: the first argument of a decorator call."""
+    """The exercise names a suite's checks are marked with: the first argument of every ``exercise(...)``
+    call and of a test function's decorators (``@exercise(MHA)``, ``@kernel_free("...")``), or on its parameters (``pytest.param(name,
+    marks=exercise(name))`` in a comprehension over names), read from the source."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
                  and isinstance(node.value, ast.Constant) for target in node.targets if isinstance(target, ast.Name)}
-    names = set()
+    for node in tree.body:  # MHA, GQA, SWA = "...", "...", "..."
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple):
+            constants.update({t.id: v.value for t, v in zip(node.targets[0].elts, node.value.elts)
+                              if isinstance(t, ast.Name) and isinstance(v, ast.Constant)})
+    looped = {}  # a comprehension's variable -> the names it runs over
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            for decorator in node.decorator_list:
-                first = decorator.args[0] if isinstance(decorator, ast.Call) and decorator.args else None
-                if isinstance(first, ast.Constant):
-                    names.add(first.value)
-                elif isinstance(first, ast.Name) and first.id in constants:  # @exercise(MHA)
-                    names.add(constants[first.id])
-    return names
+        if isinstance(node, ast.comprehension) and isinstance(node.target, ast.Name) \
+                and isinstance(node.iter, (ast.Tuple, ast.List)):
+            looped[node.target.id] = node.iter.elts
+
+    def values(arg) -> set[str]:
+        if isinstance(arg, ast.Constant):
+            return {arg.value}
+        if isinstance(arg, ast.Name) and arg.id in constants:
+            return {constants[arg.id]}
+        if isinstance(arg, ast.Name) and arg.id in looped:
+            return set().union(*(values(element) for element in looped[arg.id]))
+        return set()
+
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and node.func.id == "exercise"]
+    calls += [decorator for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+              and node.name.startswith("test_") for decorator in node.decorator_list
+              if isinstance(decorator, ast.Call)]  # the suite's own wrappers of exercise: @kernel_free("...")
+    return set().union(*(values(call.args[0]) for call in calls if call.args))
 
 
 def grade_cells(path: Path) -> dict[str, float]:

@@ -84,7 +84,7 @@ def test_every_submission_gets_a_result_and_the_summary_has_a_column_per_exercis
     assert autograde(course=course, paths=[klass], out=out, workers=2, shard=None, resume=False,
                      device="cpu", seed=5) == 0
     scores = {p.stem: json.loads(p.read_text())["score"] for p in out.glob("*.json")}
-    assert scores == {"alice": 500, "bob": 0, "carol": 100, "dan": 500, "erin": 0}
+    assert scores == {"alice": 600, "bob": 0, "carol": 100, "dan": 600, "erin": 0}
     erin = json.loads((out / "erin.json").read_text())["assignments"][0]["exercises"]
     assert {e["status"] for e in erin} <= {"crashed", "error"}
     rows = list(csv.reader((out / "summary.csv").open()))
@@ -145,7 +145,7 @@ def test_export_merges_shards_into_one_csv(course, klass, tmp_path):
 
 def test_a_weeks_batch_is_graded_and_scored_out_of_that_weeks_assignments_only(course, tmp_path):
     """nbgrader's submitted/ of week 1, or a Classroom assignment: `--assignment 01_attention_basics`
-    grades 01 alone; results, summary.csv and the export hold its 100 points, not the course's 500.
+    grades 01 alone; results, summary.csv and the export hold its 100 points, not the course's 600.
     04 graded alone still finds the student's own CausalAttention of 03 beside it."""
     from grader.export import export_csv
 

@@ -196,7 +196,7 @@ def test_its_own_grader_gives_the_solutions_full_marks_offline(distribution, sub
     found = run_in(distribution, [sys.executable, "-c", "import grader; print(grader.__file__)"])
     assert Path(found.stdout.strip()).resolve() == (distribution / "grader" / "__init__.py").resolve()
     code, data = grade_json(distribution, "--submission", str(submission_dir))
-    assert code == 0 and data["score"] == data["max_score"] == 500 and data["seed"] == PUBLIC_SEED
+    assert code == 0 and data["score"] == data["max_score"] == 600 and data["seed"] == PUBLIC_SEED
     assert {status for status, _ in verdicts(data).values()} == {"passed"}
 
 
@@ -296,14 +296,14 @@ def test_the_github_classroom_workflow_reports_the_summary_and_the_points(clone,
         assert result.returncode == 0, result.stderr
         printed[step.get("id")] = result.stdout
     text = summary.read_text()
-    assert text.startswith("## ") and "0 / 500 points" in text and text.count("not attempted yet") >= 27
+    assert text.startswith("## ") and "0 / 600 points" in text and text.count("not attempted yet") >= 27
     # the stubs: nothing attempted, nothing earned
     data = json.loads((clone / "grade.json").read_text())
     assert data["score"] == 0 and {s for s, _ in verdicts(data).values()} == {"not_implemented"}
     # the points, once, in the notices GitHub Classroom reads (as its reporter would write them)
     assert printed["grade"].splitlines()[-2:] == [
-        "::notice title=Autograding complete::Points 0/500",
-        '::notice title=Autograding report::{"totalPoints": 0, "maxPoints": 500}']
+        "::notice title=Autograding complete::Points 0/600",
+        '::notice title=Autograding report::{"totalPoints": 0, "maxPoints": 600}']
     assert not any("autograding-grading-reporter" in s.get("uses", "") for s in steps)  # no second count
     versions = {s["uses"].split("@")[0]: s["uses"].split("@")[1] for s in steps if "uses" in s}
     assert versions == {"actions/checkout": "v5", "actions/setup-python": "v6"}  # node24, not node20

@@ -29,7 +29,7 @@ def test_half_precision_checks_pass_the_solutions_and_catch_an_unstable_softmax(
 def test_checks_for_cuda_only_are_skipped_without_costing_points(solutions_result):
     names = [c.name for a in solutions_result.assignments for e in a.exercises for c in e.checks]
     assert not any(name.endswith("half_precision") for name in names)
-    assert solutions_result.score == 500
+    assert solutions_result.score == 600
 
 
 # --- the grader verifies what the student's process says (issue 10, items 5 and 6) --------------------

@@ -158,7 +158,7 @@ def test_grade_autograde_of_the_collected_notebooks_agrees_and_grade_export_hold
             assert float(row["score"]) == total and float(row[ASSIGNMENT]) == total
             assert {e: float(row[f"{ASSIGNMENT}:{e}"]) for e in cells} == cells
     assert float(rows[("cy", "nbgrader")]["max_score"]) == 100  # what cy handed in to nbgrader
-    # the same week, out of the same points from both: not 100/500 beside nbgrader's 100/100
+    # the same week, out of the same points from both: not 100/600 beside nbgrader's 100/100
     assert {float(row["max_score"]) for row in rows.values()} == {100.0}
 
 

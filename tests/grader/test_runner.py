@@ -10,7 +10,7 @@ def test_the_solutions_get_full_marks_on_every_exercise(solutions_result):
     failing = [(a.id, e.name, e.feedback) for a in solutions_result.assignments for e in a.exercises
                if e.status != "passed"]
     assert failing == []
-    assert solutions_result.score == solutions_result.max_score == 500
+    assert solutions_result.score == solutions_result.max_score == 600
 
 
 def test_the_stubs_get_zero_and_not_implemented(course, grader):
