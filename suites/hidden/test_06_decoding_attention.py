@@ -87,6 +87,15 @@ def test_apply_rope(grade, shape, offset, dtype):
     rope_same(grade, grade.randn(*shape, dtype=dtype), cos, sin, offset, grad=True)
 
 
+@exercise("apply_rope")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_apply_rope_half_precision(grade, dtype):
+    grade.needs_cuda()
+    angles = rope_angles(16, 10_000, 64)
+    grade.same_low_precision("apply_rope", grade.randn(2, 4, 6, 16), angles.cos().float(), angles.sin().float(), 3,
+                             dtype=dtype)
+
+
 # --- repeat_kv ---------------------------------------------------------------------------------------
 def repeat_kv_same(grade, x, group_size, grad=False):
     grade.same("repeat_kv", x, group_size, grad=grad, mistakes=[
@@ -99,6 +108,13 @@ def repeat_kv_same(grade, x, group_size, grad=False):
                                                     ((2, 1, 7, 8), 3, F32)], ids=["G2x2", "T1-G3x4-f64", "G1x3"])
 def test_repeat_kv(grade, shape, group_size, dtype):
     repeat_kv_same(grade, grade.randn(*shape, dtype=dtype), group_size, grad=True)
+
+
+@exercise("repeat_kv")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
+def test_repeat_kv_half_precision(grade, dtype):
+    grade.needs_cuda()
+    grade.same_low_precision("repeat_kv", grade.randn(2, 2, 5, 8), 3, dtype=dtype)
 
 
 # --- sliding_window_mask -----------------------------------------------------------------------------
@@ -370,3 +386,12 @@ def test_dropout_on_the_attention_weights(grade, name):
     pair.train(False)
     with torch.no_grad():
         pair.same(grade.randn(2, 6, 16))  # and none in evaluation mode
+
+
+@pytest.mark.parametrize("name,args", [
+    pytest.param(MHA, (16, 18, 64, 0.0, 4), marks=exercise(MHA, forbidden=FUSED_ATTENTION_OPS), id="MHA-18-by-4"),
+    pytest.param(GQA, (16, 18, 0.0, 4, 2), marks=exercise(GQA, forbidden=FUSED_ATTENTION_OPS), id="GQA-18-by-4"),
+    pytest.param(GQA, (16, 24, 0.0, 4, 3), marks=exercise(GQA, forbidden=FUSED_ATTENTION_OPS), id="GQA-4-heads-3-groups"),
+    pytest.param(SWA, (16, 18, 0.0, 4), marks=exercise(SWA, forbidden=FUSED_ATTENTION_OPS), id="SWA-18-by-4")])
+def test_indivisible_sizes_raise(grade, name, args):
+    grade.raises(("ValueError", "AssertionError"), name, *args, new=True)
