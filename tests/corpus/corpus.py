@@ -33,6 +33,9 @@ USES = {
     "CausalAttention": {"causal_mask"},
     "MultiHeadAttention": {"split_heads", "merge_heads"},
     "FusedQKVAttention": {"split_qkv", "merge_heads"},
+    "CachedMultiHeadAttention": {"sliding_window_mask"},
+    "GroupedQueryAttention": {"repeat_kv", "sliding_window_mask"},
+    "MultiHeadAttentionWithSWA": {"sliding_window_mask"},
 }
 
 
