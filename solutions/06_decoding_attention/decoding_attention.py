@@ -66,7 +66,7 @@ def sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0, dev
     more tokens before it: each query sees itself and the window-1 tokens before it (window None:
     every earlier token).
 
-    -> bool [num_queries, num_keys]. Lesson section 4, "Sliding windows".
+    -> bool [num_queries, num_keys]. Lesson section 2, "A KV cache" (the window: section 4).
     """
     ### BEGIN SOLUTION
     queries = torch.arange(q_start, q_start + num_queries, device=device)[:, None]  # [Tq, 1]

@@ -73,6 +73,13 @@ VALID_CALLS = {
     "FusedQKVAttention": lambda sol: ((8, 12), {"num_heads": 3}),
     "online_softmax": lambda sol: ((_r(3, 10), 4), {}),
     "flash_attention": lambda sol: ((_r(5, 8), _r(7, 8), _r(7, 3)), {"block_size": 4, "causal": True}),
+    "compute_rope_params": lambda sol: ((8,), {"context_length": 16}),
+    "apply_rope": lambda sol: ((_r(2, 2, 5, 8), *sol.compute_rope_params(8, context_length=16)), {"offset": 3}),
+    "repeat_kv": lambda sol: ((_r(2, 2, 5, 4), 2), {}),
+    "sliding_window_mask": lambda sol: ((4, 6, 3), {"q_start": 2}),
+    "CachedMultiHeadAttention": lambda sol: ((3, 4, 6, 0.0), {"num_heads": 2}),
+    "GroupedQueryAttention": lambda sol: ((3, 4, 0.0, 2, 1), {}),
+    "MultiHeadAttentionWithSWA": lambda sol: ((3, 4, 0.0, 2), {"sliding_window_size": 2}),
 }
 
 # forward() arguments for the module exercises, for a module built from VALID_CALLS.
@@ -84,6 +91,9 @@ FORWARD_INPUTS = {
     "MultiHeadAttentionWrapper": lambda: (_r(2, 6, 3),),
     "MultiHeadAttention": lambda: (_r(2, 6, 3),),
     "FusedQKVAttention": lambda: (_r(2, 5, 8),),
+    "CachedMultiHeadAttention": lambda: (_r(2, 6, 3),),
+    "GroupedQueryAttention": lambda: (_r(2, 6, 3),),
+    "MultiHeadAttentionWithSWA": lambda: (_r(2, 6, 3),),
 }
 
 
