@@ -328,15 +328,17 @@ def test_cached_keys_are_not_computed_again(grade, name, chunks):
 @pytest.mark.parametrize("name", CLASSES)
 def test_the_cache_holds_what_it_should(grade, name):
     """After 9 tokens one at a time: MHA keeps 9 positions of every head, GQA of its groups only, SWA
-    never more than its window."""
+    never more than its window (window - 1 positions are enough for right outputs, so as few are allowed)."""
     pair = make(grade, name).train(False)
     decoded(grade, pair, grade.randn(2, 9, 16), (1,) * 9)
-    expected = {MHA: 2 * 9 * 24, GQA: 2 * 9 * 12, SWA: 2 * 3 * 24}[name] * 2  # cache_k and cache_v
+    per_position = 2 * 2 * (12 if name == GQA else 24)  # batch 2, cache_k and cache_v, the heads kept
+    allowed = {MHA: (9,), GQA: (9,), SWA: (2, 3)}[name]
     got = cache_elements(pair)
-    if got != expected:
-        raise CheckFailed(f"{name}: after 9 cached tokens your cache_k and cache_v hold {got} elements, the "
-                          f"reference's {expected}", ("kv-heads-tiled",) if name == GQA and got == 2 * 9 * 24 * 2
-                          else ())
+    if got not in [positions * per_position for positions in allowed]:
+        what = {MHA: "9 positions of every head", GQA: "9 positions of its 2 key/value groups only (not of "
+                "the 4 query heads they serve)", SWA: "at most the window's 3 positions"}[name]
+        raise CheckFailed(f"{name}: after 9 cached tokens your cache_k and cache_v hold {got} elements; the cache "
+                          f"should keep {what}: {max(allowed) * per_position} elements")
 
 
 @pytest.mark.parametrize("name", CLASSES)
