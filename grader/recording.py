@@ -29,7 +29,7 @@ class Recording:
                 raise NotReplayable(f"no recorded reference output for {key}")
             return self.events[key]
         value = compute()
-        self.events[key] = _on_cpu(value)
+        self.events[key] = _on_cpu(value, copy=True)  # a copy: the reference may change later (new weights)
         return value
 
     def save(self, path: Path) -> None:
@@ -59,18 +59,19 @@ def public_recording(course, device: str) -> Recording:
     return recording
 
 
-def _on_cpu(value):
-    return on_device(value, "cpu")
+def _on_cpu(value, copy=False):
+    return on_device(value, "cpu", copy)
 
 
-def on_device(value, device: str):
-    """``value`` with every tensor in it detached and moved to ``device`` (a replay on CUDA compares there)."""
+def on_device(value, device: str, copy: bool = False):
+    """``value`` with every tensor in it detached and moved to ``device`` (a replay on CUDA compares there);
+    with ``copy``, never sharing memory with the tensors given."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().to(device)
+        return value.detach().to(device, copy=copy)
     if isinstance(value, (list, tuple)):
-        return type(value)(on_device(v, device) for v in value)
+        return type(value)(on_device(v, device, copy) for v in value)
     if isinstance(value, dict):
-        return {k: on_device(v, device) for k, v in value.items()}
+        return {k: on_device(v, device, copy) for k, v in value.items()}
     return value

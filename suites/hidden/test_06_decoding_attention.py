@@ -232,22 +232,34 @@ def either(*causes):
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
+def design(pair):
+    """(num_heads, num_kv_groups, sliding_window_size) of a pair made by ``make``, read from its arguments
+    (not from the reference, which a replayed check does not have)."""
+    args, kwargs = pair.args, pair.kwargs
+    if pair.name == MHA:
+        return args[4], args[4], None
+    if pair.name == GQA:
+        return args[3], args[4], None
+    return args[3], args[3], kwargs.get("sliding_window_size")
+
+
 def chunk_mistakes(pair, x, start, size):
-    """What a mistaken cache gives for the chunk x[:, start:start+size] after x[:, :start] was fed."""
-    ref, prefix = pair.ref, x[:, :start + size].to(pair.grade.device)
-    window = getattr(ref, "sliding_window_size", None)
+    """What a mistaken cache gives for the chunk x[:, start:start+size] after x[:, :start] was fed (each
+    computed with the reference's weights, only when the check failed)."""
+    prefix = x[:, :start + size].to(pair.grade.device)
+    num_heads, groups, window = design(pair)
     found = []
     if start:
         found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
                              "its queries come after the cached tokens",
-                             lambda: attention_of(ref, prefix, size, q_start=0, k_start=0, window=window)))
-    if getattr(ref, "num_kv_groups", ref.num_heads) not in (1, ref.num_heads):
+                             lambda: attention_of(pair.ref, prefix, size, q_start=0, k_start=0, window=window)))
+    if groups not in (1, num_heads):
         found.append(Mistake("kv-heads-tiled", "your key/value groups are tiled over the heads ([K1, K2, K1, K2]); "
                              "query head h uses group h // group_size: repeat_interleave",
-                             lambda: attention_of(ref, prefix, size, q_start=start, window=window, tiled=True)))
+                             lambda: attention_of(pair.ref, prefix, size, q_start=start, window=window, tiled=True)))
     if window is not None:
         found += [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
-                          lambda w=w: attention_of(ref, prefix, size, q_start=start, window=w))
+                          lambda w=w: attention_of(pair.ref, prefix, size, q_start=start, window=w))
                   for w in (window + 1, window - 1) if w > 0]
     return found
 
@@ -316,8 +328,7 @@ def test_cached_keys_are_not_computed_again(grade, name, chunks):
     start = 4
     for size in chunks:
         def again(pair=pair, prefix=x[:, :start + size].to(grade.device), size=size, start=start):
-            return attention_of(pair.ref, prefix, size, q_start=start,
-                                window=getattr(pair.ref, "sliding_window_size", None))
+            return attention_of(pair.ref, prefix, size, q_start=start, window=design(pair)[2])
 
         fed(grade, pair, x, start, size, [Mistake(
             "cache-not-used", "the keys and values of earlier tokens are computed again at every call (from "
@@ -351,7 +362,7 @@ def test_reset_cache_starts_a_new_sequence(grade, name):
     if cache_elements(pair):
         raise CheckFailed(f"{name}.reset_cache() leaves the keys and values of the last sequence in cache_k or "
                           f"cache_v: the next sequence would attend over them", ("cache-not-reset",))
-    window = getattr(pair.ref, "sliding_window_size", None)
+    window = design(pair)[2]
     y = grade.randn(1, 4, 16)
 
     def position_kept(start, size):

@@ -21,7 +21,7 @@ def broken_course(tmp_path, old, new):
 def test_the_course_loads_with_100_points_per_assignment(course):
     assert [a.id for a in course.assignments] == [
         "01_attention_basics", "02_self_attention", "03_causal_attention",
-        "04_multi_head_attention", "05_efficient_attention"]
+        "04_multi_head_attention", "05_efficient_attention", "06_decoding_attention"]
     assert all(a.max_score == 100 for a in course.assignments)
     assert course.assignment("01_attention_basics").points_for("softmax") == 25
     assert course.tolerance("float64").rtol < course.tolerance("float32").rtol

@@ -59,6 +59,19 @@ MUTANTS = {
     "online_softmax": ("05_efficient_attention", "running_sum = running_sum * torch.exp(running_max - shift)",
                        "running_sum = running_sum"),
     "flash_attention": ("05_efficient_attention", "acc = acc * rescale[..., None] + p @ v", "acc = acc + p @ v"),
+    "compute_rope_params": ("06_decoding_attention", "angles = torch.cat([angles, angles], dim=-1)",
+                            "angles = angles.repeat_interleave(2, dim=-1)"),
+    "apply_rope": ("06_decoding_attention", "rotated = torch.cat([-x2, x1], dim=-1)",
+                   "rotated = torch.cat([x2, -x1], dim=-1)"),
+    "repeat_kv": ("06_decoding_attention", "return x.repeat_interleave(group_size, dim=1)",
+                  "return x.repeat(1, group_size, 1, 1)"),
+    "sliding_window_mask": ("06_decoding_attention", "(queries - keys >= window)", "(queries - keys > window)"),
+    "CachedMultiHeadAttention": ("06_decoding_attention", "start = self.position", "start = 0"),
+    "GroupedQueryAttention": ("06_decoding_attention", "self.cache_k, self.cache_v = None, None  # [B, G, T_cached, hd]",
+                              "self.cache_k, self.cache_v = getattr(self, 'cache_k', None), getattr(self, 'cache_v', None)"),
+    "MultiHeadAttentionWithSWA": ("06_decoding_attention",
+                                  "hidden = sliding_window_mask(num_tokens, keys.shape[2], window, q_start=q_start",
+                                  "hidden = sliding_window_mask(num_tokens, keys.shape[2], window + 1, q_start=q_start"),
 }
 
 # the misconception each mutant's feedback must name, where the mistake is one of the catalogue's
@@ -69,6 +82,9 @@ NAMED = {
     "apply_causal_mask": "mask-not-applied", "renormalize_causal_weights": "mask-after-softmax-not-renormalized",
     "split_heads": "heads-split-without-transpose", "merge_heads": "heads-merged-without-transpose",
     "split_qkv": "qkv-swapped", "MultiHeadAttention": "wrong-scale", "copy_v2_weights_into_v1": "qkv-swapped",
+    "compute_rope_params": "rope-pairs-interleaved", "repeat_kv": "kv-heads-tiled",
+    "sliding_window_mask": "window-off-by-one", "CachedMultiHeadAttention": "cache-position-not-advanced",
+    "GroupedQueryAttention": "cache-not-reset", "MultiHeadAttentionWithSWA": "window-off-by-one",
 }
 
 

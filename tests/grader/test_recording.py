@@ -72,3 +72,15 @@ def test_a_replayed_check_ends_as_the_live_one_does(course, grader, recorded, of
     replayed = checks(offline.grade(submission, course.assignments, recording=Recording.load(recorded[1])))
     assert any(status == "failed" for *_, status in replayed)
     assert replayed <= live  # every replayed check ended as it did live
+
+
+def test_a_recorded_output_is_what_the_reference_gave_then_not_what_its_tensor_became():
+    """A check may change the reference after a use (06 draws new key/value weights between cached calls):
+    the recording keeps the weights the student's instance was given first."""
+    import torch
+
+    weight = torch.ones(3)
+    recording = Recording(1)
+    recording.event("check#0", lambda: {"W_key.weight": weight.detach()})
+    weight.add_(1.0)
+    assert torch.equal(recording.events["check#0"]["W_key.weight"], torch.ones(3))
