@@ -446,27 +446,29 @@ class Grade:
         return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
 
-    def module(self, name, *args, dtype=None, **kwargs) -> "ModulePair":
-        """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``."""
-        return ModulePair(self, name, args, kwargs, dtype)
+    def module(self, name, *args, dtype=None, training=True, **kwargs) -> "ModulePair":
+        """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``, in
+        training mode or (``training=False``) already in evaluation mode, as ``.train(False)`` gives
+        without another round trip."""
+        return ModulePair(self, name, args, kwargs, dtype, training)
 
 
 class ModulePair:
     """The reference's and the student's instance of one class, with the reference's weights in both."""
 
-    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None):
+    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None, training=True):
         self.grade, self.name = grade, name
         self.args, self.kwargs, self.dtype = args, kwargs, dtype  # to build another one like it
         if grade.replaying:
             self.ref = _Unavailable()
         else:
             manual_seed(grade.seed)
-            self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype)
+            self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype).train(training)
         # one round trip: the reference's weights go with the request (the worker loads them where
         # every name and shape fits), and the instance's parameters, buffers and submodules come back
         ours = self.reference_parameters()
         self.state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs,
-                                            "dtype": dtype, "state": True,
+                                            "dtype": dtype, "state": True, "training": bool(training),
                                             "params": {n: p.detach().cpu() for n, p in ours.items()}})
         self.handle = HandleRef(self.state["handle"])
         self.what = f"{name}{_signature(args, kwargs)}"

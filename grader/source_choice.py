@@ -51,9 +51,33 @@ def _calls_super_init(node: ast.stmt) -> bool:
         and call.func.value.func.id == "super"
 
 
-def definitions(tree: ast.Module) -> dict[str, str | None]:
-    """Top-level functions and classes: name -> its code's shape (None for a stub); the last counts."""
-    return {n.name: None if is_stub(n) else ast.dump(_without_docstrings(n))
+class Written:
+    """A written (not stub) definition: its source text, and its code's shape on demand (the syntax tree
+    without docstrings), for telling two definitions apart that differ in text."""
+
+    def __init__(self, node: ast.stmt, text: str | None):
+        self.node, self.text, self._shape = node, text, None
+
+    def same_as(self, other: "Written") -> bool:
+        if self.text is not None and self.text == other.text:
+            return True  # the same code copied (a lesson's module and notebook): no tree to compare
+        return self.shape() == other.shape()
+
+    def shape(self) -> str:
+        if self._shape is None:
+            self._shape = ast.dump(_without_docstrings(self.node))
+        return self._shape
+
+
+def definitions(tree: ast.Module, source: str | None = None) -> dict[str, Written | None]:
+    """Top-level functions and classes: name -> the written definition (None for a stub); the last counts."""
+    lines = source.splitlines() if source is not None else None
+
+    def text(n):  # a top-level definition's whole lines, decorators included
+        start = min([n.lineno] + [d.lineno for d in n.decorator_list])
+        return "\n".join(lines[start - 1:n.end_lineno]) if lines is not None else None
+
+    return {n.name: None if is_stub(n) else Written(n, text(n))
             for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
@@ -73,17 +97,18 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     from grader.notebook_source import read_cells
 
     try:
-        ours = definitions(ast.parse(module.read_text(encoding="utf-8")))
-        theirs: dict[str, str | None] = {}
+        text = module.read_text(encoding="utf-8")
+        ours = definitions(ast.parse(text), text)
+        theirs: dict[str, Written | None] = {}
         for cell in read_cells(notebook):
-            theirs.update(definitions(ast.parse(cell.code)))
+            theirs.update(definitions(ast.parse(cell.code), cell.code))
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
         return None  # what the student wrote cannot be read here: the module is graded, as it runs
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
     # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new)
-    in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and ours[n] != code)
-    if not from_notebook and not in_both:
-        return None
+    in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and not ours[n].same_as(code))
+    if not any(n in ours or n in exercises for n in from_notebook) and not in_both:
+        return None  # nothing of the module's, nor an exercise, from the notebook: its own helpers (demos) unused
     notes = {}
     for name in exercises:
         if name in from_notebook:

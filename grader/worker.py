@@ -431,6 +431,8 @@ class Server:
         instance = cls(*self.resolve(request["args"]), **self.resolve(request["kwargs"]))
         if hasattr(instance, "to") and (self.spec.device != "cpu" or request.get("dtype") is not None):
             instance = instance.to(self.spec.device, request.get("dtype"))
+        if request.get("training") is False and hasattr(instance, "train"):
+            instance.train(False)  # before its state is read: "training" comes back as the grader asked
         handle = len(self.handles) + 1
         self.handles[handle] = instance
         reply = {"ok": True, "handle": handle, **(self._state(instance) if request.get("state") else {})}

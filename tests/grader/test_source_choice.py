@@ -48,6 +48,16 @@ def test_each_definition_comes_from_the_file_that_writes_it_and_the_module_wins_
     assert choose(module, cells, ("softmax",)) is None
 
 
+def test_a_lessons_demo_helpers_alone_take_nothing_from_the_notebook_but_a_missing_exercise_does(tmp_path):
+    module = tmp_path / "attention_basics.py"
+    module.write_text(WRITTEN)
+    cells = notebook(tmp_path / "attention_basics.ipynb", WRITTEN, "def plot_weights(w):\n    return w.sum()\n")
+    assert choose(module, cells, ("softmax",)) is None  # the demo is no exercise's: the module as it is
+    module.write_text("import torch\n")  # the exercise deleted from the module, written in the notebook
+    choice = choose(module, cells, ("softmax",))
+    assert choice is not None and choice.source_of("softmax") == "attention_basics.ipynb"
+
+
 def release_with(tmp_path, assignment, notebook_cells, module_text=None) -> Path:
     """The released assignment folder (stub module), with a notebook of ``notebook_cells``."""
     folder = tmp_path / "assignments" / assignment.id
