@@ -563,9 +563,6 @@ class ModulePair:
         values = reply.get("values")
         return {name: decode(values.get(name)) if isinstance(values, dict) else None for name in names}
 
-    def reference_attributes(self, *names) -> dict:
-        return {name: getattr(self.ref, name, None) for name in names}
-
     def measured(self, *args, root_cause=None) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
         expected = self.reference(*args)
