@@ -10,6 +10,7 @@ import torch
 
 from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
+from grader.compare import manual_seed
 from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
 from lesson import journey_batch
 
@@ -158,12 +159,17 @@ def projected(ref, prefix, size):
             heads(ref.W_value(prefix), groups))
 
 
-def attend_chunk(ref, queries, keys, values, q_start, k_start, window=None):
-    """The chunk's output from these queries, keys and values (heads already matched), causal and windowed."""
-    size, num_keys = queries.shape[2], keys.shape[2]
-    hidden = window_mask(size, num_keys, window, q_start, k_start).to(queries.device)
-    scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(hidden, float("-inf"))
-    context = (torch.softmax(scores, dim=-1) @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
+def attend_masked(ref, queries, keys, values, hidden, seed=None):
+    """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
+    removed, through the reference's out_proj; in training mode, the reference's dropout on the weights
+    drawn after seeding with ``seed`` (as the student's call was)."""
+    scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(
+        hidden.bool().to(queries.device), float("-inf"))  # [B, H, size, Tk]
+    weights = torch.softmax(scores, dim=-1)  # [B, H, size, Tk]
+    if ref.training and seed is not None:
+        manual_seed(seed)
+        weights = ref.dropout(weights)
+    context = (weights @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
     return ref.out_proj(context)
 
 
@@ -177,10 +183,10 @@ def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled
             (lambda t: t.repeat_interleave(group_size, dim=1))
         keys, values = repeat(keys), repeat(values)
     k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
-    return attend_chunk(ref, queries, keys, values, q_start, k_start, window)
+    return attend_masked(ref, queries, keys, values, window_mask(size, keys.shape[2], window, q_start, k_start))
 
 
-def repeat_kv_root_cause(grade, pair, x, start, size):
+def repeat_kv_root_cause(grade, pair, x, start, size, seed=None):
     """GroupedQueryAttention right but for the student's own repeat_kv (cascade "once": its points kept)."""
     def root_cause(failure, out):
         ref, prefix = pair.ref, x[:, :start + size].to(grade.device)
@@ -194,17 +200,16 @@ def repeat_kv_root_cause(grade, pair, x, start, size):
         theirs_v = theirs_v.to(grade.device, values.dtype)
         return diagnose.blame(
             grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
-            lambda k: attend_chunk(ref, queries, k, theirs_v, start, 0),
+            lambda k: attend_masked(ref, queries, k, theirs_v, window_mask(size, k.shape[2], None, start), seed),
             [Mistake("kv-heads-tiled", "it tiles the groups ([K1, K2, K1, K2]) instead of repeating each in a row",
                      keys.repeat(1, group_size, 1, 1))])
     return root_cause
 
 
-def window_mask_root_cause(grade, pair, x, start, size):
+def window_mask_root_cause(grade, pair, x, start, size, seed=None):
     """A windowed or causal class right but for the student's own sliding_window_mask."""
     def root_cause(failure, out):
-        ref = pair.ref
-        window = getattr(ref, "sliding_window_size", None)
+        ref, window = pair.ref, design(pair)[2]
         num_keys = start + size if window is None else min(start + size, window + size - 1)
         prefix = x[:, start + size - num_keys:start + size].to(grade.device)  # the keys this call attends
         k_start = start + size - num_keys
@@ -213,22 +218,21 @@ def window_mask_root_cause(grade, pair, x, start, size):
             queries, keys, values = projected(ref, prefix, size)
             group_size = queries.shape[1] // keys.shape[1]
             keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
-
-            def composed(hidden):
-                scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(
-                    hidden.bool().to(queries.device), float("-inf"))
-                return ref.out_proj((torch.softmax(scores, dim=-1) @ values).transpose(1, 2).flatten(2))
-
             right = window_mask(size, num_keys, window, start, k_start)
-            return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right, composed, [
+            return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right,
+                                  lambda hidden: attend_masked(ref, queries, keys, values, hidden, seed), [
                 Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
                                                                                       start, k_start))]
                 if window else [])
     return root_cause
 
 
-def either(*causes):
-    """The first root cause that explains the output."""
+def helper_faults(grade, pair, x, start, size, seed=None):
+    """The chunk x[:, start:start+size] right but for the student's own sliding_window_mask, or (GQA)
+    repeat_kv: the first of these root causes that explains the output (cascade "once")."""
+    causes = [window_mask_root_cause(grade, pair, x, start, size, seed)]
+    if pair.name == GQA:
+        causes.append(repeat_kv_root_cause(grade, pair, x, start, size, seed))
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
@@ -267,12 +271,9 @@ def chunk_mistakes(pair, x, start, size):
 def fed(grade, pair, x, start, size, also=()):
     """The chunk x[:, start:start+size] fed with use_cache=True after x[:, :start]: its output must be the
     reference's (which the reference's own cache gives); ``also``: further mistakes to look for."""
-    causes = [window_mask_root_cause(grade, pair, x, start, size)]
-    if pair.name == GQA:
-        causes.append(repeat_kv_root_cause(grade, pair, x, start, size))
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*chunk_mistakes(pair, x, start, size), *also],
-                  root_cause=either(*causes))
+                  root_cause=helper_faults(grade, pair, x, start, size))
 
 
 def decoded(grade, pair, x, chunks, also=lambda start, size: ()):
@@ -300,8 +301,8 @@ def make(grade, name, d_in=16, d_out=24, heads_=4, groups=2, window=3, context=6
 
 @exercise(MHA, forbidden=FUSED_ATTENTION_OPS)
 def test_mha_lesson_batch_in_one_call(grade):
-    pair = make(grade, MHA, d_in=3, d_out=4, heads_=2)
-    pair.same(journey_batch(), grad=True)
+    pair, x = make(grade, MHA, d_in=3, d_out=4, heads_=2), journey_batch()
+    pair.same(x, grad=True, root_cause=helper_faults(grade, pair, x, 0, x.shape[1]))
 
 
 CLASSES = [pytest.param(name, marks=exercise(name, weight=3, forbidden=FUSED_ATTENTION_OPS), id=name)
@@ -386,7 +387,8 @@ def test_float64_training_with_dropout_and_gradients(grade, name):
     the same seed (dropout on the attention weights, as in 04): outputs, input and weight gradients."""
     args = {MHA: (16, 24, 64, 0.5, 4), GQA: (16, 24, 0.5, 4, 2), SWA: (16, 24, 0.5, 4)}[name]
     pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
-    pair.same(grade.randn(2, 16, 7, dtype=F64).transpose(1, 2), grad=True, seed=grade.seed)
+    x = grade.randn(2, 16, 7, dtype=F64).transpose(1, 2)
+    pair.same(x, grad=True, seed=grade.seed, root_cause=helper_faults(grade, pair, x, 0, 7, seed=grade.seed))
 
 
 @pytest.mark.parametrize("name,args", [

@@ -137,6 +137,22 @@ def causal_mask(num_tokens, device=None):
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).triu(0)
 ''', ("apply_causal_mask", "renormalize_causal_weights", "causal_padding_mask", "CausalAttention"),
                     "mask-hides-diagonal"),
+    "repeat_kv": ('''"""repeat_kv: tiles the groups."""
+
+
+def repeat_kv(x, group_size):
+    return x.repeat(1, group_size, 1, 1)
+''', ("GroupedQueryAttention",), "kv-heads-tiled"),
+    "sliding_window_mask": ('''"""sliding_window_mask: one token too many in the window."""
+import torch
+
+
+def sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0, device=None):
+    queries = torch.arange(q_start, q_start + num_queries, device=device)[:, None]
+    keys = torch.arange(k_start, k_start + num_keys, device=device)[None, :]
+    hidden = keys > queries
+    return hidden if window is None else hidden | (queries - keys > window)
+''', ("MultiHeadAttentionWithSWA",), "window-off-by-one"),  # the other classes call it with no window
 }
 
 
