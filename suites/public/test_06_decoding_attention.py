@@ -175,6 +175,39 @@ def expect_empty_cache(pair):
 CHUNKS = pytest.mark.parametrize("chunks", [(1,) * 7, (3, 2, 2), (7,)], ids=["token-by-token", "chunks", "one-call"])
 
 
+def small(grade, name):
+    """A small instance of ``name``: d_in 6, d_out 8, 2 heads (GQA: 4 heads in 2 groups; SWA: window 3)."""
+    return {MHA: lambda: grade.module(MHA, 6, 8, 12, 0.0, 2), GQA: lambda: grade.module(GQA, 6, 8, 0.0, 4, 2),
+            SWA: lambda: grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3)}[name]()
+
+
+CLASSES = [pytest.param(name, marks=exercise(name, forbidden=FUSED_ATTENTION), id=name) for name in (MHA, GQA, SWA)]
+CLASSES_TWICE = [pytest.param(name, marks=exercise(name, weight=2, forbidden=FUSED_ATTENTION), id=name)
+                 for name in (MHA, GQA, SWA)]
+
+
+@pytest.mark.parametrize("name", CLASSES_TWICE)
+@CHUNKS
+def test_cached_calls_give_the_full_pass(grade, name, chunks):
+    fed(small(grade, name), grade.randn(2, 7, 6), chunks)
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_reset_cache_starts_a_new_sequence(grade, name):
+    pair = small(grade, name)
+    fed(pair, grade.randn(2, 5, 6), (1,) * 5)
+    pair.method("reset_cache")
+    expect_empty_cache(pair)
+    fed(pair, grade.randn(1, 5, 6), (2, 1, 2))  # another sequence (another batch size) from position 0
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_without_the_cache_a_call_attends_over_its_own_input_only(grade, name):
+    pair = small(grade, name)
+    fed(pair, grade.randn(2, 4, 6), (2, 2))
+    pair.same(grade.randn(2, 5, 6), use_cache=False)
+
+
 # CachedMultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)
 @exercise(MHA, forbidden=FUSED_ATTENTION)
 def test_mha_on_the_lesson_batch(grade):
@@ -195,33 +228,11 @@ def test_mha_one_pass_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(MHA, weight=2, forbidden=FUSED_ATTENTION)
-@CHUNKS
-def test_mha_cached_calls_give_the_full_pass(grade, chunks):
-    fed(grade.module(MHA, 6, 8, 12, 0.0, 2), grade.randn(2, 7, 6), chunks)
-
-
 @exercise(MHA, forbidden=FUSED_ATTENTION)
 def test_mha_cache_keeps_every_head_of_every_token(grade):
-    pair = grade.module(MHA, 6, 8, 12, 0.0, 2)
+    pair = small(grade, MHA)
     fed(pair, grade.randn(2, 7, 6), (1,) * 7)
     expect_cache_size(pair, 2 * (2 * 7 * 8), "7 cached tokens of a batch of 2 (d_out = 8)")
-
-
-@exercise(MHA, forbidden=FUSED_ATTENTION)
-def test_mha_reset_cache_starts_a_new_sequence(grade):
-    pair = grade.module(MHA, 6, 8, 12, 0.0, 2)
-    fed(pair, grade.randn(2, 4, 6), (1,) * 4)
-    pair.method("reset_cache")
-    expect_empty_cache(pair)
-    fed(pair, grade.randn(1, 5, 6), (2, 1, 2))  # another sequence (another batch size) from position 0
-
-
-@exercise(MHA, forbidden=FUSED_ATTENTION)
-def test_mha_without_the_cache_attends_over_its_own_input_only(grade):
-    pair = grade.module(MHA, 6, 8, 12, 0.0, 2)
-    fed(pair, grade.randn(2, 4, 6), (2, 2))
-    pair.same(grade.randn(2, 3, 6), use_cache=False)
 
 
 @exercise(MHA, forbidden=FUSED_ATTENTION)
@@ -256,34 +267,12 @@ def test_gqa_one_pass_on_random_data(grade, heads, groups, tokens, qkv_bias, dty
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(GQA, weight=2, forbidden=FUSED_ATTENTION)
-@CHUNKS
-def test_gqa_cached_calls_give_the_full_pass(grade, chunks):
-    fed(grade.module(GQA, 6, 8, 0.0, 4, 2), grade.randn(2, 7, 6), chunks)
-
-
 @exercise(GQA, forbidden=FUSED_ATTENTION)
 def test_gqa_cache_keeps_the_groups_only(grade):
     """4 query heads of 2 features share 2 key/value groups: the cache is half the size of MHA's."""
-    pair = grade.module(GQA, 6, 8, 0.0, 4, 2)
+    pair = small(grade, GQA)
     fed(pair, grade.randn(2, 7, 6), (1,) * 7)
     expect_cache_size(pair, 2 * (2 * 2 * 7 * 2), "7 cached tokens of a batch of 2 (2 groups of 2 features)")
-
-
-@exercise(GQA, forbidden=FUSED_ATTENTION)
-def test_gqa_reset_cache_starts_a_new_sequence(grade):
-    pair = grade.module(GQA, 6, 8, 0.0, 4, 2)
-    fed(pair, grade.randn(2, 4, 6), (1,) * 4)
-    pair.method("reset_cache")
-    expect_empty_cache(pair)
-    fed(pair, grade.randn(1, 5, 6), (2, 1, 2))
-
-
-@exercise(GQA, forbidden=FUSED_ATTENTION)
-def test_gqa_without_the_cache_attends_over_its_own_input_only(grade):
-    pair = grade.module(GQA, 6, 8, 0.0, 4, 2)
-    fed(pair, grade.randn(2, 4, 6), (2, 2))
-    pair.same(grade.randn(2, 3, 6), use_cache=False)
 
 
 @exercise(GQA, forbidden=FUSED_ATTENTION)
@@ -309,37 +298,15 @@ def test_swa_one_pass_on_random_data(grade, heads, window, tokens, qkv_bias, dty
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(SWA, weight=2, forbidden=FUSED_ATTENTION)
-@CHUNKS
-def test_swa_cached_calls_give_the_full_pass(grade, chunks):
-    fed(grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3), grade.randn(2, 7, 6), chunks)
-
-
 @exercise(SWA, forbidden=FUSED_ATTENTION)
 @pytest.mark.parametrize("chunks", [(1,) * 7, (4, 3)], ids=["token-by-token", "chunks"])
 def test_swa_cache_never_grows_past_the_window(grade, chunks):
-    pair = grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3)
+    pair = small(grade, SWA)
     fed(pair, grade.randn(2, 7, 6), chunks)
     most, got = 2 * (2 * 3 * 8), cache_size(pair)
     if not 0 < got <= most:
         raise CheckFailed(f"{SWA}: after 7 cached tokens with sliding_window_size=3, cache_k and cache_v hold {got} "
                           f"elements together; a batch of 2 (d_out = 8) needs at most {most}: the last 3 positions")
-
-
-@exercise(SWA, forbidden=FUSED_ATTENTION)
-def test_swa_reset_cache_starts_a_new_sequence(grade):
-    pair = grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3)
-    fed(pair, grade.randn(2, 5, 6), (1,) * 5)
-    pair.method("reset_cache")
-    expect_empty_cache(pair)
-    fed(pair, grade.randn(1, 5, 6), (2, 1, 2))
-
-
-@exercise(SWA, forbidden=FUSED_ATTENTION)
-def test_swa_without_the_cache_attends_over_its_own_input_only(grade):
-    pair = grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3)
-    fed(pair, grade.randn(2, 4, 6), (2, 2))
-    pair.same(grade.randn(2, 5, 6), use_cache=False)
 
 
 @exercise(SWA, forbidden=FUSED_ATTENTION)
