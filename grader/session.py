@@ -320,7 +320,7 @@ def keep_graded(items, course: Course, assignment_ids) -> list[str]:
 
 
 def register_markers(config) -> None:
-    config.addinivalue_line("markers", "exercise(name, weight=1, forbidden=()): the exercise a check grades")
+    config.addinivalue_line("markers", "exercise(name, weight=1): the exercise a check grades")
     config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
 
 

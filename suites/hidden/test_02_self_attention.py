@@ -12,12 +12,11 @@ import torch
 
 from grader import diagnose
 from grader.authoring import assignment, exercise
-from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
+from grader.harness import CheckFailed
 from lesson import dessert, journey, mistaken
 
 pytestmark = assignment("02_self_attention")
 
-SDPA_OPS = FUSED_ATTENTION_OPS
 
 
 def hidden(grade, *shape, p=0.3):
@@ -101,7 +100,7 @@ def cross_roles(ref):
 
 
 # --- attention_weights -------------------------------------------------------------------------------
-@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=3)
 def test_attention_weights_lesson_data(grade):
     inputs = journey()
     g = torch.Generator().manual_seed(123)  # the lesson's W_query, W_key (torch.manual_seed(123); torch.rand(3, 2))
@@ -118,25 +117,25 @@ WEIGHTS_CASES = {
 }
 
 
-@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=3)
 @pytest.mark.parametrize("case", list(WEIGHTS_CASES.values()), ids=list(WEIGHTS_CASES))
 def test_attention_weights_random(grade, case):
     lead, tq, tk, dk, dtype = case
     weights_same(grade, grade.randn(*lead, tq, dk, dtype=dtype), grade.randn(*lead, tk, dk, dtype=dtype), grad=True)
 
 
-@exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=1)
 @pytest.mark.parametrize("tq,tk", [(1, 1), (128, 128)], ids=["T=1", "T=128"])
 def test_attention_weights_sizes(grade, tq, tk):
     weights_same(grade, grade.randn(tq, 16, dtype=torch.float64), grade.randn(tk, 16, dtype=torch.float64))
 
 
-@exercise("attention_weights", weight=1, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=1)
 def test_attention_weights_non_contiguous(grade):
     weights_same(grade, grade.randn(5, 2, 8).transpose(0, 1), grade.randn(8, 6).T, grad=True)
 
 
-@exercise("attention_weights", weight=3, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=3)
 @pytest.mark.parametrize("mask_shape", [(5, 7), (3, 1, 7)], ids=["mask[Tq,Tk]", "mask[B,1,Tk]"])
 def test_attention_weights_mask(grade, mask_shape):
     mask = hidden(grade, *mask_shape)
@@ -145,7 +144,7 @@ def test_attention_weights_mask(grade, mask_shape):
     weights_same(grade, queries, keys, mask=mask, grad=True)
 
 
-@exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=2)
 def test_attention_weights_large_scores(grade):
     """Scaled scores in the hundreds, far past where a float32 exp overflows (about 88): a softmax
     without its max shift gives inf / inf = NaN."""
@@ -155,7 +154,7 @@ def test_attention_weights_large_scores(grade):
                right=right, explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)
 
 
-@exercise("attention_weights", weight=2, forbidden=SDPA_OPS)
+@exercise("attention_weights", weight=2)
 def test_attention_weights_fully_hidden_row(grade):
     mask = hidden(grade, 4, 6)
     mask[..., 0] = False
@@ -165,7 +164,7 @@ def test_attention_weights_fully_hidden_row(grade):
 
 
 # --- scaled_dot_product_attention --------------------------------------------------------------------
-@exercise("scaled_dot_product_attention", weight=3, forbidden=SDPA_OPS)
+@exercise("scaled_dot_product_attention", weight=3)
 def test_sdpa_lesson_data(grade):
     x, g = dessert()
     w_query, w_key = torch.rand(16, 24, generator=g), torch.rand(16, 24, generator=g)  # d_q = d_k = 24
@@ -182,7 +181,7 @@ SDPA_CASES = {
 }
 
 
-@exercise("scaled_dot_product_attention", weight=2, forbidden=SDPA_OPS)
+@exercise("scaled_dot_product_attention", weight=2)
 @pytest.mark.parametrize("case", list(SDPA_CASES.values()), ids=list(SDPA_CASES))
 def test_sdpa_random(grade, case):
     lead, tq, tk, dk, dv, dtype = case
@@ -190,7 +189,7 @@ def test_sdpa_random(grade, case):
               grade.randn(*lead, tk, dv, dtype=dtype), grad=True)
 
 
-@exercise("scaled_dot_product_attention", weight=2, forbidden=SDPA_OPS)
+@exercise("scaled_dot_product_attention", weight=2)
 def test_sdpa_mask(grade):
     mask = hidden(grade, 3, 1, 6)  # a padding-style mask, [B, 1, Tk]
     mask[:, :, 0] = False
@@ -198,7 +197,7 @@ def test_sdpa_mask(grade):
     sdpa_same(grade, grade.randn(3, 4, 8), grade.randn(3, 6, 8), grade.randn(3, 6, 5), mask=mask, grad=True)
 
 
-@exercise("scaled_dot_product_attention", weight=1, forbidden=SDPA_OPS)
+@exercise("scaled_dot_product_attention", weight=1)
 def test_sdpa_non_contiguous(grade):
     sdpa_same(grade, grade.randn(5, 2, 8).transpose(0, 1), grade.randn(6, 2, 8).transpose(0, 1),
               grade.randn(2, 4, 6).transpose(1, 2))
@@ -357,7 +356,7 @@ def test_cross_attention_long_non_contiguous(grade):
 HALVES = [torch.float16, torch.bfloat16]
 
 
-@exercise("scaled_dot_product_attention", forbidden=SDPA_OPS)
+@exercise("scaled_dot_product_attention")
 @pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
 def test_sdpa_half_precision(grade, dtype):
     grade.needs_cuda()

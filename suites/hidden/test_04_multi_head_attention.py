@@ -14,13 +14,12 @@ import torch
 from grader import diagnose
 from grader.authoring import Mistake, ScaleSearch, assignment, exercise
 from grader.compare import manual_seed
-from grader.harness import FUSED_ATTENTION_OPS, CheckFailed, StudentFault
+from grader.harness import CheckFailed, StudentFault
 from lesson import journey_batch, mistaken
 
 pytestmark = assignment("04_multi_head_attention")
 
 # softmax is allowed here: the lesson builds multi-head attention from plain torch operations.
-ATTENTION_OPS = FUSED_ATTENTION_OPS
 
 F32, F64 = torch.float32, torch.float64
 
@@ -301,14 +300,14 @@ def heads_root_cause(grade, pair, x, seed):
     return blame
 
 
-@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+@exercise(WRAPPER, weight=2)
 def test_wrapper_lesson_data(grade):
     pair = grade.module(WRAPPER, 3, 2, 6, 0.0, num_heads=2)
     module_same(grade, pair, journey_batch(), candidates=wrapper_mistakes(pair), right=wrapper_right(pair),
                 root_cause=heads_root_cause)
 
 
-@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+@exercise(WRAPPER, weight=2)
 @pytest.mark.parametrize("d_in,d_out,context,heads,batch,tokens,bias,dtype", [
     pytest.param(5, 3, 8, 3, 2, 8, False, F32, id="H3-din5-dout3-T8-float32"),
     pytest.param(4, 6, 16, 2, 3, 11, True, F64, id="bias-T11-of-16-float64"),
@@ -319,7 +318,7 @@ def test_wrapper_random(grade, d_in, d_out, context, heads, batch, tokens, bias,
                         bias, dtype)
 
 
-@exercise(WRAPPER, weight=2, forbidden=ATTENTION_OPS)
+@exercise(WRAPPER, weight=2)
 def test_wrapper_dropout(grade):
     """Eval: no dropout and deterministic; training: dropout on each head's weights, as the reference."""
     args = (4, 3, 10, 0.5, 2)
@@ -425,14 +424,14 @@ def split_merge_root_cause(grade, pair, x, seed):
     return blame
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 def test_mha_lesson_data(grade):
     pair = grade.module(MHA, 3, 2, 6, 0.0, num_heads=2)
     module_same(grade, pair, journey_batch(), grad=True, candidates=mha_mistakes(pair), right=mha_right(pair),
                 root_cause=split_merge_root_cause)
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 @pytest.mark.parametrize("d_in,d_out,context,heads,batch,tokens,bias,dtype", [
     pytest.param(6, 8, 12, 4, 2, 12, False, F32, id="H4-din6-dout8-T12-float32"),
     pytest.param(4, 6, 32, 2, 3, 9, True, F64, id="H2-bias-T9-of-32-float64"),
@@ -443,19 +442,19 @@ def test_mha_random(grade, d_in, d_out, context, heads, batch, tokens, bias, dty
     random_module_check(grade, MHA, (mha_mistakes, mha_right, split_merge_root_cause), d_in, d_out, context, heads, batch, tokens, bias, dtype)
 
 
-@exercise(MHA, forbidden=ATTENTION_OPS)
+@exercise(MHA)
 def test_mha_non_contiguous(grade):
     pair = grade.module(MHA, 6, 6, 10, 0.0, 3)
     module_same(grade, pair, grade.randn(10, 2, 6).transpose(0, 1), candidates=mha_mistakes(pair),
                 right=mha_right(pair), root_cause=split_merge_root_cause)
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 def test_mha_indivisible_raises(grade):
     grade.raises(("ValueError", "AssertionError"), MHA, 3, 4, 6, 0.0, 3, new=True)
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 def test_mha_eval_is_deterministic(grade):
     args = (4, 6, 10, 0.5, 2)
     pair, x = grade.module(MHA, *args), grade.randn(2, 8, 4)
@@ -463,7 +462,7 @@ def test_mha_eval_is_deterministic(grade):
                         lambda: expect_deterministic_eval(grade, pair, x, split_merge_root_cause))
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 def test_mha_dropout_on_weights(grade):
     args = (4, 6, 10, 0.5, 2)
     pair, x = grade.module(MHA, *args).train(), grade.randn(2, 8, 4)
@@ -472,7 +471,7 @@ def test_mha_dropout_on_weights(grade):
                                             right=mha_right(pair), root_cause=split_merge_root_cause))
 
 
-@exercise(MHA, weight=2, forbidden=ATTENTION_OPS)
+@exercise(MHA, weight=2)
 def test_mha_vectorised(grade):
     args = (4, 4, 32, 0.0, 2)
     pair, x = grade.module(MHA, *args), grade.randn(1, 4, 4)
@@ -580,14 +579,14 @@ def fused_root_cause(grade, pair, x, seed):
     return blame
 
 
-@exercise(FUSED, forbidden=ATTENTION_OPS)
+@exercise(FUSED)
 def test_fused_lesson_data(grade):
     pair = grade.module(FUSED, 3, 4, num_heads=2)
     module_same(grade, pair, journey_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair),
                 root_cause=fused_root_cause)
 
 
-@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+@exercise(FUSED, weight=2)
 @pytest.mark.parametrize("dim,chan,heads,bias,qk_scale,batch,tokens,dtype", [
     pytest.param(6, 8, 2, False, None, 2, 5, F32, id="H2-dim6-chan8-float32"),
     pytest.param(4, 12, 3, True, 0.3, 1, 7, F64, id="H3-bias-qk_scale-float64"),
@@ -600,19 +599,19 @@ def test_fused_random(grade, dim, chan, heads, bias, qk_scale, batch, tokens, dt
                 candidates=fused_mistakes(pair, qk_scale), right=fused_right(pair), root_cause=fused_root_cause)
 
 
-@exercise(FUSED, forbidden=ATTENTION_OPS)
+@exercise(FUSED)
 def test_fused_non_contiguous(grade):
     pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7)
     module_same(grade, pair, grade.randn(9, 2, 6).transpose(0, 1), candidates=fused_mistakes(pair, 0.7),
                 right=fused_right(pair), root_cause=fused_root_cause)
 
 
-@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+@exercise(FUSED, weight=2)
 def test_fused_indivisible_raises(grade):
     grade.raises(("ValueError", "AssertionError"), FUSED, 4, 6, 4, new=True)
 
 
-@exercise(FUSED, weight=2, forbidden=ATTENTION_OPS)
+@exercise(FUSED, weight=2)
 def test_fused_vectorised(grade):
     pair = grade.module(FUSED, 4, 4, num_heads=2)
     x_short, x_long = grade.randn(1, 4, 4), grade.randn(1, 32, 4)

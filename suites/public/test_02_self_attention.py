@@ -8,13 +8,11 @@ import pytest
 import torch
 
 from grader.authoring import assignment, exercise
-from grader.harness import FUSED_ATTENTION_OPS
 from lesson import dessert, journey
 from lesson.mistaken import attention_mistakes
 
 pytestmark = assignment("02_self_attention")
 
-FUSED_ATTENTION = FUSED_ATTENTION_OPS
 
 
 def random_mask(grade, *shape):
@@ -31,27 +29,27 @@ def weights_same(grade, queries, keys, mask=None, grad=False):
                mistakes=attention_mistakes(queries, keys, scale=keys.shape[-1] ** -0.5, hidden=mask))
 
 
-@exercise("attention_weights", forbidden=FUSED_ATTENTION)
+@exercise("attention_weights")
 def test_weights_on_the_lesson_data(grade):
     generator = torch.Generator().manual_seed(123)
     w_query, w_key = torch.rand(3, 2, generator=generator), torch.rand(3, 2, generator=generator)
     weights_same(grade, journey() @ w_query, journey() @ w_key)
 
 
-@exercise("attention_weights", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("attention_weights", weight=2)
 @pytest.mark.parametrize("lead,dtype", [((), torch.float64), ((2, 3), torch.float32)], ids=["float64", "batch2x3"])
 def test_weights_on_random_data(grade, lead, dtype):
     grade.same("attention_weights", grade.randn(*lead, 4, 8, dtype=dtype), grade.randn(*lead, 6, 8, dtype=dtype),
                grad=True)
 
 
-@exercise("attention_weights", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("attention_weights", weight=2)
 def test_weights_with_a_mask(grade):
     mask = random_mask(grade, 4, 6)  # [Tq, Tk], broadcast over the batch
     weights_same(grade, grade.randn(2, 4, 8), grade.randn(2, 6, 8), mask=mask, grad=True)
 
 
-@exercise("attention_weights", forbidden=FUSED_ATTENTION)
+@exercise("attention_weights")
 def test_weights_of_a_query_that_sees_nothing(grade):
     mask = random_mask(grade, 3, 5)
     mask[1] = True  # query 1 sees no key: zero weights, not NaN
@@ -59,7 +57,7 @@ def test_weights_of_a_query_that_sees_nothing(grade):
                mask=mask)
 
 
-@exercise("scaled_dot_product_attention", forbidden=FUSED_ATTENTION)
+@exercise("scaled_dot_product_attention")
 def test_attention_on_the_lesson_data(grade):
     x, generator = dessert()
     w_query, w_key = torch.rand(16, 24, generator=generator), torch.rand(16, 24, generator=generator)
@@ -67,7 +65,7 @@ def test_attention_on_the_lesson_data(grade):
     grade.same("scaled_dot_product_attention", x @ w_query, x @ w_key, x @ w_value)
 
 
-@exercise("scaled_dot_product_attention", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("scaled_dot_product_attention", weight=2)
 @pytest.mark.parametrize("lead,tq,tk,dtype", [((), 1, 1, torch.float32), ((3,), 5, 7, torch.float64)],
                          ids=["T1-float32", "batch3-Tq5-Tk7-float64"])
 def test_attention_on_random_data(grade, lead, tq, tk, dtype):
@@ -75,7 +73,7 @@ def test_attention_on_random_data(grade, lead, tq, tk, dtype):
                grade.randn(*lead, tk, 8, dtype=dtype), grade.randn(*lead, tk, 5, dtype=dtype), grad=True)
 
 
-@exercise("scaled_dot_product_attention", forbidden=FUSED_ATTENTION)
+@exercise("scaled_dot_product_attention")
 def test_attention_with_a_padding_mask(grade):
     mask = random_mask(grade, 2, 1, 6)  # [B, 1, Tk]
     grade.same("scaled_dot_product_attention", grade.randn(2, 3, 4), grade.randn(2, 6, 4), grade.randn(2, 6, 3),

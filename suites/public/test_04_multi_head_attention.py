@@ -8,11 +8,9 @@ import pytest
 import torch
 
 from grader.authoring import assignment, exercise
-from grader.harness import FUSED_ATTENTION_OPS
 from lesson import journey_batch
 
 pytestmark = assignment("04_multi_head_attention")
-FUSED_ATTENTION = FUSED_ATTENTION_OPS
 
 
 @exercise("split_heads")
@@ -56,12 +54,12 @@ def test_split_qkv_random_data(grade, shape, heads, dtype):
     grade.same("split_qkv", grade.randn(*shape, dtype=dtype), heads)
 
 
-@exercise("MultiHeadAttentionWrapper", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttentionWrapper")
 def test_wrapper_on_the_lesson_batch(grade):
     grade.module("MultiHeadAttentionWrapper", 3, 2, 6, 0.0, num_heads=2).same(journey_batch())
 
 
-@exercise("MultiHeadAttentionWrapper", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttentionWrapper", weight=2)
 @pytest.mark.parametrize("heads,tokens,qkv_bias,dtype", [(3, 5, False, torch.float32), (2, 8, True, torch.float64)],
                          ids=["H3-T5-of-8", "H2-qkv_bias-float64"])
 def test_wrapper_on_random_data(grade, heads, tokens, qkv_bias, dtype):
@@ -69,12 +67,12 @@ def test_wrapper_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 4, dtype=dtype), grad=True)
 
 
-@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention")
 def test_mha_on_the_lesson_batch(grade):
     grade.module("MultiHeadAttention", 3, 2, 6, 0.0, num_heads=2).same(journey_batch())
 
 
-@exercise("MultiHeadAttention", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention", weight=2)
 @pytest.mark.parametrize("heads,tokens,qkv_bias,dtype", [(4, 9, False, torch.float32), (2, 5, True, torch.float64),
                                                          (1, 1, False, torch.float32)],
                          ids=["H4-T9", "H2-T5-of-10-qkv_bias-float64", "H1-T1"])
@@ -83,7 +81,7 @@ def test_mha_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention")
 def test_mha_in_eval_mode_has_no_dropout(grade):
     pair = grade.module("MultiHeadAttention", 4, 4, 6, 0.5, 2).train(False)
     x = grade.randn(2, 6, 4)
@@ -93,17 +91,17 @@ def test_mha_in_eval_mode_has_no_dropout(grade):
     pair.same(x)
 
 
-@exercise("MultiHeadAttention", forbidden=FUSED_ATTENTION)
+@exercise("MultiHeadAttention")
 def test_mha_needs_d_out_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), "MultiHeadAttention", 4, 6, 8, 0.0, 4, new=True)
 
 
-@exercise("FusedQKVAttention", forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention")
 def test_fused_on_the_lesson_batch(grade):
     grade.module("FusedQKVAttention", 3, 4, num_heads=2).same(journey_batch())
 
 
-@exercise("FusedQKVAttention", weight=2, forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention", weight=2)
 @pytest.mark.parametrize("heads,qkv_bias,qk_scale,dtype", [(2, False, None, torch.float32),
                                                            (4, True, 0.5, torch.float64)],
                          ids=["H2", "H4-qkv_bias-qk_scale-float64"])
@@ -112,6 +110,6 @@ def test_fused_on_random_data(grade, heads, qkv_bias, qk_scale, dtype):
     pair.same(grade.randn(2, 7, 5, dtype=dtype), grad=True)
 
 
-@exercise("FusedQKVAttention", forbidden=FUSED_ATTENTION)
+@exercise("FusedQKVAttention")
 def test_fused_needs_chan_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), "FusedQKVAttention", 4, 6, num_heads=4, new=True)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from grader.authoring import Mistake, assignment, exercise
-from grader.harness import FUSED_ATTENTION_OPS as FUSED_ATTENTION, CheckFailed
+from grader.harness import CheckFailed
 from lesson import journey_batch
 
 pytestmark = assignment("06_decoding_attention")
@@ -181,8 +181,8 @@ def small(grade, name):
             SWA: lambda: grade.module(SWA, 6, 8, 0.0, 2, sliding_window_size=3)}[name]()
 
 
-CLASSES = [pytest.param(name, marks=exercise(name, forbidden=FUSED_ATTENTION), id=name) for name in (MHA, GQA, SWA)]
-CLASSES_TWICE = [pytest.param(name, marks=exercise(name, weight=2, forbidden=FUSED_ATTENTION), id=name)
+CLASSES = [pytest.param(name, marks=exercise(name), id=name) for name in (MHA, GQA, SWA)]
+CLASSES_TWICE = [pytest.param(name, marks=exercise(name, weight=2), id=name)
                  for name in (MHA, GQA, SWA)]
 
 
@@ -209,17 +209,17 @@ def test_without_the_cache_a_call_attends_over_its_own_input_only(grade, name):
 
 
 # CachedMultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)
-@exercise(MHA, forbidden=FUSED_ATTENTION)
+@exercise(MHA)
 def test_mha_on_the_lesson_batch(grade):
     grade.module(MHA, 3, 4, 6, 0.0, num_heads=2).same(journey_batch(), grad=True)
 
 
-@exercise(MHA, forbidden=FUSED_ATTENTION)
+@exercise(MHA)
 def test_mha_on_the_lesson_batch_token_by_token(grade):
     fed(grade.module(MHA, 3, 4, 6, 0.0, num_heads=2), journey_batch(), (1,) * 6)
 
 
-@exercise(MHA, weight=2, forbidden=FUSED_ATTENTION)
+@exercise(MHA, weight=2)
 @pytest.mark.parametrize("heads,tokens,qkv_bias,dtype", [(2, 7, False, torch.float32), (4, 5, True, torch.float64),
                                                          (1, 1, False, torch.float32)],
                          ids=["H2-T7", "H4-T5-qkv_bias-float64", "H1-T1"])
@@ -228,14 +228,14 @@ def test_mha_one_pass_on_random_data(grade, heads, tokens, qkv_bias, dtype):
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(MHA, forbidden=FUSED_ATTENTION)
+@exercise(MHA)
 def test_mha_cache_keeps_every_head_of_every_token(grade):
     pair = small(grade, MHA)
     fed(pair, grade.randn(2, 7, 6), (1,) * 7)
     expect_cache_size(pair, 2 * (2 * 7 * 8), "7 cached tokens of a batch of 2 (d_out = 8)")
 
 
-@exercise(MHA, forbidden=FUSED_ATTENTION)
+@exercise(MHA)
 def test_mha_in_eval_mode_has_no_dropout(grade):
     pair = grade.module(MHA, 4, 4, 6, 0.5, 2).train(False)
     x = grade.randn(2, 6, 4)
@@ -245,18 +245,18 @@ def test_mha_in_eval_mode_has_no_dropout(grade):
     pair.same(x)
 
 
-@exercise(MHA, forbidden=FUSED_ATTENTION)
+@exercise(MHA)
 def test_mha_needs_d_out_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), MHA, 4, 6, 8, 0.0, 4, new=True)
 
 
 # GroupedQueryAttention(d_in, d_out, dropout, num_heads, num_kv_groups, dtype=None, qkv_bias=False)
-@exercise(GQA, forbidden=FUSED_ATTENTION)
+@exercise(GQA)
 def test_gqa_on_the_lesson_batch(grade):
     grade.module(GQA, 3, 4, 0.0, num_heads=2, num_kv_groups=1).same(journey_batch(), grad=True)
 
 
-@exercise(GQA, weight=2, forbidden=FUSED_ATTENTION)
+@exercise(GQA, weight=2)
 @pytest.mark.parametrize("heads,groups,tokens,qkv_bias,dtype", [(4, 2, 7, False, torch.float32),
                                                                 (6, 3, 5, True, torch.float64),
                                                                 (4, 4, 6, False, torch.float32),
@@ -267,7 +267,7 @@ def test_gqa_one_pass_on_random_data(grade, heads, groups, tokens, qkv_bias, dty
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(GQA, forbidden=FUSED_ATTENTION)
+@exercise(GQA)
 def test_gqa_cache_keeps_the_groups_only(grade):
     """4 query heads of 2 features share 2 key/value groups: the cache is half the size of MHA's."""
     pair = small(grade, GQA)
@@ -275,19 +275,19 @@ def test_gqa_cache_keeps_the_groups_only(grade):
     expect_cache_size(pair, 2 * (2 * 2 * 7 * 2), "7 cached tokens of a batch of 2 (2 groups of 2 features)")
 
 
-@exercise(GQA, forbidden=FUSED_ATTENTION)
+@exercise(GQA)
 @pytest.mark.parametrize("d_out,heads,groups", [(6, 4, 2), (8, 4, 3)], ids=["d_out-by-heads", "heads-by-groups"])
 def test_gqa_needs_divisible_sizes(grade, d_out, heads, groups):
     grade.raises(("ValueError", "AssertionError"), GQA, 4, d_out, 0.0, heads, groups, new=True)
 
 
 # MultiHeadAttentionWithSWA(d_in, d_out, dropout, num_heads, qkv_bias=False, sliding_window_size=None)
-@exercise(SWA, forbidden=FUSED_ATTENTION)
+@exercise(SWA)
 def test_swa_on_the_lesson_batch(grade):
     grade.module(SWA, 3, 4, 0.0, num_heads=2, sliding_window_size=2).same(journey_batch(), grad=True)
 
 
-@exercise(SWA, weight=2, forbidden=FUSED_ATTENTION)
+@exercise(SWA, weight=2)
 @pytest.mark.parametrize("heads,window,tokens,qkv_bias,dtype", [(2, 3, 8, False, torch.float32),
                                                                 (4, 1, 5, True, torch.float64),
                                                                 (2, 9, 6, False, torch.float32),
@@ -298,7 +298,7 @@ def test_swa_one_pass_on_random_data(grade, heads, window, tokens, qkv_bias, dty
     pair.same(grade.randn(2, tokens, 6, dtype=dtype), grad=True)
 
 
-@exercise(SWA, forbidden=FUSED_ATTENTION)
+@exercise(SWA)
 @pytest.mark.parametrize("chunks", [(1,) * 7, (4, 3)], ids=["token-by-token", "chunks"])
 def test_swa_cache_never_grows_past_the_window(grade, chunks):
     pair = small(grade, SWA)
@@ -309,6 +309,6 @@ def test_swa_cache_never_grows_past_the_window(grade, chunks):
                           f"elements together; a batch of 2 (d_out = 8) needs at most {most}: the last 3 positions")
 
 
-@exercise(SWA, forbidden=FUSED_ATTENTION)
+@exercise(SWA)
 def test_swa_needs_d_out_divisible_by_the_heads(grade):
     grade.raises(("ValueError", "AssertionError"), SWA, 4, 6, 0.0, 4, new=True)
