@@ -43,11 +43,16 @@ def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidat
     (see :func:`first_match`; ``right`` is the right output, when the suite has it at hand)."""
     if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
         return failure
-    found = first_match(grade, out, candidates, right)
+    ruled_out: set = set()
+    found = first_match(grade, out, candidates, right, ruled_out)
     if found is None:
+        failure.ruled_out = tuple(sorted(ruled_out))
         return failure
     misconception, explanation = found
-    return CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
+    named = CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
+    named.ruled_out = tuple(sorted(ruled_out - {misconception}))
+    named.unexplained = failure.message  # what it says should another case contradict the explanation
+    return named
 
 
 def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterable[Candidate],
@@ -83,17 +88,19 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
         raise name_mistake(grade, failure, out, candidates, right_out) from None
 
 
-def first_match(grade, out, candidates: Iterable[Candidate], right=None):
+def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_out: set | None = None):
     """``(misconception, explanation)`` of the first candidate whose output is ``out``, or None.
 
     A diagnosis must explain the output and nothing else could: when ``out`` is the ``right`` answer
     (a check failed for another reason, such as its gradients), or when candidates with different
-    misconceptions all match (this case cannot tell them apart), none is claimed."""
+    misconceptions all match (this case cannot tell them apart), none is claimed. ``ruled_out``, if
+    given, receives the ids whose every candidate was computed here and does not give ``out``: this
+    case contradicts them, so the exercise names none of them from another case."""
     import torch
 
     if right is not None and matches(grade, out, right):
         return None
-    found, fits = [], []
+    found, fits, tried = [], [], set()
     for candidate in _until_unreplayable(candidates):
         if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
             fits.append(candidate)
@@ -107,7 +114,9 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None):
                     continue
         if isinstance(wrong, ScaleFit):
             fits.append(wrong)  # a search: only when no fixed candidate explains the output
-        elif matches(grade, out, wrong):
+            continue
+        tried.add(misconception)
+        if matches(grade, out, wrong):
             found.append((misconception, explanation))
     for fit in fits if not found else ():
         with torch.no_grad():
@@ -117,6 +126,8 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None):
                 continue
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
+    if ruled_out is not None:
+        ruled_out.update(tried - {m for m, _ in found} - {None})
     if not found or len({m for m, _ in found}) > 1:
         return None
     return found[0]

@@ -153,14 +153,14 @@ class Grade:
         return self.session.course.tolerance(name)
 
     # calls -------------------------------------------------------------------------------------------
-    def call(self, target, *args, grad_out=None, seed=None, label=None, measure=False, method=None,
+    def call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False, method=None,
              **kwargs) -> Reply:
         """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
         ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
         None otherwise: the worker then watches operators only for forbidden ones)."""
         try:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
-                                          "name": label, "grad_out": grad_out, "seed": seed,
+                                          "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
                                           "forbidden": self.forbidden, "measure": measure, "method": method})
         except StudentFault as fault:
             if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
@@ -172,7 +172,9 @@ class Grade:
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
              **kwargs):
-        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included,
+        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included
+        (``grad=True``: for every floating-point argument; a tuple of positions: for those data inputs
+        only, never for constant tables such as ``cos`` and ``sin``, which the contract leaves alone),
         within the dtype's tolerance widened by how far the reference itself lands from float64 (and by
         ``slack``, a rounding the check measures itself where no input is a float32 tensor to widen,
         e.g. float32 angles that grow with the position).
@@ -183,8 +185,8 @@ class Grade:
         hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
         def check():
             expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
-            widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads)
-            reply = self.call(name, *args, grad_out=grad_out, **kwargs)
+            widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads, grad)
+            reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
             self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=widened + slack, carry=True)
             if grad:
                 self._expect_grads(reply, ref_grads, name, slack=grad_slack)
@@ -192,7 +194,7 @@ class Grade:
 
         return diagnosed(self, check, mistakes, explain, right, root_cause)
 
-    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads):
+    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True):
         """How far the reference computed in the case's dtype lands from the reference computed in
         float64 on the same inputs, times SLACK_FACTOR: for the output and for each input's gradient.
         Another correct way to compute it may round differently by about as much; a mistake is far
@@ -204,7 +206,7 @@ class Grade:
 
         def wide():
             fn = getattr(self.ref, name)
-            inputs = _on(self.device, _widened(_cloned(args)), grad_out is not None)
+            inputs = _on_args(self.device, _widened(_cloned(args)), grad if grad_out is not None else False)
             with torch.enable_grad():
                 out = fn(*inputs, **_on(self.device, _widened(_cloned(kwargs)), False))
             grads = None
@@ -286,11 +288,11 @@ class Grade:
         def forward():
             live.clear()
             fn = getattr(self.ref, target) if isinstance(target, str) else target
-            inputs = _on(self.device, _cloned(args), grad)
+            inputs = _on_args(self.device, _cloned(args), grad)
             if seed is not None:
                 manual_seed(seed)
             with torch.enable_grad():
-                out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad))
+                out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad is True))
             live.update(out=out, module=fn, leaves=[a for a in flatten(inputs) if isinstance(a, torch.Tensor)])
             return _detached(out), isinstance(out, torch.Tensor) and out.requires_grad
 
@@ -492,6 +494,23 @@ class ModulePair:
         self._load_reference_weights()
         return self
 
+    def set_weights(self, values: dict):
+        """Give both instances these parameter values (name -> tensor; the others are kept), e.g. a
+        design that makes the output show the attention weights (grader/dropout.py)."""
+        import torch
+
+        if not self.grade.replaying:
+            with torch.no_grad():
+                for n, p in self.ref.named_parameters():
+                    if n in values:
+                        p.copy_(values[n].to(p.device, p.dtype))
+        self._load_reference_weights()
+        return self
+
+    def parameter_shapes(self) -> dict:
+        """name -> shape of the reference's parameters (recorded and replayable)."""
+        return dict(self.grade._event(lambda: [(n, list(p.shape)) for n, p in self.ref.named_parameters()]))
+
     def reference_parameters(self) -> dict:
         return self.grade._event(lambda: {n: p.detach() for n, p in self.ref.named_parameters()})
 
@@ -661,6 +680,29 @@ def _on(device, value, grad):
     if isinstance(value, dict):
         return {k: _on(device, v, grad) for k, v in value.items()}
     return value
+
+
+def _on_args(device, args, grad):
+    """The positional arguments on ``device``; floating-point ones requiring gradients where ``grad``
+    says: True (all), False (none), or a tuple of positions."""
+    return tuple(_on(device, a, grad is True or (isinstance(grad, tuple) and i in grad)) for i, a in enumerate(args))
+
+
+def differentiated(args, grad) -> list[int] | None:
+    """Which of the call's tensor arguments (flattened, in order) the worker differentiates: None for
+    every floating-point one (``grad=True``), else those of the positions ``grad`` names."""
+    import torch
+
+    if not isinstance(grad, tuple):
+        return None
+    leaves, index = [], 0
+    for position, arg in enumerate(args):
+        for leaf in flatten(arg):
+            if isinstance(leaf, torch.Tensor):
+                if position in grad:
+                    leaves.append(index)
+                index += 1
+    return leaves
 
 
 def _detached(value):

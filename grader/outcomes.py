@@ -15,6 +15,8 @@ class CheckFailed(AssertionError):
         self.message = message
         self.misconceptions = misconceptions
         self.out = out
+        self.ruled_out: tuple[str, ...] = ()  # ids this case contradicts (grader.diagnose.first_match)
+        self.unexplained = message  # the message without the explanation of a mistake named
 
 
 class RightGivenHelper(Exception):

@@ -35,10 +35,13 @@ class CheckOutcome:
     message: str = ""
     misconceptions: tuple[str, ...] = ()
     duration_s: float = 0.0  # the check's own run, the grader's comparisons included
+    ruled_out: tuple[str, ...] = ()  # misconceptions this failing case contradicts: computed, and not its output
+    unexplained: str | None = None  # the message without its explanation, for when another case contradicts it
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)
         self.message = plain_text(self.message, MESSAGE_LIMIT)
+        self.unexplained = self.message if self.unexplained is None else plain_text(self.unexplained, MESSAGE_LIMIT)
 
 
 @dataclass
@@ -68,9 +71,12 @@ class ExerciseResult:
 
     @property
     def misconceptions(self) -> list[str]:
+        """The ids named, less any that another failing case of this exercise contradicts: an id is
+        named only when it explains the output on every failing case where it was tried."""
+        contradicted = {m for check in self.checks if check.status != "passed" for m in check.ruled_out}
         seen: list[str] = []
         for check in self.checks:
-            seen += [m for m in check.misconceptions if m not in seen]
+            seen += [m for m in check.misconceptions if m not in seen and m not in contradicted]
         return seen
 
     @property
@@ -107,7 +113,8 @@ class ExerciseResult:
         failing = [c for c in self.checks if c.status != "passed"]
         first = next(c for c in failing if c.status == status)
         more = f" ({len(failing) - 1} more check(s) failed)" if len(failing) > 1 else ""
-        message = first.message
+        named = set(self.misconceptions)
+        message = first.message if not first.misconceptions or set(first.misconceptions) & named else first.unexplained
         if "\n" in message and message in said:
             message = f"the same as {said[message]}, above"
         said.setdefault(first.message, self.name)

@@ -268,7 +268,9 @@ class GradingPlugin:
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message)
         elif isinstance(error, CheckFailed):
-            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions)
+            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
+                                 ruled_out=tuple(getattr(error, "ruled_out", ())),
+                                 unexplained=str(getattr(error, "unexplained", error.message)))
         elif isinstance(error, StudentFault):
             message = "not attempted yet" if error.kind == "not_implemented" else error.message
             misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()

@@ -486,8 +486,9 @@ class Server:
         grad_out = request.get("grad_out")
         tensors = [a for a in flatten(args) if isinstance(a, torch.Tensor)]
         if grad_out is not None:
-            for tensor in tensors:
-                if tensor.is_floating_point():
+            chosen = request.get("grad_args")  # None: every floating-point argument; else their indices
+            for index, tensor in enumerate(tensors):
+                if tensor.is_floating_point() and (not isinstance(chosen, list) or index in chosen):
                     tensor.requires_grad_(True)
         before = [(t, t._version, t.detach().clone()) for t in tensors]
         if request.get("seed") is not None:

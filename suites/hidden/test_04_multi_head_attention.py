@@ -14,6 +14,7 @@ import torch
 from grader import diagnose
 from grader.authoring import Mistake, ScaleSearch, assignment, exercise
 from grader.compare import manual_seed
+from grader.dropout import expect_dropout_on_weights
 from grader.harness import CheckFailed, StudentFault
 from lesson import journey_batch, mistaken
 
@@ -325,14 +326,15 @@ def test_wrapper_dropout(grade):
     pair = grade.module(WRAPPER, *args)
     x = grade.randn(2, 7, 4)
 
-    def check():
-        # right given the student's own CausalAttention (03), the wrapper passes here: its dropout is
-        # that CausalAttention's, which training mode could not tell apart from the heads' mistake
-        expect_deterministic_eval(grade, pair, x, heads_root_cause)
-        pair.train()
-        module_same(grade, pair, x, seed=1234, candidates=wrapper_mistakes(pair), right=wrapper_right(pair))
+    causal_module_check(grade, WRAPPER, args, {}, x, lambda: expect_deterministic_eval(grade, pair, x, heads_root_cause))
 
-    causal_module_check(grade, WRAPPER, args, {}, x, check)
+
+@exercise(WRAPPER, weight=2)
+def test_wrapper_dropout_on_each_heads_weights(grade):
+    """Dropout by its effect (grader/dropout.py): two heads of 2T = 12 features on T = 6 one-hot tokens."""
+    pair = grade.module(WRAPPER, 6, 12, 8, 0.5, 2)
+    expect_dropout_on_weights(grade, pair, tokens=6, p=0.5, eval_same=lambda x: module_same(
+        grade, pair, x, candidates=wrapper_mistakes(pair), right=wrapper_right(pair), root_cause=heads_root_cause))
 
 
 # --- MultiHeadAttention -------------------------------------------------------------------------------
@@ -464,11 +466,10 @@ def test_mha_eval_is_deterministic(grade):
 
 @exercise(MHA, weight=2)
 def test_mha_dropout_on_weights(grade):
-    args = (4, 6, 10, 0.5, 2)
-    pair, x = grade.module(MHA, *args).train(), grade.randn(2, 8, 4)
-    causal_module_check(grade, MHA, args, {}, x,
-                        lambda: module_same(grade, pair, x, seed=1234, candidates=mha_mistakes(pair),
-                                            right=mha_right(pair), root_cause=split_merge_root_cause))
+    """Dropout by its effect (grader/dropout.py): heads of 2T = 12 features on T = 6 one-hot tokens."""
+    pair = grade.module(MHA, 6, 24, 8, 0.5, 2)
+    expect_dropout_on_weights(grade, pair, tokens=6, p=0.5, eval_same=lambda x: module_same(
+        grade, pair, x, candidates=mha_mistakes(pair), right=mha_right(pair), root_cause=split_merge_root_cause))
 
 
 @exercise(MHA, weight=2)

@@ -11,6 +11,7 @@ import torch
 from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
 from grader.compare import manual_seed
+from grader.dropout import expect_dropout_on_weights
 from grader.harness import CheckFailed
 from lesson import journey_batch
 
@@ -76,15 +77,17 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
                                 lambda: rope(x, cos, sin, 0)))
-    grade.same("apply_rope", x, cos, sin, offset=offset, grad=grad, mistakes=mistakes)
+    grade.same("apply_rope", x, cos, sin, offset=offset, grad=(0,) if grad else False, mistakes=mistakes)  # x only
 
 
 @exercise("apply_rope", weight=2)
-@pytest.mark.parametrize("shape,offset,dtype", [((2, 3, 5, 8), 0, F32), ((1, 2, 1, 4), 9, F64),
-                                                ((2, 4, 6, 16), 17, F32)], ids=["B2-H3-T5", "T1-offset9-f64", "offset17"])
-def test_apply_rope(grade, shape, offset, dtype):
+@pytest.mark.parametrize("shape,offset,dtype,tables", [((2, 3, 5, 8), 0, F32, F32), ((1, 2, 1, 4), 9, F64, F64),
+                                                       ((2, 4, 6, 16), 17, F32, F32), ((2, 2, 5, 8), 3, F64, F32)],
+                         ids=["B2-H3-T5", "T1-offset9-f64", "offset17", "f64-x-f32-tables"])
+def test_apply_rope(grade, shape, offset, dtype, tables):
+    """The last case: float64 x with the float32 tables compute_rope_params makes keeps x's dtype."""
     angles = rope_angles(shape[-1], 10_000, 64)
-    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    cos, sin = angles.cos().to(tables), angles.sin().to(tables)
     rope_same(grade, grade.randn(*shape, dtype=dtype), cos, sin, offset, grad=True)
 
 
@@ -128,18 +131,21 @@ def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
 
 def mask_same(grade, *args):
     num_queries, num_keys, window, *starts = args
-    grade.same("sliding_window_mask", *args, mistakes=[
-        Mistake("window-off-by-one", "each query sees window + 1 tokens: itself and the window - 1 before it "
-                "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
-        Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
-                "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts)),
-        Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at k_start",
-                lambda: window_mask(num_queries, num_keys, window))])
+    mistakes = [Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at "
+                        "k_start", lambda: window_mask(num_queries, num_keys, window))]
+    if window is not None:
+        mistakes += [
+            Mistake("window-off-by-one", "each query sees window + 1 tokens: itself and the window - 1 before it "
+                    "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
+            Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
+                    "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts))]
+    grade.same("sliding_window_mask", *args, mistakes=mistakes)
 
 
 @exercise("sliding_window_mask", weight=2)
-@pytest.mark.parametrize("args", [(6, 6, 3), (1, 1, 1), (4, 9, 2, 5, 0), (3, 5, 4, 8, 6)],
-                         ids=["T6-W3", "T1-W1", "chunk-at-5", "cached-keys-from-6"])
+@pytest.mark.parametrize("args", [(6, 6, 3), (1, 1, 1), (4, 9, 2, 5, 0), (3, 5, 4, 8, 6), (5, 5, None),
+                                  (2, 7, None, 5, 0)],
+                         ids=["T6-W3", "T1-W1", "chunk-at-5", "cached-keys-from-6", "no-window", "no-window-cached"])
 def test_sliding_window_mask(grade, args):
     mask_same(grade, *args)
 
@@ -159,11 +165,12 @@ def projected(ref, prefix, size):
             heads(ref.W_value(prefix), groups))
 
 
-def attend_masked(ref, queries, keys, values, hidden, seed=None):
+def attend_masked(ref, queries, keys, values, hidden, seed=None, scale=None):
     """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
     removed, through the reference's out_proj; in training mode, the reference's dropout on the weights
     drawn after seeding with ``seed`` (as the student's call was)."""
-    scores = (queries @ keys.transpose(2, 3) / keys.shape[-1] ** 0.5).masked_fill(
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    scores = (queries @ keys.transpose(2, 3) * scale).masked_fill(
         hidden.bool().to(queries.device), float("-inf"))  # [B, H, size, Tk]
     weights = torch.softmax(scores, dim=-1)  # [B, H, size, Tk]
     if ref.training and seed is not None:
@@ -173,7 +180,7 @@ def attend_masked(ref, queries, keys, values, hidden, seed=None):
     return ref.out_proj(context)
 
 
-def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled=False):
+def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled=False, scale=None):
     """The reference's weights applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...)
     over every token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
     queries, keys, values = projected(ref, prefix, size)
@@ -183,7 +190,8 @@ def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled
             (lambda t: t.repeat_interleave(group_size, dim=1))
         keys, values = repeat(keys), repeat(values)
     k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
-    return attend_masked(ref, queries, keys, values, window_mask(size, keys.shape[2], window, q_start, k_start))
+    return attend_masked(ref, queries, keys, values, window_mask(size, keys.shape[2], window, q_start, k_start),
+                         scale=scale)
 
 
 def repeat_kv_root_cause(grade, pair, x, start, size, seed=None):
@@ -252,7 +260,10 @@ def chunk_mistakes(pair, x, start, size):
     computed with the reference's weights, only when the check failed)."""
     prefix = x[:, :start + size].to(pair.grade.device)
     num_heads, groups, window = design(pair)
-    found = []
+    d_out = pair.args[1]
+    found = [Mistake("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; the scale is 1/sqrt(head_dim), "
+                     "the head size d_out/num_heads",
+                     lambda: attention_of(pair.ref, prefix, size, q_start=start, window=window, scale=d_out ** -0.5))]
     if start:
         found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
                              "its queries come after the cached tokens",
@@ -382,13 +393,38 @@ def test_an_uncached_call_then_reset_cache_starts_a_new_sequence(grade, name):
 
 
 @pytest.mark.parametrize("name", CLASSES)
-def test_float64_training_with_dropout_and_gradients(grade, name):
-    """One uncached pass in float64 on a non-contiguous batch, in training mode with dropout 0.5 under
-    the same seed (dropout on the attention weights, as in 04): outputs, input and weight gradients."""
-    args = {MHA: (16, 24, 64, 0.5, 4), GQA: (16, 24, 0.5, 4, 2), SWA: (16, 24, 0.5, 4)}[name]
+def test_float64_training_mode_with_gradients(grade, name):
+    """One uncached pass in float64 on a non-contiguous batch, in training mode (dropout 0: gradients are
+    graded on single calls, dropout by its effect below): outputs, input and weight gradients."""
+    args = {MHA: (16, 24, 64, 0.0, 4), GQA: (16, 24, 0.0, 4, 2), SWA: (16, 24, 0.0, 4)}[name]
     pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
     x = grade.randn(2, 16, 7, dtype=F64).transpose(1, 2)
-    pair.same(x, grad=True, seed=grade.seed, root_cause=helper_faults(grade, pair, x, 0, 7, seed=grade.seed))
+    pair.same(x, grad=True, mistakes=chunk_mistakes(pair, x, 0, 7), root_cause=helper_faults(grade, pair, x, 0, 7))
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_dropout_on_the_attention_weights(grade, name):
+    """Dropout 0.5 by its effect (grader/dropout.py): T = 6 one-hot tokens, heads of 2T = 12 features;
+    any draws, in any order (one call, one per head or group, SDPA's dropout_p), pass."""
+    args = {MHA: (6, 24, 8, 0.5, 2), GQA: (6, 48, 0.5, 4, 2), SWA: (6, 24, 0.5, 2)}[name]
+    pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
+    expect_dropout_on_weights(grade, pair, tokens=6, p=0.5, eval_same=lambda x: pair.same(
+        x, mistakes=chunk_mistakes(pair, x, 0, 6), root_cause=helper_faults(grade, pair, x, 0, 6)))
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_a_float64_sequence_is_cached_in_float64(grade, name):
+    """The cache keeps the keys' and values' dtype: a float64 sequence token by token gives float64
+    outputs of float64 precision, and cache_k and cache_v hold float64 tensors."""
+    pair = make(grade, name, dtype=F64)
+    decoded(grade, pair, grade.randn(2, 4, 16, dtype=F64, scale=30.0), (2, 1, 1))
+    kept = pair.attributes("cache_k", "cache_v")
+    lowered = sorted({str(t.dtype).replace("torch.", "") for t in kept.values()
+                      if isinstance(t, torch.Tensor) and t.dtype != F64})
+    if lowered:
+        raise CheckFailed(f"{name}: a float64 sequence is cached as {', '.join(lowered)}: the cache keeps the dtype of "
+                          "the keys and values (create it from them, e.g. torch.cat or new tensors with "
+                          "dtype=keys.dtype)", ("wrong-dtype",))
 
 
 @pytest.mark.parametrize("name,args", [
