@@ -1,4 +1,4 @@
-"""CausalAttention: broadcast over batch."""
+"""CausalAttention: dropout on the weights with its own Bernoulli mask per sequence, scaled by 1/(1-p)."""
 import torch
 
 class CausalAttention:
