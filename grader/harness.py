@@ -14,6 +14,7 @@ A failed check raises :class:`CheckFailed`; a problem in the student's code rais
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -171,13 +172,15 @@ class Grade:
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
-             **kwargs):
+             normalised_exponential=False, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included
         (``grad=True``: for every floating-point argument; a tuple of positions: for those data inputs
         only, never for constant tables such as ``cos`` and ``sin``, which the contract leaves alone),
         within the dtype's tolerance widened by how far the reference itself lands from float64 (and by
         ``slack``, a rounding the check measures itself where no input is a float32 tensor to widen,
-        e.g. float32 angles that grow with the position).
+        e.g. float32 angles that grow with the position). ``normalised_exponential``: the output is a
+        softmax of the first argument along ``dim``, whose every formulation rounds the shift of its
+        exponents (a maximum, a log-sum-exp) at the scale of the largest input (see ``_exponent_room``).
 
         When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
         ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
@@ -186,6 +189,11 @@ class Grade:
         def check():
             expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
             widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads, grad)
+            if normalised_exponential:
+                room, grad_room = _exponent_room(args[0], expected, grad_out, kwargs.get("dim", -1))
+                widened = _widest(widened, room)
+                grad_slack = grad_slack if grad_room is None or not grad_slack else \
+                    [_widest(grad_slack[0], grad_room), *grad_slack[1:]]
             reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
             self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=widened + slack, carry=True)
             if grad:
@@ -195,26 +203,39 @@ class Grade:
         return diagnosed(self, check, mistakes, explain, right, root_cause)
 
     def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True):
-        """How far the reference computed in the case's dtype lands from the reference computed in
-        float64 on the same inputs, times SLACK_FACTOR: for the output and for each input's gradient.
-        Another correct way to compute it may round differently by about as much; a mistake is far
-        beyond. Zero where every input is float64 already."""
+        """The room a correct answer needs beyond the dtype's tolerance, from the problem itself: for the
+        output and for each input's gradient, SLACK_FACTOR times the larger of how far the reference
+        computed in the case's dtype lands from the float64 one (its own rounding), and, entry by entry,
+        how far the exact (float64) result moves when the float32 inputs move by PERTURB_ULPS units in
+        their last place (the conditioning: a float32 logsumexp of large inputs rounds its lse by
+        about eps·|x|, and so does every formulation). Zero where every input is float64 already."""
         import torch
 
         if not any(isinstance(a, torch.Tensor) and a.dtype in (torch.float32,) for a in flatten((args, kwargs))):
             return 0.0, None
 
-        def wide():
+        def run(inputs_of):
             fn = getattr(self.ref, name)
-            inputs = _on_args(self.device, _widened(_cloned(args)), grad if grad_out is not None else False)
+            inputs = _on_args(self.device, inputs_of(_widened(_cloned(args))), grad if grad_out is not None else False)
             with torch.enable_grad():
                 out = fn(*inputs, **_on(self.device, _widened(_cloned(kwargs)), False))
             grads = None
             if grad_out is not None and isinstance(out, torch.Tensor) and out.requires_grad:
                 (out * grad_out.to(out.device, out.dtype)).sum().backward()
-                leaves = [a for a in flatten(inputs) if isinstance(a, torch.Tensor)]
-                grads = [_gap(e, a.grad) for e, a in zip(ref_grads or (), leaves)]
-            return _gap(expected, _detached(out)), grads
+                grads = [a.grad for a in flatten(inputs) if isinstance(a, torch.Tensor)]
+            return _detached(out), grads
+
+        def wide():
+            out, grads = run(lambda a: a)
+            slack = _room(expected, out, ())
+            grad_slack = None if grads is None else [_room(e, g, ()) for e, g in zip(ref_grads or (), grads)]
+            for pattern in range(PATTERNS):
+                moved_out, moved_grads = run(lambda a: _perturbed(a, args, pattern))
+                slack = _widest(slack, _room(expected, out, (moved_out,)))
+                if grad_slack is not None and moved_grads is not None:
+                    grad_slack = [_widest(s, _room(e, g, (m,)))
+                                  for s, e, g, m in zip(grad_slack, ref_grads or (), grads, moved_grads)]
+            return slack, grad_slack
 
         return self._event(wide, name, args, kwargs, expected, grad_out, ref_grads)
 
@@ -346,7 +367,7 @@ class Grade:
             raise CheckFailed(f"{what}: the output has dtype {out.dtype}, expected {expected.dtype} "
                               "(outputs keep the input's dtype)", ("wrong-dtype",))
         tolerance = self.tolerance(expected)
-        tolerance = dataclasses.replace(tolerance, atol=tolerance.atol + slack) if slack else tolerance
+        tolerance = _widen(tolerance, slack, expected)
         problem = difference(out, expected, tolerance, "the output")
         if problem:
             raise CheckFailed(f"{what}: {problem}{self.case()}")
@@ -373,7 +394,7 @@ class Grade:
                                   "(was it detached, or used outside autograd?)")
             tolerance = self.tolerance(expected[index])
             extra = slack[index] if slack and index < len(slack) else 0.0
-            tolerance = dataclasses.replace(tolerance, atol=tolerance.atol + extra) if extra else tolerance
+            tolerance = _widen(tolerance, extra, expected[index])
             problem = difference(g, expected[index], tolerance, f"the gradient for argument {index + 1}")
             if problem:
                 raise CheckFailed(f"{name}: {problem}{self.case()}")
@@ -628,6 +649,78 @@ def _signature(args, kwargs) -> str:
 
 
 SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
+PERTURB_ULPS = 2.0  # how far (units in the last place of float32) the inputs move to measure the conditioning
+PATTERNS = 8  # sign patterns of the perturbation: entry j moves up or down by bit p of its index (mod 2^8)
+
+
+def _perturbed(widened, originals, pattern: int):
+    """The float64 copies of the case's float32 inputs, each entry moved by PERTURB_ULPS units in the
+    last place of the tensor's largest entry (the scale of the intermediate results a formulation
+    rounds: a max-shifted exponent, a log-sum-exp, a sum of products), up or down by bit ``pattern``
+    of its index: over the patterns, any two entries (of fewer than 256 apart) move apart once, so
+    the difference a softmax or a score depends on is moved too. Other arguments as they are."""
+    import torch
+
+    def move(wide, original):
+        if isinstance(wide, torch.Tensor) and isinstance(original, torch.Tensor) and original.dtype == torch.float32:
+            finite = wide[torch.isfinite(wide)]
+            scale = float(finite.abs().max()) if finite.numel() else 0.0
+            index = torch.arange(wide.numel(), dtype=torch.int64).reshape(wide.shape)
+            signs = ((index >> pattern) & 1).to(torch.float64) * 2 - 1
+            return wide + PERTURB_ULPS * torch.finfo(torch.float32).eps * scale * signs.to(wide.device)
+        if isinstance(wide, (list, tuple)) and isinstance(original, (list, tuple)):
+            return type(wide)(move(w, o) for w, o in zip(wide, original))
+        return wide
+
+    return tuple(move(w, o) for w, o in zip(widened, originals))
+
+
+def _room(narrow, wide, moved: tuple):
+    """SLACK_FACTOR times the reference's own rounding (the largest gap between ``narrow`` and ``wide``,
+    a number) plus, entry by entry, how far ``moved[0]`` (the exact result of perturbed inputs), if
+    given, lands from ``wide``: a tensor of ``narrow``'s shape, or a number where there is none."""
+    import torch
+
+    own = _gap(narrow, wide)
+    if not moved:
+        return own
+    moved = moved[0]
+    if not (isinstance(narrow, torch.Tensor) and isinstance(wide, torch.Tensor) and isinstance(moved, torch.Tensor)) \
+            or not (narrow.shape == wide.shape == moved.shape) or not narrow.is_floating_point():
+        return own
+    wide, moved = wide.detach().double().cpu(), moved.detach().double().cpu()
+    movement = (moved - wide).abs().masked_fill((moved == wide) | ~torch.isfinite(moved - wide), 0.0)
+    return own + SLACK_FACTOR * movement
+
+
+def _exponent_room(x, expected, grad_out, dim):
+    """The rounding of a softmax of float32 ``x`` in any formulation: its exponents are shifted by a
+    maximum or a log-sum-exp that is rounded at the scale M of the largest entry, so each weight y may
+    be off by eps·M·y relatively, and each gradient entry by eps·M·y·(|g| + Σ|y·g|) for the output
+    gradient g. SLACK_FACTOR times that, for the output and the gradient of ``x`` (None without one)."""
+    import torch
+
+    if not (isinstance(x, torch.Tensor) and x.dtype == torch.float32 and isinstance(expected, torch.Tensor)) \
+            or expected.shape != x.shape:
+        return 0.0, None
+    finite = x[torch.isfinite(x)]
+    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    relative = SLACK_FACTOR * torch.finfo(torch.float32).eps * (scale + math.log(max(x.shape[dim], 1)) + 1)
+    y = expected.detach().double().cpu().abs()
+    room = relative * y
+    if grad_out is None:
+        return room, None
+    g = grad_out.detach().double().cpu().abs()
+    return room, relative * y * (g + (y * g).sum(dim=dim, keepdim=True))
+
+
+def _widest(a, b):
+    """The larger room of two, entry by entry where either is a tensor."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return torch.maximum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
+    return max(a, b)
 
 
 def _widened(value):
@@ -641,6 +734,23 @@ def _widened(value):
     if isinstance(value, dict):
         return {k: _widened(v) for k, v in value.items()}
     return value
+
+
+def _widen(tolerance, slack, expected):
+    """``tolerance`` with ``slack`` added to its atol: a number, or a tensor of ``expected``'s shape
+    (entry by entry; folded to its largest entry where ``expected`` is not one tensor of that shape)."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(slack, torch.Tensor):
+        if not (isinstance(expected, torch.Tensor) and slack.shape == expected.shape):
+            slack = float(slack.max()) if slack.numel() else 0.0
+        elif not bool((slack > 0).any()):
+            return tolerance
+        else:
+            return dataclasses.replace(tolerance, atol=tolerance.atol + slack)
+    return dataclasses.replace(tolerance, atol=tolerance.atol + slack) if slack else tolerance
 
 
 def _gap(narrow, wide) -> float:

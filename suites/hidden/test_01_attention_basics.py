@@ -23,7 +23,8 @@ def softmax_same(grade, name, x, dim=None, grad=False):
     dim = -1 if dim is None else dim
     right = mistaken.safe_softmax(x, dim)
     explain = (lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None) if name == "softmax" else None
-    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), explain=explain, right=right, **kwargs)
+    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), explain=explain, right=right,
+               normalised_exponential=name == "softmax", **kwargs)
 
 
 def simple_attention_root_cause(grade, x):

@@ -51,7 +51,7 @@ def _softmax_last_block_max(x, block_size):
 
 
 def online_softmax_same(grade, x, block_size, grad=False):
-    grade.same("online_softmax", x, block_size, grad=grad, explain=_non_finite, mistakes=[
+    grade.same("online_softmax", x, block_size, grad=grad, explain=_non_finite, normalised_exponential=True, mistakes=[
         matches(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                 lambda: _softmax_without_rescaling(x, block_size)),
         matches(None, "a sum over the last block only: add each block's exponentials to the running sum",

@@ -53,7 +53,7 @@ def test_naive_softmax_along_dim_0(grade):
 def softmax_same(grade, x, dim=-1, grad=False):
     """The student's softmax matches the reference's; when it does not, name the mistake if a known
     one (the wrong dimension, an overflow) explains the output."""
-    grade.same("softmax", x, dim=dim, grad=grad, mistakes=softmax_mistakes(x, dim),
+    grade.same("softmax", x, dim=dim, grad=grad, mistakes=softmax_mistakes(x, dim), normalised_exponential=True,
                explain=lambda out: UNSTABLE if unstable(out, safe_softmax(x, dim)) else None)
 
 
