@@ -38,6 +38,28 @@ def matches(grade, out, wrong) -> bool:
     return difference(out, wrong, grade.tolerance(wrong)) is None
 
 
+CONTRADICTION = 1000.0  # a candidate contradicts a case when it misses by this many tolerances, not by a rounding
+
+
+def far(grade, out, wrong) -> bool:
+    """Whether the mistake's output ``wrong`` is clearly not the student's ``out``: another shape, or off
+    by CONTRADICTION times the dtype's tolerance (a candidate computed in another precision, or with
+    long-context rounding, that merely misses is no contradiction)."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(out, tuple) and isinstance(wrong, tuple):
+        return len(out) != len(wrong) or any(far(grade, o, w) for o, w in zip(out, wrong))
+    if not isinstance(out, torch.Tensor) or not isinstance(wrong, torch.Tensor):
+        return False
+    if out.shape != wrong.shape:
+        return True
+    tol = grade.tolerance(wrong)
+    loose = dataclasses.replace(tol, rtol=tol.rtol * CONTRADICTION, atol=tol.atol * CONTRADICTION)
+    return difference(out, wrong.detach().to("cpu", out.dtype), loose) is not None
+
+
 def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidate], right=None) -> CheckFailed:
     """``failure`` with the candidate mistake that explains ``out`` named; ``failure`` if none does
     (see :func:`first_match`; ``right`` is the right output, when the suite has it at hand)."""
@@ -115,9 +137,10 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
         if isinstance(wrong, ScaleFit):
             fits.append(wrong)  # a search: only when no fixed candidate explains the output
             continue
-        tried.add(misconception)
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
+        elif far(grade, out, wrong):
+            tried.add(misconception)
     for fit in fits if not found else ():
         with torch.no_grad():
             try:
