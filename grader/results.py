@@ -37,6 +37,7 @@ class CheckOutcome:
     duration_s: float = 0.0  # the check's own run, the grader's comparisons included
     ruled_out: tuple[str, ...] = ()  # misconceptions this failing case contradicts: computed, and not its output
     unexplained: str | None = None  # the message without its explanation, for when another case contradicts it
+    forgiven_by: str = ""  # passed as right given the student's own faulty helper: that helper exercise
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)

@@ -302,7 +302,7 @@ class Grader:
                 checks = [CheckOutcome("suite", 1.0, "error", "the grading suite has no check for this exercise")]
             source, note = session.source_of(assignment.id, name)
             exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note))
-        return AssignmentResult(assignment.id, assignment.title, exercises)
+        return AssignmentResult(assignment.id, assignment.title, charged_once(exercises))
 
     def _inside_cgroups(self) -> dict:
         return {folder: f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
@@ -314,3 +314,20 @@ class Grader:
                 folder.rmdir()
             except OSError:
                 pass
+
+
+def charged_once(exercises: list) -> list:
+    """Forgiveness never hides a mistake: a case kept as right given the student's own helper stays
+    kept only if that helper's exercise, graded here, lost points for it; a helper that passes all of
+    its own checks leaves the case to the exercise that made it."""
+    import dataclasses
+
+    status = {e.name: e.status for e in exercises}
+    for exercise in exercises:
+        for index, check in enumerate(exercise.checks):
+            if check.forgiven_by and status.get(check.forgiven_by) == "passed":
+                exercise.checks[index] = dataclasses.replace(
+                    check, status="failed", forgiven_by="",
+                    message=f"wrong given the contract: your {check.forgiven_by} passes all of its own checks, so "
+                            f"this case is this exercise's own ({check.message.split(';', 1)[-1].strip()})")
+    return exercises

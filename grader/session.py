@@ -135,6 +135,14 @@ def format_frames(frames) -> str:
     return ("\nyour code was here when it was stopped (innermost first):\n" + "\n".join(lines)) if lines else ""
 
 
+def helper_named(message: str) -> str:
+    """The exercise a "right, given your HELPER ..." note names (its first word)."""
+    import re
+
+    found = re.match(r"right, given your (\w+)", message)
+    return found.group(1) if found else ""
+
+
 FAULT_KINDS = ("error", "not_implemented", "forbidden", "crashed", "timeout")  # each scores 0
 
 
@@ -266,7 +274,7 @@ class GradingPlugin:
         if error is None:
             check = CheckOutcome(name, weight, "passed")
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
-            check = CheckOutcome(name, weight, "passed", error.message)
+            check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message))
         elif isinstance(error, CheckFailed):
             check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
                                  ruled_out=tuple(getattr(error, "ruled_out", ())),

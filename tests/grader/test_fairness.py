@@ -1,0 +1,74 @@
+"""Scores are fair: dropout judged by its effect, forgiveness only where it is owed, the exercise's
+own checks charging a helper's mistake (docs/course-spec.md, "Scores are fair")."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.config import Tolerance
+from grader.dropout import judged
+from grader.results import CheckOutcome, ExerciseResult
+from grader.runner import charged_once
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+import corpus  # noqa: E402
+
+TOL = Tolerance(rtol=1e-7, atol=1e-9)
+
+
+def _weights(batch=2, heads=2, tokens=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(batch, heads, tokens, tokens, generator=g, dtype=torch.float64)
+    scores = scores.masked_fill(torch.ones(tokens, tokens).triu(1).bool(), float("-inf"))
+    return scores.softmax(-1), g
+
+
+def _as_output(w):
+    """[B, H, T, T] weights as the design's output [B, T, H * 2T]: each row twice."""
+    b, h, t, _ = w.shape
+    return torch.cat([w, w], dim=-1).transpose(1, 2).reshape(b, t, h * 2 * t)
+
+
+def test_any_draw_of_dropout_on_the_weights_passes_and_other_placements_do_not():
+    w, g = _weights()
+    keep = torch.rand(w.shape, generator=g) >= 0.5
+    assert judged(_as_output(w), _as_output(w * keep / 0.5), 0.5, 6, TOL) == (None, ())
+    unscaled = judged(_as_output(w), _as_output(w * keep), 0.5, 6, TOL)[0]
+    assert "not scaled" in unscaled
+    features = torch.rand(_as_output(w).shape, generator=g) >= 0.5
+    assert "dropped differently" in judged(_as_output(w), _as_output(w) * features / 0.5, 0.5, 6, TOL)[0]
+    shared = keep[:, :1].expand_as(w)
+    assert "every head" in judged(_as_output(w), _as_output(w * shared / 0.5), 0.5, 6, TOL)[0]
+    assert "kept" in judged(_as_output(w), _as_output(w / 0.5), 0.5, 6, TOL)[0]  # nothing dropped
+    scores = w.log()  # dropout on the scores: some zeroed, the rest doubled, then the softmax
+    on_scores = (torch.where(keep, scores * 2, torch.zeros_like(scores)).masked_fill(w == 0, float("-inf"))).softmax(-1)
+    assert judged(_as_output(w), _as_output(on_scores), 0.5, 6, TOL)[1] == ("dropout-on-scores",)
+
+
+def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_where_it_was_made():
+    helper = ExerciseResult("sliding_window_mask", 15, [CheckOutcome("mask", 1, "passed")])
+    forgiven = CheckOutcome("cached", 1, "passed", "right, given your sliding_window_mask, which this uses; ...",
+                            forgiven_by="sliding_window_mask")
+    user = ExerciseResult("GroupedQueryAttention", 15, [forgiven, CheckOutcome("other", 1, "passed")])
+    charged_once([helper, user])
+    assert user.score == 7.5 and user.checks[0].status == "failed"
+    failing_helper = ExerciseResult("sliding_window_mask", 15, [CheckOutcome("mask", 1, "failed", "wrong")])
+    user = ExerciseResult("GroupedQueryAttention", 15, [forgiven])
+    charged_once([failing_helper, user])
+    assert user.score == 15
+
+
+@pytest.mark.slow
+def test_a_helper_wrong_only_outside_its_checks_is_charged_in_its_own_exercise(course, grader, tmp_path):
+    """Issue 19, item 7: a sliding_window_mask that hides nothing for window=None, used by the classes
+    for their causal mask. The classes are right given it (charged once), and the helper's own
+    exercise grades window=None and loses points there: the trick does not score full marks."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / "window_none_hides_nothing.py", None)
+    results = corpus.grade_all([entry], course, grader, tmp_path, seed=11)
+    exercise, assignment = results[entry.name]
+    assert exercise.name == "sliding_window_mask" and exercise.score < exercise.max_score
+    assert assignment.score < assignment.max_score
+    assert "window" in exercise.feedback or "None" in exercise.feedback
