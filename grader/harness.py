@@ -229,7 +229,8 @@ class Grade:
             out, grads = run(lambda a: a)
             slack = _room(expected, out, ())
             grad_slack = None if grads is None else [_room(e, g, ()) for e, g in zip(ref_grads or (), grads)]
-            for pattern in range(PATTERNS):
+            large = any(isinstance(a, torch.Tensor) and a.numel() > PERTURBED_NUMEL for a in flatten(args))
+            for pattern in range(0 if large else PATTERNS):  # a long case keeps the reference's own rounding
                 moved_out, moved_grads = run(lambda a: _perturbed(a, args, pattern))
                 slack = _widest(slack, _room(expected, out, (moved_out,)))
                 if grad_slack is not None and moved_grads is not None:
@@ -650,6 +651,7 @@ def _signature(args, kwargs) -> str:
 
 SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
 PERTURB_ULPS = 2.0  # how far (units in the last place of float32) the inputs move to measure the conditioning
+PERTURBED_NUMEL = 16384  # inputs larger than this (the memory-bound cases) are not perturbed: too slow
 PATTERNS = 8  # sign patterns of the perturbation: entry j moves up or down by bit p of its index (mod 2^8)
 
 
