@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from grader.authoring import Mistake, assignment, exercise
-from grader.harness import CheckFailed
+from grader.outcomes import CheckFailed
 from lesson import journey_batch
 
 pytestmark = assignment("06_decoding_attention")
