@@ -322,10 +322,11 @@ def charged_once(exercises: list) -> list:
     its own checks leaves the case to the exercise that made it."""
     import dataclasses
 
-    status = {e.name: e.status for e in exercises}
+    # a helper that passed every check on its own (none kept only as right given a helper of its own)
+    clean = {e.name for e in exercises if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     for exercise in exercises:
         for index, check in enumerate(exercise.checks):
-            if check.forgiven_by and status.get(check.forgiven_by) == "passed":
+            if check.forgiven_by in clean:
                 exercise.checks[index] = dataclasses.replace(
                     check, status="failed", forgiven_by="",
                     message=f"wrong given the contract: your {check.forgiven_by} passes all of its own checks, so "

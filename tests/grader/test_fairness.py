@@ -59,6 +59,13 @@ def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_wher
     user = ExerciseResult("GroupedQueryAttention", 15, [forgiven])
     charged_once([failing_helper, user])
     assert user.score == 15
+    # a chain: the helper passes only as right given its own faulty helper, which was charged
+    middle = ExerciseResult("SelfAttention_v1", 15, [CheckOutcome("v1", 1, "passed", "right, given your attention_weights",
+                                                                  forgiven_by="attention_weights")])
+    copy = ExerciseResult("copy_v2_weights_into_v1", 15, [CheckOutcome("copy", 1, "passed", "right, given your "
+                                                                       "SelfAttention_v1", forgiven_by="SelfAttention_v1")])
+    charged_once([ExerciseResult("attention_weights", 20, [CheckOutcome("w", 1, "failed", "wrong")]), middle, copy])
+    assert copy.score == 15 and middle.score == 15
 
 
 @pytest.mark.slow
