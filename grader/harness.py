@@ -277,6 +277,14 @@ class Grade:
         self.expect(reply, expected, f"{name}{_signature(low, kwargs)}")
         return reply.out
 
+    def held_bytes(self) -> int:
+        """The memory the student's processes hold now, read by the grader from the kernel's accounting
+        (grader.sandbox.held_bytes), never from an attribute or a number they report. Compare two
+        readings around a long computation: what it leaves held is the difference. A round trip first,
+        so that the worker has finished with the last reply it sent (its buffers freed) and waits."""
+        self.student.request({"op": "ping"})
+        return self.student._worker().held_bytes()
+
     def needs_cuda(self):
         """Skip this check (no points either way) unless grading runs on CUDA."""
         if self.device != "cuda":
@@ -651,16 +659,16 @@ def _signature(args, kwargs) -> str:
 
 SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
 PERTURB_ULPS = 2.0  # how far (units in the last place of float32) the inputs move to measure the conditioning
-PERTURBED_NUMEL = 16384  # inputs larger than this (the memory-bound cases) are not perturbed: too slow
-PATTERNS = 8  # sign patterns of the perturbation: entry j moves up or down by bit p of its index (mod 2^8)
+PERTURBED_NUMEL = 4096  # inputs larger than this (the long and memory-bound cases) are not perturbed: too slow
+PATTERNS = 3  # sign patterns of the perturbation: entry j moves up or down by bit p of its index
 
 
 def _perturbed(widened, originals, pattern: int):
     """The float64 copies of the case's float32 inputs, each entry moved by PERTURB_ULPS units in the
     last place of the tensor's largest entry (the scale of the intermediate results a formulation
     rounds: a max-shifted exponent, a log-sum-exp, a sum of products), up or down by bit ``pattern``
-    of its index: over the patterns, any two entries (of fewer than 256 apart) move apart once, so
-    the difference a softmax or a score depends on is moved too. Other arguments as they are."""
+    of its index: over the patterns, neighbours (fewer than 2**PATTERNS apart) move apart once, so the
+    difference a softmax or a score depends on is moved too. Other arguments as they are."""
     import torch
 
     def move(wide, original):

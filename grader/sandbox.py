@@ -168,6 +168,54 @@ class Zygote:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def held_bytes(root_pid: int, folder: Path | None = None) -> int:
+    """The memory a sandbox holds, as the kernel counts it and the grader reads it from /proc, never
+    asked of the processes: the anonymous and shared resident memory of ``root_pid`` and all its
+    descendants (the zygote, the workers, anything they started: orphans are reaped by the zygote, so
+    stay in the tree), the files
+    in the tmpfs mounts they see (``/tmp``, the sandbox's root), and the files under ``folder`` (the
+    submission's working folder)."""
+    import os
+
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo, seen_tmpfs = 0, [root_pid], set()
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        except OSError:
+            continue
+        # anonymous and shared memory resident: what code allocates (file pages, the libraries a first
+        # call maps in, are the kernel's to drop and no cache of the student's)
+        total += sum(int(line.split()[1]) * 1024 for line in status.splitlines()
+                     if line.startswith(("RssAnon:", "RssShmem:")))
+        for line in mounts:  # "id parent major:minor root mountpoint options - fstype source ..."
+            before, _, after = line.partition(" - ")
+            if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen_tmpfs:
+                seen_tmpfs.add(before.split()[2])
+                try:
+                    stats = os.statvfs(f"/proc/{pid}/root{before.split()[4]}")
+                except OSError:
+                    continue
+                total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+    for path in (folder.rglob("*") if folder is not None else ()):
+        try:
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
 class Worker:
     """The grader's end of one worker."""
 
@@ -178,6 +226,10 @@ class Worker:
         self.spec = spec
         self.alive = True
         self.import_error: dict | None = None
+
+    def held_bytes(self) -> int:
+        """What this worker's sandbox holds now (its zygote, its workers): :func:`held_bytes`."""
+        return held_bytes(self.zygote.process.pid, self.zygote.work)
 
     def request(self, payload: dict, *, timeout: float) -> dict:
         if not self.alive:

@@ -410,6 +410,8 @@ class Server:
             return self.state(request)
         if op == "load":
             return self.load(request)
+        if op == "ping":  # runs no student code: its reply says the last call's reply is sent and cleaned up
+            return {"ok": True}
         if op == "mode":
             module = self.handles[request["handle"]]
             module.train(request["train"])

@@ -323,31 +323,43 @@ CLASSES = [pytest.param(name, marks=exercise(name, weight=3), id=name)
            for name in (MHA, GQA, SWA)]
 
 
-def expect_cache_size(pair, tokens):
-    """After ``tokens`` cached tokens: MHA keeps every position of every head, GQA of its groups only, SWA
-    never more than its window (window - 1 positions are enough for right outputs, so as few are allowed).
-    Counted from the tensors cache_k and cache_v themselves."""
-    name, (num_heads, groups, window) = pair.name, design(pair)
-    per_position = 2 * 2 * 24 * groups // num_heads  # batch 2, cache_k and cache_v, the heads kept
-    allowed = (tokens,) if window is None else (window - 1, window)
-    got = cache_elements(pair)
-    if got not in [positions * per_position for positions in allowed]:
-        what = {MHA: f"{tokens} positions of every head", GQA: f"{tokens} positions of its {groups} key/value groups "
-                f"only (not of the {num_heads} query heads they serve)", SWA: f"at most the window's {window} "
-                "positions"}[name]
-        raise CheckFailed(f"{name}: after {tokens} cached tokens your cache_k and cache_v hold {got} elements; the "
-                          f"cache should keep {what}: {max(allowed) * per_position} elements")
-
-
 @pytest.mark.parametrize("name", CLASSES)
 @pytest.mark.parametrize("chunks", [(1,) * 4, (2, 2, 1), (5,)], ids=["token-by-token", "chunks", "one-call"])
 def test_cached_calls_give_the_full_pass(grade, name, chunks):
-    """Each cached call gives what one full pass gives for its tokens; token by token, the cache then
-    holds what it should (past the window of 3, for SWA)."""
+    """Each cached call gives what one full pass gives for its tokens (what the cache holds is measured
+    by the memory it takes: test_the_cache_holds_what_it_should_as_the_kernel_counts_it)."""
     pair = make(grade, name)
     decoded(grade, pair, grade.randn(2, sum(chunks), 16), chunks)
-    if len(chunks) == 4:
-        expect_cache_size(pair, 4)
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=exercise(name, weight=2), id=name) for name in (GQA, SWA)])
+def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name):
+    """A cached sequence wide enough to weigh (a batch of 64, 64 tokens in chunks of 16, d_out 128,
+    float64): over the last two chunks, the memory the student's processes hold, as the kernel counts it
+    (grader.sandbox.held_bytes), grows by the keys and values of the key/value group only (GQA: one group
+    for 4 heads, a quarter of the 4 MiB that every head's would take), and not with the sequence for
+    SWA, whose cache stays within its window of 4. Never read from cache_k or cache_v, which a property
+    could show trimmed while the whole sequence is kept; the last chunk's output must be right too."""
+    pair = (grade.module(GQA, 16, 128, 0.0, 4, 1, dtype=F64, training=False) if name == GQA else
+            grade.module(SWA, 16, 128, 0.0, 2, sliding_window_size=4, dtype=F64, training=False))
+    x = grade.randn(64, 64, 16, dtype=F64)
+    chunks = [x[:, start:start + 16].contiguous() for start in range(0, x.shape[1], 16)]  # [64, 16, 16] each
+    for number, chunk in enumerate(chunks):
+        if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
+            before = grade.held_bytes()
+        reply = pair.call(chunk, use_cache=True)
+    grown = grade.held_bytes() - before
+    with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
+        expected = attention_of(pair.ref, x.to(grade.device), 16, q_start=48, window=design(pair)[2])
+    grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {len(chunks)} chunks: [64, 16, 16] "
+                                        "float64>, use_cache=True)", helper_faults(grade, pair, x, 48, 16))
+    every_head = x.shape[0] * 16 * (len(chunks) - 2) * 2 * 128 * 8  # every head's keys and values of those tokens
+    if grown > every_head * (0.6 if name == GQA else 0.5):  # GQA's group holds a quarter of it, SWA's window none
+        kept = ("the keys and values of its key/value group, not of the 4 query heads it serves (repeat it only "
+                "when attending)") if name == GQA else "only the last sliding_window_size positions"
+        raise CheckFailed(f"{name}: over {16 * (len(chunks) - 2)} more cached tokens of a batch of {x.shape[0]} your "
+                          f"process grew by {grown / 2**20:.1f} MiB (every head's keys and values of those tokens "
+                          f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")
 
 
 @pytest.mark.parametrize("name", CLASSES)

@@ -1,5 +1,6 @@
 """Scores are fair: dropout judged by its effect, forgiveness only where it is owed, the exercise's
 own checks charging a helper's mistake (docs/course-spec.md, "Scores are fair")."""
+import json
 import sys
 from pathlib import Path
 
@@ -66,6 +67,65 @@ def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_wher
                                                                        "SelfAttention_v1", forgiven_by="SelfAttention_v1")])
     charged_once([ExerciseResult("attention_weights", 20, [CheckOutcome("w", 1, "failed", "wrong")]), middle, copy])
     assert copy.score == 15 and middle.score == 15
+
+
+def _class_of_06(tmp_path, hostile: dict[str, str]) -> Path:
+    """alice hands in 06's solution; each of ``hostile`` (name -> a corpus/hostile file) the solution
+    with that file's definitions in place of the reference's."""
+    root = tmp_path / "class"
+    module = ROOT / "solutions" / "06_decoding_attention" / "decoding_attention.py"
+    for name, entry in {"alice": None, **hostile}.items():
+        folder = root / name / "06_decoding_attention"
+        folder.mkdir(parents=True)
+        text = module.read_text()
+        if entry:
+            text = corpus.splice(text, (ROOT / "tests" / "corpus" / "hostile" / entry).read_text())
+        (folder / "decoding_attention.py").write_text(text)
+    return root
+
+
+@pytest.mark.slow
+def test_the_hostile_patterns_gain_nothing_beside_an_honest_bystander(course, tmp_path):
+    """Issue 19, items 7 and 8, in one batch: a helper that hides nothing for window=None, used by the
+    classes for their causal mask; an SWA that keeps every token while cache_k/cache_v show the window;
+    a GQA that caches every head while its properties show the groups. Each loses points where its
+    mistake is (memory measured from outside, the helper's own exercise); alice keeps all of hers."""
+    from grader.autograde import autograde
+
+    root = _class_of_06(tmp_path, {"mallory": "window_none_hides_nothing.py", "trudy": "swa_property_cache.py",
+                                   "eve": "gqa_heads_cache.py"})
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False, device="cpu",
+                     seed=7, assignments=(course.assignment("06_decoding_attention"),)) == 0
+    results = {name: json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory", "trudy", "eve")}
+    scores = {name: {e["name"]: e for e in r["assignments"][0]["exercises"]} for name, r in results.items()}
+    assert results["alice"]["score"] == 100, json.dumps(results["alice"])[:3000]
+    assert scores["mallory"]["sliding_window_mask"]["score"] < 15
+    swa, gqa = scores["trudy"]["MultiHeadAttentionWithSWA"], scores["eve"]["GroupedQueryAttention"]
+    assert swa["score"] < 15 and "grew by" in swa["feedback"], swa["feedback"]
+    assert gqa["score"] < 15 and "grew by" in gqa["feedback"], gqa["feedback"]
+    assert all(r["score"] < 100 for name, r in results.items() if name != "alice")
+
+
+def test_held_bytes_counts_what_a_process_tree_holds_from_outside(tmp_path):
+    """The grader's own reading of a sandbox's memory: a child holding 64 MiB, and a file of 8 MiB in
+    the working folder, show in the reading of its parent's tree."""
+    import subprocess
+
+    from grader.sandbox import held_bytes
+
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nblock = bytearray(64 << 20)\n"
+                               "print('ready', flush=True)\ntime.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        before = held_bytes(holder.pid, tmp_path)
+        (tmp_path / "stash.bin").write_bytes(b"x" * (8 << 20))
+        after = held_bytes(holder.pid, tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert before >= 64 << 20
+    assert after - before == 8 << 20
 
 
 @pytest.mark.slow
