@@ -430,10 +430,11 @@ def test_dropout_on_the_attention_weights(grade, name):
 
 @pytest.mark.parametrize("name", CLASSES)
 def test_a_float64_sequence_is_cached_in_float64(grade, name):
-    """The cache keeps the keys' and values' dtype: a float64 sequence token by token gives float64
-    outputs of float64 precision, and cache_k and cache_v hold float64 tensors."""
+    """The cache keeps the keys' and values' dtype: after a first float64 chunk cache_k and cache_v hold
+    float64 tensors, and the tokens after it get float64 outputs of float64 precision."""
     pair = make(grade, name, dtype=F64)
-    decoded(grade, pair, grade.randn(2, 4, 16, dtype=F64, scale=30.0), (2, 1, 1))
+    x = grade.randn(2, 4, 16, dtype=F64, scale=30.0)
+    fed(grade, pair, x, 0, 2)
     kept = pair.attributes("cache_k", "cache_v")
     lowered = sorted({str(t.dtype).replace("torch.", "") for t in kept.values()
                       if isinstance(t, torch.Tensor) and t.dtype != F64})
@@ -441,6 +442,8 @@ def test_a_float64_sequence_is_cached_in_float64(grade, name):
         raise CheckFailed(f"{name}: a float64 sequence is cached as {', '.join(lowered)}: the cache keeps the dtype of "
                           "the keys and values (create it from them, e.g. torch.cat or new tensors with "
                           "dtype=keys.dtype)", ("wrong-dtype",))
+    fed(grade, pair, x, 2, 1)
+    fed(grade, pair, x, 3, 1)
 
 
 @pytest.mark.parametrize("name,args", [

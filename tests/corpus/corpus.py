@@ -65,6 +65,11 @@ def mistakes() -> list[Entry]:
     return [_entry(p, p.parent.name) for p in sorted((HERE / "mistakes").glob("*/*.py"))]
 
 
+def unnamed() -> list[Entry]:
+    """Mistakes no catalogue id describes: they must lose points and be given no id."""
+    return [_entry(p, None) for p in sorted((HERE / "unnamed").glob("*.py"))]
+
+
 def correct() -> list[Entry]:
     return [_entry(p, None) for p in sorted((HERE / "correct").glob("*.py"))]
 

@@ -139,3 +139,14 @@ def test_a_helper_wrong_only_outside_its_checks_is_charged_in_its_own_exercise(c
     assert exercise.name == "sliding_window_mask" and exercise.score < exercise.max_score
     assert assignment.score < assignment.max_score
     assert "window" in exercise.feedback or "None" in exercise.feedback
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", corpus.unnamed(), ids=lambda e: e.name)
+def test_a_mistake_no_id_describes_loses_points_and_gets_no_name(course, grader, tmp_path, entry):
+    """Issue 19, item 6: an SWA that applies no window on cached calls was named window-off-by-one from
+    the one case its output happened to match; another failing case contradicts that, so no id."""
+    for seed in (3, 11):
+        exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / str(seed), seed=seed)[entry.name]
+        assert exercise.score < exercise.max_score
+        assert exercise.misconceptions == [], exercise.feedback
