@@ -159,10 +159,13 @@ class Grade:
         """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
         ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
         None otherwise: the worker then watches operators only for forbidden ones)."""
+        import torch
+
         try:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                           "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
-                                          "forbidden": self.forbidden, "measure": measure, "method": method})
+                                          "forbidden": self.forbidden, "measure": measure, "method": method,
+                                          "grad_enabled": torch.is_grad_enabled()})
         except StudentFault as fault:
             if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
                 called = label + " forward" if isinstance(target, HandleRef) and label else str(target)

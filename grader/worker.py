@@ -497,8 +497,10 @@ class Server:
             seed_all(request["seed"])
         measure = request.get("measure") is True
         tracer = make_tracer(frozenset(request.get("forbidden", ())), measure)
+        # the grader's grad mode (a cached sequence is decoded under torch.no_grad(), as generation runs)
+        grad_mode = request.get("grad_enabled") is not False or grad_out is not None
         try:
-            with tracer:
+            with tracer, torch.set_grad_enabled(grad_mode):
                 out = fn(*args, **kwargs)
         except BaseException:
             if tracer.forbidden:  # whatever the student's code made of the refusal
