@@ -90,6 +90,10 @@ def judged(own, trained, p: float, tokens: int, tol) -> tuple[str | None, tuple[
     if not isinstance(trained, torch.Tensor) or trained.shape != own.shape:
         return "the output has another shape than in evaluation mode", ()
     trained = trained.detach().cpu().double()
+    if p >= 1:  # every weight dropped: nothing reaches the output (0 / (1 - p) is no excuse for NaN)
+        if not (torch.isfinite(trained).all() and bool((trained.abs() <= tol.atol).all())):
+            return "with p = 1 every attention weight is dropped, so the output must be zero (plus any bias)", ()
+        return None, ()
     if not torch.isfinite(trained).all():
         if torch.isfinite(own).all():  # only -inf scores (hidden positions) give NaN when multiplied by 0
             return ("the output has NaN in training mode only: dropout multiplied a hidden (-inf) score by 0, so it "

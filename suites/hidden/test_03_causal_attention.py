@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from grader import diagnose
-from grader.dropout import expect_dropout_on_weights
 from grader.authoring import Mistake, assignment, exercise
+from grader.dropout import expect_dropout_on_weights
 from grader.diagnose import name_mistake
 from grader.harness import CheckFailed, StudentFault
 from lesson import journey_batch, journey_scores, mistaken
@@ -325,6 +325,13 @@ def test_causal_attention_dropout_in_training(grade, case):
     pair = grade.module("CausalAttention", d_in, d_out, context_length, 0.5, dtype=dtype)
     expect_dropout_on_weights(grade, pair, tokens=tokens, p=0.5, batch=batch,
                               eval_same=lambda x: causal_same(grade, pair, x))
+
+
+@exercise("CausalAttention")
+def test_causal_attention_dropout_one_drops_every_weight(grade):
+    """p = 1: every weight dropped, a zero output (nn.Dropout's; a mask scaled by 1/(1-p) gives NaN)."""
+    pair = grade.module("CausalAttention", 5, 10, 5, 1.0)
+    expect_dropout_on_weights(grade, pair, tokens=5, p=1.0, eval_same=lambda x: causal_same(grade, pair, x))
 
 
 @exercise("CausalAttention", weight=3)

@@ -47,6 +47,9 @@ def test_any_draw_of_dropout_on_the_weights_passes_and_other_placements_do_not()
     scores = w.log()  # dropout on the scores: some zeroed, the rest doubled, then the softmax
     on_scores = (torch.where(keep, scores * 2, torch.zeros_like(scores)).masked_fill(w == 0, float("-inf"))).softmax(-1)
     assert judged(_as_output(w), _as_output(on_scores), 0.5, 6, TOL)[1] == ("dropout-on-scores",)
+    # p = 1: nothing reaches the output; a hand-made mask divided by 1 - p = 0 gives NaN
+    assert judged(_as_output(w), _as_output(w * 0), 1.0, 6, TOL) == (None, ())
+    assert "zero" in judged(_as_output(w), _as_output(w * 0 / torch.tensor(0.0)), 1.0, 6, TOL)[0]
 
 
 def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_where_it_was_made():
