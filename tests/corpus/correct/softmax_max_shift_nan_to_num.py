@@ -6,4 +6,7 @@ import torch
 def softmax(x, dim=-1):
     shifted = torch.nan_to_num(x - x.max(dim=dim, keepdim=True).values, nan=float("-inf"))
     e = torch.exp(shifted)
-    return e / e.sum(dim=dim, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+    total = e.sum(dim=dim, keepdim=True)
+    # 1, not the smallest float, for an empty slice: 1/tiny times a large output gradient overflows to
+    # inf, and inf * 0 is a NaN gradient (the contract asks for zero gradients there)
+    return e / torch.where(total > 0, total, torch.ones_like(total))
