@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.compare import difference
-from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault
+from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
@@ -239,7 +239,7 @@ def their(grade, name, *args, **kwargs):
 
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
-          helper_mistakes: Iterable[Candidate] = ()) -> Exception | None:
+          helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
@@ -247,8 +247,16 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the mistake is the helper's,
     named with the mistake in it (from ``helper_mistakes``, or inf/NaN) if one explains it: under the
     cascade policy "once" (the default) the case keeps its points (:class:`RightGivenHelper`), under
-    "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's."""
+    "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's.
+
+    A :class:`GradientFailure` (right output, wrong or failed gradients) is judged on the gradients
+    given the student's helper, which needs ``chain = (inputs, before, after, helper_kwargs)``: the
+    exercise's differentiated inputs, ``before(*inputs)`` the helper's arguments and ``after(h,
+    *inputs)`` the output from the helper's result ``h`` (see :func:`composed_gradients`)."""
     import torch
+
+    if isinstance(failure, GradientFailure):
+        return _blame_gradients(grade, failure, helper, chain) if chain else None
 
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or matches(grade, theirs, right):
         return None
@@ -263,6 +271,86 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple) -> Exception | None:
+    """The helper at fault for a right output's wrong gradients when the exercise's gradients are those
+    of the right computation through the student's own helper (both failing to compute them, or both
+    the same, NaN included), and the helper's differ from the right ones."""
+    inputs, before, after, kwargs = chain
+    theirs, their_error = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out,
+                                             student=True)
+    right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False)
+    got = failure.reply
+    if their_error or got.grad_error:
+        if not (their_error and got.grad_error):
+            return None
+        detail = "computing gradients through it fails on this case's inputs"
+    else:
+        ours = [got.grads[i] if got.grads and i < len(got.grads) else None for i in range(len(theirs))]
+        if any((a is None) != (b is None) or (a is not None and not matches(grade, a, b)) for a, b in zip(ours, theirs)):
+            return None
+        if all(a is None or matches(grade, a, b) for a, b in zip(theirs, right)):
+            return None  # the helper gives right gradients: this exercise's gradients are its own
+        detail = "its gradients are wrong on this case's inputs"
+    return helper_at_fault(grade, failure, helper, detail)
+
+
+def composed_gradients(grade, helper: str, inputs, before: Callable, after: Callable, kwargs: dict, grad_out,
+                       student: bool):
+    """The gradients, with respect to ``inputs`` (the exercise's tensor arguments, in order; None for one
+    not floating-point), of ``after(helper(*before(*inputs)), *inputs)`` sent ``grad_out``: ``before``
+    and ``after`` differentiated here, the helper the student's own (run in their worker on detached
+    arguments and sent the gradient of its result) or, with ``student=False``, the reference's.
+    ``(grads, None)``, or ``(None, error)`` when the student's helper fails to compute its gradients."""
+    import torch
+
+    leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    live = [x for x in leaves if x.requires_grad]
+    with torch.enable_grad():
+        args = before(*leaves)
+        args = args if isinstance(args, tuple) else (args,)
+        detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        if student:
+            h = grade.call(helper, *detached, **kwargs).out
+        else:
+            h = getattr(grade.ref, helper)(*_to(detached, grade.device), **kwargs).detach().cpu()
+        h = h.detach().to(args[0].dtype).requires_grad_()
+        out = after(h, *leaves)
+        upstream, *direct = torch.autograd.grad(out, [h, *live], grad_out.to(out.dtype), allow_unused=True)
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    trainable = [i for i in tensors if args[i].requires_grad]
+    back = [None] * len(live)
+    if upstream is not None and trainable:
+        if student:
+            try:  # on arguments that require gradients (an in-place change of one may raise at once)
+                reply = grade.call(helper, *detached, grad_out=upstream,
+                                   grad_args=[tensors.index(i) for i in trainable], **kwargs)
+            except StudentFault as fault:
+                return None, fault.message
+            if reply.grad_error:
+                return None, reply.grad_error
+            helper_grads = [reply.grads[tensors.index(i)] if reply.grads else None for i in trainable]
+        else:
+            moved = [a.requires_grad_(i in trainable) if isinstance(a, torch.Tensor) else a
+                     for i, a in enumerate(_to(detached, grade.device))]
+            with torch.enable_grad():
+                result = getattr(grade.ref, helper)(*moved, **kwargs)
+                helper_grads = torch.autograd.grad(result, [moved[i] for i in trainable],
+                                                   upstream.to(result.device, result.dtype), allow_unused=True)
+        present = [(args[i], g.cpu()) for i, g in zip(trainable, helper_grads) if g is not None]
+        if present:
+            with torch.enable_grad():
+                back = torch.autograd.grad([a for a, _ in present], live, [g.to(a.dtype) for a, g in present],
+                                           allow_unused=True)
+    summed = iter(d if b is None else (b if d is None else d + b) for d, b in zip(direct, back))
+    return [next(summed) if x.requires_grad else None for x in leaves], None
+
+
+def _to(values, device):
+    import torch
+
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None):

@@ -22,7 +22,7 @@ import pytest
 
 from grader.compare import difference, manual_seed, shape_str
 from grader.forbidden import forbidden_operations
-from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault, explained  # noqa: F401 - for suites
+from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained  # noqa: F401 - for suites
 from grader.recording import NotReplayable
 from grader.protocol import HandleRef, flatten, sent_from
 
@@ -200,10 +200,21 @@ class Grade:
             reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
             self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=widened + slack, carry=True)
             if grad:
-                self._expect_grads(reply, ref_grads, name, slack=grad_slack)
+                try:
+                    self._expect_grads(reply, ref_grads, name, slack=grad_slack)
+                except (CheckFailed, StudentFault) as problem:
+                    self._blame_gradients(problem, reply, grad_out, root_cause)
             return reply.out
 
         return diagnosed(self, check, mistakes, explain, right, root_cause)
+
+    def _blame_gradients(self, problem, reply, grad_out, root_cause):
+        """A gradient failure on a right output, judged given the student's own helper: ``root_cause``
+        sees a GradientFailure and may blame the helper (see grader.diagnose.blame's ``chain``)."""
+        if root_cause is None or self.replaying:
+            raise problem
+        blamed = root_cause(GradientFailure(problem, reply, grad_out), reply.out)
+        raise (blamed or problem) from None
 
     def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True):
         """The room a correct answer needs beyond the dtype's tolerance, from the problem itself: for the

@@ -29,6 +29,19 @@ class RightGivenHelper(Exception):
         self.message = message
 
 
+class GradientFailure(CheckFailed):
+    """A case whose output is right but whose gradients are not, or could not be computed: ``problem``
+    is that failure (a CheckFailed, or the StudentFault of a backward pass that raised), ``reply`` the
+    student's reply (its ``grads``, ``grad_error``) and ``grad_out`` the gradient sent back through the
+    output, so that :func:`grader.diagnose.blame` can judge the gradients given the student's helper."""
+
+    def __init__(self, problem: Exception, reply, grad_out):
+        super().__init__(getattr(problem, "message", str(problem)), out=reply.out)
+        self.problem = problem
+        self.reply = reply
+        self.grad_out = grad_out
+
+
 class StudentFault(Exception):
     """The student's code raised, timed out, crashed or used a forbidden operation."""
 

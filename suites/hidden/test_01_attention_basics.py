@@ -34,9 +34,11 @@ def simple_attention_root_cause(grade, x):
 
     def root_cause(failure, out):
         return diagnose.blame(grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1),
-                              weights, lambda w: w @ x, mistaken.softmax_mistakes(scores, -1)) or \
+                              weights, lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
+                              chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1})) or \
             diagnose.blame(grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x),
-                           scores, lambda s: mistaken.safe_softmax(s) @ x)
+                           scores, lambda s: mistaken.safe_softmax(s) @ x,
+                           chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {}))
     return root_cause
 
 

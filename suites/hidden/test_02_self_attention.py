@@ -61,7 +61,8 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
         right_weights = right_attention(q, k, None, mask)
         blamed = diagnose.blame(grade, failure, out, "attention_weights",
                                 diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
-                                lambda w: w @ v, attention_mistakes(q, k, None, mask))
+                                lambda w: w @ v, attention_mistakes(q, k, None, mask),
+                                chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs))
         if blamed or not via_sdpa:
             return blamed
         return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",

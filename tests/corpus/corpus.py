@@ -31,6 +31,7 @@ USES = {
     "renormalize_causal_weights": {"causal_mask"},
     "causal_padding_mask": {"causal_mask", "padding_mask"},
     "CausalAttention": {"causal_mask"},
+    "MultiHeadAttentionWrapper": {"CausalAttention", "causal_mask"},
     "MultiHeadAttention": {"split_heads", "merge_heads"},
     "FusedQKVAttention": {"split_qkv", "merge_heads"},
     "CachedMultiHeadAttention": {"sliding_window_mask"},
@@ -61,17 +62,20 @@ def _entry(path: Path, misconception: str | None) -> Entry:
     return Entry(path, exercise, misconception, source)
 
 
-def mistakes() -> list[Entry]:
-    return [_entry(p, p.parent.name) for p in sorted((HERE / "mistakes").glob("*/*.py"))]
+def mistakes(root: Path = HERE) -> list[Entry]:
+    """Mistakes a catalogue id names (``mistakes/<id>/``; ``mistakes/unnamed/`` is left to ``unnamed``)."""
+    return [_entry(p, p.parent.name) for p in sorted((root / "mistakes").glob("*/*.py")) if p.parent.name != "unnamed"]
 
 
-def unnamed() -> list[Entry]:
-    """Mistakes no catalogue id describes: they must lose points and be given no id."""
-    return [_entry(p, None) for p in sorted((HERE / "unnamed").glob("*.py"))]
+def unnamed(root: Path = HERE) -> list[Entry]:
+    """Mistakes no catalogue id describes: they must lose points and be given no id (``unnamed/``, or
+    ``mistakes/unnamed/`` as a blind corpus lays them out)."""
+    paths = sorted((root / "unnamed").glob("*.py")) + sorted((root / "mistakes" / "unnamed").glob("*.py"))
+    return [_entry(p, None) for p in paths]
 
 
-def correct() -> list[Entry]:
-    return [_entry(p, None) for p in sorted((HERE / "correct").glob("*.py"))]
+def correct(root: Path = HERE) -> list[Entry]:
+    return [_entry(p, None) for p in sorted((root / "correct").glob("*.py"))]
 
 
 def splice(module_text: str, snippet: str) -> str:
@@ -122,17 +126,23 @@ def batches(entries: list[Entry], course) -> list[tuple[str, list[Entry]]]:
     runs: list[tuple[str, list[Entry]]] = []
     for entry in entries:
         assignment = assignment_of(course, entry.exercise)
-        touched = {entry.exercise} | USES.get(entry.exercise, set())
+        touched = _touched(entry, course.assignment(assignment).exercises)
         for run_assignment, run in runs:
             if run_assignment != assignment:
                 continue
-            theirs = set().union(*({e.exercise} | USES.get(e.exercise, set()) for e in run))
+            theirs = set().union(*(_touched(e, course.assignment(assignment).exercises) for e in run))
             if entry.exercise not in theirs and not (touched & {e.exercise for e in run}):
                 run.append(entry)
                 break
         else:
             runs.append((assignment, [entry]))
     return runs
+
+
+def _touched(entry: Entry, exercises) -> set[str]:
+    """The entry's exercise, those its reference uses, and those of the assignment its own code names."""
+    named = {n.id for n in ast.walk(ast.parse(entry.source)) if isinstance(n, ast.Name)}
+    return {entry.exercise} | USES.get(entry.exercise, set()) | (named & set(exercises))
 
 
 def assignment_of(course, exercise: str) -> str:
