@@ -103,12 +103,12 @@ def _collateral(entries, results) -> list[str]:
     runs: dict[int, tuple[object, set[str]]] = {}
     for entry in entries:
         assignment = results[entry.name][1]
-        runs.setdefault(id(assignment), (assignment, set()))[1].add(entry.exercise)
+        runs.setdefault(id(assignment), (assignment, {}))[1][entry.exercise] = entry.name
     lines = []
     for assignment, touched in runs.values():
         for exercise in assignment.exercises:
             if exercise.name not in touched and exercise.status != "passed":
-                lines.append(f"{exercise.name} lost points beside {sorted(touched)}: {exercise.status} "
+                lines.append(f"{exercise.name} lost points beside {sorted(touched.values())}: {exercise.status} "
                              f"{exercise.feedback.splitlines()[0][:200] if exercise.feedback else ''}")
     return lines
 

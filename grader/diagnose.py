@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.compare import difference
-from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault
+from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
@@ -87,9 +87,16 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
     exercise (see :func:`blame`)."""
     try:
         return check()
+    except StudentFault as fault:
+        raise raised(grade, fault, root_cause) from None
     except CheckFailed as failure:
-        if failure.misconceptions:
+        if failure.fault is not None:  # a crash that names a mistake: the helper's, when it raises so too
+            raise raised(grade, failure.fault, root_cause, failure) from None
+        if failure.misconceptions and not (failure.misconceptions == ("wrong-dtype",) and failure.out is not None
+                                           and root_cause is not None and not grade.replaying):
             raise
+        if failure.misconceptions:  # a dtype right given the student's own helper is the helper's mistake
+            raise root_cause(failure, failure.out) or failure from None
         out = failure.out
         if out is None:
             if rerun is None:
@@ -108,6 +115,15 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
         except NotReplayable:  # a replayed run has no reference to compute it with
             right_out = None
         raise name_mistake(grade, failure, out, candidates, right_out) from None
+
+
+def raised(grade, fault: StudentFault, root_cause: Callable | None, named: CheckFailed | None = None) -> Exception:
+    """What a raise of the student's code gives: the helper's mistake when the right computation on the
+    student's own helper raises the same way (``root_cause`` sees a RaisedFailure), else the fault (or
+    ``named``, the failure that names the mistake the crash shows)."""
+    if root_cause is None or grade.replaying or fault.kind != "error" or not fault.exception:
+        return named or fault
+    return root_cause(RaisedFailure(fault), None) or named or fault
 
 
 def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_out: set | None = None):
@@ -230,12 +246,23 @@ UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answ
                                 "or an all -inf slice gave 0/0")
 
 
+class Raised:
+    """What the student's helper did instead of returning: it raised ``exception`` (a type's name)."""
+
+    def __init__(self, exception: str | None, message: str):
+        self.exception = exception
+        self.message = message
+
+
 def their(grade, name, *args, **kwargs):
-    """The student's ``name(*args)``, or None when it cannot be had (not written, or it raised)."""
+    """The student's ``name(*args)``; a :class:`Raised` when it raised; None when it cannot be had
+    otherwise (not written, timed out, forbidden)."""
     try:
         return grade.call(name, *args, **kwargs).out
-    except (StudentFault, CheckFailed):
-        return None
+    except StudentFault as fault:
+        return Raised(fault.exception, fault.message) if fault.kind == "error" and fault.exception else None
+    except CheckFailed as failure:
+        return Raised(failure.fault.exception, failure.fault.message) if failure.fault is not None else None
 
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
@@ -257,18 +284,52 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
 
     if isinstance(failure, GradientFailure):
         return _blame_gradients(grade, failure, helper, chain) if chain else None
-
-    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or matches(grade, theirs, right):
+    if isinstance(failure, RaisedFailure):
+        return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or _right(grade, theirs, right):
         return None
     with torch.no_grad():
-        try:
-            again = composed(theirs.to(right.device, right.dtype))
-        except RuntimeError:
+        try:  # the student's helper's result as it is, dtype included: what their own exercise was given
+            again = composed(theirs.to(right.device))
+        except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
             return None
-    if not matches(grade, out, again):
+    if not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
         return None
     # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
     found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
+    misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
+    return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def _right(grade, theirs, right) -> bool:
+    return theirs.dtype == right.dtype and matches(grade, theirs, right)
+
+
+def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, composed: Callable,
+                  helper_mistakes: Iterable[Candidate]) -> Exception | None:
+    """The helper at fault for the student's code raising, when it raises the same way itself on this
+    case's inputs, or when the right computation raises the same way on the helper's wrong result."""
+    import torch
+
+    kind = failure.fault.exception
+    if isinstance(theirs, Raised):
+        if theirs.exception != kind:
+            return None
+        return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or _right(grade, theirs, right):
+        return None
+    with torch.no_grad():
+        try:
+            composed(theirs.to(right.device))
+        except Exception as exc:  # noqa: BLE001 - the right computation fails on the helper's result
+            if type(exc).__name__ != kind:
+                return None
+        else:
+            return None
+    if theirs.dtype != right.dtype:
+        return helper_at_fault(grade, failure, helper, f"it returns {str(theirs.dtype).replace('torch.', '')}, not "
+                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype")
+    found = first_match(grade, theirs, helper_mistakes, right)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
 

@@ -260,9 +260,23 @@ class Grade:
         the cascade policy "once", one right given the student's own helper (``root_cause(failure,
         out)``, as for grader.diagnose.diagnosed)."""
         expected, _, _, _ = self._reference(name, args, kwargs, False)
-        reply = self.call(name, *args, measure=True, **kwargs)
+        reply = self._call_blaming(root_cause, name, *args, measure=True, **kwargs)
         self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
         return reply
+
+    def _call_blaming(self, root_cause, target, *args, **kwargs) -> Reply:
+        """:meth:`call`; should the student's code raise, the raise is their helper's when the right
+        computation on that helper raises the same way (grader.diagnose.raised)."""
+        from grader.diagnose import raised
+
+        try:
+            return self.call(target, *args, **kwargs)
+        except StudentFault as fault:
+            raise raised(self, fault, root_cause) from None
+        except CheckFailed as failure:
+            if failure.fault is None:
+                raise
+            raise raised(self, failure.fault, root_cause, failure) from None
 
     def expect_right(self, reply: Reply, expected, what: str, root_cause=None) -> None:
         """:meth:`expect`, except that an output right given the student's own faulty helper passes
@@ -373,7 +387,7 @@ class Grade:
         try:
             Grade._expect(self, reply, expected, what, slack)
         except CheckFailed as failure:
-            if carry and failure.out is None and not failure.misconceptions:
+            if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):
                 failure.out = reply.out
             raise
 
@@ -622,7 +636,7 @@ class ModulePair:
     def measured(self, *args, root_cause=None) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
         expected = self.reference(*args)
-        reply = self.grade.call(self.handle, *args, label=self.name, measure=True)
+        reply = self.grade._call_blaming(root_cause, self.handle, *args, label=self.name, measure=True)
         self.grade.expect_right(reply, expected, f"{self.what} forward{_signature(args, {})}", root_cause)
         return reply
 

@@ -17,6 +17,7 @@ class CheckFailed(AssertionError):
         self.out = out
         self.ruled_out: tuple[str, ...] = ()  # ids this case contradicts (grader.diagnose.first_match)
         self.unexplained = message  # the message without the explanation of a mistake named
+        self.fault = None  # the StudentFault a named crash came from (``explained``)
 
 
 class RightGivenHelper(Exception):
@@ -42,6 +43,16 @@ class GradientFailure(CheckFailed):
         self.grad_out = grad_out
 
 
+class RaisedFailure(CheckFailed):
+    """A case on which the student's code raised (``fault``, a StudentFault naming the exception's
+    type), handed to a root cause: the same raise from the right computation on the student's own
+    helper is the helper's mistake (see :func:`grader.diagnose.blame`)."""
+
+    def __init__(self, fault):
+        super().__init__(fault.message)
+        self.fault = fault
+
+
 class StudentFault(Exception):
     """The student's code raised, timed out, crashed or used a forbidden operation."""
 
@@ -59,7 +70,9 @@ _VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 def explained(fault: StudentFault) -> Exception:
     """A crash whose error says which mistake caused it becomes a failure that names it."""
     if fault.kind == "error" and _VIEW_ERROR in fault.message:
-        return CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for a "
-                           "non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
-                           + fault.message, ("view-on-non-contiguous",))
+        failure = CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
+                              "a non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
+                              + fault.message, ("view-on-non-contiguous",))
+        failure.fault = fault
+        return failure
     return fault

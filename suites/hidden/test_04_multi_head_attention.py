@@ -192,16 +192,24 @@ def expect_deterministic_eval(grade, pair, x, root_cause=None):
     """In eval mode the output is the reference's (no dropout), and the same on every call
     (``root_cause`` as for module_same: the student's own helper, when the output is right given it)."""
     pair.train(False)
-    first = pair.call(x).out
-    second = pair.call(x).out
+
+    def same():
+        if root_cause is None:
+            pair.same(x)
+        else:
+            module_same(grade, pair, x, root_cause=root_cause)
+
+    try:
+        first = pair.call(x).out
+        second = pair.call(x).out
+    except (StudentFault, CheckFailed):
+        same()  # the raise judged there: a helper's, when the right computation raises so on its result
+        raise
     if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
             and not torch.equal(first.nan_to_num(), second.nan_to_num()):  # NaN twice is no dropout
         raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
                           "dropout must only act in training mode", ("dropout-in-eval",))
-    if root_cause is None:
-        pair.same(x)
-    else:
-        module_same(grade, pair, x, root_cause=root_cause)
+    same()
 
 
 # --- MultiHeadAttentionWrapper ------------------------------------------------------------------------
@@ -412,8 +420,9 @@ def split_merge_root_cause(grade, pair, x, seed):
                 return ref.out_proj(attended.transpose(1, 2).reshape(batch, tokens, d_out))
 
             theirs = [diagnose.their(grade, "split_heads", p.cpu(), heads) for p in projected]
-            if all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
-                blamed = diagnose.blame(grade, failure, out, "split_heads", torch.stack(theirs), split,
+            raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
+            if raised or all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+                blamed = diagnose.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
                                         attend_and_merge,
                                         [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
                                           lambda: projected.reshape(3, batch, heads, tokens, d_out // heads))])
@@ -570,9 +579,10 @@ def fused_root_cause(grade, pair, x, seed):
             attended = mistaken.attend(parts[0], parts[1], parts[2], scale=ref.scale)
             both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
             theirs = [diagnose.their(grade, "merge_heads", t.cpu()) for t in both]
-            if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+            raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
+            if raised is None and not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
                 return None
-            return diagnose.blame(grade, failure, out, "merge_heads", torch.stack(theirs),
+            return diagnose.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs),
                                   both.transpose(2, 3).reshape(2, batch, tokens, chan),
                                   lambda merged: ref.proj(merged[0]) + merged[1],
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",

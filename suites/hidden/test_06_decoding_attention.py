@@ -156,13 +156,19 @@ def heads(x, num_heads):
     return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]
 
 
-def projected(ref, prefix, size):
+def projected(ref, prefix, size, cached=None):
     """The reference's queries of the last ``size`` tokens of ``prefix`` and keys and values of all of it:
-    [B, H, size, hd] and [B, G, T_prefix, hd] twice."""
+    [B, H, size, hd] and [B, G, T_prefix, hd] twice. ``cached``: the keys and values the reference's
+    cache held before this chunk (computed with earlier weights), in place of the earlier tokens'."""
     num_heads = ref.num_heads
     groups = getattr(ref, "num_kv_groups", num_heads)
-    return (heads(ref.W_query(prefix[:, -size:]), num_heads), heads(ref.W_key(prefix), groups),
-            heads(ref.W_value(prefix), groups))
+    queries = heads(ref.W_query(prefix[:, -size:]), num_heads)
+    if cached is None:
+        return queries, heads(ref.W_key(prefix), groups), heads(ref.W_value(prefix), groups)
+    chunk = prefix[:, -size:]
+    keys = torch.cat([cached[0], heads(ref.W_key(chunk), groups)], dim=2)[:, :, -prefix.shape[1]:]
+    values = torch.cat([cached[1], heads(ref.W_value(chunk), groups)], dim=2)[:, :, -prefix.shape[1]:]
+    return queries, keys, values
 
 
 def attend_masked(ref, queries, keys, values, hidden, seed=None, scale=None):
@@ -194,16 +200,16 @@ def attention_of(ref, prefix, size, *, q_start, k_start=None, window=None, tiled
                          scale=scale)
 
 
-def repeat_kv_root_cause(grade, pair, x, start, size, seed=None):
+def repeat_kv_root_cause(grade, pair, x, start, size, seed=None, cached=None):
     """GroupedQueryAttention right but for the student's own repeat_kv (cascade "once": its points kept)."""
     def root_cause(failure, out):
         ref, prefix = pair.ref, x[:, :start + size].to(grade.device)
         with torch.no_grad():
-            queries, keys, values = projected(ref, prefix, size)
+            queries, keys, values = projected(ref, prefix, size, cached)
             group_size = queries.shape[1] // keys.shape[1]
             theirs_k = diagnose.their(grade, "repeat_kv", keys.cpu(), group_size)
             theirs_v = diagnose.their(grade, "repeat_kv", values.cpu(), group_size)
-        if theirs_v is None:
+        if not isinstance(theirs_v, torch.Tensor):
             return None
         theirs_v = theirs_v.to(grade.device, values.dtype)
         return diagnose.blame(
@@ -214,7 +220,7 @@ def repeat_kv_root_cause(grade, pair, x, start, size, seed=None):
     return root_cause
 
 
-def window_mask_root_cause(grade, pair, x, start, size, seed=None):
+def window_mask_root_cause(grade, pair, x, start, size, seed=None, cached=None):
     """A windowed or causal class right but for the student's own sliding_window_mask."""
     def root_cause(failure, out):
         ref, window = pair.ref, design(pair)[2]
@@ -223,7 +229,7 @@ def window_mask_root_cause(grade, pair, x, start, size, seed=None):
         k_start = start + size - num_keys
         theirs = diagnose.their(grade, "sliding_window_mask", size, num_keys, window, start, k_start)
         with torch.no_grad():
-            queries, keys, values = projected(ref, prefix, size)
+            queries, keys, values = projected(ref, prefix, size, cached)
             group_size = queries.shape[1] // keys.shape[1]
             keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
             right = window_mask(size, num_keys, window, start, k_start)
@@ -235,12 +241,13 @@ def window_mask_root_cause(grade, pair, x, start, size, seed=None):
     return root_cause
 
 
-def helper_faults(grade, pair, x, start, size, seed=None):
+def helper_faults(grade, pair, x, start, size, seed=None, cached=None):
     """The chunk x[:, start:start+size] right but for the student's own sliding_window_mask, or (GQA)
-    repeat_kv: the first of these root causes that explains the output (cascade "once")."""
-    causes = [window_mask_root_cause(grade, pair, x, start, size, seed)]
+    repeat_kv: the first of these root causes that explains the output (cascade "once"). ``cached``:
+    the reference's cache before the chunk, when the weights changed since (see :func:`projected`)."""
+    causes = [window_mask_root_cause(grade, pair, x, start, size, seed, cached)]
     if pair.name == GQA:
-        causes.append(repeat_kv_root_cause(grade, pair, x, start, size, seed))
+        causes.append(repeat_kv_root_cause(grade, pair, x, start, size, seed, cached))
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
@@ -285,9 +292,12 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True):
     ``recomputed=False`` where the usual mistakes cannot be recomputed from the inputs (the weights
     changed since the cached tokens came)."""
     found = [*chunk_mistakes(pair, x, start, size)] if recomputed else []
+    cached = None
+    if not recomputed and not grade.replaying and pair.ref.cache_k is not None:  # the reference's, as computed
+        cached = (pair.ref.cache_k.clone(), pair.ref.cache_v.clone())
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
-                  root_cause=helper_faults(grade, pair, x, start, size))
+                  root_cause=helper_faults(grade, pair, x, start, size, cached=cached))
 
 
 def decoded(grade, pair, x, chunks, also=lambda start, size: ()):

@@ -122,7 +122,7 @@ def _start(node) -> int:
 
 def batches(entries: list[Entry], course) -> list[tuple[str, list[Entry]]]:
     """Entries packed into grading runs: per assignment, no two entries on one exercise or on an
-    exercise that uses the other's."""
+    exercise that uses the other's, nor two that one exercise uses."""
     runs: list[tuple[str, list[Entry]]] = []
     for entry in entries:
         assignment = assignment_of(course, entry.exercise)
@@ -131,12 +131,18 @@ def batches(entries: list[Entry], course) -> list[tuple[str, list[Entry]]]:
             if run_assignment != assignment:
                 continue
             theirs = set().union(*(_touched(e, course.assignment(assignment).exercises) for e in run))
-            if entry.exercise not in theirs and not (touched & {e.exercise for e in run}):
+            # and no exercise uses two of a run's entries (it would be wrong but for two helpers at once)
+            shared = _users(entry.exercise) & set().union(*(_users(e.exercise) for e in run))
+            if entry.exercise not in theirs and not (touched & {e.exercise for e in run}) and not shared:
                 run.append(entry)
                 break
         else:
             runs.append((assignment, [entry]))
     return runs
+
+
+def _users(exercise: str) -> set[str]:
+    return {user for user, used in USES.items() if exercise in used}
 
 
 def _touched(entry: Entry, exercises) -> set[str]:

@@ -153,3 +153,21 @@ def test_a_mistake_no_id_describes_loses_points_and_gets_no_name(course, grader,
         exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / str(seed), seed=seed)[entry.name]
         assert exercise.score < exercise.max_score
         assert exercise.misconceptions == [], exercise.feedback
+
+
+# a helper's mistake that shows in the exercises using it as a raise, a dtype, a gradient that cannot be
+# computed, or a cached call after the weights changed: each is charged in the helper's exercise only
+ONCE = ["wrong-dtype/float_mask", "input-mutated/shift_in_place", "view-on-non-contiguous/merge_transpose_view",
+        "cache-position-not-advanced/window_mask_triu_from_origin"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ONCE)
+def test_a_helper_mistake_costs_once_however_it_shows_in_the_exercises_using_it(course, grader, tmp_path, name):
+    entry = next(e for e in corpus.mistakes() if e.name == name)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=5)[entry.name]
+    assert exercise.score < exercise.max_score and entry.misconception in exercise.misconceptions
+    others = [e for e in assignment.exercises if e.name != entry.exercise]
+    assert all(e.status == "passed" for e in others), [(e.name, e.feedback[:300]) for e in others if e.status != "passed"]
+    users = [e for e in others if f"given your {entry.exercise}" in e.feedback]
+    assert users, "no exercise of the assignment uses the helper: the case shows nothing"
