@@ -312,7 +312,7 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     import torch
 
     kind = failure.fault.exception
-    if isinstance(theirs, Raised):
+    if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
         if theirs.exception != kind:
             return None
         return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")

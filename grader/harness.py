@@ -171,7 +171,7 @@ class Grade:
                 called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
                 fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
                                      fault.exception)
-            raise explained(fault) from None
+            raise explained(fault, function=isinstance(target, str)) from None
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
@@ -400,9 +400,13 @@ class Grade:
             raise CheckFailed(f"{what} modified its input in place (argument {reply.mutated[0] + 1}); "
                               "compute a new tensor instead", ("input-mutated",))
         out = reply.out
-        if isinstance(out, torch.Tensor) and isinstance(expected, torch.Tensor) and out.dtype != expected.dtype:
-            raise CheckFailed(f"{what}: the output has dtype {out.dtype}, expected {expected.dtype} "
-                              "(outputs keep the input's dtype)", ("wrong-dtype",))
+        pairs = list(zip(out, expected)) if isinstance(out, tuple) and isinstance(expected, tuple) \
+            and len(out) == len(expected) else [(out, expected)]
+        for index, (o, e) in enumerate(pairs):
+            if isinstance(o, torch.Tensor) and isinstance(e, torch.Tensor) and o.dtype != e.dtype:
+                which = f"output[{index}]" if len(pairs) > 1 or isinstance(out, tuple) else "output"
+                raise CheckFailed(f"{what}: the {which} has dtype {o.dtype}, expected {e.dtype} "
+                                  "(outputs keep the input's dtype)", ("wrong-dtype",))
         tolerance = self.tolerance(expected)
         tolerance = _widen(tolerance, slack, expected)
         problem = difference(out, expected, tolerance, "the output")
@@ -617,8 +621,11 @@ class ModulePair:
         self.grade.student.request({"op": "mode", "handle": self.handle.id, "train": mode})
         return self
 
-    def call(self, *args, seed=None, grad_out=None, **kwargs) -> Reply:
-        return self.grade.call(self.handle, *args, seed=seed, grad_out=grad_out, label=self.name, **kwargs)
+    def call(self, *args, seed=None, grad_out=None, root_cause=None, **kwargs) -> Reply:
+        """forward(*args, **kwargs) of the student's instance; with ``root_cause``, a raise is judged
+        given the student's own helpers (Grade._call_blaming)."""
+        return self.grade._call_blaming(root_cause, self.handle, *args, seed=seed, grad_out=grad_out,
+                                        label=self.name, **kwargs)
 
     def method(self, name: str, *args):
         """Call the method ``name`` (``reset_cache``) of both instances; the student's result."""

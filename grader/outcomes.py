@@ -67,8 +67,20 @@ class StudentFault(Exception):
 _VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 
 
-def explained(fault: StudentFault) -> Exception:
-    """A crash whose error says which mistake caused it becomes a failure that names it."""
+# the error PyTorch raises for an in-place operation on a tensor the grader asked gradients for: in a
+# function's call, only its inputs are such leaves
+_LEAF_ERROR = "leaf Variable that requires grad is being used in an in-place operation"
+
+
+def explained(fault: StudentFault, function: bool = False) -> Exception:
+    """A crash whose error says which mistake caused it becomes a failure that names it (``function``:
+    the call was a function's, whose only leaves that require gradients are its inputs)."""
+    if function and fault.kind == "error" and _LEAF_ERROR in fault.message:
+        failure = CheckFailed("your code modifies its input in place (PyTorch refuses that for an input whose "
+                              "gradients are asked for); compute a new tensor instead. Your code raised:\n"
+                              + fault.message, ("input-mutated",))
+        failure.fault = fault
+        return failure
     if fault.kind == "error" and _VIEW_ERROR in fault.message:
         failure = CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
                               "a non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"

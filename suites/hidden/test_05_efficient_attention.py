@@ -93,7 +93,7 @@ def test_online_softmax_minus_infinity(grade):
     x[1] = float("-inf")  # a row with nothing visible: all zeros, never NaN
     x[2, :4] = float("-inf")  # the first block all hidden, the rest visible
     x[3, 4:8] = float("-inf")  # a hidden block in the middle
-    online_softmax_same(grade, x, 4)
+    online_softmax_same(grade, x, 4, grad=True)  # zero gradients where every entry is hidden, never NaN
 
 
 @exercise("online_softmax", weight=2)
@@ -101,6 +101,11 @@ def test_online_softmax_walks_over_blocks(grade):
     """The statistics are gathered block by block: more blocks, more steps (the lesson's loop over blocks)."""
     x = grade.randn(2, 64)
     one_block = grade.measured("online_softmax", x, 64).ops
+    short = grade.measured("online_softmax", x[:, :8], 64).ops
+    if one_block > short:  # one block either way: the steps may not grow with the row's length
+        raise CheckFailed(f"online_softmax made {short} torch operations on rows of 8 but {one_block} on rows of 64, "
+                          "both in one block: a Python loop over the entries; work on each block as a whole "
+                          "tensor (its maximum, the sum of its exponentials)", ("not-vectorised",))
     many_blocks = grade.measured("online_softmax", x, 4).ops
     if many_blocks <= one_block:
         raise CheckFailed(f"online_softmax made {many_blocks} torch operations with 16 blocks of 4 but "
@@ -210,11 +215,13 @@ def test_flash_non_contiguous(grade):
 
 
 @exercise("flash_attention", weight=10)
-def test_flash_memory_bound(grade):
-    """Tq = Tk = 1024, block_size 64: no intermediate tensor may hold Tq*Tk/4 elements or more."""
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_memory_bound(grade, causal):
+    """Tq = Tk = 1024, block_size 64: no intermediate tensor may hold Tq*Tk/4 elements or more (a whole
+    [Tq, Tk] causal mask neither)."""
     tokens, dim = 1024, 64
     q, k, v = grade.randn(tokens, dim), grade.randn(tokens, dim), grade.randn(tokens, dim)
-    reply = grade.call("flash_attention", q, k, v, block_size=64, measure=True)
+    reply = grade.call("flash_attention", q, k, v, block_size=64, causal=causal, measure=True)
     limit = tokens * tokens // 4
     if reply.max_numel >= limit:
         raise CheckFailed(f"flash_attention(<[1024, 64]> x 3, block_size=64): the largest intermediate tensor had "
@@ -222,8 +229,24 @@ def test_flash_memory_bound(grade):
                           "score matrix); the full score matrix must never be built: work on "
                           "[block_size, block_size] tiles of it with the online-softmax rescaling")
     # the reference in three matrix products: here, outside the student's worker, the full matrix is fine
-    expected = _plain_attention(q, k, v, False).to(q.dtype).to(grade.device)
-    grade.expect(reply, expected, "flash_attention(<[1024, 64]> x 3, block_size=64)")
+    expected = _plain_attention(q, k, v, causal).to(q.dtype).to(grade.device)
+    grade.expect(reply, expected, f"flash_attention(<[1024, 64]> x 3, block_size=64, causal={causal})")
+
+
+@exercise("flash_attention", weight=2)
+def test_flash_vectorised_within_a_block(grade):
+    """Inside one block, queries and keys are whole tensors: with every token in one block of 64, the
+    operations may not grow with the number of tokens (one query or key at a time in Python does)."""
+    def ops(tokens):
+        q, k, v = grade.randn(2, tokens, 8), grade.randn(2, tokens, 8), grade.randn(2, tokens, 8)
+        return grade.measured("flash_attention", q, k, v, block_size=64, causal=True,
+                              root_cause=None).ops
+
+    short, long = ops(4), ops(32)
+    if long > short:
+        raise CheckFailed(f"flash_attention made {short} torch operations for 4 tokens but {long} for 32, every "
+                          "token in one block of 64: a Python loop over queries or keys; compute each block's "
+                          "scores as one matrix product", ("not-vectorised",))
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

@@ -115,6 +115,12 @@ def test_repeat_kv(grade, shape, group_size, dtype):
 
 
 @exercise("repeat_kv")
+def test_repeat_kv_non_contiguous(grade):
+    """Keys and values come transposed from [B, T, G, hd], as the classes make them: not contiguous."""
+    repeat_kv_same(grade, grade.randn(2, 5, 2, 4).transpose(1, 2), 3, grad=True)
+
+
+@exercise("repeat_kv")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_repeat_kv_half_precision(grade, dtype):
     grade.needs_cuda()
@@ -131,10 +137,22 @@ def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
 
 def mask_same(grade, *args):
     num_queries, num_keys, window, *starts = args
+    right = window_mask(*args)
+    queries = torch.arange(num_queries)[:, None] + (starts[0] if starts else 0)
+    keys = torch.arange(num_keys)[None, :] + (starts[1] if len(starts) > 1 else 0)
+    mirrored = keys < queries if window is None else (keys < queries) | (keys - queries >= window)
     mistakes = [Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at "
-                        "k_start", lambda: window_mask(num_queries, num_keys, window))]
+                        "k_start", lambda: window_mask(num_queries, num_keys, window)),
+                Mistake("mask-inverted", "your mask is True where a query may look; True means hidden", ~right),
+                Mistake("mask-inverted", "your mask hides the past and shows the tokens after each query: the "
+                        "distance is the query's position minus the key's", mirrored),
+                Mistake("mask-hides-diagonal", "your mask hides each query's own position: a token sees itself",
+                        right | (queries == keys))]
     if window is not None:
         mistakes += [
+            Mistake("mask-not-applied", "your mask is the causal mask alone: the window is not applied (was the "
+                    "result of a non-in-place | or logical_or dropped?)", lambda: window_mask(num_queries, num_keys,
+                                                                                              None, *starts)),
             Mistake("window-off-by-one", "each query sees window + 1 tokens: itself and the window - 1 before it "
                     "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
             Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
@@ -144,10 +162,43 @@ def mask_same(grade, *args):
 
 @exercise("sliding_window_mask", weight=2)
 @pytest.mark.parametrize("args", [(6, 6, 3), (1, 1, 1), (4, 9, 2, 5, 0), (3, 5, 4, 8, 6), (5, 5, None),
-                                  (2, 7, None, 5, 0)],
-                         ids=["T6-W3", "T1-W1", "chunk-at-5", "cached-keys-from-6", "no-window", "no-window-cached"])
+                                  (2, 7, None, 5, 0), (3, 5, None, 6, 0)],
+                         ids=["T6-W3", "T1-W1", "chunk-at-5", "cached-keys-from-6", "no-window", "no-window-cached",
+                              "no-window-keys-far-back"])
 def test_sliding_window_mask(grade, args):
     mask_same(grade, *args)
+
+
+def expect_vectorised(grade, name, short_args, long_args, what):
+    """The operations of ``name`` may not grow from ``short_args`` to ``long_args`` (more tokens), and
+    both outputs are right (grade.measured)."""
+    short = grade.measured(name, *short_args).ops
+    long = grade.measured(name, *long_args).ops
+    if long > short:
+        raise CheckFailed(f"{name} made {short} torch operations for {what[0]} but {long} for {what[1]}: a Python "
+                          "loop over positions; build the whole tensor at once (arange, broadcasting)",
+                          ("not-vectorised",))
+
+
+@exercise("sliding_window_mask")
+def test_sliding_window_mask_vectorised(grade):
+    expect_vectorised(grade, "sliding_window_mask", (4, 4, 2), (32, 40, 2, 8, 0), ("4 x 4 positions", "32 x 40"))
+
+
+@exercise("compute_rope_params")
+def test_rope_params_vectorised(grade):
+    expect_vectorised(grade, "compute_rope_params", (8, 10_000, 8), (8, 10_000, 128),
+                      ("context_length 8", "context_length 128"))
+
+
+@exercise("apply_rope")
+def test_apply_rope_vectorised_and_non_contiguous(grade):
+    """Keys come to apply_rope transposed from [B, T, H, hd], as the classes make them: not contiguous."""
+    angles = rope_angles(8, 10_000, 64)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    x_short, x_long = grade.randn(2, 4, 3, 8).transpose(1, 2), grade.randn(2, 32, 3, 8).transpose(1, 2)
+    expect_vectorised(grade, "apply_rope", (x_short, cos, sin, 2), (x_long, cos, sin, 2), ("4 tokens", "32 tokens"))
+    rope_same(grade, x_long, cos, sin, 5, grad=True)
 
 
 # --- the cached classes --------------------------------------------------------------------------------
@@ -177,7 +228,7 @@ def attend_masked(ref, queries, keys, values, hidden, seed=None, scale=None):
     drawn after seeding with ``seed`` (as the student's call was)."""
     scale = keys.shape[-1] ** -0.5 if scale is None else scale
     scores = (queries @ keys.transpose(2, 3) * scale).masked_fill(
-        hidden.bool().to(queries.device), float("-inf"))  # [B, H, size, Tk]
+        hidden.to(queries.device), float("-inf"))  # [B, H, size, Tk]
     weights = torch.softmax(scores, dim=-1)  # [B, H, size, Tk]
     if ref.training and seed is not None:
         manual_seed(seed)
@@ -209,9 +260,10 @@ def repeat_kv_root_cause(grade, pair, x, start, size, seed=None, cached=None):
             group_size = queries.shape[1] // keys.shape[1]
             theirs_k = diagnose.their(grade, "repeat_kv", keys.cpu(), group_size)
             theirs_v = diagnose.their(grade, "repeat_kv", values.cpu(), group_size)
-        if not isinstance(theirs_v, torch.Tensor):
-            return None
-        theirs_v = theirs_v.to(grade.device, values.dtype)
+        raised = next((t for t in (theirs_k, theirs_v) if isinstance(t, diagnose.Raised)), None)
+        if raised or not isinstance(theirs_v, torch.Tensor):
+            return raised and diagnose.blame(grade, failure, out, "repeat_kv", raised, None, None)
+        theirs_v = theirs_v.to(grade.device)  # in its own dtype, as the student's class was given it
         return diagnose.blame(
             grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
             lambda k: attend_masked(ref, queries, k, theirs_v, window_mask(size, k.shape[2], None, start), seed),
@@ -357,8 +409,8 @@ def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name):
     for number, chunk in enumerate(chunks):
         if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
             before = grade.held_bytes()
-        with torch.no_grad():  # as a decoder generates
-            reply = pair.call(chunk, use_cache=True)
+        with torch.no_grad():  # as a decoder generates (a raise judged given the student's own helpers)
+            reply = pair.call(chunk, use_cache=True, root_cause=helper_faults(grade, pair, x, 16 * number, 16))
     grown = grade.held_bytes() - before
     with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
         expected = attention_of(pair.ref, x.to(grade.device), 16, q_start=48, window=design(pair)[2])
