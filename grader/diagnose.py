@@ -389,6 +389,10 @@ def composed_gradients(grade, helper: str, inputs, before: Callable, after: Call
                                    grad_args=[tensors.index(i) for i in trainable], **kwargs)
             except StudentFault as fault:
                 return None, fault.message
+            except CheckFailed as failure:  # a crash that names a mistake (an input changed in place)
+                if failure.fault is None:
+                    raise
+                return None, failure.fault.message
             if reply.grad_error:
                 return None, reply.grad_error
             helper_grads = [reply.grads[tensors.index(i)] if reply.grads else None for i in trainable]

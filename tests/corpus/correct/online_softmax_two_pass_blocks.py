@@ -1,4 +1,5 @@
-"""online_softmax: running max and sum per block with torch.where guards for -inf."""
+"""online_softmax: running max and sum per block with torch.where guards for -inf (an all -inf row divides
+by 1, not 0/0: a NaN turned into 0 by nan_to_num would still leave a NaN gradient)."""
 import torch
 
 
@@ -12,5 +13,4 @@ def online_softmax(x, block_size):
         s = s * torch.exp(m - safe) + torch.exp(blk - safe.unsqueeze(-1)).sum(dim=-1)
         m = m_new
     safe = torch.where(m == float("-inf"), torch.zeros_like(m), m)
-    out = torch.exp(x - safe.unsqueeze(-1)) / s.unsqueeze(-1)
-    return torch.nan_to_num(out, nan=0.0)
+    return torch.exp(x - safe.unsqueeze(-1)) / torch.where(s > 0, s, torch.ones_like(s)).unsqueeze(-1)
