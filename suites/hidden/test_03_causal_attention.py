@@ -361,7 +361,10 @@ def test_causal_attention_eval_is_deterministic(grade):
 
 @exercise("CausalAttention", weight=1)
 def test_causal_attention_structure(grade):
+    """An nn.Dropout named dropout and the causal mask as a buffer, read from the module the student's
+    process built; the point comes with a right output only (the eval-mode forward on the lesson batch)."""
     pair = grade.module("CausalAttention", 3, 2, 6, 0.1)
+    causal_same(grade, pair.train(False), journey_batch())
     kind = pair.state["modules"].get("dropout")
     if kind != "Dropout":
         raise CheckFailed(f"CausalAttention should have an nn.Dropout named 'dropout', but 'dropout' is "
