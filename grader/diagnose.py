@@ -312,8 +312,11 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     import torch
 
     kind = failure.fault.exception
+    ran = _functions(failure.fault.message)  # the student's own frames the raise went through
+    if not ran:  # raised before any of the student's code ran (nothing defined by that name): its own
+        return None
     if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
-        if theirs.exception != kind:
+        if theirs.exception != kind or helper.split()[0] not in ran:  # it raised inside the helper, called
             return None
         return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or _right(grade, theirs, right):
@@ -332,6 +335,13 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     found = first_match(grade, theirs, helper_mistakes, right)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def _functions(traceback: str) -> set[str]:
+    """The functions of the student's code a traceback (as the worker reports it) went through."""
+    import re
+
+    return set(re.findall(r'File "[^"]*", line \d+, in (\w+)', traceback or ""))
 
 
 def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple) -> Exception | None:

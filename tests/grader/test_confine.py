@@ -114,7 +114,7 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     mode, _ = grader
     found = probe(grader, tmp_path)
     assert found["isolation"] == mode
-    assert found["score"] == 55  # all but its softmax and simple_self_attention, which uses it
+    assert found["score"] == 75  # all but its softmax (simple_self_attention, right but for it, keeps its points)
     secrets = ("solution", "suite", "git", "environ", "kill_grader")
     if mode == "same-user":  # what the README's table says is open without a sandbox, shown to be open
         assert not found["solution"].startswith("refused") and found["kill_grader"] == "None"
