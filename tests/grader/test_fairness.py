@@ -158,7 +158,8 @@ def test_a_mistake_no_id_describes_loses_points_and_gets_no_name(course, grader,
 # a helper's mistake that shows in the exercises using it as a raise, a dtype, a gradient that cannot be
 # computed, or a cached call after the weights changed: each is charged in the helper's exercise only
 ONCE = ["wrong-dtype/float_mask", "input-mutated/shift_in_place", "view-on-non-contiguous/merge_transpose_view",
-        "cache-position-not-advanced/window_mask_triu_from_origin"]
+        "cache-position-not-advanced/window_mask_triu_from_origin", "wrong-dtype/blind_06_repeat_kv_zeros_buffer",
+        "wrong-dtype/blind_06_sliding_window_mask_float_ones", "view-on-non-contiguous/blind_06_repeat_kv_view_merge"]
 
 
 @pytest.mark.slow
