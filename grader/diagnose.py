@@ -81,10 +81,10 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
               explain_output: Callable | None = None, right: Callable | None = None,
               root_cause: Callable | None = None):
     """Run ``check()``; when it fails, name the mistake that explains the student's output: the one
-    the failure carries (``CheckFailed.out``), or else what ``rerun()`` gets again. ``explain_output(out)``
-    may name one from the output alone first, returning ``(misconception, explanation)`` or None;
-    ``right()`` gives the right output; ``root_cause(failure, out)`` may blame a helper from another
-    exercise (see :func:`blame`)."""
+    the failure carries (``CheckFailed.out``), or else what ``rerun()`` gets again. ``root_cause(failure,
+    out)`` may blame a helper from another exercise (see :func:`blame`); if it does not,
+    ``explain_output(out)`` may name one from the output alone, returning ``(misconception, explanation)``
+    or None; ``right()`` gives the right output."""
     try:
         return check()
     except StudentFault as fault:
@@ -105,11 +105,11 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
                 out = rerun()
             except StudentFault:
                 raise failure from None
+        if root_cause is not None and not grade.replaying and (blamed := root_cause(failure, out)):
+            raise blamed from None  # first: a helper's mistake seen again here is the helper's
         if explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
             raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
-        if root_cause is not None and not grade.replaying and (blamed := root_cause(failure, out)):
-            raise blamed from None
         try:
             right_out = right() if right else None
         except NotReplayable:  # a replayed run has no reference to compute it with
@@ -230,6 +230,21 @@ def mentions(fault: StudentFault, size: int) -> bool:
 
     lines = fault.message.strip().splitlines()
     return bool(lines) and re.search(rf"(?<![\w.]){size}(?![\w.])", lines[-1]) is not None
+
+
+def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_when_as_long: Callable):
+    """A crash on ``tokens`` < ``context_length`` tokens that names the context length and goes away
+    with a class built for a context just as long (``runs_when_as_long()`` builds and calls it) is a
+    mask buffer used whole: mask-not-truncated. Otherwise ``fault`` itself."""
+    if fault.kind != "error" or tokens >= context_length or not mentions(fault, context_length):
+        return fault
+    try:
+        runs_when_as_long()
+    except (StudentFault, CheckFailed):
+        return fault
+    return CheckFailed(f"it fails on {tokens} tokens with context_length = {context_length} but runs with "
+                       f"context_length = {tokens}: use only the top-left [:T, :T] corner of the causal mask "
+                       f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
 
 
 def unstable(out, expected) -> bool:

@@ -49,9 +49,10 @@ def simple_attention_same(grade, x, grad=False):
     weights = mistaken.safe_softmax(scores)
     root_cause = simple_attention_root_cause(grade, x)
 
-    grade.same("simple_self_attention", x, grad=grad, right=lambda: weights @ x, root_cause=root_cause, mistakes=[
-        Mistake("softmax-wrong-dim", "your softmax runs over the queries (dim -2), not the keys",
-                lambda: mistaken.safe_softmax(scores, -2) @ x),
+    grade.same("simple_self_attention", x, grad=grad, right=lambda: weights @ x, root_cause=root_cause,
+               explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, weights @ x) else None, mistakes=[
+        *(Mistake(m, what, lambda wrong=wrong: wrong() @ x) for m, what, wrong in mistaken.softmax_mistakes(scores, -1)),
+        Mistake("values-not-used", "your output is the attention weights: multiply them by the inputs", weights),
         Mistake("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
                                "unscaled", lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)])
 
@@ -170,6 +171,14 @@ def test_simple_self_attention_lesson_data(grade):
 @pytest.mark.parametrize("shape", [(1, 3), (9, 4), (2, 5, 3), (2, 2, 64, 8)])
 def test_simple_self_attention_random(grade, dtype, shape):
     simple_attention_same(grade, grade.randn(*shape, dtype=dtype), grad=True)
+
+
+@exercise("simple_self_attention")
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_simple_self_attention_large_scores(grade, dtype):
+    """Scores in the hundreds (a softmax without its maximum subtracted overflows there): the weights,
+    and so the output, are still finite and right."""
+    simple_attention_same(grade, grade.randn(2, 6, 4, dtype=dtype, scale=8.0))
 
 
 @exercise("simple_self_attention", weight=2)

@@ -267,17 +267,9 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
 
 def not_truncated(grade, pair, x, fault):
     """A crash for T < context_length that goes away with context_length = T is mask-not-truncated."""
-    args = pair.args
-    tokens, context_length = x.shape[1], args[2]
-    if fault.kind != "error" or tokens >= context_length or not diagnose.mentions(fault, context_length):
-        return fault
-    try:  # the same input with a context just as long: does it run then?
-        grade.module("CausalAttention", args[0], args[1], tokens, *args[3:], dtype=pair.dtype, **pair.kwargs).call(x)
-    except (StudentFault, CheckFailed):
-        return fault
-    return CheckFailed(f"CausalAttention{tuple(args)} works with context_length = {tokens} but fails on {tokens} "
-                       f"tokens with context_length = {context_length}: cut the mask buffer down to the sequence, "
-                       f"mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
+    args, tokens = pair.args, x.shape[1]
+    return diagnose.not_truncated(fault, tokens, args[2], lambda: grade.module(
+        "CausalAttention", args[0], args[1], tokens, *args[3:], dtype=pair.dtype, **pair.kwargs).call(x))
 
 
 @exercise("CausalAttention", weight=3)

@@ -12,8 +12,8 @@ from grader import diagnose
 from grader.authoring import Mistake, assignment, exercise
 from grader.compare import manual_seed
 from grader.dropout import expect_dropout_on_weights
-from grader.harness import CheckFailed
-from lesson import journey_batch
+from grader.harness import CheckFailed, StudentFault
+from lesson import journey_batch, mistaken
 
 pytestmark = assignment("06_decoding_attention")
 F32, F64 = torch.float32, torch.float64
@@ -314,15 +314,98 @@ def design(pair):
     return args[3], args[3], kwargs.get("sliding_window_size")
 
 
+def relation_mask(num_queries, num_keys, relation, window, q_start, k_start):
+    """True (hidden) where a key stands in ``relation`` to a query, by absolute position: "future" (the
+    right causal mask, with the window), "past", "past-and-diagonal", "future-and-diagonal" (the window
+    kept), "inverted" (the right mask's complement), None (nothing hidden)."""
+    if relation is None:
+        return None
+    right = window_mask(num_queries, num_keys, window, q_start, k_start)
+    if relation in ("future", "inverted"):
+        return right if relation == "future" else ~right
+    queries = torch.arange(q_start, q_start + num_queries)[:, None]  # [Tq, 1]
+    keys = torch.arange(k_start, k_start + num_keys)[None, :]  # [1, Tk]
+    if relation == "future-and-diagonal":
+        return right | (keys == queries)
+    return keys < queries if relation == "past" else keys <= queries
+
+
+def variant_of(ref, prefix, size, *, q_start, window=None, relation="future", scale="head", split_transpose=True,
+               merge_transpose=True, out_proj=True, roles=mistaken.ROLES, **changes):
+    """attention_of with one of the usual mistakes of 04's classes made in a cached class: the scale,
+    the mask (``relation``, see relation_mask), mistaken.attend's ``changes`` (softmax dimension, scores
+    transposed, mask after the softmax, rows with nothing visible), heads split or merged without the
+    transpose, no out_proj, projections in the wrong roles; None where the mistake cannot give an output
+    of the right shape (a GQA query from the narrower key weight)."""
+    batch, total, _ = prefix.shape
+    num_heads = ref.num_heads
+    groups = getattr(ref, "num_kv_groups", num_heads)
+    d_out = ref.out_proj.in_features
+    head_dim = d_out // num_heads
+    weights = {"query": ref.W_query, "key": ref.W_key, "value": ref.W_value}
+    wanted = {"query": (num_heads, size), "key": (groups, total), "value": (groups, total)}
+
+    def split(role, source):
+        count, tokens = wanted[role]
+        t = weights[source](prefix[:, -tokens:])  # [B, tokens, features]
+        if t.shape[-1] != count * head_dim:
+            return None
+        if split_transpose:
+            return t.view(batch, tokens, count, head_dim).transpose(1, 2)  # [B, count, tokens, hd]
+        return t.reshape(batch, count, tokens, head_dim)
+
+    q, k, v = (split(role, source) for role, source in zip(mistaken.ROLES, roles))
+    if q is None or k is None or v is None:
+        return None
+    k, v = k.repeat_interleave(num_heads // groups, dim=1), v.repeat_interleave(num_heads // groups, dim=1)
+    multiplier = scale if not isinstance(scale, str) else 1.0 / {
+        "head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
+        "multiplied": head_dim ** -0.5}[scale]
+    hidden = relation_mask(size, total, relation, window, q_start, q_start + size - total)
+    context = mistaken.attend(q, k, v, scale=multiplier, hidden=None if hidden is None else hidden.to(q.device),
+                              **changes)  # [B, H, size, hd]
+    context = context.transpose(1, 2) if merge_transpose else context
+    context = context.reshape(batch, size, d_out)
+    return ref.out_proj(context) if out_proj else context
+
+
+# the mistakes of 04's classes, as variant_of's arguments; the FIRST_CHUNK ones only when the chunk is the whole
+# sequence (a wrong split mixes tokens of one call, which chunks fed one by one would mix otherwise)
+CLASS_MISTAKES = (
+    ("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; the scale is 1/sqrt(head_dim), the head "
+                    "size d_out/num_heads", {"scale": "model"}),
+    ("wrong-scale", "scores divided by head_dim instead of sqrt(head_dim)", {"scale": "head-not-sqrt"}),
+    ("wrong-scale", "scores multiplied by sqrt(head_dim) instead of divided", {"scale": "multiplied"}),
+    ("missing-scale", "unscaled scores: divide by sqrt(head_dim)", {"scale": "none"}),
+    ("mask-not-applied", "no mask: every token sees the tokens after it", {"relation": None}),
+    ("mask-inverted", "the past hidden instead of the future", {"relation": "past"}),
+    ("mask-after-softmax-not-renormalized", "the hidden weights zeroed after the softmax without renormalising",
+     {"mask": "after"}),
+    ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+    ("softmax-wrong-dim", "a softmax over the heads, not the keys", {"dim": 1}),
+    ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
+     {"merge_transpose": False}),
+    ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
+) + tuple((m, what, {"relation": relation, "rows": rows}) for rows in mistaken.HIDDEN_ROWS for m, what, relation in (
+    ("mask-inverted", "the past and the token itself hidden, and the future shown", "past-and-diagonal"),
+    ("mask-inverted", "the positions a query may see hidden, and the others shown", "inverted"),
+    ("mask-hides-diagonal", "the token itself hidden too: a token may attend to itself", "future-and-diagonal"))
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles())
+FIRST_CHUNK_MISTAKES = (
+    ("heads-split-without-transpose", "heads split with view(B, H, T, hd) straight from [B, T, d_out]",
+     {"split_transpose": False}),
+    ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+)
+
+
 def chunk_mistakes(pair, x, start, size):
-    """What a mistaken cache gives for the chunk x[:, start:start+size] after x[:, :start] was fed (each
-    computed with the reference's weights, only when the check failed)."""
+    """What a mistaken cache, or a mistake of 04's classes, gives for the chunk x[:, start:start+size]
+    after x[:, :start] was fed (each computed with the reference's weights, only when the check failed)."""
     prefix = x[:, :start + size].to(pair.grade.device)
     num_heads, groups, window = design(pair)
-    d_out = pair.args[1]
-    found = [Mistake("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; the scale is 1/sqrt(head_dim), "
-                     "the head size d_out/num_heads",
-                     lambda: attention_of(pair.ref, prefix, size, q_start=start, window=window, scale=d_out ** -0.5))]
+    table = CLASS_MISTAKES + (FIRST_CHUNK_MISTAKES if start == 0 else ())
+    found = [Mistake(m, what, lambda changes=changes: variant_of(pair.ref, prefix, size, q_start=start, window=window,
+                                                                 **changes)) for m, what, changes in table]
     if start:
         found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
                              "its queries come after the cached tokens",
@@ -375,10 +458,26 @@ def make(grade, name, d_in=16, d_out=24, heads_=4, groups=2, window=3, context=6
     return grade.module(SWA, d_in, d_out, 0.0, heads_, sliding_window_size=window, dtype=dtype, training=False)
 
 
+def uncached_same(grade, pair, x, **kwargs):
+    """pair.same(x, **kwargs) of a call without the cache, its mistakes named; for the MHA, whose mask
+    buffer spans context_length, a crash on fewer tokens that goes away with a class built for just as
+    many is mask-not-truncated."""
+    try:
+        return pair.same(x, mistakes=chunk_mistakes(pair, x, 0, x.shape[1]),
+                         root_cause=helper_faults(grade, pair, x, 0, x.shape[1]), **kwargs)
+    except StudentFault as fault:
+        if pair.name != MHA:
+            raise
+        args = pair.args
+        raise diagnose.not_truncated(fault, x.shape[1], args[2], lambda: grade.module(
+            MHA, args[0], args[1], x.shape[1], *args[3:], dtype=pair.dtype, training=False, **pair.kwargs).call(x)
+        ) from None
+
+
 @exercise(MHA)
 def test_mha_lesson_batch_in_one_call(grade):
     pair, x = make(grade, MHA, d_in=3, d_out=4, heads_=2), journey_batch()
-    pair.same(x, grad=True, root_cause=helper_faults(grade, pair, x, 0, x.shape[1]))
+    uncached_same(grade, pair, x, grad=True)
 
 
 CLASSES = [pytest.param(name, marks=exercise(name, weight=3), id=name)
@@ -454,21 +553,23 @@ def test_an_uncached_call_then_reset_cache_starts_a_new_sequence(grade, name):
     pair = make(grade, name)
     decoded(grade, pair, grade.randn(2, 5, 16), (5,))
     with torch.no_grad():
-        pair.same(grade.randn(2, 4, 16), use_cache=False)
+        uncached_same(grade, pair, grade.randn(2, 4, 16), use_cache=False)
     pair.method("reset_cache")
     if cache_elements(pair):
         raise CheckFailed(f"{name}.reset_cache() leaves the keys and values of the last sequence in cache_k or "
                           f"cache_v: the next sequence would attend over them", ("cache-not-reset",))
     window = design(pair)[2]
-    y = grade.randn(1, 3, 16)
+    y = grade.randn(1, 12, 16)  # long enough that a position kept from before still hides some keys
 
     def position_kept(start, size):
         prefix = y[:, :start + size].to(grade.device)
-        return [Mistake("cache-not-reset", "reset_cache() empties the cache but keeps the position: the new "
-                        "sequence's queries sit after the old sequence's 5 tokens",
-                        lambda: attention_of(pair.ref, prefix, size, q_start=5 + start, k_start=0, window=window))]
+        return [Mistake("cache-not-reset", f"reset_cache() empties the cache but keeps the position: the new "
+                        f"sequence's queries sit after the {kept} tokens before it",
+                        lambda kept=kept: attention_of(pair.ref, prefix, size, q_start=kept + start, k_start=0,
+                                                       window=window))
+                for kept in (5, 9)]  # the cached sequence's tokens, or with the uncached call's counted too
 
-    decoded(grade, pair, y, (2, 1), also=position_kept)
+    decoded(grade, pair, y, (11, 1), also=position_kept)
 
 
 @pytest.mark.parametrize("name", CLASSES)
@@ -478,7 +579,7 @@ def test_float64_training_mode_with_gradients(grade, name):
     args = {MHA: (16, 24, 64, 0.0, 4), GQA: (16, 24, 0.0, 4, 2), SWA: (16, 24, 0.0, 4)}[name]
     pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
     x = grade.randn(2, 16, 7, dtype=F64).transpose(1, 2)
-    pair.same(x, grad=True, mistakes=chunk_mistakes(pair, x, 0, 7), root_cause=helper_faults(grade, pair, x, 0, 7))
+    uncached_same(grade, pair, x, grad=True)
 
 
 @pytest.mark.parametrize("name", CLASSES)
@@ -487,8 +588,7 @@ def test_dropout_on_the_attention_weights(grade, name):
     any draws, in any order (one call, one per head or group, SDPA's dropout_p), pass."""
     args = {MHA: (6, 24, 8, 0.5, 2), GQA: (6, 48, 0.5, 4, 2), SWA: (6, 24, 0.5, 2)}[name]
     pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
-    expect_dropout_on_weights(grade, pair, tokens=6, p=0.5, eval_same=lambda x: pair.same(
-        x, mistakes=chunk_mistakes(pair, x, 0, 6), root_cause=helper_faults(grade, pair, x, 0, 6)))
+    expect_dropout_on_weights(grade, pair, tokens=6, p=0.5, eval_same=lambda x: uncached_same(grade, pair, x))
 
 
 @pytest.mark.parametrize("name", CLASSES)
@@ -507,6 +607,19 @@ def test_a_float64_sequence_is_cached_in_float64(grade, name):
                           "dtype=keys.dtype)", ("wrong-dtype",))
     fed(grade, pair, x, 2, 1)
     fed(grade, pair, x, 3, 1)
+
+
+@exercise(GQA)
+def test_gqa_dtype_builds_its_layers_in_that_dtype(grade):
+    """GroupedQueryAttention(..., dtype=torch.float64) builds its layers in float64, as the book's does
+    (nn.Linear(..., dtype=dtype)); a float64 batch then gets a float64 output of float64 precision."""
+    pair = grade.module(GQA, 16, 24, 0.0, 4, 2, F64, training=False)  # dtype given to the constructor
+    lowered = sorted({str(p.dtype).replace("torch.", "") for p in pair.state["params"].values()
+                      if isinstance(p, torch.Tensor) and p.dtype != F64})
+    if lowered:
+        raise CheckFailed(f"{pair.what}: its parameters are {', '.join(lowered)}, not float64: pass dtype to each "
+                          "layer, nn.Linear(..., dtype=dtype)", ("wrong-dtype",))
+    uncached_same(grade, pair, grade.randn(2, 5, 16, dtype=F64))
 
 
 @pytest.mark.parametrize("name,args", [

@@ -142,8 +142,10 @@ _PLURAL = {"query": "queries", "key": "keys", "value": "values"}
 def role_mistakes(project: dict, attend_roles: Callable) -> list:
     """Candidates with a projection in the wrong role. ``project`` maps "query", "key", "value" to the
     projected tensors (computed from the inputs each role should read); ``attend_roles(q, k, v)`` is
-    the right attention on them. Keys in place of values is values-not-used; the queries and keys
-    exchanged is scores-transposed (the same output); any other assignment is qkv-swapped."""
+    the right attention on them. The queries and keys exchanged is scores-transposed (the same output);
+    the keys' or queries' projection in place of the values is named by no id (values taken from that
+    weight, qkv-swapped, and the keys or queries used as values, values-not-used, give the same output);
+    any other assignment is qkv-swapped."""
     return [Mistake(*named, lambda chosen=chosen: attend_roles(*(project[r] for r in chosen)))
             for chosen, named in wrong_roles()]
 
@@ -160,8 +162,10 @@ def wrong_roles() -> list:
     for chosen in itertools.product(ROLES, repeat=3):
         if chosen == ROLES or chosen == ("key", "query", "value"):
             continue
-        if chosen[:2] == ("query", "key"):
-            named = ("values-not-used", f"your weights multiply the {chosen[2]} projection, not the values")
+        if chosen[:2] == ("query", "key"):  # values from W_key, or the keys used as values: the same output,
+            # so neither qkv-swapped nor values-not-used can be claimed
+            named = (None, f"your weights multiply the {chosen[2]} projection W_{chosen[2]}(x), not the values: "
+                           f"either the values come from W_{chosen[2]}, or the {_PLURAL[chosen[2]]} are used as values")
         else:
             named = ("qkv-swapped", "your " + ", ".join(f"{_PLURAL[role]} come from W_{source}"
                                                         for role, source in zip(ROLES, chosen) if role != source))

@@ -55,8 +55,12 @@ class Entry:
 
 def _entry(path: Path, misconception: str | None) -> Entry:
     source = path.read_text()
-    doc = ast.get_docstring(ast.parse(source)) or ""
-    exercise = doc.split(":", 1)[0].strip()
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree) or ""
+    exercise = doc.split(":", 1)[0].strip() if ":" in doc.split("\n", 1)[0] else ""
+    if not exercise:  # no docstring naming it (as blind corpora come): the first public definition
+        exercise = next((node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                         and not node.name.startswith("_")), "")
     if not exercise:
         raise ValueError(f"{path}: the docstring must start with the exercise, as in 'softmax: ...'")
     return Entry(path, exercise, misconception, source)

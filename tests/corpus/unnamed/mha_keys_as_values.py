@@ -1,4 +1,4 @@
-"""MultiHeadAttention: the weights multiply the keys' heads."""
+"""MultiHeadAttention: the weights multiply the keys' heads, which values taken from W_key give too (qkv-swapped): the output cannot tell the two apart, so no id is claimed."""
 import torch
 
 
