@@ -247,6 +247,21 @@ def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_wh
                        f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
 
 
+def unstable_unless_named(check: Callable):
+    """``check()``; a failure that names no mistake, on an output with inf or NaN (where the suite knows
+    the right one is finite), is softmax-unstable. Named after the candidates, never before: a mask
+    that hides a whole row gives NaN too, and is named as such."""
+    import torch
+
+    try:
+        return check()
+    except CheckFailed as failure:
+        out = failure.out
+        if failure.misconceptions or not isinstance(out, torch.Tensor) or bool(torch.isfinite(out).all()):
+            raise
+        raise CheckFailed(f"{failure.message}; {UNSTABLE[1]}", (UNSTABLE[0],)) from None
+
+
 def unstable(out, expected) -> bool:
     """Whether ``out`` holds inf or NaN where ``expected`` (the right answer) is finite."""
     import torch

@@ -293,6 +293,16 @@ def test_causal_attention_random(grade, case):
     causal_same(grade, pair, grade.randn(batch, tokens, d_in, dtype=dtype), grad=True)
 
 
+@exercise("CausalAttention")
+def test_causal_attention_large_scores(grade):
+    """Scores in the thousands, past where a float64 exp overflows (about 709): the output is still
+    finite and right (float64 throughout, so that the rounding of so large scores stays far below the
+    tolerance)."""
+    pair = grade.module("CausalAttention", 6, 6, 8, 0.0, dtype=torch.float64)
+    x = grade.randn(2, 5, 6, dtype=torch.float64, scale=100.0)
+    diagnose.unstable_unless_named(lambda: causal_same(grade, pair, x))
+
+
 @exercise("CausalAttention", weight=4)
 def test_causal_attention_shorter_than_context(grade):
     pair = grade.module("CausalAttention", 5, 6, 10, 0.0)

@@ -452,6 +452,16 @@ def test_mha_non_contiguous(grade):
                 right=mha_right(pair), root_cause=split_merge_root_cause)
 
 
+@exercise(MHA)
+def test_mha_large_scores(grade):
+    """Scores in the thousands, past where a float64 exp overflows: the output is still finite and right
+    (float64 throughout, so that the rounding of so large scores stays far below the tolerance)."""
+    pair = grade.module(MHA, 6, 6, 10, 0.0, 3, dtype=F64)
+    diagnose.unstable_unless_named(lambda: module_same(
+        grade, pair, grade.randn(2, 5, 6, dtype=F64, scale=100.0), candidates=mha_mistakes(pair), right=mha_right(pair),
+        root_cause=split_merge_root_cause))
+
+
 @exercise(MHA, weight=2)
 def test_mha_indivisible_raises(grade):
     grade.raises(("ValueError", "AssertionError"), MHA, 3, 4, 6, 0.0, 3, new=True)
@@ -587,6 +597,15 @@ def test_fused_lesson_data(grade):
     pair = grade.module(FUSED, 3, 4, num_heads=2)
     module_same(grade, pair, journey_batch(), candidates=fused_mistakes(pair, None), right=fused_right(pair),
                 root_cause=fused_root_cause)
+
+
+@exercise(FUSED)
+def test_fused_large_scores(grade):
+    """As test_mha_large_scores, for the fused projection."""
+    pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7, dtype=F64)
+    diagnose.unstable_unless_named(lambda: module_same(
+        grade, pair, grade.randn(2, 5, 6, dtype=F64, scale=100.0), candidates=fused_mistakes(pair, 0.7),
+        right=fused_right(pair), root_cause=fused_root_cause))
 
 
 @exercise(FUSED, weight=2)

@@ -609,6 +609,17 @@ def test_a_float64_sequence_is_cached_in_float64(grade, name):
     fed(grade, pair, x, 3, 1)
 
 
+@pytest.mark.parametrize("name", [pytest.param(name, marks=exercise(name), id=name) for name in (MHA, GQA, SWA)])
+def test_large_scores(grade, name):
+    """Scores in the thousands, past where a float64 exp overflows (about 709): the output is still
+    finite and right, as a softmax that subtracts each row's maximum gives (float64 throughout, so that
+    the rounding of so large scores stays far below the tolerance)."""
+    pair = make(grade, name, dtype=F64)
+    with torch.no_grad():
+        x = grade.randn(2, 5, 16, dtype=F64, scale=100.0)
+        diagnose.unstable_unless_named(lambda: uncached_same(grade, pair, x))
+
+
 @exercise(GQA)
 def test_gqa_dtype_builds_its_layers_in_that_dtype(grade):
     """GroupedQueryAttention(..., dtype=torch.float64) builds its layers in float64, as the book's does
