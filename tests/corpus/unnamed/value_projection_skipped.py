@@ -1,4 +1,4 @@
-"""CrossAttention: the weights are applied to the keys of the other sequence."""
+"""CrossAttention: the weights are applied to the keys of the other sequence. The output is what values taken from W_key give too (qkv-swapped), so no id is claimed."""
 import math
 
 import torch
