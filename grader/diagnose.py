@@ -132,13 +132,14 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
     A diagnosis must explain the output and nothing else could: when ``out`` is the ``right`` answer
     (a check failed for another reason, such as its gradients), or when candidates with different
     misconceptions all match (this case cannot tell them apart), none is claimed. ``ruled_out``, if
-    given, receives the ids whose every candidate was computed here and does not give ``out``: this
-    case contradicts them, so the exercise names none of them from another case."""
+    given, receives the ids whose every candidate was computed here and is far from ``out`` (one that
+    merely misses, or that gives nothing for this case, contradicts nothing): this case contradicts
+    them, so the exercise names none of them from another case."""
     import torch
 
     if right is not None and matches(grade, out, right):
         return None
-    found, fits, tried = [], [], set()
+    found, fits, tried, open_ = [], [], set(), set()
     for candidate in _until_unreplayable(candidates):
         if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
             fits.append(candidate)
@@ -149,14 +150,18 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
                 try:
                     wrong = wrong()
                 except (RuntimeError, NotReplayable):  # a mistake these shapes do not allow; no reference
+                    open_.add(misconception)
                     continue
         if isinstance(wrong, ScaleFit):
             fits.append(wrong)  # a search: only when no fixed candidate explains the output
+            open_.add(misconception)
             continue
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
         elif far(grade, out, wrong):
             tried.add(misconception)
+        else:  # not computed here (None), or a near miss: this case says nothing against it
+            open_.add(misconception)
     for fit in fits if not found else ():
         with torch.no_grad():
             try:
@@ -166,7 +171,7 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
     if ruled_out is not None:
-        ruled_out.update(tried - {m for m, _ in found} - {None})
+        ruled_out.update(tried - open_ - {m for m, _ in found} - {None})
     if not found or len({m for m, _ in found}) > 1:
         return None
     return found[0]

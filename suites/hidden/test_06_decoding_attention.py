@@ -369,6 +369,28 @@ def variant_of(ref, prefix, size, *, q_start, window=None, relation="future", sc
     return ref.out_proj(context) if out_proj else context
 
 
+KEYS_AS_VALUES = ("query", "key", "key")
+
+
+def keys_as_values(pair, output):
+    """The weights times W_key's projection (``output()``): values computed with W_key (qkv-swapped) and
+    the keys used as values (values-not-used) give the same output; what the student's cache holds
+    tells them apart (cache_v holding just what cache_k holds: the values came from W_key). For naming
+    only, never for points; nothing while the cache holds nothing."""
+    def told(swapped):
+        def candidate():
+            kept = pair.attributes("cache_k", "cache_v")
+            k, v = kept.get("cache_k"), kept.get("cache_v")
+            if not isinstance(k, torch.Tensor) or not isinstance(v, torch.Tensor) or not k.numel():
+                return None
+            return output() if (k.shape == v.shape and bool(torch.equal(k, v))) == swapped else None
+        return candidate
+
+    return [Mistake("qkv-swapped", "your values come from W_key: cache_v holds just what cache_k holds", told(True)),
+            Mistake("values-not-used", "your weights multiply the keys, not the values (cache_v holds other "
+                                       "values)", told(False))]
+
+
 # the mistakes of 04's classes, as variant_of's arguments; the FIRST_CHUNK ones only when the chunk is the whole
 # sequence (a wrong split mixes tokens of one call, which chunks fed one by one would mix otherwise)
 CLASS_MISTAKES = (
@@ -390,7 +412,8 @@ CLASS_MISTAKES = (
     ("mask-inverted", "the past and the token itself hidden, and the future shown", "past-and-diagonal"),
     ("mask-inverted", "the positions a query may see hidden, and the others shown", "inverted"),
     ("mask-hides-diagonal", "the token itself hidden too: a token may attend to itself", "future-and-diagonal"))
-) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles())
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles()
+          if roles != KEYS_AS_VALUES)  # told apart by the cache: keys_as_values
 FIRST_CHUNK_MISTAKES = (
     ("heads-split-without-transpose", "heads split with view(B, H, T, hd) straight from [B, T, d_out]",
      {"split_transpose": False}),
@@ -406,6 +429,8 @@ def chunk_mistakes(pair, x, start, size):
     table = CLASS_MISTAKES + (FIRST_CHUNK_MISTAKES if start == 0 else ())
     found = [Mistake(m, what, lambda changes=changes: variant_of(pair.ref, prefix, size, q_start=start, window=window,
                                                                  **changes)) for m, what, changes in table]
+    found += keys_as_values(pair, lambda: variant_of(pair.ref, prefix, size, q_start=start, window=window,
+                                                     roles=KEYS_AS_VALUES))
     if start:
         found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
                              "its queries come after the cached tokens",

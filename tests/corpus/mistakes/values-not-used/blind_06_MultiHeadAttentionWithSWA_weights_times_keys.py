@@ -1,4 +1,4 @@
-"""MultiHeadAttentionWithSWA: Per-head SWA that multiplies the attention weights by the keys instead of the values (W_value unused) (written blind, from the contract alone). The blind author filed it as values-not-used."""
+"""MultiHeadAttentionWithSWA: Per-head SWA that multiplies the attention weights by the keys instead of the values (W_value unused) (written blind, from the contract alone)."""
 import torch
 from torch import nn
 

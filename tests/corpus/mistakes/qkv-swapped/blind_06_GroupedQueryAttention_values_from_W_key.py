@@ -1,4 +1,4 @@
-"""GroupedQueryAttention: Values are projected with W_key instead of W_value (same shape for keys and values, so nothing fails loudly; W_value is unused) (written blind, from the contract alone). The blind author filed it as qkv-swapped."""
+"""GroupedQueryAttention: Values are projected with W_key instead of W_value (same shape for keys and values, so nothing fails loudly; W_value is unused) (written blind, from the contract alone)."""
 import torch
 from torch import nn
 
