@@ -316,6 +316,67 @@ def test_a_crash_is_put_down_to_the_mask_buffer_only_when_its_error_names_the_bu
     assert not diagnose.mentions(StudentFault("error", "line 100\nValueError: bad value 10.5"), 10)
 
 
+def test_a_case_contradicts_an_id_only_when_every_candidate_of_it_is_far():
+    """qkv-swapped has several permutations: one far from the output says nothing of another that this
+    case could not compute (None) or that merely misses."""
+    import torch
+
+    from grader import diagnose
+
+    out, ruled_out = torch.ones(3), set()
+    candidates = [("qkv-swapped", "keys from W_query", torch.full((3,), 50.0)), ("qkv-swapped", "values from W_key", None),
+                  ("wrong-scale", "by d_k", torch.full((3,), 80.0))]
+    assert diagnose.first_match(_Checks(), out, candidates, None, ruled_out) is None
+    assert ruled_out == {"wrong-scale"}
+    ruled_out.clear()
+    near = [("qkv-swapped", "keys from W_query", torch.full((3,), 50.0)), ("qkv-swapped", "values", torch.full((3,), 1.01))]
+    diagnose.first_match(_Checks(), out, near, None, ruled_out)
+    assert ruled_out == set()
+
+
+def test_non_finite_output_is_softmax_unstable_only_when_no_candidate_named_it():
+    import torch
+
+    from grader import diagnose
+    from grader.harness import CheckFailed
+
+    def failing(out, ids=()):
+        failure = CheckFailed("the output is off", ids)
+        failure.out = out
+        raise failure
+
+    with pytest.raises(CheckFailed) as unnamed:
+        diagnose.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0])))
+    assert unnamed.value.misconceptions == ("softmax-unstable",)
+    with pytest.raises(CheckFailed) as named:  # a mask hiding a whole row gives NaN too: its own name stays
+        diagnose.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0]), ("mask-inverted",)))
+    assert named.value.misconceptions == ("mask-inverted",)
+    with pytest.raises(CheckFailed) as finite:
+        diagnose.unstable_unless_named(lambda: failing(torch.tensor([2.0, 1.0])))
+    assert finite.value.misconceptions == ()
+    assert diagnose.unstable_unless_named(lambda: 7) == 7
+
+
+def test_a_crash_that_a_class_built_for_the_sequence_does_not_have_is_mask_not_truncated():
+    from grader import diagnose
+    from grader.harness import CheckFailed, StudentFault
+
+    crash = StudentFault("error", "  File ..., line 10, in forward\nRuntimeError: The size of tensor a (4) must "
+                                  "match the size of tensor b (10) at non-singleton dimension 2")
+
+    def runs():
+        return None
+
+    def crashes():
+        raise StudentFault("error", "RuntimeError: again")
+
+    named = diagnose.not_truncated(crash, 4, 10, runs)
+    assert isinstance(named, CheckFailed) and named.misconceptions == ("mask-not-truncated",)
+    assert diagnose.not_truncated(crash, 4, 10, crashes) is crash  # it fails either way: not the buffer
+    assert diagnose.not_truncated(crash, 10, 10, runs) is crash  # as long as the context: nothing to cut
+    assert diagnose.not_truncated(crash, 4, 12, runs) is crash  # the error does not name the buffer
+
+
 def test_a_scale_written_by_hand_is_found_by_search(graded):
     """No candidate divides by 8: the search over constants finds it, and says so."""
     exercise, _ = graded["wrong-scale/hand_written_eighth"]
