@@ -191,17 +191,33 @@ class Grade:
         hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
         def check():
             expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
-            widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads, grad)
-            if normalised_exponential:
-                room, grad_room = _exponent_room(args[0], expected, grad_out, kwargs.get("dim", -1))
-                widened = _widest(widened, room)
-                grad_slack = grad_slack if grad_room is None or not grad_slack else \
-                    [_widest(grad_slack[0], grad_room), *grad_slack[1:]]
+            number = self._events  # the room's use of the reference, numbered whether it is computed or not
+            self._events += 1
+            widening = []
+
+            def room():  # (output slack, gradient slacks), measured once, and only when needed
+                if not widening:
+                    widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads, grad,
+                                                      number=number)
+                    if normalised_exponential:
+                        exponent, grad_room = _exponent_room(args[0], expected, grad_out, kwargs.get("dim", -1))
+                        widened = _widest(widened, exponent)
+                        grad_slack = grad_slack if grad_room is None or not grad_slack else \
+                            [_widest(grad_slack[0], grad_room), *grad_slack[1:]]
+                    widening.append((widened, grad_slack))
+                return widening[0]
+
+            if self.session.recording is not None:  # recorded or replayed: every use of the reference, in order
+                room()
             reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
-            self.expect(reply, expected, f"{name}{_signature(args, kwargs)}", slack=widened + slack, carry=True)
+            what = f"{name}{_signature(args, kwargs)}"
+            # the room only widens the tolerance: an answer within the dtype's own needs no measuring
+            _widening_on_failure(bool(widening), lambda: self.expect(reply, expected, what, slack=slack, carry=True),
+                                 lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
             if grad:
                 try:
-                    self._expect_grads(reply, ref_grads, name, slack=grad_slack)
+                    _widening_on_failure(bool(widening), lambda: self._expect_grads(reply, ref_grads, name),
+                                         lambda: self._expect_grads(reply, ref_grads, name, slack=room()[1]))
                 except (CheckFailed, StudentFault) as problem:
                     self._blame_gradients(problem, reply, grad_out, root_cause)
             return reply.out
@@ -216,7 +232,7 @@ class Grade:
         blamed = root_cause(GradientFailure(problem, reply, grad_out), reply.out)
         raise (blamed or problem) from None
 
-    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True):
+    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True, number=None):
         """The room a correct answer needs beyond the dtype's tolerance, from the problem itself: for the
         output and for each input's gradient, SLACK_FACTOR times the larger of how far the reference
         computed in the case's dtype lands from the float64 one (its own rounding), and, entry by entry,
@@ -252,7 +268,7 @@ class Grade:
                                   for s, e, g, m in zip(grad_slack, ref_grads or (), grads, moved_grads)]
             return slack, grad_slack
 
-        return self._event(wide, name, args, kwargs, expected, grad_out, ref_grads)
+        return self._event(wide, name, args, kwargs, expected, grad_out, ref_grads, number=number)
 
     def measured(self, name, *args, root_cause=None, **kwargs) -> Reply:
         """The student's ``name(*args, **kwargs)``, its output checked against the reference's: a
@@ -318,13 +334,16 @@ class Grade:
         if self.device != "cuda":
             pytest.skip("checked on CUDA only")
 
-    def _event(self, compute, *reads, unchanged=None):
+    def _event(self, compute, *reads, unchanged=None, number=None):
         """One use of the reference, numbered within this check: computed, recorded or replayed. With
         ``reads`` (everything ``compute`` depends on), the result may come from the grading process's
         memo of earlier submissions' identical uses (grader/reference_memo.py), if ``compute`` leaves
-        ``unchanged`` (the reference module it runs) as it was."""
-        key = f"{self.nodeid}#{self._events}"
-        self._events += 1
+        ``unchanged`` (the reference module it runs) as it was. ``number``: one taken earlier, for a use
+        made only when needed (the uses after it keep their numbers either way)."""
+        if number is None:
+            number = self._events
+            self._events += 1
+        key = f"{self.nodeid}#{number}"
         recording = self.session.recording
         if recording is not None:
             return recording.event(key, compute)
@@ -665,6 +684,18 @@ class ModulePair:
             return reply.out
 
         return diagnosed(self.grade, check, mistakes, explain, right, root_cause)
+
+
+def _widening_on_failure(measured: bool, narrow, wide):
+    """``narrow()``, and only if it fails, ``wide()``: the same comparison with a tolerance widened by
+    a room that costs reference runs to measure (the verdict is wide()'s either way, since widening
+    only adds to the tolerance). ``measured``: the room is at hand already, so wide() alone."""
+    if measured:
+        return wide()
+    try:
+        narrow()
+    except CheckFailed:
+        wide()
 
 
 def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
