@@ -523,16 +523,18 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=exercise(name, weight=2), id=name) for name in (GQA, SWA)])
 def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name):
-    """A cached sequence wide enough to weigh (a batch of 64, 64 tokens in chunks of 16, d_out 128,
-    float64): over the last two chunks, the memory the student's processes hold, as the kernel counts it
-    (grader.sandbox.held_bytes), grows by the keys and values of the key/value group only (GQA: one group
-    for 4 heads, a quarter of the 4 MiB that every head's would take), and not with the sequence for
+    """A cached sequence wide enough to weigh (a batch of 32, 64 tokens in chunks of 16, d_out 128,
+    float64: every tensor of the cache past glibc's 128 KiB mmap threshold, so that the kernel sees
+    what is freed): over the last two chunks, the memory the student's processes hold, as the kernel
+    counts it (grader.sandbox.held_bytes), grows by the keys and values of the key/value group only
+    (GQA: one group for 4 heads, a quarter of the 2 MiB that every head's would take; measured: exactly
+    0.25 of it, and 0.0 for SWA, at batches of 32 and 64), and not with the sequence for
     SWA, whose cache stays within its window of 4. Never read from cache_k or cache_v, which a property
     could show trimmed while the whole sequence is kept; the last chunk's output must be right too."""
     pair = (grade.module(GQA, 16, 128, 0.0, 4, 1, dtype=F64, training=False) if name == GQA else
             grade.module(SWA, 16, 128, 0.0, 2, sliding_window_size=4, dtype=F64, training=False))
-    x = grade.randn(64, 64, 16, dtype=F64)
-    chunks = [x[:, start:start + 16].contiguous() for start in range(0, x.shape[1], 16)]  # [64, 16, 16] each
+    x = grade.randn(32, 64, 16, dtype=F64)
+    chunks = [x[:, start:start + 16].contiguous() for start in range(0, x.shape[1], 16)]  # [32, 16, 16] each
     for number, chunk in enumerate(chunks):
         if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
             before = grade.held_bytes()
@@ -541,7 +543,7 @@ def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name):
     grown = grade.held_bytes() - before
     with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
         expected = attention_of(pair.ref, x.to(grade.device), 16, q_start=48, window=design(pair)[2])
-    grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {len(chunks)} chunks: [64, 16, 16] "
+    grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {len(chunks)} chunks: [32, 16, 16] "
                                         "float64>, use_cache=True)", helper_faults(grade, pair, x, 48, 16))
     every_head = x.shape[0] * 16 * (len(chunks) - 2) * 2 * 128 * 8  # every head's keys and values of those tokens
     if grown > every_head * (0.6 if name == GQA else 0.5):  # GQA's group holds a quarter of it, SWA's window none
