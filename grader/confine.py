@@ -139,26 +139,74 @@ def namespace_args(root: bool) -> list[str]:
 
 
 # --- the sandbox's file system view ----------------------------------------------------------------
+def extra_site_dirs() -> list[str]:
+    """Folders the grader imports from that its interpreter, started in a clean environment, would
+    not search: the user site (``pip install --user``) and PYTHONPATH's folders (``--target``)."""
+    import site
+
+    wanted = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if site.ENABLE_USER_SITE:
+        wanted.insert(0, site.getusersitepackages())
+    found: list[str] = []
+    for path in wanted:
+        if path and os.path.isabs(path) and os.path.isdir(path) and path in sys.path and path not in found:
+            found.append(path)
+    return found
+
+
+def python_env(lib: str) -> dict[str, str]:
+    """The environment that gives the sandbox's interpreter the grader's own search path: the grader's
+    student-side modules and PYTHONPATH's folders, and the grader's user site (read-only in the
+    view, so nothing the student writes in the home the sandbox gives it is imported), or none."""
+    import site
+
+    env = {"PYTHONPATH": os.pathsep.join([lib, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                 if p in extra_site_dirs())])}
+    if site.ENABLE_USER_SITE:
+        env["PYTHONUSERBASE"] = site.getuserbase()
+    else:
+        env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def interpreter() -> str:
+    """The grader's own Python as the sandbox can run it: its folder resolved (the view binds the real
+    folders, so a symlinked virtualenv is seen where it really is), its name kept (a virtualenv's
+    python is a link to the base interpreter and finds its pyvenv.cfg beside the name it is run by)."""
+    return os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
+
+
 def runtime_paths(blocked: Iterable[str]) -> list[str]:
     """Folders the zygote reads Python and torch from, read-only: the installation, the virtualenv,
     and every sys.path folder that neither lies in nor holds a blocked folder (the course root,
-    added by an editable install, holds solutions/: it is left out, and the grader comes from lib)."""
+    added by an editable install, holds solutions/: it is left out, and the grader comes from lib).
+    The folders the runtime needs (the prefixes, site-packages, torch's, :func:`extra_site_dirs`) are
+    kept even where they hold a blocked folder (a pip-installed student distribution carries its
+    course in site-packages): :func:`masked_paths` then covers what they hold."""
     blocked = [os.path.realpath(b) for b in blocked]
-    wanted = [sys.base_prefix, sys.prefix, *sys.path,
+    needed = [sys.base_prefix, sys.prefix, *extra_site_dirs(),
               *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib"))]
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "__file__", None):
-        wanted.append(os.path.dirname(torch.__file__))
+        needed.append(os.path.dirname(torch.__file__))
+    needed = {os.path.realpath(p) for p in needed if p and os.path.isdir(p)}
     paths: list[str] = []
-    for path in wanted:
+    for path in [*needed, *sys.path]:
         if not path or not os.path.isdir(path):
             continue
         real = os.path.realpath(path)
-        if any(_inside(real, b) or _inside(b, real) for b in blocked):
+        if any(_inside(real, b) for b in blocked) or (real not in needed and any(_inside(b, real) for b in blocked)):
             continue
         if not any(_inside(real, p) for p in paths):
             paths = [p for p in paths if not _inside(p, real)] + [real]
     return sorted(paths)
+
+
+def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:
+    """The blocked folders that lie inside the folders the sandbox shows: each gets an empty,
+    unreadable folder mounted over it."""
+    blocked = [os.path.realpath(b) for b in blocked]
+    return sorted(b for b in blocked if os.path.isdir(b) and any(_inside(b, p) and b != p for p in paths))
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -194,9 +242,12 @@ def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str,
     for name in _ETC:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    for path in runtime_paths(blocked):
+    runtime = runtime_paths(blocked)
+    for path in runtime:
         if not any(_inside(path, system) for system in _SYSTEM):
             args += [*folders(path), "--ro-bind", path, path]
+    for path in masked_paths([*runtime, *_SYSTEM], blocked):
+        args += ["--perms", "0000", "--tmpfs", path]
     args += [*folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
              "--bind", work, f"{SANDBOX_ROOT}/work"]
     for outside, inside in (cgroups or {}).items():
@@ -207,9 +258,13 @@ def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str,
     if gpus and os.path.isdir("/sys"):
         args += ["--ro-bind", "/sys", "/sys"]
     args += ["--remount-ro", "/", "--chdir", f"{SANDBOX_ROOT}/work", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-             "--setenv", "PYTHONPATH", f"{SANDBOX_ROOT}/lib", "--setenv", "HOME", f"{SANDBOX_ROOT}/work",
+             *setenv_args(python_env(f"{SANDBOX_ROOT}/lib")), "--setenv", "HOME", f"{SANDBOX_ROOT}/work",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
     return args
+
+
+def setenv_args(env: dict[str, str]) -> list[str]:
+    return [arg for name, value in env.items() for arg in ("--setenv", name, value)]
 
 
 def copy_student_side(target: Path, *, extra: tuple[str, ...] = ()) -> None:

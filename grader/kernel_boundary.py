@@ -125,7 +125,7 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
     """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
     sockets and connection file, the copy of the notebook's folder where the notebook was."""
     from grader.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
-    from grader.confine import blocked_paths
+    from grader.confine import blocked_paths, interpreter, python_env, setenv_args
 
     lib = folder / "lib"
     copy_student_side(lib, extra=KERNEL_SIDE)
@@ -137,12 +137,14 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
              "--ro-bind", str(folder / "kernel.json"), str(folder / "kernel.json"),
              *_open_folders(cwd), "--bind", str(folder / "work"), str(cwd),
              "--remount-ro", "/", "--chdir", str(cwd), "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-             "--setenv", "PYTHONPATH", f"{SANDBOX_ROOT}/lib", "--setenv", "HOME", "/tmp",
+             *setenv_args(python_env(f"{SANDBOX_ROOT}/lib")), "--setenv", "HOME", "/tmp",
              "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "MPLCONFIGDIR", "/tmp/.matplotlib",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
              "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock"]
     if confinement.root:  # capabilities until the kernel's first instruction: then its uid, and none
-        args += [sys.executable, "-s", "-m", "grader.zygote", "--as", str(uid), str(uid), "--"]
+        args += [interpreter(), "-m", "grader.zygote", "--as", str(uid), str(uid), "--"]
+    if cmd and cmd[0] == sys.executable:  # as the view sees it (a symlinked virtualenv)
+        cmd = [interpreter(), *cmd[1:]]
     return args + cmd
 
 

@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from grader import protocol
-from grader.confine import SANDBOX_ROOT, Confinement, copy_student_side, namespace_args, view_args
+from grader.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
+                            view_args)
 from grader.errors import IsolationError
 from grader.protocol import WorkerSpec
 
@@ -51,12 +52,12 @@ class Zygote:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
                     *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
                                cgroups=cgroups),
-                    sys.executable, "-s", "-m", "grader.zygote", str(theirs.fileno()), "namespaces"]
+                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces"]
             env = None
         else:
-            argv = [sys.executable, "-s", "-m", "grader.zygote", str(theirs.fileno())]
+            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno())]
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
-            env.update(PYTHONPATH=str(self.scratch / "lib"), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+            env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,

@@ -108,8 +108,11 @@ def _private_mounts() -> None:
     for path in ("/tmp", "/dev/shm"):
         if os.path.isdir(path):
             _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=256m")
-    tops = sorted({"/tmp/" + path[len("/tmp/"):].split(os.sep)[0] for path in runtime})
-    for top in tops:  # the folders on the way are the sandbox's, read-only as in its view
+    # a runtime deeper under /tmp gets the folders on its way as a read-only tmpfs of their own (as in
+    # the sandbox's view); one directly under /tmp (a venv made by ``python -m venv /tmp/venv``) is
+    # bound where it was, and a bind mount is made read-only by itself, never its file system
+    tops = sorted({"/tmp/" + path[len("/tmp/"):].split(os.sep)[0] for path in runtime} - set(runtime))
+    for top in tops:
         os.mkdir(top, 0o755)
         _mount("tmpfs", top, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=64k")
     for path, fd in runtime.items():

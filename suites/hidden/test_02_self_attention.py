@@ -277,6 +277,12 @@ def copied_pairs(grade, d_in, d_out, dtype=None):
 def copied_mistake(grade, failure, v2, v1):
     """Name what the v1 received: another projection's weights (qkv-swapped), or a weight not transposed."""
     theirs = v1.student_parameters()
+    for name, param in v1.reference_parameters().items():  # the right weights, in another dtype
+        got = theirs.get(name)
+        if got is not None and got.shape == param.shape and got.dtype != param.dtype \
+                and diagnose.matches(grade, got.to(param.dtype), param):
+            return CheckFailed(f"{failure.message}; the values are right, the dtype is not: keep the modules' "
+                               "dtype", ("wrong-dtype",))
     weights = {n: m.weight.detach().cpu() for n, m in v2.ref.named_children()}  # W_query, W_key, W_value
     for role, got in theirs.items():
         for source, weight in weights.items():
@@ -300,7 +306,10 @@ def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
         if grade.replaying:
             raise
         raise copied_mistake(grade, failure, v2, v1) from None
-    v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
+    try:
+        v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
+    except CheckFailed as failure:  # the v2 is the function's input: changing it is input-mutated
+        raise CheckFailed(failure.message, ("input-mutated",)) from None
 
 
 @exercise("copy_v2_weights_into_v1", weight=2)

@@ -498,21 +498,26 @@ def test_mha_vectorised(grade):
 FUSED = "FusedQKVAttention"
 
 
-def _fused_parts(ref, x):
-    """The reference's q, k, v, stacked: [3, B, H, N, hd]."""
+def _fused_parts(ref, x, *, transpose=True):
+    """The reference's q, k, v, stacked: [3, B, H, N, hd]; ``transpose=False``: each of them reshaped
+    straight from [B, N, chan] to [B, H, N, hd] (heads-split-without-transpose)."""
     batch, tokens, _ = x.shape
     chan = ref.proj.in_features
-    return ref.qkv(x).reshape(batch, tokens, 3, ref.num_heads, chan // ref.num_heads).permute(2, 0, 3, 1, 4)
+    heads = ref.num_heads
+    if not transpose:
+        return ref.qkv(x).reshape(batch, tokens, 3, chan).permute(2, 0, 1, 3).reshape(3, batch, heads, tokens,
+                                                                                        chan // heads)
+    return ref.qkv(x).reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
 
 
 def _fused_variant(ref, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
-                   skip_transpose=None, order=(0, 1, 2), parts=None, **changes):
+                   skip_transpose=None, order=(0, 1, 2), parts=None, split_transpose=True, **changes):
     """The reference FusedQKVAttention with one thing changed, computed from its weights (``parts``:
     q, k, v stacked, in place of the reference's split; ``skip_transpose``: how v is merged for the
     skip connection, when not as the attended heads are)."""
     batch, tokens, _ = x.shape
     chan = ref.proj.in_features
-    parts = _fused_parts(ref, x) if parts is None else parts
+    parts = _fused_parts(ref, x, transpose=split_transpose) if parts is None else parts
     q, k, v = (parts[i] for i in order)
     hidden = mistaken.causal_variants(tokens, tokens, x.device)["future"] if causal else None
     attended = mistaken.attend(q, k, v, scale=ref.scale if scale is None else scale, hidden=hidden, **changes)
@@ -541,6 +546,8 @@ def fused_mistakes(pair, qk_scale):
          "[B, N, H, hd] (v, for the skip connection, is merged right)", {"merge_transpose": False, "skip_transpose": True}),
         ("heads-merged-without-transpose", "v merged back for the skip connection without transposing [B, H, N, hd] "
          "to [B, N, H, hd] (the attended heads are merged right)", {"skip_transpose": False}),
+        ("heads-split-without-transpose", "q, k and v reshaped straight from [B, N, chan] to [B, H, N, hd]: "
+         "reshape to [B, N, H, hd] and transpose the token and head axes", {"split_transpose": False}),
         ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
         ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
     ] + [("qkv-swapped", f"q, k, v taken from the fused projection in the order {', '.join('qkv'[i] for i in order)}",
