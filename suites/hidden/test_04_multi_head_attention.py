@@ -16,6 +16,7 @@ from grader.authoring import Mistake, ScaleSearch, assignment, exercise
 from grader.compare import manual_seed
 from grader.dropout import expect_dropout_on_weights
 from grader.harness import CheckFailed, StudentFault
+from grader.outcomes import RaisedFailure
 from lesson import journey_batch, mistaken
 
 pytestmark = assignment("04_multi_head_attention")
@@ -587,7 +588,11 @@ def fused_root_cause(grade, pair, x, seed):
                     return blamed
             attended = mistaken.attend(parts[0], parts[1], parts[2], scale=ref.scale)
             both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
-            theirs = [diagnose.their(grade, "merge_heads", t.cpu()) for t in both]
+            # a raise is tried as the module met it, on heads that autograd tracks (an in-place transpose_
+            # of them raises there, not on a plain tensor)
+            tracked = ({"grad_out": torch.ones(batch, tokens, chan), "grad_args": [0]}
+                       if isinstance(failure, RaisedFailure) else {})
+            theirs = [diagnose.their(grade, "merge_heads", t.cpu(), **tracked) for t in both]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
             if raised is None and not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
                 return None

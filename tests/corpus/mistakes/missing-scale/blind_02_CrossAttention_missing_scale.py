@@ -1,0 +1,19 @@
+"""CrossAttention: Book-style matmul version that applies softmax to the raw scores without dividing by `sqrt(d_k)`. (written blind, from the contract alone)."""
+import torch
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, d_in_q, d_in_kv, d_k, d_v, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in_q, d_k, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in_kv, d_k, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in_kv, d_v, bias=qkv_bias)
+
+    def forward(self, x_q, x_kv):
+        queries = self.W_query(x_q)
+        keys = self.W_key(x_kv)
+        values = self.W_value(x_kv)
+        attn_scores = queries @ keys.transpose(-2, -1)
+        attn_weights = torch.softmax(attn_scores, dim=-1)  # no 1/sqrt(d_k)
+        return attn_weights @ values
