@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 from grader.config import Course, find_course_root, load_course
-from grader.errors import UsageError
+from grader.errors import GraderFailed, UsageError
+from grader.results import grader_error_of
 
 
 def open_course(course_dir: Path | None) -> Course:
@@ -39,6 +40,8 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
             print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if result.grader_error:  # no valid score: the grader's own failure, said once, exit 2
+        raise GraderFailed(result.grader_error)
     return 0 if result.full_marks else 1
 
 
@@ -58,7 +61,12 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     from grader.export import export_csv
 
     warnings: list[str] = []
-    text = export_csv(course, list(result_dirs), gradebook, warnings)
+    existing = [d for d in result_dirs if Path(d).is_dir()]
+    for missing in (d for d in result_dirs if not Path(d).is_dir()):  # an unmatched shell glob (shard-*/)
+        warnings.append(f"{missing}: no such folder, left out")
+    if result_dirs and not existing and gradebook is None:
+        raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs))}")
+    text = export_csv(course, existing, gradebook, warnings)
     for line in warnings:  # result files left out, and scores the gradebook and autograde disagree on
         print(f"grade: warning: {line}", file=sys.stderr)
     if output:
@@ -157,6 +165,11 @@ def classroom(*, result: Path) -> int:
         raise UsageError(f"{result}: {error.strerror or error}") from None
     except (ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(f"{result}: not a JSON result of `grade check` (no score and max_score)") from None
+    failure = grader_error_of(data)
+    if failure:  # no points notice at all (Classroom would read them as the grade): the step fails, said why
+        print(f"::error title=Grader error::the grader itself failed, so there are no points to report ({failure}); "
+              "rerun the job once the runner is fixed")
+        raise GraderFailed(failure)
     print("\n".join(notices))
     return 0
 

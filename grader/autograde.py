@@ -26,9 +26,9 @@ from pathlib import Path
 from grader.config import Course
 from grader.errors import GraderError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
-from grader.result_folder import (locked, read_manifest, sort_results, write_atomically, write_manifest,
-                                  write_summary)
-from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+from grader.result_folder import (locked, read_manifest, read_result, sort_results, write_atomically,
+                                  write_manifest, write_summary)
+from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult, grader_error_of
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -112,7 +112,9 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     except OSError as error:
         raise UsageError(f"--out {out}: {error.strerror or error}") from None
     earlier = read_manifest(out) or {}  # read before any student code runs: it could write one
-    done = {path.stem for path in sort_results(out, earlier)[0]} if resume else set()
+    # --resume: what has a result; one the grader failed on (grader-error) is graded again
+    done = {path.stem for path in sort_results(out, earlier)[0]
+            if (data := read_result(path)) is not None and not grader_error_of(data)} if resume else set()
     scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
     confinement = confinement_for(course, private)
@@ -151,7 +153,12 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     missing = [job.name for job in jobs if job.name not in believed]
     for name in missing:
         print(f"grade: error: no result for {name} (grade it again with --resume)", file=sys.stderr)
-    return 1 if missing else 0
+    failed_here = [(path.stem, line) for path in sort_results(out)[0] if path.stem in {j.name for j in jobs}
+                   and (data := read_result(path)) is not None and (line := grader_error_of(data))]
+    for name, line in failed_here:  # no valid score, and none charged: listed apart, graded again later
+        print(f"grade: error: {name}: the grader itself failed ({line}): not a score; fix the machine and grade "
+              "it again with --resume", file=sys.stderr)
+    return 1 if missing else 2 if failed_here else 0
 
 
 def _run(course, assignments, todo, out, *, workers, device, seed, total, done_before, confinement,
@@ -186,7 +193,7 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
         written[name] = json.dumps(data, indent=2) + "\n"
         write_atomically(out / f"{name}.json", written[name])
         remaining.discard(name)
-        progress.advance(name, data["score"], data["max_score"])
+        progress.advance(name, data["score"], data["max_score"], grader_error=grader_error_of(data))
 
     while remaining:
         try:

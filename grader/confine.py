@@ -166,6 +166,8 @@ def python_env(lib: str) -> dict[str, str]:
         env["PYTHONUSERBASE"] = site.getuserbase()
     else:
         env["PYTHONNOUSERSITE"] = "1"
+    if os.environ.get("GRADE_FAULT_INJECTION"):  # tests: a confinement failure forced (grader.zygote)
+        env["GRADE_FAULT_INJECTION"] = os.environ["GRADE_FAULT_INJECTION"]
     return env
 
 

@@ -26,3 +26,13 @@ class UsageError(GraderError):
 class IsolationError(GraderError):
     """``separate_user = "required"`` in course.toml, and this machine cannot run student code as
     another user (not root, or a Python installation other users cannot read)."""
+
+
+class GraderFailed(GraderError):
+    """The grader's own machinery failed on a check (status ``grader-error``): the result holds no valid
+    score. Said after the report, as what failed and what to do."""
+
+    def __init__(self, what: str):
+        super().__init__(f"the grader itself failed, so this result is not a valid score ({what}); nothing "
+                         "was charged to the submission: see the README's 'Where it runs', fix the machine, "
+                         "grade again")

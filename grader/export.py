@@ -15,7 +15,7 @@ from pathlib import Path
 from grader.config import Course
 from grader.errors import UsageError
 from grader.result_folder import MANIFEST, graded_assignments, read_manifest, read_result, sort_results, written_at
-from grader.results import WORST_FIRST
+from grader.results import GRADER_ERROR, WORST_FIRST
 
 DEFAULT_RESULTS = Path("grades")
 
@@ -128,10 +128,15 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"])
     for source, grades in sources:
         for name, data in grades.items():
+            # a result the grader failed on holds no valid score: its cells stay empty, never a 0
+            failed = {a["id"] for a in data["assignments"]
+                      if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
             by_assignment = {a["id"]: a for a in data["assignments"]}
-            scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
-            writer.writerow([name, data["score"], data["max_score"],
-                             *[by_assignment[a]["score"] if a in by_assignment else "" for a in assignments],
+            scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
+                      for a in data["assignments"] for e in a["exercises"]}
+            writer.writerow([name, "" if failed else data["score"], data["max_score"],
+                             *[by_assignment[a]["score"] if a in by_assignment and a not in failed else ""
+                               for a in assignments],
                              *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data),
                              source])
     return buffer.getvalue()

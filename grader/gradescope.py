@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 
 from grader.config import Course
-from grader.errors import GraderError, UsageError
+from grader.errors import GraderError, GraderFailed, UsageError
 from grader.layout import Layout
 
 # the files of a course the package carries beside its reference and suites (what grading needs,
@@ -127,9 +127,12 @@ def failed(exercises, message: str) -> dict:
                        "visibility": "visible"} for name, points in exercises]}
 
 
-def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
+def run(root: Path, assignment_ids: tuple[str, ...]) -> dict | None:
     """Grade ``root/submission`` on ``assignment_ids`` and write ``root/results/results.json``, each
-    exercise shown as course.toml's ``[gradescope]`` says."""
+    exercise shown as course.toml's ``[gradescope]`` says. Where the grader itself fails (it cannot
+    confine student code, a suite's own bug), no results.json is written and None returned: Gradescope
+    then shows the run as the autograder's failure, with no score (never a 0 the student did not earn),
+    and the instructor reruns it once the machine is fixed."""
     from grader.config import load_course
 
     course = load_course(Path.cwd())
@@ -146,13 +149,17 @@ def run(root: Path, assignment_ids: tuple[str, ...]) -> dict:
         graded = [f for f in found if "<-" in f]
         if not graded:
             expected = ", ".join(f"{a.module} or {a.notebook}" for a in chosen)
+            uploaded = sorted(str(f.relative_to(root / "submission")) for f in (root / "submission").rglob("*")
+                              if f.is_file() and not f.is_symlink()) if (root / "submission").is_dir() else []
+            seen = found or uploaded[:20] + ([f"... ({len(uploaded) - 20} more)"] if len(uploaded) > 20 else [])
             data = failed(exercises, f"No file of this assignment in your upload: expected {expected}. "
-                                     + (f"Found: {'; '.join(found)}" if found else "The upload was empty."))
+                                     + (f"Found: {'; '.join(seen)}" if seen else "The upload was empty."))
         else:
             data = _grade(course, chosen, target, visibility, found)
-    except Exception as error:  # noqa: BLE001 - whatever happens, Gradescope gets a results.json
-        data = failed(exercises, f"The autograder could not grade this upload ({type(error).__name__}: "
-                                 f"{str(error)[:300]}); this is not your fault, tell your instructor.")
+    except Exception as error:  # noqa: BLE001 - the grader's own failure: no score at all
+        print(f"The autograder failed, not this upload ({type(error).__name__}: {str(error)[:300]}); "
+              "nothing was charged to it: the instructor reruns it once the grader is fixed.")
+        return None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results_file.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -168,6 +175,8 @@ def _grade(course, chosen, target: Path, visibility: str, found: list[str]) -> d
         result = grader.grade(resolve_submission(target, course), chosen)
     finally:
         grader.close()
+    if result.grader_error:
+        raise GraderFailed(result.grader_error)
     return results_json(result, visibility, found)
 
 
@@ -177,6 +186,8 @@ def main(argv: list[str]) -> int:
         print("usage: python -m grader.gradescope run ROOT ASSIGNMENT...", file=sys.stderr)
         return 2
     data = run(Path(argv[1]), tuple(argv[2:]))
+    if data is None:
+        return 2
     print(f"score {data['score']:g}", file=sys.stderr)
     return 0
 

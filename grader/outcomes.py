@@ -53,6 +53,15 @@ class RaisedFailure(CheckFailed):
         self.fault = fault
 
 
+class GraderFault(Exception):
+    """The grader's own machinery failed (confinement, spawning, a suite's own bug): no fault of the
+    student's. The check takes and gives no points and says so (status ``grader-error``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 class StudentFault(Exception):
     """The student's code raised, timed out, crashed or used a forbidden operation."""
 

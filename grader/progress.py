@@ -21,14 +21,15 @@ class Progress:
             self.task = self.bar.add_task("", total=total, completed=done)
             self.bar.start()
 
-    def advance(self, name: str, score: float, max_score: float) -> None:
+    def advance(self, name: str, score: float, max_score: float, *, grader_error: str | None = None) -> None:
+        """One more submission done: its score, or (``grader_error``) that the grader failed on it."""
         self.done += 1
+        said = f"grader error, no score ({grader_error})" if grader_error else f"{score:g}/{max_score:g}"
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=f"{name}: {score:g}/{max_score:g}")
+            self.bar.update(self.task, advance=1, description=f"{name}: {said}")
         else:
             elapsed = time.monotonic() - self.started
-            print(f"[{self.done}/{self.total}] {name}: {score:g}/{max_score:g} ({elapsed:.1f} s)", file=sys.stderr,
-                  flush=True)
+            print(f"[{self.done}/{self.total}] {name}: {said} ({elapsed:.1f} s)", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -16,10 +16,10 @@ from grader.results import SubmissionResult
 
 FORMATS = ("table", "json", "gradescope", "junit", "markdown")
 _MARK = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⧗", "not_implemented": "·", "forbidden": "⊘",
-         "crashed": "☠"}
+         "crashed": "☠", "grader-error": "?"}
 _COLOUR = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "not_implemented": "dim",
-           "forbidden": "magenta", "crashed": "red"}
-_SHORT = {"not_implemented": "not attempted yet"}
+           "forbidden": "magenta", "crashed": "red", "grader-error": "yellow"}
+_SHORT = {"not_implemented": "not attempted yet", "grader-error": "grader error (not yours)"}
 
 
 WIDTH = 80  # a terminal's width: tables and wrapped feedback fit it
@@ -64,7 +64,8 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
         for exercise in assignment.exercises:
             style = _COLOUR[exercise.status]
             table.add_row(f"[{style}]{_MARK[exercise.status]}[/]", exercise.name,
-                          f"{_points(exercise.score)}/{_points(exercise.max_score)}",
+                          f"{'–' if exercise.status == 'grader-error' else _points(exercise.score)}/"
+                          f"{_points(exercise.max_score)}",
                           f"[{style}]{_SHORT.get(exercise.status, exercise.status)}[/]")
         console.print(table)
         if assignment.sources:
@@ -77,7 +78,8 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
             console.print(f"[bold]{escape(exercise.name)}[/]{tags}", highlight=False)
             console.print(_indent(feedback[exercise.name]), markup=False, highlight=False, soft_wrap=True)
         console.print()
-    console.print(f"[bold]total {_points(result.score)}/{_points(result.max_score)}[/]   seed {result.seed}   "
+    total = "–" if result.grader_error else _points(result.score)
+    console.print(f"[bold]total {total}/{_points(result.max_score)}[/]   seed {result.seed}   "
                   f"device {result.device}   {result.duration_s:.1f} s")
     return buffer.getvalue()
 

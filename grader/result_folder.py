@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.results import grader_error_of
+
 MANIFEST = ".grade-manifest"
 LOCK = ".grade-manifest.lock"
 SUMMARY_FIRST = ["submission", "score", "max_score", "seed"]  # then a column per exercise, then "status"
@@ -151,6 +153,8 @@ def locked(folder: Path, timeout_s: float = 120.0):
 def overall_status(data: dict) -> str:
     """``graded``, or the status of a submission that could not be graded at all (``error``,
     ``crashed``...): every exercise failed by the one ``submission`` check of that status."""
+    if grader_error_of(data):  # no valid score: the grader's own failure (grader.results)
+        return "grader-error"
     exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
     statuses = {e.get("status") for e in exercises}
     whole = all([c.get("name") for c in e.get("checks", ())] == ["submission"] for e in exercises)
@@ -173,8 +177,10 @@ def write_summary(out: Path, course) -> Path:
     exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
     rows = []
     for data in results:
-        scores = {f"{a['id']}:{e['name']}": e["score"] for a in data["assignments"] for e in a["exercises"]}
-        rows.append([data["submission"], data["score"], data["max_score"], data["seed"]] +
+        scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == "grader-error" else e["score"]
+                  for a in data["assignments"] for e in a["exercises"]}
+        total = "" if grader_error_of(data) else data["score"]  # never a 0 the student did not earn
+        rows.append([data["submission"], total, data["max_score"], data["seed"]] +
                     [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
     buffer = io.StringIO()
     writer = csv.writer(buffer)

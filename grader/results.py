@@ -3,9 +3,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed")
-# when an exercise's checks end differently, the one the student must fix first names its status
-WORST_FIRST = ("forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
+STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed", "grader-error")
+# when an exercise's checks end differently, the one the student must fix first names its status; a
+# check the grader itself could not run (``grader-error``) leaves the exercise without a valid score
+WORST_FIRST = ("grader-error", "forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
+GRADER_ERROR = "grader-error"
+
+
+def grader_error_of(data: dict) -> str | None:
+    """The grader's own failure in a JSON result (one line), or None: such a result holds no valid score,
+    and no export, Gradescope results or Classroom points may read it as one."""
+    if data.get("grader_error"):
+        return str(data["grader_error"])
+    for assignment in data.get("assignments", ()):
+        for exercise in assignment.get("exercises", ()):
+            if exercise.get("status") == GRADER_ERROR:
+                return f"{assignment.get('id')}: {exercise.get('name')}: the grader could not grade it"
+    return None
 
 
 MESSAGE_LIMIT = 2_000  # characters of one check's message
@@ -55,10 +69,13 @@ class ExerciseResult:
 
     @property
     def score(self) -> float:
-        total = sum(c.weight for c in self.checks)
+        """The points of the checks passed, out of the checks that ran: a check the grader could not run
+        takes and gives nothing (the exercise's status says that its score is not valid)."""
+        graded = [c for c in self.checks if c.status != GRADER_ERROR]
+        total = sum(c.weight for c in graded)
         if not total:
             return 0.0
-        earned = sum(c.weight for c in self.checks if c.status == "passed")
+        earned = sum(c.weight for c in graded if c.status == "passed")
         return round(self.max_score * earned / total, 2)
 
     @property
@@ -202,8 +219,22 @@ class SubmissionResult:
     def full_marks(self) -> bool:
         return all(e.status == "passed" for a in self.assignments for e in a.exercises)
 
+    @property
+    def grader_error(self) -> str | None:
+        """What the grader itself failed at, in one line (the first such check's message), or None."""
+        for assignment in self.assignments:
+            for exercise in assignment.exercises:
+                for check in exercise.checks:
+                    if check.status == GRADER_ERROR:
+                        what = (check.message.splitlines() or [""])[0].split("; this is not your fault")[0]
+                        return f"{assignment.id}: {exercise.name}: {what}"
+        return None
+
     def to_json(self) -> dict:
-        return {"schema": 1, "submission": self.submission, "seed": self.seed, "device": self.device,
+        data = {"schema": 1, "submission": self.submission, "seed": self.seed, "device": self.device,
                 "score": self.score, "max_score": self.max_score, "duration_s": round(self.duration_s, 3),
                 "started": self.started, "isolation": self.isolation,
                 "assignments": [a.to_json() for a in self.assignments]}
+        if self.grader_error:
+            data["grader_error"] = self.grader_error
+        return data

@@ -22,6 +22,7 @@ from grader import protocol
 from grader.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
                             view_args)
 from grader.errors import IsolationError
+from grader.zygote import FAULT_INJECTION
 from grader.protocol import WorkerSpec
 
 CONTROL_TIMEOUT = 30.0  # seconds the zygote may take to answer (it runs no student code)
@@ -56,7 +57,7 @@ class Zygote:
             env = None
         else:
             argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno())]
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", FAULT_INJECTION)}
             env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
         with open(self.log, "wb") as log:
@@ -138,6 +139,9 @@ class Zygote:
         if not reply.get("ok") or not fds:
             for fd in fds:
                 os.close(fd)
+            if reply.get("grader_fault") is True:  # the zygote's word: no student code has run in the worker
+                raise WorkerFault("grader-error", f"the grader could not confine student code here "
+                                                  f"({reply.get('message', '')})")
             raise WorkerFault("crashed", f"the grader could not start your code ({reply.get('message', '')})")
         worker = Worker(self, int(reply["pid"]), socket.socket(fileno=fds[0]), spec)
         answer = worker.receive(timeout=timeout)

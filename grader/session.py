@@ -12,7 +12,7 @@ import pytest
 
 from grader.config import Assignment, Course
 from grader.harness import Grade
-from grader.outcomes import CheckFailed, RightGivenHelper, StudentFault
+from grader.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
 from grader.protocol import STACK_FILE, WorkerSpec, clip
@@ -56,6 +56,8 @@ class Student:
             try:
                 self.worker = self.session.zygote.spawn(spec, timeout=timeout)
             except WorkerFault as fault:
+                if fault.kind == "grader-error":
+                    raise GraderFault(fault.message) from None
                 raise StudentFault(fault.kind, "while importing your module: " + fault.message
                                    + self.where_it_was(fault)) from None
         if self.worker.import_error:
@@ -279,6 +281,9 @@ class GradingPlugin:
             check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
                                  ruled_out=tuple(getattr(error, "ruled_out", ())),
                                  unexplained=str(getattr(error, "unexplained", error.message)))
+        elif isinstance(error, GraderFault):  # the grader's own failure: no points taken or given
+            check = CheckOutcome(name, weight, "grader-error", f"{error.message}; this is not your fault, and "
+                                 "costs you nothing: tell your instructor")
         elif isinstance(error, StudentFault):
             message = "not attempted yet" if error.kind == "not_implemented" else error.message
             misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
@@ -288,7 +293,7 @@ class GradingPlugin:
                        "please report it")
             if self.session.debug:  # grade check --debug: the suite author sees where their check broke
                 message += "\n" + suite_traceback(error)
-            check = CheckOutcome(name, weight, "error", message)
+            check = CheckOutcome(name, weight, "grader-error", message)
         check.duration_s = round(call.duration, 6)
         return assignment, marker.args[0], check
 

@@ -201,7 +201,11 @@ class Zygote:
             fds = [sock] if sock is not None else []
         if pid:
             self.workers.add(pid)
-        self.reply({"ok": bool(pid), "pid": pid, "message": error}, [fd.fileno() for fd in fds])
+        # a worker that could not be confined, or a cgroup not joined, is the grader's own failure; a
+        # submission's process that died (its memory exhausted by the submission's workers) may not be
+        grader_fault = not pid and error != SUBMISSION_STOPPED
+        self.reply({"ok": bool(pid), "pid": pid, "message": error, "grader_fault": grader_fault},
+                   [fd.fileno() for fd in fds])
         for fd in fds:
             fd.close()
 
@@ -225,7 +229,7 @@ class Zygote:
         except (OSError, ValueError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
                 protocol.MessageTooLarge):  # it died (out of the submission's memory, say): a fresh one next time
             self._end_submission_process()
-            return 0, "the submission's process stopped", []
+            return 0, SUBMISSION_STOPPED, []
         socks = [socket.socket(fileno=fd) for fd in fds]
         pid = answer.get("pid") if isinstance(answer, dict) else 0
         if not (isinstance(pid, int) and pid > 0 and socks):
@@ -291,10 +295,21 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
                 _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
                                      | _CLONE_NEWUTS), "unshare")
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            confined_r, confined_w = os.pipe()  # the worker's word, before any student code: confined or not
             worker = os.fork()
             if worker == 0:
                 os.close(writer)
-                _worker_main(theirs, spec, namespaces)
+                os.close(confined_r)
+                _worker_main(theirs, spec, namespaces, confined=confined_w)
+            os.close(confined_w)
+            with os.fdopen(confined_r, "rb") as confined:
+                failure = confined.read(500)  # nothing, once the worker is confined (it closes its end)
+            if failure:
+                try:
+                    os.kill(worker, signal.SIGKILL)
+                except ProcessLookupError:  # it has exited already
+                    pass
+                raise ConfinementError(failure.decode(errors="replace"))
             os.write(writer, str(worker).encode())
             os.close(writer)
             theirs.close()
@@ -383,7 +398,11 @@ def _kill_children() -> None:
         time.sleep(0.005)
 
 
-def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool) -> None:
+SUBMISSION_STOPPED = "the submission's process stopped"
+FAULT_INJECTION = "GRADE_FAULT_INJECTION"  # "confine": every worker fails to confine (tests of grader-error)
+
+
+def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool, *, confined: int) -> None:
     """PID 1 of a fresh PID namespace (or, without namespaces, a process group of its own)."""
     name_process("grade-worker")
     from grader.worker import serve
@@ -394,11 +413,13 @@ def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: boo
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         try:
+            if os.environ.get(FAULT_INJECTION) == "confine":
+                raise ConfinementError(f"forced by {FAULT_INJECTION}")
             if namespaces:
                 _private_mounts()
             else:
                 os.setsid()
-            close_fds(keep=[sock.fileno()])
+            close_fds(keep=[sock.fileno(), confined])
             if spec.uid is not None:
                 import resource
 
@@ -406,11 +427,10 @@ def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: boo
             if namespaces or spec.uid is not None:  # else: the grader's own user, with nothing to give up
                 drop_privileges(spec.uid, spec.gid)
                 prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
-        except (ConfinementError, OSError) as exc:
-            reply = {"ok": False, "kind": "crashed", "stage": "import",
-                     "message": f"the grader could not confine your code ({exc})"}
-            protocol.send(sock, protocol.encode(reply), timeout=10)
+        except (ConfinementError, OSError) as exc:  # told by the pipe, which no student code ever holds
+            os.write(confined, str(exc).encode(errors="replace")[:500] or b"failed")
             return
+        os.close(confined)
         serve(sock, spec)
     except BaseException:  # noqa: BLE001 - to the zygote's log (the worker's stderr is /dev/null by now)
         code = 1

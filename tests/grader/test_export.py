@@ -2,6 +2,7 @@
 import csv
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +212,15 @@ def test_a_folder_without_a_manifest_is_refused_with_how_to_regenerate_it(course
         export_csv(course_copy, [tmp_path / "grades"])
     (tmp_path / "grades" / "zoe.json").unlink()
     assert export_csv(course_copy, [tmp_path / "grades"]).count("\n") == 1  # an empty folder: just the header
+
+
+def test_an_unmatched_shard_glob_is_left_out_with_a_warning(tmp_path):
+    """`grade export grades/ shard-*/` where no shard folder exists: the shell passes the glob as it is."""
+    import subprocess
+    import sys
+
+    (tmp_path / "grades").mkdir()
+    result = subprocess.run([sys.executable, "-m", "grader", "export", str(tmp_path / "grades"), "shard-*/"],
+                            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "shard-*: no such folder, left out" in result.stderr and result.stdout.startswith("submission,")

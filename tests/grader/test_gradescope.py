@@ -80,11 +80,14 @@ def zipped(files: dict[str, str]) -> bytes:
     ("zip of the folder", {"work.zip": zipped({"01_attention_basics/attention_basics.py": SOLUTION})}, 100),
     ("syntax error", {"attention_basics.py": SOLUTION + "\ndef broken(:\n"}, 0),
     ("empty", {}, 0),
+    ("only a readme", {"readme.txt": b"my work is in the notebook"}, 0),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_every_upload_gets_a_valid_results_json_out_of_the_assignments_points(autograder, case, files, score):
     data = upload(autograder, files)
     assert data["score"] == score, data["output"]
-    assert case == "empty" or isinstance(data["extra_data"]["seed"], int)
+    assert case in ("empty", "only a readme") or isinstance(data["extra_data"]["seed"], int)
+    if case == "only a readme":  # what was found, and what was expected
+        assert "Found: readme.txt" in data["tests"][0]["output"] and "attention_basics.py" in data["tests"][0]["output"]
     if case == "syntax error":
         assert all("SyntaxError" in t["output"] or "invalid syntax" in t["output"] for t in data["tests"][:1])
     if case == "empty":

@@ -79,3 +79,16 @@ def test_the_slurm_array_script_grades_its_slice_and_the_merge_exports_them(cour
     merged(course_folder)
     outside = shell(course_folder, f"bash {script} 01_attention_basics")
     assert outside.returncode != 0 and "sbatch --array" in outside.stderr  # not an array task: says how
+
+
+NODE24_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6, "actions/upload-artifact": 6,
+                 "actions/download-artifact": 7}  # the first major of each whose action.yml runs on node24
+
+
+def test_every_workflow_uses_the_node_24_majors_of_its_actions():
+    import re
+
+    workflows = [p for p in (ROOT / "templates").rglob("*.yml")]
+    used = [(p.name, name, int(major)) for p in workflows
+            for name, major in re.findall(r"uses:\s*(actions/[\w-]+)@v(\d+)", p.read_text())]
+    assert used and all(major >= NODE24_MAJORS.get(name, 0) for _, name, major in used), used

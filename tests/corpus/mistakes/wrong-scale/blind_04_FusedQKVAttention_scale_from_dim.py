@@ -1,4 +1,4 @@
-"""FusedQKVAttention: default scale computed from the input width, (dim // num_heads) ** -0.5 as in T2T-ViT, instead of the head size chan // num_heads (right only when dim == chan or qk_scale is given). (written blind, from the contract alone). The blind author filed it as unnamed."""
+"""FusedQKVAttention: default scale computed from the input width, (dim // num_heads) ** -0.5 as in T2T-ViT, instead of the head size chan // num_heads (right only when dim == chan or qk_scale is given). (written blind, from the contract alone). The blind author filed it as unnamed; the scale is the one thing wrong, so it is wrong-scale."""
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,4 @@
-"""SelfAttention_v1: Scales by sqrt(keys.shape[0]), the number of tokens, instead of sqrt(d_k) (right only when T == d_out). (written blind, from the contract alone). The blind author filed it as unnamed."""
+"""SelfAttention_v1: Scales by sqrt(keys.shape[0]), the number of tokens, instead of sqrt(d_k) (right only when T == d_out). (written blind, from the contract alone). The blind author filed it as unnamed; the scale is the one thing wrong, so it is wrong-scale."""
 import torch
 import torch.nn as nn
 

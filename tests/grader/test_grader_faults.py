@@ -1,0 +1,109 @@
+"""A grader fault is never the student's: a check the grader itself could not run (it could not confine
+student code, a suite's own bug) has status ``grader-error``, takes and gives no points, makes `grade
+check` exit 2 with one line, is listed apart by `grade autograde`, and never becomes a 0 in summary.csv,
+`grade export`, Gradescope's results or Classroom's points. The confinement failure is forced through
+the zygote's own test hook (grader.zygote.FAULT_INJECTION), on the real path: the worker's word, by
+a pipe that no student code holds."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.results import CheckOutcome, ExerciseResult, grader_error_of
+from grader.zygote import FAULT_INJECTION
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_grade(*args, cwd=ROOT, fault=True):
+    env = {**os.environ, "COLUMNS": "120"}
+    if fault:
+        env[FAULT_INJECTION] = "confine"
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+def test_a_check_the_grader_could_not_run_takes_and_gives_nothing():
+    exercise = ExerciseResult("softmax", 10, [CheckOutcome("a", 1, "passed"), CheckOutcome("b", 1, "failed"),
+                                              CheckOutcome("c", 2, "grader-error", "could not confine")])
+    assert exercise.score == 5.0 and exercise.status == "grader-error"
+    assert ExerciseResult("x", 10, [CheckOutcome("c", 1, "grader-error")]).score == 0.0
+
+
+def test_grade_check_says_the_grader_failed_and_exits_2(tmp_path):
+    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json")
+    assert result.returncode == 2, result.stderr
+    data = json.loads(result.stdout)
+    statuses = {e["status"] for a in data["assignments"] for e in a["exercises"]}
+    assert statuses == {"grader-error"} and "forced by" in data["grader_error"]
+    line = result.stderr.strip()
+    assert line.startswith("grade: error: the grader itself failed") and "\n" not in line
+    assert "Traceback" not in result.stderr
+
+
+def test_without_the_fault_the_same_command_gives_full_marks():
+    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json", fault=False)
+    assert result.returncode == 0 and "grader_error" not in json.loads(result.stdout)
+
+
+@pytest.fixture
+def klass(tmp_path):
+    root = tmp_path / "class"
+    for name in ("ann", "ben"):
+        folder = root / name / "01_attention_basics"
+        folder.mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", folder)
+    return root
+
+
+@pytest.mark.slow
+def test_autograde_lists_grader_faults_apart_and_no_zero_reaches_the_summary_or_the_export(klass, tmp_path):
+    out = tmp_path / "results"
+    result = run_grade("autograde", str(klass), "--out", str(out), "--assignment", "01_attention_basics",
+                       "--workers", "1", "--seed", "3")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("the grader itself failed") == 2  # each submission named, apart
+    assert "grader error, no score" in result.stderr  # the progress line
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "", "grader-error"),
+                                                                          ("ben", "", "grader-error")]
+    assert all(r["01_attention_basics:softmax"] == "" for r in rows)
+    export = run_grade("export", str(out), fault=False)
+    assert export.returncode == 0, export.stderr
+    exported = list(csv.DictReader(export.stdout.splitlines()))
+    assert [(r["submission"], r["score"], r["01_attention_basics"], r["status"]) for r in exported] == [
+        ("ann", "", "", "grader-error"), ("ben", "", "", "grader-error")]
+    # --resume grades them again once the machine is fixed
+    again = run_grade("autograde", str(klass), "--out", str(out), "--assignment", "01_attention_basics",
+                      "--workers", "1", "--seed", "3", "--resume", fault=False)
+    assert again.returncode == 0, again.stderr
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "100.0", "graded"),
+                                                                          ("ben", "100.0", "graded")]
+
+
+def test_classroom_reports_no_points_for_a_grader_fault(tmp_path):
+    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",
+                       "--output", str(tmp_path / "grade.json"))
+    assert result.returncode == 2
+    notices = run_grade("classroom", str(tmp_path / "grade.json"), fault=False)
+    assert notices.returncode == 2 and "Points" not in notices.stdout and "::error" in notices.stdout
+
+
+@pytest.mark.slow
+def test_gradescope_writes_no_zero_for_a_grader_fault(tmp_path):
+    """No results.json: Gradescope shows the autograder's failure, with no score, and the instructor reruns."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", root / "submission")
+    result = subprocess.run([sys.executable, "-m", "grader.gradescope", "run", str(root), "01_attention_basics"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, FAULT_INJECTION: "confine"})
+    assert result.returncode == 2 and not (root / "results" / "results.json").exists()
+    assert "The autograder failed, not this upload" in result.stdout
+    assert grader_error_of({"assignments": [{"id": "a", "exercises": [{"name": "e", "status": "passed"}]}]}) is None
