@@ -122,7 +122,7 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
         stale = run_release(course, course.select(assignment_ids), check=check_only)
         hint = "run `grade release` to regenerate assignments/ from solutions/"
     for item in stale:
-        where = item.path.relative_to(root) if item.path.is_relative_to(root) else item.path
+        where = item.path.relative_to(root) if item.path.is_relative_to(root) and item.path != root else item.path
         print(f"{where}: {item.reason}", file=sys.stderr)
     if check_only and stale:
         print(hint, file=sys.stderr)

@@ -28,6 +28,7 @@ from grader.leaks import Stale, leaks_in
 PUBLIC_SEED = 2024  # the public cases' inputs are drawn from it, at release and in every replay
 TEMPLATES = Path("templates", "distribution")
 _JUNK = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
+_BUILT = ("build", "dist", ".ipynb_checkpoints")  # what `pip install .` and Jupyter write in a distribution (and *.egg-info)
 
 
 class DistributionError(GraderError):
@@ -67,7 +68,8 @@ def check_distribution(course: Course, assignments: tuple[Assignment, ...], out:
                 stale.append(Stale(there, "differs from what `grade release --out` writes"))
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         name = path.relative_to(out)
-        if name not in expected and not {".git", "__pycache__"} & set(name.parts):
+        if name not in expected and not {".git", "__pycache__", *_BUILT} & set(name.parts) \
+                and not name.parts[0].endswith(".egg-info"):
             stale.append(Stale(path, "is not written by `grade release --out`"))
     return stale + leaks_in(course, out)
 
