@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed", "grader-error")
 # when an exercise's checks end differently, the one the student must fix first names its status; a
 # check the grader itself could not run (``grader-error``) leaves the exercise without a valid score
-WORST_FIRST = ("grader-error", "forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
 GRADER_ERROR = "grader-error"
+WORST_FIRST = (GRADER_ERROR, "forbidden", "timeout", "crashed", "error", "failed", "not_implemented", "passed")
 
 
 def grader_error_of(data: dict) -> str | None:
