@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from grader.config import Course
-from grader.errors import GraderError, UsageError
+from grader.errors import GraderError, SubmissionError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
 from grader.result_folder import (locked, read_manifest, read_result, sort_results, write_atomically,
                                   write_manifest, write_summary)
@@ -67,14 +67,20 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     grader = Grader(course, device=device, confinement=confinement)  # a sandbox, and a uid per submission
 
+    current: list = []  # the job being graded, until it is reported
+
     def jobs():
         while (job := tasks.get()) is not None:
             results.put(("started", os.getpid(), job.name))
+            current[:] = [job]
             yield job
 
     def report(job, outcome):
-        if isinstance(outcome, GraderError):
+        current[:] = []
+        if isinstance(outcome, SubmissionError):  # the submission's own fault (no assignment in it...)
             results.put(("invalid", os.getpid(), job.name, str(outcome)))
+        elif isinstance(outcome, GraderError):  # the grader's: the sandbox cannot start, the suites cannot run
+            results.put(("grader-error", os.getpid(), job.name, str(outcome)))
         else:
             outcome.submission = job.name
             results.put(("done", os.getpid(), job.name, outcome.to_json()))
@@ -83,7 +89,9 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
     try:  # one pytest session grades every submission this process is handed
         grader.grade_each(queued, assignments, seed=seed, prepare=lambda job: resolve_submission(job.path, course),
                           report=report)
-    except GraderError as error:  # the suites themselves cannot run: each submission is told so
+    except GraderError as error:  # the grader cannot grade here: the one being graded and each next one told so
+        for job in list(current):  # then each next one, as it comes (the queue ends with a None)
+            report(job, error)
         for job in queued:
             report(job, error)
     finally:
@@ -210,6 +218,8 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
                 continue
             if kind == "done":
                 data = message[3]
+            elif kind == "grader-error":  # no score: the grader's own failure, never the student's
+                data = failed_result(assignments, name, "grader-error", message[3], seed or 0).to_json()
             else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
                 data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
             record(name, data)

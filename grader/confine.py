@@ -193,7 +193,7 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
         needed.append(os.path.dirname(torch.__file__))
     needed = {os.path.realpath(p) for p in needed if p and os.path.isdir(p)}
     paths: list[str] = []
-    for path in [*needed, *sys.path]:
+    for path in [*needed, *sys.path, *_library_folders()]:
         if not path or not os.path.isdir(path):
             continue
         real = os.path.realpath(path)
@@ -202,6 +202,22 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
         if not any(_inside(real, p) for p in paths):
             paths = [p for p in paths if not _inside(p, real)] + [real]
     return sorted(paths)
+
+
+def _library_folders() -> list[str]:
+    """The folders of the shared libraries this process has loaded (libpython where an interpreter
+    finds it by an absolute run path outside its prefix, as in a relocated or copied installation)."""
+    folders: set[str] = set()
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                path = parts[5].strip() if len(parts) == 6 else ""
+                if path.startswith("/") and (path.endswith(".so") or ".so." in os.path.basename(path)):
+                    folders.add(os.path.dirname(path))
+    except OSError:  # not Linux: the runtime's own folders are all there is
+        return []
+    return sorted(folders)
 
 
 def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:

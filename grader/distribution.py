@@ -28,7 +28,7 @@ from grader.leaks import Stale, leaks_in
 PUBLIC_SEED = 2024  # the public cases' inputs are drawn from it, at release and in every replay
 TEMPLATES = Path("templates", "distribution")
 _JUNK = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
-_BUILT = ("build", "dist", ".ipynb_checkpoints")  # what `pip install .` and Jupyter write in a distribution (and *.egg-info)
+_BUILT = ("build", "dist", ".ipynb_checkpoints")  # what `pip install .` (and *.egg-info) and Jupyter write there
 
 
 class DistributionError(GraderError):

@@ -80,8 +80,9 @@ class Zygote:
             if answer.get("ok"):
                 self.ready = True
                 return
-            try:
-                error = self.log.read_bytes()[-2000:].decode(errors="replace").strip()
+            try:  # the last line of the zygote's own error (a traceback's: the exception), never the traceback
+                lines = self.log.read_bytes()[-2000:].decode(errors="replace").strip().splitlines()
+                error = next((line.strip() for line in reversed(lines) if line.strip()), "")
             except OSError:
                 error = ""
             self.failure = f"the sandbox for student code could not start ({error or 'no answer'})"
@@ -152,15 +153,20 @@ class Zygote:
     def kill(self, pid: int) -> None:
         try:
             self._ask({"op": "kill", "pid": pid})
-        except WorkerFault:
+        except (WorkerFault, IsolationError):
             pass
 
     def end_submission(self) -> bool:
-        """Kill every process of the submission; True when the zygote saw none of them left."""
+        """Kill every process of the submission; True when the zygote saw none of them left (or never
+        started: then no student code ran)."""
+        if self.failure is not None:
+            return True
         try:
             return bool(self._ask({"op": "end"}).get("ok"))
         except WorkerFault:
             return False
+        except IsolationError:
+            return True
 
     def close(self) -> None:
         self._control.close()

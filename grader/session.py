@@ -11,6 +11,7 @@ import traceback
 import pytest
 
 from grader.config import Assignment, Course
+from grader.errors import IsolationError
 from grader.harness import Grade
 from grader.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
@@ -55,6 +56,8 @@ class Student:
             self.worker = None
             try:
                 self.worker = self.session.zygote.spawn(spec, timeout=timeout)
+            except IsolationError as error:  # the zygote could not start: no student code ran
+                raise GraderFault(str(error)) from None
             except WorkerFault as fault:
                 if fault.kind == "grader-error":
                     raise GraderFault(fault.message) from None

@@ -399,7 +399,8 @@ def _kill_children() -> None:
 
 
 SUBMISSION_STOPPED = "the submission's process stopped"
-FAULT_INJECTION = "GRADE_FAULT_INJECTION"  # "confine": every worker fails to confine (tests of grader-error)
+# tests of grader-error: "confine", every worker fails to confine; "zygote", the zygote fails to start
+FAULT_INJECTION = "GRADE_FAULT_INJECTION"
 
 
 def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool, *, confined: int) -> None:
@@ -489,6 +490,8 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     config = {"namespaces": sys.argv[2:] == ["namespaces"]}
+    if os.environ.get(FAULT_INJECTION) == "zygote":
+        raise RuntimeError(f"forced by {FAULT_INJECTION}")
     fixed_malloc_thresholds()  # before torch: every worker inherits them
     import torch  # noqa: F401 - once, here; every worker inherits it
 

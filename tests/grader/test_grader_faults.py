@@ -107,3 +107,23 @@ def test_gradescope_writes_no_zero_for_a_grader_fault(tmp_path):
     assert result.returncode == 2 and not (root / "results" / "results.json").exists()
     assert "The autograder failed, not this upload" in result.stdout
     assert grader_error_of({"assignments": [{"id": "a", "exercises": [{"name": "e", "status": "passed"}]}]}) is None
+
+
+@pytest.mark.slow
+def test_a_zygote_that_cannot_start_is_a_grader_error_in_every_command_and_never_hangs_a_batch(klass, tmp_path):
+    """The sandbox itself cannot start (GRADE_FAULT_INJECTION=zygote): once, a batch waited for ever on
+    the submission it was grading, and an error result charged the student."""
+    env = {**os.environ, FAULT_INJECTION: "zygote"}
+    check = subprocess.run([sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
+                            "solutions", "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env=env)
+    assert check.returncode == 2 and "Traceback" not in check.stderr
+    assert {e["status"] for a in json.loads(check.stdout)["assignments"] for e in a["exercises"]} == {"grader-error"}
+    out = tmp_path / "results"
+    batch = subprocess.run([sys.executable, "-m", "grader", "autograde", str(klass), "--out", str(out),
+                            "--assignment", "01_attention_basics", "--workers", "1"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300, env=env)
+    assert batch.returncode == 2, batch.stderr
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "", "grader-error"),
+                                                                          ("ben", "", "grader-error")]

@@ -20,6 +20,9 @@ BASE_PYTHON = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{
 SANDBOX = sys.platform.startswith("linux") and find_bwrap() is not None
 
 pytestmark = [pytest.mark.slow]
+# --ignore-installed: the layouts see this run's packages, the course's own editable install among them,
+# and pip outside a virtualenv counts every folder as its own: it would uninstall that install first
+INSTALL = ("install", "-q", "--no-deps", "--no-index", "--ignore-installed")
 
 
 def venv(path: Path) -> Path:
@@ -113,8 +116,8 @@ def test_pip_install_user(python, course_wheel, tmp_path):
     if probe.stdout.strip() != "True":
         pytest.skip(f"{python} is another Python version than this run's torch")
     env = user_site(python, tmp_path / "userbase")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--user", "--no-deps",
-                    "--no-index", "--break-system-packages", str(course_wheel)],
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, "--user",
+                    "--break-system-packages", str(course_wheel)],
                    check=True, capture_output=True, timeout=300, env={**os.environ, **env})
     grade = tmp_path / "userbase" / "bin" / "grade"
     data = grade_solutions(None, "01_attention_basics", "06_decoding_attention", command=[str(grade)], env=env)
@@ -139,8 +142,8 @@ def distribution_wheel(course, tmp_path_factory):
 def distribution_venv(distribution_wheel, tmp_path_factory):
     """A fresh venv with the distribution installed by pip, not editable (Colab's way)."""
     python = venv(tmp_path_factory.mktemp("colab") / "venv")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-                    str(distribution_wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(distribution_wheel)],
+                   check=True, capture_output=True, timeout=300)
     return python
 
 
@@ -196,3 +199,35 @@ def test_a_notebook_check_in_the_pip_installed_distribution_runs_headless(distri
                for o in cell.get("outputs", [])]
     text = "\n".join(o.get("text", "") + "".join(o.get("traceback", [])) for o in outputs)
     assert outputs and "Error" not in text and "points, passed" in text, text[-3000:]
+
+
+def prefix_like_conda(prefix: Path) -> Path:
+    """A standalone installation at ``prefix`` (what conda makes: the interpreter, its standard library
+    and its own site-packages under one prefix, no pyvenv.cfg), copied from this run's base Python
+    (its libpython found by the base's absolute run path, as a relocated installation finds it);
+    this run's packages through a ``.pth`` file. Its python."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base = Path(sys.base_prefix)
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy2(base / "bin" / version, prefix / "bin" / version)
+    (prefix / "bin" / "python3").symlink_to(version)
+    skip = shutil.ignore_patterns("site-packages", "test", "idlelib", "tkinter", "turtledemo", "lib2to3",
+                                  "config-*", "__pycache__", "ensurepip")
+    shutil.copytree(base / "lib" / version, prefix / "lib" / version, ignore=skip)
+    (prefix / "lib" / version / "site-packages").mkdir()
+    (prefix / "lib" / version / "site-packages" / "test-runtime.pth").write_text(PURELIB + "\n")
+    return prefix / "bin" / version
+
+
+def test_a_conda_style_prefix(course_wheel, tmp_path):
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if not (Path(sys.base_prefix) / "lib" / version / "os.py").is_file():
+        pytest.skip("this run's base Python is not a prefix installation to copy")
+    python = prefix_like_conda(tmp_path / "conda")
+    probe = subprocess.run([str(python), "-c", "import sys, torch; print(sys.prefix == sys.base_prefix)"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "True", probe.stderr[-2000:]
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(course_wheel)],
+                   check=True, capture_output=True, timeout=300)
+    data = grade_solutions(None, "03_causal_attention", command=[str(python.parent / "grade")])
+    assert data["score"] == data["max_score"] == 100, data

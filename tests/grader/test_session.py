@@ -40,10 +40,10 @@ def test_a_check_naming_an_exercise_that_course_toml_lacks_stops_grading_and_say
                     ignore=shutil.ignore_patterns("*.ipynb"))
     ran = subprocess.run([*grade, "autograde", str(klass), "--out", str(out), "--assignment", "01_attention_basics"],
                          capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr  # every submission has a result: an error that says why
+    assert ran.returncode == 2, ran.stderr  # every submission has a result: a grader error that says why
     result = json.loads((out / "ann.json").read_text())
     exercise = result["assignments"][0]["exercises"][0]
-    assert exercise["status"] == "error" and "the grading suite is broken" in exercise["feedback"]
+    assert exercise["status"] == "grader-error" and "the grading suite is broken" in exercise["feedback"]
 
 
 def test_a_bug_in_a_check_is_not_the_students_fault_and_debug_shows_where_it_is(tmp_path):
@@ -63,7 +63,7 @@ def test_a_bug_in_a_check_is_not_the_students_fault_and_debug_shows_where_it_is(
         return next(e for e in exercises if e["name"] == "attention_scores_loop"), ran.stderr
 
     quiet, _ = loop_feedback()
-    assert quiet["status"] == "error" and "not your fault" in quiet["feedback"] and "KeyError" in quiet["feedback"]
+    assert quiet["status"] == "grader-error" and "not your fault" in quiet["feedback"] and "KeyError" in quiet["feedback"]
     assert "Traceback" not in quiet["feedback"] and "test_01" not in quiet["feedback"]
     for loud, stderr in (loop_feedback("--debug"), loop_feedback(GRADE_DEBUG="1")):
         assert "Traceback" in loud["feedback"] and "test_01_attention_basics.py" in loud["feedback"]

@@ -1,4 +1,4 @@
-"""SelfAttention_v1: Copy-paste slip that projects the values with W_key instead of W_value. (written blind, from the contract alone)."""
+"""SelfAttention_v1: Copy-paste slip that projects the values with W_key instead of W_value. (written blind, from the contract alone). Filed as qkv-swapped by its author; its output is exactly attention with the keys as values, which values-not-used (attn @ keys) gives too, so no id names it alone."""
 import torch
 import torch.nn as nn
 
