@@ -9,8 +9,9 @@ shows the package to students), and ``run_autograder`` calls :func:`run` below.
 Uploads come as people make them: the module or the notebook, both, several assignments' files, a
 zip of the folder, names a browser changed on a second download (``attention_basics (1).py``).
 Every upload gets a valid results.json with a score out of the graded assignments' points: an empty
-upload, a file of another course or an upload that breaks the grader is 0 with a line that says why,
-never "the autograder failed". ``GRADESCOPE_ROOT`` replaces ``/autograder`` (for tests).
+upload or a file of another course is 0 with a line that says why. Where the grader itself fails
+(``grader-error``), no results.json is written: Gradescope then shows the autograder's failure with
+no score, never a 0 the student did not earn. ``GRADESCOPE_ROOT`` replaces ``/autograder`` (for tests).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 from grader.config import Course
+from grader.distribution import course_toml
 from grader.errors import GraderError, GraderFailed, UsageError
 from grader.layout import Layout
 
@@ -60,12 +62,46 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path)
             info = zipfile.ZipInfo(name)
             info.external_attr = (stat.S_IFREG | 0o755) << 16
             package.writestr(info, text)
-        for source in (*(course.root / name for name in PACKAGED), course.layout.solutions, course.layout.suites):
+        shipped = with_imports(course, chosen)  # the chosen ones, and those whose reference they import
+        package.writestr("course/course.toml", course_toml(course, shipped))
+        for source in (*(course.root / name for name in PACKAGED if name != "course.toml"),
+                       course.layout.solutions, course.layout.suites):
             files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file()
                                                               and "__pycache__" not in p.parts)
             for path in files:
-                package.write(path, f"course/{path.relative_to(course.root).as_posix()}")
+                if _of_assignment(path, course) in (None, *(a.id for a in shipped)):
+                    package.write(path, f"course/{path.relative_to(course.root).as_posix()}")
     return out
+
+
+def with_imports(course: Course, chosen) -> tuple:
+    """``chosen`` and every assignment whose reference module they import (04's wrapper imports
+    ``causal_attention``, 03's), in course order: what grading ``chosen`` needs of the course."""
+    import ast
+
+    by_module = {a.module_name: a for a in course.assignments}
+    wanted, todo = set(), list(chosen)
+    while todo:
+        assignment = todo.pop()
+        if assignment.id in wanted:
+            continue
+        wanted.add(assignment.id)
+        tree = ast.parse(course.layout.solution_module(assignment).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            todo += [by_module[n.split(".")[0]] for n in names if n.split(".")[0] in by_module]
+    return tuple(a for a in course.assignments if a.id in wanted)
+
+
+def _of_assignment(path: Path, course: Course) -> str | None:
+    """The assignment a solution folder or a suite file belongs to (None: shared by all)."""
+    ids = {a.id for a in course.assignments}
+    for part in path.relative_to(course.root).parts:
+        for candidate in (part, part.removeprefix("test_").removesuffix(".py")):
+            if candidate in ids:
+                return candidate
+    return None
 
 
 def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:

@@ -40,7 +40,7 @@ def autograder(tmp_path_factory):
     return root
 
 
-def upload(autograder: Path, files: dict[str, bytes | str]) -> dict:
+def upload(autograder: Path, files: dict[str, bytes | str], exercises: int = 7) -> dict:
     """Gradescope's run for one upload: the files in /autograder/submission, run_autograder, results.json."""
     submission, results = autograder / "submission", autograder / "results"
     for folder in (submission, results):
@@ -56,7 +56,7 @@ def upload(autograder: Path, files: dict[str, bytes | str]) -> dict:
     data = json.loads((results / "results.json").read_text())
     # valid for Gradescope whatever the upload: a score, and tests out of the assignment's 100 points
     assert isinstance(data["score"], float) and 0 <= data["score"] <= 100
-    assert sum(t["max_score"] for t in data["tests"]) == 100 and len(data["tests"]) == 7
+    assert sum(t["max_score"] for t in data["tests"]) == 100 and len(data["tests"]) == exercises
     assert all({"name", "score", "max_score", "output", "visibility"} <= set(t) for t in data["tests"])
     return data
 
@@ -136,3 +136,27 @@ def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result, tm
     (tmp_path / "course.toml").write_text(text.replace('softmax_naive = "hidden"', 'soft_max = "hidden"'))
     with pytest.raises(Exception, match="gradescope.exercises.soft_max: not an exercise of this course"):
         load_course(tmp_path)
+
+
+def test_the_package_ships_its_assignments_and_what_their_references_import_only(tmp_path):
+    """04's wrapper imports 03's CausalAttention: a package for 04 holds 03 and 04, nothing of 01, 02, 05, 06."""
+    package = tmp_path / "04.zip"
+    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", "04_multi_head_attention", "--out",
+                            str(package)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(package) as archive:
+        names = archive.namelist()
+        course_toml = archive.read("course/course.toml").decode()
+    held = {n.split("/")[2] for n in names if n.startswith("course/solutions/")}
+    suites = {n.rsplit("/", 1)[1] for n in names if n.startswith("course/suites/hidden/")}
+    assert held == {"03_causal_attention", "04_multi_head_attention"}
+    assert suites == {"test_03_causal_attention.py", "test_04_multi_head_attention.py"}
+    assert '"04_multi_head_attention"' in course_toml and '"06_decoding_attention"' not in course_toml
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(package) as archive:
+        archive.extractall(root / "source")
+    data = upload(root, {"multi_head_attention.py": (ROOT / "solutions" / "04_multi_head_attention" /
+                                                     "multi_head_attention.py").read_text(),
+                         "causal_attention.py": (ROOT / "solutions" / "03_causal_attention" /
+                                                 "causal_attention.py").read_text()}, exercises=6)
+    assert data["score"] == 100, data["output"]
