@@ -28,7 +28,8 @@ from grader.errors import GraderError, SubmissionError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
 from grader.result_folder import (locked, read_manifest, read_result, sort_results, write_atomically,
                                   write_manifest, write_summary)
-from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult, grader_error_of
+from grader.results import (GRADER_ERROR, AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult,
+                            grader_error_of)
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -80,7 +81,7 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
         if isinstance(outcome, SubmissionError):  # the submission's own fault (no assignment in it...)
             results.put(("invalid", os.getpid(), job.name, str(outcome)))
         elif isinstance(outcome, GraderError):  # the grader's: the sandbox cannot start, the suites cannot run
-            results.put(("grader-error", os.getpid(), job.name, str(outcome)))
+            results.put((GRADER_ERROR, os.getpid(), job.name, str(outcome)))
         else:
             outcome.submission = job.name
             results.put(("done", os.getpid(), job.name, outcome.to_json()))
@@ -218,8 +219,8 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
                 continue
             if kind == "done":
                 data = message[3]
-            elif kind == "grader-error":  # no score: the grader's own failure, never the student's
-                data = failed_result(assignments, name, "grader-error", message[3], seed or 0).to_json()
+            elif kind == GRADER_ERROR:  # no score: the grader's own failure, never the student's
+                data = failed_result(assignments, name, GRADER_ERROR, message[3], seed or 0).to_json()
             else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
                 data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
             record(name, data)
