@@ -172,8 +172,14 @@ def test_release_out_rewrites_a_previous_distribution_keeping_git_and_check_says
         return subprocess.run([sys.executable, "-m", "grader", "release", "01_attention_basics", "--check", "--out",
                                str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
+    for built in ("build/lib/grader/__init__.py", "attention_pytorch.egg-info/PKG-INFO", "dist/x.whl"):
+        (out / built).parent.mkdir(parents=True, exist_ok=True)  # what `pip install .` there writes
+        (out / built).write_text("built")
     fresh = check()
     assert fresh.returncode == 0 and fresh.stderr == ""
+    missing = subprocess.run([sys.executable, "-m", "grader", "release", "--check", "--out", str(tmp_path / "nope")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 1 and missing.stderr.startswith(f"{tmp_path / 'nope'}: is not a student distribution")
     recording = torch.load(out / "suites" / "public" / "reference.pt", weights_only=True)
     key = sorted(recording["events"])[0]
     recording["events"][key] = torch.zeros(1)  # an output recorded from another reference
