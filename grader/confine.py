@@ -118,6 +118,21 @@ def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
                        problems=tuple(problems))
 
 
+def weaker(confinement: Confinement, problem: str, setting: str) -> Confinement | None:
+    """The mode to take when the zygote's probe (grader.zygote.probe_confinement) says a worker cannot be
+    confined as ``confinement`` plans it: the next weaker one that needs no sandbox (a uid per submission
+    as root, else the grader's own user), None when there is none weaker, IsolationError under
+    ``separate_user = "required"``."""
+    if setting == "required":
+        raise IsolationError(f'separate_user = "required" in course.toml, but student code cannot be confined '
+                             f"here ({problem})")
+    if not confinement.sandboxed:
+        return None
+    said = f"the sandbox cannot confine student code here ({problem}): no sandbox"
+    return Confinement("separate-user-only" if confinement.root else "same-user",
+                       problems=(said, *confinement.problems))
+
+
 def _try(bwrap: str, root: bool) -> str | None:
     """Why bubblewrap cannot run a sandbox like the zygote's here, or None when it can."""
     argv = [bwrap, *namespace_args(root), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]

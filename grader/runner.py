@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.confine import blocked_paths, confinement_for, submission_uid
 from grader.config import Assignment, Course
-from grader.errors import DeviceError, GraderError
+from grader.errors import DeviceError, GraderError, IsolationError
 from grader.recording import public_recording
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 from grader.submission import Submission, WorkingCopy
@@ -179,6 +179,34 @@ class Grader:
             cgroups = {str(folder): f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
         return Zygote(self.confinement, blocked=blocked_paths(self.course), cgroups=cgroups)
 
+    def _confined(self) -> None:
+        """Before a submission's checks, the zygote's probe (said before it loads torch, so this waits for
+        nothing): where a worker cannot be confined as planned, the grader takes the next weaker mode
+        and says so, or refuses under ``separate_user = "required"`` (IsolationError). A zygote that did
+        not start at all is left to the checks, which say grader-error."""
+        from grader.confine import describe, weaker
+
+        try:
+            problem = self.zygote.probe()
+        except IsolationError:
+            return
+        if problem is None:
+            return
+        fallback = weaker(self.confinement, problem, self.course.isolation.separate_user)
+        if fallback is None:
+            return
+        print(describe(fallback), file=sys.stderr)
+        self.zygote.close()
+        if self.hierarchy is not None:  # no cgroups without the sandbox that binds them
+            for folder in self.hierarchy.folders:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+            self.hierarchy = None
+        self.confinement = fallback
+        self.zygote = self._start_zygote()
+
     def _submission_uid(self) -> int | None:
         return submission_uid() if self.confinement.root else None
 
@@ -249,6 +277,7 @@ class Grader:
         if not self.zygote.alive:  # killed from outside, or out of memory: a fresh one, no fault of this student
             self.zygote.close()
             self.zygote = self._start_zygote()
+        self._confined()
         self.submissions += 1
         uid = self._submission_uid()
         run.submission = submission

@@ -53,10 +53,11 @@ class Zygote:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
                     *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
                                cgroups=cgroups),
-                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces"]
+                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces",
+                    *(["uid"] if confinement.root else [])]
             env = None
         else:
-            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno())]
+            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno()), *(["uid"] if confinement.root else [])]
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", FAULT_INJECTION)}
             env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
@@ -68,26 +69,48 @@ class Zygote:
         self.namespaces = confinement.sandboxed
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
         self.failure: str | None = None
+        self.probed = False
+        self.confinement_problem: str | None = None  # what the zygote's probe found (grader.zygote)
 
-    def wait_ready(self) -> None:
-        if self.ready:
-            return
-        if self.failure is None:
+    def probe(self) -> str | None:
+        """The zygote's first word, said before it loads torch: why a worker cannot be confined here,
+        or None (see :func:`grader.zygote.probe_confinement`). Raises IsolationError if it did not start."""
+        if not self.probed and self.failure is None:
             try:
                 answer, _ = self._receive(timeout=120)
             except WorkerFault:
                 answer = {}
-            if answer.get("ok"):
-                self.ready = True
-                return
-            try:  # the last line of the zygote's own error (a traceback's: the exception), never the traceback
-                lines = self.log.read_bytes()[-2000:].decode(errors="replace").strip().splitlines()
-                error = next((line.strip() for line in reversed(lines) if line.strip()), "")
-            except OSError:
-                error = ""
-            self.failure = f"the sandbox for student code could not start ({error or 'no answer'})"
-            self.close()
+            if "probe" in answer:
+                self.probed = True
+                self.confinement_problem = str(answer["probe"])[:500] if answer["probe"] else None
+            else:
+                self._failed()
+        if self.failure is not None:
+            raise IsolationError(self.failure)
+        return self.confinement_problem
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        self.probe()
+        try:
+            answer, _ = self._receive(timeout=120)
+        except WorkerFault:
+            answer = {}
+        if answer.get("ok"):
+            self.ready = True
+            return
+        self._failed()
         raise IsolationError(self.failure)
+
+    def _failed(self) -> None:
+        try:  # the last line of the zygote's own error (a traceback's: the exception), never the traceback
+            lines = self.log.read_bytes()[-2000:].decode(errors="replace").strip().splitlines()
+            error = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        except OSError:
+            error = ""
+        self.failure = f"the sandbox for student code could not start ({error or 'no answer'})"
+        self._stop()
 
     def inside(self, path: Path | str) -> str:
         """Where the sandbox sees a path of the working folder."""
@@ -169,6 +192,11 @@ class Zygote:
             return True
 
     def close(self) -> None:
+        self._stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _stop(self) -> None:
+        """The zygote and its sandbox ended; its folder (working copies in it) stays until close()."""
         self._control.close()
         if self.process.poll() is None:
             try:
@@ -176,7 +204,6 @@ class Zygote:
             except (ProcessLookupError, PermissionError):
                 self.process.kill()
         self.process.wait()
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def held_bytes(root_pid: int, folder: Path | None = None) -> int:

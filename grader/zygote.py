@@ -86,12 +86,18 @@ def close_fds(keep=()) -> None:
     os.closerange(low, max(low, os.sysconf("SC_OPEN_MAX")))
 
 
+def _torch_folder() -> str:
+    """Where torch is, found without importing it (the confinement probe runs before torch is loaded)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else sys.prefix
+
+
 def _runtime_under(folder: str) -> list[str]:
     """The folders Python imports from that lie under ``folder`` (a virtualenv in a ``mktemp -d``)."""
-    import torch
-
     found: list[str] = []
-    for path in sorted({*sys.path, sys.prefix, os.path.dirname(torch.__file__)}):
+    for path in sorted({*sys.path, sys.prefix, _torch_folder()}):
         if path.startswith(folder + os.sep) and os.path.isdir(path) \
                 and not any(path.startswith(kept + os.sep) for kept in found):
             found.append(path)
@@ -399,7 +405,8 @@ def _kill_children() -> None:
 
 
 SUBMISSION_STOPPED = "the submission's process stopped"
-# tests of grader-error: "confine", every worker fails to confine; "zygote", the zygote fails to start
+# tests of grader-error: "confine", every worker fails to confine; "zygote", the zygote fails to start;
+# "probe", the zygote's first word is that it cannot confine (the grader then takes a weaker mode)
 FAULT_INJECTION = "GRADE_FAULT_INJECTION"
 
 
@@ -458,6 +465,50 @@ def _warm_up() -> None:
     protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
 
 
+PROBE_UID = 1_999_999_999  # below every submission's uid (grader.confine.FIRST_UID): the probe's own
+
+
+def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
+    """Confine a process as a worker is confined (namespaces, private mounts, no capabilities, and as
+    root a uid of its own that must still read the Python runtime), before any student code: why it
+    cannot be done here, or None. The zygote says it first, so the grader can take a weaker mode."""
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # as _start_worker's starter: new namespaces, then the worker as PID 1 there
+        try:
+            os.close(reader)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            if namespaces:
+                _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
+                                     | _CLONE_NEWUTS), "unshare")
+            worker = os.fork()
+            if worker == 0:
+                if namespaces:
+                    _private_mounts()
+                uid = PROBE_UID if per_uid else None  # a uid per submission, where the grader is root
+                if namespaces or uid is not None:
+                    drop_privileges(uid, 65534)
+                for folder in (os.path.dirname(os.__file__), _torch_folder()):
+                    if not os.access(folder, os.R_OK | os.X_OK):
+                        raise ConfinementError(f"a submission's uid cannot read the Python runtime at {folder}")
+                os._exit(0)
+            _, status = os.waitpid(worker, 0)
+            os._exit(0 if status == 0 else 1)
+        except BaseException as exc:  # noqa: BLE001 - said to the grader (the worker's too: same pipe)
+            os.write(writer, (str(exc) or type(exc).__name__).encode(errors="replace")[:500])
+            os._exit(1)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as stream:
+        said = stream.read(600)  # until both have exited (each holds the pipe's end)
+    if said:
+        return said.decode(errors="replace")
+    try:
+        _, status = os.waitpid(child, 0)
+    except ChildProcessError:  # reaped already (the zygote ignores SIGCHLD)
+        status = 0
+    return f"the probe ended with status {status}" if status else None
+
+
 def run_as(uid: int, gid: int, argv: list[str]) -> None:
     """``python -m grader.zygote --as UID GID -- CMD...``: drop to ``uid`` with no capabilities, then
     exec CMD (a notebook's kernel in its sandbox, grader.kernel_boundary)."""
@@ -489,9 +540,14 @@ def main() -> None:
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    config = {"namespaces": sys.argv[2:] == ["namespaces"]}
+    config = {"namespaces": "namespaces" in sys.argv[2:], "uid": "uid" in sys.argv[2:]}  # as the grader plans
     if os.environ.get(FAULT_INJECTION) == "zygote":
         raise RuntimeError(f"forced by {FAULT_INJECTION}")
+    # first, before torch: whether a worker can be confined here (the grader reads it before grading)
+    problem = f"forced by {FAULT_INJECTION}" if os.environ.get(FAULT_INJECTION) == "probe" else \
+        probe_confinement(config["namespaces"], per_uid=config["uid"])
+    socket.send_fds(control, [b"F"], [])
+    protocol.send(control, protocol.encode({"probe": problem}), timeout=30)
     fixed_malloc_thresholds()  # before torch: every worker inherits them
     import torch  # noqa: F401 - once, here; every worker inherits it
 

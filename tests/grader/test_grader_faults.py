@@ -127,3 +127,34 @@ def test_a_zygote_that_cannot_start_is_a_grader_error_in_every_command_and_never
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "", "grader-error"),
                                                                           ("ben", "", "grader-error")]
+
+
+def test_where_the_probe_cannot_confine_a_worker_the_grader_takes_a_weaker_mode_and_says_so():
+    """The zygote's first word, before it loads torch, is whether a worker can be confined (forced
+    here): the grader then grades without the sandbox (a uid per submission as root) and says so."""
+    result = subprocess.run([sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
+                             "solutions", "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, FAULT_INJECTION: "probe"})
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["score"] == 100 and data["isolation"] in ("separate-user-only", "same-user")
+    assert "the sandbox cannot confine student code here (forced by" in result.stderr
+
+
+def test_under_separate_user_required_a_probe_that_fails_refuses_in_one_line(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    text = (ROOT / "course.toml").read_text()
+    assert 'separate_user = "auto"' in text
+    (course / "course.toml").write_text(text.replace('separate_user = "auto"', 'separate_user = "required"'))
+    for name in ("solutions", "suites"):
+        (course / name).symlink_to(ROOT / name)
+    result = subprocess.run([sys.executable, "-m", "grader", "--course", str(course), "check", "01_attention_basics",
+                             "--submission", str(ROOT / "solutions")], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, FAULT_INJECTION: "probe"})
+    if "bubblewrap" in result.stderr and "required" in result.stderr and "cannot make" in result.stderr:
+        pytest.skip("no sandbox on this machine: required refuses before any probe")
+    assert result.returncode == 2, result.stdout[-1000:] + result.stderr
+    assert result.stderr.strip().startswith('grade: error: separate_user = "required" in course.toml, but student '
+                                            "code cannot be confined here (forced by")
+    assert "Traceback" not in result.stderr
