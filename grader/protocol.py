@@ -17,6 +17,7 @@ import json
 import select
 import socket
 import struct
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 
@@ -130,20 +131,20 @@ def encode(obj) -> bytes:
 
 
 def _encode(value, buffers, tensors, depth):
-    import torch
+    torch = sys.modules.get("torch")  # none loaded yet (the zygote's first word): no value is a tensor
 
     if depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, torch.Tensor):
+    if torch is not None and isinstance(value, torch.Tensor):
         tensors.append(_tensor_entry(value, buffers))
         return {"$t": len(tensors) - 1}
     if isinstance(value, HandleRef):
         return {"$h": value.id}
-    if isinstance(value, torch.dtype):
+    if torch is not None and isinstance(value, torch.dtype):
         return {"$dtype": str(value).removeprefix("torch.")}
-    if isinstance(value, torch.device):
+    if torch is not None and isinstance(value, torch.device):
         return {"$device": str(value)}
     if isinstance(value, tuple):
         return {"$tuple": [_encode(item, buffers, tensors, depth + 1) for item in value]}
