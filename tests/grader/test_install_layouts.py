@@ -66,15 +66,15 @@ def test_a_venv_directly_under_tmp(under_tmp):
 
 
 def test_a_venv_nested_under_tmp_at_a_path_with_spaces_and_non_ascii(tmp_path):
-    data = grade_solutions(venv(tmp_path / "my envs" / "übung venv"), "01_attention_basics", "04_multi_head_attention")
-    assert data["score"] == data["max_score"] == 200, data
+    data = grade_solutions(venv(tmp_path / "my envs" / "übung venv"))
+    assert full_marks(data), data
 
 
 def test_a_symlinked_venv(tmp_path):
     venv(tmp_path / "real")
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    data = grade_solutions(tmp_path / "link" / "bin" / "python", "02_self_attention")
-    assert data["score"] == data["max_score"] == 100, data
+    data = grade_solutions(tmp_path / "link" / "bin" / "python")
+    assert full_marks(data), data
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +120,8 @@ def test_pip_install_user(python, course_wheel, tmp_path):
                     "--break-system-packages", str(course_wheel)],
                    check=True, capture_output=True, timeout=300, env={**os.environ, **env})
     grade = tmp_path / "userbase" / "bin" / "grade"
-    data = grade_solutions(None, "01_attention_basics", "06_decoding_attention", command=[str(grade)], env=env)
-    assert data["score"] == data["max_score"] == 200, data
+    data = grade_solutions(None, command=[str(grade)], env=env)
+    assert full_marks(data), data
 
 
 @pytest.fixture(scope="module")
@@ -229,5 +229,5 @@ def test_a_conda_style_prefix(course_wheel, tmp_path):
     assert probe.stdout.strip() == "True", probe.stderr[-2000:]
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(course_wheel)],
                    check=True, capture_output=True, timeout=300)
-    data = grade_solutions(None, "03_causal_attention", command=[str(python.parent / "grade")])
-    assert data["score"] == data["max_score"] == 100, data
+    data = grade_solutions(None, command=[str(python.parent / "grade")])
+    assert full_marks(data), data
