@@ -154,19 +154,26 @@ def namespace_args(root: bool) -> list[str]:
 
 
 # --- the sandbox's file system view ----------------------------------------------------------------
+def _searched(paths: Iterable[str]) -> list[str]:
+    """Those of ``paths`` that are folders the grader imports from, once each, in order."""
+    found: list[str] = []
+    for path in paths:
+        if path and os.path.isabs(path) and os.path.isdir(path) and path in sys.path and path not in found:
+            found.append(path)
+    return found
+
+
+def _pythonpath_dirs() -> list[str]:
+    return _searched(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+
+
 def extra_site_dirs() -> list[str]:
     """Folders the grader imports from that its interpreter, started in a clean environment, would
     not search: the user site (``pip install --user``) and PYTHONPATH's folders (``--target``)."""
     import site
 
-    wanted = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if site.ENABLE_USER_SITE:
-        wanted.insert(0, site.getusersitepackages())
-    found: list[str] = []
-    for path in wanted:
-        if path and os.path.isabs(path) and os.path.isdir(path) and path in sys.path and path not in found:
-            found.append(path)
-    return found
+    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+    return _searched([*user, *os.environ.get("PYTHONPATH", "").split(os.pathsep)])
 
 
 def python_env(lib: str) -> dict[str, str]:
@@ -175,14 +182,15 @@ def python_env(lib: str) -> dict[str, str]:
     view, so nothing the student writes in the home the sandbox gives it is imported), or none."""
     import site
 
-    env = {"PYTHONPATH": os.pathsep.join([lib, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                                 if p in extra_site_dirs())])}
+    from grader.zygote import FAULT_INJECTION
+
+    env = {"PYTHONPATH": os.pathsep.join([lib, *_pythonpath_dirs()])}
     if site.ENABLE_USER_SITE:
         env["PYTHONUSERBASE"] = site.getuserbase()
     else:
         env["PYTHONNOUSERSITE"] = "1"
-    if os.environ.get("GRADE_FAULT_INJECTION"):  # tests: a confinement failure forced (grader.zygote)
-        env["GRADE_FAULT_INJECTION"] = os.environ["GRADE_FAULT_INJECTION"]
+    if os.environ.get(FAULT_INJECTION):  # tests: a confinement failure forced (grader.zygote)
+        env[FAULT_INJECTION] = os.environ[FAULT_INJECTION]
     return env
 
 

@@ -197,13 +197,7 @@ class Grader:
             return
         print(describe(fallback), file=sys.stderr)
         self.zygote.close()
-        if self.hierarchy is not None:  # no cgroups without the sandbox that binds them
-            for folder in self.hierarchy.folders:
-                try:
-                    folder.rmdir()
-                except OSError:
-                    pass
-            self.hierarchy = None
+        self._remove_hierarchy()  # no cgroups without the sandbox that binds them
         self.confinement = fallback
         self.zygote = self._start_zygote()
 
@@ -339,11 +333,15 @@ class Grader:
 
     def close(self):
         self.zygote.close()
+        self._remove_hierarchy()
+
+    def _remove_hierarchy(self) -> None:
         for folder in self.hierarchy.folders if self.hierarchy else ():
             try:
                 folder.rmdir()
             except OSError:
                 pass
+        self.hierarchy = None
 
 
 def charged_once(exercises: list) -> list:

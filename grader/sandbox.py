@@ -22,7 +22,6 @@ from grader import protocol
 from grader.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
                             view_args)
 from grader.errors import IsolationError
-from grader.zygote import FAULT_INJECTION
 from grader.protocol import WorkerSpec
 
 CONTROL_TIMEOUT = 30.0  # seconds the zygote may take to answer (it runs no student code)
@@ -49,16 +48,16 @@ class Zygote:
         self.work.chmod(0o711)
         copy_student_side(self.scratch / "lib")
         self._control, theirs = socket.socketpair()
+        uid = ["uid"] if confinement.root else []  # a uid per submission: the zygote's probe tries one
         if confinement.sandboxed:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
                     *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
                                cgroups=cgroups),
-                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces",
-                    *(["uid"] if confinement.root else [])]
+                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces", *uid]
             env = None
         else:
-            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno()), *(["uid"] if confinement.root else [])]
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", FAULT_INJECTION)}
+            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno()), *uid]
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
             env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
         with open(self.log, "wb") as log:

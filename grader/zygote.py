@@ -410,6 +410,23 @@ SUBMISSION_STOPPED = "the submission's process stopped"
 FAULT_INJECTION = "GRADE_FAULT_INJECTION"
 
 
+def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
+    """What confines a worker before any student code runs (and the zygote's probe, the same way):
+    its own mounts in its namespaces (else a session of its own), as root a process limit and the
+    submission's uid, and no capability left."""
+    if namespaces:
+        _private_mounts()
+    else:
+        os.setsid()
+    if uid is not None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+    if namespaces or uid is not None:  # else: the grader's own user, with nothing to give up
+        drop_privileges(uid, gid)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
+
+
 def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool, *, confined: int) -> None:
     """PID 1 of a fresh PID namespace (or, without namespaces, a process group of its own)."""
     name_process("grade-worker")
@@ -423,18 +440,8 @@ def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: boo
         try:
             if os.environ.get(FAULT_INJECTION) == "confine":
                 raise ConfinementError(f"forced by {FAULT_INJECTION}")
-            if namespaces:
-                _private_mounts()
-            else:
-                os.setsid()
             close_fds(keep=[sock.fileno(), confined])
-            if spec.uid is not None:
-                import resource
-
-                resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
-            if namespaces or spec.uid is not None:  # else: the grader's own user, with nothing to give up
-                drop_privileges(spec.uid, spec.gid)
-                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
+            _confine(namespaces, spec.uid, spec.gid)
         except (ConfinementError, OSError) as exc:  # told by the pipe, which no student code ever holds
             os.write(confined, str(exc).encode(errors="replace")[:500] or b"failed")
             return
@@ -483,11 +490,7 @@ def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
                                      | _CLONE_NEWUTS), "unshare")
             worker = os.fork()
             if worker == 0:
-                if namespaces:
-                    _private_mounts()
-                uid = PROBE_UID if per_uid else None  # a uid per submission, where the grader is root
-                if namespaces or uid is not None:
-                    drop_privileges(uid, 65534)
+                _confine(namespaces, PROBE_UID if per_uid else None, 65534)
                 for folder in (os.path.dirname(os.__file__), _torch_folder()):
                     if not os.access(folder, os.R_OK | os.X_OK):
                         raise ConfinementError(f"a submission's uid cannot read the Python runtime at {folder}")

@@ -20,11 +20,12 @@ from grader.zygote import FAULT_INJECTION
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_grade(*args, cwd=ROOT, fault=True):
+def run_grade(*args, fault: str | None = "confine", module="grader"):
+    """``python -m grader ARGS`` in the checkout, with the failure ``fault`` forced (None: none)."""
     env = {**os.environ, "COLUMNS": "120"}
     if fault:
-        env[FAULT_INJECTION] = "confine"
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+        env[FAULT_INJECTION] = fault
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=600, env=env)
 
 
@@ -47,7 +48,7 @@ def test_grade_check_says_the_grader_failed_and_exits_2(tmp_path):
 
 
 def test_without_the_fault_the_same_command_gives_full_marks():
-    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json", fault=False)
+    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json", fault=None)
     assert result.returncode == 0 and "grader_error" not in json.loads(result.stdout)
 
 
@@ -73,14 +74,14 @@ def test_autograde_lists_grader_faults_apart_and_no_zero_reaches_the_summary_or_
     assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "", "grader-error"),
                                                                           ("ben", "", "grader-error")]
     assert all(r["01_attention_basics:softmax"] == "" for r in rows)
-    export = run_grade("export", str(out), fault=False)
+    export = run_grade("export", str(out), fault=None)
     assert export.returncode == 0, export.stderr
     exported = list(csv.DictReader(export.stdout.splitlines()))
     assert [(r["submission"], r["score"], r["01_attention_basics"], r["status"]) for r in exported] == [
         ("ann", "", "", "grader-error"), ("ben", "", "", "grader-error")]
     # --resume grades them again once the machine is fixed
     again = run_grade("autograde", str(klass), "--out", str(out), "--assignment", "01_attention_basics",
-                      "--workers", "1", "--seed", "3", "--resume", fault=False)
+                      "--workers", "1", "--seed", "3", "--resume", fault=None)
     assert again.returncode == 0, again.stderr
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "100.0", "graded"),
@@ -91,7 +92,7 @@ def test_classroom_reports_no_points_for_a_grader_fault(tmp_path):
     result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",
                        "--output", str(tmp_path / "grade.json"))
     assert result.returncode == 2
-    notices = run_grade("classroom", str(tmp_path / "grade.json"), fault=False)
+    notices = run_grade("classroom", str(tmp_path / "grade.json"), fault=None)
     assert notices.returncode == 2 and "Points" not in notices.stdout and "::error" in notices.stdout
 
 
@@ -101,9 +102,7 @@ def test_gradescope_writes_no_zero_for_a_grader_fault(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", root / "submission")
-    result = subprocess.run([sys.executable, "-m", "grader.gradescope", "run", str(root), "01_attention_basics"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, FAULT_INJECTION: "confine"})
+    result = run_grade("run", str(root), "01_attention_basics", module="grader.gradescope")
     assert result.returncode == 2 and not (root / "results" / "results.json").exists()
     assert "The autograder failed, not this upload" in result.stdout
     assert grader_error_of({"assignments": [{"id": "a", "exercises": [{"name": "e", "status": "passed"}]}]}) is None
@@ -113,16 +112,13 @@ def test_gradescope_writes_no_zero_for_a_grader_fault(tmp_path):
 def test_a_zygote_that_cannot_start_is_a_grader_error_in_every_command_and_never_hangs_a_batch(klass, tmp_path):
     """The sandbox itself cannot start (GRADE_FAULT_INJECTION=zygote): once, a batch waited for ever on
     the submission it was grading, and an error result charged the student."""
-    env = {**os.environ, FAULT_INJECTION: "zygote"}
-    check = subprocess.run([sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
-                            "solutions", "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                           env=env)
+    check = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",
+                      fault="zygote")
     assert check.returncode == 2 and "Traceback" not in check.stderr
     assert {e["status"] for a in json.loads(check.stdout)["assignments"] for e in a["exercises"]} == {"grader-error"}
     out = tmp_path / "results"
-    batch = subprocess.run([sys.executable, "-m", "grader", "autograde", str(klass), "--out", str(out),
-                            "--assignment", "01_attention_basics", "--workers", "1"], cwd=ROOT, capture_output=True,
-                           text=True, timeout=300, env=env)
+    batch = run_grade("autograde", str(klass), "--out", str(out), "--assignment", "01_attention_basics",
+                      "--workers", "1", fault="zygote")
     assert batch.returncode == 2, batch.stderr
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [(r["submission"], r["score"], r["status"]) for r in rows] == [("ann", "", "grader-error"),
@@ -132,9 +128,8 @@ def test_a_zygote_that_cannot_start_is_a_grader_error_in_every_command_and_never
 def test_where_the_probe_cannot_confine_a_worker_the_grader_takes_a_weaker_mode_and_says_so():
     """The zygote's first word, before it loads torch, is whether a worker can be confined (forced
     here): the grader then grades without the sandbox (a uid per submission as root) and says so."""
-    result = subprocess.run([sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
-                             "solutions", "--format", "json"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, FAULT_INJECTION: "probe"})
+    result = run_grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",
+                       fault="probe")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["score"] == 100 and data["isolation"] in ("separate-user-only", "same-user")
@@ -149,9 +144,8 @@ def test_under_separate_user_required_a_probe_that_fails_refuses_in_one_line(tmp
     (course / "course.toml").write_text(text.replace('separate_user = "auto"', 'separate_user = "required"'))
     for name in ("solutions", "suites"):
         (course / name).symlink_to(ROOT / name)
-    result = subprocess.run([sys.executable, "-m", "grader", "--course", str(course), "check", "01_attention_basics",
-                             "--submission", str(ROOT / "solutions")], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, FAULT_INJECTION: "probe"})
+    result = run_grade("--course", str(course), "check", "01_attention_basics", "--submission",
+                       str(ROOT / "solutions"), fault="probe")
     if "bubblewrap" in result.stderr and "required" in result.stderr and "cannot make" in result.stderr:
         pytest.skip("no sandbox on this machine: required refuses before any probe")
     assert result.returncode == 2, result.stdout[-1000:] + result.stderr
