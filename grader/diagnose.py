@@ -190,12 +190,12 @@ class ScaleFit:
 
         import torch
 
+        if not isinstance(out, torch.Tensor) or torch.as_tensor(self.make(1.0)).shape != out.shape:
+            raise RuntimeError("another shape")  # checked before the student's output is converted
         target = out.detach().double()
 
         def error(log_c):
             got = self.make(math.exp(log_c)).detach().double().cpu()
-            if got.shape != target.shape:
-                raise RuntimeError("another shape")
             gap = (got - target).abs().nan_to_num(float("inf"))
             return gap.max().item() if gap.numel() else 0.0
 
@@ -321,7 +321,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
         return _blame_gradients(grade, failure, helper, chain) if chain else None
     if isinstance(failure, RaisedFailure):
         return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
-    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or _right(grade, theirs, right):
+    if not within(theirs, right) or _right(grade, theirs, right):
         return None
     with torch.no_grad():
         try:  # the student's helper's result as it is, dtype included: what their own exercise was given
@@ -334,6 +334,28 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+GROWTH = 8  # how much larger than the right result a student's may be for the grader to compute with it
+
+
+def within(theirs, right) -> bool:
+    """Whether the student's ``theirs`` may stand in for ``right`` in the grader's own computation: a
+    tensor of at most one more dimension that, broadcast against ``right``, is at most GROWTH times its
+    size (a helper that keeps an extra batch dimension is still judged). A shape of the student's choosing
+    never sizes what the grader computes: [100000, 1, 1, 1, 1] for a [T, T] mask would be broadcast to
+    gigabytes."""
+    import math
+
+    import torch
+
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or theirs.dim() > right.dim() + 1:
+        return False
+    try:
+        shape = torch.broadcast_shapes(theirs.shape, right.shape)
+    except RuntimeError:  # sizes in another order (heads split without a transpose)
+        shape = theirs.shape
+    return math.prod(shape) <= GROWTH * max(right.numel(), 1)
 
 
 def _right(grade, theirs, right) -> bool:
@@ -354,7 +376,7 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
         if theirs.exception != kind or helper.split()[0] not in ran:  # it raised inside the helper, called
             return None
         return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")
-    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or _right(grade, theirs, right):
+    if not within(theirs, right) or _right(grade, theirs, right):
         return None
     with torch.no_grad():
         try:

@@ -8,8 +8,10 @@ Every message, either way, is a length-prefixed frame of plain data (dicts, list
 numbers, dtypes, devices and plain tensors): a JSON header and the tensors' raw bytes, nothing
 else. No pickle and no archive: no object of the sender's choosing is ever built, nothing is
 compressed (a small reply cannot inflate a thousandfold), and :func:`decode` checks every tensor's
-declared size against its bytes and the limit before it makes one. Every send and every receive has
-a deadline and a size bound.
+declared size against its bytes and the limit before it makes one, and counts each tensor at its
+full size (zero or overlapping strides let a few bytes on the wire stand for gigabytes, which any
+conversion on the grading side would build). Every send and every receive has a deadline and a size
+bound.
 """
 from __future__ import annotations
 
@@ -191,12 +193,13 @@ def decode(payload: bytes, *, limit: int):
         if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
             raise MalformedMessage(f"more than {MAX_ENTRIES} tensors")
         sizes = [_checked(entry) for entry in entries]
+        full = sum(_numel(entry[1]) * _itemsize(entry[0]) for entry in entries)
     except MalformedMessage:
         raise
     except (struct.error, ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
         raise MalformedMessage(f"not a message of plain data ({type(exc).__name__})") from None
-    if sum(sizes) > limit:
-        raise MessageTooLarge(f"{sum(sizes)} bytes of tensors, over the limit of {limit}")
+    if max(sum(sizes), full) > limit:  # the bytes sent, and what they stand for once made contiguous
+        raise MessageTooLarge(f"{max(sum(sizes), full)} bytes of tensors, over the limit of {limit}")
     start = _HEAD.size + size
     if start + sum(sizes) != len(payload):
         raise MalformedMessage("the tensors' sizes do not add up to the message")
@@ -216,13 +219,18 @@ def _checked(entry) -> int:
         raise MalformedMessage("a tensor of an unknown kind")
     if not all(isinstance(n, int) and n >= 0 for n in [*shape, *strides]):
         raise MalformedMessage("a tensor with a negative size or stride")
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = _numel(shape)
     span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     if nbytes != span * _itemsize(name):
         raise MalformedMessage("a tensor whose bytes do not match its shape")
     return nbytes
+
+
+def _numel(shape) -> int:
+    numel = 1
+    for n in shape:
+        numel *= n
+    return numel
 
 
 def _itemsize(name: str) -> int:

@@ -291,11 +291,12 @@ def heads_root_cause(grade, pair, x, seed):
                 theirs.append(single.train(head.training).call(x).out)
         except (StudentFault, CheckFailed, KeyError):
             return None
-        if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
-            return None
         xd = x.to(grade.device)
         with torch.no_grad():
             right = _wrapper_variant(pair.ref, xd, seed)
+        if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
+                or sum(t.numel() for t in theirs) > right.numel():  # never a concatenation larger than the answer
+            return None
         return diagnose.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
                               right, lambda h: h, [(m, f"your CausalAttention gives {what}", lambda make=make: make(xd, seed))
                                                    for m, what, make in wrapper_mistakes(pair)])
@@ -414,7 +415,7 @@ def split_merge_root_cause(grade, pair, x, seed):
 
             theirs = [diagnose.their(grade, "split_heads", p.cpu(), heads) for p in projected]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
-            if raised or all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+            if raised or all(diagnose.within(t, split[0]) and t.shape == theirs[0].shape for t in theirs):
                 blamed = diagnose.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
                                         attend_and_merge,
                                         [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
@@ -576,7 +577,7 @@ def fused_root_cause(grade, pair, x, seed):
             xd = x.to(grade.device)
             parts = _fused_parts(ref, xd)
             theirs = diagnose.their(grade, "split_qkv", ref.qkv(xd).cpu(), ref.num_heads)
-            if isinstance(theirs, tuple) and len(theirs) == 3 and all(isinstance(t, torch.Tensor) for t in theirs) \
+            if isinstance(theirs, tuple) and len(theirs) == 3 and all(diagnose.within(t, parts[0]) for t in theirs) \
                     and len({t.shape for t in theirs}) == 1:
                 blamed = diagnose.blame(
                     grade, failure, out, "split_qkv", torch.stack(theirs), parts,
@@ -594,10 +595,10 @@ def fused_root_cause(grade, pair, x, seed):
                        if isinstance(failure, RaisedFailure) else {})
             theirs = [diagnose.their(grade, "merge_heads", t.cpu(), **tracked) for t in both]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
-            if raised is None and not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
+            right = both.transpose(2, 3).reshape(2, batch, tokens, chan)  # [2, B, N, C]
+            if raised is None and not all(diagnose.within(t, right[0]) and t.shape == theirs[0].shape for t in theirs):
                 return None
-            return diagnose.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs),
-                                  both.transpose(2, 3).reshape(2, batch, tokens, chan),
+            return diagnose.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
                                   lambda merged: ref.proj(merged[0]) + merged[1],
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])

@@ -64,10 +64,26 @@ def test_a_header_that_lies_about_a_tensors_size_is_refused_before_memory_is_tak
     forged = json.dumps(header).encode()
     with pytest.raises(protocol.MalformedMessage, match="do not match"):
         protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
-    header["tensors"][0][2] = [0]  # stride 0: one element's bytes really are enough for any shape
+    header["tensors"][0][2] = [0]  # stride 0: one element's bytes stand for any shape, but count in full
     forged = json.dumps(header).encode()
-    expanded = protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
-    assert expanded["out"].shape == (1 << 40,) and expanded["out"].stride() == (0,)
+    with pytest.raises(protocol.MessageTooLarge):
+        protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
+
+
+def test_a_stride_0_reply_counts_at_its_full_size_and_a_small_expanded_one_still_arrives():
+    """Issue 21: a [12000, 10000] float32 of zero strides is 4 bytes on the wire and 480 MB once
+    converted; it is refused against the limit. An answer that returns ``expand()`` within it arrives
+    as it was sent, strides and all."""
+    giant = torch.zeros(1).expand(12000, 10000)
+    assert len(protocol.encode({"out": giant})) < 200
+    with pytest.raises(protocol.MessageTooLarge):
+        protocol.decode(protocol.encode({"out": giant}), limit=64 << 20)
+    overlapping = torch.arange(9999.0).as_strided((5000, 5000), (1, 1))  # 25 million entries over 9999
+    with pytest.raises(protocol.MessageTooLarge):
+        protocol.decode(protocol.encode({"out": overlapping}), limit=64 << 20)
+    mask = torch.ones(1, 1, 6, 6, dtype=torch.bool).triu(1).expand(2, 4, 6, 6)
+    back = protocol.decode(protocol.encode({"out": mask}), limit=1 << 20)["out"]
+    assert torch.equal(back, mask) and back.stride() == mask.stride()
 
 
 def test_an_object_of_the_senders_choosing_is_never_built_nor_sent():
