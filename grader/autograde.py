@@ -4,25 +4,31 @@ All submissions of a run are graded on the same cases (one seed, drawn at the st
 The parent imports torch once, then forks ``workers`` grading processes, each with its own zygote
 (so a submission's student code never shares a worker with another's). The parent hands out
 submissions, writes every result itself, atomically, as ``DIR/<submission>.json``, and finally
-``DIR/summary.csv``. A grading process that dies is replaced and its submission retried once; a
-second death is recorded as ``crashed``. Every submission gets a result file: one that cannot be
-read (grader/intake.py) an ``error`` result, without stopping the others. Last, once no student code
-runs, the parent rewrites every result from memory and lists them in the folder's manifest, which
-is what summary.csv and ``grade export`` believe (grader/result_folder.py).
+``DIR/summary.csv``. A grading process that dies is replaced (what it left removed) and its submission
+retried once; a second death is recorded as ``crashed``. Every submission gets a result file and a
+progress line: one that cannot be read (grader/intake.py) an ``error`` result, without stopping the
+others. The folder's manifest lists each result as it is written, and the submissions still pending;
+last, once no student code runs, the parent rewrites every result from memory and lists them again,
+verified: what summary.csv and ``grade export`` believe (grader/result_folder.py). Ctrl-C or SIGTERM
+stops the run there: the folder keeps what was graded, and ``--resume`` grades the rest.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
 import queue
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from grader import leftovers
 from grader.config import Course
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
@@ -56,11 +62,12 @@ def failed_result(assignments, name: str, status: str, message: str, seed: int) 
 
 # --- the grading processes -----------------------------------------------------------------------
 def _grading_process(course: Course, assignments, device: str, seed: int | None, confinement, tasks,
-                     results, sandboxes: Path) -> None:
+                     results, sandboxes: Path, parent: int) -> None:
     """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``. Its
-    temporary folders go under ``sandboxes``, which the run removes even if this process is killed."""
-    import signal
-
+    temporary folders go under ``sandboxes``, which the run removes even if this process is killed;
+    it dies with the run (``parent``), however the run ends."""
+    leftovers.die_with_parent(parent)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's own handler (_interruptible)
     tempfile.tempdir = str(sandboxes)
     from grader.runner import Grader
     from grader.submission import resolve_submission
@@ -99,20 +106,95 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
         grader.close()
 
 
+class _Batch:
+    """What a run has written into ``out``, kept in memory, and its manifest kept up to date with it: after
+    each result, so that an interrupted run (Ctrl-C, SIGTERM, a killed process) leaves every finished
+    result listed and the rest pending; and last, once no student code runs, from memory alone
+    (grader/result_folder.py)."""
+
+    def __init__(self, out: Path, earlier: dict, *, trust_meanwhile: bool, progress):
+        self.out, self.earlier, self.trust_meanwhile, self.progress = out, earlier, trust_meanwhile, progress
+        self.written: dict[str, str] = {}
+        self.waiting: set[str] = set()
+
+    def record(self, name: str, data: dict, *, error: str | None = None) -> None:
+        self.written[name] = json.dumps(data, indent=2) + "\n"
+        write_atomically(self.out / f"{name}.json", self.written[name])
+        self.waiting.discard(name)
+        with locked(self.out):
+            write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
+                           waiting=self.waiting, verify=False)
+        self.progress.advance(name, data["score"], data["max_score"], grader_error=grader_error_of(data), error=error)
+
+    def finish(self, course) -> list[str]:
+        """Every result of this run written again from memory, the manifest verified, summary.csv: call it
+        once no student code runs. The entries another run added and this one cannot trust, returned."""
+        for name, text in self.written.items():
+            write_atomically(self.out / f"{name}.json", text)
+        with locked(self.out):
+            dropped = write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
+                                     waiting=self.waiting)
+            write_summary(self.out, course)
+        return dropped
+
+
+class Interrupted(GraderError):
+    """Ctrl-C or SIGTERM: what was graded is kept, the rest is pending (``--resume``)."""
+
+    exit_code = 130
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """Ctrl-C and SIGTERM (Slurm's time limit, ``kill``) stop the run: the first raises KeyboardInterrupt
+    where the run is, and any further one is ignored while the folder is put in order."""
+    def stop(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, stop), signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """A Ctrl-C (or SIGTERM) while the folder is put in order waits until it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
               device: str, seed: int | None, assignments=None) -> int:
     """Grade every submission under ``paths`` (this shard of them) into ``out``, on ``assignments``
     (default: the whole course; a week's batch grades that week's only, and its results, summary.csv
-    and export hold only their points). 0 when each submission has a result."""
+    and export hold only their points). 0 when each submission has a result; an interrupted run keeps
+    what it graded and raises :class:`Interrupted`."""
     assignments = tuple(assignments or course.assignments)
     from grader.confine import describe
     from grader.confine import confinement_for
+    from grader.progress import Progress
     from grader.runner import pick_device
 
     if workers < 1:
         raise UsageError("--workers must be at least 1")
     index, count = parse_shard(shard)
     device = pick_device(device)
+    leftovers.sweep()  # what runs killed before this one left (grader/leftovers.py)
     # one seed for the run: every submission of the batch is graded on the same cases (fair, and the
     # reference's results are computed once per grading process; grader/reference_memo.py)
     seed = secrets.randbelow(10**6) if seed is None else seed
@@ -124,40 +206,47 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     # --resume: what has a result; one the grader failed on (grader-error) is graded again
     done = {path.stem for path in sort_results(out, earlier)[0]
             if (data := read_result(path)) is not None and not grader_error_of(data)} if resume else set()
-    scratch = Path(tempfile.mkdtemp(prefix="grade-autograde-"))
+    scratch = leftovers.scratch("grade-autograde")
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
     confinement = confinement_for(course, private)
     print(describe(confinement), file=sys.stderr)
-    try:
-        jobs = discover(paths, course, scratch)[index - 1::count]
-        todo = [job for job in jobs if job.name not in done]
-        unreadable = {job.name: json.dumps(failed_result(assignments, job.name, "error", job.error,
-                                                         seed or 0).to_json(), indent=2) + "\n"
-                      for job in todo if job.error}
-        for name, text in unreadable.items():  # an error result each, never the batch stopped
-            write_atomically(out / f"{name}.json", text)
-        todo = [job for job in todo if not job.error]
-        # the grading processes' own scratch (sandboxes, working copies) lives under one folder of this
-        # run's: what a grading process killed mid-submission leaves is removed with it, below
-        sandboxes = Path(tempfile.mkdtemp(prefix="grade-sandboxes-"))
-        sandboxes.chmod(0o711)  # a submission's uid passes through to its own working copy, and lists nothing
+    batch, stopped = None, False
+    with _interruptible():
         try:
-            written = _run(course, assignments, todo, out, workers=min(workers, max(1, len(todo))), device=device,
-                           seed=seed, total=len(jobs), done_before=len(jobs) - len(todo), confinement=confinement,
-                           sandboxes=sandboxes)
+            jobs = discover(paths, course, scratch)[index - 1::count]
+            todo = [job for job in jobs if job.name not in done]
+            batch = _Batch(out, earlier, trust_meanwhile=confinement.mode != "same-user",
+                           progress=Progress(len(jobs), len(jobs) - len(todo)))
+            batch.waiting = {job.name for job in todo}
+            for job in todo:
+                if job.error:  # an error result each, and its progress line, never the batch stopped
+                    batch.record(job.name, failed_result(assignments, job.name, "error", job.error, seed or 0).to_json(),
+                                 error=job.error)
+            todo = [job for job in todo if not job.error]
+            # the grading processes' own scratch (sandboxes, working copies) lives under one folder of this
+            # run's: what a grading process killed mid-submission leaves is removed with it, below
+            sandboxes = leftovers.scratch("grade-sandboxes")
+            sandboxes.chmod(0o711)  # a submission's uid passes through to its own working copy, and lists nothing
+            try:
+                _run(course, assignments, todo, batch, workers=min(workers, max(1, len(todo))), device=device,
+                     seed=seed, confinement=confinement, sandboxes=sandboxes)
+            finally:
+                shutil.rmtree(sandboxes, ignore_errors=True)
+        except KeyboardInterrupt:
+            stopped = True
         finally:
-            shutil.rmtree(sandboxes, ignore_errors=True)
-        for name, text in unreadable.items():  # again, now that no student code runs (see _run's end)
-            write_atomically(out / f"{name}.json", text)
-        with locked(out):  # last: what summary.csv and export will believe (grader/result_folder.py)
-            dropped = write_manifest(out, {**written, **unreadable}, earlier,
-                                     trust_meanwhile=confinement.mode != "same-user")
-            write_summary(out, course)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+            with _uninterrupted():  # last: what summary.csv and export will believe (grader/result_folder.py)
+                dropped = batch.finish(course) if batch is not None else []
+                if batch is not None:
+                    batch.progress.close()
+                shutil.rmtree(scratch, ignore_errors=True)
     for file in dropped:
         print(f"grade: warning: {file} was listed in {out} by another run while student code ran as your user: "
               "left out (give runs at the same time an --out each)", file=sys.stderr)
+    if stopped:
+        left = len(batch.waiting) if batch is not None else 0
+        raise Interrupted(f"interrupted: {len(batch.written) if batch else 0} result(s) written to {out}, "
+                          f"{left} submission(s) not graded yet; finish with grade autograde ... --out {out} --resume")
     believed = {path.stem for path in sort_results(out)[0]}
     missing = [job.name for job in jobs if job.name not in believed]
     for name in missing:
@@ -170,22 +259,21 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     return 1 if missing else 2 if failed_here else 0
 
 
-def _run(course, assignments, todo, out, *, workers, device, seed, total, done_before, confinement,
-         sandboxes: Path) -> dict[str, str]:
+def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, confinement, sandboxes: Path) -> None:
     import torch  # noqa: F401 - imported once here, inherited by every grading process
 
     import grader.session  # noqa: F401 - and pytest with the grading side, likewise
-
-    from grader.progress import Progress
 
     context = multiprocessing.get_context("fork")
     tasks, results = context.Queue(), context.Queue()
     for job in todo:
         tasks.put(job)
+    parent = os.getpid()
 
     def start():
         process = context.Process(target=_grading_process, daemon=True,
-                                  args=(course, assignments, device, seed, confinement, tasks, results, sandboxes))
+                                  args=(course, assignments, device, seed, confinement, tasks, results, sandboxes,
+                                        parent))
         process.start()
         return process
 
@@ -195,60 +283,57 @@ def _run(course, assignments, todo, out, *, workers, device, seed, total, done_b
     attempts: dict[str, int] = {}
     remaining = set(by_name)
     limit = course.limits.submission_timeout_s + 60
-    progress = Progress(total, done_before)
-    written: dict[str, str] = {}
 
     def record(name, data):
-        written[name] = json.dumps(data, indent=2) + "\n"
-        write_atomically(out / f"{name}.json", written[name])
+        batch.record(name, data)
         remaining.discard(name)
-        progress.advance(name, data["score"], data["max_score"], grader_error=grader_error_of(data))
 
-    while remaining:
-        try:
-            message = results.get(timeout=0.5)
-        except queue.Empty:
-            message = None
-        if message is not None:
-            kind, pid, name = message[:3]
-            if kind == "started":
-                in_flight[pid] = (name, time.monotonic())
+    try:
+        while remaining:
+            try:
+                message = results.get(timeout=0.5)
+            except queue.Empty:
+                message = None
+            if message is not None:
+                kind, pid, name = message[:3]
+                if kind == "started":
+                    in_flight[pid] = (name, time.monotonic())
+                    continue
+                in_flight.pop(pid, None)
+                if name not in remaining:
+                    continue
+                if kind == "done":
+                    data = message[3]
+                elif kind == GRADER_ERROR:  # no score: the grader's own failure, never the student's
+                    data = failed_result(assignments, name, GRADER_ERROR, message[3], seed or 0).to_json()
+                else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
+                    data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
+                record(name, data)
                 continue
-            in_flight.pop(pid, None)
-            if name not in remaining:
-                continue
-            if kind == "done":
-                data = message[3]
-            elif kind == GRADER_ERROR:  # no score: the grader's own failure, never the student's
-                data = failed_result(assignments, name, GRADER_ERROR, message[3], seed or 0).to_json()
-            else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
-                data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
-            record(name, data)
-            continue
-        for position, process in enumerate(processes):
-            busy = in_flight.get(process.pid)
-            if process.is_alive() and not (busy and time.monotonic() - busy[1] > limit):
-                continue
-            process.kill()  # its zygote's sandbox dies with it (bubblewrap's --die-with-parent), and with
-            process.join()  # the sandbox's PID namespace every process of its submission
-            name = in_flight.pop(process.pid, (None,))[0]
-            if name in remaining:
-                attempts[name] = attempts.get(name, 0) + 1
-                if attempts[name] <= 1:
-                    tasks.put(by_name[name])  # retried once, by a fresh process
-                else:
-                    message = "grading this submission crashed the grader twice"
-                    record(name, failed_result(assignments, name, "crashed", message, seed or 0).to_json())
-            processes[position] = start()
-    for _ in processes:
-        tasks.put(None)
-    for process in processes:
-        process.join(timeout=10)
-        if process.is_alive():
-            process.kill()
-    progress.close()
-    # Student code ran as this user and could have overwritten results written before it: write
-    # every result of this run again, from memory, now that no student code runs.
-    for name, text in written.items():
-        write_atomically(out / f"{name}.json", text)
-    return written
+            for position, process in enumerate(processes):
+                busy = in_flight.get(process.pid)
+                if process.is_alive() and not (busy and time.monotonic() - busy[1] > limit):
+                    continue
+                process.kill()  # its zygote's sandbox dies with it (bubblewrap's --die-with-parent), and with
+                process.join()  # the sandbox's PID namespace every process of its submission
+                leftovers.sweep([sandboxes], pids={process.pid})  # its scratch and cgroups, now
+                name = in_flight.pop(process.pid, (None,))[0]
+                if name in remaining:
+                    attempts[name] = attempts.get(name, 0) + 1
+                    if attempts[name] <= 1:
+                        tasks.put(by_name[name])  # retried once, by a fresh process
+                    else:
+                        message = "grading this submission crashed the grader twice"
+                        record(name, failed_result(assignments, name, "crashed", message, seed or 0).to_json())
+                processes[position] = start()
+        for _ in processes:
+            tasks.put(None)
+        for process in processes:
+            process.join(timeout=10)
+    finally:  # normally or interrupted: no grading process (nor its sandbox) outlives the run
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join()
+        leftovers.sweep([sandboxes], pids={process.pid for process in processes})

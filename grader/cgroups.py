@@ -44,6 +44,14 @@ def _candidates() -> tuple[list[Path], bool] | None:
     return None
 
 
+def candidate_folders() -> list[Path]:
+    """Where this process's graders make their hierarchies (:func:`make_hierarchy`), if anywhere."""
+    if os.geteuid() != 0:
+        return []
+    found = _candidates()
+    return found[0] if found else []
+
+
 def available() -> str | None:
     """None where per-submission cgroups can be made here, else why not, in words."""
     if os.geteuid() != 0:

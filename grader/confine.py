@@ -370,10 +370,19 @@ def secret_paths(course: Course) -> list[str]:
     return [str(path) for path in course.layout.secrets()]
 
 
-def submission_uid() -> int:
-    """A uid no other submission (nor kernel) of this machine's grading runs has: this process's pid
-    and a counter, above FIRST_UID."""
-    return FIRST_UID + ((os.getpid() & 0xFFFF) << 12) + (next(_SUBMISSIONS) & 0xFFF)
+PID_LIMIT = 1 << 22  # the kernel's PID_MAX_LIMIT: no pid_max setting gives a pid at or above it
+UIDS_PER_PROCESS = 512  # FIRST_UID + PID_LIMIT * 512 stays below 2**32 - 1, the uid Linux reserves
+
+
+def submission_uid(pid: int | None = None) -> int:
+    """A uid no other submission (nor kernel) of this machine's grading runs has at the same time: a
+    block of UIDS_PER_PROCESS uids per grading process, chosen by its whole pid (pids of processes alive
+    together differ, on any ``pid_max``), and in it the next of a counter. A uid comes back after 512
+    submissions of one process, each of them ended, every process of it confirmed gone."""
+    pid = os.getpid() if pid is None else pid
+    if not 0 < pid < PID_LIMIT:
+        raise IsolationError(f"pid {pid} is beyond Linux's PID_MAX_LIMIT: no uid of its own can be given")
+    return FIRST_UID + pid * UIDS_PER_PROCESS + next(_SUBMISSIONS) % UIDS_PER_PROCESS
 
 
 def confinement_for(course: Course, private: tuple[Path, ...] = ()) -> Confinement:

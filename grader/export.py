@@ -14,7 +14,8 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.errors import UsageError
-from grader.result_folder import MANIFEST, graded_assignments, read_manifest, read_result, sort_results, written_at
+from grader.result_folder import (MANIFEST, graded_assignments, pending, read_manifest, read_result, sort_results,
+                                  written_at)
 from grader.results import GRADER_ERROR, WORST_FIRST
 
 DEFAULT_RESULTS = Path("grades")
@@ -39,6 +40,11 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[
         if warnings is not None:
             warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed since): left out"
                          for path in others]
+        waiting = pending(folder)
+        if waiting and warnings is not None:  # an interrupted run: what it graded is exported, and said so
+            names = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            warnings.append(f"{folder}: the run that wrote it was interrupted, {len(waiting)} submission(s) have no "
+                            f"result yet ({names}): finish it with grade autograde ... --out {folder} --resume")
         times = written_at(folder)
         for path in believed:
             data = read_result(path)

@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -55,7 +54,9 @@ class ConfinedKernelManager(AsyncKernelManager):
 
             self.log.warning("%s: the notebook's kernel runs unconfined", describe(confinement))
             return await super()._async_pre_start_kernel(**kw)
-        self._folder = Path(tempfile.mkdtemp(prefix="grade-kernel-"))
+        from grader.leftovers import scratch
+
+        self._folder = scratch("grade-kernel")
         self._folder.chmod(0o711)
         uid = _kernel_uid(confinement)
         ipc = self._folder / "ipc"

@@ -120,7 +120,7 @@ def _root(func: ast.expr) -> str | None:
 
 def read_cells(path: Path) -> list[Cell]:
     """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole."""
-    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))  # nested too deeply: a RecursionError (below)
     cells = []
     scope = _Scope()
     for index, cell in enumerate(notebook.get("cells", []), start=1):
@@ -133,7 +133,7 @@ def read_cells(path: Path) -> list[Cell]:
         filename = f"{Path(path).name} [cell {index}]"
         try:
             tree = ast.parse(source)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):  # nested past the parser's limits: no syntax error
             cells.append(Cell(filename, source, source))  # compiling it reports the student's line
             continue
         lines = source.splitlines()

@@ -21,10 +21,13 @@ class Progress:
             self.task = self.bar.add_task("", total=total, completed=done)
             self.bar.start()
 
-    def advance(self, name: str, score: float, max_score: float, *, grader_error: str | None = None) -> None:
-        """One more submission done: its score, or (``grader_error``) that the grader failed on it."""
+    def advance(self, name: str, score: float, max_score: float, *, grader_error: str | None = None,
+                error: str | None = None) -> None:
+        """One more submission done: its score, or (``grader_error``) that the grader failed on it, or
+        (``error``) why it could not be graded at all (rejected at intake)."""
         self.done += 1
-        said = f"grader error, no score ({grader_error})" if grader_error else f"{score:g}/{max_score:g}"
+        said = f"grader error, no score ({grader_error})" if grader_error else \
+            f"{score:g}/{max_score:g}, not graded: {error}" if error else f"{score:g}/{max_score:g}"
         if self.bar is not None:
             self.bar.update(self.task, advance=1, description=f"{name}: {said}")
         else:

@@ -72,17 +72,25 @@ def written_at(folder: Path) -> dict[str, float]:
     return _read(folder)[1]
 
 
-def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float]]:
+def pending(folder: Path) -> list[str]:
+    """The submissions a run into ``folder`` set out to grade and has no result for yet: it was
+    interrupted (Ctrl-C, SIGTERM, killed), and ``grade autograde --resume`` completes it."""
+    return _read(folder)[2]
+
+
+def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str]]:
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, {}
+    except (OSError, ValueError, RecursionError):
+        return None, {}, []
     files = data.get("results") if isinstance(data, dict) else None
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        return None, {}
+        return None, {}, []
     times = data.get("written")
     times = {k: v for k, v in times.items() if isinstance(v, (int, float))} if isinstance(times, dict) else {}
-    return files, times
+    waiting = data.get("pending")
+    waiting = sorted(n for n in waiting if isinstance(n, str)) if isinstance(waiting, list) else []
+    return files, times, waiting
 
 
 def _unchanged(path: Path, digest: str) -> bool:
@@ -102,25 +110,32 @@ def sort_results(folder: Path, manifest: dict[str, str] | None = None) -> tuple[
 
 
 def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str] | None = None, *,
-                   trust_meanwhile: bool = True) -> list[str]:
+                   trust_meanwhile: bool = True, waiting: set[str] = frozenset(), verify: bool = True) -> list[str]:
     """List in ``folder``'s manifest the results this run wrote (``{submission: text}``, hashed from
     memory), the ``earlier`` entries (the manifest as it was before this run's student code ran;
     default: as it is now) whose files are unchanged, and, with ``trust_meanwhile``, the entries
-    another run added since. Call it holding :func:`locked`. Returns the entries left out because
-    they appeared during this run and are not trusted."""
-    current, times = _read(folder)
+    another run added since. ``waiting``: this run's submissions without a result yet (listed as
+    pending until a result of theirs is). Without ``verify`` the kept entries' files are not read
+    again (a run's progress, written after each result; readers check every hash anyway). Call it
+    holding :func:`locked`. Returns the entries left out because they appeared during this run and
+    are not trusted."""
+    current, times, current_pending = _read(folder)
     current = current or {}
     earlier = current if earlier is None else earlier
     mine = {f"{name}.json": sha256(text) for name, text in written.items()}
     meanwhile = {file: digest for file, digest in current.items() if earlier.get(file) != digest and file not in mine}
     kept = {**earlier, **meanwhile} if trust_meanwhile else dict(earlier)
-    files = {file: digest for file, digest in kept.items() if file not in mine and _unchanged(folder / file, digest)}
+    files = {file: digest for file, digest in kept.items()
+             if file not in mine and (not verify or _unchanged(folder / file, digest))}
     now = time.time()
     stamps = {file: times.get(file, now) for file in files}
     files.update(mine)
     stamps.update({file: now for file in mine})
+    listed = {file.removesuffix(".json") for file in files}
+    still = (set(current_pending) | set(waiting)) - listed
     write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "results": dict(sorted(files.items())),
-                                                   "written": dict(sorted(stamps.items()))}, indent=1) + "\n")
+                                                   "written": dict(sorted(stamps.items())),
+                                                   "pending": sorted(still)}, indent=1) + "\n")
     return [] if trust_meanwhile else sorted(meanwhile)
 
 

@@ -20,9 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+from grader import leftovers
 from grader.confine import blocked_paths, confinement_for, submission_uid
 from grader.config import Assignment, Course
-from grader.errors import DeviceError, GraderError, IsolationError
+from grader.errors import DeviceError, GraderError, IsolationError, SubmissionError
 from grader.recording import public_recording
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 from grader.submission import Submission, WorkingCopy
@@ -157,6 +158,7 @@ class Grader:
         self.memo = None  # the reference's results, for the next submission on the same cases
         self.submissions = 0
         self.hierarchy = None
+        leftovers.sweep()  # what graders killed before this one left: scratch folders, cgroups
         if self.confinement.cgroups:
             from grader.cgroups import make_hierarchy
 
@@ -289,11 +291,18 @@ class Grader:
         except BaseException:
             run.copy.close()
             raise
-        run.session = GradingSession(
-            self.course, assignments, run.copy, self.zygote, seed=run.seed, device=self.device,
-            references=self.references or {}, recording=recording, uid=uid,
-            cgroups=run.cgroup.procs_files(self._inside_cgroups()) if run.cgroup else (),
-            blocked=blocked_paths(self.course), memo=self.memo if memo else None, debug=self.debug)
+        try:  # reads the student's files (the module and a notebook beside it)
+            run.session = GradingSession(
+                self.course, assignments, run.copy, self.zygote, seed=run.seed, device=self.device,
+                references=self.references or {}, recording=recording, uid=uid,
+                cgroups=run.cgroup.procs_files(self._inside_cgroups()) if run.cgroup else (),
+                blocked=blocked_paths(self.course), memo=self.memo if memo else None, debug=self.debug)
+        except (RecursionError, MemoryError):  # every walk over student text is iterative; this is the backstop
+            if run.cgroup is not None:
+                run.cgroup.remove()
+            run.copy.close()
+            raise SubmissionError(f"{submission.name}: the grader cannot read this submission's code (nested "
+                                  "too deeply)") from None
         run.plugin = GradingPlugin(run.session)
         return run
 

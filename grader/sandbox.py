@@ -15,10 +15,9 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from grader import protocol
+from grader import leftovers, protocol
 from grader.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
                             view_args)
 from grader.errors import IsolationError
@@ -41,7 +40,7 @@ class Zygote:
 
     def __init__(self, confinement: Confinement, *, blocked: tuple[str, ...], cgroups: dict[str, str] | None = None):
         self.confinement = confinement
-        self.scratch = Path(tempfile.mkdtemp(prefix="grade-sandbox-"))
+        self.scratch = leftovers.scratch("grade-sandbox")  # named after this process (grader/leftovers.py)
         self.work = self.scratch / "work"
         self.work.mkdir()
         self.scratch.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing

@@ -387,6 +387,10 @@ class GradingStream:
                 except GraderError as error:
                     self.report(job, error)
                     continue
+                except Exception as error:  # noqa: BLE001 - the grader's own bug, on this submission only
+                    self.report(job, GraderError(f"the grader failed to prepare this submission "
+                                                 f"({type(error).__name__}: {str(error)[:200]})"))
+                    continue
                 self.plugin = run.plugin
                 try:
                     for index, item in enumerate(items):

@@ -326,3 +326,174 @@ def test_a_submission_of_links_to_the_reference_gets_an_error_and_alice_her_mark
     exercises = [e for a in mallory["assignments"] for e in a["exercises"]]
     assert {e["status"] for e in exercises} == {"error"}
     assert "symbolic link" in exercises[0]["feedback"] and "def softmax" not in json.dumps(mallory)
+
+
+# --- interrupted runs keep what they did (issue 21) -------------------------------------------------------
+def _class_of(root: Path, names) -> Path:
+    for name in names:
+        student(root / name, only="01_attention_basics")
+    (root / "aaa.zip").write_bytes(b"not a zip at all")  # rejected at intake, first in order
+    return root
+
+
+def _start(root: Path, out: Path, *extra: str, tmp: Path | None = None):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, **({"TMPDIR": str(tmp)} if tmp else {}))
+    return subprocess.Popen([sys.executable, "-m", "grader", "autograde", str(root), "--out", str(out), "--workers",
+                             "1", "--seed", "5", "--assignment", "01_attention_basics", *extra], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _lines_until(run, count: int) -> list[str]:
+    """stderr's progress lines, read until ``count`` of them came."""
+    lines = []
+    while sum(line.startswith("[") for line in lines) < count:
+        line = run.stderr.readline()
+        assert line, "".join(lines)
+        lines.append(line)
+    return lines
+
+
+def _export(out: Path):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "grader", "export", str(out)], cwd=ROOT, capture_output=True,
+                          text=True)
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_every_finished_result_and_resume_grades_only_the_rest(tmp_path):
+    import signal
+
+    from grader.result_folder import pending, sort_results
+
+    root, out = _class_of(tmp_path / "class", ["bea", "cy", "di", "ed", "flo"]), tmp_path / "out"
+    run = _start(root, out)
+    lines = _lines_until(run, 3)
+    assert [line for line in lines if line.startswith("[")][0].startswith("[1/6] aaa: 0/100, not graded")
+    run.send_signal(signal.SIGINT)
+    rest = run.stderr.read()
+    assert run.wait(timeout=60) == 130, rest
+    assert "interrupted" in rest and "--resume" in rest and "Traceback" not in rest and "Aborted" not in rest
+    graded = {p.stem for p in sort_results(out)[0]}
+    assert {"aaa", "bea", "cy"} <= graded and graded | set(pending(out)) == {"aaa", "bea", "cy", "di", "ed", "flo"}
+    assert not graded & set(pending(out))
+    summary = (out / "summary.csv").read_text()
+    assert all(f"\n{name}," in summary for name in graded)
+    exported = _export(out)
+    assert exported.returncode == 0 and "interrupted" in exported.stderr, exported.stderr
+    assert all(f"{name}," in exported.stdout for name in graded)
+
+    again = _start(root, out, "--resume")
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    regraded = {line.split("]", 1)[1].split(":", 1)[0].strip() for line in err.splitlines() if line.startswith("[")}
+    assert regraded == {"aaa", "bea", "cy", "di", "ed", "flo"} - graded  # only what was missing
+    assert pending(out) == [] and len(sort_results(out)[0]) == 6 and not sort_results(out)[1]
+    assert "interrupted" not in _export(out).stderr
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_still_leaves_a_folder_export_reads(tmp_path):
+    import signal
+    import time
+
+    from grader.result_folder import read_manifest, sort_results
+
+    root, out = _class_of(tmp_path / "class", ["bea", "cy", "di"]), tmp_path / "out"
+    run = _start(root, out)
+    _lines_until(run, 2)
+    run.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    run.stderr.read()
+    assert run.wait(timeout=60) == 130
+    assert read_manifest(out) is not None and (out / "summary.csv").is_file()
+    assert not sort_results(out)[1]  # every result file listed and as written
+    assert _export(out).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_leaves_its_results_listed_and_no_process_and_resume_completes_it(tmp_path):
+    """SIGKILL to the run: its grading processes die with it (and their sandboxes with them); the manifest
+    lists what was written and the rest as pending; the next run removes the scratch and completes."""
+    import os
+    import signal
+    import time
+
+    from grader.result_folder import pending, sort_results
+
+    root, out, tmp = _class_of(tmp_path / "class", ["bea", "cy", "di"]), tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    run = _start(root, out, tmp=tmp)
+    _lines_until(run, 2)
+    children = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == run.pid]
+    assert children
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in children)
+    listed = {p.stem for p in sort_results(out)[0]}
+    assert {"aaa", "bea"} <= listed and listed | set(pending(out)) == {"aaa", "bea", "cy", "di"}
+    again = _start(root, out, "--resume", tmp=tmp)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert pending(out) == [] and len(sort_results(out)[0]) == 4
+    assert list(tmp.iterdir()) == []  # what the killed run left, removed by the next
+    assert os.path.exists(out / "summary.csv")
+
+
+def _ppid(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("as_user", ["root", "the grader's own user"])
+def test_hostile_replies_and_a_deep_notebook_cost_an_honest_bystander_nothing(course, tmp_path, monkeypatch, as_user):
+    """Issue 21's patterns in one batch beside alice, with a uid per submission (root) and where student
+    code runs as the grader's own user: every submission gets a result of its own, none a crash or a
+    grader error, and alice keeps full marks."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import red_team
+
+    if as_user != "root":
+        import grader.confine
+
+        monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
+    attacks = red_team.attacks()
+    root = tmp_path / "class"
+    for key in ("01", "06"):
+        red_team.build(root / "alice", key, None)
+    for name, attack in {"mallory": "stride-0 replies (01)", "trudy": "a [100000, 1, 1, 1, 1] mask (06)",
+                         "eve": "broadcastable replies (06)",
+                         "deep": "a notebook with a 1,600-term sum beside the module (01)"}.items():
+        red_team.build(root / name, *attacks[attack])
+    out = tmp_path / "results"
+    week = (course.assignment("01_attention_basics"), course.assignment("06_decoding_attention"))
+    assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False, device="cpu",
+                     seed=7, assignments=week) == 0
+    results = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+    assert set(results) == {"alice", "mallory", "trudy", "eve", "deep"}
+    assert results["alice"]["score"] == results["alice"]["max_score"] == 200
+    statuses = {e["status"] for r in results.values() for a in r["assignments"] for e in a["exercises"]}
+    assert not statuses & {"crashed", "grader-error"}, statuses
+    assert results["deep"]["score"] == 100  # its notebook's softmax is right too: the module's is graded
+    assert all(results[name]["score"] < 100 for name in ("mallory", "trudy", "eve"))

@@ -142,6 +142,20 @@ def test_as_root_no_two_submissions_share_a_uid(course, tmp_path):
     assert int(first["uid"]) != int(second["uid"]) and min(int(first["uid"]), int(second["uid"])) > 1_000_000
 
 
+def test_uids_of_grading_processes_alive_together_never_collide_on_any_pid_max():
+    """Issue 21: a block of uids per pid, over the kernel's whole pid range (PID_MAX_LIMIT, 2**22): pids
+    65536 apart (which shared uids before) get disjoint blocks, all above FIRST_UID and below the
+    reserved 2**32 - 1; a pid past the range is refused rather than given a shared uid."""
+    from grader.confine import FIRST_UID, PID_LIMIT, UIDS_PER_PROCESS, submission_uid
+
+    blocks = {pid: {submission_uid(pid) for _ in range(UIDS_PER_PROCESS)} for pid in (1, 300, 65836, PID_LIMIT - 1)}
+    assert all(len(uids) == UIDS_PER_PROCESS for uids in blocks.values())
+    assert not blocks[300] & blocks[65836]
+    assert min(min(u) for u in blocks.values()) > FIRST_UID and max(max(u) for u in blocks.values()) < 2**32 - 1
+    with pytest.raises(IsolationError):
+        submission_uid(PID_LIMIT)
+
+
 MEMORY_HOG = """
 import os, time
 def attention_scores(inputs):

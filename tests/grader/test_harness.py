@@ -1,4 +1,5 @@
 """The suite-facing API of grader/harness.py, on paths the other tests do not take."""
+import sys
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,24 @@ def attention_weights(queries, keys, mask=None):
                 exercises=("attention_weights",))["attention_weights"]
     assert "attention_weights_large_scores" in [c.name for c in ex.checks if c.status == "failed"]
     assert ex.misconceptions == ["softmax-unstable"]
+
+
+# --- hostile replies cost the grading process no more than a clean run, twice over (issue 21) -------------
+@pytest.mark.slow
+def test_hostile_replies_cost_the_grading_process_at_most_twice_a_clean_runs_memory(tmp_path):
+    """benchmarks/red_team.py's attacks that cost the most before: 6.5 GB for broadcastable replies to
+    03, 1.1 GB for replies just under the limit; issue 21's stride-0 reply and mask. Each ends in a
+    result, not a traceback, at most twice the clean run's peak (VmHWM of the grading process)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import red_team
+
+    chosen = ["broadcastable replies (03)", "64 MB replies (03)", "stride-0 replies (04)",
+              "a [100000, 1, 1, 1, 1] mask (06)"]
+    attacks = red_team.attacks()
+    clean = {key: red_team.graded(red_team.build(tmp_path / f"clean-{key}", key, None)) for key in ("03", "04", "06")}
+    for name in chosen:
+        key, attack = attacks[name]
+        got = red_team.graded(red_team.build(tmp_path / name.replace(" ", "_"), key, attack))
+        assert got["code"] in (0, 1) and not got["traceback"], (name, got["stderr"])
+        assert got["peak_mib"] <= 2 * clean[key]["peak_mib"], (name, got["peak_mib"], clean[key]["peak_mib"])
+        assert got["score"] < 100, name

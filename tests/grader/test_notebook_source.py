@@ -70,3 +70,17 @@ def test_top_level_names_a_function_uses_are_kept_but_not_demos_that_run_student
     for cell in read_cells(path):
         exec(compile(cell.code, cell.filename, "exec"), namespace)  # runs as the worker runs it: no NameError
     assert namespace["f"](namespace["torch"].ones(1)).item() == 1.0  # (1 + SHIFT) * SCALE
+
+
+def test_a_notebook_nested_past_the_parsers_limits_is_read_as_what_it_is(tmp_path):
+    """Issue 21: a cell the parser cannot build a tree of (RecursionError, MemoryError) is kept whole, as
+    a syntax error is: the worker's compile then reports it as the student's. JSON nested too deeply
+    raises RecursionError, which every reader on the grading side takes as an unreadable notebook."""
+    import pytest
+
+    deep = "x = " + "+".join(["a"] * 100_000)
+    path = notebook(tmp_path, ("code", deep, {}))
+    assert [c.code for c in read_cells(path)] == [deep]
+    path.write_text('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(RecursionError):
+        read_cells(path)

@@ -135,3 +135,25 @@ def test_every_released_stub_reads_as_a_stub_and_every_solution_as_written(cours
         for exercise in assignment.exercises:
             assert released[exercise] is None, (assignment.id, exercise)
             assert solved[exercise] is not None, (assignment.id, exercise)
+
+
+def test_a_definition_nested_past_pythons_recursion_limit_is_compared_not_a_crash(tmp_path):
+    """Issue 21: a notebook's softmax with a 1,600-term sum, written differently from the module's. The
+    trees are compared without recursion (ast.dump would raise RecursionError); the module wins."""
+    deep = "def softmax(x, dim=-1):\n    return x.softmax(dim) + (" + " + ".join(["0 * x"] * 1600) + ")\n"
+    module = tmp_path / "attention_basics.py"
+    module.write_text(WRITTEN)
+    choice = choose(module, notebook(tmp_path / "attention_basics.ipynb", deep), ("softmax",))
+    assert choice.in_both == ("softmax",) and choice.source_of("softmax") == "attention_basics.py"
+    module.write_text(deep.replace("x.softmax(dim)", "x.softmax( dim )"))  # the same tree, spaced otherwise
+    assert choose(module, tmp_path / "attention_basics.ipynb", ("softmax",)) is None
+
+
+def test_the_tree_text_tells_strings_from_its_own_punctuation():
+    import ast
+
+    from grader.source_choice import _dump
+
+    one, other = (ast.parse(f"def f(x):\n    return g({text})\n") for text in ('"])"', '[]'))
+    assert _dump(one) != _dump(other)
+    assert _dump(ast.parse("def f(x):\n    return 1\n")) == _dump(ast.parse("def f(x):\n\n    return (1)\n"))

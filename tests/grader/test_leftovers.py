@@ -1,0 +1,142 @@
+"""Nothing outlives a grading process killed with SIGKILL (issue 21): its scratch folders and cgroups
+are removed by its parent or by the next grader to start (grader/leftovers.py), and its sandbox's
+processes die with it."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import leftovers
+from grader.cgroups import available, candidate_folders
+from grader.confine import FIRST_UID
+
+ROOT = Path(__file__).resolve().parents[2]
+SLEEPY = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text() + \
+    "\nimport time\n_sleep = softmax\ndef softmax(x, dim=-1):\n    time.sleep(60)\n    return _sleep(x, dim)\n"
+
+
+def submission_processes() -> list[int]:
+    """Processes running as a submission's uid, anywhere on this machine."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                uid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
+                           if line.startswith("Uid:"))
+            except (OSError, StopIteration):
+                continue
+            if uid >= FIRST_UID:
+                found.append(int(entry.name))
+    return found
+
+
+def cgroups_of(pid: int) -> list[Path]:
+    return [p for folder in candidate_folders() for p in folder.glob(f"grade-{pid}-*")]
+
+
+def wait_for(condition, timeout_s: float = 60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_only_dead_graders_things_are_swept(tmp_path):
+    mine = leftovers.scratch("grade-sandbox", tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    theirs = tmp_path / f"grade-autograde-{dead.pid}-abcd"
+    theirs.mkdir()
+    other = tmp_path / f"someone-{dead.pid}-else"
+    other.mkdir()
+    assert theirs in leftovers.sweep([tmp_path])
+    assert mine.is_dir() and other.is_dir() and not theirs.exists()
+    assert mine.name.startswith(f"grade-sandbox-{os.getpid()}-")
+
+
+def test_grade_check_killed_mid_submission_leaves_nothing_the_next_grader_does_not_remove(tmp_path):
+    """SIGKILL to ``grade check`` while the student's code runs: the sandbox and every process of the
+    submission die with it; its scratch folder and cgroups stay until the next grader starts."""
+    folder = tmp_path / "01_attention_basics"
+    folder.mkdir()
+    (folder / "attention_basics.py").write_text(SLEEPY)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    before = set(submission_processes())
+    check = subprocess.Popen([sys.executable, "-m", "grader", "check", "--submission", str(folder), "--seed", "1"],
+                             cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        left = wait_for(lambda: list(scratch.glob(f"grade-sandbox-{check.pid}-*")))
+        time.sleep(3)  # the softmax checks sleep in the student's code
+    finally:
+        check.kill()
+        check.wait()
+    wait_for(lambda: not (set(submission_processes()) - before) or None, 10)  # died with its sandbox
+    assert all(path.exists() for path in left)
+    leftovers.sweep([scratch])  # as the next grader does when it starts
+    assert list(scratch.iterdir()) == []
+    assert cgroups_of(check.pid) == []
+
+
+@pytest.mark.slow
+def test_autograde_removes_what_a_grading_process_killed_mid_submission_left_and_regrades_it(course, tmp_path):
+    """A grading process killed from outside (the OOM killer, an admin): the run removes its cgroups and
+    scratch at once, grades its submission again, and the bystander keeps full marks."""
+    root = tmp_path / "class"
+    for name, text in {"alice": (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text(),
+                       "sam": SLEEPY.replace("time.sleep(60)", "time.sleep(2)")}.items():
+        (root / name / "01_attention_basics").mkdir(parents=True)
+        (root / name / "01_attention_basics" / "attention_basics.py").write_text(text)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    run = subprocess.Popen([sys.executable, "-m", "grader", "autograde", str(root), "--out", str(tmp_path / "out"),
+                            "--workers", "2", "--seed", "5", "--assignment", "01_attention_basics"],
+                           cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        children = wait_for(lambda: [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and
+                                     _parent(p) == run.pid])
+        victim = children[0]
+        wait_for(lambda: list(scratch.glob(f"grade-sandboxes-{run.pid}-*/grade-sandbox-{victim}-*/work/grade-*")))
+        os.kill(victim, signal.SIGKILL)
+        _, err = run.communicate(timeout=300)
+    finally:
+        run.kill()
+    assert run.returncode == 0, err[-2000:]
+    assert list(scratch.iterdir()) == []
+    assert cgroups_of(victim) == [] and cgroups_of(run.pid) == []
+    import json
+
+    results = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in ("alice", "sam")}
+    assert results["alice"]["score"] == 100 and results["sam"]["score"] == 100
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_cgroups_of_a_dead_grader_are_emptied_and_removed():
+    if available() is not None:
+        pytest.skip(available())
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    made = []
+    for folder in candidate_folders():
+        (folder / f"grade-{dead.pid}-1" / "s1").mkdir(parents=True)
+        made.append(folder / f"grade-{dead.pid}-1")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    (made[0] / "s1" / "cgroup.procs").write_text(str(sleeper.pid))  # a process its death left behind
+    removed = leftovers.sweep([])
+    assert set(made) <= set(removed) and not any(path.exists() for path in made)
+    assert sleeper.wait(timeout=5) == -signal.SIGKILL
