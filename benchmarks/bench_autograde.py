@@ -35,7 +35,7 @@ KINDS = {"grade-zygote": "zygote", "grade-submission": "submission's process", "
 
 def rss_by_kind(root_pid: int) -> dict[str, int]:
     """Peak-of-now resident memory (KiB) of each process under ``root_pid``, by what it runs (the
-    sandbox's processes name themselves: grader/zygote.py)."""
+    sandbox's processes name themselves: grader/inside/zygote.py)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

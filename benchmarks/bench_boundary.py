@@ -5,7 +5,8 @@ process grades a one-module submission many times and times the boundary's own s
 copy handed to the submission's uid, its cgroup made and removed, a worker started in its
 namespaces (fork, unshare, mounts, capabilities and uid dropped, the student's import), and the
 teardown (every process of the submission killed and confirmed gone). Also the zygote's start and
-the peak memory (RSS) of the grading process and of the zygote.
+the peak memory (RSS) of the grading process and of the zygote. A cell (grader/sandbox/cells.py) is
+the working copy, handed to the submission's uid, and its cgroup.
 
     python benchmarks/bench_boundary.py [--rounds 30]
 """
@@ -31,11 +32,10 @@ def rss_kib(pid: int) -> int:
 
 
 def measure(course, confinement, rounds: int) -> dict[str, float]:
-    from grader.confine import NOBODY, prepare_workdir
-    from grader.confine import blocked_paths
-    from grader.runner import NPROC_LIMIT, Grader
+    from grader.runner import Grader
+    from grader.sandbox.confine import blocked_paths
     from grader.session import GradingSession
-    from grader.submission import WorkingCopy, resolve_submission
+    from grader.submission import resolve_submission
 
     started = time.perf_counter()
     grader = Grader(course, device="cpu", confinement=confinement)
@@ -43,35 +43,22 @@ def measure(course, confinement, rounds: int) -> dict[str, float]:
     times = {"zygote start (s)": time.perf_counter() - started}
     assignment = course.assignment("01_attention_basics")
     submission = resolve_submission(ROOT / "solutions" / "01_attention_basics", course)
-    steps: dict[str, list[float]] = {"working copy and uid": [], "cgroup made": [], "worker started": [],
-                                     "teardown": [], "cgroup removed": []}
+    steps: dict[str, list[float]] = {"cell made": [], "worker started": [], "teardown": [], "cell removed": []}
     for _ in range(rounds):
         t0 = time.perf_counter()
-        copy = WorkingCopy(submission, parent=grader.zygote.work)
-        uid = grader._submission_uid()
-        if uid is not None:
-            prepare_workdir(str(copy.root), uid, NOBODY)
+        cell = grader.sandbox.cell(submission)  # working copy handed to its uid, its cgroup
         t1 = time.perf_counter()
-        cgroup = None
-        if grader.hierarchy is not None:
-            from grader.cgroups import SubmissionCgroup
-
-            cgroup = SubmissionCgroup(grader.hierarchy, "bench", memory_bytes=1 << 30, pids=NPROC_LIMIT)
-        t2 = time.perf_counter()
-        session = GradingSession(course, (assignment,), copy, grader.zygote, seed=1, device="cpu", references={},
-                                 uid=uid, cgroups=cgroup.procs_files(grader._inside_cgroups()) if cgroup else (),
-                                 blocked=blocked_paths(course))
-        worker = grader.zygote.spawn(session.worker_spec(assignment, copy.sources[assignment.id]), timeout=10)
+        session = GradingSession(course, (assignment,), cell.copy, grader.zygote, seed=1, device="cpu",
+                                 references={}, uid=cell.uid, cgroups=cell.cgroups, blocked=blocked_paths(course))
+        worker = grader.zygote.spawn(session.worker_spec(assignment, cell.copy.sources[assignment.id]), timeout=10)
         assert worker.import_error is None, worker.import_error
-        t3 = time.perf_counter()
+        t2 = time.perf_counter()
         worker.kill()
         assert session.close()
+        t3 = time.perf_counter()
+        grader.sandbox.end(cell, gone=True)
         t4 = time.perf_counter()
-        if cgroup is not None:
-            cgroup.remove()
-        copy.close()
-        t5 = time.perf_counter()
-        for name, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+        for name, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             steps[name].append(value)
     for name, values in steps.items():
         times[f"{name} (ms)"] = 1000 * statistics.median(values)
@@ -85,7 +72,7 @@ def _zygote_pids(root: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if b"grader.zygote" in stat.read_bytes() and b"bwrap" not in stat.read_bytes().split(b"\0")[0]:
+            if b"grader.inside.zygote" in stat.read_bytes() and b"bwrap" not in stat.read_bytes().split(b"\0")[0]:
                 found.append(int(stat.parent.name))
         except OSError:
             pass
@@ -97,7 +84,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     rounds = parser.parse_args().rounds
     from grader.config import load_course
-    from grader.confine import Confinement, plan
+    from grader.sandbox.confine import Confinement, plan
 
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch"], check=True)
@@ -112,8 +99,7 @@ def main() -> None:
     for name in names:
         print(f"{name:32}" + "".join(f"{values[name]:>28.2f}" for values in results.values()))
     for mode, values in results.items():
-        boundary = sum(values[f"{n} (ms)"] for n in ("working copy and uid", "cgroup made", "teardown",
-                                                      "cgroup removed"))
+        boundary = sum(values[f"{n} (ms)"] for n in ("cell made", "teardown", "cell removed"))
         print(f"{mode}: setup and teardown {boundary:.1f} ms per submission = "
               f"{boundary / 1000 / torch_time:.3f}x import torch (the worker's start and import not counted)")
 

@@ -28,7 +28,7 @@ MODULES = {"01": ("01_attention_basics", "attention_basics.py"), "02": ("02_self
 # appended to a right module: every tensor its worker sends back, where ``cond`` holds, is ``make``
 FORGED_REPLIES = '''
 import sys as _sys, torch as _torch
-_worker = _sys.modules["grader.worker"]
+_worker = _sys.modules["grader.inside.worker"]
 _call = _worker.Server.call
 def _forged(self, request):
     reply = _call(self, request)
@@ -42,7 +42,7 @@ _worker.Server.call = _forged
 # cache's attributes) is ``make``
 FORGED_EVERYTHING = '''
 import sys as _sys, torch as _torch
-_worker = _sys.modules["grader.worker"]
+_worker = _sys.modules["grader.inside.worker"]
 _handle = _worker.Server._handle
 def _swap(out):
     if isinstance(out, _torch.Tensor):

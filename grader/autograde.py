@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader import leftovers
+from grader.sandbox import leftovers
 from grader.config import Course
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
@@ -185,8 +185,8 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     and export hold only their points). 0 when each submission has a result; an interrupted run keeps
     what it graded and raises :class:`Interrupted`."""
     assignments = tuple(assignments or course.assignments)
-    from grader.confine import describe
-    from grader.confine import confinement_for
+    from grader.sandbox.confine import describe
+    from grader.sandbox.confine import confinement_for
     from grader.progress import Progress
     from grader.runner import pick_device
 
@@ -194,7 +194,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         raise UsageError("--workers must be at least 1")
     index, count = parse_shard(shard)
     device = pick_device(device)
-    leftovers.sweep()  # what runs killed before this one left (grader/leftovers.py)
+    leftovers.sweep()  # what runs killed before this one left (grader/sandbox/leftovers.py)
     # one seed for the run: every submission of the batch is graded on the same cases (fair, and the
     # reference's results are computed once per grading process; grader/reference_memo.py)
     seed = secrets.randbelow(10**6) if seed is None else seed

@@ -40,7 +40,7 @@ SEPARATE_USER = ("auto", "never", "required")
 
 @dataclass(frozen=True)
 class Isolation:
-    """How far student code is kept from the grader (see grader/confine.py)."""
+    """How far student code is kept from the grader (see grader/sandbox/confine.py)."""
 
     separate_user: str = "auto"  # auto: when the machine allows it; never; required: refuse to grade without
 

@@ -3,7 +3,7 @@ call ..."), kept here and nowhere else. An exercise whose row names none forbids
 reference happens to call (06's classes may use ``F.scaled_dot_product_attention``).
 
 A contract word stands for the torch functions and aten operators it reaches, by bare name (see
-grader.worker.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
+grader.inside.worker.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
 or ``_safe_softmax`` at the dispatcher, so no spelling of it (``Tensor.softmax``, ``F.softmin``,
 ``torch.ops.aten._softmax``) gets through.
 """

@@ -24,7 +24,7 @@ from grader.compare import difference, manual_seed, shape_str
 from grader.forbidden import forbidden_operations
 from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained  # noqa: F401 - for suites
 from grader.recording import NotReplayable
-from grader.protocol import HandleRef, flatten, sent_from
+from grader.inside.protocol import HandleRef, flatten, sent_from
 
 if TYPE_CHECKING:
     from grader.session import GradingSession, Student
@@ -323,7 +323,7 @@ class Grade:
 
     def held_bytes(self) -> int:
         """The memory the student's processes hold now, read by the grader from the kernel's accounting
-        (grader.sandbox.held_bytes), never from an attribute or a number they report. Compare two
+        (grader.sandbox.client.held_bytes), never from an attribute or a number they report. Compare two
         readings around a long computation: what it leaves held is the difference. A round trip first,
         so that the worker has finished with the last reply it sent (its buffers freed) and waits."""
         self.student.request({"op": "ping"})

@@ -1,4 +1,4 @@
-"""The grading service of one sandboxed notebook kernel (grader.kernel_boundary), outside its sandbox.
+"""The grading service of one sandboxed notebook kernel (grader.sandbox.kernel_boundary), outside its sandbox.
 
 ``python -m grader.kernel_service SOCKET NOTEBOOK_FOLDER COURSE_ROOT READY_FD``: listens on SOCKET,
 writes ``1`` to READY_FD, then answers each ``check()`` of the kernel: it grades the cells the kernel
@@ -16,7 +16,7 @@ import socket
 import sys
 from pathlib import Path
 
-from grader import protocol
+from grader.inside import protocol
 from grader.errors import GraderError
 
 REQUEST_LIMIT = 8 << 20  # bytes of a kernel's cells
@@ -25,7 +25,7 @@ TIMEOUT_S = 60  # for a request to arrive once a kernel has connected, and for t
 
 def answer(request, *, course, cwd: Path, grader) -> dict:
     """The graded cell's text and points for one request ``{"exercise": str, "cells": [str, ...]}``."""
-    from grader.notebook_checks import assignment_of, describe, grade_cells
+    from grader.kernel_grading import assignment_of, describe, grade_cells
 
     if not isinstance(request, dict) or not isinstance(request.get("exercise"), str) \
             or not isinstance(request.get("cells"), list) or not all(isinstance(c, str) for c in request["cells"]):
@@ -71,9 +71,9 @@ def serve(listener: socket.socket, *, course, cwd: Path) -> None:
 
 def main() -> None:
     from grader.config import load_course
-    from grader.zygote import _PR_SET_PDEATHSIG, prctl
+    from grader.inside.zygote import PR_SET_PDEATHSIG, prctl
 
-    prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     path, cwd, root, ready = sys.argv[1:5]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     course = load_course(Path(root))

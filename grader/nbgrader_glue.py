@@ -41,14 +41,14 @@ class HideHiddenTests(ClearHiddenTests):
 
 def shared_settings(config):
     """What nbgrader_config.py and `grade release` configure alike: what is ignored, the feedback's
-    guard, and autograde's kernels in a sandbox (grader.kernel_boundary)."""
+    guard, and autograde's kernels in a sandbox (grader.sandbox.kernel_boundary)."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
     config.CourseDirectory.ignore = IGNORE
     config.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS
     config.Autograde.autograde_preprocessors = [
-        "grader.kernel_boundary.ConfinedExecute" if step is Execute else step
+        "grader.sandbox.kernel_boundary.ConfinedExecute" if step is Execute else step
         for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     return config
 

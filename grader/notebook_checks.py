@@ -13,38 +13,26 @@ nothing for a partial score and writes nothing to stderr (nbgrader gives no poin
 did). The notebooks therefore carry no test code of their own, hidden or not.
 
 The code graded is the kernel's input history (every cell run so far, in the order it ran), reduced
-to its imports, functions and classes exactly as a ``.ipynb`` submission is (grader.notebook_source):
+to its imports, functions and classes exactly as a ``.ipynb`` submission is (grader.inside.notebook_source):
 a notebook run top to bottom grades like the same notebook given to ``grade check``, and like a
 ``.py`` module holding the same definitions. Cells that import the grader (the graded cells
 themselves) and cells that do not parse (they defined nothing in the kernel either) are left out.
 Sibling assignments next to the kernel's folder (``../03_causal_attention/``) go along, as
 ``grade check`` on a whole ``assignments/`` folder would take them.
 
-One :class:`grader.runner.Grader` is kept per kernel, so only the first check pays for starting it.
-Grading leaves the kernel as it was: its imports (no reference module stays importable by name),
-``sys.path``, torch's thread count and random state. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
+This module is the client only (a confined kernel holds it and nothing of the grading): the grading
+is grader.kernel_grading's, in the kernel's process or in the grading service outside its sandbox.
+One grader is kept per kernel, so only the first check pays for starting it. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
 environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``);
 a kernel whose own cells already used CUDA grades on the CPU (workers forked from it could not use CUDA).
 """
 from __future__ import annotations
 
 import ast
-import atexit
-import contextlib
-import io
-import json
 import os
-import shutil
-import sys
-import tempfile
-import warnings
-import weakref
 from pathlib import Path
 
-from grader.errors import DeviceError, UsageError
-
-_GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
-_ASIDE = weakref.WeakKeyDictionary()  # Grader -> (reference modules, their sys.path folders) between checks
+from grader.errors import UsageError
 
 
 def check(exercise: str, *, seed: int | None = None) -> float:
@@ -54,9 +42,10 @@ def check(exercise: str, *, seed: int | None = None) -> float:
         raise UsageError("check() grades the code a notebook's kernel has run: call it from a notebook cell "
                          "(for a file, run `grade check --submission FILE`)")
     service = os.environ.get("GRADE_SERVICE")
-    if service:  # a kernel in nbgrader's sandbox: the grader is outside it (grader.kernel_boundary)
+    if service:  # a kernel in nbgrader's sandbox: the grader is outside it (grader.sandbox.kernel_boundary)
         return _check_by_service(service, exercise, seed, history(shell))
     from grader.config import find_course_root, load_course
+    from grader.kernel_grading import assignment_of, describe, grade_cells
 
     course = load_course(find_course_root())
     assignment = assignment_of(course, exercise, Path.cwd())
@@ -72,7 +61,7 @@ def _check_by_service(path: str, exercise: str, seed: int | None, cells: list[st
     """Ask the grading service outside this kernel's sandbox; print its text; return its points."""
     import socket
 
-    from grader import protocol
+    from grader.inside import protocol
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.connect(path)
@@ -88,10 +77,10 @@ def _check_by_service(path: str, exercise: str, seed: int | None, cells: list[st
 
 def defines(cells: list[str], name: str) -> bool:
     """Whether one of ``cells`` (that parses) defines ``name`` at the top level."""
-    from grader.notebook_source import _without_magics
+    from grader.inside.notebook_source import history_notebook, without_magics
 
     for cell in history_notebook(cells)["cells"]:  # those left hold no syntax error once magics are out
-        tree = ast.parse(_without_magics(cell["source"]))
+        tree = ast.parse(without_magics(cell["source"]))
         if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
                for node in tree.body):
             return True
@@ -103,88 +92,6 @@ def history(shell) -> list[str]:
     return list(shell.history_manager.input_hist_raw)
 
 
-def assignment_of(course, exercise: str, cwd: Path):
-    """The assignment that has ``exercise``; where several have it, the one whose folder we are in."""
-    owners = [a for a in course.assignments if exercise in a.exercises]
-    if len(owners) > 1:
-        owners = [a for a in owners if a.id == cwd.name] or owners
-    if len(owners) != 1:
-        known = ", ".join(name for a in course.assignments for name in a.exercises)
-        where = "several assignments" if owners else "no assignment"
-        raise UsageError(f"{where} of this course has an exercise {exercise!r} (exercises: {known})")
-    return owners[0]
-
-
-def history_notebook(cells: list[str]) -> dict:
-    """A notebook with one code cell per history entry (cell ``n`` is ``In[n]``, so tracebacks name it)."""
-    from grader.notebook_source import _without_magics
-
-    kept = []
-    for source in cells[1:]:  # In[0] is always empty
-        try:
-            tree = ast.parse(_without_magics(source))
-        except SyntaxError:  # it ran into the same SyntaxError in the kernel: it defined nothing
-            source = ""
-        else:
-            if any(_imports_grader(node) for node in tree.body):
-                source = ""
-        kept.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                     "source": source})
-    return {"cells": kept, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-
-
-def _imports_grader(node: ast.stmt) -> bool:
-    if isinstance(node, ast.Import):
-        return any(alias.name.split(".")[0] == "grader" for alias in node.names)
-    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader"
-
-
-def write_submission(course, assignment, cells: list[str], cwd: Path, into: Path) -> Path:
-    """A folder like ``assignments/``: the history as ``<id>/<notebook>``, and the sibling assignments
-    found beside ``cwd`` (a module, else a notebook), which the graded code may import."""
-    folder = into / assignment.id
-    folder.mkdir(parents=True)
-    (folder / assignment.notebook).write_text(json.dumps(history_notebook(cells)), encoding="utf-8")
-    for other in course.assignments:
-        if other.id == assignment.id:
-            continue
-        for name in (other.module, other.notebook):
-            found = cwd.parent / other.id / name
-            if found.is_file():
-                (into / other.id).mkdir()
-                shutil.copy(found, into / other.id / name)
-                break
-    return into
-
-
-def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Path, seed: int | None = None,
-                device: str | None = None, grader=None):
-    """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
-    ``grader`` or the kernel's own."""
-    from grader.api import parse_seed
-    from grader.submission import resolve_submission
-
-    seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)
-    device = device or os.environ.get("GRADE_DEVICE") or "auto"
-    grader = grader or _grader(course, device)
-    with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
-        root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
-        return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))
-
-
-def describe(exercise, result) -> str:
-    """What the graded cell prints: points, status, misconceptions and feedback, as ``grade check``."""
-    tags = f"  [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
-    lines = [f"{exercise.name}: {exercise.score:g}/{exercise.max_score:g} points, {exercise.status}{tags}"]
-    if exercise.status != "passed":
-        lines += ["    " + line for line in exercise.feedback.splitlines()]
-    else:
-        lines.append("    " + exercise.feedback)
-    lines.append(f"seed {result.seed}, device {result.device}, {result.duration_s:.1f} s "
-                 f"(check({exercise.name!r}, seed={result.seed}) grades these inputs again)")
-    return "\n".join(lines)
-
-
 def _shell():
     try:
         from IPython import get_ipython
@@ -193,127 +100,3 @@ def _shell():
     return get_ipython()
 
 
-def _grader(course, device: str):
-    from grader.runner import Grader
-
-    key = (str(course.root), device)
-    grader = _GRADERS.get(key)
-    if grader is not None and not _alive(grader):
-        grader.close()
-        grader = None
-    if grader is None:
-        import torch
-
-        threads = torch.get_num_threads()
-        # the zygote, and every worker after it, writes nowhere the cell shows and has none of the
-        # student's modules that the kernel imported (a worker imports them from the submission)
-        with _silent_descriptors(), _without_modules(_students_modules(course)):
-            grader = _GRADERS[key] = Grader(course, device=kernel_device(device))
-        atexit.register(grader.close)  # when the kernel shuts down: its sandbox and scratch go with it
-        torch.set_num_threads(threads)  # the kernel's own; grading sets its own (_kernel_untouched)
-    return grader
-
-
-def _students_modules(course) -> list[str]:
-    """Modules of the kernel that a fresh `grade check` would not have: the course's module names
-    (``causal_attention``), whatever they were imported from, and files of the folders that hold
-    notebooks and modules (not the grader's, nor a virtualenv's, which may live in the course folder too)."""
-    root, here = Path(os.path.realpath(course.root)), Path(os.path.realpath(Path.cwd()))
-    from grader.layout import Layout  # here: the kernel's sandbox holds the student-side modules only
-
-    layout = Layout(root)
-    folders = [layout.assignments, layout.solutions, layout.submitted, layout.autograded]
-    if here != root:
-        folders.append(here)
-    prefixes = tuple(str(folder) + os.sep for folder in folders)
-    names = {assignment.module_name for assignment in course.assignments}
-    return [name for name, module in list(sys.modules.items())
-            if module is not None and name != "__main__" and name.split(".")[0] != "grader"
-            and (name in names or _file_under(module, prefixes))]
-
-
-def _file_under(module, folders: tuple[str, ...]) -> bool:
-    file = getattr(module, "__file__", None)  # None for builtins; torch.ops says "_ops.py"
-    return isinstance(file, str) and os.path.isabs(file) and os.path.realpath(file).startswith(folders)
-
-
-@contextlib.contextmanager
-def _without_modules(names: list[str]):
-    taken = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    try:
-        yield
-    finally:
-        sys.modules.update(taken)
-
-
-@contextlib.contextmanager
-def _silent_descriptors():
-    """Descriptors 1 and 2 on /dev/null for a moment: what forks then keeps them. A kernel forwards
-    what its descriptors receive to the running cell, and stderr there costs the cell its points."""
-    saved = [os.dup(1), os.dup(2)]
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for descriptor in (*saved, null):
-            os.close(descriptor)
-
-
-def kernel_device(requested: str) -> str:
-    """The device to grade on from this kernel. Workers are forked from it, and a process forked after
-    CUDA was initialised cannot use CUDA: once the kernel's own cells have used the GPU, grade on the CPU."""
-    import torch
-
-    if requested == "cpu" or not torch.cuda.is_initialized():
-        return requested
-    if requested == "cuda":
-        raise DeviceError("CUDA is already in use in this kernel, so the grader cannot use it: restart the "
-                          "kernel and run a check cell before anything that uses the GPU, or run `grade check`")
-    return "cpu"
-
-
-def _alive(grader) -> bool:
-    return grader.zygote.alive
-
-
-@contextlib.contextmanager
-def _kernel_untouched(course, grader):
-    """Grade without a trace in the kernel: nothing on stderr (nbgrader would give 0 points), no
-    warnings, and imports, sys.path, torch's threads and random state as they were.
-
-    The grader imports the reference by module name (``causal_attention``, which the reference of 04
-    imports when it builds a wrapper), in this process: while it grades, its modules and folders are
-    in sys.modules and sys.path; in between, they are kept aside, so that the kernel's own
-    ``import causal_attention`` finds the student's module and never the reference."""
-    import torch
-
-    from grader.confine import blocked_paths
-
-    modules, path = dict(sys.modules), list(sys.path)
-    threads, rng = torch.get_num_threads(), torch.get_rng_state()
-    kept_modules, kept_path = _ASIDE.get(grader, ({}, []))
-    sys.modules.update(kept_modules)
-    sys.path.extend(entry for entry in kept_path if entry not in sys.path)
-    torch.set_num_threads(1)  # small tensors: threads would only spin against the worker
-    try:
-        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        secret = tuple(folder + os.sep for folder in blocked_paths(course))
-        reference = {name: module for name, module in sys.modules.items() if _file_under(module, secret)}
-        _ASIDE[grader] = (reference, [entry for entry in sys.path if entry not in path])
-        for name in reference:
-            if name in modules:
-                sys.modules[name] = modules[name]  # the kernel's own module of that name
-            else:
-                del sys.modules[name]
-        for name in [n for n in modules if sys.modules.get(n) is not modules[n]]:
-            sys.modules[name] = modules[name]  # anything else of the kernel's that grading replaced
-        sys.path[:] = path
-        torch.set_num_threads(threads)
-        torch.set_rng_state(rng)

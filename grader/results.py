@@ -201,7 +201,7 @@ class SubmissionResult:
     device: str
     duration_s: float
     assignments: list[AssignmentResult]
-    isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.confine)
+    isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.sandbox.confine)
     started: str = ""  # when grading began, ISO 8601 in UTC
 
     def __post_init__(self):

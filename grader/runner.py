@@ -2,9 +2,9 @@
 stream of them graded in one pytest session on one seed (``Grader.grade_each``, for autograde: the
 suites are collected once and the reference's results kept between submissions).
 
-Student code runs in workers forked by a zygote that this process starts fresh, in a sandbox
-(grader.sandbox, grader.confine): no worker ever has the reference, the suites or the grader's
-channels in its memory, whatever this process imported before.
+Student code runs in workers forked by a zygote that this process starts fresh, in a sandbox that
+grader.sandbox.cells keeps, a cell per submission: no worker ever has the reference, the suites or the
+grader's channels in its memory, whatever this process imported before.
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.util
-import itertools
 import io
 import os
 import secrets
@@ -20,16 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-from grader import leftovers
-from grader.confine import blocked_paths, confinement_for, submission_uid
+from grader.sandbox.confine import blocked_paths, confinement_for
 from grader.config import Assignment, Course
-from grader.errors import DeviceError, GraderError, IsolationError, SubmissionError
+from grader.errors import DeviceError, GraderError, SubmissionError
 from grader.recording import public_recording
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
-from grader.submission import Submission, WorkingCopy
+from grader.submission import Submission
 
-NPROC_LIMIT = 128  # processes and threads a submission may have at once, where cgroups count them
-_GRADERS = itertools.count(1)  # Graders of this process, for their cgroup folders
 
 
 def pick_device(requested: str) -> str:
@@ -137,8 +133,7 @@ class _Run:
     seed: int = 0
     files: list = dataclasses.field(default_factory=list)
     submission: Submission | None = None
-    copy: WorkingCopy | None = None
-    cgroup: object = None
+    cell: object = None  # grader.sandbox.cells.Cell
     session: object = None
     plugin: object = None
 
@@ -147,23 +142,19 @@ class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
     def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None):
-        """``confinement``: how to run student code, as :func:`grader.confine.confinement_for` plans
+        """``confinement``: how to run student code, as :func:`grader.sandbox.confine.confinement_for` plans
         it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
         ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
         and pytest's output goes to stderr."""
         self.course = course
         self.debug = os.environ.get("GRADE_DEBUG") == "1" if debug is None else debug
-        self.confinement = confinement or confinement_for(course)
         self.references = None
         self.memo = None  # the reference's results, for the next submission on the same cases
         self.submissions = 0
-        self.hierarchy = None
-        leftovers.sweep()  # what graders killed before this one left: scratch folders, cgroups
-        if self.confinement.cgroups:
-            from grader.cgroups import make_hierarchy
+        from grader.sandbox.cells import Sandbox
 
-            self.hierarchy = make_hierarchy(f"grade-{os.getpid()}-{next(_GRADERS)}")
-        self.zygote = self._start_zygote()  # it imports torch while this process does the same
+        # its zygote imports torch while this process does the same
+        self.sandbox = Sandbox(course, confinement or confinement_for(course))
         try:
             self.device = pick_device(device)
         except BaseException:
@@ -173,38 +164,14 @@ class Grader:
 
         torch.set_num_threads(1)  # grading works on small tensors: more threads only spin against the worker
 
-    def _start_zygote(self):
-        from grader.sandbox import Zygote
+    @property
+    def zygote(self):
+        return self.sandbox.zygote
 
-        cgroups = None
-        if self.hierarchy is not None:
-            cgroups = {str(folder): f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
-        return Zygote(self.confinement, blocked=blocked_paths(self.course), cgroups=cgroups)
-
-    def _confined(self) -> None:
-        """Before a submission's checks, the zygote's probe (said before it loads torch, so this waits for
-        nothing): where a worker cannot be confined as planned, the grader takes the next weaker mode
-        and says so, or refuses under ``separate_user = "required"`` (IsolationError). A zygote that did
-        not start at all is left to the checks, which say grader-error."""
-        from grader.confine import describe, weaker
-
-        try:
-            problem = self.zygote.probe()
-        except IsolationError:
-            return
-        if problem is None:
-            return
-        fallback = weaker(self.confinement, problem, self.course.isolation.separate_user)
-        if fallback is None:
-            return
-        print(describe(fallback), file=sys.stderr)
-        self.zygote.close()
-        self._remove_hierarchy()  # no cgroups without the sandbox that binds them
-        self.confinement = fallback
-        self.zygote = self._start_zygote()
-
-    def _submission_uid(self) -> int | None:
-        return submission_uid() if self.confinement.root else None
+    @property
+    def confinement(self):
+        """How student code runs: as planned, or the weaker mode the zygote's probe led to."""
+        return self.sandbox.confinement
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
               seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,
@@ -270,37 +237,16 @@ class Grader:
             from grader.reference_memo import ReferenceMemo
 
             self.memo = ReferenceMemo()
-        if not self.zygote.alive:  # killed from outside, or out of memory: a fresh one, no fault of this student
-            self.zygote.close()
-            self.zygote = self._start_zygote()
-        self._confined()
         self.submissions += 1
-        uid = self._submission_uid()
         run.submission = submission
-        run.copy = WorkingCopy(submission, parent=self.zygote.work)
-        try:
-            if uid is not None:
-                from grader.confine import NOBODY, prepare_workdir
-
-                prepare_workdir(str(run.copy.root), uid, NOBODY)
-            if self.hierarchy is not None:
-                from grader.cgroups import SubmissionCgroup
-
-                run.cgroup = SubmissionCgroup(self.hierarchy, f"s{self.submissions}",
-                                              memory_bytes=self.course.limits.memory_mb << 20, pids=NPROC_LIMIT)
-        except BaseException:
-            run.copy.close()
-            raise
+        run.cell = self.sandbox.cell(submission)
         try:  # reads the student's files (the module and a notebook beside it)
             run.session = GradingSession(
-                self.course, assignments, run.copy, self.zygote, seed=run.seed, device=self.device,
-                references=self.references or {}, recording=recording, uid=uid,
-                cgroups=run.cgroup.procs_files(self._inside_cgroups()) if run.cgroup else (),
+                self.course, assignments, run.cell.copy, self.zygote, seed=run.seed, device=self.device,
+                references=self.references or {}, recording=recording, uid=run.cell.uid, cgroups=run.cell.cgroups,
                 blocked=blocked_paths(self.course), memo=self.memo if memo else None, debug=self.debug)
         except (RecursionError, MemoryError):  # every walk over student text is iterative; this is the backstop
-            if run.cgroup is not None:
-                run.cgroup.remove()
-            run.copy.close()
+            run.cell.close()
             raise SubmissionError(f"{submission.name}: the grader cannot read this submission's code (nested "
                                   "too deeply)") from None
         run.plugin = GradingPlugin(run.session)
@@ -309,13 +255,11 @@ class Grader:
     def _end(self, run: "_Run") -> None:
         """End every process of the submission and remove its cgroup and working copy."""
         try:
-            if not run.session.close():  # something of the submission may be left: never reuse this zygote
-                self.zygote.close()
-                self.zygote = self._start_zygote()
-        finally:
-            if run.cgroup is not None:
-                run.cgroup.remove()
-            run.copy.close()
+            gone = run.session.close()  # False: something of the submission may be left
+        except BaseException:
+            self.sandbox.end(run.cell, gone=False)
+            raise
+        self.sandbox.end(run.cell, gone=gone)
 
     def _result(self, run: "_Run", code) -> SubmissionResult:
         if code not in (0, 1):
@@ -337,20 +281,8 @@ class Grader:
             exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note))
         return AssignmentResult(assignment.id, assignment.title, charged_once(exercises))
 
-    def _inside_cgroups(self) -> dict:
-        return {folder: f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
-
     def close(self):
-        self.zygote.close()
-        self._remove_hierarchy()
-
-    def _remove_hierarchy(self) -> None:
-        for folder in self.hierarchy.folders if self.hierarchy else ():
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
-        self.hierarchy = None
+        self.sandbox.close()
 
 
 def charged_once(exercises: list) -> list:

@@ -16,8 +16,8 @@ from grader.harness import Grade
 from grader.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.recording import NotReplayable
 from grader.results import CheckOutcome
-from grader.protocol import STACK_FILE, WorkerSpec, clip
-from grader.sandbox import WorkerFault, Zygote
+from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
+from grader.sandbox.client import WorkerFault, ZygoteClient
 from grader.source_choice import choose
 
 
@@ -164,7 +164,7 @@ def fault_of(reply: dict) -> StudentFault:
 class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
-    def __init__(self, course: Course, assignments, copy, zygote: Zygote, *, seed: int, device: str,
+    def __init__(self, course: Course, assignments, copy, zygote: ZygoteClient, *, seed: int, device: str,
                  references: dict, recording=None, uid: int | None = None, cgroups: tuple[str, ...] = (),
                  blocked: tuple[str, ...] = (), memo=None, debug: bool = False):
         self.course, self.copy, self.zygote = course, copy, zygote

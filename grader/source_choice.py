@@ -6,7 +6,7 @@ definition that is still the stub (its body only a docstring and ``raise NotImpl
 one file and written in the other is taken from the written one; written in both, the module's wins
 and the report says so. Decided here, on the grading side, from the files' syntax alone (nothing of
 the student's runs); the worker then imports the module and lays the notebook's chosen definitions
-over it (grader/worker.py).
+over it (grader/inside/worker.py).
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     """The choice for an assignment folder holding both files, or None when the notebook adds
     nothing (every exercise graded from the module, none written in the notebook too) or a file
     does not parse (the module is graded, and its syntax error shown)."""
-    from grader.notebook_source import read_cells
+    from grader.inside.notebook_source import read_cells
 
     try:
         text = module.read_text(encoding="utf-8")

@@ -91,7 +91,7 @@ def assignment_of_file(path: Path, course: Course) -> str | None:
     (:func:`course_name`), else the one whose exercises it defines most of (a tie: none). Read, not run."""
     import ast
 
-    from grader.notebook_source import read_cells
+    from grader.inside.notebook_source import read_cells
 
     known = course_name(path.name, course)
     if known is not None:

@@ -526,7 +526,7 @@ def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name):
     """A cached sequence wide enough to weigh (a batch of 32, 64 tokens in chunks of 16, d_out 128,
     float64: every tensor of the cache past glibc's 128 KiB mmap threshold, so that the kernel sees
     what is freed): over the last two chunks, the memory the student's processes hold, as the kernel
-    counts it (grader.sandbox.held_bytes), grows by the keys and values of the key/value group only
+    counts it (grader.sandbox.client.held_bytes), grows by the keys and values of the key/value group only
     (GQA: one group for 4 heads, a quarter of the 2 MiB that every head's would take; measured: exactly
     0.25 of it, and 0.0 for SWA, at batches of 32 and 64), and not with the sequence for
     SWA, whose cache stays within its window of 4. Never read from cache_k or cache_v, which a property

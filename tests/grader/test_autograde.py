@@ -193,11 +193,11 @@ def test_grade_autograde_takes_assignment_options(tmp_path):
 def test_a_submission_that_kills_its_grading_process_is_retried_once_then_recorded_as_crashed(course, tmp_path,
                                                                                               monkeypatch):
     """Where student code runs as the grader's user (as a user of its own it cannot: see below)."""
-    import grader.confine
+    import grader.sandbox.confine
 
     import tempfile
 
-    monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
+    monkeypatch.setattr(grader.sandbox.confine, "plan", lambda setting, hidden=(): grader.sandbox.confine.Confinement())
     scratch = tmp_path / "tmp"  # this run's temporary folders only, whatever else runs on the machine
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -256,7 +256,7 @@ def test_student_code_cannot_write_into_the_graders_pipes(course, tmp_path):
 
 def test_in_the_sandbox_a_submission_cannot_even_find_its_grading_process(course, tmp_path, capsys):
     """In its own PID namespace the worker is PID 1: no parent, no grader, no zygote to signal."""
-    from grader.confine import plan
+    from grader.sandbox.confine import plan
 
     if not plan("auto").sandboxed:
         pytest.skip("no sandbox on this machine (bubblewrap or user namespaces missing)")
@@ -271,9 +271,9 @@ def test_in_the_sandbox_a_submission_cannot_even_find_its_grading_process(course
 def test_a_submission_that_kills_its_zygote_costs_no_later_submission_its_result(course, tmp_path, monkeypatch):
     """Without a sandbox student code can kill its zygote: the grading process starts a fresh one for
     the next submission, which gets its full marks (one grading process grades both, in order)."""
-    import grader.confine
+    import grader.sandbox.confine
 
-    monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
+    monkeypatch.setattr(grader.sandbox.confine, "plan", lambda setting, hidden=(): grader.sandbox.confine.Confinement())
     root = tmp_path / "class"
     (root / "mallory" / "01_attention_basics").mkdir(parents=True)
     (root / "mallory" / "01_attention_basics" / "attention_basics.py").write_text(KILL_ZYGOTE)
@@ -422,7 +422,6 @@ def test_a_run_killed_with_sigkill_leaves_its_results_listed_and_no_process_and_
     """SIGKILL to the run: its grading processes die with it (and their sandboxes with them); the manifest
     lists what was written and the rest as pending; the next run removes the scratch and completes."""
     import os
-    import signal
     import time
 
     from grader.result_folder import pending, sort_results
@@ -475,9 +474,9 @@ def test_hostile_replies_and_a_deep_notebook_cost_an_honest_bystander_nothing(co
     import red_team
 
     if as_user != "root":
-        import grader.confine
+        import grader.sandbox.confine
 
-        monkeypatch.setattr(grader.confine, "plan", lambda setting, hidden=(): grader.confine.Confinement())
+        monkeypatch.setattr(grader.sandbox.confine, "plan", lambda setting, hidden=(): grader.sandbox.confine.Confinement())
     attacks = red_team.attacks()
     root = tmp_path / "class"
     for key in ("01", "06"):

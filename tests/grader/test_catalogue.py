@@ -50,7 +50,7 @@ def emitted_ids() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     suites = ROOT / "suites"
     files = [*sorted((suites / "hidden").glob("test_*.py")), *sorted((suites / "lesson").glob("*.py")),
-             *sorted((ROOT / "grader").glob("*.py"))]
+             *sorted((ROOT / "grader").rglob("*.py"))]
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             named = isinstance(node, ast.Call) and node.args and getattr(node.func, "id", "") in ("Mistake", "matches")

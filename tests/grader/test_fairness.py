@@ -115,7 +115,7 @@ def test_held_bytes_counts_what_a_process_tree_holds_from_outside(tmp_path):
     the working folder, show in the reading of its parent's tree."""
     import subprocess
 
-    from grader.sandbox import held_bytes
+    from grader.sandbox.client import held_bytes
 
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nblock = bytearray(64 << 20)\n"
                                "print('ready', flush=True)\ntime.sleep(30)"], stdout=subprocess.PIPE, text=True)

@@ -2,7 +2,7 @@
 student code, a suite's own bug) has status ``grader-error``, takes and gives no points, makes `grade
 check` exit 2 with one line, is listed apart by `grade autograde`, and never becomes a 0 in summary.csv,
 `grade export`, Gradescope's results or Classroom's points. The confinement failure is forced through
-the zygote's own test hook (grader.zygote.FAULT_INJECTION), on the real path: the worker's word, by
+the zygote's own test hook (grader.inside.zygote.FAULT_INJECTION), on the real path: the worker's word, by
 a pipe that no student code holds."""
 import csv
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.results import CheckOutcome, ExerciseResult, grader_error_of
-from grader.zygote import FAULT_INJECTION
+from grader.inside.zygote import FAULT_INJECTION
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -40,7 +40,7 @@ SOLUTION_02 = (ROOT / "solutions" / "02_self_attention" / "self_attention.py").r
 # at import, rewrite the worker's replies as a hostile module can: the worker runs in its process
 DROP_GRADIENTS = """
 import sys as _sys
-_worker = _sys.modules["grader.worker"]
+_worker = _sys.modules["grader.inside.worker"]
 _call = _worker.Server.call
 def _forged(self, request):
     reply = _call(self, request)
@@ -85,7 +85,7 @@ def test_a_reply_that_drops_the_gradients_fails_the_gradient_checks_it_would_fai
 def test_a_reply_that_names_its_own_status_cannot_pass(course, grader, tmp_path):
     forged = SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + """
 import sys as _sys
-_worker = _sys.modules["grader.worker"]
+_worker = _sys.modules["grader.inside.worker"]
 _worker.Server.call = lambda self, request: {"ok": False, "kind": "passed", "message": "x" * 10**6}
 """
     ex = _grade(course, grader, tmp_path, forged, exercises=("softmax",))["softmax"]
@@ -156,7 +156,7 @@ def test_the_device_of_an_output_is_the_one_its_tensor_was_encoded_from(course):
 
     import torch
 
-    from grader import protocol
+    from grader.inside import protocol
     from grader.harness import CheckFailed, reply_of
 
     payload = protocol.encode({"ok": True, "out": torch.ones(2, 2), "out_device": "cuda:0"})

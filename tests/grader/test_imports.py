@@ -10,29 +10,44 @@ def _type_checking_only(node) -> bool:
     return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
 
-def imports_of(path: Path) -> set[str]:
-    """The grader modules ``path`` imports, wherever in it (``grader.x`` and ``from grader import x``)."""
+def name_of(path: Path) -> str:
+    """A module's name below ``grader``: ``runner``, ``inside.worker``, ``sandbox`` (a package's __init__)."""
+    parts = path.relative_to(GRADER).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The grader modules ``path`` imports, wherever in it (``grader.x.y``, ``from grader.x import y``)."""
     found: set[str] = set()
+
+    def named(dotted: str) -> str:  # the longest known module a dotted name starts with
+        parts = dotted.split(".")
+        while parts and ".".join(parts) not in modules:
+            parts.pop()
+        return ".".join(parts)
 
     def visit(node):
         if _type_checking_only(node):
             return
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            parts = node.module.split(".")
-            if parts[0] == "grader":
-                found.update([parts[1]] if len(parts) > 1 else [a.name for a in node.names])
+            if node.module.split(".")[0] == "grader":
+                base = node.module.removeprefix("grader").lstrip(".")
+                for alias in node.names:  # a submodule by name, else what it is taken from
+                    found.add(named(f"{base}.{alias.name}".lstrip(".")) or named(base))
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("grader."))
+            found.update(named(a.name.removeprefix("grader.")) for a in node.names if a.name.startswith("grader."))
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(ast.parse(path.read_text(encoding="utf-8")))
-    return found - {path.stem}
+    return found - {name_of(path), ""}
 
 
 def graph() -> dict[str, set[str]]:
-    modules = {p.stem for p in GRADER.glob("*.py")}
-    return {p.stem: imports_of(p) & modules for p in GRADER.glob("*.py")}
+    """Every module of the package, subpackages included, and the grader modules it imports."""
+    files = sorted(GRADER.rglob("*.py"))
+    modules = {name_of(p) for p in files} - {""}
+    return {name_of(p): imports_of(p, modules) for p in files if name_of(p)}
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -74,4 +89,41 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_two_modules_of_the_grader_import_each_other_even_through_others():
     edges = graph()
     assert len(edges) > 30 and "outcomes" in edges["session"] and "outcomes" in edges["harness"]
+    assert "inside.protocol" in edges["inside.worker"] and "sandbox.cells" in edges["runner"]
     assert cycles(edges) == []
+
+
+SHARED_BASICS = {"config", "errors", "submission"}  # what the sandbox side may use besides grader.inside
+
+
+def test_the_student_side_imports_only_itself_and_the_sandbox_side_only_it_and_the_shared_basics():
+    """The trust boundary as folders (issue 22): grader/inside/ is all a sandbox holds, so it imports
+    nothing of the grader outside itself; grader/sandbox/ is the grading side of the boundary, which
+    uses grader/inside/ and the shared basics only, never the grading (runner, session, harness...)."""
+    edges = graph()
+    inside = {m for m in edges if m.startswith("inside.")}
+    sandbox = {m for m in edges if m.startswith("sandbox.")}
+    assert {"inside.protocol", "inside.zygote", "inside.worker", "inside.notebook_source"} <= inside
+    assert {"sandbox.client", "sandbox.confine", "sandbox.cgroups", "sandbox.cells"} <= sandbox
+    for module in inside:
+        assert edges[module] <= inside, (module, edges[module] - inside)
+    for module in sandbox:
+        allowed = inside | sandbox | SHARED_BASICS | {"sandbox", "inside"}
+        assert edges[module] <= allowed, (module, edges[module] - allowed)
+    for module in SHARED_BASICS:  # the basics lean on nothing of the boundary's or the grading's
+        assert not edges[module] & (sandbox | {"runner", "session", "harness"}), (module, edges[module])
+
+
+def test_the_grading_reaches_the_sandbox_through_its_cells_only():
+    """runner.py grades; grader/sandbox/cells.py builds sandboxes (zygote, cgroups, uids, working copies)."""
+    edges = graph()
+    assert {m for m in edges["runner"] if m.startswith("sandbox.")} <= {"sandbox.cells", "sandbox.confine"}
+    assert "sandbox.cgroups" not in edges["runner"] and "sandbox.client" not in edges["runner"]
+
+
+def test_the_copy_a_sandbox_holds_is_grader_inside_whole(tmp_path):
+    from grader.sandbox.confine import copy_student_side
+
+    copy_student_side(tmp_path)
+    held = sorted(str(p.relative_to(tmp_path / "grader")) for p in (tmp_path / "grader").rglob("*.py"))
+    assert held == ["__init__.py", *sorted(f"inside/{p.name}" for p in (GRADER / "inside").glob("*.py"))]

@@ -1,5 +1,5 @@
 """Every place the grader is installed, built here for real: it confines and grades there with the
-strongest protection the layout allows (grader.confine). torch comes from this test run's own
+strongest protection the layout allows (grader.sandbox.confine). torch comes from this test run's own
 environment through a ``.pth`` file or links, so no test downloads anything."""
 import json
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.confine import find_bwrap
+from grader.sandbox.confine import find_bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
 PURELIB = sysconfig.get_path("purelib")  # torch, click, nbclient ... of this test run

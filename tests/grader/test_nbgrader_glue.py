@@ -215,7 +215,7 @@ def test_grade_release_and_nbgrader_config_share_the_feedback_guard(course, tmp_
     assert loaded.GenerateFeedback.preprocessors == FEEDBACK_PREPROCESSORS
     assert "grader.nbgrader_glue.HideHiddenTests" in FEEDBACK_PREPROCESSORS
     steps = [getattr(step, "__name__", step) for step in loaded.Autograde.autograde_preprocessors]
-    assert "grader.kernel_boundary.ConfinedExecute" in steps and "Execute" not in steps  # kernels sandboxed
+    assert "grader.sandbox.kernel_boundary.ConfinedExecute" in steps and "Execute" not in steps  # kernels sandboxed
     assert loaded.CourseDirectory.source_directory == "solutions"
     assert loaded.CourseDirectory.release_directory == "assignments"
     assert loaded.CourseDirectory.db_url == f"sqlite:///{ROOT / 'gradebook.db'}"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader.errors import UsageError
-from grader.notebook_checks import (assignment_of, check, defines, describe, grade_cells, history_notebook,
-                                    write_submission)
+from grader.inside.notebook_source import history_notebook
+from grader.kernel_grading import assignment_of, describe, grade_cells, write_submission
+from grader.notebook_checks import check, defines
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK_CELL = 'from grader.notebook_checks import check\n\ncheck("softmax")'
@@ -89,7 +90,7 @@ def test_grading_from_a_kernel_leaves_its_imports_path_threads_and_random_state_
 import sys, torch
 from pathlib import Path
 from grader.config import load_course
-from grader.notebook_checks import grade_cells
+from grader.kernel_grading import grade_cells
 course = load_course(Path({str(ROOT)!r}))
 torch.set_num_threads(3); torch.manual_seed(5)
 own = sys.modules["attention_basics"] = type(sys)("attention_basics")  # the student's own module of that name
@@ -112,7 +113,7 @@ for attempt in range(2):  # the worker imports the sibling from the submission, 
     assert sys.modules["causal_attention"] is mine and sys.modules["attention_basics"] is own
 assert [name for name, module in before_modules.items() if sys.modules.get(name) is not module] == []
 import os
-from grader.notebook_checks import _GRADERS
+from grader.kernel_grading import _GRADERS
 [grader] = _GRADERS.values()  # its zygote writes nowhere a kernel would forward to the cell
 fds = [os.readlink(f"/proc/{{grader.zygote.process.pid}}/fd/{{fd}}") for fd in (1, 2)]
 assert fds == [os.devnull, str(grader.zygote.log)], fds  # the zygote's own errors go to its log file
@@ -142,7 +143,7 @@ import json
 from pathlib import Path
 import grader
 from grader.config import load_course
-from grader.notebook_checks import grade_cells, _grader
+from grader.kernel_grading import grade_cells, _grader
 from grader.submission import resolve_submission
 assert Path(grader.__file__).parent == Path({str(out / "grader")!r})
 course = load_course(Path.cwd().parent.parent)
@@ -170,7 +171,7 @@ def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
     import torch
 
     from grader.errors import DeviceError
-    from grader.notebook_checks import kernel_device
+    from grader.kernel_grading import kernel_device
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     assert kernel_device("auto") == "auto" and kernel_device("cuda") == "cuda"
@@ -183,7 +184,7 @@ def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
 def test_the_zygote_leaves_out_the_students_modules_but_not_the_grader_nor_a_virtualenv(course, monkeypatch):
     import types
 
-    from grader.notebook_checks import _students_modules
+    from grader.kernel_grading import _students_modules
 
     monkeypatch.chdir(course.root / "assignments" / "04_multi_head_attention")
     planted = {"causal_attention": "/anywhere/causal_attention.py",  # a course module name, from anywhere

@@ -43,18 +43,18 @@ class ConfinedKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw):
         from grader.config import find_course_root, load_course
-        from grader.confine import confinement_for
+        from grader.sandbox.confine import confinement_for
 
         self._folder = None
         self._service = None
         course = load_course(find_course_root())
         confinement = confinement_for(course)
         if not confinement.sandboxed:
-            from grader.confine import describe
+            from grader.sandbox.confine import describe
 
             self.log.warning("%s: the notebook's kernel runs unconfined", describe(confinement))
             return await super()._async_pre_start_kernel(**kw)
-        from grader.leftovers import scratch
+        from grader.sandbox.leftovers import scratch
 
         self._folder = scratch("grade-kernel")
         self._folder.chmod(0o711)
@@ -72,7 +72,7 @@ class ConfinedKernelManager(AsyncKernelManager):
         work = self._folder / "work"
         shutil.copytree(cwd, work, symlinks=False, ignore=shutil.ignore_patterns(".*"), ignore_dangling_symlinks=True)
         if uid is not None:
-            from grader.confine import prepare_workdir
+            from grader.sandbox.confine import prepare_workdir
 
             prepare_workdir(str(work), uid, uid)
         self._service = _start_service(course, self._folder / "service", cwd)
@@ -102,7 +102,7 @@ def _kernel_uid(confinement) -> int | None:
     """As root, a uid of the kernel's own (from the same range as the submissions'), else None."""
     if not confinement.root:
         return None
-    from grader.confine import submission_uid
+    from grader.sandbox.confine import submission_uid
 
     return submission_uid()
 
@@ -125,8 +125,8 @@ def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
 def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:
     """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
     sockets and connection file, the copy of the notebook's folder where the notebook was."""
-    from grader.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
-    from grader.confine import blocked_paths, interpreter, python_env, setenv_args
+    from grader.sandbox.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
+    from grader.sandbox.confine import blocked_paths, interpreter, python_env, setenv_args
 
     lib = folder / "lib"
     copy_student_side(lib, extra=KERNEL_SIDE)
@@ -143,7 +143,7 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
              "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock"]
     if confinement.root:  # capabilities until the kernel's first instruction: then its uid, and none
-        args += [interpreter(), "-m", "grader.zygote", "--as", str(uid), str(uid), "--"]
+        args += [interpreter(), "-m", "grader.inside.zygote", "--as", str(uid), str(uid), "--"]
     if cmd and cmd[0] == sys.executable:  # as the view sees it (a symlinked virtualenv)
         cmd = [interpreter(), *cmd[1:]]
     return args + cmd

@@ -1,6 +1,6 @@
 """The worker: the only process that imports and runs student code.
 
-It is forked from the zygote (see :mod:`grader.sandbox`), locks itself down (own session, memory
+It is forked from the zygote (see :mod:`grader.sandbox.client`), locks itself down (own session, memory
 limit, scrubbed environment, a sys.path without the reference), imports the submission, then serves
 requests: construct a module, call a function or method on the tensors the grader sent, and reply
 with plain tensors and facts it observed (op counts, forbidden ops, mutated inputs, gradients).
@@ -17,8 +17,8 @@ import traceback
 import types
 from pathlib import Path
 
-from grader import protocol
-from grader.protocol import HandleRef, WorkerSpec, clip, flatten
+from grader.inside import protocol
+from grader.inside.protocol import HandleRef, WorkerSpec, clip, flatten
 
 _SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 MAX_FRAMES = 20  # of a student's traceback, the last ones
@@ -27,7 +27,7 @@ MAX_FRAMES = 20  # of a student's traceback, the last ones
 # --- start-up --------------------------------------------------------------------------------------
 def lock_down(spec: WorkerSpec) -> None:
     """What the worker does itself before the student's import, once the zygote has confined it
-    (grader.zygote: namespaces, cgroups, capabilities and uid): limits, environment, sys.path."""
+    (grader.inside.zygote: namespaces, cgroups, capabilities and uid): limits, environment, sys.path."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if spec.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (spec.memory_bytes, spec.memory_bytes))
@@ -55,7 +55,7 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 
 
 def _exec_notebook(module: types.ModuleType, path: str) -> None:
-    from grader.notebook_source import read_cells
+    from grader.inside.notebook_source import read_cells
 
     module.__file__ = path
     for cell in read_cells(Path(path)):

@@ -1,7 +1,7 @@
 """The zygote: a fresh Python process that imports torch once and forks the workers.
 
-It is started with ``exec`` by each grading process (:class:`grader.sandbox.Zygote`), inside the
-sandbox that :mod:`grader.confine` plans (bubblewrap: a file system view of the Python runtime, the
+It is started with ``exec`` by each grading process (:class:`grader.sandbox.client.ZygoteClient`), inside the
+sandbox that :mod:`grader.sandbox.confine` plans (bubblewrap: a file system view of the Python runtime, the
 student-side modules and the working copy only; no network; its own PID namespace), so no student
 process ever maps memory of the grader's, and none can reach the channels of ``grade autograde``.
 It never runs student code itself.
@@ -12,9 +12,9 @@ as PID 1 of that PID namespace. When the worker dies (killed at the end of gradi
 or by its own hand) the kernel kills every process in its namespace: nothing a submission starts
 outlives its grading, whatever it does with ``setsid`` or double forks. The worker then gets a
 fresh ``/proc`` and ``/tmp``, gives up its capabilities (and, as root, switches to the submission's
-own uid for good) and imports the student's code (:mod:`grader.worker`).
+own uid for good) and imports the student's code (:mod:`grader.inside.worker`).
 
-Messages are those of :mod:`grader.protocol`. The zygote answers:
+Messages are those of :mod:`grader.inside.protocol`. The zygote answers:
 ``spawn`` (a worker; its socket is passed back with SCM_RIGHTS), ``kill`` (one worker) and ``end``
 (every worker of the submission, then it checks that none of their processes is left).
 """
@@ -27,7 +27,7 @@ import socket
 import sys
 import time
 
-from grader import protocol
+from grader.inside import protocol
 
 NPROC_LIMIT = 128  # processes (and threads) a submission's uid may have, where it has a uid of its own
 
@@ -35,7 +35,7 @@ _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
 _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS, _PR_GET_NO_NEW_PRIVS = 36, 38, 39
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
@@ -300,7 +300,7 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
             if namespaces:
                 _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
                                      | _CLONE_NEWUTS), "unshare")
-            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             confined_r, confined_w = os.pipe()  # the worker's word, before any student code: confined or not
             worker = os.fork()
             if worker == 0:
@@ -346,7 +346,7 @@ def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespace
     try:
         for sock in close:
             sock.close()
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         joined = ""
         try:
             for path in cgroups:
@@ -424,19 +424,19 @@ def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
     if namespaces or uid is not None:  # else: the grader's own user, with nothing to give up
         drop_privileges(uid, gid)
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
 
 
 def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: bool, *, confined: int) -> None:
     """PID 1 of a fresh PID namespace (or, without namespaces, a process group of its own)."""
     name_process("grade-worker")
-    from grader.worker import serve
+    from grader.inside.worker import serve
 
     code = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         try:
             if os.environ.get(FAULT_INJECTION) == "confine":
                 raise ConfinementError(f"forced by {FAULT_INJECTION}")
@@ -460,7 +460,7 @@ def _warm_up() -> None:
     """Pay torch's lazy first-use costs once here instead of in every worker."""
     import torch
 
-    from grader.worker import make_tracer
+    from grader.inside.worker import make_tracer
 
     torch.set_num_threads(1)
     layer = torch.nn.Linear(5, 3)
@@ -472,7 +472,7 @@ def _warm_up() -> None:
     protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
 
 
-PROBE_UID = 1_999_999_999  # below every submission's uid (grader.confine.FIRST_UID): the probe's own
+PROBE_UID = 1_999_999_999  # below every submission's uid (grader.sandbox.confine.FIRST_UID): the probe's own
 
 
 def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
@@ -513,15 +513,15 @@ def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
 
 
 def run_as(uid: int, gid: int, argv: list[str]) -> None:
-    """``python -m grader.zygote --as UID GID -- CMD...``: drop to ``uid`` with no capabilities, then
-    exec CMD (a notebook's kernel in its sandbox, grader.kernel_boundary)."""
+    """``python -m grader.inside.zygote --as UID GID -- CMD...``: drop to ``uid`` with no capabilities, then
+    exec CMD (a notebook's kernel in its sandbox, grader.sandbox.kernel_boundary)."""
     drop_privileges(uid, gid)
     os.execv(argv[0], argv)
 
 
 def fixed_malloc_thresholds() -> None:
     """Memory the student's code frees goes back to the kernel at once, so that what the kernel counts
-    (grader.sandbox.held_bytes) is what the code holds. glibc's malloc otherwise raises its mmap
+    (grader.sandbox.client.held_bytes) is what the code holds. glibc's malloc otherwise raises its mmap
     threshold after each large block freed: blocks of a megabyte then come from the heap and stay
     there when freed, and a process that keeps nothing still grows by a block a call."""
     import ctypes
@@ -539,7 +539,7 @@ def main() -> None:
         run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
     control = socket.socket(fileno=int(sys.argv[1]))
     name_process("grade-zygote")
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -554,8 +554,8 @@ def main() -> None:
     fixed_malloc_thresholds()  # before torch: every worker inherits them
     import torch  # noqa: F401 - once, here; every worker inherits it
 
-    import grader.notebook_source  # noqa: F401 - what a confined worker may no longer import
-    import grader.worker  # noqa: F401
+    import grader.inside.notebook_source  # noqa: F401 - what a confined worker may no longer import
+    import grader.inside.worker  # noqa: F401
 
     _warm_up()
     import gc

@@ -1,5 +1,5 @@
 """Nothing outlives a grading process killed with SIGKILL (issue 21): its scratch folders and cgroups
-are removed by its parent or by the next grader to start (grader/leftovers.py), and its sandbox's
+are removed by its parent or by the next grader to start (grader/sandbox/leftovers.py), and its sandbox's
 processes die with it."""
 import os
 import signal
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import leftovers
-from grader.cgroups import available, candidate_folders
-from grader.confine import FIRST_UID
+from grader.sandbox import leftovers
+from grader.sandbox.cgroups import available, candidate_folders
+from grader.sandbox.confine import FIRST_UID
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SLEEPY = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text() + \
     "\nimport time\n_sleep = softmax\ndef softmax(x, dim=-1):\n    time.sleep(60)\n    return _sleep(x, dim)\n"
 

@@ -1,4 +1,4 @@
-"""The boundary around a submission (grader/confine.py, zygote.py, cgroups.py), tried as an attacker.
+"""The boundary around a submission (grader/sandbox/confine.py, zygote.py, cgroups.py), tried as an attacker.
 
 Each attack is graded in every mode this machine offers: ``separate-user`` (root: bubblewrap, a uid
 per submission, a cgroup per submission), ``user-namespace`` (what an ordinary user gets: the same
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from grader.config import load_course
-from grader.confine import Confinement, describe, find_bwrap, plan, prepare_workdir, runtime_paths
+from grader.sandbox.confine import Confinement, describe, find_bwrap, plan, prepare_workdir, runtime_paths
 from grader.errors import IsolationError
 from grader.runner import Grader
 from grader.submission import resolve_submission
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
 ROOTED = os.geteuid() == 0
 SANDBOX = plan("auto").sandboxed
@@ -146,7 +146,7 @@ def test_uids_of_grading_processes_alive_together_never_collide_on_any_pid_max()
     """Issue 21: a block of uids per pid, over the kernel's whole pid range (PID_MAX_LIMIT, 2**22): pids
     65536 apart (which shared uids before) get disjoint blocks, all above FIRST_UID and below the
     reserved 2**32 - 1; a pid past the range is refused rather than given a shared uid."""
-    from grader.confine import FIRST_UID, PID_LIMIT, UIDS_PER_PROCESS, submission_uid
+    from grader.sandbox.confine import FIRST_UID, PID_LIMIT, UIDS_PER_PROCESS, submission_uid
 
     blocks = {pid: {submission_uid(pid) for _ in range(UIDS_PER_PROCESS)} for pid in (1, 300, 65836, PID_LIMIT - 1)}
     assert all(len(uids) == UIDS_PER_PROCESS for uids in blocks.values())
@@ -204,7 +204,7 @@ def test_memory_is_limited_per_submission_not_per_process(tmp_path):
 def test_the_plan_follows_course_toml_and_names_what_does_not_hold(monkeypatch):
     never = plan("never")
     assert never.mode == "same-user" and not never.sandboxed and "never" in never.problems[0]
-    monkeypatch.setattr("grader.confine.find_bwrap", lambda: None)
+    monkeypatch.setattr("grader.sandbox.confine.find_bwrap", lambda: None)
     missing = plan("auto")
     assert missing.mode == ("separate-user-only" if ROOTED else "same-user") and "bubblewrap" in missing.problems[0]
     assert not missing.sandboxed

@@ -1,4 +1,4 @@
-"""The one protocol between the grader and student code (grader/protocol.py): bounded, plain data only."""
+"""The one protocol between the grader and student code (grader/inside/protocol.py): bounded, plain data only."""
 import io
 import json
 import socket
@@ -10,8 +10,8 @@ import zipfile
 import pytest
 import torch
 
-from grader import protocol
-from grader.protocol import HandleRef, WorkerSpec
+from grader.inside import protocol
+from grader.inside.protocol import HandleRef, WorkerSpec
 
 
 def test_plain_data_and_handles_round_trip_with_strides_and_dtypes():

@@ -1,11 +1,11 @@
-"""nbgrader's kernels in their sandbox (grader/kernel_boundary.py): a notebook that hunts for the
+"""nbgrader's kernels in their sandbox (grader/sandbox/kernel_boundary.py): a notebook that hunts for the
 reference and the hidden suite, and replaces check(), prints neither; an honest check() still grades."""
 import json
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = ROOT / "solutions" / "01_attention_basics" / "attention_basics.py"
 SUITE = ROOT / "suites" / "hidden" / "test_01_attention_basics.py"
 
@@ -44,7 +44,7 @@ def run(tmp_path, *sources):
     import nbformat
     from nbclient import NotebookClient
 
-    from grader.kernel_boundary import ConfinedKernelManager
+    from grader.sandbox.kernel_boundary import ConfinedKernelManager
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     folder = tmp_path / "01_attention_basics"
@@ -70,15 +70,15 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     """As root (a uid of the kernel's own) and as an ordinary user gets it (a user namespace)."""
     import os
 
-    import grader.confine
+    import grader.sandbox.confine
     import grader.runner
-    from grader.confine import Confinement, find_bwrap, plan
+    from grader.sandbox.confine import Confinement, find_bwrap, plan
 
     planned = plan("auto")
     if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
         pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
     chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    for module in (grader.confine, grader.runner):  # the kernel's sandbox, and the grading service's
+    for module in (grader.sandbox.confine, grader.runner):  # the kernel's sandbox, and the grading service's
         monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("GRADE_DEVICE", "cpu")

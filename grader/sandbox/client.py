@@ -1,10 +1,10 @@
 """The grading side of the sandbox: starting the zygote, and talking to the workers it forks.
 
-A :class:`Zygote` is a fresh process (``exec``, never a fork of the grader: it holds nothing of the
-grader's memory, channels or files) running :mod:`grader.zygote` inside the sandbox that
-:mod:`grader.confine` plans. The grader asks it for a worker per submission module; the worker's
+A :class:`ZygoteClient` is a fresh process (``exec``, never a fork of the grader: it holds nothing of the
+grader's memory, channels or files) running :mod:`grader.inside.zygote` inside the sandbox that
+:mod:`grader.sandbox.confine` plans. The grader asks it for a worker per submission module; the worker's
 socket comes back to the grader, which sends it inputs and reads back plain data
-(:mod:`grader.protocol`), every read and write with a deadline and a size bound.
+(:mod:`grader.inside.protocol`), every read and write with a deadline and a size bound.
 """
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader import leftovers, protocol
-from grader.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
+from grader.sandbox import leftovers
+from grader.inside import protocol
+from grader.sandbox.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
                             view_args)
 from grader.errors import IsolationError
-from grader.protocol import WorkerSpec
+from grader.inside.protocol import WorkerSpec
 
 CONTROL_TIMEOUT = 30.0  # seconds the zygote may take to answer (it runs no student code)
 
@@ -35,12 +36,12 @@ class WorkerFault(Exception):
         self.message = message
 
 
-class Zygote:
+class ZygoteClient:
     """A torch-loaded process, started fresh in the sandbox, that forks workers on request."""
 
     def __init__(self, confinement: Confinement, *, blocked: tuple[str, ...], cgroups: dict[str, str] | None = None):
         self.confinement = confinement
-        self.scratch = leftovers.scratch("grade-sandbox")  # named after this process (grader/leftovers.py)
+        self.scratch = leftovers.scratch("grade-sandbox")  # named after this process (grader/sandbox/leftovers.py)
         self.work = self.scratch / "work"
         self.work.mkdir()
         self.scratch.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing
@@ -52,10 +53,10 @@ class Zygote:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
                     *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
                                cgroups=cgroups),
-                    interpreter(), "-m", "grader.zygote", str(theirs.fileno()), "namespaces", *uid]
+                    interpreter(), "-m", "grader.inside.zygote", str(theirs.fileno()), "namespaces", *uid]
             env = None
         else:
-            argv = [sys.executable, "-m", "grader.zygote", str(theirs.fileno()), *uid]
+            argv = [sys.executable, "-m", "grader.inside.zygote", str(theirs.fileno()), *uid]
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
             env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
@@ -68,11 +69,11 @@ class Zygote:
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
         self.failure: str | None = None
         self.probed = False
-        self.confinement_problem: str | None = None  # what the zygote's probe found (grader.zygote)
+        self.confinement_problem: str | None = None  # what the zygote's probe found (grader.inside.zygote)
 
     def probe(self) -> str | None:
         """The zygote's first word, said before it loads torch: why a worker cannot be confined here,
-        or None (see :func:`grader.zygote.probe_confinement`). Raises IsolationError if it did not start."""
+        or None (see :func:`grader.inside.zygote.probe_confinement`). Raises IsolationError if it did not start."""
         if not self.probed and self.failure is None:
             try:
                 answer, _ = self._receive(timeout=120)
@@ -255,7 +256,7 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
 class Worker:
     """The grader's end of one worker."""
 
-    def __init__(self, zygote: Zygote, pid: int, sock: socket.socket, spec: WorkerSpec):
+    def __init__(self, zygote: ZygoteClient, pid: int, sock: socket.socket, spec: WorkerSpec):
         self.zygote = zygote
         self.pid = pid
         self.sock = sock

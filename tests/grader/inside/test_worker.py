@@ -1,8 +1,8 @@
-"""The worker's tracer (grader/worker.py), which sees forbidden functions while the code runs."""
+"""The worker's tracer (grader/inside/worker.py), which sees forbidden functions while the code runs."""
 import pytest
 import torch
 
-from grader.worker import ForbiddenOperation, make_tracer
+from grader.inside.worker import ForbiddenOperation, make_tracer
 
 
 def test_a_forbidden_function_is_seen_each_time_it_is_called():

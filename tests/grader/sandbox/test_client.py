@@ -1,4 +1,4 @@
-"""Student code that misbehaves gains nothing and costs the grader nothing (grader/sandbox.py, worker.py)."""
+"""Student code that misbehaves gains nothing and costs the grader nothing (grader/sandbox/client.py, worker.py)."""
 import os
 import time
 from pathlib import Path
@@ -9,7 +9,7 @@ from grader.config import load_course
 from grader.runner import Grader
 from grader.submission import resolve_submission
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
 
 
@@ -281,7 +281,7 @@ def test_a_not_implemented_error_raised_by_torch_is_an_error_not_a_stub(tight, t
 
 
 def test_a_virtualenv_inside_the_course_stays_importable_but_the_reference_does_not(tmp_path):
-    from grader.worker import _reaches
+    from grader.inside.worker import _reaches
 
     (tmp_path / "solutions").mkdir()
     (tmp_path / "suites").mkdir()
@@ -360,7 +360,7 @@ def attention_scores(inputs):
                 if str(getattr(type(o), "__module__", "")).startswith(("multiprocessing", "_multiprocessing"))
                 and type(o).__name__ in kinds]
     loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
-    assert not channels and loaded == ["grader.notebook_source", "grader.protocol", "grader.worker"], \
+    assert not channels and loaded == ["grader.inside.notebook_source", "grader.inside.protocol", "grader.inside.worker"], \
         (channels[:5], loaded)
     return inputs @ inputs.transpose(-2, -1)
 """)

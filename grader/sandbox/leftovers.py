@@ -66,7 +66,7 @@ def sweep(folders=None, *, pids=None) -> list[Path]:
 def sweep_cgroups(dead) -> list[Path]:
     """The cgroup folders ``grade-<pid>-<n>`` beside this process's own (where its graders make them)
     whose pid is ``dead``: anything left in them killed, then removed, children first."""
-    from grader.cgroups import candidate_folders
+    from grader.sandbox.cgroups import candidate_folders
 
     removed = []
     for parent in candidate_folders():
@@ -112,12 +112,11 @@ def remove_cgroup_tree(root: Path, timeout_s: float = 5.0) -> bool:
 def die_with_parent(parent: int) -> None:
     """This process (a child of ``parent``) is killed when its parent dies, however it dies (SIGKILL
     included); Linux only."""
-    import ctypes
+    from grader.inside.zygote import PR_SET_PDEATHSIG, prctl
 
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, RuntimeError):  # no prctl here
         return
     if os.getppid() != parent:  # the parent died before the call took effect
         os._exit(1)

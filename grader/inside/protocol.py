@@ -1,7 +1,7 @@
 """The one protocol between the grader and the sandboxed processes that run student code.
 
-The grading side (:mod:`grader.sandbox`, :mod:`grader.session`, :mod:`grader.harness`) and the
-student side (:mod:`grader.zygote`, :mod:`grader.worker`) share this module and nothing else: the
+The grading side (:mod:`grader.sandbox.client`, :mod:`grader.session`, :mod:`grader.harness`) and the
+student side (:mod:`grader.inside.zygote`, :mod:`grader.inside.worker`) share this module and nothing else: the
 trust boundary shows in the imports.
 
 Every message, either way, is a length-prefixed frame of plain data (dicts, lists, tuples, strings,

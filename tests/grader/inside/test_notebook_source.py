@@ -1,6 +1,6 @@
 import json
 
-from grader.notebook_source import read_cells
+from grader.inside.notebook_source import read_cells
 
 
 def notebook(tmp_path, *cells):

@@ -1,0 +1,13 @@
+"""The only grader code a sandbox holds: copied whole into every zygote's view, and nothing else of the
+grader with it.
+
+- :mod:`grader.inside.protocol`: the one protocol both sides speak (plain data, bounded, no pickle);
+- :mod:`grader.inside.zygote`: the process that imports torch once and forks, confined, a worker per
+  submission module;
+- :mod:`grader.inside.worker`: imports the student's module and answers the grader's calls;
+- :mod:`grader.inside.notebook_source`: reads a notebook's code cells as a module (the worker imports
+  ``.ipynb`` submissions with it).
+
+These modules import nothing of ``grader`` outside this folder (tests/grader/test_imports.py): what
+runs beside student code cannot reach the suites, the reference, the diagnosis or the results.
+"""
