@@ -147,10 +147,14 @@ class Interrupted(GraderError):
 @contextlib.contextmanager
 def _interruptible():
     """Ctrl-C and SIGTERM (Slurm's time limit, ``kill``) stop the run: the first raises KeyboardInterrupt
-    where the run is, and any further one is ignored while the folder is put in order."""
+    where the run is, and any further one is ignored from then on, while the folder is put in order and
+    until the process has exited (a run that was not stopped gets its handlers back)."""
+    stopped = []
+
     def stop(signum, frame):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stopped.append(signum)
         raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
@@ -160,8 +164,9 @@ def _interruptible():
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
+        if not stopped:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
 
 
 @contextlib.contextmanager
@@ -173,7 +178,7 @@ def _uninterrupted():
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         yield
-    finally:
+    finally:  # SIG_IGN again where the run was stopped (_interruptible)
         signal.signal(signal.SIGINT, previous[0])
         signal.signal(signal.SIGTERM, previous[1])
 

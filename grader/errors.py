@@ -34,5 +34,5 @@ class GraderFailed(GraderError):
 
     def __init__(self, what: str):
         super().__init__(f"the grader itself failed, so this result is not a valid score ({what}); nothing "
-                         "was charged to the submission: see the README's 'Where it runs', fix the machine, "
+                         "was charged to the submission: see docs/security.md, 'Where it runs', fix the machine, "
                          "grade again")

@@ -20,7 +20,7 @@ does not hold. Modes, as every JSON result says them: ``separate-user`` (root: a
 ``user-namespace`` (no root: all but the separate uid and the per-submission cgroup),
 ``separate-user-only`` (root where no sandbox can be made, as in a default Docker container: a uid
 per submission, no namespaces) and ``same-user`` (no sandbox, not root: the zygote and its workers
-run as plain processes of the grader's user; what that leaves open is listed in the README).
+run as plain processes of the grader's user; what that leaves open is listed in docs/security.md).
 """
 from __future__ import annotations
 

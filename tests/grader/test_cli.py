@@ -100,17 +100,19 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
 
 
 def readme_commands() -> list[str]:
-    """The `grade ...` lines of the README's shell examples, comments dropped."""
+    """The `grade ...` lines of the shell examples of the README and of docs/, comments dropped."""
     import re
 
-    blocks = re.findall(r"^```sh\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    blocks = [block for page in pages
+              for block in re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.S | re.M)]
     lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
     return [line for line in lines if line.startswith("grade ")]
 
 
 @pytest.mark.slow  # a dozen grading runs
 def test_the_readmes_grade_examples_run_as_written(tmp_path):
-    """Every `grade` example of the README, run as written in a course checkout that has what the
+    """Every `grade` example of the README and of docs/, run as written in a course checkout that has what the
     examples name (students' submissions, a notebook of another name, shard folders): each exits 0
     or 1 (a score short of full marks), never 2 (a usage error) nor with a traceback."""
     course = tmp_path / "course"

@@ -3,7 +3,7 @@
 Each attack is graded in every mode this machine offers: ``separate-user`` (root: bubblewrap, a uid
 per submission, a cgroup per submission), ``user-namespace`` (what an ordinary user gets: the same
 code path as without root, bubblewrap making a user namespace) and ``same-user`` (no sandbox). The
-attacks must gain nothing in the first two; in the third some succeed, as the README's table says,
+attacks must gain nothing in the first two; in the third some succeed, as docs/security.md's table says,
 which also shows that each probe really tries.
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     assert found["isolation"] == mode
     assert found["score"] == 75  # all but its softmax (simple_self_attention, right but for it, keeps its points)
     secrets = ("solution", "suite", "git", "environ", "kill_grader")
-    if mode == "same-user":  # what the README's table says is open without a sandbox, shown to be open
+    if mode == "same-user":  # what docs/security.md's table says is open without a sandbox, shown to be open
         assert not found["solution"].startswith("refused") and found["kill_grader"] == "None"
         return
     if mode == "separate-user-only":  # another uid: no signal, no write; files others may read stay readable
