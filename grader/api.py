@@ -76,6 +76,59 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     return 0
 
 
+def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | None, fmt: str, anonymise: bool,
+           gradebook: Path | None = None) -> int:
+    """The class report (grader/class_report.py) of every verified result in ``result_dirs`` (and of
+    nbgrader's gradebook, where given), written to ``out`` or stdout."""
+    from grader.class_report import gather, render, summarise
+
+    warnings: list[str] = []
+    existing = [Path(d) for d in result_dirs if Path(d).is_dir()]
+    for missing in (d for d in result_dirs if not Path(d).is_dir()):
+        warnings.append(f"{missing}: no such folder, left out")
+    if not existing and gradebook is None:
+        raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs)) or '(none given)'}")
+    results = gather(existing, warnings)
+    if gradebook is not None:
+        from grader.export import gradebook_path, read_gradebook
+
+        found = {r["submission"] for r in results}
+        results += [_from_gradebook(course, data) for name, data in
+                    read_gradebook(gradebook_path(course, gradebook), course).items() if name not in found]
+    for line in warnings:
+        print(f"grade: warning: {line}", file=sys.stderr)
+    summary = summarise(results, anonymise=anonymise)
+    if out and fmt == "html":
+        from grader.class_report_html import fits_inline, page, students_page
+
+        if not fits_inline(summary):  # a large class: each student's feedback in a page beside the report
+            companion = out.with_name(f"{out.stem}-students.html")
+            companion.parent.mkdir(parents=True, exist_ok=True)
+            companion.write_text(students_page(summary), encoding="utf-8")
+            text = page(summary, companion.name)
+        else:
+            text = page(summary)
+    else:
+        text = render(summary, fmt)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"grade: the class report of {len(results)} results -> {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _from_gradebook(course: Course, data: dict) -> dict:
+    """A gradebook entry as a result the report reads: each exercise's points from course.toml."""
+    for assignment in data["assignments"]:
+        points = dict(course.assignment(assignment["id"]).points)
+        for exercise in assignment["exercises"]:
+            top = points.get(exercise["name"], 0)
+            exercise.update(max_score=top, status="passed" if exercise["score"] >= top else "failed")
+    return data
+
+
 def list_course(*, course: Course) -> str:
     lines = [f"{course.title} ({course.id}): {len(course.assignments)} assignments, {course.max_score:g} points"]
     for assignment in course.assignments:

@@ -136,6 +136,24 @@ def new_exercise(course_dir, assignment, name, points):
 
 
 @cli.command()
+@click.argument("results", nargs=-1, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Write the report here (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(("html", "json", "csv", "markdown")), default="html",
+              show_default=True)
+@click.option("--anonymise", is_flag=True, help="Stable pseudonyms instead of names (to share with TAs, or in class).")
+@click.option("--gradebook", type=click.Path(path_type=Path, dir_okay=False), help="nbgrader's gradebook too.")
+@click.pass_obj
+def report(course_dir, results, out, fmt, anonymise, gradebook):
+    """What the class got wrong: scores, misconceptions ranked by points lost, who needs help (autograde
+    result folders, shards merged; default ./grades)."""
+    from grader import api
+
+    course = api.open_course(course_dir) if gradebook else None
+    sys.exit(api.report(course=course, result_dirs=results or (Path("grades"),), out=out, fmt=fmt,
+                        anonymise=anonymise, gradebook=gradebook))
+
+
+@cli.command()
 @click.argument("result", type=click.Path(path_type=Path, dir_okay=False))
 def classroom(result):
     """GitHub Classroom's notices of the points in RESULT (a JSON result of `grade check`), on stdout."""

@@ -48,39 +48,110 @@ def _points(value: float) -> str:
 
 
 def _table(result: SubmissionResult, colour: bool = False) -> str:
+    assignments = [{"id": a.id, "score": a.score, "max_score": a.max_score, "sources": a.sources,
+                    "feedback": a.feedback_said_once(),
+                    "exercises": [{"name": e.name, "status": e.status, "score": e.score, "max_score": e.max_score,
+                                   "misconceptions": e.misconceptions} for e in a.exercises]}
+                   for a in result.assignments]
+    total = "–" if result.grader_error else _points(result.score)
+    return _draw(assignments, f"total {total}/{_points(result.max_score)}   seed {result.seed}   "
+                              f"device {result.device}   {result.duration_s:.1f} s", colour)
+
+
+def table_of(data: dict) -> str:
+    """The table ``grade check`` printed, from its JSON result (each exercise's feedback whole)."""
+    from collections import Counter
+
+    assignments = []
+    for a in data.get("assignments", ()):
+        exercises = a.get("exercises", [])
+        feedback = {e["name"]: e.get("feedback", "") for e in exercises
+                    if e.get("status") not in ("passed", "not_implemented") and e.get("feedback")}
+        sources = [name for name, _ in Counter(e.get("source") for e in exercises if e.get("source")).most_common()]
+        assignments.append({"id": a.get("id", ""), "score": a.get("score", 0), "max_score": a.get("max_score", 0),
+                            "sources": sources, "feedback": feedback, "exercises": exercises})
+    total = "–" if data.get("grader_error") else _points(data.get("score", 0))
+    return _draw(assignments, f"total {total}/{_points(data.get('max_score', 0))}   seed {data.get('seed')}   "
+                              f"device {data.get('device')}   {data.get('duration_s', 0):.1f} s", False)
+
+
+def _draw(assignments: list[dict], footer: str, colour: bool) -> str:
+    if not colour:
+        return _draw_plain(assignments, footer)
+    return _draw_rich(assignments, footer, colour)
+
+
+def _cells(exercise: dict) -> tuple[str, str, str, str]:
+    status = exercise.get("status", "error")
+    points = f"{'–' if status == 'grader-error' else _points(exercise.get('score', 0))}/" \
+             f"{_points(exercise.get('max_score', 0))}"
+    return _MARK.get(status, "!"), exercise["name"], points, _SHORT.get(status, status)
+
+
+def _draw_plain(assignments: list[dict], footer: str) -> str:
+    """What :func:`_draw_rich` prints without colour, character for character, written out directly:
+    a class report draws thousands of these (tests/grader/test_report.py compares the two)."""
+    lines = []
+    for assignment in assignments:
+        rows = [_cells(e) for e in assignment["exercises"]]
+        widths = [1, max([26, len("exercise")] + [len(r[1]) for r in rows]),
+                  max([len("points")] + [len(r[2]) for r in rows]), max([len("status")] + [len(r[3]) for r in rows])]
+        table = sum(widths) + 2 * 3
+        title = f"{assignment['id']}  {_points(assignment['score'])}/{_points(assignment['max_score'])}"
+        if len(title) > table or any(len(r[1]) > WIDTH // 2 for r in rows) or table > WIDTH:
+            return _draw_rich(assignments, footer, False)  # rich wraps what does not fit: let it
+        lines.append(title.ljust(table))
+        for mark, name, points, status in [(" ", "exercise", "points", "status"), *rows]:
+            lines.append(f"{mark.ljust(1)}  {name.ljust(widths[1])}  {points.rjust(widths[2])}  "
+                         f"{status.ljust(widths[3])}")
+        if assignment["sources"]:
+            lines.append(f"graded from {' and '.join(assignment['sources'])}")
+        feedback = assignment["feedback"]
+        for exercise in assignment["exercises"]:
+            if exercise["name"] not in feedback:
+                continue
+            ids = exercise.get("misconceptions") or []
+            lines.append(exercise["name"] + (f" [{', '.join(ids)}]" if ids else ""))
+            lines.append(_indent(feedback[exercise["name"]]))
+        lines.append("")
+    lines.append(footer)
+    return "\n".join(lines) + "\n"
+
+
+def _draw_rich(assignments: list[dict], footer: str, colour: bool) -> str:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=colour, no_color=not colour, width=WIDTH, highlight=False)
-    for assignment in result.assignments:
-        table = Table(title=f"{assignment.id}  {_points(assignment.score)}/{_points(assignment.max_score)}",
+    for assignment in assignments:
+        table = Table(title=f"{assignment['id']}  {_points(assignment['score'])}/{_points(assignment['max_score'])}",
                       title_justify="left", show_edge=False, box=None, pad_edge=False)
         table.add_column("", width=1)
         table.add_column("exercise", min_width=26)
         table.add_column("points", justify="right")
         table.add_column("status")
-        for exercise in assignment.exercises:
-            style = _COLOUR[exercise.status]
-            table.add_row(f"[{style}]{_MARK[exercise.status]}[/]", exercise.name,
-                          f"{'–' if exercise.status == 'grader-error' else _points(exercise.score)}/"
-                          f"{_points(exercise.max_score)}",
-                          f"[{style}]{_SHORT.get(exercise.status, exercise.status)}[/]")
+        for exercise in assignment["exercises"]:
+            status = exercise.get("status", "error")
+            style = _COLOUR.get(status, "red")
+            table.add_row(f"[{style}]{_MARK.get(status, '!')}[/]", escape(exercise["name"]),
+                          f"{'–' if status == 'grader-error' else _points(exercise.get('score', 0))}/"
+                          f"{_points(exercise.get('max_score', 0))}",
+                          f"[{style}]{_SHORT.get(status, status)}[/]")
         console.print(table)
-        if assignment.sources:
-            console.print(f"graded from {' and '.join(assignment.sources)}", markup=False, highlight=False)
-        feedback = assignment.feedback_said_once()
-        for exercise in assignment.exercises:
-            if exercise.name not in feedback:
+        if assignment["sources"]:
+            console.print(f"graded from {' and '.join(assignment['sources'])}", markup=False, highlight=False)
+        feedback = assignment["feedback"]
+        for exercise in assignment["exercises"]:
+            if exercise["name"] not in feedback:
                 continue
-            tags = escape(f" [{', '.join(exercise.misconceptions)}]") if exercise.misconceptions else ""
-            console.print(f"[bold]{escape(exercise.name)}[/]{tags}", highlight=False)
-            console.print(_indent(feedback[exercise.name]), markup=False, highlight=False, soft_wrap=True)
+            ids = exercise.get("misconceptions") or []
+            tags = escape(f" [{', '.join(ids)}]") if ids else ""
+            console.print(f"[bold]{escape(exercise['name'])}[/]{tags}", highlight=False)
+            console.print(_indent(feedback[exercise["name"]]), markup=False, highlight=False, soft_wrap=True)
         console.print()
-    total = "–" if result.grader_error else _points(result.score)
-    console.print(f"[bold]total {total}/{_points(result.max_score)}[/]   seed {result.seed}   "
-                  f"device {result.device}   {result.duration_s:.1f} s")
+    console.print(f"[bold]{escape(footer)}[/]")
     return buffer.getvalue()
 
 

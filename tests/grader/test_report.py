@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -187,3 +188,35 @@ def test_an_explanation_and_a_traceback_are_said_once_per_assignment():
     assert text.count(explanation[:40]) == 1 and "mask-inverted: explained under a, above" in text
     assert render(result, "markdown").count(explanation[:40]) == 1
     assert all("SyntaxError" in e["feedback"] for e in json.loads(render(result, "json"))["assignments"][0]["exercises"][:3])
+
+
+def test_the_table_drawn_directly_is_the_one_rich_draws_character_for_character(tmp_path):
+    """report.table_of draws a JSON result as grade check's table without rich (a class report draws
+    thousands): the same text as rich's, on synthetic results of every status and on a long name."""
+    import json
+    import sys
+
+    import grader.report as report
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import report_scale
+
+    report_scale.make_class(tmp_path / "g", 60, seed=4)
+    results = [json.loads(p.read_text()) for p in sorted((tmp_path / "g").glob("*.json"))]
+    results[0]["assignments"][0]["exercises"][0].update(status="grader-error", name="x" * 70)
+    results[1]["grader_error"] = "01: softmax: it failed"
+    for data in results:
+        plain = report.table_of(data)
+        assert plain == report._draw_rich(*_parts(report, data)), data["submission"]
+
+
+def _parts(report, data):
+    """table_of's own arguments to _draw, captured."""
+    seen = []
+    original = report._draw
+    report._draw = lambda assignments, footer, colour: seen.append((assignments, footer)) or ""
+    try:
+        report.table_of(data)
+    finally:
+        report._draw = original
+    return (*seen[0], False)

@@ -61,6 +61,12 @@ def test_the_github_actions_matrix_grades_every_student_once_and_the_merge_expor
     done = shell(course_folder, merge)
     assert done.returncode == 0, done.stderr
     merged(course_folder)
+    report = next(s["run"] for s in merge_job["steps"] if "grade report" in s.get("run", ""))
+    summary = course_folder / "step-summary.md"
+    done = shell(course_folder, report, GITHUB_STEP_SUMMARY=str(summary))
+    assert done.returncode == 0, done.stderr
+    assert (course_folder / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert "What the class got wrong" in summary.read_text()
 
 
 @pytest.mark.slow  # one grading run per array task
@@ -77,6 +83,9 @@ def test_the_slurm_array_script_grades_its_slice_and_the_merge_exports_them(cour
     done = shell(course_folder, merge)
     assert done.returncode == 0, done.stderr
     merged(course_folder)
+    report = next(line.split("(then, what the class got wrong)", 1)[1].strip() for line in script.read_text().splitlines()
+                  if "grade report" in line and line.startswith("#"))
+    assert shell(course_folder, report).returncode == 0 and (course_folder / "report.html").is_file()
     outside = shell(course_folder, f"bash {script} 01_attention_basics")
     assert outside.returncode != 0 and "sbatch --array" in outside.stderr  # not an array task: says how
 

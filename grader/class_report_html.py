@@ -1,0 +1,173 @@
+"""The class report as one self-contained HTML page: no network, no scripts, charts drawn as inline SVG.
+
+Every chart has a text alternative (its title and description) and a table beside it with the same
+numbers; colours keep a contrast ratio above 4.5:1 on white, and the page prints on paper without its
+navigation. Each bar carries its number as ``data-value``, so that a test can read the charts back
+and compare them with ``--format json``.
+"""
+from __future__ import annotations
+
+from html import escape
+
+_OUTCOME_WORDS = {"full": "full marks", "partial": "partial", "zero": "zero", "not_attempted": "not attempted",
+                  "timeout": "timed out", "error": "error", "grader_error": "grader error"}
+STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1a1a1a;margin:0 auto;max-width:70rem;
+padding:1rem 1.5rem}
+h1{font-size:1.6rem;margin:.5rem 0}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ccc}
+h3{font-size:1.05rem}
+nav a{margin-right:1rem}table{border-collapse:collapse;margin:.5rem 0}
+th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
+svg text{font-size:11px;fill:#1a1a1a}.bar{fill:#1f5f99}.bar.hot{fill:#a3341b}
+pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;font-size:12px;line-height:1.3}
+details{margin:.3rem 0}summary{cursor:pointer}.muted{color:#555}
+@media print{nav{display:none}details{break-inside:avoid}details:not([open]) pre{display:none}
+body{max-width:none;font-size:11pt}}
+"""
+
+
+INLINE_LIMIT = 3_000_000  # characters of students' feedback kept in the page itself; more go in a companion
+
+
+def page(summary: dict, students_href: str | None = None) -> str:
+    """The report; each student's feedback in the page, or with ``students_href`` in that companion page
+    (:func:`students_page`), which the page links to."""
+    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+             f"<title>What the class got wrong</title><style>{STYLE}</style></head><body>",
+             f"<h1>What the class got wrong</h1><p class=\"muted\">{summary['students']} students; "
+             f"{_run_line(summary['run'])}</p>",
+             "<nav><a href=\"#assignments\">Assignments</a><a href=\"#teach\">What to teach again</a>"
+             "<a href=\"#help\">Who needs help</a><a href=\"#run\">The run</a><a href=\"#students\">Each student</a></nav>"]
+    parts.append("<h2 id=\"assignments\">Assignments</h2>")
+    for assignment in summary["assignments"]:
+        parts.append(_assignment(assignment))
+    parts.append(_teach(summary["misconceptions"]))
+    parts.append(_help(summary["help"], students_href or ""))
+    parts.append(_run(summary["run"], students_href or ""))
+    if students_href is None:
+        parts.append(_students(summary["feedback"]))
+    else:
+        parts.append(f"<h2 id=\"students\">Each student</h2><p>As <code>grade check</code> showed it, in "
+                     f"<a href=\"{escape(students_href, quote=True)}\">{escape(students_href)}</a> "
+                     f"({len(summary['feedback'])} students).</p>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def students_page(summary: dict) -> str:
+    """Every student's feedback, as ``grade check`` showed it: the report's companion for a large class."""
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Each student's feedback"
+            f"</title><style>{STYLE}</style></head><body><h1>Each student's feedback</h1>"
+            f"{_students(summary['feedback'])}</body></html>\n")
+
+
+def fits_inline(summary: dict) -> bool:
+    return sum(len(entry["text"]) for entry in summary["feedback"]) <= INLINE_LIMIT
+
+
+def _run_line(run: dict) -> str:
+    seeds = ", ".join(str(s) for s in run["seeds"]) or "none"
+    return (f"seed {escape(seeds)}, isolation {escape(', '.join(run['isolation']) or 'unknown')}, "
+            f"median {run['median_duration_s']:g} s per submission")
+
+
+def _assignment(a: dict) -> str:
+    anchor = f"a-{escape(a['id'])}"
+    top, bins, outcomes = a["max_score"], len(a["histogram"]), list(a["counts"])  # as grader.class_report made them
+    labels = [f"{top * i / bins:g}–{top * (i + 1) / bins:g}" for i in range(bins)]
+    chart = _bars(f"hist-{a['id']}", f"Scores in {a['id']}",
+                  f"How many of {a['students']} students scored in each tenth of {top:g} points; median {a['median']:g}.",
+                  labels, a["histogram"], vertical=True)
+    counts = "".join(f"<tr><td>{_OUTCOME_WORDS[k]}</td><td class=\"n\">{a['counts'][k]}</td></tr>" for k in outcomes)
+    rows = "".join(
+        f"<tr><td>{escape(e['name'])}</td><td class=\"n\">{e['points']:g}</td><td class=\"n\">{e['mean']:g}</td>"
+        f"<td class=\"n\">{e['points_lost']:g}</td>"
+        + "".join(f"<td class=\"n\">{e['counts'][k]}</td>" for k in outcomes) + "</tr>" for e in a["exercises"])
+    head = "".join(f"<th class=\"n\">{_OUTCOME_WORDS[k]}</th>" for k in outcomes)
+    return (f"<section id=\"{anchor}\"><h3>{escape(a['id'])}: median {a['median']:g}/{top:g} "
+            f"({a['students']} students)</h3><div class=\"charts\">{chart}"
+            f"<table><caption class=\"muted\">Students by outcome</caption>{counts}</table></div>"
+            f"<table><thead><tr><th>exercise</th><th class=\"n\">points</th><th class=\"n\">mean</th>"
+            f"<th class=\"n\">points lost</th>{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+def _teach(misconceptions: list[dict]) -> str:
+    if not misconceptions:
+        return "<h2 id=\"teach\">What to teach again</h2><p>No misconception was named.</p>"
+    top = misconceptions[:15]
+    chart = _bars("misconceptions", "Points lost by misconception",
+                  "The misconceptions the grader named, ranked by the points they cost the whole class.",
+                  [m["id"] for m in top], [m["points_lost"] for m in top], vertical=False)
+    rows = "".join(
+        f"<tr><td><code>{escape(m['id'])}</code></td><td class=\"n\">{m['points_lost']:g}</td>"
+        f"<td class=\"n\">{m['students']}</td>"
+        f"<td>{_where(m['exercises'])}</td>"
+        f"<td>{escape(m['explanation'])}<br><span class=\"muted\">{escape(m['hint'])}</span></td></tr>"
+        for m in misconceptions)
+    return (f"<h2 id=\"teach\">What to teach again</h2><div class=\"charts\">{chart}</div>"
+            f"<table><thead><tr><th>misconception</th><th class=\"n\">points lost</th><th class=\"n\">students</th>"
+            f"<th>exercises</th><th>what it is, and where the lesson shows it</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _where(exercises: list[dict]) -> str:
+    return ", ".join(f"{escape(e['exercise'])} ({e['students']})" for e in exercises)
+
+
+def _help(rows: list[dict], href: str) -> str:
+    if not rows:
+        return "<h2 id=\"help\">Who needs help</h2><p>Nobody at 0, stubbed, crashed or timed out.</p>"
+    items = "".join(f"<tr><td><a href=\"{href}#s-{_slug(r['student'])}\">{escape(r['student'])}</a></td>"
+                    f"<td class=\"n\">{r['score']:g}/{r['max_score']:g}</td><td>{escape(r['what'])}</td></tr>"
+                    for r in rows)
+    return (f"<h2 id=\"help\">Who needs help</h2><table><thead><tr><th>student</th><th class=\"n\">score</th>"
+            f"<th>what happened</th></tr></thead><tbody>{items}</tbody></table>")
+
+
+def _run(run: dict, href: str) -> str:
+    slow = "".join(f"<tr><td><a href=\"{href}#s-{_slug(s['student'])}\">{escape(s['student'])}</a></td>"
+                   f"<td class=\"n\">{s['duration_s']:g} s</td></tr>" for s in run["slowest"])
+    return (f"<h2 id=\"run\">The run</h2><p>{_run_line(run)}; devices {escape(', '.join(run['devices']))}.</p>"
+            f"<table><caption class=\"muted\">Slowest submissions</caption>{slow}</table>")
+
+
+def _students(feedback: list[dict]) -> str:
+    parts = ["<h2 id=\"students\">Each student, as <code>grade check</code> showed it</h2>"]
+    for entry in feedback:
+        parts.append(f"<details id=\"s-{_slug(entry['student'])}\"><summary>{escape(entry['student'])}: "
+                     f"{entry['score']:g}/{entry['max_score']:g}</summary><pre>{escape(entry['text'])}</pre></details>")
+    return "".join(parts)
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else f"_{ord(c):x}" for c in name)
+
+
+def _bars(ident: str, title: str, description: str, labels: list[str], values: list[float], *, vertical: bool) -> str:
+    """A bar chart in SVG, with a title and a description for screen readers; each bar's number in
+    ``data-value`` and its label in ``data-label``."""
+    largest = max(values, default=0) or 1
+    key = escape(ident, quote=True)
+    shapes = []
+    for i, (label, value) in enumerate(zip(labels, values)):
+        size = (130 if vertical else 300) * value / largest
+        if vertical:  # a column per label, its number above it and its label's start below
+            x, y, w, h, kind = 36 + 34 * i, 150 - size, 26, size, "bar"
+            before = ""
+            after = (f"<text x=\"{x + 13}\" y=\"{y - 5:.1f}\" text-anchor=\"middle\">{value:g}</text>"
+                     f"<text x=\"{x + 13}\" y=\"166\" text-anchor=\"middle\">{escape(label.split('–')[0])}</text>")
+        else:  # a row per label, its label on the left and its number at its end
+            x, y, w, h, kind = 254, 12 + 24 * i, size, 18, "bar hot"
+            before = f"<text x=\"248\" y=\"{y + 14}\" text-anchor=\"end\">{escape(label)}</text>"
+            after = f"<text x=\"{258 + w:.1f}\" y=\"{y + 14}\">{value:g}</text>"
+        shapes.append(f"{before}<rect class=\"{kind}\" x=\"{x}\" y=\"{y:.1f}\" width=\"{w:.1f}\" height=\"{h:.1f}\" "
+                      f"data-label=\"{escape(label, quote=True)}\" data-value=\"{value:g}\"><title>{escape(label)}: "
+                      f"{value:g}</title></rect>{after}")
+    width, height = (40 + 34 * len(values), 190) if vertical else (620, 24 + 24 * len(values))
+    return (f"<svg id=\"{key}\" class=\"chart\" role=\"img\" aria-labelledby=\"{key}-t {key}-d\" width=\"{width}\" "
+            f"height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
+            f"<title id=\"{key}-t\">{escape(title)}</title><desc id=\"{key}-d\">{escape(description)}</desc>"
+            f"{''.join(shapes)}</svg>")
