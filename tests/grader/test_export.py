@@ -224,3 +224,21 @@ def test_an_unmatched_shard_glob_is_left_out_with_a_warning(tmp_path):
                             cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "shard-*: no such folder, left out" in result.stderr and result.stdout.startswith("submission,")
+
+
+@pytest.mark.nbgrader
+def test_grade_report_counts_the_gradebooks_students_beside_the_autograde_results(course_copy, tmp_path, capsys):
+    """grade report --gradebook: a student graded by nbgrader alone joins the report, each exercise's
+    points from course.toml (issue 23)."""
+    from grader.api import report
+
+    book = tmp_path / "gradebook.db"
+    write_gradebook(book, course_copy, {"zoe": {"softmax": 0}})
+    result_file(tmp_path / "grades", "amy", course_copy, 100.0)
+    assert report(course=course_copy, result_dirs=(tmp_path / "grades",), out=None, fmt="json", anonymise=False,
+                  gradebook=book) == 0
+    summary = json.loads(capsys.readouterr().out)
+    (assignment,) = summary["assignments"]
+    assert summary["students"] == 2 and assignment["counts"]["full"] == 1 and assignment["counts"]["partial"] == 1
+    softmax = next(e for e in assignment["exercises"] if e["name"] == "softmax")
+    assert softmax["points_lost"] == 25 and softmax["counts"]["zero"] == 1
