@@ -14,8 +14,10 @@ def open_course(course_dir: Path | None) -> Course:
 
 
 def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path | None, fmt: str,
-          output: Path | None, device: str, seed: int | None, colour: bool, debug: bool = False) -> int:
-    """Grade one submission; write the report; 0 for full marks, 1 otherwise."""
+          output: Path | None, device: str, seed: int | None, colour: bool, debug: bool = False,
+          watching: bool = False) -> int:
+    """Grade one submission; write the report; 0 for full marks, 1 otherwise. ``watching``: then again on
+    every save, until Ctrl-C (grader/watch.py)."""
     from grader.report import render
     from grader.runner import Grader
     from grader.submission import resolve_submission
@@ -27,6 +29,13 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         chosen = course.select(assignment_ids)
     else:  # what the submission holds; a whole course when it holds a folder per assignment
         chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
+    if watching:
+        if fmt != "table" or output:
+            raise UsageError("--watch shows the table on the screen: leave out --format and --output")
+        from grader.watch import watch
+
+        return watch(course=course, chosen=chosen, submission=Path(submission or default), device=device, seed=seed,
+                     colour=colour)
     grader = Grader(course, device=device, debug=True if debug else None)  # None: GRADE_DEBUG decides
     try:
         result = grader.grade(found, chosen, seed=seed)

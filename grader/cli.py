@@ -40,14 +40,17 @@ def cli(ctx, course_dir):
 @click.option("--seed", help="Reproduce a run: the seed its report names.")
 @click.option("--debug", is_flag=True, help="For suite authors: a check that breaks shows its traceback, and pytest's "
                                             "output goes to stderr (also GRADE_DEBUG=1).")
+@click.option("--watch", "watching", is_flag=True,
+              help="Grade again on every save of the submission's files, from a grader kept warm (Ctrl-C stops).")
 @click.pass_obj
-def check(course_dir, assignments, submission, fmt, output, device, seed, debug):
+def check(course_dir, assignments, submission, fmt, output, device, seed, debug, watching):
     """Grade one submission (default: assignments/). Exit 0 for full marks, 1 otherwise."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.check(course=course, assignment_ids=assignments, submission=submission, fmt=fmt, output=output,
-                       device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout), debug=debug))
+                       device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout), debug=debug,
+                       watching=watching))
 
 
 @cli.command()
