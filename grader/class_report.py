@@ -49,20 +49,18 @@ def _outcome(exercises: list[dict]) -> str:
         return "grader_error"
     if statuses == {"not_implemented"}:
         return "not_attempted"
-    if top and score >= top:
-        return "full"
-    if score > 0:
-        return "partial"
-    if "timeout" in statuses:
+    if "timeout" in statuses:  # whatever the score: the code did not finish somewhere
         return "timeout"
     if statuses & {"error", "crashed"}:
         return "error"
-    return "zero"
+    if top and score >= top:
+        return "full"
+    return "partial" if score > 0 else "zero"
 
 
 def summarise(results: list[dict], *, anonymise: bool = False) -> dict:
     """The report's numbers, as plain data (what ``--format json`` writes)."""
-    named = [(pseudonym(r["submission"]) if anonymise else r["submission"], r) for r in results]
+    named = [(pseudonym(r["submission"]), _anonymised(r)) if anonymise else (r["submission"], r) for r in results]
     named.sort(key=lambda item: item[0])
     order: dict[str, dict] = {}
     for _, data in named:
@@ -75,6 +73,17 @@ def summarise(results: list[dict], *, anonymise: bool = False) -> dict:
             "misconceptions": _misconceptions(named), "help": _help(named), "run": _run(named),
             "feedback": [{"student": name, "score": data.get("score", 0), "max_score": data.get("max_score", 0),
                           "text": student_text(data)} for name, data in named]}
+
+
+def _anonymised(data: dict) -> dict:
+    """``data`` with the student's name replaced wherever it stands as a word (paths in tracebacks)."""
+    import re
+
+    escaped = json.dumps(data["submission"])[1:-1]  # the name as it stands inside the JSON text
+    if not escaped:
+        return data
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(escaped)}(?![\w-])")
+    return json.loads(pattern.sub(pseudonym(data["submission"]), json.dumps(data)))
 
 
 def _of(data: dict, assignment_id: str) -> list[dict]:
@@ -118,14 +127,18 @@ def _misconceptions(named) -> list[dict]:
                                                              "students": set(), "exercises": {}})
                     entry["points_lost"] += lost
                     entry["students"].add(student)
-                    where = f"{assignment.get('id')}:{exercise.get('name')}"
-                    entry["exercises"][where] = entry["exercises"].get(where, 0) + 1
+                    where = entry["exercises"].setdefault(f"{assignment.get('id')}:{exercise.get('name')}",
+                                                          {"students": 0, "points_lost": 0.0})
+                    where["students"] += 1
+                    where["points_lost"] += lost
     ranked = []
     for entry in found.values():
         known = CATALOGUE.get(entry["id"])
         ranked.append({"id": entry["id"], "points_lost": round(entry["points_lost"], 2),
                        "students": len(entry["students"]), "names": sorted(entry["students"]),
-                       "exercises": [{"exercise": where, "students": n} for where, n in sorted(entry["exercises"].items())],
+                       "exercises": [{"exercise": where, "students": n["students"],
+                                      "points_lost": round(n["points_lost"], 2)}
+                                     for where, n in sorted(entry["exercises"].items())],
                        "explanation": known.explanation if known else "", "hint": known.hint if known else "",
                        "section": _section(known.hint) if known else ""})
     return sorted(ranked, key=lambda e: (-e["points_lost"], -e["students"], e["id"]))
@@ -155,7 +168,7 @@ def _help(named) -> list[dict]:
         elif data.get("score", 0) == 0 and "grader-error" not in statuses:
             what.append("0 points")
         if "crashed" in statuses:
-            what.append("crashed the grader")
+            what.append("its code crashed the grading process twice (not a grader fault)")
         if "timeout" in statuses:
             what.append(f"timed out in {sum(e.get('status') == 'timeout' for e in exercises)} exercise(s)")
         if what:
@@ -198,37 +211,30 @@ def _csv(summary: dict) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["assignment", "exercise", "misconception", "students", "points_lost", *OUTCOMES])
-    named = {(m["id"], e["exercise"]): e["students"] for m in summary["misconceptions"] for e in m["exercises"]}
-    cost = {m["id"]: m for m in summary["misconceptions"]}
+    named = {(m["id"], e["exercise"]): e for m in summary["misconceptions"] for e in m["exercises"]}
     for assignment in summary["assignments"]:
         for exercise in assignment["exercises"]:
             where = f"{assignment['id']}:{exercise['name']}"
             counts = [exercise["counts"][k] for k in OUTCOMES]
-            writer.writerow([assignment["id"], exercise["name"], "", "", exercise["points_lost"], *counts])
-            for (misconception, at), students in sorted(named.items()):
-                if at == where:
-                    share = _share(cost[misconception], where)
-                    writer.writerow([assignment["id"], exercise["name"], misconception, students, share,
-                                     *[""] * len(OUTCOMES)])
+            writer.writerow([assignment["id"], exercise["name"], "", "", f"{exercise['points_lost']:g}", *counts])
+            for (misconception, at), entry in sorted(named.items()):
+                if at == where:  # the points this misconception cost in this exercise
+                    writer.writerow([assignment["id"], exercise["name"], misconception, entry["students"],
+                                     f"{entry['points_lost']:g}", *[""] * len(OUTCOMES)])
     return buffer.getvalue()
-
-
-def _share(misconception: dict, where: str) -> str:
-    """The students of ``misconception`` in exercise ``where`` (its points are the whole misconception's)."""
-    total = sum(e["students"] for e in misconception["exercises"]) or 1
-    here = next(e["students"] for e in misconception["exercises"] if e["exercise"] == where)
-    return f"{misconception['points_lost'] * here / total:g}"
 
 
 def _markdown(summary: dict) -> str:
     lines = [f"## What the class got wrong ({summary['students']} students)", ""]
-    lines += ["| assignment | students | median | full | partial | zero | not attempted | timeout | error |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["| assignment | students | median | full | partial | zero | not attempted | timeout | error "
+              "| grader error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in summary["assignments"]:
         c = a["counts"]
-        lines.append(f"| {a['id']} | {a['students']} | {a['median']:g}/{a['max_score']:g} | {c['full']} | "
-                     f"{c['partial']} | {c['zero']} | {c['not_attempted']} | {c['timeout']} | "
-                     f"{c['error'] + c['grader_error']} |")
+        lines.append(f"| {a['id']} | {a['students']} | {a['median']:g}/{a['max_score']:g} | "
+                     + " | ".join(str(c[k]) for k in OUTCOMES) + " |")
+    lines += ["", "| exercise | points lost | mean |", "|---|---:|---:|"]
+    lines += [f"| {a['id']}:{e['name']} | {e['points_lost']:g} | {e['mean']:g}/{e['points']:g} |"
+              for a in summary["assignments"] for e in a["exercises"]]
     lines += ["", "### What to teach again", "", "| misconception | points lost | students | exercises | hint |",
               "|---|---:|---:|---|---|"]
     for m in summary["misconceptions"]:

@@ -69,7 +69,8 @@ def fits_inline(summary: dict) -> bool:
 
 
 def _run_line(run: dict) -> str:
-    seeds = ", ".join(str(s) for s in run["seeds"]) or "none"
+    seeds = ", ".join(str(s) for s in run["seeds"][:3]) or "none"
+    seeds += f" and {len(run['seeds']) - 3} more" if len(run["seeds"]) > 3 else ""
     return (f"seed {escape(seeds)}, isolation {escape(', '.join(run['isolation']) or 'unknown')}, "
             f"median {run['median_duration_s']:g} s per submission")
 

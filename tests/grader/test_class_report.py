@@ -157,3 +157,41 @@ def test_the_page_renders_in_a_real_browser_with_its_charts_drawn(graded, tmp_pa
 
     image = Image.open(io.BytesIO(shot)).convert("RGB")
     assert image.width == 1280 and len(image.getcolors(maxcolors=1 << 20) or range(1 << 20)) > 50  # not blank
+
+
+def _result(name, exercises, assignment="01_attention_basics"):
+    """A hand-made result: ``exercises`` as (name, score, max_score, status, misconceptions)."""
+    rows = [{"name": n, "score": sc, "max_score": top, "status": st, "misconceptions": list(ms),
+             "feedback": "" if st == "passed" else f"{n}: wrong in /home/{name}/attention_basics.py"}
+            for n, sc, top, st, ms in exercises]
+    score = sum(r["score"] for r in rows)
+    return {"schema": 1, "submission": name, "seed": 1, "device": "cpu", "score": score, "duration_s": 1.0,
+            "max_score": sum(r["max_score"] for r in rows),
+            "assignments": [{"id": assignment, "score": score, "max_score": 30, "exercises": rows}]}
+
+
+def test_blind_findings_outcomes_per_exercise_points_and_names_in_feedback():
+    """What a helper that never saw this code found (tests written from its findings): a timeout or an
+    error counts as such whatever the score; a misconception's points in each exercise are its own
+    there; --anonymise hides a name in a traceback's path too."""
+    results = [
+        _result("grace", [("a", 10, 10, "passed", ()), ("b", 5, 10, "timeout", ()), ("c", 0, 10, "failed", ("m1",))]),
+        _result("judy", [("a", 10, 10, "passed", ()), ("b", 0, 10, "error", ()), ("c", 10, 10, "passed", ())]),
+        _result("kim", [("a", 0, 10, "failed", ("m1", "m2")), ("b", 10, 10, "passed", ()), ("c", 5, 10, "failed", ("m1",))]),
+        _result("lee", [("a", 10, 10, "passed", ()), ("b", 10, 10, "passed", ()), ("c", 10, 10, "passed", ())]),
+    ]
+    summary = summarise(results)
+    counts = summary["assignments"][0]["counts"]
+    assert (counts["timeout"], counts["error"], counts["partial"], counts["full"]) == (1, 1, 1, 1)
+    m1 = next(m for m in summary["misconceptions"] if m["id"] == "m1")
+    assert m1["points_lost"] == 20 and m1["students"] == 2
+    assert {e["exercise"]: e["points_lost"] for e in m1["exercises"]} == {"01_attention_basics:a": 5,
+                                                                          "01_attention_basics:c": 15}
+    rows = list(csv.DictReader(io.StringIO(render(summary, "csv"))))
+    assert {(r["exercise"], r["points_lost"]) for r in rows if r["misconception"] == "m1"} == {("a", "5"), ("c", "15")}
+    markdown = render(summary, "markdown")
+    assert "| grader error |" in markdown and "| 01_attention_basics:c | 15 |" in markdown
+    hidden = summarise(results, anonymise=True)
+    text = render(hidden, "json") + render(hidden, "html") + render(hidden, "csv") + render(hidden, "markdown")
+    assert not any(name in text for name in ("grace", "judy", "kim", "lee"))
+    assert pseudonym("judy") in text
