@@ -59,16 +59,21 @@ def rss_by_kind(root_pid: int) -> dict[str, int]:
     return sizes
 
 
+def torch_import_s(rounds: int = 3) -> float:
+    """The median time of a bare `python -c "import torch"`: what the benchmarks' ratios divide by."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     options = parser.parse_args()
-    torch_times = []
-    for _ in range(3):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import torch"], check=True)
-        torch_times.append(time.perf_counter() - started)
     with tempfile.TemporaryDirectory() as scratch:
         klass, out = Path(scratch) / "class", Path(scratch) / "out"
         make_class(klass, options.copies)
@@ -89,7 +94,7 @@ def main() -> None:
         sampler.join()
         elapsed = time.perf_counter() - started
         graded = len(list(out.glob("*.json")))
-    torch_time = statistics.median(torch_times)
+    torch_time = torch_import_s()
     per_submission = elapsed / options.copies
     print(f"import torch (median of 3)            {torch_time:6.2f} s")
     print(f"autograde {options.copies} submissions, --workers {options.workers}  {elapsed:6.2f} s  "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,18 +21,14 @@ sys.path.insert(0, str(ROOT / "tests" / "grader"))
 
 
 def main() -> None:
+    from bench_autograde import torch_import_s
     from test_watch import Watching
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assignment", default="01_attention_basics")
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
-    imports = []
-    for _ in range(3):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import torch"], check=True)
-        imports.append(time.perf_counter() - started)
-    torch_time = statistics.median(imports)
+    torch_time = torch_import_s()
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / args.assignment
         shutil.copytree(ROOT / "solutions" / args.assignment, target, ignore=shutil.ignore_patterns("*.ipynb"))

@@ -62,6 +62,10 @@ def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str |
 
     # a tolerance may be a tensor (a slack measured per entry): compared a chunk at a time alongside
     atol, rtol = (t.broadcast_to(shape).reshape(-1) if isinstance(t, torch.Tensor) else t for t in (tol.atol, tol.rtol))
+
+    def part(t, start):
+        return t[start:start + CHUNK] if isinstance(t, torch.Tensor) else t
+
     nans, first_nan, wrong_count = 0, None, 0
     worst = None  # (error - allowed, flat index, error, allowed)
     for start in range(0, actual.numel(), CHUNK):
@@ -77,8 +81,7 @@ def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str |
         same_inf = (a == e) & e.isinf()
         error = (a - e).abs().masked_fill(same_inf | (a.isnan() & e.isnan()), 0.0)
         error = error.nan_to_num(nan=float("inf"))  # a number where NaN is expected is no match either
-        part = (lambda t: t[start:start + CHUNK] if isinstance(t, torch.Tensor) else t)
-        allowed = part(atol) + part(rtol) * e.abs().masked_fill(e.isinf() | e.isnan(), 0.0)
+        allowed = part(atol, start) + part(rtol, start) * e.abs().masked_fill(e.isinf() | e.isnan(), 0.0)
         wrong = error > allowed
         if not wrong.any():
             continue

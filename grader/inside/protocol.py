@@ -192,8 +192,8 @@ def decode(payload: bytes, *, limit: int):
         entries, body = header["tensors"], header["body"]
         if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
             raise MalformedMessage(f"more than {MAX_ENTRIES} tensors")
-        sizes = [_checked(entry) for entry in entries]
-        full = sum(_numel(entry[1]) * _itemsize(entry[0]) for entry in entries)
+        sizes, full_sizes = zip(*(_checked(entry) for entry in entries)) if entries else ((), ())
+        full = sum(full_sizes)
     except MalformedMessage:
         raise
     except (struct.error, ValueError, KeyError, TypeError, RecursionError, UnicodeDecodeError) as exc:
@@ -213,7 +213,8 @@ def decode(payload: bytes, *, limit: int):
         raise MalformedMessage(f"not a message of plain data ({type(exc).__name__})") from None
 
 
-def _checked(entry) -> int:
+def _checked(entry) -> tuple[int, int]:
+    """(bytes sent, bytes the tensor stands for once made contiguous), or MalformedMessage."""
     name, shape, strides, device, nbytes = entry
     if name not in _DTYPES or not isinstance(device, str) or len(shape) != len(strides) or len(shape) > 16:
         raise MalformedMessage("a tensor of an unknown kind")
@@ -223,7 +224,7 @@ def _checked(entry) -> int:
     span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     if nbytes != span * _itemsize(name):
         raise MalformedMessage("a tensor whose bytes do not match its shape")
-    return nbytes
+    return nbytes, numel * _itemsize(name)
 
 
 def _numel(shape) -> int:

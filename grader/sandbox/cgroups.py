@@ -120,21 +120,36 @@ class SubmissionCgroup:
 
     def remove(self) -> None:
         """Kill whatever is left in it (nothing, normally: the namespaces took it down), then remove it."""
-        import signal
-        import time
+        for folder in self.folders:
+            remove_tree(folder, timeout_s=0.5)
 
-        for _ in range(50):
-            left = self.pids()
-            if not left:
-                break
-            for pid in left:
+
+def remove_tree(root: Path, timeout_s: float = 5.0) -> bool:
+    """Kill every process in the cgroup ``root`` and the cgroups below it, then remove them all, children
+    first; False if one is still there after ``timeout_s`` (a cgroup cannot go while a process is in it)."""
+    import signal
+    import time
+
+    folders = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+    deadline = time.monotonic() + timeout_s
+    for folder in [*folders, root]:
+        while True:
+            try:
+                pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                pids = []
+            for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
+                except OSError:
                     pass
-            time.sleep(0.01)
-        for folder in self.folders:
             try:
                 folder.rmdir()
+                break
+            except FileNotFoundError:
+                break
             except OSError:
-                pass
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.01)
+    return True

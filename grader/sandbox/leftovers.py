@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 
 KINDS = ["grade-sandbox", "grade-autograde", "grade-sandboxes", "grade-kernel"]  # (a list: no misconception id)
@@ -66,7 +65,7 @@ def sweep(folders=None, *, pids=None) -> list[Path]:
 def sweep_cgroups(dead) -> list[Path]:
     """The cgroup folders ``grade-<pid>-<n>`` beside this process's own (where its graders make them)
     whose pid is ``dead``: anything left in them killed, then removed, children first."""
-    from grader.sandbox.cgroups import candidate_folders
+    from grader.sandbox.cgroups import candidate_folders, remove_tree
 
     removed = []
     for parent in candidate_folders():
@@ -77,36 +76,9 @@ def sweep_cgroups(dead) -> list[Path]:
         for entry in entries:
             found = _HIERARCHY.match(entry.name)
             if found and dead(int(found.group(1))):
-                if remove_cgroup_tree(entry):
+                if remove_tree(entry):
                     removed.append(entry)
     return removed
-
-
-def remove_cgroup_tree(root: Path, timeout_s: float = 5.0) -> bool:
-    """Kill every process in ``root`` and the cgroups below it, then remove them all."""
-    folders = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-    deadline = time.monotonic() + timeout_s
-    for folder in [*folders, root]:
-        while True:
-            try:
-                pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):
-                pids = []
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            try:
-                folder.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.02)
-    return True
 
 
 def die_with_parent(parent: int) -> None:
