@@ -265,8 +265,9 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
 
 
 def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, confinement, sandboxes: Path) -> None:
-    import torch  # noqa: F401 - imported once here, inherited by every grading process
+    from grader.runner import import_torch
 
+    import_torch()  # imported once here (and frozen: see import_torch), inherited by every grading process
     import grader.session  # noqa: F401 - and pytest with the grading side, likewise
 
     context = multiprocessing.get_context("fork")

@@ -552,15 +552,17 @@ def main() -> None:
     socket.send_fds(control, [b"F"], [])
     protocol.send(control, protocol.encode({"probe": problem}), timeout=30)
     fixed_malloc_thresholds()  # before torch: every worker inherits them
+    import gc
+
+    gc.disable()  # torch's import makes only objects that live on: no collection need traverse them
     import torch  # noqa: F401 - once, here; every worker inherits it
 
     import grader.inside.notebook_source  # noqa: F401 - what a confined worker may no longer import
     import grader.inside.worker  # noqa: F401
 
     _warm_up()
-    import gc
-
     gc.freeze()  # torch's objects: never traversed again by a worker's collections, so never copied
+    gc.enable()
     zygote = Zygote(control, config)
     zygote.reply({"ok": True, "pid": os.getpid()})
     zygote.serve()

@@ -87,3 +87,18 @@ def test_a_batch_graded_in_one_session_gives_each_submission_what_it_gets_alone(
     named = {m for _, o in streamed[:3] if not isinstance(o, GraderError)
              for a in o.assignments for e in a.exercises for m in e.misconceptions}
     assert {"softmax-unstable", "missing-scale"} <= named
+
+
+def test_torch_is_imported_once_and_frozen_out_of_the_collector():
+    """A full collection among torch's objects costs tens of milliseconds each time one runs; imported
+    by the grader, they are frozen (gc.freeze), and the collector is left as it was."""
+    import gc
+    import subprocess
+    import sys
+
+    code = ("import gc, sys; from grader.runner import import_torch; "
+            "torch = import_torch(); assert import_torch() is torch; "
+            "print(gc.get_freeze_count() > 100000, gc.isenabled(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "True"]
+    assert gc.isenabled()

@@ -41,3 +41,21 @@ def test_an_object_posing_as_a_torch_function_cannot_rename_it():
         handle_torch_function(Decoy(), (x,), x)  # seen first, as "exp"
         torch.softmax(x, -1)
     assert tracer.forbidden == ["softmax"]
+
+
+def test_a_measure_counts_at_the_dispatcher_and_still_sees_what_is_forbidden():
+    """Measuring alone needs the dispatcher's view only (each view costs a Python call per operation);
+    with something forbidden both views watch, and a forbidden operation reached either way is refused."""
+    measuring = make_tracer(frozenset(), measure=True)
+    assert len(measuring.modes) == 1
+    x = torch.randn(3, 4)
+    with measuring:
+        (x @ x.T).exp().sum(-1)
+    assert measuring.count >= 3 and measuring.max_numel == 9
+    assert measuring.names.get("mm") == 1
+    assert make_tracer(frozenset(), measure=False).modes == ()
+    both = make_tracer(frozenset({"softmax", "_softmax"}), measure=True)
+    assert len(both.modes) == 2
+    with pytest.raises(ForbiddenOperation), both:
+        torch.ops.aten._softmax(torch.randn(3), 0, False)  # past the functions' view: the dispatcher's
+    assert both.forbidden == ["_softmax"]
