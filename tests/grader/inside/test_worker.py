@@ -48,9 +48,9 @@ def test_a_measure_counts_at_the_dispatcher_and_still_sees_what_is_forbidden():
     with something forbidden both views watch, and a forbidden operation reached either way is refused."""
     measuring = make_tracer(frozenset(), measure=True)
     assert len(measuring.modes) == 1
-    x = torch.randn(3, 4)
+    x, y = torch.randn(3, 4), torch.randn(4, 3)
     with measuring:
-        (x @ x.T).exp().sum(-1)
+        (x @ y).exp().sum(-1)
     assert measuring.count >= 3 and measuring.max_numel == 9
     assert measuring.names.get("mm") == 1
     assert make_tracer(frozenset(), measure=False).modes == ()
