@@ -23,43 +23,50 @@ class Unfingerprintable(Exception):
 def fingerprint(*parts) -> bytes | None:
     """A digest of ``parts`` by content, or None where some part cannot be identified."""
     digest = hashlib.blake2b(digest_size=20)
+    text: list[str] = []  # described values, hashed together (one update, not one each)
     try:
         for part in parts:
-            _feed(digest, part)
+            _feed(digest, part, text)
     except (Unfingerprintable, RuntimeError, TypeError, ValueError):  # e.g. a sparse tensor
         return None
+    digest.update("".join(text).encode())
     return digest.digest()
 
 
-def _feed(digest, value) -> None:
+_PLAIN = frozenset({type(None), bool, int, float, str})
+
+
+def _feed(digest, value, text: list[str]) -> None:
     import torch
 
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
-        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    if type(value) in _PLAIN or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
+        text.append(f"{type(value).__name__}:{value!r};")
     elif isinstance(value, torch.Tensor):
         plain = value.detach()
-        digest.update(f"T{plain.dtype}{tuple(plain.shape)}{plain.stride()}{plain.device.type}"
-                      f"{value.requires_grad};".encode())
-        digest.update(plain.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        text.append(f"T{plain.dtype}{tuple(plain.shape)}{plain.stride()}{plain.device.type}{value.requires_grad};")
+        digest.update("".join(text).encode())  # what came before, then the bytes, in order
+        text.clear()
+        digest.update(plain.cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     elif isinstance(value, (tuple, list)):
-        digest.update(f"{type(value).__name__}{len(value)}(".encode())
+        text.append(f"{type(value).__name__}{len(value)}(")
         for item in value:
-            _feed(digest, item)
-        digest.update(b")")
+            _feed(digest, item, text)
+        text.append(")")
     elif isinstance(value, dict):
-        digest.update(f"dict{len(value)}(".encode())
+        text.append(f"dict{len(value)}(")
         for key in sorted(value, key=repr):
-            _feed(digest, key)
-            _feed(digest, value[key])
-        digest.update(b")")
+            _feed(digest, key, text)
+            _feed(digest, value[key], text)
+        text.append(")")
     elif isinstance(value, torch.nn.Module):
-        digest.update(f"M{type(value).__module__}.{type(value).__qualname__};".encode())
-        _feed(digest, [(name, m.training, type(m).__qualname__) for name, m in value.named_modules()])
-        _feed(digest, dict(value.named_parameters()))
-        _feed(digest, dict(value.named_buffers()))
+        text.append(f"M{type(value).__module__}.{type(value).__qualname__};")
+        modules = list(value.named_modules())
+        _feed(digest, [(name, m.training, type(m).__qualname__) for name, m in modules], text)
+        _feed(digest, dict(value.named_parameters()), text)
+        _feed(digest, dict(value.named_buffers()), text)
         # and what else a module keeps between calls (a KV cache, a position): plain values only, or none
         _feed(digest, [(name, {k: v for k, v in vars(m).items() if not k.startswith("_") and k != "training"})
-                       for name, m in value.named_modules()])
+                       for name, m in modules], text)
     else:
         raise Unfingerprintable(type(value).__name__)
 

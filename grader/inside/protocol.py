@@ -132,7 +132,12 @@ def encode(obj) -> bytes:
     return _HEAD.pack(len(header)) + header + b"".join(buffers)
 
 
+_SCALARS = frozenset({type(None), bool, int, float, str})
+
+
 def _encode(value, buffers, tensors, depth):
+    if type(value) in _SCALARS:  # the usual leaf, at the cost of one lookup (subclasses: below)
+        return value
     torch = sys.modules.get("torch")  # none loaded yet (the zygote's first word): no value is a tensor
 
     if depth > MAX_DEPTH:
@@ -170,15 +175,20 @@ def _tensor_entry(tensor, buffers) -> list:
     device = str(plain.device)
     if plain.layout != torch.strided:
         plain = plain.to_dense()
-    plain = plain.resolve_conj().resolve_neg().cpu()
+    if plain.is_conj() or plain.is_neg():
+        plain = plain.resolve_conj().resolve_neg()
+    plain = plain.cpu()
     name = str(plain.dtype).removeprefix("torch.")
     if name not in _DTYPES:
         raise TypeError(f"tensors of {plain.dtype} are not plain data")
     shape, strides = list(plain.shape), list(plain.stride())
+    if any(s < 0 for s in strides):
+        raise TypeError("tensors with negative strides are not plain data")
     span = 0 if plain.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    base = plain.as_strided((span,), (1,), plain.storage_offset()).clone()
-    size = span * base.element_size()
-    buffers.append(ctypes.string_at(base.data_ptr(), size) if size else b"")
+    size = span * plain.element_size()
+    # the span starts at the tensor's first element and ends at its last: memory of its own storage,
+    # copied once, straight into the message
+    buffers.append(ctypes.string_at(plain.data_ptr(), size) if size else b"")
     return [name, shape, strides, device, size]
 
 
@@ -245,16 +255,16 @@ def _tensor(entry, data: bytes):
 
     name, shape, strides, _, nbytes = entry
     dtype = getattr(torch, name)
-    span = nbytes // dtype.itemsize
-    base = torch.empty(span, dtype=dtype)
-    if nbytes:
-        base.view(torch.uint8).copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    # a private, writable copy of the bytes, which the tensor keeps (frombuffer shares its memory)
+    base = torch.frombuffer(bytearray(data), dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
     tensor = base.as_strided(shape, strides)
     tensor._sent_from = entry[3]
     return tensor
 
 
 def _decode(value, tensors, entries, depth):
+    if type(value) in _SCALARS:  # what JSON gives: exact types
+        return value
     if depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
     if value is None or isinstance(value, (bool, int, float, str)):

@@ -347,20 +347,27 @@ class StackWatch:
     grader's deadline for the running call, so a timeout can say where the student's code was."""
 
     def __init__(self):
+        import faulthandler
+        import signal
+
         self.file = open(protocol.STACK_FILE, "w")  # noqa: SIM115 - open for the worker's life
+        # written by faulthandler's own signal handler, in C: it needs no Python code to run, so a call
+        # stuck inside one long torch operation is seen too. Armed by a timer, one system call a request
+        # (faulthandler.dump_traceback_later starts and joins a thread each time: 0.1 ms a request)
+        faulthandler.register(signal.SIGALRM, file=self.file, all_threads=True, chain=False)
 
     def arm(self, seconds) -> None:
-        import faulthandler
+        import signal
 
         if isinstance(seconds, (int, float)) and seconds > protocol.STACK_MARGIN_S:
             self.file.seek(0)
             self.file.truncate()
-            faulthandler.dump_traceback_later(seconds - protocol.STACK_MARGIN_S, file=self.file)
+            signal.setitimer(signal.ITIMER_REAL, seconds - protocol.STACK_MARGIN_S)
 
     def disarm(self) -> None:
-        import faulthandler
+        import signal
 
-        faulthandler.cancel_dump_traceback_later()
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def stop_hung(module: types.ModuleType, name: str) -> None:

@@ -50,3 +50,28 @@ def test_nan_expected_matches_only_nan():
     assert difference(torch.tensor([1.0, float("nan")]), expected, TOL) is None
     assert "off at 1 of 2 entries" in difference(torch.tensor([1.0, 2.0]), expected, TOL)
     assert difference(torch.randn(4), torch.full((4,), float("nan")), TOL) is not None
+
+
+def test_the_one_call_for_a_chunk_all_right_agrees_with_the_full_rule_entry_for_entry():
+    """difference() takes a chunk that isclose() finds all right in one call; the same pairs with the
+    tolerance given per entry (a tensor: the full rule, entry by entry) must get the same verdict and
+    message, over values near the tolerance, infinities and NaN on either side."""
+    generator = torch.Generator().manual_seed(0)
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, 1e-9, -1e-9])
+    verdicts = set()
+    for case in range(400):
+        expected = torch.randn(7, generator=generator, dtype=torch.float64)
+        noise = torch.randn(7, generator=generator, dtype=torch.float64) * 10 ** (case % 7 - 6)
+        actual = (expected + noise).float().double() if case % 3 else expected + noise
+        for side in (actual, expected)[: case % 4]:  # some cases get a special value on a side or both
+            at = int(torch.randint(7, (1,), generator=generator))
+            side[at] = specials[int(torch.randint(len(specials), (1,), generator=generator))]
+        if case % 5 == 0:
+            actual[2] = expected[2]  # an equal entry, infinite or NaN included
+        scalar = Tolerance(rtol=1e-5, atol=1e-6)
+        per_entry = Tolerance(rtol=torch.full((7,), 1e-5, dtype=torch.float64),
+                              atol=torch.full((7,), 1e-6, dtype=torch.float64))
+        fast, full = difference(actual, expected, scalar), difference(actual, expected, per_entry)
+        assert fast == full, (actual, expected)
+        verdicts.add(fast is None)
+    assert verdicts == {True, False}  # both verdicts were reached

@@ -131,6 +131,29 @@ def test_held_bytes_counts_what_a_process_tree_holds_from_outside(tmp_path):
     assert after - before == 8 << 20
 
 
+def test_held_bytes_counts_a_child_started_by_another_thread():
+    """The tree is read from each thread's children (where the kernel lists them): a process started by
+    a thread other than the main one, holding 64 MiB, is counted as part of its parent's tree."""
+    import subprocess
+
+    from grader.sandbox.client import held_bytes
+
+    code = ("import subprocess, sys, threading, time\n"
+            "def start():\n"
+            "    subprocess.Popen([sys.executable, '-c', 'import time\\nb = bytearray(64 << 20)\\nprint(1, flush=True)\\n"
+            "time.sleep(30)'], stdout=sys.stdout).wait()\n"
+            "threading.Thread(target=start, daemon=True).start()\ntime.sleep(30)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "1"
+        held = held_bytes(parent.pid)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()
+    assert held >= 64 << 20
+
+
 @pytest.mark.slow
 def test_a_helper_wrong_only_outside_its_checks_is_charged_in_its_own_exercise(course, grader, tmp_path):
     """Issue 19, item 7: a sliding_window_mask that hides nothing for window=None, used by the classes
