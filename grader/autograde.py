@@ -73,7 +73,7 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    grader = Grader(course, device=device, confinement=confinement)  # a sandbox, and a uid per submission
+    grader = Grader(course, device=device, confinement=confinement, batch=True)  # a sandbox, a uid per submission
 
     current: list = []  # the job being graded, until it is reported
 

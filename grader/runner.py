@@ -161,11 +161,13 @@ class _Run:
 class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
-    def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None):
+    def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None,
+                 batch: bool = False):
         """``confinement``: how to run student code, as :func:`grader.sandbox.confine.confinement_for` plans
         it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
         ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
-        and pytest's output goes to stderr."""
+        and pytest's output goes to stderr. ``batch``: many submissions, or many gradings, will follow
+        (its zygote's memory in huge pages: each fork costs less, at about 0.1 s once)."""
         self.course = course
         self.debug = os.environ.get("GRADE_DEBUG") == "1" if debug is None else debug
         self.references = None
@@ -174,7 +176,7 @@ class Grader:
         from grader.sandbox.cells import Sandbox
 
         # its zygote imports torch while this process does the same
-        self.sandbox = Sandbox(course, confinement or confinement_for(course))
+        self.sandbox = Sandbox(course, confinement or confinement_for(course), batch=batch)
         try:
             self.device = pick_device(device)
         except BaseException:

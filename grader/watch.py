@@ -40,7 +40,7 @@ def watch(*, course: Course, chosen: tuple, submission: Path, device: str, seed:
     previous = signal.signal(signal.SIGINT, stop)
     grader = None
     try:
-        grader = Grader(course, device=device)
+        grader = Grader(course, device=device, batch=True)  # graded again on every save
         last: dict = {}
         last = _grade(grader, resolve_submission(submission, course), chosen, seed, last, colour, out)
         folder = submission if submission.is_dir() else submission.parent

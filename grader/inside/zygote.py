@@ -534,6 +534,37 @@ def fixed_malloc_thresholds() -> None:
         pass
 
 
+MADV_COLLAPSE = 25  # Linux 6.1 and later
+_HUGE = 2 << 20
+
+
+def collapse_into_huge_pages() -> int:
+    """Back the zygote's writable memory (torch's, about 150 MB) with 2 MB pages where the kernel can,
+    so that forking a worker copies a page table entry for each 2 MB instead of 512 (4 ms a fork down
+    to 1, and an exit's teardown likewise); a worker's first write to one copies 4 kB, as before. For a
+    zygote that forks many workers (a batch): it costs about a tenth of a second once. Memory the
+    student's code allocates later is left to the usual pages. The bytes collapsed (0 where the kernel
+    cannot: older than 6.1, or transparent huge pages off)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps") as maps:
+            lines = maps.read().splitlines()
+    except (OSError, AttributeError):
+        return 0
+    collapsed = 0
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 2 or "w" not in fields[1] or "p" not in fields[1]:
+            continue
+        start, end = (int(value, 16) for value in fields[0].split("-"))
+        low, high = (start + _HUGE - 1) & ~(_HUGE - 1), end & ~(_HUGE - 1)
+        if high - low >= _HUGE and madvise(low, high - low, MADV_COLLAPSE) == 0:
+            collapsed += high - low
+    return collapsed
+
+
 def main() -> None:
     if sys.argv[1] == "--as" and sys.argv[4] == "--":
         run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
@@ -543,7 +574,8 @@ def main() -> None:
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    config = {"namespaces": "namespaces" in sys.argv[2:], "uid": "uid" in sys.argv[2:]}  # as the grader plans
+    config = {"namespaces": "namespaces" in sys.argv[2:], "uid": "uid" in sys.argv[2:],  # as the grader plans
+              "batch": "batch" in sys.argv[2:]}
     if os.environ.get(FAULT_INJECTION) == "zygote":
         raise RuntimeError(f"forced by {FAULT_INJECTION}")
     # first, before torch: whether a worker can be confined here (the grader reads it before grading)
@@ -563,6 +595,8 @@ def main() -> None:
     _warm_up()
     gc.freeze()  # torch's objects: never traversed again by a worker's collections, so never copied
     gc.enable()
+    if config["batch"]:
+        collapse_into_huge_pages()
     zygote = Zygote(control, config)
     zygote.reply({"ok": True, "pid": os.getpid()})
     zygote.serve()

@@ -55,8 +55,9 @@ class Cell:
 class Sandbox:
     """The zygote and cgroups of one grading process, under ``confinement``."""
 
-    def __init__(self, course: Course, confinement):
-        self.course, self.confinement = course, confinement
+    def __init__(self, course: Course, confinement, *, batch: bool = False):
+        """``batch``: many submissions will be graded here (see grader.sandbox.client.ZygoteClient)."""
+        self.course, self.confinement, self.batch = course, confinement, batch
         self.blocked = blocked_paths(course)
         self.hierarchy = None
         self.cells = 0
@@ -73,7 +74,7 @@ class Sandbox:
         cgroups = None
         if self.hierarchy is not None:
             cgroups = {str(folder): f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}
-        return ZygoteClient(self.confinement, blocked=self.blocked, cgroups=cgroups)
+        return ZygoteClient(self.confinement, blocked=self.blocked, cgroups=cgroups, batch=self.batch)
 
     def inside_cgroups(self) -> dict:
         return {folder: f"/grade/cgroup/{i}" for i, folder in enumerate(self.hierarchy.folders)}

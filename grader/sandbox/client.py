@@ -39,7 +39,10 @@ class WorkerFault(Exception):
 class ZygoteClient:
     """A torch-loaded process, started fresh in the sandbox, that forks workers on request."""
 
-    def __init__(self, confinement: Confinement, *, blocked: tuple[str, ...], cgroups: dict[str, str] | None = None):
+    def __init__(self, confinement: Confinement, *, blocked: tuple[str, ...], cgroups: dict[str, str] | None = None,
+                 batch: bool = False):
+        """``batch``: it will fork the workers of many submissions (its memory in huge pages: cheaper forks,
+        grader.inside.zygote.collapse_into_huge_pages)."""
         self.confinement = confinement
         self.scratch = leftovers.scratch("grade-sandbox")  # named after this process (grader/sandbox/leftovers.py)
         self.work = self.scratch / "work"
@@ -49,6 +52,7 @@ class ZygoteClient:
         copy_student_side(self.scratch / "lib")
         self._control, theirs = socket.socketpair()
         uid = ["uid"] if confinement.root else []  # a uid per submission: the zygote's probe tries one
+        uid += ["batch"] if batch else []
         if confinement.sandboxed:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
                     *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,

@@ -1,0 +1,41 @@
+"""The zygote's own preparation (grader/inside/zygote.py): what makes its forks cheap for a batch."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _huge_pages_possible() -> bool:
+    try:
+        setting = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return False
+    major, minor = (int(n) for n in re.match(r"(\d+)\.(\d+)", __import__("platform").release()).groups())
+    return "[never]" not in setting and (major, minor) >= (6, 1)
+
+
+@pytest.mark.skipif(not _huge_pages_possible(), reason="needs Linux 6.1+ with transparent huge pages allowed")
+def test_a_batch_zygote_backs_torch_with_huge_pages_and_its_forks_still_compute():
+    """Collapsed, torch's writable memory is in 2 MB pages (AnonHugePages), and a forked child still
+    computes, writes to that memory and exits cleanly."""
+    code = """
+import os, torch
+torch.set_num_threads(1)  # as the zygote: no thread pool to break in a fork
+from grader.inside.zygote import collapse_into_huge_pages
+x = torch.randn(64, 64) @ torch.randn(64, 64)
+collapsed = collapse_into_huge_pages()
+huge = sum(int(line.split()[1]) for line in open('/proc/self/smaps') if line.startswith('AnonHugePages:'))
+child = os.fork()
+if child == 0:
+    y = torch.randn(64, 64) @ torch.randn(64, 64)
+    os._exit(0 if torch.allclose(y @ torch.eye(64), y) else 1)
+_, status = os.waitpid(child, 0)
+print(collapsed >> 20, huge >> 10, status)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.split()
+    collapsed_mb, huge_mb, status = map(int, out)
+    assert collapsed_mb >= 32 and huge_mb >= 32, out
+    assert status == 0
