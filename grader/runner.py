@@ -226,7 +226,7 @@ class Grader:
             return self._result(run, 0)
 
         stream = GradingStream(self.course, {a.id for a in assignments}, jobs, start=start, finish=finish,
-                               report=report, end=self._end)
+                               report=report, end=self._end, lean=not self.debug)  # debug: pytest's own output
         probe = self._begin(None, assignments, seed, None, None, "hidden")  # the files only
         code = _pytest(self.course, probe.files, [stream], debug=self.debug)
         _raise_problems(stream.problems)

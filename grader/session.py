@@ -351,8 +351,9 @@ class GradingStream:
     the job cannot be graded), ``finish(run)`` ends it and gives its result, ``end(run)`` only ends
     it (after a failure), ``report(job, result or GraderError)``."""
 
-    def __init__(self, course: Course, assignment_ids, jobs, *, start, finish, end, report):
-        self.course = course
+    def __init__(self, course: Course, assignment_ids, jobs, *, start, finish, end, report, lean: bool = True):
+        """``lean``: checks that need nothing of pytest's protocol run without it (grader/lean_items.py)."""
+        self.course, self.lean = course, lean
         self.problems: list[str] = []
         self.assignment_ids = frozenset(assignment_ids)
         self.jobs, self.start, self.finish, self.end, self.report = jobs, start, finish, end, report
@@ -377,9 +378,13 @@ class GradingStream:
     def pytest_runtestloop(self, session):
         from grader.errors import GraderError
 
+        from grader.lean_items import is_lean, next_full, run_lean
+
         items = list(session.items)
         if self.problems:
             return True  # the stream's owner raises (runner.Grader.grade_each)
+        lean = [self.lean and is_lean(item) for item in items]
+        following = next_full(items, lean)
         try:
             for job in self.jobs:
                 try:
@@ -394,8 +399,10 @@ class GradingStream:
                 self.plugin = run.plugin
                 try:
                     for index, item in enumerate(items):
-                        following = items[index + 1] if index + 1 < len(items) else None
-                        item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+                        if lean[index]:
+                            run_lean(item, self.plugin)
+                        else:
+                            item.ihook.pytest_runtest_protocol(item=item, nextitem=following[index])
                 except BaseException:
                     self.end(run)
                     raise
