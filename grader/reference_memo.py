@@ -46,17 +46,27 @@ def _feed(digest, value, text: list[str]) -> None:
         text.append(f"T{plain.dtype}{tuple(plain.shape)}{plain.stride()}{plain.device.type}{value.requires_grad};")
         digest.update("".join(text).encode())  # what came before, then the bytes, in order
         text.clear()
-        digest.update(plain.cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        try:  # its memory as it is, where that is one C-contiguous block numpy can show: no copy
+            data = plain.numpy() if plain.device.type == "cpu" and plain.is_contiguous() else None
+        except (TypeError, RuntimeError):  # bfloat16, a conjugate view
+            data = None
+        digest.update(data if data is not None else plain.cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
     elif isinstance(value, (tuple, list)):
         text.append(f"{type(value).__name__}{len(value)}(")
         for item in value:
-            _feed(digest, item, text)
+            if type(item) in _PLAIN:  # a leaf, described here: most of a module's state
+                text.append(f"{type(item).__name__}:{item!r};")
+            else:
+                _feed(digest, item, text)
         text.append(")")
     elif isinstance(value, dict):
         text.append(f"dict{len(value)}(")
         for key in sorted(value, key=repr):
-            _feed(digest, key, text)
-            _feed(digest, value[key], text)
+            for item in (key, value[key]):
+                if type(item) in _PLAIN:
+                    text.append(f"{type(item).__name__}:{item!r};")
+                else:
+                    _feed(digest, item, text)
         text.append(")")
     elif isinstance(value, torch.nn.Module):
         text.append(f"M{type(value).__module__}.{type(value).__qualname__};")

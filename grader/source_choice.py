@@ -125,8 +125,10 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
         text = module.read_text(encoding="utf-8")
         ours = definitions(ast.parse(text), text)
         theirs: dict[str, Written | None] = {}
-        for cell in read_cells(notebook):
-            theirs.update(definitions(ast.parse(cell.code), cell.code))
+        for cell in read_cells(notebook):  # each cell's kept statements, parsed once there
+            if cell.nodes is None:
+                raise SyntaxError(cell.filename)
+            theirs.update(definitions(ast.Module(body=list(cell.nodes), type_ignores=[]), cell.code))
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
         return None  # what the student wrote cannot be read here: the module is graded, as it runs
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _NOT_GRADED = {"matplotlib", "IPython", "ipywidgets", "seaborn", "tqdm", "pandas", "grader"}
@@ -33,6 +33,7 @@ class Cell:
     filename: str  # what tracebacks show
     source: str  # the cell's whole (magic-free) source, for tracebacks
     code: str  # the kept definitions only
+    nodes: tuple | None = field(default=None, compare=False)  # their statements, parsed (None: it does not parse)
 
 
 def _is_test_cell(cell: dict) -> bool:
@@ -150,7 +151,7 @@ def read_cells(path: Path) -> list[Cell]:
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             keep_lines.update(range(start, node.end_lineno + 1))
         code = "\n".join(line if number in keep_lines else "" for number, line in enumerate(lines, 1))
-        cells.append(Cell(filename, source, code))
+        cells.append(Cell(filename, source, code, tuple(kept)))
     return cells
 
 

@@ -114,3 +114,18 @@ def test_a_computation_that_changes_its_module_is_never_skipped():
     for _ in range(2):
         memo.get(fingerprint("check#2", x, stateless), lambda: stateless(x), unchanged=stateless)
     assert memo.hits == 1
+
+
+def test_a_tensors_fingerprint_is_its_content_however_its_bytes_are_read():
+    """Contiguous tensors are hashed from their memory as it is, others (and dtypes numpy cannot show)
+    from a contiguous copy: either way equal content gives one key and a changed entry another."""
+    import torch
+
+    for t in [torch.randn(3, 4), torch.randn(3, 4).T, torch.randn(3, dtype=torch.bfloat16), torch.tensor(1.0),
+              torch.zeros(0), torch.ones(3, dtype=torch.bool), torch.randn(2, 3, dtype=torch.float16)]:
+        key = fingerprint(t)
+        assert key is not None and key == fingerprint(t.clone()), t
+        if t.numel():
+            changed = t.clone()
+            changed[(0,) * t.dim()] = False if t.dtype == torch.bool else 5
+            assert fingerprint(changed) != key, t
