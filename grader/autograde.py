@@ -62,11 +62,14 @@ def failed_result(assignments, name: str, status: str, message: str, seed: int) 
 
 # --- the grading processes -----------------------------------------------------------------------
 def _grading_process(course: Course, assignments, device: str, seed: int | None, confinement, tasks,
-                     results, sandboxes: Path, parent: int) -> None:
+                     results, sandboxes: Path, parent: int, cpu: int | None = None) -> None:
     """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``. Its
     temporary folders go under ``sandboxes``, which the run removes even if this process is killed;
-    it dies with the run (``parent``), however the run ends."""
+    it dies with the run (``parent``), however the run ends. With ``cpu``, it and every process it
+    starts run on that processor only."""
     leftovers.die_with_parent(parent)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's own handler (_interruptible)
     tempfile.tempdir = str(sandboxes)
     from grader.runner import Grader
@@ -275,15 +278,19 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
     for job in todo:
         tasks.put(job)
     parent = os.getpid()
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    # as many grading processes as processors: each keeps to one, with its zygote and workers, which
+    # take turns with it (a request, a reply): no migrations, no cache shared with the other one
+    pinned = len(cpus) > 1 and workers <= len(cpus)
 
-    def start():
+    def start(position):
         process = context.Process(target=_grading_process, daemon=True,
                                   args=(course, assignments, device, seed, confinement, tasks, results, sandboxes,
-                                        parent))
+                                        parent, cpus[position] if pinned else None))
         process.start()
         return process
 
-    processes = [start() for _ in range(workers)]
+    processes = [start(position) for position in range(workers)]
     by_name = {job.name: job for job in todo}
     in_flight: dict[int, tuple[str, float]] = {}  # pid -> (submission, started)
     attempts: dict[str, int] = {}
@@ -331,7 +338,7 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
                     else:
                         message = "grading this submission crashed the grader twice"
                         record(name, failed_result(assignments, name, "crashed", message, seed or 0).to_json())
-                processes[position] = start()
+                processes[position] = start(position)
         for _ in processes:
             tasks.put(None)
         for process in processes:
