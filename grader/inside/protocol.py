@@ -153,12 +153,12 @@ def _encode(value, buffers, tensors, depth):
         return {"$dtype": str(value).removeprefix("torch.")}
     if torch is not None and isinstance(value, torch.device):
         return {"$device": str(value)}
-    if isinstance(value, tuple):
-        return {"$tuple": [_encode(item, buffers, tensors, depth + 1) for item in value]}
-    if isinstance(value, list):
-        return [_encode(item, buffers, tensors, depth + 1) for item in value]
+    if isinstance(value, (tuple, list)):  # leaves of plain data inline, the rest by a call each
+        items = [item if type(item) in _SCALARS else _encode(item, buffers, tensors, depth + 1) for item in value]
+        return {"$tuple": items} if isinstance(value, tuple) else items
     if isinstance(value, dict):
-        return {"$d": [[_encode(k, buffers, tensors, depth + 1), _encode(v, buffers, tensors, depth + 1)]
+        return {"$d": [[k if type(k) in _SCALARS else _encode(k, buffers, tensors, depth + 1),
+                        v if type(v) in _SCALARS else _encode(v, buffers, tensors, depth + 1)]
                        for k, v in value.items()]}
     raise TypeError(f"{type(value).__qualname__} is not plain data")
 
@@ -226,28 +226,23 @@ def decode(payload: bytes, *, limit: int):
 def _checked(entry) -> tuple[int, int]:
     """(bytes sent, bytes the tensor stands for once made contiguous), or MalformedMessage."""
     name, shape, strides, device, nbytes = entry
-    if name not in _DTYPES or not isinstance(device, str) or len(shape) != len(strides) or len(shape) > 16:
+    if name not in _DTYPES or type(device) is not str or type(shape) is not list or type(strides) is not list \
+            or len(shape) != len(strides) or len(shape) > 16:
         raise MalformedMessage("a tensor of an unknown kind")
-    if not all(isinstance(n, int) and n >= 0 for n in [*shape, *strides]):
-        raise MalformedMessage("a tensor with a negative size or stride")
-    numel = _numel(shape)
-    span = 0 if numel == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    if nbytes != span * _itemsize(name):
-        raise MalformedMessage("a tensor whose bytes do not match its shape")
-    return nbytes, numel * _itemsize(name)
-
-
-def _numel(shape) -> int:
-    numel = 1
-    for n in shape:
+    numel, span = 1, 1
+    for n, stride in zip(shape, strides):
+        if type(n) is not int or type(stride) is not int or n < 0 or stride < 0:
+            raise MalformedMessage("a tensor with a negative size or stride")
         numel *= n
-    return numel
+        span += (n - 1) * stride
+    itemsize = _ITEMSIZES[name]
+    if nbytes != (0 if numel == 0 else span) * itemsize:
+        raise MalformedMessage("a tensor whose bytes do not match its shape")
+    return nbytes, numel * itemsize
 
 
-def _itemsize(name: str) -> int:
-    import torch
-
-    return getattr(torch, name).itemsize
+_ITEMSIZES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16, "bool": 1,
+              "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8}
 
 
 def _tensor(entry, data: bytes):
@@ -270,7 +265,7 @@ def _decode(value, tensors, entries, depth):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
-        return [_decode(item, tensors, entries, depth + 1) for item in value]
+        return [item if type(item) in _SCALARS else _decode(item, tensors, entries, depth + 1) for item in value]
     if isinstance(value, dict) and len(value) == 1:
         (kind, item), = value.items()
         if kind == "$t":
@@ -291,10 +286,11 @@ def _decode(value, tensors, entries, depth):
         if kind == "$d" and isinstance(item, list):
             out = {}
             for key, val in item:
-                key = _decode(key, tensors, entries, depth + 1)
-                if not isinstance(key, (str, int, float, bool, type(None), tuple)):
-                    raise TypeError("a key that is not plain data")
-                out[key] = _decode(val, tensors, entries, depth + 1)
+                if type(key) not in _SCALARS:
+                    key = _decode(key, tensors, entries, depth + 1)
+                    if not isinstance(key, (str, int, float, bool, type(None), tuple)):
+                        raise TypeError("a key that is not plain data")
+                out[key] = val if type(val) in _SCALARS else _decode(val, tensors, entries, depth + 1)
             return out
     raise ValueError("not plain data")
 

@@ -134,3 +134,14 @@ def test_a_worker_spec_crosses_the_wire_as_plain_data():
 
 def test_clip_marks_the_cut():
     assert protocol.clip("x" * 10, 4) == "xxxx ... (cut)" and protocol.clip("short") == "short"
+
+
+def test_the_itemsizes_the_decoder_counts_with_are_torchs_own():
+    """The decoder checks each tensor's bytes against its shape with a table of item sizes (no torch
+    lookup per tensor): it must be torch's, for every dtype the protocol carries."""
+    import torch
+
+    from grader.inside.protocol import _DTYPES, _ITEMSIZES
+
+    assert set(_ITEMSIZES) == set(_DTYPES)
+    assert all(getattr(torch, name).itemsize == size for name, size in _ITEMSIZES.items())
