@@ -119,16 +119,9 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     """The choice for an assignment folder holding both files, or None when the notebook adds
     nothing (every exercise graded from the module, none written in the notebook too) or a file
     does not parse (the module is graded, and its syntax error shown)."""
-    from grader.inside.notebook_source import read_cells
-
     try:
-        text = module.read_text(encoding="utf-8")
-        ours = definitions(ast.parse(text), text)
-        theirs: dict[str, Written | None] = {}
-        for cell in read_cells(notebook):  # each cell's kept statements, parsed once there
-            if cell.nodes is None:
-                raise SyntaxError(cell.filename)
-            theirs.update(definitions(ast.Module(body=list(cell.nodes), type_ignores=[]), cell.code))
+        ours = _parsed("module", module.read_bytes(), _module_definitions)
+        theirs = _parsed("notebook", notebook.read_bytes(), _notebook_definitions)
     except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
         return None  # what the student wrote cannot be read here: the module is graded, as it runs
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
@@ -145,3 +138,38 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
             notes[name] = f"graded from {module.name}: {notebook.name} writes it too, and the module wins " \
                           f"(make the two the same, or delete one)"
     return Choice(module.name, notebook.name, from_notebook, in_both, notes)
+
+
+def _module_definitions(data: bytes) -> dict[str, Written | None]:
+    text = data.decode("utf-8")
+    return definitions(ast.parse(text), text)
+
+
+def _notebook_definitions(data: bytes) -> dict[str, Written | None]:
+    from grader.inside.notebook_source import cells_of
+
+    theirs: dict[str, Written | None] = {}
+    for cell in cells_of(data):  # each cell's kept statements, parsed once there
+        if cell.nodes is None:
+            raise SyntaxError(cell.filename)
+        theirs.update(definitions(ast.Module(body=list(cell.nodes), type_ignores=[]), cell.code))
+    return theirs
+
+
+KEPT = 64  # files read, by content: a class hands in the released stubs and lesson notebooks again and again
+_PARSED: dict[tuple[str, bytes], dict] = {}
+
+
+def _parsed(kind: str, data: bytes, read) -> dict:
+    """``read(data)``, or what it gave for the same bytes earlier in this process (a file that does not
+    parse raises each time, and is not kept). What is kept is only read, never changed, by choose()."""
+    import hashlib
+
+    key = (kind, hashlib.blake2b(data, digest_size=20).digest())
+    found = _PARSED.get(key)
+    if found is None:
+        found = read(data)
+        if len(_PARSED) >= KEPT:
+            _PARSED.pop(next(iter(_PARSED)))  # the oldest
+        _PARSED[key] = found
+    return found

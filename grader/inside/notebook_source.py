@@ -121,7 +121,12 @@ def _root(func: ast.expr) -> str | None:
 
 def read_cells(path: Path) -> list[Cell]:
     """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole."""
-    notebook = json.loads(Path(path).read_text(encoding="utf-8"))  # nested too deeply: a RecursionError (below)
+    return cells_of(Path(path).read_bytes(), Path(path).name)
+
+
+def cells_of(data: bytes, name: str = "notebook.ipynb") -> list[Cell]:
+    """:func:`read_cells` of a notebook's bytes; ``name`` is the file's, for tracebacks."""
+    notebook = json.loads(data.decode("utf-8"))  # nested too deeply: a RecursionError (below)
     cells = []
     scope = _Scope()
     for index, cell in enumerate(notebook.get("cells", []), start=1):
@@ -131,7 +136,7 @@ def read_cells(path: Path) -> list[Cell]:
         source = without_magics("".join(raw) if isinstance(raw, list) else raw)
         if source.lstrip().startswith("%%"):
             continue
-        filename = f"{Path(path).name} [cell {index}]"
+        filename = f"{name} [cell {index}]"
         try:
             tree = ast.parse(source)
         except (SyntaxError, RecursionError, MemoryError):  # nested past the parser's limits: no syntax error

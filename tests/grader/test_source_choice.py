@@ -157,3 +157,25 @@ def test_the_tree_text_tells_strings_from_its_own_punctuation():
     one, other = (ast.parse(f"def f(x):\n    return g({text})\n") for text in ('"])"', '[]'))
     assert _dump(one) != _dump(other)
     assert _dump(ast.parse("def f(x):\n    return 1\n")) == _dump(ast.parse("def f(x):\n\n    return (1)\n"))
+
+
+def test_files_read_before_are_not_parsed_again_and_a_broken_one_is_read_each_time(tmp_path, monkeypatch):
+    """A class hands in the released stubs and lesson notebooks again and again: the same bytes give
+    the same choice from what was read the first time; different bytes are read anew; a notebook that
+    does not parse is never kept, so it is read (and refused) each time."""
+    import grader.source_choice as source_choice
+
+    monkeypatch.setattr(source_choice, "_PARSED", {})
+    module = tmp_path / "attention_basics.py"
+    module.write_text(STUB)
+    cells = notebook(tmp_path / "attention_basics.ipynb", WRITTEN)
+    reads = []
+    real = source_choice._notebook_definitions
+    monkeypatch.setattr(source_choice, "_notebook_definitions", lambda data: reads.append(data) or real(data))
+    first, again = choose(module, cells, ("softmax",)), choose(module, cells, ("softmax",))
+    assert first == again and first.from_notebook == ("softmax",) and len(reads) == 1
+    notebook(cells, WRITTEN.replace("x.softmax(dim)", "x.exp() / x.exp().sum(dim, keepdim=True)"))
+    assert choose(module, cells, ("softmax",)).from_notebook == ("softmax",) and len(reads) == 2
+    cells.write_text("{not json")
+    assert choose(module, cells, ("softmax",)) is None and choose(module, cells, ("softmax",)) is None
+    assert len(reads) == 4
