@@ -470,6 +470,17 @@ def _warm_up() -> None:
         out = torch.softmax(scores, dim=-1) @ torch.randn(3, 2)
     (out * torch.ones_like(out)).sum().backward()
     protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
+    # the first use of what attention code often calls costs up to a millisecond or so each (kernels
+    # chosen, caches filled): paid here once, not in each worker
+    q = torch.randn(1, 2, 3, 4, requires_grad=True)
+    attended = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    mixed = torch.einsum("bhqd,bhkd->bhqk", q, q).softmax(-1) @ q
+    joined = torch.cat([attended, mixed], 1) + torch.stack([q, q]).sum(0).repeat_interleave(2, dim=1)
+    torch.nn.functional.dropout(joined, 0.5, training=True).sum().backward()
+    angles = torch.outer(torch.arange(4.0), torch.arange(2.0))
+    (angles.cos() + angles.sin()).double().softmax(-1)
+    half = q.detach().half()
+    half @ half.transpose(-1, -2)
 
 
 PROBE_UID = 1_999_999_999  # below every submission's uid (grader.sandbox.confine.FIRST_UID): the probe's own
