@@ -211,15 +211,18 @@ class Grader:
         _raise_problems(run.plugin.problems)
         return self._result(run, code)
 
-    def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report) -> None:
+    def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report,
+                   assignments_of=None) -> None:
         """Grade each of ``jobs`` (an iterator) on ``assignments`` with one seed, in one pytest session:
         the suites are collected once, and each submission runs every check. ``prepare(job)`` gives
         the job's Submission (a GraderError: the job cannot be graded); ``report(job, result)`` gets its
-        SubmissionResult, or the GraderError."""
+        SubmissionResult, or the GraderError. ``assignments_of(job)``: those of ``assignments`` this job
+        is graded on (by default all; --watch grades what a save changed)."""
         from grader.session import GradingStream
 
         def start(job):
-            return self._begin(prepare(job), assignments, seed, None, None, "hidden", memo=True)
+            chosen = assignments if assignments_of is None else assignments_of(job)
+            return self._begin(prepare(job), chosen, seed, None, None, "hidden", memo=True)
 
         def finish(run):
             self._end(run)

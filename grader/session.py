@@ -384,7 +384,7 @@ class GradingStream:
         if self.problems:
             return True  # the stream's owner raises (runner.Grader.grade_each)
         lean = [self.lean and is_lean(item) for item in items]
-        following = next_full(items, lean)
+        of = [(marker := item.get_closest_marker("assignment")) and marker.args[0] for item in items]
         try:
             for job in self.jobs:
                 try:
@@ -397,12 +397,15 @@ class GradingStream:
                                                  f"({type(error).__name__}: {str(error)[:200]})"))
                     continue
                 self.plugin = run.plugin
+                wanted = {a.id for a in run.assignments}  # this submission's assignments (--watch: what changed)
+                chosen = [index for index in range(len(items)) if of[index] in wanted]
+                following = next_full([items[i] for i in chosen], [lean[i] for i in chosen])
                 try:
-                    for index, item in enumerate(items):
+                    for position, index in enumerate(chosen):
                         if lean[index]:
-                            run_lean(item, self.plugin)
+                            run_lean(items[index], self.plugin)
                         else:
-                            item.ihook.pytest_runtest_protocol(item=item, nextitem=following[index])
+                            items[index].ihook.pytest_runtest_protocol(item=items[index], nextitem=following[position])
                 except BaseException:
                     self.end(run)
                     raise

@@ -1,6 +1,7 @@
 """``grade check --watch``: grade once, then again on every save, from a grader kept warm.
 
-The grading process, its zygote and the reference's results stay up between gradings; each save of a
+The grading process, its pytest session (the suites collected once), its zygote and the reference's
+results of the run's one seed stay up between gradings (runner.Grader.grade_each); each save of a
 module or notebook of the submission (watched with ``watchfiles``, debounced) re-grades the
 assignments whose files changed, and those whose module imports a changed one (04 imports 03's
 ``causal_attention``). A module that does not parse shows its syntax error at once, with nothing
@@ -39,10 +40,11 @@ def watch(*, course: Course, chosen: tuple, submission: Path, device: str, seed:
 
     previous = signal.signal(signal.SIGINT, stop)
     grader = None
-    try:
-        grader = Grader(course, device=device, batch=True)  # graded again on every save
-        last: dict = {}
-        last = _grade(grader, resolve_submission(submission, course), chosen, seed, last, colour, out)
+    shown: dict = {}  # (assignment, exercise) -> (status, score) as last shown
+
+    def gradings():
+        """The submission, then again at each save that changes what it grades: (submission, assignments)."""
+        yield resolve_submission(submission, course), chosen
         folder = submission if submission.is_dir() else submission.parent
         for batch in saves(folder, debounce=200, step=50, raise_interrupt=True):
             changed = {Path(path) for _, path in batch if path.endswith(SOURCES) and not Path(path).name.startswith(".")}
@@ -57,7 +59,18 @@ def watch(*, course: Course, chosen: tuple, submission: Path, device: str, seed:
             found = resolve_submission(submission, course)
             again = affected(course, found, chosen, changed)
             if again:
-                last = _grade(grader, found, again, seed, last, colour, out)
+                yield found, again
+
+    def report(job, result):
+        if isinstance(result, GraderError):
+            raise result
+        shown.update(_shown(result, shown, colour, out))
+
+    try:
+        # one pytest session, one zygote and the reference's results of this seed, kept between gradings
+        grader = Grader(course, device=device, batch=True)
+        grader.grade_each(gradings(), chosen, seed=seed, prepare=lambda job: job[0], report=report,
+                          assignments_of=lambda job: job[1])
     except KeyboardInterrupt:
         return 0
     except GraderError:
@@ -105,10 +118,10 @@ def affected(course: Course, found, chosen: tuple, changed: set[Path]) -> tuple:
     return tuple(a for a in chosen if a.id in hit)
 
 
-def _grade(grader, found, chosen: tuple, seed: int, last: dict, colour: bool, out) -> dict:
+def _shown(result, last: dict, colour: bool, out) -> dict:
+    """Show ``result``, and what changed since ``last``; what it showed, by exercise."""
     from grader.report import render
 
-    result = grader.grade(found, chosen, seed=seed)
     now = {(a.id, e.name): (e.status, e.score) for a in result.assignments for e in a.exercises}
     said = changes(last, now) if last else []
     text = render(result, "table", colour=colour)

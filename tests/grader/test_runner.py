@@ -89,6 +89,28 @@ def test_a_batch_graded_in_one_session_gives_each_submission_what_it_gets_alone(
     assert {"softmax-unstable", "missing-scale"} <= named
 
 
+def test_a_stream_grades_each_job_on_its_own_assignments_as_alone(course, grader, tmp_path, submission_dir):
+    """--watch grades what a save changed, in the one session it keeps: a job graded on some of the
+    session's assignments gets those only, each as a grading of them alone gives it."""
+    import shutil
+
+    first, third = course.assignment("01_attention_basics"), course.assignment("03_causal_attention")
+    broken = tmp_path / "broken"
+    shutil.copytree(submission_dir, broken)
+    module = broken / "03_causal_attention" / "causal_attention.py"
+    module.write_text(module.read_text().replace("torch.triu", "torch.tril", 1))
+    jobs = [(submission_dir, (first, third)), (broken, (third,)), (submission_dir, (first,))]
+    streamed = []
+    grader.grade_each(iter(jobs), (first, third), seed=5, prepare=lambda job: resolve_submission(job[0], course),
+                      report=lambda job, outcome: streamed.append(outcome), assignments_of=lambda job: job[1])
+    assert [[a.id for a in outcome.assignments] for outcome in streamed] == [
+        ["01_attention_basics", "03_causal_attention"], ["03_causal_attention"], ["01_attention_basics"]]
+    for (path, chosen), outcome in zip(jobs, streamed):
+        alone = grader.grade(resolve_submission(path, course), chosen, seed=5)
+        assert _comparable(outcome) == _comparable(alone), path.name
+    assert streamed[1].score < streamed[1].max_score and streamed[2].full_marks
+
+
 def test_torch_is_imported_once_and_frozen_out_of_the_collector():
     """A full collection among torch's objects costs tens of milliseconds each time one runs; imported
     by the grader, they are frozen (gc.freeze), and the collector is left as it was."""
