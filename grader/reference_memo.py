@@ -117,6 +117,24 @@ class ReferenceMemo:
         self.bytes = 0
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.hits = self.misses = 0
+        # uses (a check's numbered use of the reference) that compute faster than their reads can be
+        # fingerprinted: computed each time, never looked up (computing is always right)
+        self.cheap: set[str] = set()
+
+    def lookup(self, use: str, reads: tuple, compute, unchanged=None):
+        """:meth:`get` under the fingerprint of ``reads``; a ``use`` whose computation took less time
+        than that fingerprint is marked cheap, and computed from then on without one."""
+        import time
+
+        started = time.perf_counter()
+        key = fingerprint(*reads)
+        fingerprinted = time.perf_counter()
+        if key is None or key in self.entries:
+            return self.get(key, compute, unchanged)
+        value = self.get(key, compute, unchanged)
+        if time.perf_counter() - fingerprinted < fingerprinted - started:
+            self.cheap.add(use)
+        return value
 
     def get(self, key: bytes | None, compute, unchanged=None):
         """``compute()``, or a copy of what it gave last time under ``key`` (None: not kept). A result

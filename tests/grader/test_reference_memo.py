@@ -129,3 +129,26 @@ def test_a_tensors_fingerprint_is_its_content_however_its_bytes_are_read():
             changed = t.clone()
             changed[(0,) * t.dim()] = False if t.dtype == torch.bool else 5
             assert fingerprint(changed) != key, t
+
+
+def test_a_use_cheaper_to_compute_than_to_fingerprint_is_computed_each_time():
+    """Looking a result up costs a fingerprint of everything it reads: a use that computes faster than
+    that is marked cheap (and computed from then on, which is always right); a slow one is kept."""
+    import time
+
+    import torch
+
+    memo = ReferenceMemo()
+    big = torch.randn(2_000_000)
+    calls = []
+    assert memo.lookup("check#0", ("check#0", big), lambda: calls.append(1) or 7) == 7
+    assert "check#0" in memo.cheap
+
+    def slow():
+        calls.append(2)
+        time.sleep(0.05)
+        return torch.ones(3)
+
+    first = memo.lookup("check#1", ("check#1", torch.ones(2)), slow)
+    again = memo.lookup("check#1", ("check#1", torch.ones(2)), slow)
+    assert "check#1" not in memo.cheap and calls.count(2) == 1 and torch.equal(first, again)
