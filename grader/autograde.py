@@ -270,7 +270,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
 def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, confinement, sandboxes: Path) -> None:
     from grader.runner import import_torch
 
-    import_torch()  # imported once here (and frozen: see import_torch), inherited by every grading process
+    import_torch()  # imported once in this process (by pick_device already), inherited by every grading process
     import grader.session  # noqa: F401 - and pytest with the grading side, likewise
 
     context = multiprocessing.get_context("fork")

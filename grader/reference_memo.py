@@ -54,19 +54,13 @@ def _feed(digest, value, text: list[str]) -> None:
     elif isinstance(value, (tuple, list)):
         text.append(f"{type(value).__name__}{len(value)}(")
         for item in value:
-            if type(item) in _PLAIN:  # a leaf, described here: most of a module's state
-                text.append(f"{type(item).__name__}:{item!r};")
-            else:
-                _feed(digest, item, text)
+            _feed(digest, item, text)
         text.append(")")
     elif isinstance(value, dict):
         text.append(f"dict{len(value)}(")
         for key in sorted(value, key=repr):
-            for item in (key, value[key]):
-                if type(item) in _PLAIN:
-                    text.append(f"{type(item).__name__}:{item!r};")
-                else:
-                    _feed(digest, item, text)
+            _feed(digest, key, text)
+            _feed(digest, value[key], text)
         text.append(")")
     elif isinstance(value, torch.nn.Module):
         text.append(f"M{type(value).__module__}.{type(value).__qualname__};")

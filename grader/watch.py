@@ -119,7 +119,7 @@ def affected(course: Course, found, chosen: tuple, changed: set[Path]) -> tuple:
 
 
 def _shown(result, last: dict, colour: bool, out) -> dict:
-    """Show ``result``, and what changed since ``last``; what it showed, by exercise."""
+    """Show ``result``, and what changed since ``last``; what it showed now, by exercise."""
     from grader.report import render
 
     now = {(a.id, e.name): (e.status, e.score) for a in result.assignments for e in a.exercises}
@@ -128,7 +128,7 @@ def _shown(result, last: dict, colour: bool, out) -> dict:
     if said:
         text += "changes since the last grading:\n" + "\n".join(f"  {line}" for line in said) + "\n"
     _show(text + "(watching for saves; Ctrl-C to stop)\n", colour, out)
-    return {**last, **now}
+    return now
 
 
 def changes(before: dict, after: dict) -> list[str]:

@@ -182,8 +182,6 @@ def _tensor_entry(tensor, buffers) -> list:
     if name not in _DTYPES:
         raise TypeError(f"tensors of {plain.dtype} are not plain data")
     shape, strides = list(plain.shape), list(plain.stride())
-    if any(s < 0 for s in strides):
-        raise TypeError("tensors with negative strides are not plain data")
     span = 0 if plain.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     size = span * plain.element_size()
     # the span starts at the tensor's first element and ends at its last: memory of its own storage,

@@ -557,8 +557,7 @@ def collapse_into_huge_pages() -> int:
     student's code allocates later is left to the usual pages. The bytes collapsed (0 where the kernel
     cannot: older than 6.1, or transparent huge pages off)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        madvise = libc.madvise
+        madvise = _libc.madvise
         madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         with open("/proc/self/maps") as maps:
             lines = maps.read().splitlines()
