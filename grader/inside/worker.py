@@ -360,8 +360,10 @@ class StackWatch:
         import signal
 
         if isinstance(seconds, (int, float)) and seconds > protocol.STACK_MARGIN_S:
-            self.file.seek(0)
-            self.file.truncate()
+            fd = self.file.fileno()  # faulthandler writes to the descriptor: its offset says whether it wrote
+            if os.lseek(fd, 0, os.SEEK_CUR):
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
             signal.setitimer(signal.ITIMER_REAL, seconds - protocol.STACK_MARGIN_S)
 
     def disarm(self) -> None:

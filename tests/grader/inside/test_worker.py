@@ -59,3 +59,37 @@ def test_a_measure_counts_at_the_dispatcher_and_still_sees_what_is_forbidden():
     with pytest.raises(ForbiddenOperation), both:
         torch.ops.aten._softmax(torch.randn(3), 0, False)  # past the functions' view: the dispatcher's
     assert both.forbidden == ["_softmax"]
+
+
+def test_a_stack_written_before_a_call_ended_is_gone_when_the_next_call_is_armed(tmp_path):
+    """The worker writes its stack shortly before a deadline; a call that finishes just after that leaves
+    the dump behind. The next request's arming must empty the file, or a later timeout would show where
+    an earlier call was."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    import grader
+
+    script = textwrap.dedent("""
+        import time
+        from grader.inside import protocol
+        from grader.inside.worker import StackWatch
+
+        def where_the_first_call_was():
+            time.sleep(0.2)
+
+        watch = StackWatch()
+        watch.arm(protocol.STACK_MARGIN_S + 0.05)  # fires after 50 ms, inside the sleep
+        where_the_first_call_was()
+        print(len(open(protocol.STACK_FILE).read()) > 0)
+        watch.arm(60)  # the next request
+        print(repr(open(protocol.STACK_FILE).read()))
+        watch.disarm()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(grader.__file__).resolve().parent.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["True", "''"]

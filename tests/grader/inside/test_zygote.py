@@ -39,3 +39,16 @@ print(collapsed >> 20, huge >> 10, status)
     collapsed_mb, huge_mb, status = map(int, out)
     assert collapsed_mb >= 32 and huge_mb >= 32, out
     assert status == 0
+
+
+def test_the_warm_up_pays_what_a_worker_that_forbids_something_would_pay_first():
+    """Torch's table of overridable functions, which the tracer's functions' view names functions by, is
+    built by the zygote's warm-up (8 ms), so no worker of an exercise that forbids something builds it."""
+    code = """
+import torch.overrides
+from grader.inside.zygote import _warm_up
+_warm_up()
+print(torch.overrides._get_overridable_functions.cache_info().currsize)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["1"]
