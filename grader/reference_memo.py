@@ -112,7 +112,8 @@ class ReferenceMemo:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.hits = self.misses = 0
         # uses (a check's numbered use of the reference) that compute faster than their reads can be
-        # fingerprinted: computed each time, never looked up (computing is always right)
+        # fingerprinted, or that change what they read (never kept): computed each time, never looked up
+        # (computing is always right)
         self.cheap: set[str] = set()
 
     def lookup(self, use: str, reads: tuple, compute, unchanged=None):
@@ -124,10 +125,13 @@ class ReferenceMemo:
         key = fingerprint(*reads)
         fingerprinted = time.perf_counter()
         if key is None or key in self.entries:
-            return self.get(key, compute, unchanged)
-        value = self.get(key, compute, unchanged)
-        if time.perf_counter() - fingerprinted < fingerprinted - started:
-            self.cheap.add(use)
+            value = self.get(key, compute, unchanged)
+        else:
+            value = self.get(key, compute, unchanged)
+            if time.perf_counter() - fingerprinted < fingerprinted - started:
+                self.cheap.add(use)
+        if key is not None and self.entries.get(key) is _NOT_KEPT:  # it changes what it reads: never kept,
+            self.cheap.add(use)  # so never fingerprinted again either
         return value
 
     def get(self, key: bytes | None, compute, unchanged=None):

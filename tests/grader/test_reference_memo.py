@@ -152,3 +152,22 @@ def test_a_use_cheaper_to_compute_than_to_fingerprint_is_computed_each_time():
     first = memo.lookup("check#1", ("check#1", torch.ones(2)), slow)
     again = memo.lookup("check#1", ("check#1", torch.ones(2)), slow)
     assert "check#1" not in memo.cheap and calls.count(2) == 1 and torch.equal(first, again)
+
+
+def test_a_use_that_changes_what_it_reads_is_not_fingerprinted_again():
+    """A computation that changed the module it ran (a cache it fills) is never kept; its use is then
+    computed each time without the fingerprint that could only find it not kept."""
+    import time
+
+    memo = ReferenceMemo()
+    layer = torch.nn.Linear(2, 2)
+    calls = []
+
+    def fills_a_cache():
+        calls.append(1)
+        time.sleep(0.02)  # slow enough to be worth keeping, were it kept
+        layer.seen = len(calls)  # state the fingerprint reads: the module changed
+        return torch.ones(1) * len(calls)
+
+    first = memo.lookup("check#0", ("check#0", layer), fills_a_cache, unchanged=layer)
+    assert "check#0" in memo.cheap and torch.equal(first, torch.ones(1))
