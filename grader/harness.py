@@ -537,7 +537,10 @@ class ModulePair:
             self.ref = _Unavailable()
         else:
             manual_seed(grade.seed)
-            self.ref = getattr(grade.ref, name)(*args, **kwargs).to(grade.device, dtype).train(training)
+            self.ref = getattr(grade.ref, name)(*args, **kwargs)
+            if grade.device != "cpu" or dtype is not None:  # else .to() gives back every tensor as it is
+                self.ref = self.ref.to(grade.device, dtype)
+            self.ref.train(training)
         # one round trip: the reference's weights go with the request (the worker loads them where
         # every name and shape fits), and the instance's parameters, buffers and submodules come back
         ours = self.reference_parameters()

@@ -6,9 +6,9 @@ student-side modules and the working copy only; no network; its own PID namespac
 process ever maps memory of the grader's, and none can reach the channels of ``grade autograde``.
 It never runs student code itself.
 
-For each worker it forks a child that enters a cgroup of the submission's (memory and process
-count per submission), then new PID, mount, network, IPC and UTS namespaces, and forks the worker
-as PID 1 of that PID namespace. When the worker dies (killed at the end of grading, on a timeout,
+For each submission it forks the submission's process, which enters a cgroup of the submission's
+(memory and process count per submission) once, and forks each worker as PID 1 of a new PID
+namespace (:func:`fork_worker`); the worker makes its own mount, network, IPC and UTS namespaces. When the worker dies (killed at the end of grading, on a timeout,
 or by its own hand) the kernel kills every process in its namespace: nothing a submission starts
 outlives its grading, whatever it does with ``setsid`` or double forks. The worker then gets a
 fresh ``/proc`` and ``/tmp``, gives up its capabilities (and, as root, switches to the submission's
@@ -249,7 +249,7 @@ class Zygote:
             pid, _, channel = self.submission
             channel.close()
             try:
-                os.kill(pid, signal.SIGKILL)  # its workers' starters die with it (their death signal)
+                os.kill(pid, signal.SIGKILL)  # its workers die with it (their death signal)
             except ProcessLookupError:
                 pass
             self.workers.add(pid)  # end() waits for it like a worker
@@ -282,60 +282,63 @@ class Zygote:
         return {"ok": not left, "left": len(left)}
 
 
-def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
-    """Fork a starter that enters new namespaces and forks the worker as PID 1 there (in the
-    submission's cgroups when its process, :func:`_submission_main`, calls this). Returns the worker's
-    pid (0 if it could not start), an error message, and the grader's end of the worker's socket."""
-    ours, theirs = socket.socketpair()
-    reader, writer = os.pipe()
-    child = os.fork()
+_OWN_PID_NAMESPACE: int | None = None  # a descriptor of this process's PID namespace, opened at its first worker
+
+
+def fork_worker(namespaces: bool) -> int:
+    """``os.fork()``; with ``namespaces``, the child is PID 1 of a new PID namespace (the other namespaces
+    it makes itself: :func:`_confine`), and this process's later children are born in its own again."""
+    global _OWN_PID_NAMESPACE
+    if not namespaces:
+        return os.fork()
+    if _OWN_PID_NAMESPACE is None:
+        _OWN_PID_NAMESPACE = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    _check(_libc.unshare(_CLONE_NEWPID), "unshare")  # for the next child only: this process stays where it is
+    try:
+        child = os.fork()
+    except BaseException:
+        _check(_libc.setns(_OWN_PID_NAMESPACE, _CLONE_NEWPID), "setns")
+        raise
     if child == 0:
-        code = 1
-        name_process("grade-starter")
-        try:
-            os.close(reader)
-            ours.close()
-            for sock in close:
-                sock.close()
-            if namespaces:
-                _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
-                                     | _CLONE_NEWUTS), "unshare")
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            confined_r, confined_w = os.pipe()  # the worker's word, before any student code: confined or not
-            worker = os.fork()
-            if worker == 0:
-                os.close(writer)
-                os.close(confined_r)
-                _worker_main(theirs, spec, namespaces, confined=confined_w)
-            os.close(confined_w)
-            with os.fdopen(confined_r, "rb") as confined:
-                failure = confined.read(500)  # nothing, once the worker is confined (it closes its end)
-            if failure:
-                try:
-                    os.kill(worker, signal.SIGKILL)
-                except ProcessLookupError:  # it has exited already
-                    pass
-                raise ConfinementError(failure.decode(errors="replace"))
-            os.write(writer, str(worker).encode())
-            os.close(writer)
-            theirs.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            os.waitpid(worker, 0)  # the worker's parent while it lives: its death signal goes off with us
-            code = 0
-        except BaseException as exc:  # noqa: BLE001 - told to the grader, which reports it
-            os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
-        finally:
-            os._exit(code)
-    os.close(writer)
-    theirs.close()
-    with os.fdopen(reader, "rb") as stream:
-        text = stream.read(600)
-    pid = int(text) if text.isdigit() else 0
-    if not pid:
+        os.close(_OWN_PID_NAMESPACE)  # the worker holds no way back to its parent's namespace
+        _OWN_PID_NAMESPACE = None
+        return 0
+    _check(_libc.setns(_OWN_PID_NAMESPACE, _CLONE_NEWPID), "setns")  # a later child (a submission's process) here
+    return child
+
+
+def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
+    """Fork the worker, PID 1 of a PID namespace of its own (in the submission's cgroups when its
+    process, :func:`_submission_main`, calls this), and wait until it says it is confined. Returns the
+    worker's pid (0 if it could not start), an error message, and the grader's end of its socket."""
+    ours, theirs = socket.socketpair()
+    confined_r, confined_w = os.pipe()  # the worker's word, before any student code: confined or not
+    try:
+        worker = fork_worker(namespaces)
+    except (ConfinementError, OSError) as exc:
+        for fd in (confined_r, confined_w):
+            os.close(fd)
         ours.close()
-        error = text[1:].decode(errors="replace") if text.startswith(b"E") else "the worker could not be started"
-        return 0, error, None
-    return pid, "", ours
+        theirs.close()
+        return 0, str(exc), None
+    if worker == 0:
+        os.close(confined_r)
+        ours.close()
+        for sock in close:
+            sock.close()
+        _worker_main(theirs, spec, namespaces, confined=confined_w)  # never returns
+    os.close(confined_w)
+    theirs.close()
+    with os.fdopen(confined_r, "rb") as confined:
+        failure = confined.read(500)  # nothing, once the worker is confined (it closes its end)
+    if failure:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except ProcessLookupError:  # it has exited already
+            pass
+        ours.close()
+        return 0, failure.decode(errors="replace"), None
+    return worker, "", ours
 
 
 def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespaces: bool, *, close=()) -> None:
@@ -414,7 +417,8 @@ def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
     """What confines a worker before any student code runs (and the zygote's probe, the same way):
     its own mounts in its namespaces (else a session of its own), as root a process limit and the
     submission's uid, and no capability left."""
-    if namespaces:
+    if namespaces:  # PID 1 of its own PID namespace already (fork_worker): the others, its own from here
+        _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
         _private_mounts()
     else:
         os.setsid()
@@ -493,33 +497,30 @@ def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
     root a uid of its own that must still read the Python runtime), before any student code: why it
     cannot be done here, or None. The zygote says it first, so the grader can take a weaker mode."""
     reader, writer = os.pipe()
-    child = os.fork()
-    if child == 0:  # as _start_worker's starter: new namespaces, then the worker as PID 1 there
+    try:
+        worker = fork_worker(namespaces)  # as a worker is forked: PID 1 of a PID namespace of its own
+    except (ConfinementError, OSError) as exc:
+        os.close(reader)
+        os.close(writer)
+        return str(exc) or type(exc).__name__
+    if worker == 0:
         try:
             os.close(reader)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            if namespaces:
-                _check(_libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC
-                                     | _CLONE_NEWUTS), "unshare")
-            worker = os.fork()
-            if worker == 0:
-                _confine(namespaces, PROBE_UID if per_uid else None, 65534)
-                for folder in (os.path.dirname(os.__file__), _torch_folder()):
-                    if not os.access(folder, os.R_OK | os.X_OK):
-                        raise ConfinementError(f"a submission's uid cannot read the Python runtime at {folder}")
-                os._exit(0)
-            _, status = os.waitpid(worker, 0)
-            os._exit(0 if status == 0 else 1)
-        except BaseException as exc:  # noqa: BLE001 - said to the grader (the worker's too: same pipe)
+            _confine(namespaces, PROBE_UID if per_uid else None, 65534)
+            for folder in (os.path.dirname(os.__file__), _torch_folder()):
+                if not os.access(folder, os.R_OK | os.X_OK):
+                    raise ConfinementError(f"a submission's uid cannot read the Python runtime at {folder}")
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001 - said to the grader
             os.write(writer, (str(exc) or type(exc).__name__).encode(errors="replace")[:500])
             os._exit(1)
     os.close(writer)
     with os.fdopen(reader, "rb") as stream:
-        said = stream.read(600)  # until both have exited (each holds the pipe's end)
+        said = stream.read(600)  # until it has exited (it holds the pipe's end)
     if said:
         return said.decode(errors="replace")
     try:
-        _, status = os.waitpid(child, 0)
+        _, status = os.waitpid(worker, 0)
     except ChildProcessError:  # reaped already (the zygote ignores SIGCHLD)
         status = 0
     return f"the probe ended with status {status}" if status else None

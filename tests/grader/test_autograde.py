@@ -26,16 +26,16 @@ def student(folder: Path, source: str = "solutions", only: str | None = None) ->
 
 # a submission that kills the process grading it: the zygote's parent
 def _ancestor(steps: int) -> str:
-    """Student code that finds the process ``steps`` parents above its own (worker -> its starter ->
-    zygote -> grading process), as anyone can read it from /proc where /proc shows it."""
+    """Student code that finds the process ``steps`` parents above its own (worker -> zygote -> grading
+    process, without cgroups), as anyone can read it from /proc where /proc shows it."""
     return ("import os, signal\n"
             "pid = os.getpid()\n"
             f"for _ in range({steps}):\n"
             "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n")
 
 
-KILL_GRADING_PROCESS = _ancestor(3) + "os.kill(pid, signal.SIGKILL)\n"
-KILL_ZYGOTE = _ancestor(2) + "os.kill(pid, signal.SIGKILL)\n"
+KILL_GRADING_PROCESS = _ancestor(2) + "os.kill(pid, signal.SIGKILL)\n"
+KILL_ZYGOTE = _ancestor(1) + "os.kill(pid, signal.SIGKILL)\n"
 
 
 def alice_and_a_killer(course, tmp_path):
