@@ -189,6 +189,11 @@ class Zygote:
             op = request.get("op")
             if op == "spawn":
                 self.spawn(protocol.WorkerSpec.from_wire(request["spec"]))
+            elif op == "prepare":  # the next submission's process, started while the grader gets ready
+                cgroups = request.get("cgroups")
+                if isinstance(cgroups, list) and cgroups and all(type(path) is str for path in cgroups):
+                    self._submission_in(tuple(cgroups))
+                self.reply({"ok": True})
             elif op == "kill":
                 self.kill(int(request["pid"]))
                 self.reply({"ok": True})
@@ -218,16 +223,7 @@ class Zygote:
     def _spawn_in_submission(self, spec: protocol.WorkerSpec):
         """Ask the submission's process (started at its first worker) to fork the worker: moving a
         process into a cgroup waits for the kernel (milliseconds each time), so it is done once."""
-        if self.submission is None or self.submission[1] != spec.cgroups:
-            self._end_submission_process()
-            ours, theirs = socket.socketpair()
-            pid = os.fork()
-            if pid == 0:
-                ours.close()
-                _submission_main(theirs, spec.cgroups, self.namespaces, close=[self.control])
-            theirs.close()
-            self.submission = (pid, spec.cgroups, ours)
-        channel = self.submission[2]
+        channel = self._submission_in(spec.cgroups)
         try:
             protocol.send(channel, protocol.encode({"spec": spec.to_wire()}), timeout=30)
             _, fds, _, _ = socket.recv_fds(channel, 1, 1)
@@ -243,6 +239,20 @@ class Zygote:
                 sock.close()
             return 0, str(answer.get("message", "") if isinstance(answer, dict) else ""), []
         return pid, "", socks
+
+    def _submission_in(self, cgroups: tuple[str, ...]) -> socket.socket:
+        """The channel to the submission's process of ``cgroups``, forked now unless it runs already. It
+        joins the cgroups on its own (the kernel's move waits milliseconds), while the zygote answers."""
+        if self.submission is None or self.submission[1] != cgroups:
+            self._end_submission_process()
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                ours.close()
+                _submission_main(theirs, cgroups, self.namespaces, close=[self.control])
+            theirs.close()
+            self.submission = (pid, cgroups, ours)
+        return self.submission[2]
 
     def _end_submission_process(self) -> None:
         if self.submission is not None:

@@ -42,6 +42,7 @@ class Cell:
             self.copy.close()
             raise
         self.cgroups = self.cgroup.procs_files(sandbox.inside_cgroups()) if self.cgroup else ()  # as workers see them
+        sandbox.zygote.prepare(self.cgroups)  # its process started and in its cgroups before its first worker
 
     def close(self) -> None:
         """The cgroup emptied and removed, the working copy deleted."""

@@ -71,6 +71,7 @@ class ZygoteClient:
         theirs.close()
         self.namespaces = confinement.sandboxed
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
+        self.unread = 0  # answers the zygote owes to requests not waited for (prepare), read before the next
         self.failure: str | None = None
         self.probed = False
         self.confinement_problem: str | None = None  # what the zygote's probe found (grader.inside.zygote)
@@ -135,7 +136,27 @@ class ZygoteClient:
         except (protocol.ChannelClosed, protocol.ChannelTimeout, ValueError):  # ValueError: closed already
             raise WorkerFault("crashed", "the sandbox that runs your code stopped unexpectedly") from None
 
+    def prepare(self, cgroups: tuple[str, ...]) -> None:
+        """Have the zygote start the submission's process of ``cgroups`` now, without waiting for its
+        answer: it joins the cgroups (the kernel's move waits milliseconds) while the grader prepares the
+        submission's checks. Nothing to do before the zygote is ready (its first submission)."""
+        if self.ready and cgroups and self.failure is None:
+            try:
+                self._send({"op": "prepare", "cgroups": list(cgroups)})
+            except WorkerFault:  # the zygote stopped: the first worker's spawn says so where it is graded
+                return
+            self.unread += 1
+
     def _receive(self, *, timeout: float = CONTROL_TIMEOUT) -> tuple[dict, list[int]]:
+        """The zygote's next answer to the request just sent (those owed to earlier ones read first)."""
+        while self.unread:
+            self.unread -= 1
+            _, fds = self._answer(timeout)
+            for fd in fds:
+                os.close(fd)
+        return self._answer(timeout)
+
+    def _answer(self, timeout: float) -> tuple[dict, list[int]]:
         """The zygote's next answer: one byte that may carry a descriptor, then a message."""
         try:
             if not select.select([self._control], [], [], timeout)[0]:

@@ -29,3 +29,38 @@ def test_a_cell_is_a_working_copy_its_own_uid_and_cgroup_and_goes_with_its_end(c
     finally:
         sandbox.close()
     assert sandbox.hierarchy is None
+
+
+def test_a_cells_process_is_started_in_its_cgroups_before_its_first_worker_and_forks_it(course):
+    """Joining a cgroup waits for the kernel: a cell's submission process is started when the cell is
+    made (the zygote ready), not at its first worker, and that worker is then forked by it."""
+    import time
+
+    import pytest
+
+    from grader.inside.protocol import WorkerSpec
+
+    sandbox = Sandbox(course, plan("auto"))
+    try:
+        if sandbox.hierarchy is None:
+            pytest.skip("no cgroups here")
+        sandbox.zygote.wait_ready()
+        cell = sandbox.cell(resolve_submission(ROOT / "solutions" / "01_attention_basics", course))
+        procs = [folder / "cgroup.procs" for folder in cell.cgroup.folders]
+        deadline = time.monotonic() + 10
+        while not procs[0].read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = set(procs[0].read_text().split())
+        assert len(started) == 1  # the submission's process, and no worker yet
+        inside = sandbox.zygote.inside
+        source = cell.copy.sources["01_attention_basics"]
+        spec = WorkerSpec(module_name="attention_basics", source=inside(source), search_path=(inside(source.parent),),
+                          workdir=inside(source.parent), student_root=inside(cell.copy.root), display_map=(),
+                          device="cpu", memory_bytes=1 << 30, reply_limit=1 << 26, uid=cell.uid, cgroups=cell.cgroups)
+        worker = sandbox.zygote.spawn(spec, timeout=60)
+        assert worker.import_error is None
+        assert started < set(procs[0].read_text().split())  # the same process forked the worker
+        worker.kill()
+        sandbox.end(cell, gone=sandbox.zygote.end_submission())
+    finally:
+        sandbox.close()
