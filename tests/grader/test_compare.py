@@ -75,3 +75,18 @@ def test_the_one_call_for_a_chunk_all_right_agrees_with_the_full_rule_entry_for_
         assert fast == full, (actual, expected)
         verdicts.add(fast is None)
     assert verdicts == {True, False}  # both verdicts were reached
+
+
+def test_the_same_bits_pass_by_the_full_rule_too_so_the_shortcut_for_them_changes_no_verdict():
+    """difference() passes a bit-for-bit equal output without comparing entries; the rule itself passes
+    it too, with no tolerance at all, infinities included. NaN is never bit-equal: it takes the rule."""
+    from grader.compare import _numbers_differ
+
+    exact = Tolerance(rtol=0.0, atol=0.0)
+    values = torch.tensor([0.0, -0.0, 1e-300, -3.5, float("inf"), float("-inf"), 7e30], dtype=torch.float64)
+    for x in (values, values.float(), values.reshape(7, 1)):
+        assert _numbers_differ(x.reshape(-1), x.clone().reshape(-1), x.shape, exact, "out") is None
+        assert difference(x.clone(), x, exact) is None
+    with_nan = torch.tensor([1.0, float("nan")])
+    assert difference(with_nan.clone(), with_nan, exact) is None  # NaN where NaN is expected: the rule's verdict
+    assert difference(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]), exact) is not None
