@@ -334,6 +334,15 @@ class Grade:
         if self.device != "cuda":
             pytest.skip("checked on CUDA only")
 
+    def reference_value(self, compute, *reads, unchanged=None):
+        """``compute()``: a value the check works out itself on the reference's side (the expected output
+        of a case, from the reference module's parts or a plain formula in float64). It is one use of the
+        reference like the others: numbered, recorded and replayed with them, and kept by the grading
+        process for the batch's next submission that asks the same. ``reads``: everything ``compute``
+        depends on (a module by its weights, buffers, mode and state; tensors by their bytes);
+        ``unchanged``: a reference module it runs, whose state it must leave as it found it."""
+        return self._event(compute, *reads, unchanged=unchanged)
+
     def _event(self, compute, *reads, unchanged=None, number=None):
         """One use of the reference, numbered within this check: computed, recorded or replayed. With
         ``reads`` (everything ``compute`` depends on), the result may come from the grading process's

@@ -111,6 +111,31 @@ def test_a_stream_grades_each_job_on_its_own_assignments_as_alone(course, grader
     assert streamed[1].score < streamed[1].max_score and streamed[2].full_marks
 
 
+def test_values_a_check_works_out_itself_are_kept_for_the_batch_and_judge_each_submission_as_alone(
+        course, grader, tmp_path, submission_dir):
+    """The expected output 05's memory check works out itself (Grade.reference_value, as 06's cache check
+    does) is kept between the submissions of a stream: a right one, one a thousandth off, the right one
+    again each get what a grading alone gives them, and the one off fails that check."""
+    import shutil
+
+    chosen = (course.assignment("05_efficient_attention"),)
+    off = tmp_path / "off"
+    shutil.copytree(submission_dir, off)
+    module = off / "05_efficient_attention" / "efficient_attention.py"
+    module.write_text(module.read_text().replace("return torch.cat(outputs, dim=-2)",
+                                                 "return torch.cat(outputs, dim=-2) * 1.001"))
+    jobs = [submission_dir, off, submission_dir]
+    streamed = []
+    grader.grade_each(iter(jobs), chosen, seed=11, prepare=lambda path: resolve_submission(path, course),
+                      report=lambda path, outcome: streamed.append(outcome))
+    for path, outcome in zip(jobs, streamed):
+        assert _comparable(outcome) == _comparable(grader.grade(resolve_submission(path, course), chosen, seed=11))
+    assert streamed[0].full_marks and streamed[2].full_marks
+    flash = next(e for e in streamed[1].assignments[0].exercises if e.name == "flash_attention")
+    bound = [check for check in flash.checks if check.name.startswith("flash_memory_bound")]
+    assert bound and all(check.status == "failed" for check in bound), bound  # its own comparison failed
+
+
 def test_torch_is_imported_once_and_frozen_out_of_the_collector():
     """A full collection among torch's objects costs tens of milliseconds each time one runs; imported
     by the grader, they are frozen (gc.freeze), and the collector is left as it was."""
