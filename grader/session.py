@@ -101,8 +101,10 @@ class Student:
         return format_frames(frames)
 
     def close(self):
+        """Hang up on the worker; the zygote's end of the submission kills it with every other process
+        of the submission (one request for all, not one each)."""
         if self.worker is not None:
-            self.worker.kill()
+            self.worker.hang_up()
 
 
 _FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+) in (\S+)$', re.M)
