@@ -34,7 +34,7 @@ def make_class(folder: Path, copies: int, notebooks: bool = True) -> None:
                     shutil.copy(path, target)
 
 
-KINDS = {"grade-zygote": "zygote", "grade-submission": "submission's process",
+KINDS = {"grade-zygote": "zygote", "grade-submission": "submission's process", "grade-starter": "worker's starter",
          "grade-worker": "worker (student code)", "bwrap": "bubblewrap"}
 
 

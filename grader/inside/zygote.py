@@ -293,14 +293,19 @@ class Zygote:
 
 
 _OWN_PID_NAMESPACE: int | None = None  # a descriptor of this process's PID namespace, opened at its first worker
+_TAKES_IT_BACK: bool | None = None  # whether setns back into it is allowed here (_takes_its_namespace_back)
 
 
 def fork_worker(namespaces: bool) -> int:
     """``os.fork()``; with ``namespaces``, the child is PID 1 of a new PID namespace (the other namespaces
-    it makes itself: :func:`_confine`), and this process's later children are born in its own again."""
+    it makes itself: :func:`_confine`). The new namespace is this process's for its next child only: it
+    takes its own back with setns, where it may (as root; not in the user namespaces bubblewrap nests
+    for an ordinary user), else a starter process between them holds the new one (:func:`_fork_through_starter`)."""
     global _OWN_PID_NAMESPACE
     if not namespaces:
         return os.fork()
+    if not _takes_its_namespace_back():
+        return _fork_through_starter()
     if _OWN_PID_NAMESPACE is None:
         _OWN_PID_NAMESPACE = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     _check(_libc.unshare(_CLONE_NEWPID), "unshare")  # for the next child only: this process stays where it is
@@ -315,6 +320,63 @@ def fork_worker(namespaces: bool) -> int:
         return 0
     _check(_libc.setns(_OWN_PID_NAMESPACE, _CLONE_NEWPID), "setns")  # a later child (a submission's process) here
     return child
+
+
+def _takes_its_namespace_back() -> bool:
+    """Whether this process may unshare a PID namespace for a child and then setns back into its own:
+    tried once, in a child of its own (a failed setns would leave its next children in the new one)."""
+    global _TAKES_IT_BACK
+    if _TAKES_IT_BACK is None:
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:
+            ok = False
+            try:
+                own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+                ok = _libc.unshare(_CLONE_NEWPID) == 0 and _libc.setns(own, _CLONE_NEWPID) == 0
+            finally:
+                os.write(writer, b"1" if ok else b"0")
+                os._exit(0)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as said:
+            _TAKES_IT_BACK = said.read(1) == b"1"
+    return _TAKES_IT_BACK
+
+
+def _fork_through_starter() -> int:
+    """``os.fork()`` into a new PID namespace through a starter: a child that unshares it, forks the
+    worker (who returns 0 here) as PID 1 there and waits for it, its parent while it lives (their death
+    signals chained). The caller gets the worker's pid."""
+    reader, writer = os.pipe()
+    starter = os.fork()
+    if starter == 0:
+        os.close(reader)
+        name_process("grade-starter")
+        try:
+            _check(_libc.unshare(_CLONE_NEWPID), "unshare")
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            worker = os.fork()
+        except BaseException as exc:  # noqa: BLE001 - told to the caller
+            os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
+            os._exit(1)
+        if worker == 0:
+            os.close(writer)
+            return 0
+        close_fds(keep=[writer])  # the worker's channels and pipes are its own: the starter holds none open
+        os.write(writer, str(worker).encode())
+        os.close(writer)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            os.waitpid(worker, 0)  # the worker's parent while it lives: its death signal goes off with us
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as stream:
+        text = stream.read(600)
+    if not text.isdigit():
+        raise ConfinementError(text[1:].decode(errors="replace") if text.startswith(b"E")
+                               else "the worker could not be started")
+    return int(text)
 
 
 def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
