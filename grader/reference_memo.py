@@ -124,12 +124,10 @@ class ReferenceMemo:
         started = time.perf_counter()
         key = fingerprint(*reads)
         fingerprinted = time.perf_counter()
-        if key is None or key in self.entries:
-            value = self.get(key, compute, unchanged)
-        else:
-            value = self.get(key, compute, unchanged)
-            if time.perf_counter() - fingerprinted < fingerprinted - started:
-                self.cheap.add(use)
+        computed = key is not None and key not in self.entries  # else looked up, or not keyable
+        value = self.get(key, compute, unchanged)
+        if computed and time.perf_counter() - fingerprinted < fingerprinted - started:
+            self.cheap.add(use)
         if key is not None and self.entries.get(key) is _NOT_KEPT:  # it changes what it reads: never kept,
             self.cheap.add(use)  # so never fingerprinted again either
         return value

@@ -8,15 +8,16 @@ It never runs student code itself.
 
 For each submission it forks the submission's process, which enters a cgroup of the submission's
 (memory and process count per submission) once, and forks each worker as PID 1 of a new PID
-namespace (:func:`fork_worker`); the worker makes its own mount, network, IPC and UTS namespaces. When the worker dies (killed at the end of grading, on a timeout,
-or by its own hand) the kernel kills every process in its namespace: nothing a submission starts
-outlives its grading, whatever it does with ``setsid`` or double forks. The worker then gets a
-fresh ``/proc`` and ``/tmp``, gives up its capabilities (and, as root, switches to the submission's
+namespace (:func:`fork_worker`); the worker makes its own mount, network, IPC and UTS namespaces.
+When the worker dies (killed at the end of grading, on a timeout, or by its own hand) the kernel
+kills every process in its namespace: nothing a submission starts outlives its grading, whatever it
+does with ``setsid`` or double forks. The worker then gets a fresh ``/proc`` and ``/tmp``, gives up its capabilities (and, as root, switches to the submission's
 own uid for good) and imports the student's code (:mod:`grader.inside.worker`).
 
-Messages are those of :mod:`grader.inside.protocol`. The zygote answers:
-``spawn`` (a worker; its socket is passed back with SCM_RIGHTS), ``kill`` (one worker) and ``end``
-(every worker of the submission, then it checks that none of their processes is left).
+Messages are those of :mod:`grader.inside.protocol`. The zygote answers: ``prepare`` (the submission's
+process, started before its first worker), ``spawn`` (a worker; its socket is passed back with
+SCM_RIGHTS), ``kill`` (one worker) and ``end`` (every worker of the submission, then it checks that
+none of their processes is left).
 """
 from __future__ import annotations
 

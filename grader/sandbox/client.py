@@ -352,9 +352,8 @@ class Worker:
 
     def kill(self) -> None:
         if self.alive:
-            self.alive = False
             self.zygote.kill(self.pid)
-            self.sock.close()
+            self.hang_up()
 
     def hang_up(self) -> None:
         """Close the grader's end only, where the zygote's end of the submission kills the worker next."""
