@@ -55,16 +55,18 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
 
 
 def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: int, shard: str | None,
-              resume: bool, device: str, seed: int | None, assignment_ids: tuple[str, ...] = ()) -> int:
+              resume: bool, device: str, seed: int | None, assignment_ids: tuple[str, ...] = (),
+              fresh: bool = False) -> int:
     """Grade many submissions into ``out`` on the named assignments (all when none is named); 0 when
     every one of them has a result."""
     from grader.autograde import autograde as run
 
     return run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
-               device=device, seed=seed, assignments=course.select(assignment_ids))
+               device=device, seed=seed, assignments=course.select(assignment_ids), fresh=fresh)
 
 
-def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None) -> int:
+def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None,
+           mixed_seeds: bool = False) -> int:
     """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins) and of
     nbgrader's gradebook (``gradebook``, or the course's own gradebook.db where there is one)."""
     from grader.export import export_csv
@@ -75,7 +77,7 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
         warnings.append(f"{missing}: no such folder, left out")
     if result_dirs and not existing and gradebook is None:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs))}")
-    text = export_csv(course, existing, gradebook, warnings)
+    text = export_csv(course, existing, gradebook, warnings, mixed_seeds=mixed_seeds)
     for line in warnings:  # result files left out, and scores the gradebook and autograde disagree on
         print(f"grade: warning: {line}", file=sys.stderr)
     if output:
@@ -86,7 +88,7 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
 
 
 def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | None, fmt: str, anonymise: bool,
-           gradebook: Path | None = None) -> int:
+           gradebook: Path | None = None, mixed_seeds: bool = False) -> int:
     """The class report (grader/class_report.py) of every verified result in ``result_dirs`` (and of
     nbgrader's gradebook, where given), written to ``out`` or stdout."""
     from grader.class_report import gather, render, summarise
@@ -97,7 +99,7 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
         warnings.append(f"{missing}: no such folder, left out")
     if not existing and gradebook is None:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs)) or '(none given)'}")
-    results = gather(existing, warnings)
+    results = gather(existing, warnings, mixed_seeds=mixed_seeds)
     if gradebook is not None:
         from grader.export import gradebook_path, read_gradebook
 

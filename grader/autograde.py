@@ -1,6 +1,8 @@
 """``grade autograde``: many untrusted submissions, graded in parallel, none of them lost.
 
-All submissions of a run are graded on the same cases (one seed, drawn at the start unless given).
+A class is graded on one seed: the results folder records it at its first run, and ``--resume``, the
+other shards and every later run into it use it (:func:`class_seed`); a run into a folder that holds
+results refuses unless it resumes, or starts afresh with ``--fresh``.
 The parent imports torch once, then forks ``workers`` grading processes, each with its own zygote
 (so a submission's student code never shares a worker with another's). The parent hands out
 submissions, writes every result itself, atomically, as ``DIR/<submission>.json``, and finally
@@ -32,8 +34,8 @@ from grader.sandbox import leftovers
 from grader.config import Course
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.intake import Job, discover  # noqa: F401 - Job: the jobs' type
-from grader.result_folder import (locked, read_manifest, read_result, sort_results, write_atomically,
-                                  write_manifest, write_summary)
+from grader.result_folder import (MANIFEST, locked, pending, read_manifest, read_result, recorded_seed, sort_results,
+                                  write_atomically, write_manifest, write_summary)
 from grader.results import (GRADER_ERROR, AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult,
                             grader_error_of)
 
@@ -115,8 +117,9 @@ class _Batch:
     result listed and the rest pending; and last, once no student code runs, from memory alone
     (grader/result_folder.py)."""
 
-    def __init__(self, out: Path, earlier: dict, *, trust_meanwhile: bool, progress):
+    def __init__(self, out: Path, earlier: dict, *, trust_meanwhile: bool, progress, seed: int):
         self.out, self.earlier, self.trust_meanwhile, self.progress = out, earlier, trust_meanwhile, progress
+        self.seed = seed
         self.written: dict[str, str] = {}
         self.waiting: set[str] = set()
 
@@ -126,7 +129,7 @@ class _Batch:
         self.waiting.discard(name)
         with locked(self.out):
             write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
-                           waiting=self.waiting, verify=False)
+                           waiting=self.waiting, verify=False, seed=self.seed)
         self.progress.advance(name, data["score"], data["max_score"], grader_error=grader_error_of(data), error=error)
 
     def finish(self, course) -> list[str]:
@@ -136,7 +139,7 @@ class _Batch:
             write_atomically(self.out / f"{name}.json", text)
         with locked(self.out):
             dropped = write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
-                                     waiting=self.waiting)
+                                     waiting=self.waiting, seed=self.seed)
             write_summary(self.out, course)
         return dropped
 
@@ -186,12 +189,41 @@ def _uninterrupted():
         signal.signal(signal.SIGTERM, previous[1])
 
 
+def class_seed(out: Path, *, seed: int | None, resume: bool, fresh: bool, sharded: bool) -> int:
+    """The seed this run grades on: a class is graded on one seed. A folder that holds results (or a run's
+    pending submissions) keeps the seed its first run recorded: ``--resume`` takes it, as does another shard
+    of the class (given that same ``--seed``); any other run into it is refused, unless ``fresh`` (every
+    earlier result of the folder is then dropped). A new folder takes ``seed``, or a fresh one."""
+    held = bool(read_manifest(out) or pending(out) or any(out.glob("*.json")))
+    recorded = recorded_seed(out) if held and not fresh else None
+    if held and not (resume or fresh or (sharded and seed is not None and seed == recorded)):
+        told = f" (seed {recorded})" if recorded is not None else ""
+        raise UsageError(f"{out} already holds a run's results{told}: --resume grades what has no result there on "
+                         f"the same seed, --fresh grades the whole class again (or give another --out)")
+    if recorded is not None and seed is not None and seed != recorded:
+        raise UsageError(f"{out} holds results graded on seed {recorded}, not {seed}: a class is graded on one seed "
+                         f"(leave --seed out to take {recorded}, or --fresh to grade the whole class again)")
+    if recorded is not None:
+        return recorded
+    return secrets.randbelow(10**6) if seed is None else seed
+
+
+def _forget(out: Path) -> None:
+    """``--fresh``: the folder's earlier run, listed in its manifest, and its summary, removed."""
+    for name in read_manifest(out) or {}:
+        with contextlib.suppress(OSError):
+            (out / Path(name).name).unlink()
+    for name in (MANIFEST, "summary.csv"):
+        with contextlib.suppress(OSError):
+            (out / name).unlink()
+
+
 def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, shard: str | None, resume: bool,
-              device: str, seed: int | None, assignments=None) -> int:
+              device: str, seed: int | None, assignments=None, fresh: bool = False) -> int:
     """Grade every submission under ``paths`` (this shard of them) into ``out``, on ``assignments``
     (default: the whole course; a week's batch grades that week's only, and its results, summary.csv
-    and export hold only their points). 0 when each submission has a result; an interrupted run keeps
-    what it graded and raises :class:`Interrupted`."""
+    and export hold only their points), on the class's one seed (:func:`class_seed`). 0 when each
+    submission has a result; an interrupted run keeps what it graded and raises :class:`Interrupted`."""
     assignments = tuple(assignments or course.assignments)
     from grader.sandbox.confine import describe
     from grader.sandbox.confine import confinement_for
@@ -202,14 +234,18 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         raise UsageError("--workers must be at least 1")
     index, count = parse_shard(shard)
     device = pick_device(device)
-    leftovers.sweep()  # what runs killed before this one left (grader/sandbox/leftovers.py)
-    # one seed for the run: every submission of the batch is graded on the same cases (fair, and the
-    # reference's results are computed once per grading process; grader/reference_memo.py)
-    seed = secrets.randbelow(10**6) if seed is None else seed
+    if resume and fresh:
+        raise UsageError("--resume and --fresh say opposite things: keep the folder's results, or grade afresh")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"--out {out}: {error.strerror or error}") from None
+    # one seed for the class: every submission is graded on the same cases, in every run and shard (fair,
+    # and the reference's results are computed once per grading process; grader/reference_memo.py)
+    seed = class_seed(out, seed=seed, resume=resume, fresh=fresh, sharded=count > 1)
+    if fresh:
+        _forget(out)
+    leftovers.sweep()  # what runs killed before this one left (grader/sandbox/leftovers.py)
     earlier = read_manifest(out) or {}  # read before any student code runs: it could write one
     # --resume: what has a result; one the grader failed on (grader-error) is graded again
     done = {path.stem for path in sort_results(out, earlier)[0]
@@ -224,11 +260,11 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
             jobs = discover(paths, course, scratch)[index - 1::count]
             todo = [job for job in jobs if job.name not in done]
             batch = _Batch(out, earlier, trust_meanwhile=confinement.mode != "same-user",
-                           progress=Progress(len(jobs), len(jobs) - len(todo)))
+                           progress=Progress(len(jobs), len(jobs) - len(todo)), seed=seed)
             batch.waiting = {job.name for job in todo}
             for job in todo:
                 if job.error:  # an error result each, and its progress line, never the batch stopped
-                    batch.record(job.name, failed_result(assignments, job.name, "error", job.error, seed or 0).to_json(),
+                    batch.record(job.name, failed_result(assignments, job.name, "error", job.error, seed).to_json(),
                                  error=job.error)
             todo = [job for job in todo if not job.error]
             # the grading processes' own scratch (sandboxes, working copies) lives under one folder of this
@@ -318,9 +354,9 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
                 if kind == "done":
                     data = message[3]
                 elif kind == GRADER_ERROR:  # no score: the grader's own failure, never the student's
-                    data = failed_result(assignments, name, GRADER_ERROR, message[3], seed or 0).to_json()
+                    data = failed_result(assignments, name, GRADER_ERROR, message[3], seed).to_json()
                 else:  # the submission itself cannot be graded (no assignment in it, a bad archive...)
-                    data = failed_result(assignments, name, "error", message[3], seed or 0).to_json()
+                    data = failed_result(assignments, name, "error", message[3], seed).to_json()
                 record(name, data)
                 continue
             for position, process in enumerate(processes):
@@ -337,7 +373,7 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
                         tasks.put(by_name[name])  # retried once, by a fresh process
                     else:
                         message = "grading this submission crashed the grader twice"
-                        record(name, failed_result(assignments, name, "crashed", message, seed or 0).to_json())
+                        record(name, failed_result(assignments, name, "crashed", message, seed).to_json())
                 processes[position] = start(position)
         for _ in processes:
             tasks.put(None)

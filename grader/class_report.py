@@ -27,11 +27,11 @@ OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "gra
 BINS = 10  # histogram bars: tenths of the assignment's points
 
 
-def gather(result_dirs: list[Path], warnings: list[str]) -> list[dict]:
+def gather(result_dirs: list[Path], warnings: list[str], *, mixed_seeds: bool = False) -> list[dict]:
     """Every verified result of ``result_dirs``, shards merged (see :func:`grader.export.collect`)."""
     from grader.export import collect
 
-    return list(collect(result_dirs, warnings).values())
+    return list(collect(result_dirs, warnings, mixed_seeds=mixed_seeds).values())
 
 
 def pseudonym(name: str) -> str:

@@ -59,19 +59,21 @@ def check(course_dir, assignments, submission, fmt, output, device, seed, debug,
               help="Where DIR/<submission>.json and DIR/summary.csv are written.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--shard", help="I/N: grade only the I-th of N deterministic slices (a CI matrix, a Slurm array).")
-@click.option("--resume", is_flag=True, help="Skip submissions that already have a result in --out.")
+@click.option("--resume", is_flag=True, help="Grade only what has no result in --out yet, on the seed --out records.")
+@click.option("--fresh", is_flag=True, help="Drop the results --out holds and grade the whole class again.")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True)
-@click.option("--seed", help="The seed every submission is graded with (default: a fresh one for the run).")
+@click.option("--seed", help="The class's seed (default: the one --out records, else a fresh one); give every "
+                             "shard of a class the same.")
 @click.option("--assignment", "assignment_ids", multiple=True,
               help="Grade this assignment only (repeatable; default: all): a week's batch, scored out of its points.")
 @click.pass_obj
-def autograde(course_dir, paths, out, workers, shard, resume, device, seed, assignment_ids):
+def autograde(course_dir, paths, out, workers, shard, resume, fresh, device, seed, assignment_ids):
     """Grade many submissions (folders, .zip files, or folders of them), isolated and in parallel."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.autograde(course=course, paths=paths, out=out, workers=workers, shard=shard, resume=resume,
-                           device=device, seed=api.parse_seed(seed), assignment_ids=assignment_ids))
+                           device=device, seed=api.parse_seed(seed), assignment_ids=assignment_ids, fresh=fresh))
 
 
 @cli.command()
@@ -79,13 +81,16 @@ def autograde(course_dir, paths, out, workers, shard, resume, device, seed, assi
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the CSV here (default: stdout).")
 @click.option("--gradebook", type=click.Path(path_type=Path, dir_okay=False),
               help="nbgrader's gradebook (default: gradebook.db at the course root, where there is one).")
+@click.option("--mixed-seeds", is_flag=True, help="Merge results of one assignment graded on different seeds "
+                                                  "(refused by default: a class is graded on one seed).")
 @click.pass_obj
-def export(course_dir, results, output, gradebook):
+def export(course_dir, results, output, gradebook, mixed_seeds):
     """One CSV of all grades: autograde result folders (every shard's; default ./grades) and nbgrader's gradebook."""
     from grader import api
 
     course = api.open_course(course_dir)
-    sys.exit(api.export(course=course, result_dirs=results, output=output, gradebook=gradebook))
+    sys.exit(api.export(course=course, result_dirs=results, output=output, gradebook=gradebook,
+                        mixed_seeds=mixed_seeds))
 
 
 @cli.command("list")
@@ -145,15 +150,17 @@ def new_exercise(course_dir, assignment, name, points):
               show_default=True)
 @click.option("--anonymise", is_flag=True, help="Stable pseudonyms instead of names (to share with TAs, or in class).")
 @click.option("--gradebook", type=click.Path(path_type=Path, dir_okay=False), help="nbgrader's gradebook too.")
+@click.option("--mixed-seeds", is_flag=True, help="Merge results of one assignment graded on different seeds "
+                                                  "(refused by default: a class is graded on one seed).")
 @click.pass_obj
-def report(course_dir, results, out, fmt, anonymise, gradebook):
+def report(course_dir, results, out, fmt, anonymise, gradebook, mixed_seeds):
     """What the class got wrong: scores, misconceptions ranked by points lost, who needs help (autograde
     result folders, shards merged; default ./grades)."""
     from grader import api
 
     course = api.open_course(course_dir) if gradebook else None
     sys.exit(api.report(course=course, result_dirs=results or (Path("grades"),), out=out, fmt=fmt,
-                        anonymise=anonymise, gradebook=gradebook))
+                        anonymise=anonymise, gradebook=gradebook, mixed_seeds=mixed_seeds))
 
 
 @cli.command()

@@ -21,13 +21,14 @@ from grader.results import GRADER_ERROR, WORST_FIRST
 DEFAULT_RESULTS = Path("grades")
 
 
-def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[str, dict]:
+def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> dict[str, dict]:
     """Every result by submission; where shards overlap, the most recent result of a name wins (by
     when its run wrote it, as the manifest says). Only result files that ``grade autograde`` listed
     in the folder's manifest, unchanged since, are read: a file student code could have left or
     changed is named in ``warnings`` and left out (grader/result_folder.py). A folder of result
-    files without a manifest is refused: its files cannot be told from forged ones."""
-    found: dict[str, tuple[float, dict]] = {}
+    files without a manifest is refused: its files cannot be told from forged ones. So are results of
+    one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``."""
+    found: dict[str, tuple[float, dict, Path]] = {}
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
@@ -56,8 +57,29 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None) -> dict[
                 warnings.append(f"{name}: two results with different scores ({kept['score']:g} and "
                                 f"{other['score']:g}); the later, {kept['score']:g}, is kept ({path})")
             if name not in found or stamp > found[name][0]:
-                found[name] = (stamp, data)
-    return {name: data for name, (_, data) in sorted(found.items())}
+                found[name] = (stamp, data, folder)
+    _one_seed(found, warnings, mixed_seeds)
+    return {name: data for name, (_, data, _) in sorted(found.items())}
+
+
+def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) -> None:
+    """Refuse (or, ``mixed``, warn of) an assignment whose results were graded on different seeds: two
+    shards or runs of one class that drew different cases. Different weeks' batches may differ."""
+    seeds: dict[str, dict[int, set[str]]] = {}
+    for _, data, folder in found.values():
+        for assignment in data.get("assignments", ()):
+            seeds.setdefault(str(assignment.get("id")), {}).setdefault(data.get("seed"), set()).add(str(folder))
+    for assignment, by_seed in seeds.items():
+        if len(by_seed) < 2:
+            continue
+        told = ", ".join(f"seed {seed} ({', '.join(sorted(folders))})" for seed, folders in
+                         sorted(by_seed.items(), key=lambda item: str(item[0])))
+        line = f"{assignment} was graded on {len(by_seed)} seeds: {told}"
+        if not mixed:
+            raise UsageError(f"{line}; a class is graded on one seed (give every shard the same --seed), or "
+                             f"--mixed-seeds merges them anyway")
+        if warnings is not None:
+            warnings.append(f"{line}: merged as asked (--mixed-seeds)")
 
 
 def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
@@ -113,14 +135,14 @@ def disagreements(autograded: dict[str, dict], gradebook: dict[str, dict]) -> li
 
 
 def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None,
-               warnings: list[str] | None = None) -> str:
+               warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> str:
     """A row per submission and source: total, each assignment, each exercise, then the source.
     Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
     two sources score differently for one student are appended to ``warnings``."""
     book = gradebook_path(course, gradebook)
     if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
         result_dirs = [DEFAULT_RESULTS]
-    sources = [("autograde", collect(result_dirs, warnings))]
+    sources = [("autograde", collect(result_dirs, warnings, mixed_seeds=mixed_seeds))]
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
         if warnings is not None:

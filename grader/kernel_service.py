@@ -4,8 +4,11 @@
 writes ``1`` to READY_FD, then answers each ``check()`` of the kernel: it grades the cells the kernel
 sent with a grader of its own (student code in its zygote, as ``grade check`` would) and answers with
 what the graded cell prints and the points. It believes nothing else the kernel says: the notebook's
-folder is the one the kernel was started in, seed and device come from this process's environment
-(``GRADE_SEED``, ``GRADE_DEVICE``, as for nbgrader's own process). It ends when nbgrader's kernel
+folder is the one the kernel was started in, device and seed come from this process's environment
+(``GRADE_DEVICE``, ``GRADE_SEED``, as for nbgrader's own process), never from the notebook (a
+``check(..., seed=N)`` in a handed-in notebook is ignored). A class is graded on one seed: without
+``GRADE_SEED``, every student's notebook of an assignment is graded on the seed :func:`class_seed`
+derives from the course and the assignment (printed in each graded cell). It ends when nbgrader's kernel
 manager kills it, or when its parent is gone.
 """
 from __future__ import annotations
@@ -23,6 +26,20 @@ REQUEST_LIMIT = 8 << 20  # bytes of a kernel's cells
 TIMEOUT_S = 60  # for a request to arrive once a kernel has connected, and for the answer to leave
 
 
+def class_seed(course, assignment) -> int:
+    """The seed of nbgrader's autograde for ``assignment``: ``GRADE_SEED``, or one the course and the
+    assignment determine, the same for every student and every run."""
+    import hashlib
+
+    from grader.api import parse_seed
+
+    given = parse_seed(os.environ.get("GRADE_SEED") or None)
+    if given is not None:
+        return given
+    digest = hashlib.sha256(f"{course.id}/{assignment.id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 10**6
+
+
 def answer(request, *, course, cwd: Path, grader) -> dict:
     """The graded cell's text and points for one request ``{"exercise": str, "cells": [str, ...]}``."""
     from grader.kernel_grading import assignment_of, describe, grade_cells
@@ -30,12 +47,11 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
     if not isinstance(request, dict) or not isinstance(request.get("exercise"), str) \
             or not isinstance(request.get("cells"), list) or not all(isinstance(c, str) for c in request["cells"]):
         return {"ok": False, "error": "check() sent the grader something it could not read"}
-    exercise, seed = request["exercise"], request.get("seed")
+    exercise = request["exercise"]
     try:
         assignment = assignment_of(course, exercise, cwd)
         result = grade_cells(course, assignment, exercise, request["cells"], cwd=cwd,
-                             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-                             grader=grader)
+                             seed=class_seed(course, assignment), grader=grader)
     except GraderError as error:
         return {"ok": False, "error": str(error)}
     graded = result.assignments[0].exercises[0]

@@ -78,6 +78,15 @@ def pending(folder: Path) -> list[str]:
     return _read(folder)[2]
 
 
+def recorded_seed(folder: Path) -> int | None:
+    """The seed the class in ``folder`` is graded on: the one its first run recorded in the manifest
+    (or, for a folder written before the manifest kept one, the one seed its results share)."""
+    if (seed := _manifest_seed(folder)) is not None:
+        return seed
+    seeds = {data.get("seed") for path in sort_results(folder)[0] if (data := read_result(path)) is not None}
+    return seeds.pop() if len(seeds) == 1 and isinstance(next(iter(seeds)), int) else None
+
+
 def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str]]:
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
@@ -91,6 +100,15 @@ def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[s
     waiting = data.get("pending")
     waiting = sorted(n for n in waiting if isinstance(n, str)) if isinstance(waiting, list) else []
     return files, times, waiting
+
+
+def _manifest_seed(folder: Path) -> int | None:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    seed = data.get("seed") if isinstance(data, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 def _unchanged(path: Path, digest: str) -> bool:
@@ -110,13 +128,16 @@ def sort_results(folder: Path, manifest: dict[str, str] | None = None) -> tuple[
 
 
 def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str] | None = None, *,
-                   trust_meanwhile: bool = True, waiting: set[str] = frozenset(), verify: bool = True) -> list[str]:
+                   trust_meanwhile: bool = True, waiting: set[str] = frozenset(), verify: bool = True,
+                   seed: int | None = None) -> list[str]:
     """List in ``folder``'s manifest the results this run wrote (``{submission: text}``, hashed from
     memory), the ``earlier`` entries (the manifest as it was before this run's student code ran;
     default: as it is now) whose files are unchanged, and, with ``trust_meanwhile``, the entries
     another run added since. ``waiting``: this run's submissions without a result yet (listed as
     pending until a result of theirs is). Without ``verify`` the kept entries' files are not read
-    again (a run's progress, written after each result; readers check every hash anyway). Call it
+    again (a run's progress, written after each result; readers check every hash anyway). ``seed``:
+    the class's (the run took the one the folder recorded, where there is one: one folder, one seed;
+    None keeps what the manifest says). Call it
     holding :func:`locked`. Returns the entries left out because they appeared during this run and
     are not trusted."""
     current, times, current_pending = _read(folder)
@@ -133,7 +154,8 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     stamps.update({file: now for file in mine})
     listed = {file.removesuffix(".json") for file in files}
     still = (set(current_pending) | set(waiting)) - listed
-    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "results": dict(sorted(files.items())),
+    seed = seed if seed is not None else _manifest_seed(folder)
+    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, "results": dict(sorted(files.items())),
                                                    "written": dict(sorted(stamps.items())),
                                                    "pending": sorted(still)}, indent=1) + "\n")
     return [] if trust_meanwhile else sorted(meanwhile)

@@ -129,6 +129,48 @@ def test_shards_partition_the_class_and_resume_skips_what_is_done(course, klass,
     assert set(read_manifest(out)) == {f"{name}.json" for name in ("alice", "bob", "carol", "dan", "erin")}
 
 
+def test_one_folder_one_seed_a_second_run_refuses_and_resume_keeps_the_recorded_seed(course, tmp_path):
+    """A class is graded on one seed: the folder records its first run's, --resume takes it (a submission
+    without a result cannot be graded again until a seed suits it), a plain run into it refuses naming
+    --resume, another seed is refused, and --fresh grades the whole class again."""
+    root = tmp_path / "class"
+    for name in ("ann", "ben"):
+        student(root / name, only="01_attention_basics")
+    out = tmp_path / "week1"
+    week1 = (course.assignment("01_attention_basics"),)
+    run = dict(course=course, paths=[root], out=out, workers=1, shard=None, device="cpu", assignments=week1)
+    assert autograde(**run, resume=False, seed=None) == 0
+    seed = json.loads((out / "ann.json").read_text())["seed"]
+    assert json.loads((out / ".grade-manifest").read_text())["seed"] == seed
+    before = (out / "ann.json").read_text()
+    with pytest.raises(UsageError, match=rf"already holds a run's results \(seed {seed}\): --resume .* --fresh"):
+        autograde(**run, resume=False, seed=None)
+    assert (out / "ann.json").read_text() == before  # nothing graded again, nothing overwritten
+    with pytest.raises(UsageError, match=rf"graded on seed {seed}, not {seed + 1}"):
+        autograde(**run, resume=True, seed=seed + 1)
+    (out / "ben.json").unlink()  # a submission without a result: --resume grades it on the class's seed
+    assert autograde(**run, resume=True, seed=None) == 0
+    assert json.loads((out / "ben.json").read_text())["seed"] == seed and (out / "ann.json").read_text() == before
+    assert autograde(**run, resume=False, fresh=True, seed=seed + 1) == 0
+    assert {json.loads((out / f"{n}.json").read_text())["seed"] for n in ("ann", "ben")} == {seed + 1}
+    assert json.loads((out / ".grade-manifest").read_text())["seed"] == seed + 1
+
+
+def test_grade_autograde_into_a_folder_with_results_says_so_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    root = tmp_path / "class"
+    student(root / "ann", only="01_attention_basics")
+    command = [sys.executable, "-m", "grader", "autograde", str(root), "--out", str(tmp_path / "out"),
+               "--workers", "1", "--device", "cpu", "--assignment", "01_attention_basics"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 2 and "Traceback" not in second.stderr
+    assert [line for line in second.stderr.splitlines() if line.startswith("grade: error:") and "--resume" in line]
+
+
 def test_export_merges_shards_into_one_csv(course, klass, tmp_path):
     from grader.export import export_csv
 

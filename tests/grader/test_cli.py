@@ -129,7 +129,7 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
                                                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     commands = readme_commands()
     assert len(commands) >= 15 and any("--submission my_work.ipynb" in c for c in commands)
-    grade(*"autograde submissions/ --out shard-1/ --shard 1/2".split(), cwd=course)  # what `shard-*/` names
+    grade(*"autograde submissions/ --out grades-1/ --shard 1/8 --seed 4711".split(), cwd=course)  # `grades-*/`
     path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     for command in commands:
         if "--watch" in command:  # runs until Ctrl-C: tests/grader/test_watch.py runs it

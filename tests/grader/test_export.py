@@ -45,11 +45,12 @@ def write_gradebook(path, course, scores: dict[str, dict[str, float]], late_pena
             book.db.commit()
 
 
-def result_file(folder, name, course, score):
-    assignment = course.assignment(ASSIGNMENT)
+def result_file(folder, name, course, score, seed=1, assignment_id=ASSIGNMENT):
+    assignment = course.assignment(assignment_id)
     folder.mkdir(exist_ok=True)
-    data = {"schema": 1, "submission": name, "seed": 1, "device": "cpu", "score": score, "max_score": 100.0,
-            "duration_s": 1.0, "assignments": [{"id": ASSIGNMENT, "score": score, "max_score": 100.0, "exercises": [
+    top = float(sum(p for _, p in assignment.points))
+    data = {"schema": 1, "submission": name, "seed": seed, "device": "cpu", "score": score, "max_score": top,
+            "duration_s": 1.0, "assignments": [{"id": assignment_id, "score": score, "max_score": top, "exercises": [
                 {"name": n, "score": p * score / 100, "max_score": p, "status": "passed"} for n, p in assignment.points]}]}
     (folder / f"{name}.json").write_text(json.dumps(data))
     write_manifest(folder, {name: json.dumps(data)})  # as grade autograde lists what it wrote
@@ -188,10 +189,9 @@ def test_where_shards_overlap_the_run_that_wrote_last_wins_not_the_newest_mtime(
 
 
 def test_the_export_holds_only_the_assignments_graded_with_each_rows_seed_and_worst_status(course_copy, tmp_path):
-    result_file(tmp_path / "grades", "zoe", course_copy, 100.0)
-    result_file(tmp_path / "grades", "yan", course_copy, 0.0)
+    result_file(tmp_path / "grades", "zoe", course_copy, 100.0, seed=4242)
+    result_file(tmp_path / "grades", "yan", course_copy, 0.0, seed=4242)
     data = json.loads((tmp_path / "grades" / "yan.json").read_text())
-    data["seed"] = 4242
     data["assignments"][0]["exercises"][0]["status"] = "timeout"
     data["assignments"][0]["exercises"][1]["status"] = "failed"
     (tmp_path / "grades" / "yan.json").write_text(json.dumps(data))
@@ -203,6 +203,36 @@ def test_the_export_holds_only_the_assignments_graded_with_each_rows_seed_and_wo
     got = rows(text)
     assert got[("yan", "autograde")]["seed"] == "4242" and got[("yan", "autograde")]["status"] == "timeout"
     assert got[("zoe", "autograde")]["status"] == "passed"
+
+
+def test_shards_of_one_assignment_graded_on_two_seeds_are_refused_unless_told(course_copy, tmp_path):
+    """Two shards that drew different cases grade the same mistake differently: not one class's grades."""
+    result_file(tmp_path / "grades-1", "zoe", course_copy, 100.0, seed=955012)
+    result_file(tmp_path / "grades-2", "yan", course_copy, 40.0, seed=796669)
+    with pytest.raises(UsageError, match=r"01_attention_basics was graded on 2 seeds: seed 796669 .*grades-2.*"
+                                         r"seed 955012 .*--mixed-seeds"):
+        export_csv(course_copy, [tmp_path / "grades-1", tmp_path / "grades-2"])
+    warnings = []
+    got = rows(export_csv(course_copy, [tmp_path / "grades-1", tmp_path / "grades-2"], warnings=warnings,
+                          mixed_seeds=True))
+    assert set(got) == {("zoe", "autograde"), ("yan", "autograde")}
+    assert [w for w in warnings if "2 seeds" in w and "--mixed-seeds" in w]
+    # the command: one line, exit 2; the class report refuses alike
+    import subprocess
+    import sys
+
+    for verb in (["export"], ["report", "--format", "json"]):
+        done = subprocess.run([sys.executable, "-m", "grader", *verb, str(tmp_path / "grades-1"),
+                               str(tmp_path / "grades-2")], cwd=course_copy.root, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--mixed-seeds" in done.stderr, done.stderr
+
+
+def test_different_weeks_may_be_graded_on_different_seeds(course_copy, tmp_path):
+    result_file(tmp_path / "week1", "zoe", course_copy, 100.0, seed=11)
+    result_file(tmp_path / "week2", "yan", course_copy, 100.0, seed=22, assignment_id="02_self_attention")
+    got = rows(export_csv(course_copy, [tmp_path / "week1", tmp_path / "week2"]))
+    assert set(got) == {("zoe", "autograde"), ("yan", "autograde")}
 
 
 def test_a_folder_without_a_manifest_is_refused_with_how_to_regenerate_it(course_copy, tmp_path):

@@ -1,6 +1,7 @@
 """The instructor's templates for a sharded class (templates/instructor/), run here as CI and Slurm
 would run them: every shard's command, then the merge."""
 import csv
+import json
 import os
 import re
 import shutil
@@ -36,6 +37,8 @@ def shell(folder: Path, command: str, **env) -> subprocess.CompletedProcess:
 def merged(folder: Path) -> dict:
     rows = {row["submission"]: row for row in csv.DictReader((folder / "grades.csv").read_text().splitlines())}
     assert set(rows) == set(STUDENTS)
+    seeds = {json.loads(p.read_text())["seed"] for p in folder.glob("grades-*/*.json")}
+    assert len(seeds) == 1 and {r["seed"] for r in rows.values()} == {str(s) for s in seeds}  # one class, one seed
     assert all(float(r["score"]) == 100 and float(r["max_score"]) == 100 for r in rows.values())  # week 1 only
     return rows
 
@@ -51,6 +54,7 @@ def test_the_github_actions_matrix_grades_every_student_once_and_the_merge_expor
     for shard in shards:
         command = grade.replace("${{ matrix.shard }}", str(shard)).replace("${{ inputs.assignment }}",
                                                                            "01_attention_basics")
+        command = command.replace("${{ inputs.seed || github.run_id }}", "7301940421")  # one run's id
         done = shell(course_folder, command, SHARDS=str(len(shards)))
         assert done.returncode == 0, done.stderr
     graded = [p.stem for p in course_folder.glob("grades-*/*.json")]
@@ -75,7 +79,8 @@ def test_the_slurm_array_script_grades_its_slice_and_the_merge_exports_them(cour
     assert re.search(r"^#SBATCH --cpus-per-task=\d+$", script.read_text(), re.M)
     for task in (1, 2):
         done = shell(course_folder, f"bash {script} 01_attention_basics submissions/",
-                     SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_COUNT="2", SLURM_CPUS_PER_TASK="1")
+                     SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_COUNT="2", SLURM_CPUS_PER_TASK="1",
+                     SLURM_ARRAY_JOB_ID="48213")
         assert done.returncode == 0, done.stderr
     assert sorted(p.stem for p in course_folder.glob("grades-*/*.json")) == sorted(STUDENTS)
     merge = next(line.split("(when every task is done)", 1)[1].strip() for line in script.read_text().splitlines()
@@ -86,6 +91,13 @@ def test_the_slurm_array_script_grades_its_slice_and_the_merge_exports_them(cour
     report = next(line.split("(then, what the class got wrong)", 1)[1].strip() for line in script.read_text().splitlines()
                   if "grade report" in line and line.startswith("#"))
     assert shell(course_folder, report).returncode == 0 and (course_folder / "report.html").is_file()
+    again = shell(course_folder, f"bash {script} 01_attention_basics submissions/", SLURM_ARRAY_TASK_ID="2",
+                  SLURM_ARRAY_TASK_COUNT="2", SLURM_CPUS_PER_TASK="1", SLURM_ARRAY_JOB_ID="48213")
+    assert again.returncode == 0, again.stderr  # a task submitted again completes its shard on the same seed
+    other = shell(course_folder, f"bash {script} 01_attention_basics submissions/", SLURM_ARRAY_TASK_ID="2",
+                  SLURM_ARRAY_TASK_COUNT="2", SLURM_CPUS_PER_TASK="1", SLURM_ARRAY_JOB_ID="50000")
+    assert other.returncode == 2 and "seed 48213" in other.stderr  # another array's seed: refused
+    merged(course_folder)
     outside = shell(course_folder, f"bash {script} 01_attention_basics")
     assert outside.returncode != 0 and "sbatch --array" in outside.stderr  # not an array task: says how
 
