@@ -1,6 +1,7 @@
 """Scores are fair: dropout judged by its effect, forgiveness only where it is owed, the exercise's
 own checks charging a helper's mistake (docs/course-spec.md, "Scores are fair")."""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -195,3 +196,20 @@ def test_a_helper_mistake_costs_once_however_it_shows_in_the_exercises_using_it(
     assert all(e.status == "passed" for e in others), [(e.name, e.feedback[:300]) for e in others if e.status != "passed"]
     users = [e for e in others if f"given your {entry.exercise}" in e.feedback]
     assert users, "no exercise of the assignment uses the helper: the case shows nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 2024])
+def test_forgiveness_names_the_helper_where_the_mistake_is_never_an_exercise_that_passed(course, grader, tmp_path,
+                                                                                         seed):
+    """Issue 32: with the softmax's dimension wrong in attention_weights, copy_v2_weights_into_v1 said
+    "your SelfAttention_v1 is wrong ... fix the SelfAttention_v1 exercise" while SelfAttention_v1 passed."""
+    entry = next(e for e in corpus.mistakes() if e.name == "softmax-wrong-dim/weights_over_queries")
+    _, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=seed)[entry.name]
+    by_name = {e.name: e for e in assignment.exercises}
+    assert by_name["attention_weights"].status != "passed"
+    for name, exercise in by_name.items():
+        blamed = {m for m in re.findall(r"fix the (\w+) exercise", exercise.feedback)}
+        passed = {other for other in blamed if by_name[other].status == "passed"}
+        assert not passed, (name, exercise.feedback[:500])
+    assert "given your attention_weights" in by_name["copy_v2_weights_into_v1"].feedback
