@@ -82,9 +82,10 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
               root_cause: Callable | None = None):
     """Run ``check()``; when it fails, name the mistake that explains the student's output: the one
     the failure carries (``CheckFailed.out``), or else what ``rerun()`` gets again. ``root_cause(failure,
-    out)`` may blame a helper from another exercise (see :func:`blame`); if it does not,
-    ``explain_output(out)`` may name one from the output alone, returning ``(misconception, explanation)``
-    or None; ``right()`` gives the right output."""
+    out)`` may blame a helper from another exercise (see :func:`blame`); if it does not, the first of
+    ``candidates`` that recomputes the output names it; if none does, ``explain_output(out)`` may name
+    one from the output alone, returning ``(misconception, explanation)`` or None; ``right()`` gives the
+    right output."""
     try:
         return check()
     except StudentFault as fault:
@@ -107,14 +108,18 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
                 raise failure from None
         if root_cause is not None and not grade.replaying and (blamed := root_cause(failure, out)):
             raise blamed from None  # first: a helper's mistake seen again here is the helper's
-        if explain_output is not None and (found := explain_output(out)):
-            misconception, explanation = found
-            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
         try:
             right_out = right() if right else None
         except NotReplayable:  # a replayed run has no reference to compute it with
             right_out = None
-        raise name_mistake(grade, failure, out, candidates, right_out) from None
+        # then a mistake recomputed to the student's output, before what the output alone suggests: an
+        # inverted mask that leaves a query no key gives NaN there, which is the mask's doing, not the
+        # softmax's (the name must not depend on whether this seed's mask left such a query)
+        named = name_mistake(grade, failure, out, candidates, right_out)
+        if named is failure and explain_output is not None and (found := explain_output(out)):
+            misconception, explanation = found
+            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
+        raise named from None
 
 
 def raised(grade, fault: StudentFault, root_cause: Callable | None, named: CheckFailed | None = None) -> Exception:

@@ -208,11 +208,12 @@ def test_a_mistake_in_a_helper_costs_points_once_in_the_helper(cascades, helper)
 
 def test_a_right_copy_keeps_its_points_when_the_v1_it_copies_into_is_wrong(cascades):
     """copy_v2_weights_into_v1 is graded by the v1's output after the copy: the v1's own mistake (its
-    attention_weights without the scale) is charged in attention_weights alone."""
+    attention_weights without the scale) is charged in attention_weights alone, and the note names
+    attention_weights, never SelfAttention_v1, which passed (issue 32)."""
     _, assignment = cascades["attention_weights/attention_weights"]
     copy = next(e for e in assignment.exercises if e.name == "copy_v2_weights_into_v1")
     assert copy.status == "passed" and copy.score == copy.max_score, copy.feedback
-    assert "right, given your SelfAttention_v1" in copy.feedback
+    assert "right, given your attention_weights" in copy.feedback and "SelfAttention_v1" not in copy.feedback
 
 
 @pytest.mark.parametrize("helper", sorted(CASCADES))
