@@ -82,6 +82,13 @@ def correct(root: Path = HERE) -> list[Entry]:
     return [_entry(p, None) for p in sorted((root / "correct").glob("*.py"))]
 
 
+def learner(kind: str, root: Path = HERE) -> list[Entry]:
+    """A blind learner's files (``learner/attempts/``: every wrong attempt they naturally made, taking the
+    course from the lessons and stubs alone; ``learner/correct/``: their final versions). Their own
+    account of each mistake, and what the grader said at the time, is ``learner/notes.md``."""
+    return [_entry(p, None) for p in sorted((root / "learner" / kind).glob("learner_*.py"))]
+
+
 def splice(module_text: str, snippet: str) -> str:
     """``module_text`` with each top-level function or class that ``snippet`` defines replaced by the
     snippet's. A snippet's class without ``__init__`` only replaces the methods it defines (so that a

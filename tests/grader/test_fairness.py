@@ -227,3 +227,29 @@ def test_an_inverted_mask_is_named_on_every_seed_even_where_it_leaves_a_query_no
         assert exercise.misconceptions == ["mask-inverted"], (seed, exercise.feedback[:600])
         seen.add(assignment.score)
     assert len(seen) == 1, seen
+
+
+# a blind learner's attempts (tests/corpus/learner/notes.md) that break the contract yet score full
+# marks today: issue 34's to catch; strict, so that catching one says so here
+LEARNER_FALSE_PASSES = {"learner_02_copy_v2_weights_into_v1_new_parameters",
+                        "learner_02_copy_v2_weights_into_v1_no_bias_check", "learner_04_split_qkv_no_valueerror",
+                        "learner_05_online_softmax_whole_row_max", "learner_01_context_vector_loop_zeros_float32"}
+
+
+@pytest.mark.slow
+def test_a_blind_learners_final_versions_score_full_marks_on_two_seeds(course, grader, tmp_path):
+    entries = corpus.learner("correct")
+    assert len(entries) >= 30
+    for seed in (2024, 5):
+        results = corpus.grade_all(entries, course, grader, tmp_path / str(seed), seed=seed)
+        lost = {name: exercise.feedback[:300] for name, (exercise, _) in results.items() if exercise.status != "passed"}
+        assert not lost, (seed, lost)
+
+
+@pytest.mark.slow
+def test_a_blind_learners_wrong_attempts_each_lose_points(course, grader, tmp_path):
+    entries = corpus.learner("attempts")
+    assert len(entries) >= 60
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024)
+    passed = {name.split("/")[-1] for name, (exercise, _) in results.items() if exercise.status == "passed"}
+    assert passed == LEARNER_FALSE_PASSES

@@ -1,0 +1,17 @@
+"""SelfAttention_v1: copy-paste slip, the keys are computed with W_query"""
+import torch
+from torch import nn
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        queries = x @ self.W_query
+        keys = x @ self.W_query
+        values = x @ self.W_value
+        return scaled_dot_product_attention(queries, keys, values)

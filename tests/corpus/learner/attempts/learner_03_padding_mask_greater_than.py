@@ -1,0 +1,7 @@
+"""padding_mask: used > instead of >=, so the first padding position stays visible"""
+import torch
+
+
+def padding_mask(lengths, max_len):
+    positions = torch.arange(max_len, device=lengths.device)
+    return positions[None, :] > lengths[:, None]

@@ -1,0 +1,46 @@
+"""GroupedQueryAttention: keys/values in G groups, cache the groups, repeat_kv after caching"""
+import torch
+from torch import nn
+
+
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_in, d_out, dropout, num_heads, num_kv_groups, dtype=None, qkv_bias=False):
+        super().__init__()
+        if d_out % num_heads != 0:
+            raise ValueError("d_out must be divisible by num_heads")
+        if num_heads % num_kv_groups != 0:
+            raise ValueError("num_heads must be divisible by num_kv_groups")
+        self.num_heads = num_heads
+        self.num_kv_groups = num_kv_groups
+        self.group_size = num_heads // num_kv_groups
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias, dtype=dtype)
+        self.W_key = nn.Linear(d_in, num_kv_groups * self.head_dim, bias=qkv_bias, dtype=dtype)
+        self.W_value = nn.Linear(d_in, num_kv_groups * self.head_dim, bias=qkv_bias, dtype=dtype)
+        self.out_proj = nn.Linear(d_out, d_out, bias=False, dtype=dtype)
+        self.dropout = nn.Dropout(dropout)
+        self.reset_cache()
+
+    def reset_cache(self):
+        self.cache_k = None
+        self.cache_v = None
+        self.position = 0
+
+    def forward(self, x, use_cache=False):
+        b, T, _ = x.shape
+        queries = _heads(self.W_query(x), self.num_heads)
+        keys = _heads(self.W_key(x), self.num_kv_groups)
+        values = _heads(self.W_value(x), self.num_kv_groups)
+        if use_cache:
+            start = self.position
+            if self.cache_k is not None:
+                keys = torch.cat([self.cache_k, keys], dim=2)
+                values = torch.cat([self.cache_v, values], dim=2)
+            self.cache_k, self.cache_v = keys, values
+            self.position += T
+        else:
+            start = 0
+        keys = repeat_kv(keys, self.group_size)
+        values = repeat_kv(values, self.group_size)
+        hidden = sliding_window_mask(T, keys.shape[2], None, q_start=start, device=x.device)
+        return self.out_proj(_attend(queries, keys, values, hidden, self.dropout))

@@ -1,0 +1,13 @@
+"""apply_rope: rows offset..offset+T-1 of the tables, halves rotated, cast back to x's dtype"""
+import torch
+
+
+def apply_rope(x, cos, sin, offset=0):
+    B, H, T, hd = x.shape
+    x1 = x[..., : hd // 2]
+    x2 = x[..., hd // 2:]
+    c = cos[offset:offset + T, :].to(x.device)
+    s = sin[offset:offset + T, :].to(x.device)
+    rotated = torch.cat((-x2, x1), dim=-1)
+    out = x * c + rotated * s
+    return out.to(dtype=x.dtype)
