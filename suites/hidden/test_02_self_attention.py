@@ -148,8 +148,11 @@ def test_attention_weights_mask(grade, mask_shape):
 @exercise("attention_weights", weight=2)
 def test_attention_weights_large_scores(grade):
     """Scaled scores in the hundreds, far past where a float32 exp overflows (about 88): a softmax
-    without its max shift gives inf / inf = NaN."""
-    queries, keys = grade.randn(2, 5, 8, scale=40.0), grade.randn(2, 7, 8, scale=40.0)
+    without its max shift gives inf / inf = NaN. The keys sit close to one another, so that each
+    query's scaled scores differ by about one: its weights are spread, not one-hot, on every seed (a
+    missing or wrong scale, which one-hot weights would hide on some seeds, fails here on all)."""
+    queries = grade.randn(2, 5, 8, scale=40.0)
+    keys = grade.randn(2, 1, 8, scale=40.0) + grade.randn(2, 7, 8, scale=0.04)  # [2, 7, 8], near one another
     right = right_attention(queries, keys, None, None)
     grade.same("attention_weights", queries, keys, grad=True, mistakes=attention_mistakes(queries, keys, None, None),
                right=right, explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)

@@ -253,3 +253,13 @@ def test_a_blind_learners_wrong_attempts_each_lose_points(course, grader, tmp_pa
     results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024)
     passed = {name.split("/")[-1] for name, (exercise, _) in results.items() if exercise.status == "passed"}
     assert passed == LEARNER_FALSE_PASSES
+
+
+@pytest.mark.slow
+def test_a_missing_scale_costs_the_same_on_every_seed(course, grader, tmp_path):
+    """Issue 32: 02's large-scores check drew keys whose weights came out one-hot on most seeds, where a
+    missing scale passes: 2.4/20 on those, 0.8/20 on the others. Its keys now sit near one another."""
+    entry = next(e for e in corpus.mistakes() if e.name == "missing-scale/plain_softmax_of_scores")
+    scores = {corpus.grade_all([entry], course, grader, tmp_path / str(seed), seed=seed)[entry.name][0].score
+              for seed in (1, 2, 8, 14)}  # 8 and 14: 0.8 before, the others 2.4
+    assert len(scores) == 1, scores
