@@ -10,7 +10,10 @@ assignment, the status and the misconception ids named, and the assignment's sco
 
 Prints each entry that differs (worst score gap first), then the totals; exits 1 if any entry differs.
 
-    python benchmarks/student_side.py [--only PREFIX] [--limit N] [--extra DIR ...] [--tolerance 5]
+    python benchmarks/student_side.py [--assignment ID ...] [--only PREFIX] [--limit N] [--extra DIR ...]
+                                      [--tolerance 5]
+
+``--assignment ID``: that assignment's entries only, and a distribution of that assignment alone.
 
 ``--extra DIR``: more entries, each .py file of DIR whose docstring's first line is ``<exercise>: ...``.
 """
@@ -64,6 +67,7 @@ def grade(grader, course, target: Path, assignment_id: str, seed: int | None):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assignment", action="append", default=[], help="only this assignment (repeatable)")
     parser.add_argument("--only", default="", help="only entries whose exercise starts with this")
     parser.add_argument("--limit", type=int, default=0, help="grade at most N entries")
     parser.add_argument("--extra", type=Path, action="append", default=[], help="a folder of more entries")
@@ -79,15 +83,16 @@ def main() -> int:
     entries = corpus.mistakes() + corpus.unnamed() + corpus.correct()
     for folder in options.extra:
         entries += [corpus._entry(path, None) for path in sorted(folder.glob("*.py"))]
-    entries = [e for e in entries if e.exercise.startswith(options.only)]
+    entries = [e for e in entries if e.exercise.startswith(options.only) and
+               (not options.assignment or corpus.assignment_of(course, e.exercise) in options.assignment)]
     entries = entries[:options.limit] if options.limit else entries
 
     with tempfile.TemporaryDirectory(prefix="student-side-") as scratch:
         scratch = Path(scratch)
         # in another process: recording imports the course's own public suites, which would then shadow
         # the distribution's (same module names) in this one
-        subprocess.run([sys.executable, "-m", "grader", "release", "--out", str(scratch / "distribution")],
-                       cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-m", "grader", "release", *options.assignment, "--out",
+                        str(scratch / "distribution")], cwd=ROOT, check=True)
         student_course = load_course(scratch / "distribution")
         print(f"distribution written in {time.monotonic() - started:.0f} s; grading {len(entries)} entries",
               file=sys.stderr)

@@ -94,10 +94,10 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
         if failure.fault is not None:  # a crash that names a mistake: the helper's, when it raises so too
             raise raised(grade, failure.fault, root_cause, failure) from None
         if failure.misconceptions and not (failure.misconceptions == ("wrong-dtype",) and failure.out is not None
-                                           and root_cause is not None and not grade.replaying):
+                                           and root_cause is not None):
             raise
         if failure.misconceptions:  # a dtype right given the student's own helper is the helper's mistake
-            raise root_cause(failure, failure.out) or failure from None
+            raise cause(grade, root_cause, failure, failure.out) or failure from None
         out = failure.out
         if out is None:
             if rerun is None:
@@ -106,7 +106,7 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
                 out = rerun()
             except StudentFault:
                 raise failure from None
-        if root_cause is not None and not grade.replaying and (blamed := root_cause(failure, out)):
+        if root_cause is not None and (blamed := cause(grade, root_cause, failure, out)):
             raise blamed from None  # first: a helper's mistake seen again here is the helper's
         try:
             right_out = right() if right else None
@@ -126,9 +126,27 @@ def raised(grade, fault: StudentFault, root_cause: Callable | None, named: Check
     """What a raise of the student's code gives: the helper's mistake when the right computation on the
     student's own helper raises the same way (``root_cause`` sees a RaisedFailure), else the fault (or
     ``named``, the failure that names the mistake the crash shows)."""
-    if root_cause is None or grade.replaying or fault.kind != "error" or not fault.exception:
+    if root_cause is None or fault.kind != "error" or not fault.exception:
         return named or fault
-    return root_cause(RaisedFailure(fault), None) or named or fault
+    return cause(grade, root_cause, RaisedFailure(fault), None) or named or fault
+
+
+def cause(grade, root_cause: Callable, failure, out):
+    """``root_cause(failure, out)``; None where it cannot be had here: it needs the reference itself,
+    which a replayed run (a student distribution) does not have, nor any recorded use of it (a
+    recording holds the uses of a run that passed: a diagnosis makes none there, and one made in a
+    replay would read the next use's record). What it computes from the student's own code and the
+    lesson's formulas works on both sides."""
+    counted = hasattr(grade, "diagnosing")
+    if counted:
+        grade.diagnosing += 1
+    try:
+        return root_cause(failure, out)
+    except NotReplayable:
+        return None
+    finally:
+        if counted:
+            grade.diagnosing -= 1
 
 
 def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_out: set | None = None):

@@ -117,6 +117,7 @@ class Grade:
         self.student = student
         self.replaying = session.recording is not None and session.recording.replaying
         self.ref = _Unavailable() if self.replaying else reference
+        self.diagnosing = 0  # inside a root cause (grader.diagnose.cause): a replay may use no recorded output
         self.nodeid = nodeid
         self._events = 0
         self.device = session.device
@@ -227,9 +228,11 @@ class Grade:
     def _blame_gradients(self, problem, reply, grad_out, root_cause):
         """A gradient failure on a right output, judged given the student's own helper: ``root_cause``
         sees a GradientFailure and may blame the helper (see grader.diagnose.blame's ``chain``)."""
-        if root_cause is None or self.replaying:
+        from grader.diagnose import cause
+
+        if root_cause is None:
             raise problem
-        blamed = root_cause(GradientFailure(problem, reply, grad_out), reply.out)
+        blamed = cause(self, root_cause, GradientFailure(problem, reply, grad_out), reply.out)
         raise (blamed or problem) from None
 
     def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True, number=None):
@@ -300,9 +303,11 @@ class Grade:
         try:
             self.expect(reply, expected, what)
         except CheckFailed as failure:
-            if root_cause is None or self.replaying or failure.misconceptions:
+            from grader.diagnose import cause
+
+            if root_cause is None or failure.misconceptions:
                 raise
-            explained = root_cause(failure, reply.out)
+            explained = cause(self, root_cause, failure, reply.out)
             if isinstance(explained, RightGivenHelper):
                 return
             raise (explained or failure) from None
@@ -354,6 +359,8 @@ class Grade:
             self._events += 1
         key = f"{self.nodeid}#{number}"
         recording = self.session.recording
+        if self.replaying and self.diagnosing:
+            raise NotReplayable("a diagnosis of a replayed run cannot use the reference")
         if recording is not None:
             return recording.event(key, compute)
         memo = self.session.memo
@@ -629,9 +636,11 @@ class ModulePair:
             if tuple(theirs[n]) != tuple(p.shape):
                 raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
                                   f"expected {shape_str(p.shape)}")
+        # the weights both instances now hold, at hand without a use of the reference: a root cause in a
+        # replay (a student distribution) computes the right projections from them (grader.diagnose.cause)
+        self.weights = {n: p.detach().cpu() for n, p in ours.items()}
         if not loaded:
-            self.grade.student.request({"op": "load", "handle": self.handle.id,
-                                        "params": {n: p.detach().cpu() for n, p in ours.items()}})
+            self.grade.student.request({"op": "load", "handle": self.handle.id, "params": self.weights})
 
     def student_parameters(self) -> dict:
         return self.grade.student.request({"op": "state", "handle": self.handle.id})["params"]
