@@ -187,7 +187,7 @@ def _gradescope(result: SubmissionResult) -> str:
                 "visibility": "visible",
             })
     payload = {"score": result.score, "execution_time": max(1, round(result.duration_s)),
-               "output": f"seed {result.seed} on {result.device}; rerun with `grade check --seed {result.seed}`",
+               "output": f"seed {result.seed} on {result.device}; {result.rerun}",
                "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
     return json.dumps(payload, indent=2) + "\n"
 
@@ -259,5 +259,5 @@ def _markdown(result: SubmissionResult) -> str:
             fence = "~" * max(4, 1 + max((len(run) for run in re.findall(r"~+", text)), default=0))
             lines += [f"<details><summary><code>{html.escape(exercise.name)}</code>: the whole message</summary>",
                       "", f"{fence}text", text, fence, "", "</details>", ""]
-    lines.append(f"Seed {result.seed} on {result.device}: rerun with `grade check --seed {result.seed}`.")
+    lines.append(f"Seed {result.seed} on {result.device}: {result.rerun}.")
     return "\n".join(lines) + "\n"

@@ -203,6 +203,14 @@ class SubmissionResult:
     assignments: list[AssignmentResult]
     isolation: str = "same-user"  # "separate-user": student code ran as a user of its own (grader.sandbox.confine)
     started: str = ""  # when grading began, ISO 8601 in UTC
+    fixed_cases: bool = False  # the public cases replayed (a student distribution): no --seed draws others
+
+    @property
+    def rerun(self) -> str:
+        """How to grade these inputs again, as the report says it."""
+        if self.fixed_cases:
+            return "the public cases are fixed: every run of `grade check` grades these same inputs"
+        return f"rerun with `grade check --seed {self.seed}`"
 
     def __post_init__(self):
         self.submission = plain_text(self.submission, 300)  # a path's name: any bytes but / and NUL

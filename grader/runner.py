@@ -151,6 +151,7 @@ class _Run:
     started: float = 0.0
     started_at: str = ""
     seed: int = 0
+    fixed_cases: bool = False  # replayed from a recording: the public cases, whatever the seed asked
     files: list = dataclasses.field(default_factory=list)
     submission: Submission | None = None
     cell: object = None  # grader.sandbox.cells.Cell
@@ -253,6 +254,7 @@ class Grader:
         if replaying:
             seed = recording.seed  # the recorded outputs belong to the inputs of this seed
         run.seed = secrets.randbelow(10**6) if seed is None else seed
+        run.fixed_cases = replaying
         run.files = suite_files(self.course, assignments, suite)
         if submission is None:
             return run
@@ -292,7 +294,7 @@ class Grader:
         results = [self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
                    for a in run.assignments]
         return SubmissionResult(run.submission.name, run.seed, self.device, time.monotonic() - run.started, results,
-                                isolation=self.confinement.mode, started=run.started_at)
+                                isolation=self.confinement.mode, started=run.started_at, fixed_cases=run.fixed_cases)
 
     def _assignment_result(self, assignment: Assignment, outcomes, only, session) -> AssignmentResult:
         exercises = []

@@ -204,6 +204,10 @@ def test_its_own_grader_gives_the_solutions_full_marks_offline(distribution, sub
     code, data = grade_json(distribution, "--submission", str(submission_dir))
     assert code == 0 and data["score"] == data["max_score"] == 600 and data["seed"] == PUBLIC_SEED
     assert {status for status, _ in verdicts(data).values()} == {"passed"}
+    # the public cases are fixed: no report there offers a --seed that would draw others (issue 32)
+    markdown = run_in(distribution, [sys.executable, "-m", "grader", "check", "--format", "markdown",
+                                     "--submission", str(submission_dir)])
+    assert "--seed" not in markdown.stdout and "public cases are fixed" in markdown.stdout, markdown.stdout[-500:]
 
 
 MUTATED = ("softmax", "CrossAttention", "copy_v2_weights_into_v1", "CausalAttention", "MultiHeadAttention",
