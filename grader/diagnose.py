@@ -162,6 +162,8 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
 
     if right is not None and matches(grade, out, right):
         return None
+    if _nothing_finite(out):  # all NaN or inf: it equals every candidate that is too, and tells none apart
+        return None
     found, fits, tried, open_ = [], [], set(), set()
     for candidate in _until_unreplayable(candidates):
         if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
@@ -310,6 +312,14 @@ class Raised:
     def __init__(self, exception: str | None, message: str):
         self.exception = exception
         self.message = message
+
+
+def _nothing_finite(out) -> bool:
+    import torch
+
+    parts = out if isinstance(out, tuple) else (out,)
+    tensors = [p for p in parts if isinstance(p, torch.Tensor) and p.is_floating_point() and p.numel()]
+    return bool(tensors) and not any(bool(torch.isfinite(t).any()) for t in tensors)
 
 
 def their(grade, name, *args, **kwargs):

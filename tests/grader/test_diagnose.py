@@ -289,6 +289,12 @@ def test_a_diagnosis_is_claimed_only_when_it_tells_mistakes_apart():
     assert diagnose.first_match(_Checks(), out, both[:1]) == ("missing-scale", "a")
     assert diagnose.first_match(_Checks(), out, both[:1], right=torch.ones(3)) is None  # the output is right
     assert diagnose.first_match(_Checks(), out, [("wrong-scale", "c", torch.zeros(3))]) is None
+    # an output with no finite entry equals every candidate that has none either (an inverted mask's NaN
+    # rows, on a seed whose exp() overflowed everywhere): it tells nothing apart, so names nothing
+    nan = torch.full((3,), float("nan"))
+    assert diagnose.first_match(_Checks(), nan, [("mask-inverted", "d", nan.clone())]) is None
+    partly = torch.tensor([0.5, float("nan"), 0.5])
+    assert diagnose.first_match(_Checks(), partly, [("mask-inverted", "d", partly.clone())]) == ("mask-inverted", "d")
 
 
 def test_inf_or_nan_is_unstable_only_where_the_right_answer_is_finite():
