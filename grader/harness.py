@@ -176,7 +176,7 @@ class Grade:
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
-             normalised_exponential=False, **kwargs):
+             normalised_exponential=False, grad_scale=1.0, **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included
         (``grad=True``: for every floating-point argument; a tuple of positions: for those data inputs
         only, never for constant tables such as ``cos`` and ``sin``, which the contract leaves alone),
@@ -185,13 +185,15 @@ class Grade:
         e.g. float32 angles that grow with the position). ``normalised_exponential``: the output is a
         softmax of the first argument along ``dim``, whose every formulation rounds the shift of its
         exponents (a maximum, a log-sum-exp) at the scale of the largest input (see ``_exponent_room``).
+        ``grad_scale``: the size of the output gradient (drawn with standard deviation 1 unless a check
+        needs one large on every seed, e.g. where a backward pass divides by a clamped zero).
 
         When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
         ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
         output alone, ``right`` the right output (a tensor, or a function computing it) when at
         hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
         def check():
-            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad)
+            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad, grad_scale=grad_scale)
             number = self._events  # the room's use of the reference, numbered whether it is computed or not
             self._events += 1
             widening = []
@@ -368,7 +370,7 @@ class Grade:
             return compute()
         return memo.lookup(key, (key, self.device, *reads), compute, unchanged)
 
-    def _reference(self, target, args, kwargs, grad, seed=None):
+    def _reference(self, target, args, kwargs, grad, seed=None, grad_scale=1.0):
         """The reference's output for ``target`` (a function's name, or a module) on these inputs, and
         with ``grad``: the output gradient drawn from this check's generator, and the reference's
         gradients for the inputs and the module's parameters."""
@@ -391,7 +393,7 @@ class Grade:
         expected, differentiable = self._event(forward, target, args, kwargs, grad, seed, unchanged=module)
         if not grad or not differentiable:
             return expected, None, None, None
-        grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype)
+        grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype) * grad_scale
         # an infinite output (a masked score) passes no gradient on that anything could use (a softmax
         # gives it none), so whether code masks with masked_fill or by adding -inf does not matter there
         grad_out = grad_out.masked_fill(expected.isinf().cpu(), 0.0)
