@@ -345,7 +345,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's.
 
     A :class:`GradientFailure` (right output, wrong or failed gradients) is judged on the gradients
-    given the student's helper, which needs ``chain = (inputs, before, after, helper_kwargs)``: the
+    given the student's helper, which needs ``chain = (inputs, before, after, helper_kwargs[, right_helper])``: the
     exercise's differentiated inputs, ``before(*inputs)`` the helper's arguments and ``after(h,
     *inputs)`` the output from the helper's result ``h`` (see :func:`composed_gradients`)."""
     import torch
@@ -438,10 +438,11 @@ def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple)
     """The helper at fault for a right output's wrong gradients when the exercise's gradients are those
     of the right computation through the student's own helper (both failing to compute them, or both
     the same, NaN included), and the helper's differ from the right ones."""
-    inputs, before, after, kwargs = chain
+    inputs, before, after, kwargs, *formula = chain
     theirs, their_error = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out,
                                              student=True)
-    right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False)
+    right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False,
+                                  right_helper=formula[0] if formula else None)
     got = failure.reply
     if their_error or got.grad_error:
         if not (their_error and got.grad_error):
@@ -458,14 +459,17 @@ def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple)
 
 
 def composed_gradients(grade, helper: str, inputs, before: Callable, after: Callable, kwargs: dict, grad_out,
-                       student: bool):
+                       student: bool, right_helper: Callable | None = None):
     """The gradients, with respect to ``inputs`` (the exercise's tensor arguments, in order; None for one
     not floating-point), of ``after(helper(*before(*inputs)), *inputs)`` sent ``grad_out``: ``before``
     and ``after`` differentiated here, the helper the student's own (run in their worker on detached
-    arguments and sent the gradient of its result) or, with ``student=False``, the reference's.
+    arguments and sent the gradient of its result) or, with ``student=False``, the reference's (in a replay,
+    which has none, ``right_helper``: the lesson's formula for it, where the suite gives one).
     ``(grads, None)``, or ``(None, error)`` when the student's helper fails to compute its gradients."""
     import torch
 
+    right = None if student else right_helper if right_helper is not None and grade.replaying else \
+        getattr(grade.ref, helper)
     leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
     live = [x for x in leaves if x.requires_grad]
     with torch.enable_grad():
@@ -475,7 +479,7 @@ def composed_gradients(grade, helper: str, inputs, before: Callable, after: Call
         if student:
             h = grade.call(helper, *detached, **kwargs).out
         else:
-            h = getattr(grade.ref, helper)(*_to(detached, grade.device), **kwargs).detach().cpu()
+            h = right(*_to(detached, grade.device), **kwargs).detach().cpu()
         h = h.detach().to(args[0].dtype).requires_grad_()
         out = after(h, *leaves)
         upstream, *direct = torch.autograd.grad(out, [h, *live], grad_out.to(out.dtype), allow_unused=True)
@@ -500,7 +504,7 @@ def composed_gradients(grade, helper: str, inputs, before: Callable, after: Call
             moved = [a.requires_grad_(i in trainable) if isinstance(a, torch.Tensor) else a
                      for i, a in enumerate(_to(detached, grade.device))]
             with torch.enable_grad():
-                result = getattr(grade.ref, helper)(*moved, **kwargs)
+                result = right(*moved, **kwargs)
                 helper_grads = torch.autograd.grad(result, [moved[i] for i in trainable],
                                                    upstream.to(result.device, result.dtype), allow_unused=True)
         present = [(args[i], g.cpu()) for i, g in zip(trainable, helper_grads) if g is not None]

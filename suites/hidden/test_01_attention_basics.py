@@ -6,55 +6,14 @@ grader/harness.py). Inputs come from the check's own seed, fresh each run unless
 import pytest
 import torch
 
-from grader import diagnose
-from grader.authoring import Mistake, assignment, exercise
-from lesson import journey, mistaken
+from grader.authoring import assignment, exercise
+from lesson import journey
+from lesson.checks_01 import (scores_not_growing, simple_attention_not_growing, simple_attention_same,
+                              softmax_same)
 
 pytestmark = assignment("01_attention_basics")
 
 FLOATS = [torch.float32, torch.float64]
-
-
-# --- naming the mistake ------------------------------------------------------------------------------
-def softmax_same(grade, name, x, dim=None, grad=False):
-    """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN
-    where the right answer is finite, or a softmax along another dimension."""
-    kwargs = {} if dim is None else {"dim": dim}
-    dim = -1 if dim is None else dim
-    right = mistaken.safe_softmax(x, dim)
-    explain = (lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None) if name == "softmax" else None
-    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), explain=explain, right=right,
-               normalised_exponential=name == "softmax", **kwargs)
-
-
-def simple_attention_root_cause(grade, x):
-    """The student's own softmax or attention_scores, when simple_self_attention(x) is right given it."""
-    scores = x @ x.transpose(-2, -1)
-    weights = mistaken.safe_softmax(scores)
-
-    def root_cause(failure, out):
-        return diagnose.blame(grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1),
-                              weights, lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
-                              chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1})) or \
-            diagnose.blame(grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x),
-                           scores, lambda s: mistaken.safe_softmax(s) @ x,
-                           chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {}))
-    return root_cause
-
-
-def simple_attention_same(grade, x, grad=False):
-    """simple_self_attention matches the reference; if not, say whether the student's own softmax or
-    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
-    scores = x @ x.transpose(-2, -1)
-    weights = mistaken.safe_softmax(scores)
-    root_cause = simple_attention_root_cause(grade, x)
-
-    grade.same("simple_self_attention", x, grad=grad, right=lambda: weights @ x, root_cause=root_cause,
-               explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, weights @ x) else None, mistakes=[
-        *(Mistake(m, what, lambda wrong=wrong: wrong() @ x) for m, what, wrong in mistaken.softmax_mistakes(scores, -1)),
-        Mistake("values-not-used", "your output is the attention weights: multiply them by the inputs", weights),
-        Mistake("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
-                               "unscaled", lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)])
 
 
 # --- attention_scores_for_query ----------------------------------------------------------------------
@@ -155,9 +114,7 @@ def test_attention_scores_random(grade, dtype, shape):
 
 @exercise("attention_scores", weight=2)
 def test_attention_scores_vectorised(grade):
-    short = grade.measured("attention_scores", grade.randn(4, 3)).ops
-    long = grade.measured("attention_scores", grade.randn(32, 3)).ops
-    grade.expect_not_growing("attention_scores", short, long)
+    scores_not_growing(grade, grade.randn(4, 3), grade.randn(32, 3))
 
 
 # --- simple_self_attention ---------------------------------------------------------------------------
@@ -183,13 +140,7 @@ def test_simple_self_attention_large_scores(grade, dtype):
 
 @exercise("simple_self_attention", weight=2)
 def test_simple_self_attention_vectorised(grade):
-    x_short, x_long = grade.randn(4, 3), grade.randn(32, 3)
-    short = grade.measured("simple_self_attention", x_short,
-                           root_cause=simple_attention_root_cause(grade, x_short)).ops
-    long = grade.measured("simple_self_attention", x_long, root_cause=simple_attention_root_cause(grade, x_long)).ops
-    grade.expect_not_growing("simple_self_attention", short, long, helpers=[
-        ("attention_scores", (x_short,), (x_long,)),
-        ("softmax", (x_short @ x_short.T, -1), (x_long @ x_long.T, -1))])
+    simple_attention_not_growing(grade, grade.randn(4, 3), grade.randn(32, 3))
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

@@ -5,15 +5,13 @@ functions through ``grade.same``, classes through ``grade.module``, which builds
 student's instance and loads the reference's weights into the student's by parameter name. Inputs come
 from the check's own seed, fresh each run unless --seed is given.
 """
-import functools
-
 import pytest
 import torch
 
-from grader import diagnose
 from grader.authoring import assignment, exercise
-from grader.harness import CheckFailed
-from lesson import dessert, journey, mistaken
+from lesson import dessert, journey
+from lesson.checks_02 import (copied_pairs, copy_gives_output, copy_gives_parameters, cross_roles, linear_roles,
+                              module_same, sdpa_same, v1_roles, weights_same)
 
 pytestmark = assignment("02_self_attention")
 
@@ -22,82 +20,6 @@ pytestmark = assignment("02_self_attention")
 def hidden(grade, *shape, p=0.3):
     """A random boolean mask, True = hidden."""
     return grade.rand(*shape) < p
-
-
-# --- naming the mistake ------------------------------------------------------------------------------
-def right_attention(q, k, v=None, mask=None):
-    return mistaken.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
-
-
-def attention_mistakes(q, k, v=None, mask=None):
-    return mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
-
-
-def weights_same(grade, queries, keys, mask=None, grad=False):
-    """attention_weights matches the reference; if not, name the mistake that explains it."""
-    kwargs = {} if mask is None else {"mask": mask}
-    right = functools.cache(lambda: right_attention(queries, keys, None, mask))  # only once a check failed
-    grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
-               right=right, **kwargs,
-               explain=lambda out: (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
-               if diagnose.unstable(out, right()) else None)
-
-
-def sdpa_same(grade, queries, keys, values, mask=None, grad=False):
-    """scaled_dot_product_attention matches the reference; if not, blame the student's attention_weights
-    when that explains it, or name the mistake."""
-    kwargs = {} if mask is None else {"mask": mask}
-    grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs,
-               mistakes=attention_mistakes(queries, keys, values, mask),
-               right=lambda: right_attention(queries, keys, values, mask),
-               root_cause=lambda failure, out: attention_root_cause(grade, failure, out, queries, keys, values, mask))
-
-
-def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=False):
-    """The failure blamed on the student's attention_weights (or, ``via_sdpa``, scaled_dot_product_attention)
-    when the output is what the student's own helper gives on the right queries, keys and values."""
-    kwargs = {} if mask is None else {"mask": mask}
-    with torch.no_grad():
-        right_weights = right_attention(q, k, None, mask)
-        blamed = diagnose.blame(grade, failure, out, "attention_weights",
-                                diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
-                                lambda w: w @ v, attention_mistakes(q, k, None, mask),
-                                chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs))
-        if blamed or not via_sdpa:
-            return blamed
-        return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",
-                              diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs), right_weights @ v,
-                              lambda o: o, attention_mistakes(q, k, v, mask))
-
-
-def module_same(grade, pair, *inputs, grad=False, project):
-    """The student's module gives the reference's output; if not, name the mistake: in a helper it uses
-    (the root cause), a projection in the wrong role, or one of attention's usual mistakes.
-    ``project(x...)`` gives the right {"query", "key", "value"} projections of the inputs."""
-    @functools.cache
-    def roles():
-        with torch.no_grad():
-            return {role: t.detach().cpu() for role, t in project(*(x.to(grade.device) for x in inputs)).items()}
-
-    def candidates():
-        q, k, v = roles().values()
-        yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
-        yield from mistaken.role_mistakes(roles(), right_attention)
-
-    pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
-              root_cause=lambda failure, out: attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True))
-
-
-def v1_roles(ref):
-    return lambda x: {"query": x @ ref.W_query, "key": x @ ref.W_key, "value": x @ ref.W_value}
-
-
-def linear_roles(ref):
-    return lambda x: {"query": ref.W_query(x), "key": ref.W_key(x), "value": ref.W_value(x)}
-
-
-def cross_roles(ref):
-    return lambda x_q, x_kv: {"query": ref.W_query(x_q), "key": ref.W_key(x_kv), "value": ref.W_value(x_kv)}
 
 
 # --- attention_weights -------------------------------------------------------------------------------
@@ -153,9 +75,7 @@ def test_attention_weights_large_scores(grade):
     missing or wrong scale, which one-hot weights would hide on some seeds, fails here on all)."""
     queries = grade.randn(2, 5, 8, scale=40.0)
     keys = grade.randn(2, 1, 8, scale=40.0) + grade.randn(2, 7, 8, scale=0.04)  # [2, 7, 8], near one another
-    right = right_attention(queries, keys, None, None)
-    grade.same("attention_weights", queries, keys, grad=True, mistakes=attention_mistakes(queries, keys, None, None),
-               right=right, explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None)
+    weights_same(grade, queries, keys, grad=True, overflow=True)
 
 
 @exercise("attention_weights", weight=2)
@@ -211,7 +131,7 @@ def test_sdpa_non_contiguous(grade):
 @exercise("SelfAttention_v1", weight=3)
 def test_self_attention_v1_lesson_data(grade):
     pair = grade.module("SelfAttention_v1", 3, 2)
-    module_same(grade, pair, journey(), project=v1_roles(pair.ref))
+    module_same(grade, pair, journey(), project=v1_roles(pair))
 
 
 # (d_in, d_out, T, dtype)
@@ -227,20 +147,20 @@ V1_CASES = {
 def test_self_attention_v1_random(grade, case):
     d_in, d_out, tokens, dtype = case
     pair = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
-    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=v1_roles(pair.ref))
+    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=v1_roles(pair))
 
 
 @exercise("SelfAttention_v1", weight=1)
 def test_self_attention_v1_non_contiguous(grade):
     pair = grade.module("SelfAttention_v1", 6, 4)
-    module_same(grade, pair, grade.randn(6, 7).T, project=v1_roles(pair.ref))
+    module_same(grade, pair, grade.randn(6, 7).T, project=v1_roles(pair))
 
 
 # --- SelfAttention_v2 --------------------------------------------------------------------------------
 @exercise("SelfAttention_v2", weight=3)
 def test_self_attention_v2_lesson_data(grade):
     pair = grade.module("SelfAttention_v2", 3, 2)
-    module_same(grade, pair, journey(), project=linear_roles(pair.ref))
+    module_same(grade, pair, journey(), project=linear_roles(pair))
 
 
 # (d_in, d_out, qkv_bias, T, dtype)
@@ -256,87 +176,28 @@ V2_CASES = {
 def test_self_attention_v2_random(grade, case):
     d_in, d_out, qkv_bias, tokens, dtype = case
     pair = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
-    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=linear_roles(pair.ref))
+    module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=linear_roles(pair))
 
 
 @exercise("SelfAttention_v2", weight=1)
 def test_self_attention_v2_non_contiguous(grade):
     pair = grade.module("SelfAttention_v2", 6, 4)
-    module_same(grade, pair, grade.randn(6, 7).T, project=linear_roles(pair.ref))
+    module_same(grade, pair, grade.randn(6, 7).T, project=linear_roles(pair))
 
 
 # --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
-def copied_pairs(grade, d_in, d_out, dtype=None):
-    """A SelfAttention_v2 and a SelfAttention_v1 (reference and student, each with the reference's weights),
-    after copy_v2_weights_into_v1 ran on both sides."""
-    v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
-    v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
-    grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
-    if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
-        grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
-    return v2, v1
-
-
-def copied_mistake(grade, failure, v2, v1):
-    """Name what the v1 received: another projection's weights (qkv-swapped), or a weight not transposed."""
-    theirs = v1.student_parameters()
-    for name, param in v1.reference_parameters().items():  # the right weights, in another dtype
-        got = theirs.get(name)
-        if got is not None and got.shape == param.shape and got.dtype != param.dtype \
-                and diagnose.matches(grade, got.to(param.dtype), param):
-            return CheckFailed(f"{failure.message}; the values are right, the dtype is not: keep the modules' "
-                               "dtype", ("wrong-dtype",))
-    weights = {n: m.weight.detach().cpu() for n, m in v2.ref.named_children()}  # W_query, W_key, W_value
-    for role, got in theirs.items():
-        for source, weight in weights.items():
-            if source != role and diagnose.matches(grade, got, weight.T):
-                return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {source}",
-                                   ("qkv-swapped",))
-        if diagnose.matches(grade, got, weights[role]) and not diagnose.matches(grade, got, weights[role].T):
-            return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {role}.weight without "
-                               "transposing it: nn.Linear stores [d_out, d_in]")
-    return failure
-
-
 @exercise("copy_v2_weights_into_v1", weight=3)
 @pytest.mark.parametrize("d_in,d_out,dtype", [(3, 2, torch.float32), (5, 5, torch.float64)],
                          ids=["d_in3-d_out2", "square-float64"])
 def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
     v2, v1 = copied_pairs(grade, d_in, d_out, dtype)
-    try:
-        v1.expect_same_parameters("after copy_v2_weights_into_v1(v2, v1), the v1")
-    except CheckFailed as failure:
-        if grade.replaying:
-            raise
-        raise copied_mistake(grade, failure, v2, v1) from None
-    try:
-        v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
-    except CheckFailed as failure:  # the v2 is the function's input: changing it is input-mutated
-        raise CheckFailed(failure.message, ("input-mutated",)) from None
+    copy_gives_parameters(grade, v2, v1)
 
 
 @exercise("copy_v2_weights_into_v1", weight=2)
 def test_copy_v2_weights_same_output(grade):
     v2, v1 = copied_pairs(grade, 6, 4)
-    x = grade.randn(5, 6)
-    expected = v2.reference(x)
-    out = v1.call(x).out
-    try:
-        grade.expect_close(out, expected, "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output")
-    except CheckFailed as failure:
-        try:  # the weights arrived as they should: the v1's output is its own forward's (another exercise)
-            v1.expect_same_parameters("the v1")
-        except CheckFailed:
-            raise failure from None
-        if grade.replaying:
-            raise
-        # the helper where the mistake is: the attention the v1's forward calls, where that explains its
-        # output, else the SelfAttention_v1 exercise itself (never one that is not at fault)
-        with torch.no_grad():
-            roles = {r: t.detach().cpu() for r, t in v1_roles(v1.ref)(x.to(grade.device)).items()}
-        blamed = attention_root_cause(grade, failure, out, *roles.values(), via_sdpa=True)
-        raise (blamed or diagnose.helper_at_fault(grade, failure, "SelfAttention_v1", "its forward gives another "
-                                                  "output than the v2's from the same weights")) from None
+    copy_gives_output(grade, v2, v1, grade.randn(5, 6))
 
 
 # --- CrossAttention ----------------------------------------------------------------------------------
@@ -345,7 +206,7 @@ def test_cross_attention_lesson_data(grade):
     x, g = dessert()
     x_kv = torch.rand(8, 16, generator=g)  # a second sequence, of 8 tokens
     pair = grade.module("CrossAttention", 16, 16, 24, 28)
-    module_same(grade, pair, x, x_kv, project=cross_roles(pair.ref))
+    module_same(grade, pair, x, x_kv, project=cross_roles(pair))
 
 
 # (leading batch dims, Tq, Tk, d_in_q, d_in_kv, d_k, d_v, qkv_bias, dtype)
@@ -362,14 +223,14 @@ def test_cross_attention_random(grade, case):
     lead, tq, tk, d_in_q, d_in_kv, dk, dv, qkv_bias, dtype = case
     pair = grade.module("CrossAttention", d_in_q, d_in_kv, dk, dv, qkv_bias=qkv_bias, dtype=dtype)
     module_same(grade, pair, grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype),
-                grad=True, project=cross_roles(pair.ref))
+                grad=True, project=cross_roles(pair))
 
 
 @exercise("CrossAttention", weight=1)
 def test_cross_attention_long_non_contiguous(grade):
     pair = grade.module("CrossAttention", 6, 4, 8, 5)
     module_same(grade, pair, grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1),
-                project=cross_roles(pair.ref))
+                project=cross_roles(pair))
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

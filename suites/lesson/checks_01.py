@@ -1,0 +1,86 @@
+"""The checks of 01_attention_basics that name mistakes, shared by the hidden and the public suites.
+
+Each compares the student's code with the reference on a case the suite chooses (``grade.same``) and,
+when it fails, names the mistake: a known wrong computation (suites/lesson/mistaken.py), inf or NaN
+where the right answer is finite, or the student's own helper from another exercise (the root cause:
+"right, given your softmax", a mistake costs once). Everything here is computed from the lesson's
+formulas and the student's own calls, never from the reference: it works the same when the reference
+is present (the instructor's grading) and when its outputs are replayed (a student distribution).
+"""
+from __future__ import annotations
+
+from grader import diagnose
+from grader.authoring import Mistake
+from lesson import mistaken
+
+
+def softmax_same(grade, name, x, dim=None, grad=False):
+    """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN
+    where the right answer is finite, or a softmax along another dimension. ``dim`` None: the
+    function's default dimension (the last), not passed."""
+    kwargs = {} if dim is None else {"dim": dim}
+    dim = -1 if dim is None else dim
+    right = mistaken.safe_softmax(x, dim)
+
+    def overflowed(out):
+        return diagnose.UNSTABLE if diagnose.unstable(out, right) else None
+
+    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
+               explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax", **kwargs)
+
+
+def simple_attention_root_cause(grade, x):
+    """The student's own softmax or attention_scores, when simple_self_attention(x) is right given it."""
+    scores = x @ x.transpose(-2, -1)
+    weights = mistaken.safe_softmax(scores)
+
+    def root_cause(failure, out):
+        given_softmax = diagnose.blame(
+            grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1), weights,
+            lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
+            chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1}, mistaken.safe_softmax))
+        return given_softmax or diagnose.blame(
+            grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x), scores,
+            lambda s: mistaken.safe_softmax(s) @ x,
+            chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {},
+                   lambda x: x @ x.transpose(-2, -1)))
+    return root_cause
+
+
+def simple_attention_mistakes(x) -> list:
+    """simple_self_attention(x) with one of the lesson's mistakes: a softmax along another dimension,
+    the weights returned instead of the context vectors, a 1/sqrt(d) scale the lesson does not use."""
+    scores = x @ x.transpose(-2, -1)
+    weights = mistaken.safe_softmax(scores)
+    return [
+        *(Mistake(m, what, lambda wrong=wrong: wrong() @ x)
+          for m, what, wrong in mistaken.softmax_mistakes(scores, -1)),
+        Mistake("values-not-used", "your output is the attention weights: multiply them by the inputs", weights),
+        Mistake("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
+                               "unscaled", lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)]
+
+
+def simple_attention_same(grade, x, grad=False):
+    """simple_self_attention matches the reference; if not, say whether the student's own softmax or
+    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
+    right = mistaken.safe_softmax(x @ x.transpose(-2, -1)) @ x
+    grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
+               explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None,
+               mistakes=simple_attention_mistakes(x))
+
+
+def scores_not_growing(grade, short, long):
+    """attention_scores makes as many torch operations on ``long`` (more tokens) as on ``short``."""
+    few = grade.measured("attention_scores", short).ops
+    many = grade.measured("attention_scores", long).ops
+    grade.expect_not_growing("attention_scores", few, many)
+
+
+def simple_attention_not_growing(grade, short, long):
+    """simple_self_attention makes as many torch operations on ``long`` as on ``short``; a loop that is
+    the student's own attention_scores' or softmax's is charged there (the root cause)."""
+    few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short)).ops
+    many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long)).ops
+    grade.expect_not_growing("simple_self_attention", few, many, helpers=[
+        ("attention_scores", (short,), (long,)),
+        ("softmax", (short @ short.transpose(-2, -1), -1), (long @ long.transpose(-2, -1), -1))])

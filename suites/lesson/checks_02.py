@@ -1,0 +1,212 @@
+"""The checks of 02_self_attention that name mistakes, shared by the hidden and the public suites.
+
+Each compares the student's code with the reference on a case the suite chooses (``grade.same``,
+``pair.same``) and, when it fails, names the mistake: one of attention's usual wrong computations
+(suites/lesson/mistaken.py), a projection in the wrong role, or the student's own helper from another
+exercise (the root cause: "right, given your attention_weights", a mistake costs once). Everything here
+is computed from the lesson's formulas, the student's own calls and the weights both instances of a
+module hold (``pair.weights``), never from the reference: it works the same when the reference is
+present (the instructor's grading) and when its outputs are replayed (a student distribution).
+"""
+from __future__ import annotations
+
+import functools
+
+from grader import diagnose
+from grader.compare import difference
+from grader.outcomes import CheckFailed
+from lesson import mistaken
+
+
+# --- attention as the lesson computes it -------------------------------------------------------------
+def right_attention(q, k, v=None, mask=None):
+    """softmax(Q Kᵀ / sqrt(d_k)) (@ V), hidden positions (True) removed, all-hidden rows zero."""
+    return mistaken.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+
+
+def attention_mistakes(q, k, v=None, mask=None):
+    return mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+
+
+# --- the functions -----------------------------------------------------------------------------------
+def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False):
+    """attention_weights matches the reference; if not, name the mistake that explains it. ``overflow``:
+    scores large enough that inf or NaN in the output is a softmax that overflowed (softmax-unstable);
+    otherwise NaN where the right answer is finite is a row whose keys are all hidden."""
+    kwargs = {} if mask is None else {"mask": mask}
+    right = functools.cache(lambda: right_attention(queries, keys, None, mask))  # only once a check failed
+
+    def explain(out):
+        if not diagnose.unstable(out, right()):
+            return None
+        return diagnose.UNSTABLE if overflow else \
+            (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
+
+    grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
+               right=right, explain=explain, **kwargs)
+
+
+def sdpa_same(grade, queries, keys, values, mask=None, grad=False):
+    """scaled_dot_product_attention matches the reference; if not, blame the student's attention_weights
+    when that explains it, or name the mistake."""
+    kwargs = {} if mask is None else {"mask": mask}
+    grade.same("scaled_dot_product_attention", queries, keys, values, grad=grad, **kwargs,
+               mistakes=attention_mistakes(queries, keys, values, mask),
+               right=lambda: right_attention(queries, keys, values, mask),
+               root_cause=lambda failure, out: attention_root_cause(grade, failure, out, queries, keys, values, mask))
+
+
+def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=False):
+    """The failure blamed on the student's attention_weights (or, ``via_sdpa``, scaled_dot_product_attention)
+    when the output is what the student's own helper gives on the right queries, keys and values."""
+    import torch
+
+    kwargs = {} if mask is None else {"mask": mask}
+    with torch.no_grad():
+        right_weights = right_attention(q, k, None, mask)
+        blamed = diagnose.blame(grade, failure, out, "attention_weights",
+                                diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
+                                lambda w: w @ v, attention_mistakes(q, k, None, mask),
+                                chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs,
+                                       lambda q, k, mask=None: right_attention(q, k, None, mask)))
+        if blamed or not via_sdpa:
+            return blamed
+        return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",
+                              diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs),
+                              right_weights @ v, lambda o: o, attention_mistakes(q, k, v, mask))
+
+
+# --- the modules: the right projections, from the weights both instances hold -------------------------
+def _linear(weights, name, x):
+    import torch
+
+    bias = weights.get(f"{name}.bias")
+    return torch.nn.functional.linear(x, weights[f"{name}.weight"].to(x.device),
+                                      None if bias is None else bias.to(x.device))
+
+
+def v1_roles(pair):
+    """x -> the right {"query", "key", "value"} of a SelfAttention_v1 pair (x @ W)."""
+    w = pair.weights
+    return lambda x: {role: x @ w[f"W_{role}"].to(x.device) for role in mistaken.ROLES}
+
+
+def linear_roles(pair):
+    """x -> the right {"query", "key", "value"} of a SelfAttention_v2 pair (nn.Linear projections)."""
+    return lambda x: {role: _linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
+
+
+def cross_roles(pair):
+    """(x_q, x_kv) -> the right projections of a CrossAttention pair: the queries of x_q, the keys and
+    values of x_kv."""
+    w = pair.weights
+    return lambda x_q, x_kv: {"query": _linear(w, "W_query", x_q), "key": _linear(w, "W_key", x_kv),
+                              "value": _linear(w, "W_value", x_kv)}
+
+
+def projected(grade, project, *inputs) -> dict:
+    import torch
+
+    with torch.no_grad():
+        return {role: t.detach().cpu() for role, t in project(*(x.to(grade.device) for x in inputs)).items()}
+
+
+def module_same(grade, pair, *inputs, grad=False, project):
+    """The student's module gives the reference's output; if not, name the mistake: in a helper it uses
+    (the root cause), a projection in the wrong role, or one of attention's usual mistakes.
+    ``project(x...)`` gives the right {"query", "key", "value"} projections of the inputs (``v1_roles``,
+    ``linear_roles``, ``cross_roles`` of the pair)."""
+    roles = functools.cache(lambda: projected(grade, project, *inputs))
+
+    def candidates():
+        q, k, v = roles().values()
+        yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
+        yield from mistaken.role_mistakes(roles(), right_attention)
+
+    def root_cause(failure, out):
+        return attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True)
+
+    pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
+              root_cause=root_cause)
+
+
+# --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
+def copied_pairs(grade, d_in, d_out, dtype=None):
+    """A SelfAttention_v2 and a SelfAttention_v1 (reference and student, each with the reference's weights),
+    after copy_v2_weights_into_v1 ran on both sides."""
+    v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
+    v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
+    grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
+    if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
+        grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
+    return v2, v1
+
+
+def v2_weights(v2) -> dict:
+    """The v2's W_query, W_key, W_value weights, [d_out, d_in] each (as nn.Linear stores them)."""
+    return {f"W_{role}": v2.weights[f"W_{role}.weight"] for role in mistaken.ROLES}
+
+
+def copied_wrongly(grade, v2, v1) -> str | None:
+    """What is wrong with the v1's parameters after the copy (the v2's weights, transposed), or None."""
+    theirs = v1.student_parameters()
+    for name, weight in v2_weights(v2).items():
+        problem = difference(theirs.get(name), weight.T, grade.tolerance(weight), f"parameter {name}")
+        if problem:
+            return problem
+    return None
+
+
+def copied_mistake(grade, failure, v2, v1):
+    """Name what the v1 received: another projection's weights (qkv-swapped), or a weight not transposed."""
+    theirs = v1.student_parameters()
+    weights = v2_weights(v2)  # W_query, W_key, W_value, as the v2 holds them
+    for name, weight in weights.items():  # the right weights, in another dtype
+        param, got = weight.T, theirs.get(name)
+        if got is not None and got.shape == param.shape and got.dtype != param.dtype \
+                and diagnose.matches(grade, got.to(param.dtype), param):
+            return CheckFailed(f"{failure.message}; the values are right, the dtype is not: keep the modules' "
+                               "dtype", ("wrong-dtype",))
+    for role, got in theirs.items():
+        for source, weight in weights.items():
+            if source != role and diagnose.matches(grade, got, weight.T):
+                return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {source}",
+                                   ("qkv-swapped",))
+        if role in weights and diagnose.matches(grade, got, weights[role]) \
+                and not diagnose.matches(grade, got, weights[role].T):
+            return CheckFailed(f"{failure.message}; the v1's {role} received the v2's {role}.weight without "
+                               "transposing it: nn.Linear stores [d_out, d_in]")
+    return failure
+
+
+def copy_gives_parameters(grade, v2, v1):
+    """After the copy the v1 holds the v2's weights, transposed (else the mistake is named), and the v2
+    is left as it was (else input-mutated)."""
+    problem = copied_wrongly(grade, v2, v1)
+    if problem:
+        failure = CheckFailed(f"after copy_v2_weights_into_v1(v2, v1), the v1: {problem}")
+        raise copied_mistake(grade, failure, v2, v1)
+    v1.expect_same_parameters("after copy_v2_weights_into_v1(v2, v1), the v1")  # as the reference's holds them
+    try:
+        v2.expect_same_parameters("copy_v2_weights_into_v1(v2, v1) must leave the v2 alone, but the v2")
+    except CheckFailed as failure:  # the v2 is the function's input: changing it is input-mutated
+        raise CheckFailed(failure.message, ("input-mutated",)) from None
+
+
+def copy_gives_output(grade, v2, v1, x):
+    """After the copy the v1's forward gives the v2's output on ``x``; when its weights arrived right, a
+    wrong output is its forward's (the attention it calls, where that explains it, else SelfAttention_v1)."""
+    expected = v2.reference(x)
+    out = v1.call(x).out
+    try:
+        grade.expect_close(out, expected, "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output")
+    except CheckFailed as failure:
+        if copied_wrongly(grade, v2, v1):
+            raise failure from None
+        # the helper where the mistake is: the attention the v1's forward calls, where that explains its
+        # output, else the SelfAttention_v1 exercise itself (never one that is not at fault)
+        roles = projected(grade, linear_roles(v2), x)
+        blamed = diagnose.cause(grade, lambda f, o: attention_root_cause(grade, f, o, *roles.values(), via_sdpa=True),
+                                failure, out)
+        raise (blamed or diagnose.helper_at_fault(grade, failure, "SelfAttention_v1", "its forward gives another "
+                                                  "output than the v2's from the same weights")) from None
