@@ -34,6 +34,17 @@ def journey_scores(dtype=None):
     return inputs @ inputs.T * inputs.shape[-1] ** -0.5  # [6, 6]
 
 
+def near_one_another(grade, batch, tokens, width, *, norm, spread, dtype=None):
+    """[batch, tokens, width] tokens close to one another, drawn from the check's generator: one vector of
+    length ``norm`` per sequence, plus noise of size ``spread``. Their dot products are about norm² (past
+    where exp() overflows: 88 in float32, 709 in float64, for a norm of 30 or more) yet differ within a
+    row by about norm·spread, so a softmax of them is spread, never one-hot, on every seed: a wrong scale
+    shows on every seed, not only on those whose random tokens happen to tie."""
+    centre = grade.randn(batch, 1, width, dtype=dtype)  # [B, 1, d]
+    centre = centre / centre.norm(dim=-1, keepdim=True) * norm
+    return centre + grade.randn(batch, tokens, width, dtype=dtype, scale=spread)  # [B, T, d]
+
+
 def dessert():
     """"Life is short, eat dessert first", each word embedded to 16-d, [6, 16], and the generator
     (seeded 123, as nn.Embedding(6, 16) would start from it) that goes on to draw the lesson's

@@ -14,10 +14,11 @@ from grader.authoring import Mistake
 from lesson import mistaken
 
 
-def softmax_same(grade, name, x, dim=None, grad=False):
+def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
     """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN
     where the right answer is finite, or a softmax along another dimension. ``dim`` None: the
-    function's default dimension (the last), not passed."""
+    function's default dimension (the last), not passed. ``grad_scale``: the output gradient's size
+    (grader.harness.Grade.same)."""
     kwargs = {} if dim is None else {"dim": dim}
     dim = -1 if dim is None else dim
     right = mistaken.safe_softmax(x, dim)
@@ -25,7 +26,7 @@ def softmax_same(grade, name, x, dim=None, grad=False):
     def overflowed(out):
         return diagnose.UNSTABLE if diagnose.unstable(out, right) else None
 
-    grade.same(name, x, grad=grad, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
+    grade.same(name, x, grad=grad, grad_scale=grad_scale, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
                explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax", **kwargs)
 
 

@@ -29,7 +29,7 @@ def attention_mistakes(q, k, v=None, mask=None):
 
 
 # --- the functions -----------------------------------------------------------------------------------
-def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False):
+def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False, grad_scale=1.0):
     """attention_weights matches the reference; if not, name the mistake that explains it. ``overflow``:
     scores large enough that inf or NaN in the output is a softmax that overflowed (softmax-unstable);
     otherwise NaN where the right answer is finite is a row whose keys are all hidden."""
@@ -43,7 +43,7 @@ def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False):
             (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
 
     grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
-               right=right, explain=explain, **kwargs)
+               right=right, explain=explain, grad_scale=grad_scale, **kwargs)
 
 
 def sdpa_same(grade, queries, keys, values, mask=None, grad=False):

@@ -11,7 +11,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import checks_01 as checks
-from lesson import journey
+from lesson import journey, near_one_another
 
 pytestmark = assignment("01_attention_basics")
 
@@ -87,7 +87,7 @@ def test_softmax_with_hidden_entries(grade):
     x = grade.randn(5, 4, dtype=torch.float64)
     x[3, 1] = float("-inf")  # weight 0
     x[0] = float("-inf")  # nothing to attend to: zeros, not NaN, and gradients without NaN
-    checks.softmax_same(grade, "softmax", x, grad=True)
+    checks.softmax_same(grade, "softmax", x, grad=True, grad_scale=100.0)  # large: a clamped 0 divisor overflows
 
 
 @exercise("softmax")
@@ -135,7 +135,7 @@ def test_self_attention_on_random_data(grade, shape, dtype):
 @exercise("simple_self_attention")
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=list(DTYPES))
 def test_self_attention_with_large_scores(grade, dtype):
-    checks.simple_attention_same(grade, grade.randn(3, 5, 4, dtype=dtype, scale=8.0))  # scores in the hundreds
+    checks.simple_attention_same(grade, near_one_another(grade, 3, 5, 4, norm=35.0, spread=0.05, dtype=dtype))
 
 
 @exercise("simple_self_attention", weight=2)

@@ -1,4 +1,4 @@
-"""attention_weights: casts to float64, scales the queries before q @ k.mT, hand-written stable softmax with a 0/1 keep mask and clamped denominator, casts back. (written blind, from the contract alone)."""
+"""attention_weights: casts to float64, scales the queries before q @ k.mT, hand-written stable softmax with a 0/1 keep mask and a denominator clamped at the smallest float, casts back. (written blind, from the contract alone). Wrong: on a row whose keys are all hidden the backward pass divides by that tiny clamp, and an output gradient larger than about 4 overflows to NaN gradients there (the contract: zero, finite). Found by benchmarks/seed_stability.py: it lost points on about half the seeds, in scaled_dot_product_attention."""
 import math
 
 import torch
