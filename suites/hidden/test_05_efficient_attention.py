@@ -9,57 +9,17 @@ bound: it may never build the whole [Tq, Tk] score matrix.
 import pytest
 import torch
 
-from grader.authoring import Mistake, ScaleSearch, assignment, exercise
-from grader.harness import CheckFailed
-from lesson import journey, journey_batch, mistaken
+from grader.authoring import assignment, exercise
+from lesson import journey, journey_batch
+from lesson.checks_05 import (expect_blockwise_statistics, expect_vectorised_within_a_block,
+                              expect_within_memory_bound, flash_same, online_softmax_same)
 
 pytestmark = assignment("05_efficient_attention")
 
 F32, F64 = torch.float32, torch.float64
 
 
-def _non_finite(out):
-    if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
-        return ("softmax-unstable", "your output has inf or NaN: subtract the running maximum before "
-                                    "exponentiating (and never compute -inf - -inf)")
-    return None
-
-
-def matches(misconception, what, output) -> Mistake:
-    """A mistake whose output the student's matches: "your output matches <what>"."""
-    return Mistake(misconception, f"your output matches {what}", output)
-
-
 # --- online_softmax -----------------------------------------------------------------------------------
-def _softmax_without_rescaling(x, block_size):
-    """The running sum accumulated against each block's own running maximum, never rescaled."""
-    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
-    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for start in range(0, x.shape[-1], block_size):
-        block = x[..., start:start + block_size]
-        running_max = torch.maximum(running_max, block.amax(dim=-1))
-        running_sum = running_sum + torch.exp(block - running_max[..., None]).sum(dim=-1)
-    return torch.exp(x - running_max[..., None]) / running_sum[..., None]
-
-
-def _softmax_last_block_max(x, block_size):
-    """Normalised with the statistics of the last block only (the running values overwritten)."""
-    start = (x.shape[-1] - 1) // block_size * block_size
-    block = x[..., start:]
-    m = block.amax(dim=-1, keepdim=True)
-    return torch.exp(x - m) / torch.exp(block - m).sum(dim=-1, keepdim=True)
-
-
-def online_softmax_same(grade, x, block_size, grad=False):
-    grade.same("online_softmax", x, block_size, grad=grad, explain=_non_finite, normalised_exponential=True, mistakes=[
-        matches(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-                lambda: _softmax_without_rescaling(x, block_size)),
-        matches(None, "a sum over the last block only: add each block's exponentials to the running sum",
-                lambda: _softmax_last_block_max(x, block_size)),
-        matches("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
-                lambda: torch.softmax(x, dim=0))])
-
-
 @exercise("online_softmax")
 def test_online_softmax_lesson_scores(grade):
     inputs = journey()
@@ -99,18 +59,7 @@ def test_online_softmax_minus_infinity(grade):
 @exercise("online_softmax", weight=2)
 def test_online_softmax_walks_over_blocks(grade):
     """The statistics are gathered block by block: more blocks, more steps (the lesson's loop over blocks)."""
-    x = grade.randn(2, 64)
-    one_block = grade.measured("online_softmax", x, 64).ops
-    short = grade.measured("online_softmax", x[:, :8], 64).ops
-    if one_block > short:  # one block either way: the steps may not grow with the row's length
-        raise CheckFailed(f"online_softmax made {short} torch operations on rows of 8 but {one_block} on rows of 64, "
-                          "both in one block: a Python loop over the entries; work on each block as a whole "
-                          "tensor (its maximum, the sum of its exponentials)", ("not-vectorised",))
-    many_blocks = grade.measured("online_softmax", x, 4).ops
-    if many_blocks <= one_block:
-        raise CheckFailed(f"online_softmax made {many_blocks} torch operations with 16 blocks of 4 but "
-                          f"{one_block} with one block of 64: the statistics must be gathered block by block, "
-                          "keeping a running maximum and a running sum that is rescaled whenever the maximum grows")
+    expect_blockwise_statistics(grade, grade.randn(2, 64), 8, 4)
 
 
 @exercise("online_softmax")
@@ -119,62 +68,6 @@ def test_online_softmax_non_contiguous(grade):
 
 
 # --- flash_attention ----------------------------------------------------------------------------------
-def _plain_attention(q, k, v, causal, *, bottom_right=False):
-    """Plain attention in float64 (``bottom_right``: the causal mask aligned to the bottom-right corner)."""
-    q, k, v = q.double(), k.double(), v.double()
-    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
-    if causal:
-        tq, tk = scores.shape[-2], scores.shape[-1]
-        scores = scores.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq + 1 if bottom_right else 1),
-                                    float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-    return weights @ v
-
-
-def _flash_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, rescale_acc=True):
-    """Tiled attention in float64 that forgets to rescale the running sum or the running output."""
-    q, k, v = q.double() / q.shape[-1] ** 0.5, k.double(), v.double()
-    running_max = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
-    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)
-    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
-    q_pos = torch.arange(q.shape[-2])
-    for start in range(0, k.shape[-2], block_size):
-        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)
-        if causal:
-            k_pos = torch.arange(start, start + scores.shape[-1])
-            scores = scores.masked_fill(k_pos[None, :] > q_pos[:, None], float("-inf"))
-        new_max = torch.maximum(running_max, scores.amax(dim=-1))
-        shift = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max)
-        rescale = torch.exp(running_max - shift)
-        p = torch.exp(scores - shift[..., None])
-        running_sum = (running_sum * rescale if rescale_sum else running_sum) + p.sum(dim=-1)
-        acc = (acc * rescale[..., None] if rescale_acc else acc) + p @ v[..., start:start + block_size, :]
-        running_max = new_max
-    return acc / running_sum.clamp_min(1e-300)[..., None]
-
-
-def flash_same(grade, q, k, v, block_size, causal, grad=False):
-    kwargs = {"block_size": block_size, "causal": causal}
-    mistakes = [
-        matches(None, "a running output that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-                lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
-        matches(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
-                lambda: _flash_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
-    ]
-    if causal:
-        mistakes.append(matches(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
-                                "counted from the top-left",
-                                lambda: _plain_attention(q, k, v, True, bottom_right=True)))
-    # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
-    q64, k64, v64 = q.double(), k.double(), v.double()
-    future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
-    mistakes += [m if isinstance(m, ScaleSearch) else matches(m.id, m.explanation.removeprefix("your "), m.output)
-                 for m in mistaken.attention_mistakes(q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future,
-                                                      causal=causal, mask_fill_zero=False)]
-    grade.same("flash_attention", q, k, v, grad=grad, explain=_non_finite, mistakes=mistakes,
-               right=lambda: _plain_attention(q, k, v, causal), **kwargs)
-
-
 @exercise("flash_attention")
 def test_flash_lesson_data(grade):
     inputs = journey_batch()  # [2, 6, 3]
@@ -220,35 +113,14 @@ def test_flash_memory_bound(grade, causal):
     """Tq = Tk = 512, block_size 64: no intermediate tensor may hold Tq*Tk/4 elements or more (a whole
     [Tq, Tk] causal mask neither); one block row of scores, [64, 512], is half of that. (64 tiles: every
     operation is watched, so the tiles, not the sizes, set this check's cost.)"""
-    tokens, dim = 512, 64
-    q, k, v = grade.randn(tokens, dim), grade.randn(tokens, dim), grade.randn(tokens, dim)
-    reply = grade.call("flash_attention", q, k, v, block_size=64, causal=causal, measure=True)
-    limit = tokens * tokens // 4
-    if reply.max_numel >= limit:
-        raise CheckFailed(f"flash_attention(<[{tokens}, {dim}]> x 3, block_size=64): the largest intermediate tensor "
-                          f"had {reply.max_numel} elements, but the limit is {limit} (a quarter of the {tokens} x "
-                          f"{tokens} score matrix); the full score matrix must never be built: work on "
-                          "[block_size, block_size] tiles of it with the online-softmax rescaling")
-    # the reference in three matrix products: here, outside the student's worker, the full matrix is fine
-    expected = grade.reference_value(lambda: _plain_attention(q, k, v, causal), q, k, v, causal)
-    expected = expected.to(q.dtype).to(grade.device)
-    grade.expect(reply, expected, f"flash_attention(<[{tokens}, {dim}]> x 3, block_size=64, causal={causal})")
+    expect_within_memory_bound(grade, 512, 64, 64, causal)
 
 
 @exercise("flash_attention", weight=2)
 def test_flash_vectorised_within_a_block(grade):
     """Inside one block, queries and keys are whole tensors: with every token in one block of 64, the
     operations may not grow with the number of tokens (one query or key at a time in Python does)."""
-    def ops(tokens):
-        q, k, v = grade.randn(2, tokens, 8), grade.randn(2, tokens, 8), grade.randn(2, tokens, 8)
-        return grade.measured("flash_attention", q, k, v, block_size=64, causal=True,
-                              root_cause=None).ops
-
-    short, long = ops(4), ops(32)
-    if long > short:
-        raise CheckFailed(f"flash_attention made {short} torch operations for 4 tokens but {long} for 32, every "
-                          "token in one block of 64: a Python loop over queries or keys; compute each block's "
-                          "scores as one matrix product", ("not-vectorised",))
+    expect_vectorised_within_a_block(grade, 4, 32, 64)
 
 
 # --- half precision, on CUDA ------------------------------------------------------------------------

@@ -1,0 +1,283 @@
+"""How 03_causal_attention's checks judge and diagnose, shared by its hidden and its public suite.
+
+The same functions grade the instructor's fresh cases and the student's fixed ones, so that a file
+gets the same verdict on both sides: the same mistakes named, the same helper forgiven ("right,
+given your causal_mask"). Nothing here reads the reference: the right outputs and the wrong ones are
+the lesson's formulas (lesson.mistaken), computed from the inputs, from the weights a module pair
+holds (``pair.weights``) and from the student's own helpers (grader.diagnose.their), so that a
+replayed run (a student distribution, which has no reference) diagnoses as live grading does.
+"""
+from __future__ import annotations
+
+import torch
+
+from grader import diagnose
+from grader.authoring import Mistake
+from grader.diagnose import name_mistake
+from grader.dropout import expect_dropout_on_weights, judged
+from grader.harness import CheckFailed, StudentFault
+from grader.inside.protocol import HandleRef
+from lesson import mistaken
+
+
+def future_mask(tokens):
+    """The right causal mask, [T, T] (True = hidden)."""
+    return torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
+
+
+def softmax_weights(grade, *shape, dtype=torch.float32):
+    """Rows that sum to 1, as renormalize_causal_weights receives them."""
+    return torch.softmax(grade.randn(*shape, dtype=dtype, scale=2.0), dim=-1)
+
+
+def causal_masks(tokens, device=None):
+    return mistaken.causal_variants(tokens, tokens, device)
+
+
+def mask_mistakes(make):
+    """Candidates for a computation ``make(hidden)`` that uses the causal mask ``hidden``, with the
+    mask done wrong; ``make(None)``: no mask at all."""
+    return [Mistake("mask-not-applied", "the mask has no effect on your output", lambda: make(None)),
+            Mistake("mask-inverted", "your mask hides the past instead of the future", lambda: make("past")),
+            Mistake("mask-inverted", "your mask hides the past and the token itself, and shows the future",
+                    lambda: make("past-and-diagonal")),
+            Mistake("mask-hides-diagonal", "your mask hides the diagonal too: a token may attend to itself",
+                    lambda: make("future-and-diagonal"))]
+
+
+def causal_mask_root_cause(grade, failure, out, tokens, compose):
+    """The failure blamed on the student's causal_mask, when ``compose(mask)`` (this exercise done right
+    with that mask) gives the student's output."""
+    masks = causal_masks(tokens)
+    return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
+                          masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]))
+
+
+# --- the functions ------------------------------------------------------------------------------------
+def causal_mask_same(grade, tokens, named=True, **kwargs):
+    """causal_mask(tokens) matches the reference; ``named``: its mistakes are named."""
+    ones = torch.ones(tokens, tokens, dtype=torch.bool)
+    mistakes = [
+        Mistake("mask-inverted", "your mask hides the past; True must mark the future (j > i)", torch.tril(ones, -1)),
+        Mistake("mask-inverted", "your mask is True where attending is allowed; True means hidden", torch.tril(ones)),
+        Mistake("mask-hides-diagonal", "your mask hides the diagonal too; a token may attend to itself",
+                torch.triu(ones)),
+    ] if named else ()
+    grade.same("causal_mask", tokens, mistakes=mistakes, **kwargs)
+
+
+def apply_mask(scores):
+    return lambda hidden: scores if hidden is None else scores.masked_fill(hidden, float("-inf"))
+
+
+def renormalize(weights):
+    def compose(hidden):
+        kept = weights if hidden is None else weights.masked_fill(hidden, 0.0)
+        return kept / kept.sum(dim=-1, keepdim=True)
+    return compose
+
+
+def masked_same(grade, name, x, compose, grad=False):
+    """``name(x)`` matches the reference; if not, blame the student's causal_mask or name the mask
+    mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask)."""
+    masks = causal_masks(x.shape[-1])
+    grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
+               right=lambda: compose(masks["future"]),
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
+
+
+def apply_causal_mask_same(grade, scores, grad=False):
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores), grad=grad)
+
+
+def renormalized_same(grade, weights, grad=False):
+    """renormalize_causal_weights, with the mask mistakes and the missing renormalisation named."""
+    future = future_mask(weights.shape[-1])
+    compose = renormalize(weights)
+    # a mask mistake first (masked_same), then the missing renormalisation, on the output the failure carries
+    diagnose.diagnosed(
+        grade, lambda: masked_same(grade, "renormalize_causal_weights", weights, compose, grad=grad), None,
+        [Mistake("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
+                 lambda: weights.masked_fill(future, 0.0))], right=lambda: compose(future))
+
+
+def padding_same(grade, lengths, max_len):
+    positions = torch.arange(max_len)[None, :]
+    grade.same("padding_mask", lengths, max_len, right=lambda: positions >= lengths[:, None], mistakes=[
+        Mistake("mask-inverted", "your mask marks the real tokens; True must mark the padding",
+                lambda: positions < lengths[:, None]),
+        Mistake(None, "your mask is off by one: position lengths[b] is already padding",
+                lambda: positions > lengths[:, None])])
+
+
+def causal_padding_same(grade, lengths, tokens):
+    """causal_padding_mask matches the reference; if not, blame the student's causal_mask or
+    padding_mask when it is theirs that is wrong, or name the mask mistake."""
+    masks = causal_masks(tokens)
+    positions = torch.arange(tokens)
+    padding = positions[None, :] >= lengths[:, None]  # [B, T]
+
+    def combined(future=masks["future"], pad=padding, keys=True):
+        return future[None] | (pad[:, None, :] if keys else pad[:, :, None])
+
+    def root_cause(failure, out):
+        return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
+                              masks["future"], lambda m: combined(future=m),
+                              mask_mistakes(lambda name: masks[name] if name else masks["future"])) or \
+            diagnose.blame(grade, failure, out, "padding_mask", diagnose.their(grade, "padding_mask", lengths, tokens),
+                           padding, lambda m: combined(pad=m),
+                           [Mistake("mask-inverted", "it marks the real tokens, not the padding",
+                                    lambda: positions[None, :] < lengths[:, None])])
+
+    causal = [Mistake(m.id, m.explanation, lambda make=m.output: combined(future=make()))
+              for m in mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))]
+    grade.same("causal_padding_mask", lengths, tokens, right=lambda: combined(), root_cause=root_cause, mistakes=[
+        *causal,
+        Mistake("mask-inverted", "your padding part marks the real tokens, not the padding",
+                lambda: combined(pad=~padding)),
+        Mistake(None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
+        Mistake(None, "your mask is only the padding: the future is not hidden",
+                lambda: combined(future=torch.zeros_like(masks["future"])))])
+
+
+# --- CausalAttention ----------------------------------------------------------------------------------
+def linear(weights, prefix, x):
+    """The linear layer ``prefix`` (e.g. "W_query") of a module pair's weights, applied to ``x`` (in the
+    weights' dtype, as the module would: another dtype raises as it does there)."""
+    return torch.nn.functional.linear(x, weights[f"{prefix}.weight"], weights.get(f"{prefix}.bias"))
+
+
+def projections(weights, x, prefix=""):
+    """Queries, keys and values of ``x`` from the weights (``prefix``: "heads.0." for one head)."""
+    x = x.detach().cpu()
+    with torch.no_grad():
+        return tuple(linear(weights, prefix + name, x) for name in ("W_query", "W_key", "W_value"))
+
+
+def student_module(grade, name, *args, params=None, dtype=None, training=True, **kwargs):
+    """The student's own ``name(*args, **kwargs)`` in their worker, with ``params`` (name -> tensor),
+    and no reference instance beside it (a root cause may use none): a function calling its forward.
+    Raises CheckFailed when the parameters are not named and shaped as ``params``."""
+    state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs, "dtype": dtype,
+                                   "state": True, "training": bool(training), "params": params})
+    theirs = {n: tuple(p.shape) for n, p in state.get("params", {}).items()}
+    if params is not None and (state.get("loaded") is not True or
+                               theirs != {n: tuple(p.shape) for n, p in params.items()}):
+        raise CheckFailed(f"{name}: the parameters are not named as the lesson asks")
+    handle = HandleRef(state["handle"])
+    return lambda *xs, seed=None: grade.call(handle, *xs, seed=seed, label=name).out
+
+
+def not_truncated(grade, pair, x, fault):
+    """A crash for T < context_length that goes away with context_length = T is mask-not-truncated
+    (the student's class alone is built again: no reference is needed, so a replay names it too)."""
+    args, tokens = pair.args, x.shape[1]
+    return diagnose.not_truncated(fault, tokens, args[2], lambda: student_module(
+        grade, pair.name, args[0], args[1], tokens, *args[3:], params=pair.weights, dtype=pair.dtype,
+        training=False, **pair.kwargs)(x))
+
+
+def causal_same(grade, pair, x, *, grad=False, seed=None):
+    """The student's CausalAttention gives the reference's output on ``x``; if not, name the mistake:
+    a mask buffer used whole (mask-not-truncated), the student's causal_mask (the root cause), or one
+    of attention's usual mistakes, recomputed from the pair's weights (without dropout: the checks
+    that diagnose run in evaluation mode or without dropout)."""
+    def attention():
+        q, k, v = projections(pair.weights, x)
+        return q, k, v, dict(scale=k.shape[-1] ** -0.5)
+
+    tokens = x.shape[1]
+    try:
+        return pair.same(x, grad=grad, seed=seed)
+    except StudentFault as fault:
+        found = not_truncated(grade, pair, x, fault)
+        if found is fault:  # raised as the right computation does on their causal_mask?
+            q, k, v, settings = attention()
+            found = diagnose.raised(grade, fault, lambda failure, out: causal_mask_root_cause(
+                grade, failure, out, tokens, lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)))
+        raise found from None
+    except CheckFailed as failure:
+        if failure.misconceptions or failure.out is None:
+            raise
+        out = failure.out  # the student's output, carried by the failure
+        q, k, v, settings = attention()
+        future = future_mask(tokens)
+        right = mistaken.attend(q, k, v, hidden=future, **settings)
+        candidates = mistaken.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
+            mistaken.role_mistakes({"query": q, "key": k, "value": v},
+                                   lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings))
+        raise diagnose.cause(grade, lambda f, o: causal_mask_root_cause(  # torch.softmax, as a class would
+            grade, f, o, tokens, lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)),
+            failure, out) or name_mistake(grade, failure, out, candidates, right) from None
+
+
+def causal_right(pair, x):
+    """CausalAttention's right output on ``x`` without dropout, from the pair's weights."""
+    q, k, v = projections(pair.weights, x)
+    return mistaken.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=future_mask(x.shape[1]))
+
+
+def eval_dropout_named(grade, pair, p, tokens, same, right):
+    """``same(x)``, the evaluation-mode check of a dropout case; an unnamed failure whose output is the
+    right one, ``right(x)`` (from the pair's weights), with weights dropped as training mode would drop
+    them is dropout-in-eval (grader.dropout names it so live, where the reference is at hand)."""
+    def check(x):
+        try:
+            return same(x)
+        except CheckFailed as failure:
+            out = failure.out
+            if failure.misconceptions or not isinstance(out, torch.Tensor):
+                raise
+            plain = right(x).double()
+            if out.shape == plain.shape and \
+                    (out.detach().cpu().double() - plain).abs().max() > grade.tolerance(out).atol and \
+                    judged(plain, out, p, tokens, grade.tolerance(plain))[0] is None:
+                raise CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
+                                  f"mode only (self.training){grade.case()}", ("dropout-in-eval",)) from None
+            raise
+    return check
+
+
+def expect_causal_dropout(grade, pair, *, tokens, p, batch=2):
+    """Dropout by its effect (grader/dropout.py), the evaluation-mode output diagnosed as causal_same."""
+    expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, batch=batch,
+                              eval_same=eval_dropout_named(grade, pair, p, tokens, lambda x: causal_same(grade, pair, x),
+                                                           lambda x: causal_right(pair, x)))
+
+
+def expect_eval_deterministic(grade, pair, x):
+    """In eval mode (the pair made with dropout > 0) two calls agree, and the output is right."""
+    pair.train(False)
+    try:
+        first = pair.call(x, seed=1).out
+        second = pair.call(x, seed=2).out
+    except (StudentFault, CheckFailed):
+        causal_same(grade, pair, x, seed=3)  # the raise judged there: the causal_mask's, when it raises so too
+        raise
+    grade.expect_close(second, first, "in eval mode, CausalAttention(dropout=0.5) gave different outputs on two "
+                       "calls with the same input: dropout must be off outside training", ("dropout-in-eval",))
+    causal_same(grade, pair, x, seed=3)
+
+
+def expect_structure(grade, pair, x, context_length):
+    """An nn.Dropout named dropout and the causal mask as a buffer, read from the module the student's
+    process built; the point comes with a right output only (the eval-mode forward on ``x``)."""
+    causal_same(grade, pair.train(False), x)
+    kind = pair.state["modules"].get("dropout")
+    if kind != "Dropout":
+        raise CheckFailed(f"CausalAttention should have an nn.Dropout named 'dropout', but 'dropout' is "
+                          f"{'missing' if kind is None else 'a ' + kind}")
+    expected = future_mask(context_length)
+    size = (context_length, context_length)
+    masks = [b for b in pair.state["buffers"].values() if tuple(b.shape) == size]
+    if any(torch.equal(b != 0, expected) for b in masks):
+        return
+    failure = CheckFailed("CausalAttention should register its causal mask as a buffer "
+                          "(self.register_buffer(...)) of shape [context_length, context_length], "
+                          "True (or 1) strictly above the diagonal")
+    theirs = diagnose.their(grade, "causal_mask", context_length)  # the student's own helper may have made it
+    if isinstance(theirs, torch.Tensor) and tuple(theirs.shape) == size \
+            and not torch.equal(theirs != 0, expected) and any(torch.equal(b != 0, theirs != 0) for b in masks):
+        raise diagnose.helper_at_fault(grade, failure, "causal_mask", "it does not give True strictly above "
+                                       "the diagonal") from None
+    raise failure

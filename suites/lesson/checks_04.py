@@ -1,0 +1,476 @@
+"""How 04_multi_head_attention's checks judge and diagnose, shared by its hidden and its public suite.
+
+The same functions grade the instructor's fresh cases and the student's fixed ones, so that a file
+gets the same verdict on both sides: the same mistakes named, the same helper forgiven ("right,
+given your split_heads"). Nothing here reads the reference: the known mistakes are recomputed with
+the lesson's formulas (lesson.mistaken) from the weights a module pair holds (``pair.weights``, the
+reference's, loaded into the student's instance too) and from the student's own helpers, so that a
+replayed run (a student distribution, which has no reference) diagnoses as live grading does.
+Diagnoses recompute attention without dropout: the checks that diagnose run without dropout or in
+evaluation mode.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from grader import diagnose
+from grader.authoring import Mistake, ScaleSearch
+from grader.dropout import expect_dropout_on_weights
+from grader.errors import UsageError
+from grader.harness import CheckFailed, StudentFault
+from grader.outcomes import RaisedFailure
+from lesson import mistaken
+from lesson.checks_03 import eval_dropout_named, linear, student_module
+
+WRAPPER, MHA, FUSED = "MultiHeadAttentionWrapper", "MultiHeadAttention", "FusedQKVAttention"
+
+
+def matches(misconception, what, output) -> Mistake:
+    """A known mistake, named when the student's output is its output ("your output matches <what>")."""
+    return Mistake(misconception, f"your output matches {what}", output)
+
+
+# --- split_heads, merge_heads, split_qkv ----------------------------------------------------------------
+def split_without_transpose(x, heads):
+    batch, tokens, dim = x.shape
+    return x.reshape(batch, heads, tokens, dim // heads)
+
+
+def split_heads_same(grade, x, heads, grad=False):
+    grade.same("split_heads", x, heads, grad=grad, mistakes=[
+        matches("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
+                "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
+                lambda: split_without_transpose(x, heads))])
+
+
+def merge_without_transpose(x):
+    batch, heads, tokens, head_dim = x.shape
+    return x.reshape(batch, tokens, heads * head_dim)
+
+
+def merge_heads_same(grade, x, grad=False):
+    grade.same("merge_heads", x, grad=grad, mistakes=[
+        matches("heads-merged-without-transpose", "x.reshape(B, T, H*hd) taken straight from [B, H, T, hd]: "
+                "transpose(1, 2) to [B, T, H, hd] first", lambda: merge_without_transpose(x))])
+
+
+def split_qkv_same(grade, qkv, heads):
+    batch, tokens, three_dim = qkv.shape
+    head_dim = three_dim // (3 * heads)
+
+    def parts():
+        return tuple(qkv.reshape(batch, tokens, 3, heads, head_dim).permute(2, 0, 3, 1, 4))
+
+    grade.same("split_qkv", qkv, heads, right=lambda: parts(), mistakes=[
+        matches(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
+                "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
+                lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4))),
+        *(matches("qkv-swapped", "q, k, v taken from the fused tensor in the order "
+                  f"{', '.join('qkv'[i] for i in order)}", lambda order=order: tuple(parts()[i] for i in order))
+          for order in itertools.permutations(range(3)) if order != (0, 1, 2)),
+        matches("heads-split-without-transpose", "each of q, k, v reshaped straight to [B, H, T, hd]: reshape to "
+                "[B, T, H, hd] first, then transpose(1, 2)",
+                lambda: tuple(p.reshape(batch, heads, tokens, head_dim)
+                              for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2)))])
+
+
+# --- modules: what a pair was made with ---------------------------------------------------------------
+SIGNATURES = {WRAPPER: ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"),
+              MHA: ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"),
+              FUSED: ("dim", "chan", "num_heads", "qkv_bias", "qk_scale")}
+DEFAULTS = {"num_heads": 1, "qkv_bias": False, "qk_scale": None}
+
+
+def argument(pair, name):
+    """The constructor argument ``name`` the pair was made with (positional or keyword)."""
+    names = SIGNATURES[pair.name]
+    index = names.index(name)
+    if index < len(pair.args):
+        return pair.args[index]
+    return pair.kwargs.get(name, DEFAULTS.get(name))
+
+
+def plain(x):
+    return x.detach().cpu()
+
+
+# --- modules: checking -----------------------------------------------------------------------------------
+def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=None, root_cause=None):
+    """The module's output matches the reference's; if not, the candidate ``(misconception, what,
+    make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output;
+    ``root_cause(grade, pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame)."""
+    return pair.same(x, grad=grad, seed=seed,
+                     mistakes=[matches(m, what, lambda make=make: make(plain(x), seed)) for m, what, make in candidates],
+                     right=None if right is None else (lambda: right(plain(x), seed)),
+                     root_cause=None if root_cause is None else root_cause(grade, pair, x, seed))
+
+
+def causal_module_check(grade, pair, x, check):
+    """Run ``check``; if the student's causal module (the pair's class) crashes on ``x`` with fewer tokens
+    than its context_length but runs with context_length = T, say that the mask was not truncated."""
+    context = argument(pair, "context_length")
+    try:
+        return check()
+    except StudentFault as fault:
+        raise diagnose.not_truncated(fault, x.shape[1], context, lambda: student_module(
+            grade, pair.name, argument(pair, "d_in"), argument(pair, "d_out"), x.shape[1], 0.0,
+            argument(pair, "num_heads"), qkv_bias=argument(pair, "qkv_bias"), params=pair.weights, dtype=pair.dtype,
+            training=False)(x)) from None
+
+
+DIAGNOSES = {}  # class -> (mistakes(pair), right(pair), root_cause)
+
+
+def diagnosed_same(grade, pair, x, *, grad=False, seed=None):
+    """module_same with the class's own diagnosis (DIAGNOSES)."""
+    mistakes, right, root_cause = DIAGNOSES[pair.name]
+    return module_same(grade, pair, x, grad=grad, seed=seed, candidates=mistakes(pair), right=right(pair),
+                       root_cause=root_cause)
+
+
+def random_module_check(grade, name, d_in, d_out, context, heads, batch, tokens, bias, dtype):
+    """Random weights and inputs, gradients included, for a causal class (the wrapper, MHA)."""
+    pair = grade.module(name, d_in, d_out, context, 0.0, heads, qkv_bias=bias, dtype=dtype)
+    x = grade.randn(batch, tokens, d_in, dtype=dtype)
+    causal_module_check(grade, pair, x, lambda: diagnosed_same(grade, pair, x, grad=True))
+
+
+def expect_deterministic_eval(grade, pair, x):
+    """In eval mode the output is the reference's (no dropout), and the same on every call (the
+    student's own helper forgiven, when the output is right given it)."""
+    root_cause = DIAGNOSES[pair.name][2]
+
+    def check():
+        pair.train(False)
+
+        def same():
+            module_same(grade, pair, x, root_cause=root_cause)
+
+        try:
+            first = pair.call(x).out
+            second = pair.call(x).out
+        except (StudentFault, CheckFailed):
+            same()  # the raise judged there: a helper's, when the right computation raises so on its result
+            raise
+        if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
+                and not torch.equal(first.nan_to_num(), second.nan_to_num()):  # NaN twice is no dropout
+            raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
+                              "dropout must only act in training mode", ("dropout-in-eval",))
+        same()
+
+    causal_module_check(grade, pair, x, check)
+
+
+def expect_module_dropout(grade, pair, *, tokens, p=0.5):
+    """Dropout by its effect (grader/dropout.py), the evaluation-mode output diagnosed as the class's."""
+    _, right, _ = DIAGNOSES[pair.name]
+    expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
+        grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))
+
+
+def expect_vectorised(grade, pair, x_short, x_long):
+    """As many torch operations for a long sequence as for a short one, each output right."""
+    root_cause = DIAGNOSES[pair.name][2]
+
+    def measure(x):
+        return pair.measured(x, root_cause=root_cause(grade, pair, x, None)).ops
+
+    short = causal_module_check(grade, pair, x_short, lambda: measure(x_short)) if pair.name != FUSED \
+        else measure(x_short)
+    grade.expect_not_growing(pair.name, short, measure(x_long))
+
+
+# --- attention as the classes compute it, done right or with one mistake --------------------------------
+def attention(q, k, v, scale, *, causal="future", **changes):
+    """Causal attention of one head (or of [B, H, T, hd] heads), with ``changes`` to mistaken.attend's
+    arguments and the causal mask ``causal`` (mistaken.causal_variants, or None)."""
+    masks = mistaken.causal_variants(q.shape[-2], k.shape[-2], q.device)
+    settings = dict(scale=scale, hidden=masks.get(causal))
+    settings.update(changes)
+    return mistaken.attend(q, k, v, **settings)
+
+
+# attention's usual mistakes, as changes to attention's arguments
+ATTENTION_MISTAKES = (
+    ("mask-not-applied", "attention without the causal mask: every token sees the future", {"causal": None}),
+    ("mask-inverted", "the past hidden instead of the future", {"causal": "past"}),
+    ("mask-inverted", "the past and the token itself hidden, and the future shown", {"causal": "past-and-diagonal"}),
+    ("mask-hides-diagonal", "the diagonal hidden too: a token may attend to itself",
+     {"causal": "future-and-diagonal"}),
+    ("mask-after-softmax-not-renormalized", "the future zeroed after the softmax without renormalising",
+     {"mask": "after"}),
+    ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+    ("softmax-wrong-dim", "a softmax over the first dimension, not the keys", {"dim": 0}),
+    ("softmax-wrong-dim", "a softmax over the second dimension (the heads, or the queries of one head), not the "
+                          "keys", {"dim": 1}),
+    ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+)
+# mistakes that leave a softmax with nothing visible (a row, or the heads at a hidden position), for the
+# other ways code treats that: NaN from torch.softmax, uniform weights from a large negative fill
+ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in mistaken.HIDDEN_ROWS[1:]
+                            for m, what, changes in ATTENTION_MISTAKES if "causal" in changes or "dim" in changes)
+
+
+# --- MultiHeadAttentionWrapper --------------------------------------------------------------------------
+def wrapper_variant(pair, x, *, order=1, scaled=True, scale=None, **changes):
+    """The wrapper with one thing changed, computed from its heads' weights (``scale``: a number that
+    multiplies the scores)."""
+    outputs = []
+    for head in list(range(argument(pair, "num_heads")))[::order]:
+        q, k, v = (linear(pair.weights, f"heads.{head}.{role}", x) for role in ("W_query", "W_key", "W_value"))
+        multiplier = scale if scale is not None else k.shape[-1] ** -0.5 if scaled else 1.0
+        outputs.append(attention(q, k, v, multiplier, **changes))
+    return torch.cat(outputs, dim=-1)
+
+
+WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
+    ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head", {"scaled": False}),
+    (None, "the heads concatenated in reverse order: head 0's features come first", {"order": -1}),
+)
+
+
+def wrapper_mistakes(pair):
+    def scale_fit(x, s):
+        head_dim = pair.weights["heads.0.W_key.weight"].shape[0]
+        return ScaleSearch(lambda c: wrapper_variant(pair, x, scale=c), head_dim ** -0.5)
+
+    return [(m, d, (lambda x, s, flags=flags: wrapper_variant(pair, x, **flags)))
+            for m, d, flags in WRAPPER_MISTAKES] + [(None, "", scale_fit)]
+
+
+def wrapper_right(pair):
+    return lambda x, s: wrapper_variant(pair, x)
+
+
+def heads_root_cause(grade, pair, x, seed):
+    """Blame the student's CausalAttention (assignment 03) when the wrapper's output is what the
+    student's own CausalAttention gives, head by head, with the wrapper's weights."""
+    def blame(failure, out):
+        heads = argument(pair, "num_heads")
+        theirs = []
+        try:  # (a course without 03, such as a distribution of 04 alone, has no CausalAttention to blame)
+            other = pair.grade.sibling("03_causal_attention")
+            for head in range(heads):
+                prefix = f"heads.{head}."
+                params = {n[len(prefix):]: p for n, p in pair.weights.items() if n.startswith(prefix)}
+                single = student_module(other, "CausalAttention", argument(pair, "d_in"), argument(pair, "d_out"),
+                                        argument(pair, "context_length"), argument(pair, "dropout"),
+                                        "W_query.bias" in params, params=params, dtype=pair.dtype, training=False)
+                theirs.append(single(x))
+        except (StudentFault, CheckFailed, KeyError, UsageError):
+            return None
+        xc = plain(x)
+        with torch.no_grad():
+            right = wrapper_variant(pair, xc)
+        if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
+                or sum(t.numel() for t in theirs) > right.numel():  # never a concatenation larger than the answer
+            return None
+        return diagnose.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
+                              right, lambda h: h, [(m, f"your CausalAttention gives {what}", lambda make=make: make(xc, seed))
+                                                   for m, what, make in wrapper_mistakes(pair)])
+    return blame
+
+
+# --- MultiHeadAttention ---------------------------------------------------------------------------------
+def mha_variant(pair, x, *, scale="head", split_transpose=True, merge_transpose=True, out_proj=True,
+                roles=mistaken.ROLES, **changes):
+    """MultiHeadAttention with one thing changed, computed from the pair's weights."""
+    batch, tokens, _ = x.shape
+    heads = argument(pair, "num_heads")
+    d_out = argument(pair, "d_out")
+    head_dim = d_out // heads
+
+    def split(t):
+        if split_transpose:
+            return t.reshape(batch, tokens, heads, head_dim).transpose(1, 2)
+        return t.reshape(batch, heads, tokens, head_dim)
+
+    projected = {role: linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
+    q, k, v = (split(projected[role]) for role in roles)
+    if isinstance(scale, str):  # the scale named, or a number that multiplies the scores
+        scale = 1.0 / {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
+                       "multiplied": head_dim ** -0.5}[scale]
+    context = attention(q, k, v, scale, **changes)
+    if merge_transpose:
+        context = context.transpose(1, 2)
+    context = context.reshape(batch, tokens, d_out)
+    return linear(pair.weights, "out_proj", context) if out_proj else context
+
+
+MHA_MISTAKES = ATTENTION_MISTAKES + (
+    ("missing-scale", "unscaled scores: divide by sqrt(head_dim)", {"scale": "none"}),
+    ("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; use the head size d_out/num_heads",
+     {"scale": "model"}),
+    ("wrong-scale", "scores multiplied by sqrt(head_dim) instead of divided", {"scale": "multiplied"}),
+    ("wrong-scale", "scores divided by head_dim instead of sqrt(head_dim)", {"scale": "head-not-sqrt"}),
+    ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
+    ("heads-split-without-transpose", "heads split with view(B, H, T, hd) straight from [B, T, d_out]",
+     {"split_transpose": False}),
+    ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
+     {"merge_transpose": False}),
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles())
+
+
+def mha_mistakes(pair):
+    def scale_fit(x, s):
+        head_dim = argument(pair, "d_out") // argument(pair, "num_heads")
+        return ScaleSearch(lambda c: mha_variant(pair, x, scale=c), head_dim ** -0.5, "1/sqrt(head_dim)")
+
+    return [(m, d, (lambda x, s, flags=flags: mha_variant(pair, x, **flags)))
+            for m, d, flags in MHA_MISTAKES] + [(None, "", scale_fit)]
+
+
+def mha_right(pair):
+    return lambda x, s: mha_variant(pair, x)
+
+
+def split_merge_root_cause(grade, pair, x, seed):
+    """Blame the student's split_heads or merge_heads when the module's output is what they give,
+    used on the right projections (split) or on the right attention output (merge)."""
+    def blame(failure, out):
+        batch, tokens, _ = x.shape
+        heads, d_out = argument(pair, "num_heads"), argument(pair, "d_out")
+        head_dim = d_out // heads
+        with torch.no_grad():
+            xc = plain(x)
+            projected = torch.stack([linear(pair.weights, f"W_{role}", xc) for role in mistaken.ROLES])  # [3, B, T, D]
+            split = projected.reshape(3, batch, tokens, heads, head_dim).transpose(2, 3)
+            context = attention(*split, head_dim ** -0.5)  # [B, H, T, hd]
+
+            def attend_and_merge(parts):
+                attended = attention(*parts, head_dim ** -0.5)
+                return linear(pair.weights, "out_proj", attended.transpose(1, 2).reshape(batch, tokens, d_out))
+
+            theirs = [diagnose.their(grade, "split_heads", p, heads) for p in projected]
+            raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
+            if raised or all(diagnose.within(t, split[0]) and t.shape == theirs[0].shape for t in theirs):
+                blamed = diagnose.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
+                                        attend_and_merge,
+                                        [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
+                                          lambda: projected.reshape(3, batch, heads, tokens, head_dim))])
+                if blamed:
+                    return blamed
+            return diagnose.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context),
+                                  context.transpose(1, 2).reshape(batch, tokens, d_out),
+                                  lambda merged: linear(pair.weights, "out_proj", merged),
+                                  [("heads-merged-without-transpose", "it reshapes straight from [B, H, T, hd]",
+                                    lambda: context.reshape(batch, tokens, d_out))])
+    return blame
+
+
+# --- FusedQKVAttention ----------------------------------------------------------------------------------
+def fused_sizes(pair):
+    """(chan, num_heads, scale) of the pair's FusedQKVAttention."""
+    chan = pair.weights["proj.weight"].shape[0]
+    heads = argument(pair, "num_heads")
+    return chan, heads, argument(pair, "qk_scale") or (chan // heads) ** -0.5
+
+
+def fused_parts(pair, x, *, transpose=True):
+    """q, k, v of the fused projection, stacked: [3, B, H, N, hd]; ``transpose=False``: each of them
+    reshaped straight from [B, N, chan] to [B, H, N, hd] (heads-split-without-transpose)."""
+    batch, tokens, _ = x.shape
+    chan, heads, _ = fused_sizes(pair)
+    fused = linear(pair.weights, "qkv", x)
+    if not transpose:
+        return fused.reshape(batch, tokens, 3, chan).permute(2, 0, 1, 3).reshape(3, batch, heads, tokens,
+                                                                                 chan // heads)
+    return fused.reshape(batch, tokens, 3, heads, chan // heads).permute(2, 0, 3, 1, 4)
+
+
+def fused_variant(pair, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
+                  skip_transpose=None, order=(0, 1, 2), parts=None, split_transpose=True, **changes):
+    """FusedQKVAttention with one thing changed, computed from the pair's weights (``parts``: q, k, v
+    stacked, in place of the right split; ``skip_transpose``: how v is merged for the skip connection,
+    when not as the attended heads are)."""
+    batch, tokens, _ = x.shape
+    chan, _, right_scale = fused_sizes(pair)
+    parts = fused_parts(pair, x, transpose=split_transpose) if parts is None else parts
+    q, k, v = (parts[i] for i in order)
+    hidden = mistaken.causal_variants(tokens, tokens, x.device)["future"] if causal else None
+    attended = mistaken.attend(q, k, v, scale=right_scale if scale is None else scale, hidden=hidden, **changes)
+
+    def merge(t, transpose=merge_transpose):
+        return (t.transpose(1, 2) if transpose else t).reshape(batch, tokens, chan)
+
+    out = linear(pair.weights, "proj", merge(attended)) if proj else merge(attended)
+    return out + merge(v, merge_transpose if skip_transpose is None else skip_transpose) if skip else out
+
+
+def fused_mistakes(pair):
+    chan, heads, right_scale = fused_sizes(pair)
+    changes = [
+        (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]", {"skip": False}),
+        (None, "causal attention; FusedQKVAttention is not causal", {"causal": True}),
+        ("missing-scale", "unscaled scores", {"scale": 1.0}),
+        ("wrong-scale", "scores scaled by chan**-0.5, the model width; use the head size chan/num_heads",
+         {"scale": chan ** -0.5}),
+        ("wrong-scale", "scores multiplied by sqrt(head_dim), not divided", {"scale": 1.0 / right_scale}),
+        ("out-proj-missing", "the attention merged back without the output projection proj", {"proj": False}),
+        ("heads-merged-without-transpose", "heads merged back without transposing [B, H, N, hd] to [B, N, H, hd]",
+         {"merge_transpose": False}),
+        ("heads-merged-without-transpose", "the attended heads merged back without transposing [B, H, N, hd] to "
+         "[B, N, H, hd] (v, for the skip connection, is merged right)", {"merge_transpose": False, "skip_transpose": True}),
+        ("heads-merged-without-transpose", "v merged back for the skip connection without transposing [B, H, N, hd] "
+         "to [B, N, H, hd] (the attended heads are merged right)", {"skip_transpose": False}),
+        ("heads-split-without-transpose", "q, k and v reshaped straight from [B, N, chan] to [B, H, N, hd]: "
+         "reshape to [B, N, H, hd] and transpose the token and head axes", {"split_transpose": False}),
+        ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+        ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+    ] + [("qkv-swapped", f"q, k, v taken from the fused projection in the order {', '.join('qkv'[i] for i in order)}",
+          {"order": order}) for order in itertools.permutations(range(3)) if order not in ((0, 1, 2), (1, 0, 2))]
+    if argument(pair, "qk_scale") is not None:
+        changes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
+                        {"scale": (chan // heads) ** -0.5}))
+    return [(m, d, (lambda x, s, flags=flags: fused_variant(pair, x, **flags))) for m, d, flags in changes] + [
+        (None, "", lambda x, s: ScaleSearch(lambda c: fused_variant(pair, x, scale=c), right_scale,
+                                            "qk_scale or head_dim**-0.5"))]
+
+
+def fused_right(pair):
+    return lambda x, s: fused_variant(pair, x)
+
+
+def fused_root_cause(grade, pair, x, seed):
+    """Blame the student's split_qkv or merge_heads when the module's output is what they give, on the
+    right fused projection (split) or on the right attention output and v (merge)."""
+    def blame(failure, out):
+        batch, tokens, _ = x.shape
+        chan, heads, scale = fused_sizes(pair)
+        with torch.no_grad():
+            xc = plain(x)
+            parts = fused_parts(pair, xc)
+            theirs = diagnose.their(grade, "split_qkv", linear(pair.weights, "qkv", xc), heads)
+            if isinstance(theirs, tuple) and len(theirs) == 3 and all(diagnose.within(t, parts[0]) for t in theirs) \
+                    and len({t.shape for t in theirs}) == 1:
+                blamed = diagnose.blame(
+                    grade, failure, out, "split_qkv", torch.stack(theirs), parts,
+                    lambda split: fused_variant(pair, xc, parts=split),
+                    [("qkv-swapped", f"it returns them in the order {', '.join('qkv'[i] for i in order)}",
+                      lambda order=order: parts[list(order)])
+                     for order in itertools.permutations(range(3)) if order != (0, 1, 2)])
+                if blamed:
+                    return blamed
+            attended = mistaken.attend(parts[0], parts[1], parts[2], scale=scale)
+            both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
+            # a raise is tried as the module met it, on heads that autograd tracks (an in-place transpose_
+            # of them raises there, not on a plain tensor)
+            tracked = ({"grad_out": torch.ones(batch, tokens, chan), "grad_args": [0]}
+                       if isinstance(failure, RaisedFailure) else {})
+            theirs = [diagnose.their(grade, "merge_heads", t, **tracked) for t in both]
+            raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
+            right = both.transpose(2, 3).reshape(2, batch, tokens, chan)  # [2, B, N, C]
+            if raised is None and not all(diagnose.within(t, right[0]) and t.shape == theirs[0].shape for t in theirs):
+                return None
+            return diagnose.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
+                                  lambda merged: linear(pair.weights, "proj", merged[0]) + merged[1],
+                                  [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
+                                    lambda: both.reshape(2, batch, tokens, chan))])
+    return blame
+
+
+DIAGNOSES.update({WRAPPER: (wrapper_mistakes, wrapper_right, heads_root_cause),
+                  MHA: (mha_mistakes, mha_right, split_merge_root_cause),
+                  FUSED: (fused_mistakes, fused_right, fused_root_cause)})

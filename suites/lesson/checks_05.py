@@ -1,0 +1,183 @@
+"""The checks of 05_efficient_attention, shared by its hidden and its public suite: each suite gives its
+own cases, these say what is checked and which mistakes are named (so both sides diagnose alike).
+
+Every wrong computation here is computed from the inputs alone, in plain torch (the lesson's formulas),
+never from the reference: a replayed run (a student distribution) names the same mistakes as live
+grading. The contract's rows for 05 forbid no operation (grader/forbidden.py): online_softmax must
+gather its statistics block by block (more blocks, more steps), and flash_attention must stay within a
+memory bound: it may never build the whole [Tq, Tk] score matrix.
+"""
+from __future__ import annotations
+
+from grader.authoring import Mistake, ScaleSearch
+from grader.harness import CheckFailed
+from lesson import mistaken
+
+
+def non_finite(out):
+    """softmax-unstable for an output with inf or NaN (the cases' right answers are finite)."""
+    import torch
+
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and not torch.isfinite(out).all():
+        return ("softmax-unstable", "your output has inf or NaN: subtract the running maximum before "
+                                    "exponentiating (and never compute -inf - -inf)")
+    return None
+
+
+def matching(misconception, what, output) -> Mistake:
+    """A mistake whose output the student's matches: "your output matches <what>"."""
+    return Mistake(misconception, f"your output matches {what}", output)
+
+
+# --- online_softmax -----------------------------------------------------------------------------------
+def softmax_not_rescaled(x, block_size):
+    """The running sum accumulated against each block's own running maximum, never rescaled."""
+    import torch
+
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        running_max = torch.maximum(running_max, block.amax(dim=-1))
+        running_sum = running_sum + torch.exp(block - running_max[..., None]).sum(dim=-1)
+    return torch.exp(x - running_max[..., None]) / running_sum[..., None]
+
+
+def softmax_of_last_block(x, block_size):
+    """Normalised with the statistics of the last block only (the running values overwritten)."""
+    import torch
+
+    start = (x.shape[-1] - 1) // block_size * block_size
+    block = x[..., start:]
+    m = block.amax(dim=-1, keepdim=True)
+    return torch.exp(x - m) / torch.exp(block - m).sum(dim=-1, keepdim=True)
+
+
+def online_softmax_same(grade, x, block_size, grad=False):
+    """The student's online_softmax(x, block_size) against the reference's, its usual mistakes named."""
+    import torch
+
+    grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True, mistakes=[
+        matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                 lambda: softmax_not_rescaled(x, block_size)),
+        matching(None, "a sum over the last block only: add each block's exponentials to the running sum",
+                 lambda: softmax_of_last_block(x, block_size)),
+        matching("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
+                 lambda: torch.softmax(x, dim=0))])
+
+
+def expect_blockwise_statistics(grade, x, short, small_block):
+    """online_softmax gathers its statistics block by block: on rows of ``x`` (one block of their whole
+    length) it makes no more torch operations than on their first ``short`` entries (no Python loop
+    over entries), and more with blocks of ``small_block`` (the lesson's loop over blocks)."""
+    length = x.shape[-1]
+    one_block = grade.measured("online_softmax", x, length).ops
+    fewer = grade.measured("online_softmax", x[..., :short], length).ops
+    if one_block > fewer:  # one block either way: the steps may not grow with the row's length
+        raise CheckFailed(f"online_softmax made {fewer} torch operations on rows of {short} but {one_block} on rows "
+                          f"of {length}, both in one block: a Python loop over the entries; work on each block as a "
+                          "whole tensor (its maximum, the sum of its exponentials)", ("not-vectorised",))
+    many_blocks = grade.measured("online_softmax", x, small_block).ops
+    if many_blocks <= one_block:
+        raise CheckFailed(f"online_softmax made {many_blocks} torch operations with {-(-length // small_block)} "
+                          f"blocks of {small_block} but {one_block} with one block of {length}: the statistics must "
+                          "be gathered block by block, keeping a running maximum and a running sum that is rescaled "
+                          "whenever the maximum grows")
+
+
+# --- flash_attention ----------------------------------------------------------------------------------
+def plain_attention(q, k, v, causal, *, bottom_right=False):
+    """Plain attention in float64 (``bottom_right``: the causal mask aligned to the bottom-right corner)."""
+    import torch
+
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+    if causal:
+        tq, tk = scores.shape[-2], scores.shape[-1]
+        scores = scores.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq + 1 if bottom_right else 1),
+                                    float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v
+
+
+def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, rescale_acc=True):
+    """Tiled attention in float64 that forgets to rescale the running sum or the running output."""
+    import torch
+
+    q, k, v = q.double() / q.shape[-1] ** 0.5, k.double(), v.double()
+    running_max = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)
+    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    q_pos = torch.arange(q.shape[-2])
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if causal:
+            k_pos = torch.arange(start, start + scores.shape[-1])
+            scores = scores.masked_fill(q_pos[:, None] < k_pos[None, :], float("-inf"))  # the future
+        new_max = torch.maximum(running_max, scores.amax(dim=-1))
+        shift = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max)
+        rescale = torch.exp(running_max - shift)
+        p = torch.exp(scores - shift[..., None])
+        running_sum = (running_sum * rescale if rescale_sum else running_sum) + p.sum(dim=-1)
+        acc = (acc * rescale[..., None] if rescale_acc else acc) + p @ v[..., start:start + block_size, :]
+        running_max = new_max
+    return acc / running_sum.clamp_min(1e-300)[..., None]
+
+
+def flash_mistakes(q, k, v, block_size, causal) -> list:
+    """What flash_attention's usual mistakes give on these inputs, each computed in float64."""
+    mistakes = [
+        matching(None, "a running output that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                 lambda: tiled_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
+        matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
+                 lambda: tiled_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
+    ]
+    if causal:
+        mistakes.append(matching(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
+                                 "counted from the top-left", lambda: plain_attention(q, k, v, True, bottom_right=True)))
+    # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
+    mistakes += [m if isinstance(m, ScaleSearch) else matching(m.id, m.explanation.removeprefix("your "), m.output)
+                 for m in mistaken.attention_mistakes(q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future,
+                                                      causal=causal, mask_fill_zero=False)]
+    return mistakes
+
+
+def flash_same(grade, q, k, v, block_size, causal, grad=False):
+    """The student's flash_attention against the reference's, its usual mistakes named."""
+    grade.same("flash_attention", q, k, v, grad=grad, explain=non_finite,
+               mistakes=flash_mistakes(q, k, v, block_size, causal),
+               right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal)
+
+
+def expect_within_memory_bound(grade, tokens, dim, block_size, causal):
+    """flash_attention on ``tokens`` queries and keys in blocks of ``block_size``: no intermediate tensor
+    may hold tokens*tokens/4 elements or more (a whole [Tq, Tk] causal mask neither), and its output
+    is right (the expected output worked out here, outside the student's worker, in three products)."""
+    q, k, v = grade.randn(tokens, dim), grade.randn(tokens, dim), grade.randn(tokens, dim)
+    reply = grade.call("flash_attention", q, k, v, block_size=block_size, causal=causal, measure=True)
+    limit = tokens * tokens // 4
+    if reply.max_numel >= limit:
+        raise CheckFailed(f"flash_attention(<[{tokens}, {dim}]> x 3, block_size={block_size}): the largest "
+                          f"intermediate tensor had {reply.max_numel} elements, but the limit is {limit} (a quarter "
+                          f"of the {tokens} x {tokens} score matrix); the full score matrix must never be built: work "
+                          "on [block_size, block_size] tiles of it with the online-softmax rescaling")
+    expected = grade.reference_value(lambda: plain_attention(q, k, v, causal), q, k, v, causal)
+    expected = expected.to(q.dtype).to(grade.device)
+    grade.expect(reply, expected, f"flash_attention(<[{tokens}, {dim}]> x 3, block_size={block_size}, "
+                                  f"causal={causal})")
+
+
+def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):
+    """Inside one block, queries and keys are whole tensors: with every token in one block of
+    ``block_size``, flash_attention makes as many operations for ``long`` tokens as for ``short``."""
+    def ops(tokens):
+        q, k, v = grade.randn(2, tokens, dim), grade.randn(2, tokens, dim), grade.randn(2, tokens, dim)
+        return grade.measured("flash_attention", q, k, v, block_size=block_size, causal=True).ops
+
+    few, many = ops(short), ops(long)
+    if many > few:
+        raise CheckFailed(f"flash_attention made {few} torch operations for {short} tokens but {many} for {long}, "
+                          f"every token in one block of {block_size}: a Python loop over queries or keys; compute "
+                          "each block's scores as one matrix product", ("not-vectorised",))

@@ -1,0 +1,624 @@
+"""The checks of 06_decoding_attention, shared by its hidden and its public suite: each suite gives its
+own cases, these say what is checked, which mistakes are named and which helper is blamed (so both
+sides diagnose and forgive alike).
+
+Every wrong computation here, and every "right, given your helper" judgement, is computed from the
+lesson's formulas, the student's own calls (grader.diagnose.their) and the weights both instances of a
+module pair hold (``pair.weights``), never from the reference itself: a replayed run (a student
+distribution) names and forgives as live grading does. The cached classes are fed a sequence in one
+call, token by token and in chunks (``use_cache=True`` after ``reset_cache()``); each call's output
+must be the reference's, and what the student's cache keeps is measured by the grader (the outputs
+under changed weights, the memory the kernel counts), never read from what the student's code reports.
+"""
+from __future__ import annotations
+
+from grader import diagnose
+from grader.authoring import Mistake
+from grader.dropout import expect_dropout_on_weights, judged
+from grader.harness import CheckFailed, StudentFault
+from grader.inside.protocol import HandleRef
+from lesson import mistaken
+
+MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+# --- rotary positions --------------------------------------------------------------------------------
+def rope_angles(head_dim, theta_base, context_length, *, interleaved=False):
+    """The angles in float64: halves (the course's layout), or pairs repeated in place (interleaved)."""
+    torch = _torch()
+    inv_freq = theta_base ** -(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # [hd/2]
+    angles = torch.arange(context_length, dtype=torch.float64)[:, None] * inv_freq[None, :]  # [L, hd/2]
+    return angles.repeat_interleave(2, dim=-1) if interleaved else torch.cat([angles, angles], dim=-1)
+
+
+def rope(x, cos, sin, offset=0, *, pairs=False):
+    """x rotated by the angles of positions offset...: the two halves, or (``pairs``) adjacent pairs."""
+    torch = _torch()
+    half, num_tokens = x.shape[-1] // 2, x.shape[-2]
+    cos, sin = cos[offset:offset + num_tokens], sin[offset:offset + num_tokens]  # [T, hd]
+    if not pairs:
+        return (x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin).to(x.dtype)
+    c, s = cos[:, :half], sin[:, :half]  # [T, hd/2]: angle i for the pair (2i, 2i+1)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2).to(x.dtype)
+
+
+def angle_rounding(head_dim, theta_base, context_length) -> float:
+    """How far cosines and sines of float32 angles land from float64 ones, times 8: the angles grow with
+    the position (thousands of radians at 4096), so another correct order of float32 operations, or
+    float64 angles rounded at the end, may differ from the reference's by about as much."""
+    torch = _torch()
+    exact = rope_angles(head_dim, theta_base, context_length)
+    inv_freq = theta_base ** -(torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    rounded = (torch.arange(context_length, dtype=torch.float32)[:, None] * inv_freq[None, :]).repeat(1, 2).double()
+    return 8 * max(float((f(rounded) - f(exact)).abs().max()) for f in (torch.cos, torch.sin))
+
+
+def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
+    """compute_rope_params(head_dim, theta_base, context_length) against the reference's."""
+    torch = _torch()
+    args = (head_dim, theta_base, context_length)
+    grade.same("compute_rope_params", *args, slack=angle_rounding(*args), mistakes=[
+        Mistake("rope-pairs-interleaved", "your angles repeat each frequency in place (i, i, i+1, i+1, ...); "
+                "RoPE here uses the same angles for both halves: cat([angles, angles])",
+                lambda: tuple(f(rope_angles(*args, interleaved=True)).float() for f in (torch.cos, torch.sin)))])
+
+
+def rope_tables(head_dim, context_length=64, dtype=None):
+    """cos and sin [context_length, head_dim] of the course's angles (theta_base 10 000), in ``dtype``."""
+    angles = rope_angles(head_dim, 10_000, context_length)
+    torch = _torch()
+    return angles.cos().to(dtype or torch.float32), angles.sin().to(dtype or torch.float32)
+
+
+def rope_same(grade, x, cos, sin, offset=0, grad=False):
+    """apply_rope(x, cos, sin, offset=offset) against the reference's (gradients for x only)."""
+    mistakes = [Mistake("rope-pairs-interleaved", "your code rotates adjacent pairs (x[2i], x[2i+1]); RoPE here "
+                        "rotates the two halves, x[i] with x[i + hd/2]", lambda: rope(x, cos, sin, offset, pairs=True))]
+    if offset:
+        mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
+                                f"{offset}: the tokens of a cached call sit after the cached ones",
+                                lambda: rope(x, cos, sin, 0)))
+    grade.same("apply_rope", x, cos, sin, offset=offset, grad=(0,) if grad else False, mistakes=mistakes)
+
+
+# --- repeat_kv ---------------------------------------------------------------------------------------
+def repeat_kv_same(grade, x, group_size, grad=False):
+    """repeat_kv(x, group_size) against the reference's."""
+    grade.same("repeat_kv", x, group_size, grad=grad, mistakes=[
+        Mistake("kv-heads-tiled", "your groups come out tiled ([K1, K2, K1, K2]); each must be repeated in a row "
+                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: x.repeat(1, group_size, 1, 1))])
+
+
+# --- sliding_window_mask -----------------------------------------------------------------------------
+def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
+    """The lesson's mask (True = hidden) of queries at q_start... over keys at k_start..."""
+    torch = _torch()
+    query_at = torch.arange(q_start, q_start + num_queries)[:, None]  # [Tq, 1]
+    key_at = torch.arange(k_start, k_start + num_keys)[None, :]  # [1, Tk]
+    future = key_at > query_at
+    return future if window is None else future | (query_at - key_at >= window)
+
+
+def mask_same(grade, *args):
+    """sliding_window_mask(*args) against the reference's, its usual mistakes named."""
+    torch = _torch()
+    num_queries, num_keys, window, *starts = args
+    right = window_mask(*args)
+    queries = torch.arange(num_queries)[:, None] + (starts[0] if starts else 0)
+    keys = torch.arange(num_keys)[None, :] + (starts[1] if len(starts) > 1 else 0)
+    mirrored = keys < queries if window is None else (keys < queries) | (keys - queries >= window)
+    mistakes = [Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at "
+                        "k_start", lambda: window_mask(num_queries, num_keys, window)),
+                Mistake("mask-inverted", "your mask is True where a query may look; True means hidden", ~right),
+                Mistake("mask-inverted", "your mask hides the past and shows the tokens after each query: the "
+                        "distance is the query's position minus the key's", mirrored),
+                Mistake("mask-hides-diagonal", "your mask hides each query's own position: a token sees itself",
+                        right | (queries == keys))]
+    if window:
+        mistakes += [
+            Mistake("mask-not-applied", "your mask is the causal mask alone: the window is not applied (was the "
+                    "result of a non-in-place | or logical_or dropped?)", lambda: window_mask(num_queries, num_keys,
+                                                                                              None, *starts)),
+            Mistake("window-off-by-one", "each query sees window + 1 tokens: itself and the window - 1 before it "
+                    "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
+            Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
+                    "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts))]
+    grade.same("sliding_window_mask", *args, mistakes=mistakes)
+
+
+def expect_vectorised(grade, name, short_args, long_args, what):
+    """The operations of ``name`` may not grow from ``short_args`` to ``long_args`` (more tokens), and
+    both outputs are right (grade.measured)."""
+    short = grade.measured(name, *short_args).ops
+    long = grade.measured(name, *long_args).ops
+    if long > short:
+        raise CheckFailed(f"{name} made {short} torch operations for {what[0]} but {long} for {what[1]}: a Python "
+                          "loop over positions; build the whole tensor at once (arange, broadcasting)",
+                          ("not-vectorised",))
+
+
+# --- the cached classes: the lesson's attention from the weights both instances hold --------------------
+def design(pair):
+    """(num_heads, num_kv_groups, sliding_window_size) of a pair, read from its constructor's arguments
+    (not from the reference, which a replayed check does not have)."""
+    args, kwargs = pair.args, pair.kwargs
+    if pair.name == MHA:
+        return kwargs.get("num_heads", args[4] if len(args) > 4 else None), \
+            kwargs.get("num_heads", args[4] if len(args) > 4 else None), None
+    if pair.name == GQA:
+        heads = kwargs.get("num_heads", args[3] if len(args) > 3 else None)
+        return heads, kwargs.get("num_kv_groups", args[4] if len(args) > 4 else None), None
+    heads = kwargs.get("num_heads", args[3] if len(args) > 3 else None)
+    return heads, heads, kwargs.get("sliding_window_size", args[5] if len(args) > 5 else None)
+
+
+class Model:
+    """A pair's class as the lesson computes it, from ``weights`` (default: those both instances hold now,
+    ``pair.weights``), on the CPU."""
+
+    def __init__(self, pair, weights=None):
+        self.num_heads, self.groups, self.window = design(pair)
+        # copies: a pair's weights may share storage with the reference's, which new_weights changes in place
+        self.weights = {n: t.clone() for n, t in (pair.weights if weights is None else weights).items()}
+        self.d_out = self.weights["out_proj.weight"].shape[1]
+        self.head_dim = self.d_out // self.num_heads
+
+    def linear(self, name, x):
+        import torch.nn.functional as F
+
+        return F.linear(x.cpu(), self.weights[f"{name}.weight"], self.weights.get(f"{name}.bias"))
+
+    def keys_values(self, tokens):
+        """[B, G, T, hd] keys and values of ``tokens`` [B, T, d_in]."""
+        return heads(self.linear("W_key", tokens), self.groups), heads(self.linear("W_value", tokens), self.groups)
+
+
+def heads(x, num_heads):
+    batch, tokens, dim = x.shape
+    return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]
+
+
+def projected(model, x, start, size, first=0, stale=None):
+    """The queries of the chunk x[:, start:start+size] and the keys and values of x[:, first:start+size]:
+    [B, H, size, hd] and [B, G, start+size-first, hd] twice. ``stale``: ``(old, count)``, the first
+    ``count`` tokens of the sequence were cached under the weights of ``old`` (a Model), which changed
+    since: their keys and values are what was computed then."""
+    torch = _torch()
+    queries = heads(model.linear("W_query", x[:, start:start + size]), model.num_heads)
+    tokens = x[:, first:start + size]
+    if stale is None or stale[1] <= first:
+        return (queries, *model.keys_values(tokens))
+    old, count = stale
+    earlier, later = old.keys_values(tokens[:, :count - first]), model.keys_values(tokens[:, count - first:])
+    return queries, torch.cat([earlier[0], later[0]], dim=2), torch.cat([earlier[1], later[1]], dim=2)
+
+
+def attend_masked(model, queries, keys, values, hidden, scale=None):
+    """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
+    removed, through out_proj."""
+    torch = _torch()
+    scale = keys.shape[-1] ** -0.5 if scale is None else scale
+    scores = (queries @ keys.transpose(2, 3) * scale).masked_fill(hidden.cpu(), float("-inf"))  # [B, H, size, Tk]
+    weights = torch.softmax(scores, dim=-1)  # [B, H, size, Tk]
+    context = (weights @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
+    return model.linear("out_proj", context)
+
+
+def attention_of(model, prefix, size, *, q_start, k_start=None, window=None, tiled=False, scale=None):
+    """The model applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...) over every
+    token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
+    queries, keys, values = projected(model, prefix, prefix.shape[1] - size, size)
+    group_size = queries.shape[1] // keys.shape[1]
+    if group_size > 1:
+        repeat = (lambda t: t.repeat(1, group_size, 1, 1)) if tiled else \
+            (lambda t: t.repeat_interleave(group_size, dim=1))
+        keys, values = repeat(keys), repeat(values)
+    k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
+    return attend_masked(model, queries, keys, values, window_mask(size, keys.shape[2], window, q_start, k_start),
+                         scale=scale)
+
+
+# --- right, given the student's own helper ------------------------------------------------------------
+def repeat_kv_root_cause(grade, pair, x, start, size, stale=None):
+    """GroupedQueryAttention right but for the student's own repeat_kv (cascade "once": its points kept)."""
+    def root_cause(failure, out):
+        torch = _torch()
+        model = Model(pair)
+        with torch.no_grad():
+            queries, keys, values = projected(model, x, start, size, 0, stale)
+            group_size = queries.shape[1] // keys.shape[1]
+            theirs_k = diagnose.their(grade, "repeat_kv", keys, group_size)
+            theirs_v = diagnose.their(grade, "repeat_kv", values, group_size)
+        raised = next((t for t in (theirs_k, theirs_v) if isinstance(t, diagnose.Raised)), None)
+        if raised or not isinstance(theirs_v, torch.Tensor):
+            return raised and diagnose.blame(grade, failure, out, "repeat_kv", raised, None, None)
+        theirs_v = theirs_v.cpu()  # in its own dtype, as the student's class was given it
+        return diagnose.blame(
+            grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
+            lambda k: attend_masked(model, queries, k, theirs_v, window_mask(size, k.shape[2], None, start)),
+            [Mistake("kv-heads-tiled", "it tiles the groups ([K1, K2, K1, K2]) instead of repeating each in a row",
+                     keys.repeat(1, group_size, 1, 1))])
+    return root_cause
+
+
+def window_mask_root_cause(grade, pair, x, start, size, stale=None):
+    """A windowed or causal class right but for the student's own sliding_window_mask."""
+    def root_cause(failure, out):
+        torch = _torch()
+        model = Model(pair)
+        window = model.window
+        num_keys = start + size if window is None else min(start + size, window + size - 1)
+        k_start = start + size - num_keys  # the first of the keys this call attends
+        theirs = diagnose.their(grade, "sliding_window_mask", size, num_keys, window, start, k_start)
+        with torch.no_grad():
+            queries, keys, values = projected(model, x, start, size, k_start, stale)
+            group_size = queries.shape[1] // keys.shape[1]
+            keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+            right = window_mask(size, num_keys, window, start, k_start)
+            return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right,
+                                  lambda hidden: attend_masked(model, queries, keys, values, hidden), [
+                Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
+                                                                                      start, k_start))]
+                if window else [])
+    return root_cause
+
+
+def helper_faults(grade, pair, x, start, size, stale=None):
+    """The chunk x[:, start:start+size] right but for the student's own sliding_window_mask, or (GQA)
+    repeat_kv: the first of these root causes that explains the output (cascade "once"). ``stale``: see
+    :func:`projected`."""
+    causes = [window_mask_root_cause(grade, pair, x, start, size, stale)]
+    if pair.name == GQA:
+        causes.append(repeat_kv_root_cause(grade, pair, x, start, size, stale))
+    return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
+
+
+# --- the mistakes of 04's classes, made in a cached class ---------------------------------------------
+def relation_mask(num_queries, num_keys, relation, window, q_start, k_start):
+    """True (hidden) where a key stands in ``relation`` to a query, by absolute position: "future" (the
+    right causal mask, with the window), "past", "past-and-diagonal", "future-and-diagonal" (the window
+    kept), "inverted" (the right mask's complement), None (nothing hidden)."""
+    torch = _torch()
+    if relation is None:
+        return None
+    right = window_mask(num_queries, num_keys, window, q_start, k_start)
+    if relation in ("future", "inverted"):
+        return right if relation == "future" else ~right
+    queries = torch.arange(q_start, q_start + num_queries)[:, None]  # [Tq, 1]
+    keys = torch.arange(k_start, k_start + num_keys)[None, :]  # [1, Tk]
+    if relation == "future-and-diagonal":
+        return right | (keys == queries)
+    return keys < queries if relation == "past" else keys <= queries
+
+
+def variant_of(model, prefix, size, *, q_start, window=None, relation="future", scale="head", split_transpose=True,
+               merge_transpose=True, out_proj=True, roles=mistaken.ROLES, **changes):
+    """attention_of with one of the usual mistakes of 04's classes made in a cached class: the scale,
+    the mask (``relation``, see relation_mask), mistaken.attend's ``changes`` (softmax dimension, scores
+    transposed, mask after the softmax, rows with nothing visible), heads split or merged without the
+    transpose, no out_proj, projections in the wrong roles; None where the mistake cannot give an output
+    of the right shape (a GQA query from the narrower key weight)."""
+    prefix = prefix.cpu()
+    batch, total, _ = prefix.shape
+    num_heads, groups, d_out, head_dim = model.num_heads, model.groups, model.d_out, model.head_dim
+    weights = {"query": "W_query", "key": "W_key", "value": "W_value"}
+    wanted = {"query": (num_heads, size), "key": (groups, total), "value": (groups, total)}
+
+    def split(role, source):
+        count, tokens = wanted[role]
+        t = model.linear(weights[source], prefix[:, -tokens:])  # [B, tokens, features]
+        if t.shape[-1] != count * head_dim:
+            return None
+        if split_transpose:
+            return t.view(batch, tokens, count, head_dim).transpose(1, 2)  # [B, count, tokens, hd]
+        return t.reshape(batch, count, tokens, head_dim)
+
+    q, k, v = (split(role, source) for role, source in zip(mistaken.ROLES, roles))
+    if q is None or k is None or v is None:
+        return None
+    k, v = k.repeat_interleave(num_heads // groups, dim=1), v.repeat_interleave(num_heads // groups, dim=1)
+    multiplier = scale if not isinstance(scale, str) else 1.0 / {
+        "head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
+        "multiplied": head_dim ** -0.5}[scale]
+    hidden = relation_mask(size, total, relation, window, q_start, q_start + size - total)
+    context = mistaken.attend(q, k, v, scale=multiplier, hidden=hidden, **changes)  # [B, H, size, hd]
+    context = context.transpose(1, 2) if merge_transpose else context
+    context = context.reshape(batch, size, d_out)
+    return model.linear("out_proj", context) if out_proj else context
+
+
+KEYS_AS_VALUES = ("query", "key", "key")
+
+
+def keys_as_values(pair, output):
+    """The weights times W_key's projection (``output()``): values computed with W_key (qkv-swapped) and
+    the keys used as values (values-not-used) give the same output; what the student's cache holds
+    tells them apart (cache_v holding just what cache_k holds: the values came from W_key). For naming
+    only, never for points; nothing while the cache holds nothing."""
+    torch = _torch()
+
+    def told(swapped):
+        def candidate():
+            try:
+                kept = pair.attributes("cache_k", "cache_v")
+            except (StudentFault, CheckFailed):  # a cache that cannot be read tells nothing
+                return None
+            k, v = kept.get("cache_k"), kept.get("cache_v")
+            if not isinstance(k, torch.Tensor) or not isinstance(v, torch.Tensor) or not k.numel():
+                return None
+            return output() if (k.shape == v.shape and bool(torch.equal(k, v))) == swapped else None
+        return candidate
+
+    return [Mistake("qkv-swapped", "your values come from W_key: cache_v holds just what cache_k holds", told(True)),
+            Mistake("values-not-used", "your weights multiply the keys, not the values (cache_v holds other "
+                                       "values)", told(False))]
+
+
+# the mistakes of 04's classes, as variant_of's arguments; the FIRST_CHUNK ones only when the chunk is the whole
+# sequence (a wrong split mixes tokens of one call, which chunks fed one by one would mix otherwise)
+CLASS_MISTAKES = (
+    ("wrong-scale", "scores scaled by 1/sqrt(d_out), the model width; the scale is 1/sqrt(head_dim), the head "
+                    "size d_out/num_heads", {"scale": "model"}),
+    ("wrong-scale", "scores divided by head_dim instead of sqrt(head_dim)", {"scale": "head-not-sqrt"}),
+    ("wrong-scale", "scores multiplied by sqrt(head_dim) instead of divided", {"scale": "multiplied"}),
+    ("missing-scale", "unscaled scores: divide by sqrt(head_dim)", {"scale": "none"}),
+    ("mask-not-applied", "no mask: every token sees the tokens after it", {"relation": None}),
+    ("mask-inverted", "the past hidden instead of the future", {"relation": "past"}),
+    ("mask-after-softmax-not-renormalized", "the hidden weights zeroed after the softmax without renormalising",
+     {"mask": "after"}),
+    ("softmax-wrong-dim", "a softmax over the queries, not the keys", {"dim": -2}),
+    ("softmax-wrong-dim", "a softmax over the heads, not the keys", {"dim": 1}),
+    ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
+     {"merge_transpose": False}),
+    ("out-proj-missing", "the heads' context without the output projection out_proj", {"out_proj": False}),
+) + tuple((m, what, {"relation": relation, "rows": rows}) for rows in mistaken.HIDDEN_ROWS for m, what, relation in (
+    ("mask-inverted", "the past and the token itself hidden, and the future shown", "past-and-diagonal"),
+    ("mask-inverted", "the positions a query may see hidden, and the others shown", "inverted"),
+    ("mask-hides-diagonal", "the token itself hidden too: a token may attend to itself", "future-and-diagonal"))
+) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles()
+          if roles != KEYS_AS_VALUES)  # told apart by the cache: keys_as_values
+FIRST_CHUNK_MISTAKES = (
+    ("heads-split-without-transpose", "heads split with view(B, H, T, hd) straight from [B, T, d_out]",
+     {"split_transpose": False}),
+    ("scores-transposed", "scores K Qᵀ in place of Q Kᵀ", {"transposed": True}),
+)
+
+
+def chunk_mistakes(pair, x, start, size):
+    """What a mistaken cache, or a mistake of 04's classes, gives for the chunk x[:, start:start+size]
+    after x[:, :start] was fed (each computed with the weights both instances hold, only when the check
+    failed)."""
+    prefix = x[:, :start + size].cpu()
+    window = design(pair)[2]
+    model = Model(pair)
+    num_heads, groups = model.num_heads, model.groups
+    table = CLASS_MISTAKES + (FIRST_CHUNK_MISTAKES if start == 0 else ())
+    found = [Mistake(m, what, lambda changes=changes: variant_of(model, prefix, size, q_start=start, window=window,
+                                                                 **changes)) for m, what, changes in table]
+    found += keys_as_values(pair, lambda: variant_of(model, prefix, size, q_start=start, window=window,
+                                                     roles=KEYS_AS_VALUES))
+    if start:
+        found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
+                             "its queries come after the cached tokens",
+                             lambda: attention_of(model, prefix, size, q_start=0, k_start=0, window=window)))
+    if groups not in (1, num_heads):
+        found.append(Mistake("kv-heads-tiled", "your key/value groups are tiled over the heads ([K1, K2, K1, K2]); "
+                             "query head h uses group h // group_size: repeat_interleave",
+                             lambda: attention_of(model, prefix, size, q_start=start, window=window, tiled=True)))
+    if window:
+        found += [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
+                          lambda w=w: attention_of(model, prefix, size, q_start=start, window=w))
+                  for w in (window + 1, window - 1) if w > 0]
+    return found
+
+
+# --- feeding a sequence -------------------------------------------------------------------------------
+def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
+    """The chunk x[:, start:start+size] fed with use_cache=True after x[:, :start]: its output must be the
+    reference's (which the reference's own cache gives); ``also``: further mistakes to look for;
+    ``recomputed=False`` where the usual mistakes cannot be recomputed from the inputs (the weights
+    changed since the cached tokens came: ``stale``, see :func:`projected`)."""
+    torch = _torch()
+    found = [*chunk_mistakes(pair, x, start, size)] if recomputed else []
+    with torch.no_grad():
+        pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
+                  root_cause=helper_faults(grade, pair, x, start, size, stale))
+
+
+def decoded(grade, pair, x, chunks, also=lambda start, size: ()):
+    """Feed ``x`` to a new instance (or one just reset) in chunks of the given sizes, each with use_cache=True."""
+    start = 0
+    for size in chunks:
+        fed(grade, pair, x, start, size, also(start, size))
+        start += size
+
+
+def cache_elements(pair) -> int:
+    """The elements of the student's cache_k and cache_v, counted from the tensors received."""
+    torch = _torch()
+    kept = pair.attributes("cache_k", "cache_v")
+    return sum(t.numel() for t in kept.values() if isinstance(t, torch.Tensor))
+
+
+def make(grade, name, d_in, d_out, heads_, groups, window, context, dtype=None):
+    """The reference's and the student's instance in evaluation mode, as a decoder generates."""
+    if name == MHA:
+        return grade.module(MHA, d_in, d_out, context, 0.0, heads_, dtype=dtype, training=False)
+    if name == GQA:
+        return grade.module(GQA, d_in, d_out, 0.0, heads_, groups, dtype=dtype, training=False)
+    return grade.module(SWA, d_in, d_out, 0.0, heads_, sliding_window_size=window, dtype=dtype, training=False)
+
+
+def runs_built_as_long(grade, pair, x):
+    """The student's class built for a context of exactly x's tokens (the weights both instances hold),
+    run on ``x``: raises StudentFault if that fails too. The student's instance alone: no use of the
+    reference, which a replayed run does not have."""
+    args = (*pair.args[:2], x.shape[1], *pair.args[3:])
+    state = grade.student.request({"op": "new", "name": pair.name, "args": args, "kwargs": pair.kwargs,
+                                   "dtype": pair.dtype, "training": False, "params": pair.weights})
+    grade.call(HandleRef(state["handle"]), x, label=pair.name)
+
+
+def uncached_same(grade, pair, x, **kwargs):
+    """pair.same(x, **kwargs) of a call without the cache, its mistakes named; for the MHA, whose mask
+    buffer spans context_length, a crash on fewer tokens that goes away with a class built for just as
+    many is mask-not-truncated."""
+    try:
+        return pair.same(x, mistakes=chunk_mistakes(pair, x, 0, x.shape[1]),
+                         root_cause=helper_faults(grade, pair, x, 0, x.shape[1]), **kwargs)
+    except StudentFault as fault:
+        if pair.name != MHA:
+            raise
+        raise diagnose.not_truncated(fault, x.shape[1], pair.args[2],
+                                     lambda: runs_built_as_long(grade, pair, x)) from None
+
+
+# --- the checks of the cached classes -----------------------------------------------------------------
+def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
+    """A cached sequence wide enough to weigh (float64, every tensor of the cache past glibc's 128 KiB
+    mmap threshold, so that the kernel sees what is freed): over the chunks after the first two, the
+    memory the student's processes hold, as the kernel counts it (grade.held_bytes), grows by the keys
+    and values of the key/value groups only (GQA), and not with the sequence at all for SWA, whose
+    cache stays within its window. Never read from cache_k or cache_v, which a property could show
+    trimmed while the whole sequence is kept; the last chunk's output must be right too."""
+    torch = _torch()
+    x = grade.randn(batch, chunk * chunks, d_in, dtype=torch.float64)
+    pieces = [x[:, start:start + chunk].contiguous() for start in range(0, x.shape[1], chunk)]
+    for number, piece in enumerate(pieces):
+        if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
+            before = grade.held_bytes()
+        with torch.no_grad():  # as a decoder generates (a raise judged given the student's own helpers)
+            reply = pair.call(piece, use_cache=True, root_cause=helper_faults(grade, pair, x, chunk * number, chunk))
+    grown = grade.held_bytes() - before
+    model = Model(pair)
+    last = chunk * (chunks - 1)
+    with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
+        expected = attention_of(model, x, chunk, q_start=last, window=model.window).to(grade.device)
+    grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, "
+                                        f"{d_in}] float64>, use_cache=True)", helper_faults(grade, pair, x, last, chunk))
+    every_head = batch * chunk * (chunks - 2) * 2 * model.d_out * 8  # every head's keys and values of those tokens
+    share = model.groups / model.num_heads
+    if grown > every_head * (0.35 + share if pair.name == GQA else 0.5):  # GQA's groups hold `share` of it, SWA none
+        kept = (f"the keys and values of its {model.groups} key/value group(s), not of the {model.num_heads} query "
+                "heads they serve (repeat them only when attending)") if pair.name == GQA else \
+            "only the last sliding_window_size positions"
+        raise CheckFailed(f"{pair.name}: over {chunk * (chunks - 2)} more cached tokens of a batch of {batch} your "
+                          f"process grew by {grown / 2**20:.1f} MiB (every head's keys and values of those tokens "
+                          f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")
+
+
+def expect_cache_used(grade, pair, x, first, later):
+    """Keys and values are computed once, when their token arrives: after the first ``first`` tokens of
+    ``x`` are fed in one call, the key and value weights change; each cached call of ``later`` sizes
+    still attends over the earlier tokens' keys and values as they were computed (the reference's cache
+    keeps them). Read from the outputs alone."""
+    decoded(grade, pair, x[:, :first], (first,))
+    old = Model(pair)
+    pair.new_weights("W_key", "W_value")
+    start = first
+    for size in later:
+        def again(prefix=x[:, :start + size], size=size, start=start):
+            return attention_of(Model(pair), prefix, size, q_start=start, window=design(pair)[2])
+
+        fed(grade, pair, x, start, size, [Mistake(
+            "cache-not-used", "the keys and values of earlier tokens are computed again at every call (from "
+            "the inputs you keep); a KV cache keeps the keys and values themselves, each computed once", again)],
+            recomputed=False, stale=(old, first))
+        start += size
+
+
+def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):
+    """use_cache=False after a cached call attends over its own tokens only (the cache may be kept or
+    cleared); reset_cache() then empties cache_k and cache_v, and the next cached sequence ``then``
+    (another batch size) starts at position 0."""
+    torch = _torch()
+    decoded(grade, pair, first, (first.shape[1],))
+    with torch.no_grad():
+        uncached_same(grade, pair, uncached, use_cache=False)
+    pair.method("reset_cache")
+    if cache_elements(pair):
+        raise CheckFailed(f"{pair.name}.reset_cache() leaves the keys and values of the last sequence in cache_k or "
+                          f"cache_v: the next sequence would attend over them", ("cache-not-reset",))
+    window = design(pair)[2]
+
+    def position_kept(start, size):
+        prefix = then[:, :start + size]
+        return [Mistake("cache-not-reset", f"reset_cache() empties the cache but keeps the position: the new "
+                        f"sequence's queries sit after the {kept} tokens before it",
+                        lambda kept=kept: attention_of(Model(pair), prefix, size, q_start=kept + start, k_start=0,
+                                                       window=window))
+                for kept in (first.shape[1], first.shape[1] + uncached.shape[1])]  # the uncached call's counted too
+
+    decoded(grade, pair, then, chunks, also=position_kept)
+
+
+def expect_dropout(grade, pair, tokens):
+    """Dropout 0.5 by its effect (grader/dropout.py): one-hot tokens, heads of 2 * tokens features; any
+    draws, in any order (one call, one per head or group, SDPA's dropout_p), pass. An evaluation-mode
+    output that is the right one with weights dropped is dropout-in-eval (judged against the lesson's
+    attention on the weights both instances hold)."""
+    torch = _torch()
+
+    def eval_same(x):
+        try:
+            return uncached_same(grade, pair, x)
+        except CheckFailed as failure:
+            out = failure.out
+            if failure.misconceptions or not isinstance(out, torch.Tensor):
+                raise
+            with torch.no_grad():
+                plain = attention_of(Model(pair), x, x.shape[1], q_start=0, window=design(pair)[2]).double()
+            got = out.detach().cpu().double()
+            if got.shape == plain.shape and (got - plain).abs().max() > 0 and \
+                    judged(plain, got, 0.5, tokens, grade.tolerance(plain))[0] is None:
+                raise CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
+                                  f"mode only (self.training){grade.case()}", ("dropout-in-eval",)) from None
+            raise
+
+    expect_dropout_on_weights(grade, pair, tokens=tokens, p=0.5, eval_same=eval_same)
+
+
+def expect_float64_cache(grade, pair, x, first, later):
+    """The cache keeps the keys' and values' dtype: after a first float64 chunk of ``first`` tokens cache_k
+    and cache_v hold float64 tensors, and the chunks of ``later`` sizes get float64 outputs of float64
+    precision."""
+    torch = _torch()
+    fed(grade, pair, x, 0, first)
+    kept = pair.attributes("cache_k", "cache_v")
+    lowered = sorted({str(t.dtype).replace("torch.", "") for t in kept.values()
+                      if isinstance(t, torch.Tensor) and t.dtype != torch.float64})
+    if lowered:
+        raise CheckFailed(f"{pair.name}: a float64 sequence is cached as {', '.join(lowered)}: the cache keeps the "
+                          "dtype of the keys and values (create it from them, e.g. torch.cat or new tensors with "
+                          "dtype=keys.dtype)", ("wrong-dtype",))
+    start = first
+    for size in later:
+        fed(grade, pair, x, start, size)
+        start += size
+
+
+def expect_large_scores(grade, pair, x):
+    """Scores in the thousands, past where a float64 exp overflows (about 709): the output is still
+    finite and right, as a softmax that subtracts each row's maximum gives."""
+    torch = _torch()
+    with torch.no_grad():
+        diagnose.unstable_unless_named(lambda: uncached_same(grade, pair, x))
+
+
+def expect_layers_in_dtype(grade, pair, x):
+    """A class given dtype=torch.float64 builds its layers in float64 (nn.Linear(..., dtype=dtype)); a
+    float64 batch then gets a float64 output of float64 precision."""
+    torch = _torch()
+    lowered = sorted({str(p.dtype).replace("torch.", "") for p in pair.state["params"].values()
+                      if isinstance(p, torch.Tensor) and p.dtype != torch.float64})
+    if lowered:
+        raise CheckFailed(f"{pair.what}: its parameters are {', '.join(lowered)}, not float64: pass dtype to each "
+                          "layer, nn.Linear(..., dtype=dtype)", ("wrong-dtype",))
+    uncached_same(grade, pair, x)
