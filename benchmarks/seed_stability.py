@@ -1,4 +1,5 @@
-"""One submission, one verdict: every corpus case (tests/corpus mistakes, unnamed and correct, and any
+"""One submission, one verdict: every corpus case (tests/corpus mistakes, unnamed, correct and the blind
+learner's attempts and final versions, and any
 folder given with --extra, laid out the same way) graded with the real grader on N seeds. Prints, for
 each case, the spread (max - min) of its assignment score across seeds as a % of the assignment's
 points, the worst spread, and each case whose named misconception ids differ between seeds (which
@@ -31,6 +32,7 @@ import corpus  # noqa: E402
 def entries_of(extra: list[Path], only: str) -> list:
     folders = [ROOT / "tests" / "corpus", *extra]
     found = [e for f in folders for e in corpus.mistakes(f) + corpus.unnamed(f) + corpus.correct(f)]
+    found += corpus.learner("attempts") + corpus.learner("correct")  # the blind learner's (tests/corpus/learner)
     return [e for e in found if e.exercise.startswith(only)]
 
 
