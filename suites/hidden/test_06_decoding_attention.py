@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from grader.authoring import assignment, exercise
-from lesson import journey_batch
+from lesson import journey_batch, near_one_another
 from lesson.checks_06 import (expect_cache_used, expect_dropout, expect_float64_cache,
                               expect_held_memory, expect_large_scores, expect_layers_in_dtype,
                               expect_reset_starts_anew, expect_vectorised, decoded, make, mask_same,
@@ -185,7 +185,7 @@ def test_a_float64_sequence_is_cached_in_float64(grade, name):
     """After a first float64 chunk cache_k and cache_v hold float64 tensors, and the tokens after it get
     float64 outputs of float64 precision."""
     pair = instance(grade, name, dtype=F64)
-    expect_float64_cache(grade, pair, grade.randn(2, 4, 16, dtype=F64, scale=30.0), 2, (1, 1))
+    expect_float64_cache(grade, pair, near_one_another(grade, 2, 4, 16, norm=60.0, spread=0.3, dtype=F64), 2, (1, 1))
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=exercise(name), id=name) for name in (MHA, GQA, SWA)])
@@ -193,7 +193,8 @@ def test_large_scores(grade, name):
     """Scores in the thousands (float64 throughout, so that the rounding of so large scores stays far
     below the tolerance)."""
     pair = instance(grade, name, dtype=F64)
-    expect_large_scores(grade, pair, grade.randn(2, 5, 16, dtype=F64, scale=100.0))
+    expect_large_scores(grade, pair, near_one_another(grade, 2, 5, 16, norm=400.0, spread=0.05,
+                                                                dtype=F64))
 
 
 @exercise(GQA)
