@@ -150,18 +150,22 @@ def list_course(*, course: Course) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:
-    """Write Gradescope's autograder package for the named assignments (default all)."""
+def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path, seed: int | None = None) -> int:
+    """Write Gradescope's autograder package for the named assignments (default all), grading every
+    upload on one seed (``seed``, or one drawn now)."""
+    import secrets
+
     from grader.gradescope import build_package
 
     if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/: `grade gradescope` packages the "
                          "instructor's course")
-    path = build_package(course=course, assignment_ids=assignment_ids, out=out)
+    seed = secrets.randbelow(10**6) if seed is None else seed
+    path = build_package(course=course, assignment_ids=assignment_ids, out=out, seed=seed)
     chosen = course.select(assignment_ids)
     print(f"{path}: Gradescope's autograder for {', '.join(a.id for a in chosen)} "
-          f"({sum(a.max_score for a in chosen):g} points); upload it under Configure Autograder "
-          "(Ubuntu base image)", file=sys.stderr)
+          f"({sum(a.max_score for a in chosen):g} points), every upload graded on seed {seed}; upload it under "
+          "Configure Autograder (Ubuntu base image)", file=sys.stderr)
     return 0
 
 

@@ -106,12 +106,14 @@ def list_(course_dir):
 @click.argument("assignments", nargs=-1)
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
               show_default=True, help="The package to upload to Gradescope's autograder settings.")
+@click.option("--seed", help="The seed every upload is graded on (default: one drawn now, the class's).")
 @click.pass_obj
-def gradescope(course_dir, assignments, out):
+def gradescope(course_dir, assignments, out, seed):
     """Package the autograder Gradescope takes, for these assignments (default: all)."""
     from grader import api
 
-    sys.exit(api.gradescope(course=api.open_course(course_dir), assignment_ids=assignments, out=out))
+    sys.exit(api.gradescope(course=api.open_course(course_dir), assignment_ids=assignments, out=out,
+                            seed=api.parse_seed(seed)))
 
 
 @cli.command()

@@ -12,6 +12,9 @@ Every upload gets a valid results.json with a score out of the graded assignment
 upload or a file of another course is 0 with a line that says why. Where the grader itself fails
 (``grader-error``), no results.json is written: Gradescope then shows the autograder's failure with
 no score, never a 0 the student did not earn. ``GRADESCOPE_ROOT`` replaces ``/autograder`` (for tests).
+
+A class is graded on one seed: the package carries the seed drawn when it was built (or given), and every
+upload, every student's and every resubmission, is graded on it (results.json's ``extra_data`` says it).
 """
 from __future__ import annotations
 
@@ -44,21 +47,25 @@ RUN = """#!/usr/bin/env bash
 # Gradescope runs this for every upload; results.json is written whatever the upload holds.
 root="${{GRADESCOPE_ROOT:-/autograder}}"
 cd "$root/source/course"
-exec "${{PYTHON:-python3}}" -m grader.gradescope run "$root" {assignments}
+exec "${{PYTHON:-python3}}" -m grader.gradescope run "$root" --seed {seed} {assignments}
 """
 
 
-def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> Path:
+def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path, seed: int | None = None) -> Path:
     """Write the autograder zip for ``assignment_ids`` (all when none): setup.sh and run_autograder
-    at its root, the course under ``course/``."""
+    at its root, the course under ``course/``; every upload is graded on ``seed`` (default: one drawn
+    now, the class's)."""
+    import secrets
+
     chosen = course.select(assignment_ids)
+    seed = secrets.randbelow(10**6) if seed is None else seed
     out = Path(out)
     if out.suffix != ".zip":
         raise UsageError(f"--out {out}: Gradescope takes a .zip")
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
         for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(
-                assignments=" ".join(a.id for a in chosen)))):
+                assignments=" ".join(a.id for a in chosen), seed=seed))):
             info = zipfile.ZipInfo(name)
             info.external_attr = (stat.S_IFREG | 0o755) << 16
             package.writestr(info, text)
@@ -163,7 +170,7 @@ def failed(exercises, message: str) -> dict:
                        "visibility": "visible"} for name, points in exercises]}
 
 
-def run(root: Path, assignment_ids: tuple[str, ...]) -> dict | None:
+def run(root: Path, assignment_ids: tuple[str, ...], seed: int | None = None) -> dict | None:
     """Grade ``root/submission`` on ``assignment_ids`` and write ``root/results/results.json``, each
     exercise shown as course.toml's ``[gradescope]`` says. Where the grader itself fails (it cannot
     confine student code, a suite's own bug), no results.json is written and None returned: Gradescope
@@ -191,7 +198,7 @@ def run(root: Path, assignment_ids: tuple[str, ...]) -> dict | None:
             data = failed(exercises, f"No file of this assignment in your upload: expected {expected}. "
                                      + (f"Found: {'; '.join(seen)}" if seen else "The upload was empty."))
         else:
-            data = _grade(course, chosen, target, visibility, found)
+            data = _grade(course, chosen, target, visibility, found, seed)
     except Exception as error:  # noqa: BLE001 - the grader's own failure: no score at all
         print(f"The autograder failed, not this upload ({type(error).__name__}: {str(error)[:300]}); "
               "nothing was charged to it: the instructor reruns it once the grader is fixed.")
@@ -202,13 +209,13 @@ def run(root: Path, assignment_ids: tuple[str, ...]) -> dict | None:
     return data
 
 
-def _grade(course, chosen, target: Path, visibility: str, found: list[str]) -> dict:
+def _grade(course, chosen, target: Path, visibility: str, found: list[str], seed: int | None = None) -> dict:
     from grader.runner import Grader
     from grader.submission import resolve_submission
 
     grader = Grader(course, device="auto")
     try:
-        result = grader.grade(resolve_submission(target, course), chosen)
+        result = grader.grade(resolve_submission(target, course), chosen, seed=seed)
     finally:
         grader.close()
     if result.grader_error:
@@ -217,11 +224,14 @@ def _grade(course, chosen, target: Path, visibility: str, found: list[str]) -> d
 
 
 def main(argv: list[str]) -> int:
-    """``python -m grader.gradescope run ROOT ASSIGNMENT...`` (what run_autograder calls)."""
+    """``python -m grader.gradescope run ROOT [--seed N] ASSIGNMENT...`` (what run_autograder calls)."""
+    seed = None
+    if len(argv) > 3 and argv[2] == "--seed" and argv[3].isdigit():
+        seed, argv = int(argv[3]), argv[:2] + argv[4:]
     if len(argv) < 3 or argv[0] != "run":
-        print("usage: python -m grader.gradescope run ROOT ASSIGNMENT...", file=sys.stderr)
+        print("usage: python -m grader.gradescope run ROOT [--seed N] ASSIGNMENT...", file=sys.stderr)
         return 2
-    data = run(Path(argv[1]), tuple(argv[2:]))
+    data = run(Path(argv[1]), tuple(argv[2:]), seed)
     if data is None:
         return 2
     print(f"score {data['score']:g}", file=sys.stderr)

@@ -24,12 +24,16 @@ def notebook_of(*sources: str) -> str:
                                   "source": s} for s in sources], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
+CLASS_SEED = 4711
+
+
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory):
     """The package built by the CLI and unpacked as Gradescope unpacks it, into a fake /autograder."""
     root = tmp_path_factory.mktemp("gradescope") / "autograder"
     package = root.parent / "autograder.zip"
-    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", ASSIGNMENT, "--out", str(package)],
+    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", ASSIGNMENT, "--out", str(package),
+                            "--seed", str(CLASS_SEED)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     with zipfile.ZipFile(package) as archive:
@@ -85,7 +89,8 @@ def zipped(files: dict[str, str]) -> bytes:
 def test_every_upload_gets_a_valid_results_json_out_of_the_assignments_points(autograder, case, files, score):
     data = upload(autograder, files)
     assert data["score"] == score, data["output"]
-    assert case in ("empty", "only a readme") or isinstance(data["extra_data"]["seed"], int)
+    # one class, one seed: every upload (every student's, every resubmission) on the package's seed
+    assert case in ("empty", "only a readme") or data["extra_data"]["seed"] == CLASS_SEED
     if case == "only a readme":  # what was found, and what was expected
         assert "Found: readme.txt" in data["tests"][0]["output"] and "attention_basics.py" in data["tests"][0]["output"]
     if case == "syntax error":
@@ -160,3 +165,20 @@ def test_the_package_ships_its_assignments_and_what_their_references_import_only
                          "causal_attention.py": (ROOT / "solutions" / "03_causal_attention" /
                                                  "causal_attention.py").read_text()}, exercises=6)
     assert data["score"] == 100, data["output"]
+
+
+def test_a_package_built_without_a_seed_draws_one_for_the_whole_class(course, tmp_path):
+    """Gradescope grades each upload apart: without one seed in the package, two students with the same
+    mistake would be graded on different cases (issue 32)."""
+    import re
+
+    from grader.gradescope import build_package
+
+    seeds = set()
+    for name in ("a.zip", "b.zip"):
+        package = build_package(course=course, assignment_ids=(ASSIGNMENT,), out=tmp_path / name)
+        with zipfile.ZipFile(package) as archive:
+            found = re.search(r"--seed (\d+) ", archive.read("run_autograder").decode())
+        assert found, "run_autograder passes no seed"
+        seeds.add(found[1])
+    assert len(seeds) == 2  # one per package (one in a million to collide), the same for all its uploads
