@@ -73,7 +73,9 @@ def test_softmax_random(grade, dtype, shape, dim):
 @exercise("softmax", weight=2)
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_large_values(grade, dtype):
-    softmax_same(grade, "softmax", grade.randn(4, 8, dtype=dtype, scale=1000.0), grad=True)
+    x = grade.randn(4, 8, dtype=dtype, scale=1000.0)
+    x[1] -= 5000.0  # a row far below the others: a maximum taken over the whole tensor underflows it, every seed
+    softmax_same(grade, "softmax", x, grad=True)
 
 
 @exercise("softmax", weight=2)
