@@ -162,8 +162,6 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
 
     if right is not None and matches(grade, out, right):
         return None
-    if _nothing_finite(out):  # all NaN or inf: it equals every candidate that is too, and tells none apart
-        return None
     found, fits, tried, open_ = [], [], set(), set()
     for candidate in _until_unreplayable(candidates):
         if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
@@ -199,6 +197,8 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
         ruled_out.update(tried - open_ - {m for m, _ in found} - {None})
     if not found or len({m for m, _ in found}) > 1:
         return None
+    if _nothing_finite(out):  # all NaN or inf: it equals every candidate that is too, and tells none apart
+        return None  # (asked last: only of an output a candidate's shape matched, never of any size sent)
     return found[0]
 
 
