@@ -62,6 +62,21 @@ def growing_maximum(x):
     return x
 
 
+def growing_scores(queries, keys, causal):
+    """``keys`` changed in place so that the last query's largest score is with the last key it sees
+    (the last key; with ``causal``, top-left aligned, key Tq - 1 where there are more keys): that query's
+    running maximum grows in its last block on every seed, so an accumulator left unrescaled shows in
+    every case longer than a block, not only where the random draw happened to make it grow."""
+    import torch
+
+    last = queries[..., -1, :]  # [..., d]
+    seen = min(queries.shape[-2], keys.shape[-2]) if causal else keys.shape[-2]
+    top = (last.norm(dim=-1, keepdim=True) * keys[..., :seen, :].norm(dim=-1).amax(dim=-1, keepdim=True))
+    scale = (top + 1.0) / last.pow(2).sum(dim=-1, keepdim=True).clamp_min(torch.finfo(last.dtype).tiny)
+    keys[..., seen - 1, :] = last * scale  # q . k = |q| max|k| + 1: above every other score of that query
+    return keys
+
+
 def online_softmax_same(grade, x, block_size, grad=False):
     """The student's online_softmax(x, block_size) against the reference's, its usual mistakes named."""
     import torch
