@@ -468,8 +468,9 @@ def composed_gradients(grade, helper: str, inputs, before: Callable, after: Call
     ``(grads, None)``, or ``(None, error)`` when the student's helper fails to compute its gradients."""
     import torch
 
-    right = None if student else right_helper if right_helper is not None and grade.replaying else \
-        getattr(grade.ref, helper)
+    right = None  # the right helper: the lesson's formula in a replay, where given; else the reference's
+    if not student:
+        right = right_helper if right_helper is not None and grade.replaying else getattr(grade.ref, helper)
     leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
     live = [x for x in leaves if x.requires_grad]
     with torch.enable_grad():

@@ -562,9 +562,12 @@ class ModulePair:
         # one round trip: the reference's weights go with the request (the worker loads them where
         # every name and shape fits), and the instance's parameters, buffers and submodules come back
         ours = self.reference_parameters()
+        # the weights both instances hold, at hand without a use of the reference: a root cause in a
+        # replay (a student distribution) computes the right projections from them (grader.diagnose.cause)
+        self.weights = {n: p.detach().cpu() for n, p in ours.items()}
         self.state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs,
                                             "dtype": dtype, "state": True, "training": bool(training),
-                                            "params": {n: p.detach().cpu() for n, p in ours.items()}})
+                                            "params": self.weights})
         self.handle = HandleRef(self.state["handle"])
         self.what = f"{name}{_signature(args, kwargs)}"
         self._load_reference_weights(ours, loaded=self.state.get("loaded") is True)
@@ -618,7 +621,9 @@ class ModulePair:
         """Check the student's parameter names and shapes against the reference's, then give the
         student's instance the reference's weights (unless the worker ``loaded`` them already)."""
         theirs = {n: p.shape for n, p in self.state["params"].items()}
-        ours = self.reference_parameters() if ours is None else ours
+        if ours is None:  # new weights: both instances get them (self.weights, as in __init__)
+            ours = self.reference_parameters()
+            self.weights = {n: p.detach().cpu() for n, p in ours.items()}
         missing = [n for n in ours if n not in theirs]
         extra = [n for n in theirs if n not in ours]
         shared = self.state.get("shared") if isinstance(self.state.get("shared"), dict) else {}
@@ -638,9 +643,6 @@ class ModulePair:
             if tuple(theirs[n]) != tuple(p.shape):
                 raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
                                   f"expected {shape_str(p.shape)}")
-        # the weights both instances now hold, at hand without a use of the reference: a root cause in a
-        # replay (a student distribution) computes the right projections from them (grader.diagnose.cause)
-        self.weights = {n: p.detach().cpu() for n, p in ours.items()}
         if not loaded:
             self.grade.student.request({"op": "load", "handle": self.handle.id, "params": self.weights})
 

@@ -81,34 +81,28 @@ def pending(folder: Path) -> list[str]:
 def recorded_seed(folder: Path) -> int | None:
     """The seed the class in ``folder`` is graded on: the one its first run recorded in the manifest
     (or, for a folder written before the manifest kept one, the one seed its results share)."""
-    if (seed := _manifest_seed(folder)) is not None:
+    if (seed := _read(folder)[3]) is not None:
         return seed
     seeds = {data.get("seed") for path in sort_results(folder)[0] if (data := read_result(path)) is not None}
     return seeds.pop() if len(seeds) == 1 and isinstance(next(iter(seeds)), int) else None
 
 
-def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str]]:
+def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
+    """The manifest's results, when each was written, the pending submissions and the class's seed."""
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
-        return None, {}, []
+        return None, {}, [], None
+    seed = data.get("seed") if isinstance(data, dict) else None
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     files = data.get("results") if isinstance(data, dict) else None
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-        return None, {}, []
+        return None, {}, [], seed
     times = data.get("written")
     times = {k: v for k, v in times.items() if isinstance(v, (int, float))} if isinstance(times, dict) else {}
     waiting = data.get("pending")
     waiting = sorted(n for n in waiting if isinstance(n, str)) if isinstance(waiting, list) else []
-    return files, times, waiting
-
-
-def _manifest_seed(folder: Path) -> int | None:
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    seed = data.get("seed") if isinstance(data, dict) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return files, times, waiting, seed
 
 
 def _unchanged(path: Path, digest: str) -> bool:
@@ -140,7 +134,7 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     None keeps what the manifest says). Call it
     holding :func:`locked`. Returns the entries left out because they appeared during this run and
     are not trusted."""
-    current, times, current_pending = _read(folder)
+    current, times, current_pending, recorded = _read(folder)
     current = current or {}
     earlier = current if earlier is None else earlier
     mine = {f"{name}.json": sha256(text) for name, text in written.items()}
@@ -154,7 +148,7 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     stamps.update({file: now for file in mine})
     listed = {file.removesuffix(".json") for file in files}
     still = (set(current_pending) | set(waiting)) - listed
-    seed = seed if seed is not None else _manifest_seed(folder)
+    seed = seed if seed is not None else recorded
     write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, "results": dict(sorted(files.items())),
                                                    "written": dict(sorted(stamps.items())),
                                                    "pending": sorted(still)}, indent=1) + "\n")
