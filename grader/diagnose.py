@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.compare import difference
-from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault
+from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault, plain_call
 from grader.recording import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
@@ -334,7 +334,8 @@ def their(grade, name, *args, **kwargs):
 
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
-          helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None) -> Exception | None:
+          helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None,
+          call: tuple | None = None) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
@@ -347,7 +348,21 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     A :class:`GradientFailure` (right output, wrong or failed gradients) is judged on the gradients
     given the student's helper, which needs ``chain = (inputs, before, after, helper_kwargs[, right_helper])``: the
     exercise's differentiated inputs, ``before(*inputs)`` the helper's arguments and ``after(h,
-    *inputs)`` the output from the helper's result ``h`` (see :func:`composed_gradients`)."""
+    *inputs)`` the output from the helper's result ``h`` (see :func:`composed_gradients`).
+
+    ``call``: the helper's arguments (numbers, None) that gave ``theirs``, where they are plain: the case
+    is then kept only if the helper's own exercise grades that very call and finds it wrong (a helper
+    call outside what its exercise checks is the caller's; grader.runner.charged_once)."""
+    import torch
+
+    called = plain_call(helper, call) if call is not None else None
+    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain)
+    if isinstance(found, RightGivenHelper) and called:
+        found.call = called
+    return found
+
+
+def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain):
     import torch
 
     if isinstance(failure, GradientFailure):

@@ -13,6 +13,7 @@ A failed check raises :class:`CheckFailed`; a problem in the student's code rais
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import pytest
 
 from grader.compare import difference, manual_seed, shape_str
 from grader.forbidden import forbidden_operations
-from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained  # noqa: F401 - for suites
+from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained, plain_call  # noqa: F401
 from grader.recording import NotReplayable
 from grader.inside.protocol import HandleRef, flatten, sent_from
 
@@ -212,11 +213,13 @@ class Grade:
 
             if self.session.recording is not None:  # recorded or replayed: every use of the reference, in order
                 room()
-            reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
-            what = f"{name}{_signature(args, kwargs)}"
-            # the room only widens the tolerance: an answer within the dtype's own needs no measuring
-            _widening_on_failure(bool(widening), lambda: self.expect(reply, expected, what, slack=slack, carry=True),
-                                 lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
+            with self._graded_call(name, args, kwargs):
+                reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
+                what = f"{name}{_signature(args, kwargs)}"
+                # the room only widens the tolerance: an answer within the dtype's own needs no measuring
+                _widening_on_failure(bool(widening),
+                                     lambda: self.expect(reply, expected, what, slack=slack, carry=True),
+                                     lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
             if grad:
                 try:
                     _widening_on_failure(bool(widening), lambda: self._expect_grads(reply, ref_grads, name),
@@ -226,6 +229,19 @@ class Grade:
             return reply.out
 
         return diagnosed(self, check, mistakes, explain, right, root_cause)
+
+    @contextlib.contextmanager
+    def _graded_call(self, name, args, kwargs):
+        """A call of plain arguments (numbers, None) this check finds wrong (a wrong output, or a raise)
+        is recorded as one this exercise grades and the student's code fails: a case of another exercise
+        kept as right given this helper on that very call is forgiven (grader.runner.charged_once); on
+        any other call, the caller owns the result."""
+        try:
+            yield
+        except (CheckFailed, StudentFault):
+            if (call := plain_call(name, args, kwargs)) is not None:
+                self.session.wrong_calls.setdefault(self.nodeid, set()).add(call)
+            raise
 
     def _blame_gradients(self, problem, reply, grad_out, root_cause):
         """A gradient failure on a right output, judged given the student's own helper: ``root_cause``

@@ -23,11 +23,24 @@ class CheckFailed(AssertionError):
 class RightGivenHelper(Exception):
     """The check's case is right but for a faulty helper of the student's own that the exercise uses
     (its output is what a right version gives from that helper): under the cascade policy "once" the
-    check keeps its points, and ``message`` names the helper to fix."""
+    check keeps its points, and ``message`` names the helper to fix. ``call``: the helper's call on this
+    case (:func:`plain_call`) when its arguments are plain, which the helper's own exercise must grade and
+    find wrong for the case to stay kept (grader.runner.charged_once)."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, call: str | None = None):
         super().__init__(message)
         self.message = message
+        self.call = call or ""
+
+
+def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:
+    """``name(*args, **kwargs)`` as text when every argument is plain (None, a bool, an int, a float or
+    a string), so that two calls compare; None when one is a tensor or anything else."""
+    values = [*args, *(kwargs or {}).values()]
+    if not all(v is None or type(v) in (bool, int, float, str) for v in values):
+        return None
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in sorted((kwargs or {}).items())]
+    return f"{name}({', '.join(parts)})"
 
 
 class GradientFailure(CheckFailed):

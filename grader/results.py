@@ -52,6 +52,8 @@ class CheckOutcome:
     ruled_out: tuple[str, ...] = ()  # misconceptions this failing case contradicts: computed, and not its output
     unexplained: str | None = None  # the message without its explanation, for when another case contradicts it
     forgiven_by: str = ""  # passed as right given the student's own faulty helper: that helper exercise
+    forgiven_call: str = ""  # and that helper's call on this case, where its arguments are plain
+    wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)

@@ -315,16 +315,25 @@ class Grader:
 def charged_once(exercises: list) -> list:
     """Forgiveness never hides a mistake: a case kept as right given the student's own helper stays
     kept only if that helper's exercise, graded here, lost points for it; a helper that passes all of
-    its own checks leaves the case to the exercise that made it."""
+    its own checks leaves the case to the exercise that made it. Where the helper's call on that case
+    has plain arguments (``forgiven_call``), the helper's own exercise must have graded that very call
+    and found it wrong: a call outside what its exercise checks is the caller's."""
     import dataclasses
 
     # a helper that passed every check on its own (none kept only as right given a helper of its own)
     clean = {e.name for e in exercises if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
+    # the plain calls each exercise's own checks graded and found wrong
+    wrong = {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
     for exercise in exercises:
         for index, check in enumerate(exercise.checks):
-            if check.forgiven_by in clean:
-                exercise.checks[index] = dataclasses.replace(
-                    check, status="failed", forgiven_by="",
-                    message=f"wrong given the contract: your {check.forgiven_by} passes all of its own checks, so "
-                            f"this case is this exercise's own ({check.message.split(';', 1)[-1].strip()})")
+            helper, own = check.forgiven_by, check.message.split(";", 1)[-1].strip()
+            if helper in clean:
+                why = f"your {helper} passes all of its own checks"
+            elif helper and check.forgiven_call and helper in wrong and check.forgiven_call not in wrong[helper]:
+                why = f"your {helper} is wrong on {check.forgiven_call}, a call its own exercise does not grade"
+            else:
+                continue
+            exercise.checks[index] = dataclasses.replace(
+                check, status="failed", forgiven_by="", forgiven_call="",
+                message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
     return exercises

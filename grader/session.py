@@ -177,6 +177,7 @@ class GradingSession:
         self.references = references
         self.recording = recording  # a grader.recording.Recording to fill or to replay, or None
         self.assignments = {a.id: a for a in assignments}
+        self.wrong_calls: dict[str, set[str]] = {}  # check -> the helper calls it graded and found wrong
         self.students: dict[str, Student] = {}
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
         # an assignment folder with the module and the notebook: each exercise from where it is written
@@ -278,10 +279,12 @@ class GradingPlugin:
         name = getattr(item, "originalname", item.name).removeprefix("test_")
         weight = float(marker.kwargs.get("weight", 1))
         error = call.excinfo.value if call.excinfo else None
+        wrong_calls = tuple(sorted(self.session.wrong_calls.pop(item.nodeid, ())))
         if error is None:
             check = CheckOutcome(name, weight, "passed")
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
-            check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message))
+            check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
+                                 forgiven_call=error.call)
         elif isinstance(error, CheckFailed):
             check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
                                  ruled_out=tuple(getattr(error, "ruled_out", ())),
@@ -300,6 +303,7 @@ class GradingPlugin:
                 message += "\n" + suite_traceback(error)
             check = CheckOutcome(name, weight, "grader-error", message)
         check.duration_s = round(call.duration, 6)
+        check.wrong_calls = wrong_calls
         return assignment, marker.args[0], check
 
 

@@ -13,8 +13,8 @@ import torch
 from grader import diagnose
 from grader.authoring import assignment, exercise
 from lesson import journey_batch, journey_scores, near_one_another
-from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_padding_same, causal_same,
-                              expect_causal_dropout, expect_eval_deterministic, expect_structure,
+from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_masks_as_called, causal_padding_same,
+                              causal_same, expect_causal_dropout, expect_eval_deterministic, expect_structure,
                               padding_same, renormalized_same, softmax_weights)
 
 pytestmark = assignment("03_causal_attention")
@@ -35,6 +35,11 @@ def test_causal_mask_sizes(grade, tokens):
 @exercise("causal_mask", weight=1)
 def test_causal_mask_device_argument(grade):
     causal_mask_same(grade, 5, named=False, device=grade.device)
+
+
+@exercise("causal_mask", weight=1)
+def test_causal_mask_as_the_other_exercises_call_it(grade):
+    causal_masks_as_called(grade, [1, 2, 3, 4, 5, 6, 7, 8, 9, 64])  # every T this suite's cases use
 
 
 # --- apply_causal_mask -------------------------------------------------------------------------------

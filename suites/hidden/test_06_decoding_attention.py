@@ -11,7 +11,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import journey_batch, near_one_another
-from lesson.checks_06 import (expect_cache_used, expect_dropout, expect_float64_cache,
+from lesson.checks_06 import (masks_as_called, expect_cache_used, expect_dropout, expect_float64_cache,
                               expect_held_memory, expect_large_scores, expect_layers_in_dtype,
                               expect_reset_starts_anew, expect_vectorised, decoded, make, mask_same,
                               repeat_kv_same, rope_angles, rope_params_same, rope_same, uncached_same)
@@ -89,6 +89,22 @@ def test_repeat_kv_half_precision(grade, dtype):
                               "no-window-keys-far-back"])
 def test_sliding_window_mask(grade, args):
     mask_same(grade, *args)
+
+
+# every call this suite's class cases make of the helper: a class is right given it only on these
+CLASS_CALLS = [(1, 1, 3, 0, 0), (1, 1, None, 0, 0), (1, 12, None, 11, 0), (1, 2, 3, 1, 0), (1, 2, None, 1, 0),
+               (1, 3, 3, 11, 9), (1, 3, 3, 2, 0), (1, 3, 3, 3, 1), (1, 3, 3, 4, 2), (1, 3, 3, 6, 4), (1, 3, None, 2, 0),
+               (1, 4, None, 3, 0), (1, 5, None, 4, 0), (1, 7, None, 6, 0), (11, 11, 3, 0, 0), (11, 11, None, 0, 0),
+               (16, 16, 4, 0, 0), (16, 16, None, 0, 0), (16, 19, 4, 16, 13), (16, 19, 4, 32, 29), (16, 19, 4, 48, 45),
+               (16, 32, None, 16, 0), (16, 48, None, 32, 0), (16, 64, None, 48, 0), (2, 2, 3, 0, 0), (2, 2, None, 0, 0),
+               (2, 4, 3, 2, 0), (2, 4, 3, 4, 2), (2, 4, None, 2, 0), (2, 6, None, 4, 0), (4, 4, 3, 0, 0),
+               (4, 4, None, 0, 0), (5, 5, 3, 0, 0), (5, 5, None, 0, 0), (6, 6, 3, 0, 0), (6, 6, None, 0, 0),
+               (7, 7, 3, 0, 0), (7, 7, None, 0, 0)]
+
+
+@exercise("sliding_window_mask", weight=2)
+def test_sliding_window_mask_as_the_classes_call_it(grade):
+    masks_as_called(grade, CLASS_CALLS)
 
 
 @exercise("sliding_window_mask")

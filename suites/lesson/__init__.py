@@ -55,3 +55,28 @@ def dessert():
     generator = torch.Generator().manual_seed(123)
     table = torch.randn(len(index), 16, generator=generator)  # [6, 16]
     return table[torch.tensor([index[word] for word in DESSERT_WORDS])], generator
+
+
+def every_call(grade, check_one, calls):
+    """``check_one(grade, *args)`` on every call in ``calls``, each graded: a helper graded as the other
+    exercises call it (a case of theirs is kept as right given the helper only on a call its own exercise
+    grades). The first wrong call is reported, named with what every wrong one shares."""
+    from grader.harness import CheckFailed, StudentFault
+
+    failures = []
+    for args in calls:
+        try:
+            check_one(grade, *args)
+        except CheckFailed as failure:
+            failures.append(failure)
+        except StudentFault as fault:
+            if fault.kind != "error":  # timed out, crashed: nothing more can be asked of this worker
+                raise
+            failures.append(CheckFailed(fault.message))
+    if failures:
+        first = failures[0]
+        shared = set(first.misconceptions).intersection(*(f.misconceptions for f in failures[1:]))
+        if shared != set(first.misconceptions):
+            first.misconceptions, first.message = tuple(m for m in first.misconceptions if m in shared), first.unexplained
+        first.ruled_out = tuple(sorted(set().union(*(f.ruled_out for f in failures))))
+        raise first

@@ -17,7 +17,7 @@ from grader.diagnose import name_mistake
 from grader.dropout import expect_dropout_on_weights, judged
 from grader.harness import CheckFailed, StudentFault
 from grader.inside.protocol import HandleRef
-from lesson import mistaken
+from lesson import every_call, mistaken
 
 
 def future_mask(tokens):
@@ -50,7 +50,8 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose):
     with that mask) gives the student's output."""
     masks = causal_masks(tokens)
     return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
-                          masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]))
+                          masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]),
+                          call=(tokens,))
 
 
 # --- the functions ------------------------------------------------------------------------------------
@@ -84,6 +85,12 @@ def masked_same(grade, name, x, compose, grad=False):
     grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
                right=lambda: compose(masks["future"]),
                root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
+
+
+def causal_masks_as_called(grade, sizes):
+    """causal_mask(T) for every T the other exercises' cases call it with: a case of theirs is kept as
+    right given the student's causal_mask only on a call its own exercise grades."""
+    every_call(grade, causal_mask_same, [(tokens,) for tokens in sizes])
 
 
 def apply_causal_mask_same(grade, scores, grad=False):
@@ -123,7 +130,7 @@ def causal_padding_same(grade, lengths, tokens):
     def root_cause(failure, out):
         return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                               masks["future"], lambda m: combined(future=m),
-                              mask_mistakes(lambda name: masks[name] if name else masks["future"])) or \
+                              mask_mistakes(lambda name: masks[name] if name else masks["future"]), call=(tokens,)) or \
             diagnose.blame(grade, failure, out, "padding_mask", diagnose.their(grade, "padding_mask", lengths, tokens),
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",

@@ -17,7 +17,7 @@ from grader.authoring import Mistake
 from grader.dropout import expect_dropout_on_weights, judged
 from grader.harness import CheckFailed, StudentFault
 from grader.inside.protocol import HandleRef
-from lesson import mistaken
+from lesson import every_call, mistaken
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
 
@@ -109,6 +109,7 @@ def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
 def mask_same(grade, *args):
     """sliding_window_mask(*args) against the reference's, its usual mistakes named."""
     torch = _torch()
+    args = (*args, *(0,) * (5 - len(args)))  # every start given: the classes' calls name both (charged_once)
     num_queries, num_keys, window, *starts = args
     right = window_mask(*args)
     queries = torch.arange(num_queries)[:, None] + (starts[0] if starts else 0)
@@ -131,6 +132,14 @@ def mask_same(grade, *args):
             Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
                     "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts))]
     grade.same("sliding_window_mask", *args, mistakes=mistakes)
+
+
+def masks_as_called(grade, calls):
+    """sliding_window_mask on every call the classes' cases make of it, (num_queries, num_keys, window,
+    q_start, k_start) each: a class case is kept as right given the student's helper only on a call its
+    own exercise grades (the contract's "forgiveness never hides a mistake"), so the exercise grades
+    those (lesson.every_call)."""
+    every_call(grade, mask_same, calls)
 
 
 def expect_vectorised(grade, name, short_args, long_args, what):
@@ -263,7 +272,8 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
             keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
             right = window_mask(size, num_keys, window, start, k_start)
             return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right,
-                                  lambda hidden: attend_masked(model, queries, keys, values, hidden), [
+                                  lambda hidden: attend_masked(model, queries, keys, values, hidden),
+                                  call=(size, num_keys, window, start, k_start), helper_mistakes=[
                 Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
                                                                                       start, k_start))]
                 if window else [])

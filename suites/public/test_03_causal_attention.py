@@ -31,6 +31,11 @@ def test_causal_mask_of_other_sizes(grade, tokens):
 
 
 @exercise("causal_mask", weight=1)
+def test_causal_mask_as_the_other_exercises_call_it(grade):
+    checks.causal_masks_as_called(grade, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 48])  # every T this suite's cases use
+
+
+@exercise("causal_mask", weight=1)
 def test_causal_mask_on_the_grading_device(grade):
     checks.causal_mask_same(grade, 7, named=False, device=grade.device)
 

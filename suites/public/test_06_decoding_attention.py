@@ -94,6 +94,22 @@ def test_sliding_window_mask_of_several_cases(grade, args):
     checks.mask_same(grade, *args)
 
 
+# every call this suite's class cases make of the helper: a class is right given it only on these
+CLASS_CALLS = [(1, 1, 4, 0, 0), (1, 1, None, 0, 0), (1, 13, None, 12, 0), (1, 2, 4, 1, 0), (1, 2, None, 1, 0),
+               (1, 3, 4, 2, 0), (1, 3, None, 2, 0), (1, 4, 4, 12, 9), (1, 4, 4, 3, 0), (1, 4, 4, 4, 1), (1, 4, 4, 5, 2),
+               (1, 4, None, 3, 0), (1, 5, None, 4, 0), (1, 6, None, 5, 0), (12, 12, 4, 0, 0), (12, 12, 5, 0, 0),
+               (12, 12, None, 0, 0), (12, 16, 5, 12, 8), (12, 16, 5, 24, 20), (12, 16, 5, 36, 32), (12, 16, 5, 48, 44),
+               (12, 24, None, 12, 0), (12, 36, None, 24, 0), (12, 48, None, 36, 0), (12, 60, None, 48, 0),
+               (2, 5, 4, 3, 0), (2, 5, 4, 6, 3), (2, 5, None, 3, 0), (2, 8, None, 6, 0), (3, 3, 4, 0, 0),
+               (3, 3, None, 0, 0), (4, 4, 4, 0, 0), (4, 4, None, 0, 0), (5, 5, 2, 0, 0), (5, 5, 4, 0, 0),
+               (5, 5, None, 0, 0), (6, 6, 4, 0, 0), (6, 6, None, 0, 0), (9, 9, 4, 0, 0), (9, 9, None, 0, 0)]
+
+
+@exercise("sliding_window_mask", weight=2)
+def test_sliding_window_mask_as_the_classes_call_it(grade):
+    checks.masks_as_called(grade, CLASS_CALLS)
+
+
 @exercise("sliding_window_mask")
 def test_sliding_window_mask_is_built_at_once(grade):
     checks.expect_vectorised(grade, "sliding_window_mask", (3, 3, 2), (24, 30, 3, 6, 0), ("3 x 3", "24 x 30"))

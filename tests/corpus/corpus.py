@@ -169,8 +169,9 @@ def assignment_of(course, exercise: str) -> str:
     raise KeyError(f"no assignment has an exercise {exercise!r}")
 
 
-def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2024) -> dict:
-    """Grade every entry; ``{entry.name: (ExerciseResult of its exercise, AssignmentResult)}``."""
+def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2024, suite: str = "hidden") -> dict:
+    """Grade every entry (by the ``suite`` given); ``{entry.name: (ExerciseResult of its exercise,
+    AssignmentResult)}``."""
     from grader.submission import resolve_submission
 
     results = {}
@@ -187,7 +188,7 @@ def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2
         for entry in run:
             text = splice(text, entry.source)
         path.write_text(text)
-        result = grader.grade(resolve_submission(target, course), (assignment,), seed=seed)
+        result = grader.grade(resolve_submission(target, course), (assignment,), seed=seed, suite=suite)
         by_name = {e.name: e for e in result.assignments[0].exercises}
         for entry in run:
             results[entry.name] = (by_name[entry.exercise], result.assignments[0])

@@ -73,6 +73,55 @@ def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_wher
     assert copy.score == 15 and middle.score == 15
 
 
+def test_a_case_forgiven_on_a_call_the_helpers_exercise_never_graded_is_the_callers():
+    """Issue 32: "right given your helper" stands only on a call the helper's own exercise graded and
+    found wrong; a helper that loses a point elsewhere buys nothing for its other calls."""
+    helper = ExerciseResult("sliding_window_mask", 15, [
+        CheckOutcome("mask", 1, "failed", "wrong", wrong_calls=("sliding_window_mask(3, 5, 4, 8, 6)",)),
+        CheckOutcome("other", 1, "passed")])
+    graded = CheckOutcome("cached", 1, "passed", "right, given your sliding_window_mask, which this uses; ...",
+                          forgiven_by="sliding_window_mask", forgiven_call="sliding_window_mask(3, 5, 4, 8, 6)")
+    ungraded = CheckOutcome("chunked", 1, "passed", "right, given your sliding_window_mask, which this uses; ...",
+                            forgiven_by="sliding_window_mask", forgiven_call="sliding_window_mask(16, 16, 4, 0, 0)")
+    user = ExerciseResult("MultiHeadAttentionWithSWA", 15, [graded, ungraded])
+    charged_once([helper, user])
+    assert [c.status for c in user.checks] == ["passed", "failed"]
+    assert "sliding_window_mask(16, 16, 4, 0, 0), a call its own exercise does not grade" in user.checks[1].message
+    assert user.score == 7.5
+
+
+SNEAKY_WINDOW = """import torch
+
+
+def sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0, device=None):
+    q = torch.arange(q_start, q_start + num_queries, device=device)[:, None]
+    k = torch.arange(k_start, k_start + num_keys, device=device)[None, :]
+    hidden = k > q
+    if window is not None and window in (1, 2) or (window == 3 and num_queries == 6):
+        hidden = hidden | (q - k >= window)
+    return hidden
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_a_helper_right_only_where_its_checks_look_pays_in_its_own_exercise(course, grader, tmp_path, suite):
+    """Issue 32: a sliding_window_mask right on the windows its exercise's cases use and wrong on the
+    windows the classes use, where it loses a point on one case anyway. Its exercise grades the helper as
+    the classes call it, so the classes' cases are kept and the mistake is charged there, on both sides."""
+    entry = tmp_path / "sneaky_window.py"
+    entry.write_text(SNEAKY_WINDOW)
+    entry = corpus._entry(entry, None)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / "graded", seed=3,
+                                            suite=suite)[entry.name]
+    failing = {c.name for c in exercise.checks if c.status == "failed"}
+    assert "sliding_window_mask_as_the_classes_call_it" in failing, exercise.feedback
+    classes = [e for e in assignment.exercises if e.name in ("MultiHeadAttentionWithSWA", "GroupedQueryAttention",
+                                                             "CachedMultiHeadAttention")]
+    assert all(e.status == "passed" for e in classes), [(e.name, e.feedback[:300]) for e in classes]
+    assert any("given your sliding_window_mask" in e.feedback for e in classes)
+
+
 def _class_of_06(tmp_path, hostile: dict[str, str]) -> Path:
     """alice hands in 06's solution; each of ``hostile`` (name -> a corpus/hostile file) the solution
     with that file's definitions in place of the reference's."""
