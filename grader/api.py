@@ -201,9 +201,12 @@ def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out
     """Write the student distribution of the named assignments (default all) into ``out``."""
     from grader.distribution import write_distribution
 
-    written = write_distribution(course, course.select(assignment_ids), out)
+    named = course.select(assignment_ids)
+    written = write_distribution(course, named, out)
+    added = [a for a in written.assignments if a not in {n.id for n in named}]
     print(f"wrote the student distribution of {len(written.assignments)} assignment(s) to {written.root} "
-          f"({written.checks} public checks, reference outputs recorded)", file=sys.stderr)
+          f"({written.checks} public checks, reference outputs recorded)"
+          + (f"; with {', '.join(added)}, whose module the others import" if added else ""), file=sys.stderr)
     return 0
 
 

@@ -24,6 +24,7 @@ from grader.config import Assignment, Course, load_course
 from grader.errors import GraderError
 from grader.layout import Layout
 from grader.leaks import Stale, leaks_in
+from grader.release import with_imports
 
 PUBLIC_SEED = 2024  # the public cases' inputs are drawn from it, at release and in every replay
 TEMPLATES = Path("templates", "distribution")
@@ -44,8 +45,10 @@ class Written:
 
 def write_distribution(course: Course, assignments: tuple[Assignment, ...], out: Path) -> Written:
     """Write the student distribution of ``assignments`` into ``out`` (new, empty, or a previous
-    distribution, whose files are all replaced except ``.git``)."""
+    distribution, whose files are all replaced except ``.git``), with every assignment whose module
+    theirs import (grader.release.with_imports): a student's 04 runs on their own 03."""
     out = _target(course, Path(out))
+    assignments = with_imports(course, assignments)  # 04 imports 03's CausalAttention: both go
     with _prepared(course, assignments) as (build, checks):
         _install(build, out)
     return Written(out, tuple(a.id for a in assignments), checks)
@@ -58,7 +61,7 @@ def check_distribution(course: Course, assignments: tuple[Assignment, ...], out:
     if not is_distribution(out):
         return [Stale(out, "is not a student distribution (no course.toml and suites/public/reference.pt)")]
     stale = []
-    with _prepared(course, assignments) as (build, _):
+    with _prepared(course, with_imports(course, assignments)) as (build, _):
         expected = {p.relative_to(build) for p in build.rglob("*") if p.is_file()}
         for name in sorted(expected):
             there = out / name

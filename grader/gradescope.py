@@ -30,6 +30,7 @@ from grader.config import Course
 from grader.distribution import course_toml
 from grader.errors import GraderError, GraderFailed, UsageError
 from grader.layout import Layout
+from grader.release import with_imports
 
 # the files of a course the package carries beside its reference and suites (what grading needs,
 # never the repository's own tests)
@@ -79,26 +80,6 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path,
                 if _of_assignment(path, course) in (None, *(a.id for a in shipped)):
                     package.write(path, f"course/{path.relative_to(course.root).as_posix()}")
     return out
-
-
-def with_imports(course: Course, chosen) -> tuple:
-    """``chosen`` and every assignment whose reference module they import (04's wrapper imports
-    ``causal_attention``, 03's), in course order: what grading ``chosen`` needs of the course."""
-    import ast
-
-    by_module = {a.module_name: a for a in course.assignments}
-    wanted, todo = set(), list(chosen)
-    while todo:
-        assignment = todo.pop()
-        if assignment.id in wanted:
-            continue
-        wanted.add(assignment.id)
-        tree = ast.parse(course.layout.solution_module(assignment).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-            todo += [by_module[n.split(".")[0]] for n in names if n.split(".")[0] in by_module]
-    return tuple(a for a in course.assignments if a.id in wanted)
 
 
 def _of_assignment(path: Path, course: Course) -> str | None:

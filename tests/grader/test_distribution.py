@@ -142,6 +142,26 @@ def test_course_toml_keeps_the_named_assignments_only(course, tmp_path):
     assert course_toml(course, course.assignments) == (ROOT / "course.toml").read_text()
 
 
+@pytest.mark.slow  # records two assignments' public suites and grades there
+def test_a_release_of_04_carries_03_whose_class_it_imports_and_grades_the_solution_in_full(course, tmp_path):
+    """Issue 32: a distribution of 04 alone could not import the student's 03 CausalAttention, so the
+    wrapper's checks errored there while the instructor's grading passed them."""
+    out = tmp_path / "student"
+    result = subprocess.run([sys.executable, "-m", "grader", "release", "04_multi_head_attention", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "with 03_causal_attention, whose module the others import" in result.stderr
+    assert [a.id for a in load_course(out).assignments] == ["03_causal_attention", "04_multi_head_attention"]
+    work = tmp_path / "work" / "assignments"
+    for folder in ("03_causal_attention", "04_multi_head_attention"):
+        shutil.copytree(ROOT / "solutions" / folder, work / folder, ignore=shutil.ignore_patterns("*.ipynb"))
+    graded = subprocess.run([sys.executable, "-m", "grader", "check", "04_multi_head_attention", "--format", "json",
+                             "--submission", str(work)], cwd=out, capture_output=True, text=True, timeout=600)
+    assert graded.stdout, graded.stderr[-2000:]
+    data = json.loads(graded.stdout)
+    assert data["score"] == data["max_score"] == 100, graded.stdout[:2000]
+
+
 # --- where it may be written ---------------------------------------------------------------------------------
 def test_a_folder_inside_the_course_or_one_holding_other_files_is_refused(course, tmp_path):
     with pytest.raises(GraderError, match="outside the course"):
