@@ -90,9 +90,11 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
 def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | None, fmt: str, anonymise: bool,
            gradebook: Path | None = None, mixed_seeds: bool = False) -> int:
     """The class report (grader/class_report.py) of every verified result in ``result_dirs`` (and of
-    nbgrader's gradebook, where given), written to ``out`` or stdout."""
-    from grader.class_report import gather, render, summarise
+    nbgrader's gradebook, where given), written to ``out`` or stdout. ``anonymise``: pseudonyms keyed
+    by the secret of ``course`` (without one, the course found from the working folder)."""
+    from grader.class_report import course_secret, gather, render, summarise
 
+    secret = course_secret((course or open_course(None)).root) if anonymise else None  # before any work
     warnings: list[str] = []
     existing = [Path(d) for d in result_dirs if Path(d).is_dir()]
     for missing in (d for d in result_dirs if not Path(d).is_dir()):
@@ -108,7 +110,7 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
                     read_gradebook(gradebook_path(course, gradebook), course).items() if name not in found]
     for line in warnings:
         print(f"grade: warning: {line}", file=sys.stderr)
-    summary = summarise(results, anonymise=anonymise)
+    summary = summarise(results, secret=secret)
     if out and fmt == "html":
         from grader.class_report_html import fits_inline, page, students_page
 

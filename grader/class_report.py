@@ -9,22 +9,31 @@ misconception), Markdown (``$GITHUB_STEP_SUMMARY``) or one self-contained HTML p
 
 A misconception's cost is the points its exercises lost, shared among the misconceptions each
 exercise names. Students are counted once per misconception. ``--anonymise`` replaces every name
-with a stable pseudonym, derived from the name alone, so that two reports of one class agree.
+with a stable pseudonym, keyed by a secret the course keeps (``.grade-secret`` in the course folder,
+made on first use and never printed), so that two reports of one class agree and no roster recomputes
+them. Names are data everywhere: only a result's name field, and the name where it stands as a word in
+free text (a path in a traceback), is replaced; keys, ids and numbers never are.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
+import hmac
 import json
+import os
+import re
+import secrets
 import statistics
 from pathlib import Path
 
 from grader.catalogue import CATALOGUE
+from grader.errors import CourseSecretError
+from grader.report import csv_text, markdown_text
 
 FORMATS = ("html", "json", "csv", "markdown")
 OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "grader_error")
 BINS = 10  # histogram bars: tenths of the assignment's points
+SECRET_FILE = ".grade-secret"  # in the course folder: keys the pseudonyms (never printed, never released)
+_TEXTS = frozenset({"feedback", "message", "grader_error"})  # a result's free text, where a name may stand
 
 
 def gather(result_dirs: list[Path], warnings: list[str], *, mixed_seeds: bool = False) -> list[dict]:
@@ -34,10 +43,51 @@ def gather(result_dirs: list[Path], warnings: list[str], *, mixed_seeds: bool = 
     return list(collect(result_dirs, warnings, mixed_seeds=mixed_seeds).values())
 
 
-def pseudonym(name: str) -> str:
-    """A stable stand-in for a student's name: the same name always gives the same pseudonym."""
-    digest = hashlib.sha256(f"grade-report:{name}".encode("utf-8", "backslashreplace")).hexdigest()
-    return f"student-{digest[:8]}"
+def course_secret(root: Path) -> bytes:
+    """The secret that keys the course's pseudonyms: ``root/.grade-secret``, made there on first use
+    (32 random bytes, readable by its owner alone). Where it cannot be made no pseudonym is: an
+    unkeyed one could be recomputed from a roster."""
+    path = Path(root) / SECRET_FILE
+    if (kept := _read_secret(path)) is not None:
+        return kept
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another run made it meanwhile
+        return course_secret(root)
+    except OSError as exc:
+        raise CourseSecretError(path, exc) from None
+    secret = secrets.token_bytes(32)
+    try:
+        with os.fdopen(handle, "w", encoding="ascii") as stream:
+            stream.write(secret.hex() + "\n")
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise CourseSecretError(path, exc) from None
+    return secret
+
+
+def _read_secret(path: Path) -> bytes | None:
+    """The secret ``path`` holds, or None where there is none yet."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CourseSecretError(path, exc) from None
+    try:
+        secret = bytes.fromhex(text)
+    except ValueError:
+        secret = b""
+    if len(secret) != 32:
+        raise CourseSecretError(path, None)
+    return secret
+
+
+def pseudonym(name: str, secret: bytes) -> str:
+    """A student's stand-in: one name and one course's secret always give the same one; without the
+    secret (:func:`course_secret`) no list of names recomputes it."""
+    digest = hmac.new(secret, name.encode("utf-8", "backslashreplace"), hashlib.sha256).hexdigest()
+    return f"student-{digest[:10]}"
 
 
 def _outcome(exercises: list[dict]) -> str:
@@ -58,9 +108,10 @@ def _outcome(exercises: list[dict]) -> str:
     return "partial" if score > 0 else "zero"
 
 
-def summarise(results: list[dict], *, anonymise: bool = False) -> dict:
-    """The report's numbers, as plain data (what ``--format json`` writes)."""
-    named = [(pseudonym(r["submission"]), _anonymised(r)) if anonymise else (r["submission"], r) for r in results]
+def summarise(results: list[dict], *, secret: bytes | None = None) -> dict:
+    """The report's numbers, as plain data (what ``--format json`` writes). With ``secret``, the
+    course's (``--anonymise``), every name is its pseudonym."""
+    named = [_named(r, secret) for r in results]
     named.sort(key=lambda item: item[0])
     order: dict[str, dict] = {}
     for _, data in named:
@@ -75,15 +126,32 @@ def summarise(results: list[dict], *, anonymise: bool = False) -> dict:
                           "text": student_text(data)} for name, data in named]}
 
 
-def _anonymised(data: dict) -> dict:
-    """``data`` with the student's name replaced wherever it stands as a word (paths in tracebacks)."""
-    import re
+def _named(data: dict, secret: bytes | None) -> tuple[str, dict]:
+    """A result and the name the report gives it: its own, or with ``secret`` its pseudonym."""
+    name = str(data["submission"])
+    if secret is None:
+        return name, data
+    alias = pseudonym(name, secret)
+    return alias, _anonymised(data, name, alias)
 
-    escaped = json.dumps(data["submission"])[1:-1]  # the name as it stands inside the JSON text
-    if not escaped:
-        return data
-    pattern = re.compile(rf"(?<![\w.-]){re.escape(escaped)}(?![\w-])")
-    return json.loads(pattern.sub(pseudonym(data["submission"]), json.dumps(data)))
+
+def _anonymised(data: dict, name: str, alias: str) -> dict:
+    """``data`` with ``name`` replaced by ``alias`` in its name field and, where it stands as a word, in
+    its free text (a path in a traceback). Keys, ids and numbers stay as they are: a student named
+    ``0``, ``id`` or after an exercise changes nothing else."""
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])") if name.strip() else None
+    return {**_replaced(data, word, alias), "submission": alias}
+
+
+def _replaced(value, word: re.Pattern | None, alias: str, key: str = ""):
+    """``value`` copied, ``word`` replaced by ``alias`` in the strings of the free-text fields."""
+    if isinstance(value, dict):
+        return {k: _replaced(v, word, alias, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, word, alias, key) for v in value]
+    if isinstance(value, str) and key in _TEXTS and word is not None:
+        return word.sub(lambda _: alias, value)
+    return value
 
 
 def _of(data: dict, assignment_id: str) -> list[dict]:
@@ -146,8 +214,6 @@ def _misconceptions(named) -> list[dict]:
 
 def _section(hint: str) -> str:
     """The lesson section a catalogue hint points to (``03 section 2, "Masking with -inf"``), if it names one."""
-    import re
-
     found = re.search(r"\b(0\d) section (\d+)(?:, \"([^\"]+)\")?", hint)
     if not found:
         return ""
@@ -208,42 +274,52 @@ def render(summary: dict, fmt: str) -> str:
 
 def _csv(summary: dict) -> str:
     """One row per exercise and misconception (and one per exercise with none, its counts)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["assignment", "exercise", "misconception", "students", "points_lost", *OUTCOMES])
+    rows = [["assignment", "exercise", "misconception", "students", "points_lost", *OUTCOMES]]
     named = {(m["id"], e["exercise"]): e for m in summary["misconceptions"] for e in m["exercises"]}
     for assignment in summary["assignments"]:
         for exercise in assignment["exercises"]:
             where = f"{assignment['id']}:{exercise['name']}"
             counts = [exercise["counts"][k] for k in OUTCOMES]
-            writer.writerow([assignment["id"], exercise["name"], "", "", f"{exercise['points_lost']:g}", *counts])
+            rows.append([assignment["id"], exercise["name"], "", "", _number(exercise["points_lost"]), *counts])
             for (misconception, at), entry in sorted(named.items()):
                 if at == where:  # the points this misconception cost in this exercise
-                    writer.writerow([assignment["id"], exercise["name"], misconception, entry["students"],
-                                     f"{entry['points_lost']:g}", *[""] * len(OUTCOMES)])
-    return buffer.getvalue()
+                    rows.append([assignment["id"], exercise["name"], misconception, entry["students"],
+                                 _number(entry["points_lost"]), *[""] * len(OUTCOMES)])
+    return csv_text(rows)
+
+
+def _number(points: float) -> float | int:
+    """Points as a number a spreadsheet reads as one: 15, not 15.0."""
+    return int(points) if float(points).is_integer() else points
 
 
 def _markdown(summary: dict) -> str:
+    """The report for ``$GITHUB_STEP_SUMMARY``: every name and text in it shown as written, never as
+    Markdown or HTML of its own (grader.report.markdown_text)."""
+    md = markdown_text
     lines = [f"## What the class got wrong ({summary['students']} students)", ""]
     lines += ["| assignment | students | median | full | partial | zero | not attempted | timeout | error "
               "| grader error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in summary["assignments"]:
         c = a["counts"]
-        lines.append(f"| {a['id']} | {a['students']} | {a['median']:g}/{a['max_score']:g} | "
+        lines.append(f"| {md(a['id'])} | {a['students']} | {a['median']:g}/{a['max_score']:g} | "
                      + " | ".join(str(c[k]) for k in OUTCOMES) + " |")
     lines += ["", "| exercise | points lost | mean |", "|---|---:|---:|"]
-    lines += [f"| {a['id']}:{e['name']} | {e['points_lost']:g} | {e['mean']:g}/{e['points']:g} |"
+    lines += [f"| {md(a['id'])}:{md(e['name'])} | {e['points_lost']:g} | {e['mean']:g}/{e['points']:g} |"
               for a in summary["assignments"] for e in a["exercises"]]
     lines += ["", "### What to teach again", "", "| misconception | points lost | students | exercises | hint |",
               "|---|---:|---:|---|---|"]
     for m in summary["misconceptions"]:
-        where = ", ".join(e["exercise"] for e in m["exercises"])
-        lines.append(f"| `{m['id']}` | {m['points_lost']:g} | {m['students']} | {where} | {_cell(m['hint'])} |")
+        where = ", ".join(md(e["exercise"]) for e in m["exercises"])
+        lines.append(f"| {_code(m['id'])} | {m['points_lost']:g} | {m['students']} | {where} | {md(m['hint'])} |")
     if summary["help"]:
-        lines += ["", "### Who needs help", ""] + [f"- {h['student']}: {h['what']}" for h in summary["help"]]
+        lines += ["", "### Who needs help", ""] + [f"- {md(h['student'])}: {md(h['what'])}" for h in summary["help"]]
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _code(text: str) -> str:
+    """``text`` as code in a table's cell, whole: fenced by more backticks than it holds in a row."""
+    text = " ".join(str(text).splitlines()).replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -45,8 +45,9 @@ def page(summary: dict, students_href: str | None = None) -> str:
     for assignment in summary["assignments"]:
         parts.append(_assignment(assignment))
     parts.append(_teach(summary["misconceptions"]))
-    parts.append(_help(summary["help"], students_href or ""))
-    parts.append(_run(summary["run"], students_href or ""))
+    anchors = _anchors(summary["feedback"])
+    parts.append(_help(summary["help"], students_href or "", anchors))
+    parts.append(_run(summary["run"], students_href or "", anchors))
     if students_href is None:
         parts.append(_students(summary["feedback"]))
     else:
@@ -118,18 +119,18 @@ def _where(exercises: list[dict]) -> str:
     return ", ".join(f"{escape(e['exercise'])} ({e['students']})" for e in exercises)
 
 
-def _help(rows: list[dict], href: str) -> str:
+def _help(rows: list[dict], href: str, anchors: dict[str, str]) -> str:
     if not rows:
         return "<h2 id=\"help\">Who needs help</h2><p>Nobody at 0, stubbed, crashed or timed out.</p>"
-    items = "".join(f"<tr><td><a href=\"{href}#s-{_slug(r['student'])}\">{escape(r['student'])}</a></td>"
+    items = "".join(f"<tr><td>{_link(r['student'], href, anchors)}</td>"
                     f"<td class=\"n\">{r['score']:g}/{r['max_score']:g}</td><td>{escape(r['what'])}</td></tr>"
                     for r in rows)
     return (f"<h2 id=\"help\">Who needs help</h2><table><thead><tr><th>student</th><th class=\"n\">score</th>"
             f"<th>what happened</th></tr></thead><tbody>{items}</tbody></table>")
 
 
-def _run(run: dict, href: str) -> str:
-    slow = "".join(f"<tr><td><a href=\"{href}#s-{_slug(s['student'])}\">{escape(s['student'])}</a></td>"
+def _run(run: dict, href: str, anchors: dict[str, str]) -> str:
+    slow = "".join(f"<tr><td>{_link(s['student'], href, anchors)}</td>"
                    f"<td class=\"n\">{s['duration_s']:g} s</td></tr>" for s in run["slowest"])
     return (f"<h2 id=\"run\">The run</h2><p>{_run_line(run)}; devices {escape(', '.join(run['devices']))}.</p>"
             f"<table><caption class=\"muted\">Slowest submissions</caption>{slow}</table>")
@@ -137,14 +138,33 @@ def _run(run: dict, href: str) -> str:
 
 def _students(feedback: list[dict]) -> str:
     parts = ["<h2 id=\"students\">Each student, as <code>grade check</code> showed it</h2>"]
-    for entry in feedback:
-        parts.append(f"<details id=\"s-{_slug(entry['student'])}\"><summary>{escape(entry['student'])}: "
+    for index, entry in enumerate(feedback):
+        parts.append(f"<details id=\"{_anchor(index, entry['student'])}\"><summary>{escape(entry['student'])}: "
                      f"{entry['score']:g}/{entry['max_score']:g}</summary><pre>{escape(entry['text'])}</pre></details>")
     return "".join(parts)
 
 
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else f"_{ord(c):x}" for c in name)
+def _anchors(feedback: list[dict]) -> dict[str, str]:
+    """Each student's anchor, by name: unique whatever the names (``a b`` and ``a_b``, ``Ab`` and
+    ``ab``), so that a link never opens another student's feedback. The report and its companion
+    page make the same ones from the same list."""
+    found: dict[str, str] = {}
+    for index, entry in enumerate(feedback):
+        found.setdefault(entry["student"], _anchor(index, entry["student"]))
+    return found
+
+
+def _anchor(index: int, name: str) -> str:
+    """The anchor of the ``index``-th student's feedback: its place makes it unique, its name's letters
+    and digits readable."""
+    return f"s{index}-" + "".join(c for c in name if c.isascii() and (c.isalnum() or c in "-_"))[:40]
+
+
+def _link(student: str, href: str, anchors: dict[str, str]) -> str:
+    target = anchors.get(student)
+    if target is None:
+        return escape(student)
+    return f"<a href=\"{escape(href, quote=True)}#{target}\">{escape(student)}</a>"
 
 
 def _bars(ident: str, title: str, description: str, labels: list[str], values: list[float], *, vertical: bool) -> str:

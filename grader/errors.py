@@ -36,3 +36,17 @@ class GraderFailed(GraderError):
         super().__init__(f"the grader itself failed, so this result is not a valid score ({what}); nothing "
                          "was charged to the submission: see docs/security.md, 'Where it runs', fix the machine, "
                          "grade again")
+
+
+class CourseSecretError(GraderError):
+    """The course's secret, which keys ``grade report --anonymise``'s pseudonyms, cannot be read or made:
+    nothing is anonymised without it (a pseudonym without a key could be recomputed from a roster)."""
+
+    def __init__(self, path, error: Exception | None):
+        if error is None:
+            why = ("holds no secret that grade report made (64 hex digits): remove it and the next report makes "
+                   "a new one (whose pseudonyms differ)")
+        else:
+            why = (f"cannot be read or made ({getattr(error, 'strerror', None) or error}): make the course folder "
+                   "writable to you, or run grade report --anonymise where it is")
+        super().__init__(f"--anonymise keys its pseudonyms with the course's secret, and {path} {why}")

@@ -8,12 +8,11 @@ and each exercise's graded cell (``test_<exercise>``).
 """
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from grader.config import Course
 from grader.errors import UsageError
+from grader.report import csv_text
 from grader.result_folder import (MANIFEST, graded_assignments, pending, read_manifest, read_result, sort_results,
                                   written_at)
 from grader.results import GRADER_ERROR, WORST_FIRST
@@ -151,23 +150,22 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
     assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
     exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"])
-    for source, grades in sources:
-        for name, data in grades.items():
-            # a result the grader failed on holds no valid score: its cells stay empty, never a 0
-            failed = {a["id"] for a in data["assignments"]
-                      if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
-            by_assignment = {a["id"]: a for a in data["assignments"]}
-            scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
-                      for a in data["assignments"] for e in a["exercises"]}
-            writer.writerow([name, "" if failed else data["score"], data["max_score"],
-                             *[by_assignment[a]["score"] if a in by_assignment and a not in failed else ""
-                               for a in assignments],
-                             *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data),
-                             source])
-    return buffer.getvalue()
+    rows = [["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"]]
+    rows += [_row(name, data, source, assignments, exercises) for source, grades in sources
+             for name, data in grades.items()]
+    return csv_text(rows)  # names as data: none is a formula in a spreadsheet
+
+
+def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str]) -> list:
+    """One submission's row of the export. A result the grader failed on holds no valid score: its
+    cells stay empty, never a 0."""
+    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+    by_assignment = {a["id"]: a for a in data["assignments"]}
+    scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
+              for a in data["assignments"] for e in a["exercises"]}
+    return [name, "" if failed else data["score"], data["max_score"],
+            *[by_assignment[a]["score"] if a in by_assignment and a not in failed else "" for a in assignments],
+            *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data), source]
 
 
 def worst_status(data: dict) -> str:

@@ -6,6 +6,7 @@ is Gradescope's results.json, ``junit`` is read by GitLab and Jenkins, ``markdow
 """
 from __future__ import annotations
 
+import csv
 import html
 import io
 import json
@@ -23,6 +24,14 @@ _SHORT = {"not_implemented": "not attempted yet", "grader-error": "grader error 
 
 
 WIDTH = 80  # a terminal's width: tables and wrapped feedback fit it
+
+# what Markdown would read as markup in a line of text: HTML (written as an entity), and, given a
+# backslash, a link's or an image's brackets, code, emphasis (an underscore inside a word is none), a
+# table's bar, a heading, and a list's marker where the text starts ("-", "+", "1.")
+_MARKUP = re.compile(r"[\\`*\[\]()!|#~<>&]|(?<![^\W_])_|_(?![^\W_])|^[-+=]|^[0-9]{1,9}\.")
+_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+# what a spreadsheet would run as a formula where it starts a cell (OWASP's "CSV injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def wants_colour(stream) -> bool:
@@ -45,6 +54,33 @@ def render(result: SubmissionResult, fmt: str, *, colour: bool = False) -> str:
 
 def _points(value: float) -> str:
     return f"{value:g}"
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (a name, feedback: anyone's words) as Markdown that shows it as written, on one line:
+    no HTML, link, image, code, emphasis, heading, list or table cell of its own."""
+    return _MARKUP.sub(_unmarked, " ".join(str(text).splitlines()))
+
+
+def _unmarked(found: re.Match) -> str:
+    mark = found[0]
+    return _ENTITIES.get(mark) or f"{mark[:-1]}\\{mark[-1]}"
+
+
+def csv_text(rows) -> str:
+    """``rows`` as CSV, each text cell as data (OWASP): one that a spreadsheet would take for a formula
+    (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) begins with a ``'``. Numbers
+    stay numbers. Every CSV the grader writes goes through here."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerows([_cell(value) for value in row] for row in rows)
+    return buffer.getvalue()
+
+
+def _cell(value):
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return f"'{value}"
+    return value
 
 
 def _table(result: SubmissionResult, colour: bool = False) -> str:
@@ -239,12 +275,12 @@ def _markdown(result: SubmissionResult) -> str:
                 feedback = exercise.notes[0] if exercise.notes else ""
             else:
                 feedback = exercise.feedback.splitlines()[0]
+            feedback = markdown_text(feedback)  # the submission's words (an exception it raised): data
             if exercise.misconceptions:
                 feedback = f"`{'`, `'.join(exercise.misconceptions)}` {feedback}"
                 feedback += "".join(f"<br>**{e.id}**: {e.explanation} *Hint:* {e.hint}" for e in exercise.explanations
-                                    if e.id not in explained)  # each explained once per assignment
+                                    if e.id not in explained).replace("|", "\\|")  # each explained once per assignment
                 explained.update(exercise.misconceptions)
-            feedback = feedback.replace("|", "\\|")
             lines.append(f"| {_MARK[exercise.status]} | `{exercise.name}` | {_points(exercise.score)}/"
                          f"{_points(exercise.max_score)} | {_SHORT.get(exercise.status, exercise.status)} | {feedback} |")
         lines.append("")

@@ -18,15 +18,14 @@ the folder (a sandbox, or a uid of its own), since otherwise that code could hav
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
-import io
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
+from grader.report import csv_text
 from grader.results import grader_error_of
 
 MANIFEST = ".grade-manifest"
@@ -213,10 +212,6 @@ def write_summary(out: Path, course) -> Path:
         total = "" if grader_error_of(data) else data["score"]  # never a 0 the student did not earn
         rows.append([data["submission"], total, data["max_score"], data["seed"]] +
                     [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(SUMMARY_FIRST + exercise_columns + ["status"])
-    writer.writerows(rows)
     path = out / "summary.csv"
-    write_atomically(path, buffer.getvalue())
+    write_atomically(path, csv_text([SUMMARY_FIRST + exercise_columns + ["status"], *rows]))  # names as data
     return path

@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 import corpus  # noqa: E402
 
 MODULE = ROOT / "solutions" / "01_attention_basics" / "attention_basics.py"
+SECRET = bytes(range(32))  # a course's secret, as grader.class_report.course_secret keeps it
 # five students with mistakes from the corpus, two of them sharing one (issue 23's "done when")
 MISTAKES = {"dora": "softmax-wrong-dim/ignores_dim.py", "eli": "softmax-wrong-dim/blind_01_softmax_hardcoded_last_dim.py",
             "fay": "input-mutated/shift_in_place.py", "gus": "not-vectorised/row_by_row.py",
@@ -79,13 +80,13 @@ def test_the_other_formats_carry_the_same_numbers_and_anonymising_is_stable(grad
     assert by_id == pytest.approx({m["id"]: m["points_lost"] for m in summary["misconceptions"]})
     markdown = render(summary, "markdown")
     assert all(f"`{m['id']}`" in markdown for m in summary["misconceptions"])
-    hidden = summarise(results, anonymise=True)
+    hidden = summarise(results, secret=SECRET)
     text = render(hidden, "html") + render(hidden, "json")
     assert not any(name in text for name in ("ann", "dora", "hal"))
     assert {m["id"]: m["students"] for m in hidden["misconceptions"]} == \
         {m["id"]: m["students"] for m in summary["misconceptions"]}
-    assert pseudonym("dora") == pseudonym("dora") != pseudonym("eli")
-    assert pseudonym("dora") in {n for m in hidden["misconceptions"] for n in m["names"]}
+    assert pseudonym("dora", SECRET) == pseudonym("dora", SECRET) != pseudonym("eli", SECRET)
+    assert pseudonym("dora", SECRET) in {n for m in hidden["misconceptions"] for n in m["names"]}
 
 
 def test_the_page_is_one_file_that_needs_nothing_else_and_shows_each_students_feedback(graded):
@@ -191,7 +192,166 @@ def test_blind_findings_outcomes_per_exercise_points_and_names_in_feedback():
     assert {(r["exercise"], r["points_lost"]) for r in rows if r["misconception"] == "m1"} == {("a", "5"), ("c", "15")}
     markdown = render(summary, "markdown")
     assert "| grader error |" in markdown and "| 01_attention_basics:c | 15 |" in markdown
-    hidden = summarise(results, anonymise=True)
+    hidden = summarise(results, secret=SECRET)
     text = render(hidden, "json") + render(hidden, "html") + render(hidden, "csv") + render(hidden, "markdown")
     assert not any(name in text for name in ("grace", "judy", "kim", "lee"))
-    assert pseudonym("judy") in text
+    assert pseudonym("judy", SECRET) in text
+
+
+# --- names as data (issue 33, items 4 and 5) ----------------------------------------------------------------
+HOSTILE = ("<img src=x onerror=alert(1)>", "![p](http://evil/p.png)", "[x](javascript:alert(1))", "**loud**",
+           "- a | b", "`tick` & <b>")
+
+
+def _shown(markdown: str) -> tuple[str, str]:
+    """What a reader sees of ``markdown`` (CommonMark with GitHub's tables, raw HTML allowed as GitHub's
+    step summary allows some): the HTML it renders, and that HTML's text."""
+    from html import unescape
+    import re
+
+    markdown_it = pytest.importorskip("markdown_it")
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+    return rendered, unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+def test_markdown_shows_every_name_as_written_never_as_html_an_image_or_a_link():
+    results = [_result(name, [("a", 0, 10, "failed", ())]) for name in HOSTILE]
+    results.append(_result("fine", [("a", 10, 10, "passed", ())]))
+    markdown = render(summarise(results), "markdown")
+    rendered, text = _shown(markdown)
+    assert "<img" not in rendered and "<a " not in rendered and "<b>" not in rendered and "<strong>" not in rendered
+    assert "<li>" in rendered and rendered.count("<table>") == 3  # the report's own markup still renders
+    for name in HOSTILE:
+        assert f"{name}: 0 points" in text  # each in "Who needs help", as written
+
+
+def test_the_anonymised_report_of_a_class_with_students_named_0_id_and_softmax_keeps_its_numbers():
+    """Before, names were replaced in the JSON text: ``0`` broke it (JSONDecodeError), ``id`` lost keys
+    (KeyError), ``softmax`` renamed an exercise, so its points moved to an exercise that does not exist."""
+    exercises = [("softmax", 0, 10, "failed", ("softmax-wrong-dim",)), ("id", 10, 10, "passed", ()),
+                 ("c", 5, 10, "failed", ())]
+    results = [_result(name, exercises) for name in ("0", "id", "softmax", "ann")]
+    plain, hidden = summarise(results), summarise(results, secret=SECRET)
+    assert hidden["assignments"] == plain["assignments"]
+    assert [e["name"] for e in hidden["assignments"][0]["exercises"]] == ["softmax", "id", "c"]
+    assert [{**m, "names": []} for m in hidden["misconceptions"]] == [{**m, "names": []} for m in plain["misconceptions"]]
+    aliases = {pseudonym(name, SECRET) for name in ("0", "id", "softmax", "ann")}
+    assert {f["student"] for f in hidden["feedback"]} == aliases == set(hidden["misconceptions"][0]["names"])
+    assert [f["score"] for f in hidden["feedback"]] == [15] * 4
+    for entry in hidden["feedback"]:
+        assert "/home/student-" in entry["text"] and "softmax [softmax-wrong-dim]" in entry["text"]
+    assert json.loads(render(hidden, "json"))["students"] == 4
+
+
+def test_the_page_links_each_student_to_their_own_feedback_whatever_their_names():
+    """Anchors made from names alone collided (``a b`` and ``a_20b`` both ``s-a_20b``; ``Ab`` and ``ab``
+    where a tool folds case): a link opened another student's feedback."""
+    from grader.class_report_html import page, students_page
+
+    names = ("a b", "a_20b", "a_b", "Ab", "ab", "<i>x</i>")
+    summary = summarise([_result(name, [("a", 0, 10, "failed", ())]) for name in names])
+    for report, companion in ((page(summary), None), (page(summary, "each.html"), students_page(summary))):
+        links, targets = _links_and_targets(report)[0], _links_and_targets(companion or report)[1]
+        assert len(targets) == len(names) and len({t.lower() for t in targets}) == len(names)
+        helped = [(href, text) for href, text in links if text in names]
+        assert {text for _, text in helped} == set(names)  # each in "Who needs help" (and "The run"), linked
+        for href, text in helped:
+            where, _, anchor = href.partition("#")
+            assert where == ("each.html" if companion else "")
+            assert targets[anchor].startswith(f"{text}: 0/10")  # the feedback it opens is that student's
+
+
+def _links_and_targets(page: str) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """A page's links (href, text) and its students' feedback (id: its summary's text), as a browser reads them."""
+    import re
+    from html import unescape
+
+    links = [(unescape(href), unescape(text)) for href, text in re.findall(r'<a href="([^"]*)">([^<]*)</a>', page)]
+    targets = re.findall(r'<details id="([^"]*)"><summary>([^<]*)</summary>', page)
+    assert len({unescape(anchor) for anchor, _ in targets}) == len(targets), "an id given twice"
+    return links, {unescape(anchor): unescape(text) for anchor, text in targets}
+
+
+def test_the_class_report_csv_takes_no_text_for_a_formula():
+    summary = summarise([_result("ann", [("=cmd|' /C calc'!A0", 0, 10, "failed", ("-2+3",))])])
+    rows = list(csv.reader(io.StringIO(render(summary, "csv"))))
+    assert [row[1] for row in rows[1:]] == ["'=cmd|' /C calc'!A0"] * 2 and rows[2][2] == "'-2+3"
+    assert rows[1][4] == "10" and rows[2][4] == "10"  # numbers stay numbers
+
+
+def test_pseudonyms_are_keyed_by_the_courses_secret_kept_in_the_course_folder(tmp_path):
+    from grader.class_report import SECRET_FILE, course_secret
+
+    one, other = tmp_path / "one", tmp_path / "other"
+    one.mkdir()
+    other.mkdir()
+    secret = course_secret(one)
+    assert len(secret) == 32 and course_secret(one) == secret != course_secret(other)
+    assert (one / SECRET_FILE).stat().st_mode & 0o777 == 0o600
+    assert pseudonym("dora", secret) == pseudonym("dora", course_secret(one)) != pseudonym("dora", course_secret(other))
+    import hashlib
+
+    unkeyed = hashlib.sha256(b"grade-report:dora").hexdigest()  # what a roster recomputed before
+    assert unkeyed[:8] not in pseudonym("dora", secret) and pseudonym("dora", secret).startswith("student-")
+
+
+def test_a_secret_that_cannot_be_kept_is_one_line_not_an_unkeyed_pseudonym(tmp_path):
+    from grader.class_report import SECRET_FILE, course_secret
+    from grader.errors import CourseSecretError, GraderError
+
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(CourseSecretError) as raised:
+        course_secret(tmp_path / "file")  # a course folder nothing can be made in
+    assert issubclass(CourseSecretError, GraderError) and "\n" not in str(raised.value)
+    assert SECRET_FILE in str(raised.value) and "cannot be read or made" in str(raised.value)
+    (tmp_path / SECRET_FILE).write_text("short\n")
+    with pytest.raises(CourseSecretError, match="64 hex digits"):
+        course_secret(tmp_path)
+
+
+def _course(root: Path, results: list[dict]) -> Path:
+    """A course folder (course.toml) holding a results folder that grade autograde could have written."""
+    import shutil
+
+    from grader.result_folder import write_manifest
+
+    (root / "grades").mkdir(parents=True)
+    shutil.copy(ROOT / "course.toml", root)
+    texts = {f"r{index}": json.dumps(data) for index, data in enumerate(results)}
+    for stem, text in texts.items():
+        (root / "grades" / f"{stem}.json").write_text(text)
+    write_manifest(root / "grades", texts)
+    return root
+
+
+def test_grade_report_anonymise_is_stable_for_a_course_differs_between_courses_and_never_prints_its_secret(
+        tmp_path, capsys):
+    from grader.api import report
+    from grader.class_report import SECRET_FILE
+    from grader.config import load_course
+
+    results = [_result(name, [("a", 0, 10, "failed", ())]) for name in ("0", "id", "ann")]
+    seen = []
+    for root in (tmp_path / "one", tmp_path / "one", tmp_path / "other"):
+        if not root.exists():
+            _course(root, results)
+        assert report(course=load_course(root), result_dirs=(root / "grades",), out=None, fmt="json",
+                      anonymise=True) == 0
+        said = capsys.readouterr()
+        assert (root / SECRET_FILE).read_text().strip() not in said.out + said.err
+        seen.append(sorted(f["student"] for f in json.loads(said.out)["feedback"]))
+    assert seen[0] == seen[1] and not set(seen[0]) & set(seen[2])
+    assert all(name.startswith("student-") for name in seen[0])
+
+
+def test_grade_report_anonymise_says_in_one_line_when_the_secret_cannot_be_kept(tmp_path):
+    import subprocess
+
+    from grader.class_report import SECRET_FILE
+
+    root = _course(tmp_path / "course", [_result("zelda-xq", [("a", 0, 10, "failed", ())])])
+    (root / SECRET_FILE).mkdir()  # unreadable as a secret, even to root
+    done = subprocess.run([sys.executable, "-m", "grader", "report", "grades", "--anonymise", "--format", "json"],
+                          cwd=root, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "--anonymise" in done.stderr and "zelda-xq" not in done.stderr

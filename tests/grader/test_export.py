@@ -1,5 +1,6 @@
 """grade export: autograde result folders and nbgrader's gradebook in one CSV."""
 import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -45,15 +46,16 @@ def write_gradebook(path, course, scores: dict[str, dict[str, float]], late_pena
             book.db.commit()
 
 
-def result_file(folder, name, course, score, seed=1, assignment_id=ASSIGNMENT):
+def result_file(folder, name, course, score, seed=1, assignment_id=ASSIGNMENT, stem=None):
+    """``name``'s result, as ``<stem>.json`` (default: the name's) in ``folder``, listed in its manifest."""
     assignment = course.assignment(assignment_id)
     folder.mkdir(exist_ok=True)
     top = float(sum(p for _, p in assignment.points))
     data = {"schema": 1, "submission": name, "seed": seed, "device": "cpu", "score": score, "max_score": top,
             "duration_s": 1.0, "assignments": [{"id": assignment_id, "score": score, "max_score": top, "exercises": [
                 {"name": n, "score": p * score / 100, "max_score": p, "status": "passed"} for n, p in assignment.points]}]}
-    (folder / f"{name}.json").write_text(json.dumps(data))
-    write_manifest(folder, {name: json.dumps(data)})  # as grade autograde lists what it wrote
+    (folder / f"{stem or name}.json").write_text(json.dumps(data))
+    write_manifest(folder, {stem or name: json.dumps(data)})  # as grade autograde lists what it wrote
 
 
 def rows(text):
@@ -101,6 +103,21 @@ def test_without_a_gradebook_the_csv_is_the_autograde_results_with_their_source(
         export_csv(course_copy, [tmp_path / "grades"], tmp_path / "missing.db")
     with pytest.raises(UsageError, match="no such result folder"):
         export_csv(course_copy, [tmp_path / "nowhere"])
+
+
+# folder names a student chose, which a spreadsheet would run as formulas (OWASP's "CSV injection")
+FORMULAS = ('=HYPERLINK("http://x","y")', "+600+0", "@SUM(A1)", "-1+601", "\tx", "\r=1+1")
+
+
+def test_a_name_that_is_a_formula_reaches_the_export_as_text(course_copy, tmp_path):
+    for index, name in enumerate(FORMULAS):
+        result_file(tmp_path / "grades", name, course_copy, 50.0, stem=f"s{index}")
+    result_file(tmp_path / "grades", "zoe", course_copy, 100.0)
+    table = list(csv.reader(io.StringIO(export_csv(course_copy, [tmp_path / "grades"]))))
+    assert sorted(row[0] for row in table[1:]) == sorted(["zoe", *(f"'{name}" for name in FORMULAS)])
+    assert not [cell for row in table for cell in row if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert [row[1] for row in table[1:]] == ["50.0"] * len(FORMULAS) + ["100.0"]  # numbers stay numbers
+    assert all(row[-1] == "autograde" and row[-3] == "1" for row in table[1:])
 
 
 def test_grade_export_takes_a_gradebook_option(course_copy, tmp_path):

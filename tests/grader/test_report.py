@@ -220,3 +220,46 @@ def _parts(report, data):
     finally:
         report._draw = original
     return (*seen[0], False)
+
+
+def _rendered(markdown: str) -> str:
+    """``markdown`` as HTML, the way a CommonMark reader with GitHub's tables renders it (raw HTML on)."""
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def test_text_in_markdown_is_shown_as_written_never_as_html_an_image_or_a_link():
+    from html import unescape
+
+    from grader.report import markdown_text
+
+    for text in ("<img src=x onerror=alert(1)>", "![p](http://evil/p.png)", "[x](javascript:alert(1))",
+                 "<a href='http://evil'>me</a>", "*a* __b__ `c` # d", "- e | f", "1. g", "&lt; h"):
+        shown = _rendered(f"| name |\n|---|\n| {markdown_text(text)} |\n\n- {markdown_text(text)}\n")
+        assert "<img" not in shown and "<a " not in shown and "<em>" not in shown and "<code>" not in shown
+        assert shown.count("<li>") == 1 and shown.count("<td>") == 1  # one cell, one item: no more, no less
+        cell = shown.split("<td>")[1].split("</td>")[0]
+        item = shown.split("<li>")[1].split("</li>")[0]
+        assert unescape(cell) == unescape(item) == text, text
+    assert markdown_text("01_attention_basics:softmax") == "01_attention_basics:softmax"  # readable as it was
+
+
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_begins_with_a_quote_and_numbers_stay_numbers():
+    import csv
+    import io
+
+    from grader.report import csv_text
+
+    texts = ['=HYPERLINK("http://x","y")', "+600+0", "@SUM(A1)", "-1+601", "\tx", "\rx"]
+    (row,) = csv.reader(io.StringIO(csv_text([[*texts, "ann", -1.5, 0, ""]])))
+    assert row == [f"'{text}" for text in texts] + ["ann", "-1.5", "0", ""]
+
+
+def test_markdown_shows_feedback_a_submission_wrote_as_text():
+    """An exception a submission raises is its own words: its first line stands in the table."""
+    exercise = ExerciseResult("softmax", 10.0, [CheckOutcome(
+        "softmax_random", 1, "error", "softmax raised: ValueError: <img src=x onerror=alert(1)> ![p](http://evil/p.png)")])
+    result = SubmissionResult("alice", 1, "cpu", 0.1, [AssignmentResult("01_attention_basics", "Basics", [exercise])])
+    shown = _rendered(render(result, "markdown"))
+    assert "<img" not in shown and "<a " not in shown
+    assert "ValueError: &lt;img src=x onerror=alert(1)&gt; ![p](http://evil/p.png)" in shown

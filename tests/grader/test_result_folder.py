@@ -110,3 +110,16 @@ def test_overall_status_is_graded_unless_the_submission_check_failed_everything(
     data["assignments"][0]["exercises"][0]["status"] = "error"
     assert overall_status(data) == "graded"  # one exercise was really graded (and failed)
     assert overall_status({"assignments": []}) == "graded"
+
+
+def test_summary_takes_a_name_that_is_a_formula_as_text_and_keeps_numbers_numbers(course, tmp_path):
+    """Names are folder names a student chose: none may run as a formula where summary.csv is opened."""
+    names = ['=HYPERLINK("http://x","y")', "+600+0", "@SUM(A1)", "-1+601", "\tx", "\r=1+1", "ann"]
+    texts = {f"s{index}": result_text(name, 0.5) for index, name in enumerate(names)}
+    for stem, text in texts.items():
+        (tmp_path / f"{stem}.json").write_text(text)
+    write_manifest(tmp_path, texts)
+    write_summary(tmp_path, course)
+    rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
+    assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ann"]
+    assert [row[1:4] for row in rows[1:]] == [["0.5", "1.0", "1"]] * len(names)
