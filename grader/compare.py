@@ -117,3 +117,20 @@ def manual_seed(seed: int) -> None:
     torch.random.default_generator.manual_seed(seed)
     if torch.cuda.is_initialized():
         torch.cuda.manual_seed_all(seed)
+
+
+def widen(tolerance, slack, expected):
+    """``tolerance`` with ``slack`` added to its atol: a number, or a tensor of ``expected``'s shape
+    (entry by entry; folded to its largest entry where ``expected`` is not one tensor of that shape)."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(slack, torch.Tensor):
+        if not (isinstance(expected, torch.Tensor) and slack.shape == expected.shape):
+            slack = float(slack.max()) if slack.numel() else 0.0
+        elif not bool((slack > 0).any()):
+            return tolerance
+        else:
+            return dataclasses.replace(tolerance, atol=tolerance.atol + slack)
+    return dataclasses.replace(tolerance, atol=tolerance.atol + slack) if slack else tolerance

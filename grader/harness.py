@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grader.compare import difference, manual_seed, shape_str
+from grader.compare import difference, manual_seed, shape_str, widen
 from grader.forbidden import forbidden_operations
 from grader.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained, plain_call  # noqa: F401
 from grader.recording import NotReplayable
@@ -119,6 +119,7 @@ class Grade:
         self.replaying = session.recording is not None and session.recording.replaying
         self.ref = _Unavailable() if self.replaying else reference
         self.diagnosing = 0  # inside a root cause (grader.diagnose.cause): a replay may use no recorded output
+        self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.nodeid = nodeid
         self._events = 0
         self.device = session.device
@@ -213,13 +214,18 @@ class Grade:
 
             if self.session.recording is not None:  # recorded or replayed: every use of the reference, in order
                 room()
+            self.case_slack = 0.0
             with self._graded_call(name, args, kwargs):
                 reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
                 what = f"{name}{_signature(args, kwargs)}"
                 # the room only widens the tolerance: an answer within the dtype's own needs no measuring
-                _widening_on_failure(bool(widening),
-                                     lambda: self.expect(reply, expected, what, slack=slack, carry=True),
-                                     lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
+                try:
+                    _widening_on_failure(bool(widening),
+                                         lambda: self.expect(reply, expected, what, slack=slack, carry=True),
+                                         lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
+                except CheckFailed:  # a mistake's output is recognised within the same room (diagnose.matches)
+                    self.case_slack = room()[0] + slack if widening else slack
+                    raise
             if grad:
                 try:
                     _widening_on_failure(bool(widening), lambda: self._expect_grads(reply, ref_grads, name),
@@ -459,7 +465,7 @@ class Grade:
                 raise CheckFailed(f"{what}: the {which} has dtype {o.dtype}, expected {e.dtype} "
                                   "(outputs keep the input's dtype)", ("wrong-dtype",))
         tolerance = self.tolerance(expected)
-        tolerance = _widen(tolerance, slack, expected)
+        tolerance = widen(tolerance, slack, expected)
         problem = difference(out, expected, tolerance, "the output")
         if problem:
             raise CheckFailed(f"{what}: {problem}{self.case()}")
@@ -486,7 +492,7 @@ class Grade:
                                   "(was it detached, or used outside autograd?)")
             tolerance = self.tolerance(expected[index])
             extra = slack[index] if slack and index < len(slack) else 0.0
-            tolerance = _widen(tolerance, extra, expected[index])
+            tolerance = widen(tolerance, extra, expected[index])
             problem = difference(g, expected[index], tolerance, f"the gradient for argument {index + 1}")
             if problem:
                 raise CheckFailed(f"{name}: {problem}{self.case()}")
@@ -849,23 +855,6 @@ def _widened(value):
     if isinstance(value, dict):
         return {k: _widened(v) for k, v in value.items()}
     return value
-
-
-def _widen(tolerance, slack, expected):
-    """``tolerance`` with ``slack`` added to its atol: a number, or a tensor of ``expected``'s shape
-    (entry by entry; folded to its largest entry where ``expected`` is not one tensor of that shape)."""
-    import dataclasses
-
-    import torch
-
-    if isinstance(slack, torch.Tensor):
-        if not (isinstance(expected, torch.Tensor) and slack.shape == expected.shape):
-            slack = float(slack.max()) if slack.numel() else 0.0
-        elif not bool((slack > 0).any()):
-            return tolerance
-        else:
-            return dataclasses.replace(tolerance, atol=tolerance.atol + slack)
-    return dataclasses.replace(tolerance, atol=tolerance.atol + slack) if slack else tolerance
 
 
 def _gap(narrow, wide) -> float:
