@@ -214,9 +214,15 @@ def prefix_like_conda(prefix: Path) -> Path:
     skip = shutil.ignore_patterns("site-packages", "test", "idlelib", "tkinter", "turtledemo", "lib2to3",
                                   "config-*", "__pycache__", "ensurepip")
     shutil.copytree(base / "lib" / version, prefix / "lib" / version, ignore=skip)
-    (prefix / "lib" / version / "site-packages").mkdir()
-    (prefix / "lib" / version / "site-packages" / "test-runtime.pth").write_text(PURELIB + "\n")
-    return prefix / "bin" / version
+    python = prefix / "bin" / version
+    # the site folder this interpreter reads: site-packages, or dist-packages where its site.py is Debian's
+    # (issue 35: a .pth in site-packages went unread there, and torch with it)
+    folders = subprocess.run([str(python), "-S", "-c", "import site; print(*site.getsitepackages(), sep='\\n')"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    site_folder = next(Path(f) for f in folders if Path(f).is_relative_to(prefix))
+    site_folder.mkdir(parents=True, exist_ok=True)
+    (site_folder / "test-runtime.pth").write_text(PURELIB + "\n")
+    return python
 
 
 def test_a_conda_style_prefix(course_wheel, tmp_path):
