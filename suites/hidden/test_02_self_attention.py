@@ -10,8 +10,9 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import dessert, journey
-from lesson.checks_02 import (copied_pairs, copy_gives_output, copy_gives_parameters, cross_roles, linear_roles,
-                              module_same, sdpa_same, v1_roles, weights_same)
+from lesson.checks_02 import (copied_pairs, copy_gives_output, copy_gives_parameters, copy_keeps_own_storage,
+                              copy_refuses_biases, cross_roles, linear_roles, module_same, sdpa_same, v1_roles,
+                              weights_same)
 
 pytestmark = assignment("02_self_attention")
 
@@ -198,6 +199,16 @@ def test_copy_v2_weights_parameters(grade, d_in, d_out, dtype):
 def test_copy_v2_weights_same_output(grade):
     v2, v1 = copied_pairs(grade, 6, 4)
     copy_gives_output(grade, v2, v1, grade.randn(5, 6))
+
+
+@exercise("copy_v2_weights_into_v1", weight=2)
+def test_copy_v2_weights_leaves_v1_its_own_storage(grade):
+    copy_keeps_own_storage(grade, 4, 3)
+
+
+@exercise("copy_v2_weights_into_v1", weight=2)
+def test_copy_v2_weights_refuses_biases(grade):
+    copy_refuses_biases(grade, 6, 4)
 
 
 # --- CrossAttention ----------------------------------------------------------------------------------

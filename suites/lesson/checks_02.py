@@ -193,6 +193,39 @@ def copy_gives_parameters(grade, v2, v1):
         raise CheckFailed(failure.message, ("input-mutated",)) from None
 
 
+def copy_keeps_own_storage(grade, d_in, d_out, dtype=None):
+    """After a right copy the v1's parameters hold storage of their own: new weights written into the v2
+    (in place, as an optimizer step would) leave the v1 as it was. Parameters replaced by the v2's
+    transposed weights (nn.Parameter(weight.T), or .data = weight.T: a view) change with the v2."""
+    v2, v1 = copied_pairs(grade, d_in, d_out, dtype)
+    copy_gives_parameters(grade, v2, v1)  # the points come with a right copy
+    v2.new_weights(*(f"W_{role}" for role in mistaken.ROLES))
+    theirs = v1.student_parameters()
+    moved = [n for n, p in v1.reference_parameters().items()
+             if difference(theirs.get(n), p, grade.tolerance(p), f"parameter {n}")]
+    if moved:
+        raise CheckFailed(f"after copy_v2_weights_into_v1(v2, v1), a change to the v2's weights changed the v1's "
+                          f"{', '.join(moved)} too: they share the v2's storage (weight.T is a view, and "
+                          "nn.Parameter(weight.T) or .data = weight.T keeps it). Copy the values into the v1's own "
+                          "parameters: with torch.no_grad(): v1.W_query.copy_(v2.W_query.weight.T)")
+
+
+def copy_refuses_biases(grade, d_in, d_out):
+    """After a right copy of a v2 without biases, a v2 with biases (qkv_bias=True) is refused with a
+    ValueError: the v1 has no biases to receive them, so its output would differ."""
+    copy_gives_parameters(grade, *copied_pairs(grade, d_in, d_out))  # the points come with a right copy
+    biased = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=True)
+    v1 = grade.module("SelfAttention_v1", d_in, d_out)
+    try:
+        grade.raises(("ValueError",), "copy_v2_weights_into_v1", biased.handle, v1.handle)
+    except CheckFailed as failure:
+        what = failure.message.rsplit(", but ", 1)[-1]
+        raise CheckFailed("copy_v2_weights_into_v1(v2, v1) with a SelfAttention_v2(qkv_bias=True) should raise "
+                          "ValueError (the v1 has no biases to receive the v2's, so its output would differ), but "
+                          + ("it returned normally: the biases were dropped" if what == "returned normally"
+                             else what)) from None
+
+
 def copy_gives_output(grade, v2, v1, x):
     """After the copy the v1's forward gives the v2's output on ``x``; when its weights arrived right, a
     wrong output is its forward's (the attention it calls, where that explains it, else SelfAttention_v1)."""

@@ -176,6 +176,16 @@ def test_copy_gives_v1_the_output_of_v2(grade):
     checks.copy_gives_output(grade, v2, v1, grade.randn(7, 5))
 
 
+@exercise("copy_v2_weights_into_v1", weight=2)
+def test_copy_leaves_v1_storage_of_its_own(grade):
+    checks.copy_keeps_own_storage(grade, 5, 2, torch.float64)
+
+
+@exercise("copy_v2_weights_into_v1", weight=2)
+def test_copy_refuses_a_v2_with_biases(grade):
+    checks.copy_refuses_biases(grade, 3, 5)
+
+
 # --- CrossAttention ----------------------------------------------------------------------------------
 @exercise("CrossAttention", weight=3)
 def test_cross_attention_on_the_lesson_data(grade):

@@ -1,4 +1,4 @@
-"""copy_v2_weights_into_v1: In-place `copy_` of each transposed Linear weight into the existing v1 parameter under `torch.no_grad()`. (written blind, from the contract alone)."""
+"""copy_v2_weights_into_v1: In-place `copy_` of each transposed Linear weight into the existing v1 parameter under `torch.no_grad()`. (written blind, from the contract alone). Under the contract's row it is a mistake: a v2 with biases is copied (biases dropped) instead of raising ValueError (issue 34, item 9)."""
 import torch
 from torch import nn
 

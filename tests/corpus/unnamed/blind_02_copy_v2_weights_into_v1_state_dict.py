@@ -1,4 +1,4 @@
-"""copy_v2_weights_into_v1: Builds a v1 state dict from `v2.state_dict()` with transposed `.weight` entries and calls `v1.load_state_dict`. (written blind, from the contract alone)."""
+"""copy_v2_weights_into_v1: Builds a v1 state dict from `v2.state_dict()` with transposed `.weight` entries and calls `v1.load_state_dict`. (written blind, from the contract alone). Under the contract's row it is a mistake: a v2 with biases is copied (strict=False drops them) instead of raising ValueError (issue 34, item 9)."""
 import torch
 
 
