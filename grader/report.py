@@ -91,7 +91,18 @@ def _table(result: SubmissionResult, colour: bool = False) -> str:
                    for a in result.assignments]
     total = "–" if result.grader_error else _points(result.score)
     return _draw(assignments, f"total {total}/{_points(result.max_score)}   seed {result.seed}   "
-                              f"device {result.device}   {result.duration_s:.1f} s", colour)
+                              f"device {result.device}   {result.duration_s:.1f} s\n"
+                              f"{isolation_line(result.isolation)}", colour)
+
+
+ISOLATION = {"separate-user": "sandboxed (bubblewrap), as a user of its own",
+             "user-namespace": "sandboxed (bubblewrap, user namespaces), as your user",
+             "separate-user-only": "as a user of its own, with no sandbox"}
+
+
+def isolation_line(mode: str) -> str:
+    """How the student code ran, in one line under the table (issue 35: only JSON said it)."""
+    return f"your code ran {ISOLATION.get(mode, 'as your own user, with no sandbox')}"
 
 
 def table_of(data: dict) -> str:
@@ -108,7 +119,8 @@ def table_of(data: dict) -> str:
                             "sources": sources, "feedback": feedback, "exercises": exercises})
     total = "–" if data.get("grader_error") else _points(data.get("score", 0))
     return _draw(assignments, f"total {total}/{_points(data.get('max_score', 0))}   seed {data.get('seed')}   "
-                              f"device {data.get('device')}   {data.get('duration_s', 0):.1f} s", False)
+                              f"device {data.get('device')}   {data.get('duration_s', 0):.1f} s\n"
+                              f"{isolation_line(str(data.get('isolation', '')))}", False)
 
 
 def _draw(assignments: list[dict], footer: str, colour: bool) -> str:

@@ -263,3 +263,17 @@ def test_markdown_shows_feedback_a_submission_wrote_as_text():
     shown = _rendered(render(result, "markdown"))
     assert "<img" not in shown and "<a " not in shown
     assert "ValueError: &lt;img src=x onerror=alert(1)&gt; ![p](http://evil/p.png)" in shown
+
+
+@pytest.mark.parametrize("mode,said", [("separate-user", "sandboxed (bubblewrap), as a user of its own"),
+                                       ("user-namespace", "sandboxed (bubblewrap, user namespaces), as your user"),
+                                       ("none", "as your own user, with no sandbox")])
+def test_the_table_says_how_the_code_was_isolated_in_one_line(result, mode, said):
+    """Issue 35: only JSON said how the student's code ran; the table a student reads says it too,
+    drawn from the result or from its JSON alike."""
+    from grader.report import table_of
+
+    result.isolation = mode
+    drawn = render(result, "table")
+    assert f"your code ran {said}" in drawn.splitlines()
+    assert f"your code ran {said}" in table_of(json.loads(render(result, "json"))).splitlines()
