@@ -26,14 +26,16 @@ _ENTRIES = (
         "softmax-wrong-dim",
         "Your softmax normalises along the wrong dimension, so the weights do not sum to 1 over the keys.",
         "Normalise along the dimension you are given (the last one, the keys, in attention): "
-        "01 section 4, \"A softmax that does not overflow\".",
+        "01 section 4, \"A softmax that does not overflow\"; for attention's weights, 01 section 7, "
+        "\"Simplified self-attention\", and 02 section 2, \"Scaled dot-product attention\".",
         "weights = torch.softmax(scores, dim=0)"),
     Misconception(
         "softmax-unstable",
         "Your softmax overflows: large scores give inf or NaN, or a slice that is all -inf gives NaN "
         "instead of zeros.",
         "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0), and give "
-        "such a slice zeros rather than 0/0 (divide where the sum is above 0, e.g. with torch.where): "
+        "such a slice zeros rather than 0/0 (divide by a sum that cannot be 0, e.g. s.clamp_min(tiny): a "
+        "torch.where placed after a 0/0 hides it from the output but not from the gradient): "
         "01 section 3, \"Where the naive formula breaks\", and section 4, \"A softmax that does not overflow\".",
         "return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)"),
     Misconception(

@@ -9,8 +9,11 @@ is present (the instructor's grading) and when its outputs are replayed (a stude
 """
 from __future__ import annotations
 
+import torch
+
 from grader import diagnose
 from grader.authoring import Mistake
+from grader.outcomes import CheckFailed, GradientFailure
 from lesson import mistaken
 
 
@@ -27,7 +30,35 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
         return diagnose.UNSTABLE if diagnose.unstable(out, right) else None
 
     grade.same(name, x, grad=grad, grad_scale=grad_scale, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
-               explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax", **kwargs)
+               explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax",
+               root_cause=nan_gradient_explained(x, dim) if grad else None, **kwargs)
+
+
+def nan_gradient_explained(x, dim):
+    """A root cause (grader.harness.Grade.same) that blames no helper but explains a right output whose
+    gradient has NaN: where the NaN first appears (the backward pass; on the slices of ``x`` that are
+    all -inf, when it is only there) and its usual cause. None for any other failure."""
+    def explain(failure, out):
+        grads = failure.reply.grads if isinstance(failure, GradientFailure) else None
+        grad = grads[0] if grads else None
+        if not isinstance(grad, torch.Tensor) or grad.shape != x.shape or not grad.isnan().any():
+            return None
+        nan = grad.detach().cpu().isnan()
+        hidden = torch.isneginf(x).all(dim=dim, keepdim=True).expand_as(x)
+        if hidden.any() and not (nan & ~hidden).any():
+            return CheckFailed(
+                f"{failure.message}; your output is right: the NaN first appears in the gradient, on the slices "
+                "that are all -inf (and only there). Its usual cause is a division that is 0/0 on those slices, "
+                "hidden from the output by a torch.where (or nan_to_num, masked_fill) placed after it: autograd "
+                "still differentiates the branch the where does not select, and 0 × NaN is NaN. Divide by a sum "
+                "that cannot be 0 instead (s.clamp_min(tiny), or torch.where(s > 0, s, 1)), so that no 0/0 is "
+                "ever computed")
+        return CheckFailed(
+            f"{failure.message}; your output is right: the NaN first appears in the gradient (the backward "
+            "pass). Its usual cause is a step whose derivative is infinite or 0/0 where its result is not used "
+            "(a division by a sum that can be 0, hidden afterwards by torch.where or nan_to_num): compute no such "
+            "value at all, e.g. divide by s.clamp_min(tiny)")
+    return explain
 
 
 def simple_attention_root_cause(grade, x):
