@@ -20,7 +20,7 @@ from grader.authoring import Mistake, ScaleSearch
 from grader.dropout import expect_dropout_on_weights
 from grader.errors import UsageError
 from grader.harness import CheckFailed, StudentFault
-from grader.outcomes import RaisedFailure
+from grader.outcomes import GradientFailure, RaisedFailure
 from lesson import mistaken
 from lesson.checks_03 import eval_dropout_named, linear, student_module
 
@@ -368,12 +368,15 @@ def fused_sizes(pair):
     return chan, heads, argument(pair, "qk_scale") or (chan // heads) ** -0.5
 
 
-def fused_parts(pair, x, *, transpose=True):
+def fused_parts(pair, x, *, transpose=True, per_head=False):
     """q, k, v of the fused projection, stacked: [3, B, H, N, hd]; ``transpose=False``: each of them
-    reshaped straight from [B, N, chan] to [B, H, N, hd] (heads-split-without-transpose)."""
+    reshaped straight from [B, N, chan] to [B, H, N, hd] (heads-split-without-transpose); ``per_head``:
+    the layout reshape(B, N, H, 3, hd), q, k and v interleaved per head (no catalogue id)."""
     batch, tokens, _ = x.shape
     chan, heads, _ = fused_sizes(pair)
     fused = linear(pair.weights, "qkv", x)
+    if per_head:
+        return fused.reshape(batch, tokens, heads, 3, chan // heads).permute(3, 0, 2, 1, 4)
     if not transpose:
         return fused.reshape(batch, tokens, 3, chan).permute(2, 0, 1, 3).reshape(3, batch, heads, tokens,
                                                                                  chan // heads)
@@ -399,7 +402,9 @@ def fused_variant(pair, x, *, scale=None, skip=True, causal=False, proj=True, me
     return out + merge(v, merge_transpose if skip_transpose is None else skip_transpose) if skip else out
 
 
-def fused_mistakes(pair):
+def fused_mistakes(pair, split=None):
+    """The block's mistakes, each as a candidate ``(id, what, make(x, seed))``; ``split``: q, k, v as the
+    student's own split_qkv gives them (stacked), to name the block's own mistake stacked on that one."""
     chan, heads, right_scale = fused_sizes(pair)
     changes = [
         (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]", {"skip": False}),
@@ -424,9 +429,28 @@ def fused_mistakes(pair):
     if argument(pair, "qk_scale") is not None:
         changes.append(("wrong-scale", "the default scale head_dim**-0.5 although qk_scale was given",
                         {"scale": (chan // heads) ** -0.5}))
+    if split is not None:  # on the student's own split: the block's mistakes that stack on it
+        return [(m, d, (lambda x, s, flags=flags: fused_variant(pair, x, parts=split, **flags)))
+                for m, d, flags in changes if "split_transpose" not in flags and "order" not in flags] + [
+            (None, "", lambda x, s: ScaleSearch(lambda c: fused_variant(pair, x, parts=split, scale=c), right_scale,
+                                                "qk_scale or head_dim**-0.5"))]
+    # two mistakes stacked: each of those with an id on q, k, v split with the per-head layout (which has
+    # none), named with the one that has
+    per_head = "q, k, v split from the fused projection with the per-head layout reshape(B, N, H, 3, hd); " \
+               "the fused layout is reshape(B, N, 3, H, hd).permute(2, 0, 3, 1, 4)"
+
+    def on_per_head(x, **flags):
+        return fused_variant(pair, x, parts=fused_parts(pair, x, per_head=True), **flags)
+
     return [(m, d, (lambda x, s, flags=flags: fused_variant(pair, x, **flags))) for m, d, flags in changes] + [
+        (None, per_head, lambda x, s: on_per_head(x)),
+        *((m, f"{d}, and {per_head}", (lambda x, s, flags=flags: on_per_head(x, **flags)))
+          for m, d, flags in changes if m and "split_transpose" not in flags),
         (None, "", lambda x, s: ScaleSearch(lambda c: fused_variant(pair, x, scale=c), right_scale,
-                                            "qk_scale or head_dim**-0.5"))]
+                                            "qk_scale or head_dim**-0.5")),
+        (None, "", lambda x, s: ScaleSearch(lambda c: on_per_head(x, scale=c), right_scale,
+                                            "qk_scale or head_dim**-0.5 (your q, k, v are also split with the "
+                                            "per-head layout reshape(B, N, H, 3, hd))"))]
 
 
 def fused_right(pair):
@@ -453,6 +477,12 @@ def fused_root_cause(grade, pair, x, seed):
                      for order in itertools.permutations(range(3)) if order != (0, 1, 2)])
                 if blamed:
                     return blamed
+                stacked = torch.stack(theirs)
+                if not isinstance(failure, (GradientFailure, RaisedFailure)) and stacked.shape == parts.shape \
+                        and not diagnose.matches(grade, stacked.to(parts.dtype), parts):
+                    own = stacked_on_split(grade, failure, out, pair, xc, stacked.to(parts.dtype), seed)
+                    if own:
+                        return own
             attended = mistaken.attend(parts[0], parts[1], parts[2], scale=scale)
             both = torch.stack((attended, parts[2]))  # merged: proj(first) + second
             # a raise is tried as the module met it, on heads that autograd tracks (an in-place transpose_
@@ -469,6 +499,20 @@ def fused_root_cause(grade, pair, x, seed):
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])
     return blame
+
+
+def stacked_on_split(grade, failure, out, pair, x, split, seed):
+    """Two mistakes stacked, one in the student's own split_qkv (charged in split_qkv) and one in the
+    block: the block's own, named where one of its mistakes computed on the student's split is the
+    output. None where none is (or only an unnamed one)."""
+    found = diagnose.first_match(grade, out, [
+        (m, what, lambda make=make: make(x, seed)) for m, what, make in fused_mistakes(pair, split=split)],
+        right=fused_variant(pair, x, parts=split))
+    if not found or not found[0]:
+        return None
+    misconception, explanation = found
+    return CheckFailed(f"{failure.message}; your split_qkv is wrong (fix the split_qkv exercise), and given the "
+                       f"q, k, v it gives, your block has a mistake of its own: {explanation}", (misconception,))
 
 
 DIAGNOSES.update({WRAPPER: (wrapper_mistakes, wrapper_right, heads_root_cause),
