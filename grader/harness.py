@@ -164,6 +164,7 @@ class Grade:
         None otherwise: the worker then watches operators only for forbidden ones)."""
         import torch
 
+        self._called = (target, label, args)  # for naming an argument in what the checks say (argument_name)
         try:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                           "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
@@ -454,7 +455,7 @@ class Grade:
         import torch
 
         if reply.mutated:
-            raise CheckFailed(f"{what} modified its input in place (argument {reply.mutated[0] + 1}); "
+            raise CheckFailed(f"{what} modified its input {self.argument_name(reply.mutated[0])} in place; "
                               "compute a new tensor instead", ("input-mutated",))
         out = reply.out
         pairs = list(zip(out, expected)) if isinstance(out, tuple) and isinstance(expected, tuple) \
@@ -488,14 +489,42 @@ class Grade:
         for index in wanted:
             g = got[index] if index < len(got) else None
             if g is None:
-                raise CheckFailed(f"{name}: no gradient flows from the output back to argument {index + 1} "
+                raise CheckFailed(f"{name}: no gradient flows from the output back to {self.argument_name(index)} "
                                   "(was it detached, or used outside autograd?)")
             tolerance = self.tolerance(expected[index])
             extra = slack[index] if slack and index < len(slack) else 0.0
             tolerance = widen(tolerance, extra, expected[index])
-            problem = difference(g, expected[index], tolerance, f"the gradient for argument {index + 1}")
+            problem = difference(g, expected[index], tolerance, f"the gradient for {self.argument_name(index)}")
             if problem:
                 raise CheckFailed(f"{name}: {problem}{self.case()}")
+
+    def argument_name(self, index: int) -> str:
+        """The last call's tensor argument ``index`` (its tensors flattened, as the worker numbers them), named
+        as the exercise's signature names it: "x (argument 1)"; "argument 1" where the reference is not at
+        hand (a replayed run) or the tensor is one of several in an argument."""
+        import inspect
+
+        import torch
+
+        plain = f"argument {index + 1}"
+        target, label, args = getattr(self, "_called", (None, None, ()))
+        seen = 0
+        for position, arg in enumerate(args):
+            count = sum(isinstance(a, torch.Tensor) for a in flatten(arg))
+            if index < seen + count:
+                break
+            seen += count
+        else:
+            return plain
+        if self.replaying or not isinstance(arg, torch.Tensor):
+            return plain
+        try:
+            fn = getattr(self.ref, target) if isinstance(target, str) else getattr(getattr(self.ref, label), "forward")
+            names = [p.name for p in inspect.signature(fn).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][0 if isinstance(target, str) else 1:]
+        except (AttributeError, TypeError, ValueError):
+            return plain
+        return f"{names[position]} ({plain})" if position < len(names) else plain
 
     def _expect_param_grads(self, reply: Reply, expected: dict | None, what: str):
         """A gradient for every parameter the reference's has one for, matching it."""
