@@ -443,3 +443,43 @@ def attention_scores(inputs):
     simple = by_name["simple_self_attention"]
     assert simple.status == "passed" and simple.score == simple.max_score, simple.feedback
     assert "right, given your attention_scores" in simple.feedback
+
+
+# issue 34: feedback for the mistakes learners really make (items 1, 9, 10, 11b); items 8 and 10's correct
+# buffer are corpus entries (mistakes/wrong-scale/issue34_04_*, correct/issue34_03_*), graded above
+ISSUE_34 = {
+    "unnamed/issue34_01_softmax_where_after_division": ("the NaN first appears in the gradient, on the slices that "
+                                                        "are all -inf", "torch.where"),
+    "unnamed/issue34_02_copy_v2_weights_into_v1_shared_storage_no_raise": ("share the v2's storage",),
+    "unnamed/issue34_02_copy_v2_weights_into_v1_data_assignment": ("share the v2's storage",),
+    "unnamed/issue34_02_copy_v2_weights_into_v1_no_bias_check": ("should raise ValueError", "qkv_bias=True"),
+    "unnamed/issue34_03_CausalAttention_mask_plain_attribute": ("self.mask is a plain tensor attribute",),
+    "attempts/learner_01_softmax_inplace_sub": ("modified its input x (argument 1) in place",),
+}
+
+
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_issue_34_each_failure_is_explained_in_the_exercise_s_terms(course, grader, tmp_path, suite):
+    entries = [e for e in corpus.unnamed() + corpus.learner("attempts") if e.name in ISSUE_34]
+    assert len(entries) == len(ISSUE_34)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite)
+    for name, phrases in ISSUE_34.items():
+        exercise, _ = results[name]
+        assert exercise.score < exercise.max_score, name
+        for phrase in phrases:
+            assert phrase in exercise.feedback, (name, exercise.feedback[:600])
+
+
+def test_issue_34_two_stacked_mistakes_in_the_fused_block_name_the_one_that_separates(graded):
+    for name in ("wrong-scale/issue34_04_fused_per_head_split_and_inverse_scale",
+                 "wrong-scale/issue34_04_fused_own_split_per_head_and_inverse_scale"):
+        exercise, assignment = graded[name]
+        assert exercise.misconceptions == ["wrong-scale"], exercise.feedback
+        split = next(e for e in assignment.exercises if e.name == "split_qkv")
+        assert ("split_qkv" in exercise.feedback or "per-head layout" in exercise.feedback)
+    assert split.status == "failed"  # the own split is charged in split_qkv
+
+
+def test_issue_34_the_causal_mask_buffer_is_judged_by_behaviour_not_convention(graded):
+    exercise, _ = graded["correct/issue34_03_CausalAttention_nanogpt_tril_buffer"]
+    assert exercise.status == "passed" and exercise.score == exercise.max_score, exercise.feedback
