@@ -68,7 +68,8 @@ class Student:
             if fault.kind == "crashed":  # the worker could not start as it must
                 raise fault
             kind = "not_implemented" if fault.kind == "not_implemented" else "error"
-            raise StudentFault(kind, "importing your module failed:\n" + fault.message)
+            raise StudentFault(kind, "importing your module failed:\n" + fault.message
+                               + earlier_module_missing(self.session.course, self.assignment, fault))
         return self.worker
 
     def request(self, payload: dict) -> dict:
@@ -85,7 +86,9 @@ class Student:
                 self.timed_out.add(key)
             raise StudentFault(fault.kind, fault.message + self.where_it_was(fault)) from None
         if reply.get("ok") is not True:
-            raise fault_of(reply)
+            fault = fault_of(reply)
+            missing = earlier_module_missing(self.session.course, self.assignment, fault)
+            raise StudentFault(fault.kind, fault.message + missing, fault.exception) if missing else fault
         return reply
 
     def where_it_was(self, fault: WorkerFault) -> str:
@@ -151,6 +154,20 @@ def helper_named(message: str) -> str:
 
 
 FAULT_KINDS = ("error", "not_implemented", "forbidden", "crashed", "timeout")  # each scores 0
+
+
+def earlier_module_missing(course: Course, assignment, fault: StudentFault) -> str:
+    """What to do when the module imports another assignment's module that is not beside it (04's
+    ``from causal_attention import CausalAttention`` graded alone): grade the two together."""
+    if fault.exception not in ("ModuleNotFoundError", "ImportError"):
+        return ""
+    for other in course.assignments:
+        stem = other.module.removesuffix(".py")
+        if other.id != assignment.id and (f"'{stem}'" in fault.message or f"from {stem} " in fault.message):
+            return (f"\nYour {assignment.module} imports {stem}, the module of {other.id}, which is not in the "
+                    f"submission: grade the two together (grade check {other.id} {assignment.id}), or put your "
+                    f"{other.module} beside it")
+    return ""
 
 
 def fault_of(reply: dict) -> StudentFault:

@@ -299,3 +299,16 @@ def test_hostile_replies_cost_the_grading_process_at_most_twice_a_clean_runs_mem
         assert got["code"] in (0, 1) and not got["traceback"], (name, got["stderr"])
         assert got["peak_mib"] <= 2 * clean[key]["peak_mib"], (name, got["peak_mib"], clean[key]["peak_mib"])
         assert got["score"] < 100, name
+
+
+def test_a_module_of_an_earlier_assignment_missing_says_to_grade_the_two_together(course):
+    """Issue 34, item 11(d): 04 graded alone gave a bare ModuleNotFoundError: causal_attention."""
+    from grader.outcomes import StudentFault
+    from grader.session import earlier_module_missing
+
+    fourth = course.assignment("04_multi_head_attention")
+    missing = StudentFault("error", "ModuleNotFoundError: No module named 'causal_attention'", "ModuleNotFoundError")
+    said = earlier_module_missing(course, fourth, missing)
+    assert "grade check 03_causal_attention 04_multi_head_attention" in said and "causal_attention.py" in said
+    other = StudentFault("error", "ModuleNotFoundError: No module named 'einops'", "ModuleNotFoundError")
+    assert earlier_module_missing(course, fourth, other) == ""
