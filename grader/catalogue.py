@@ -174,47 +174,67 @@ _ENTRIES = (
         "Use matrix products over the whole sequence (inputs @ inputs.transpose(-2, -1)): 01 section 6, "
         "\"From loops to matrix products\".",
         "for i in range(T): scores[i] = inputs @ inputs[i]"),
-    # 06_decoding_attention. The hints name no lesson section yet: 06's lesson is still to be written.
+    # 06_decoding_attention (its lesson: solutions/06_decoding_attention/decoding_attention.ipynb)
     Misconception(
         "kv-heads-tiled",
         "Your key/value groups are repeated as a tile ([K1, K2, K1, K2]) instead of each group in a row "
         "([K1, K1, K2, K2]), so query heads read the wrong group.",
         "Query head h uses group h // (num_heads / num_kv_groups): repeat each group in place with "
-        "repeat_interleave along the head dimension, not repeat (which tiles).",
+        "repeat_interleave along the head dimension, not repeat (which tiles): 06 section 3, "
+        "\"Grouped-query attention\".",
         "keys = keys.repeat(1, group_size, 1, 1)"),
     Misconception(
         "cache-not-used",
         "Your cached attention computes the keys and values of earlier tokens again on every call instead "
         "of reading them from the cache.",
         "With use_cache=True, project only the new tokens, append their keys and values to cache_k and "
-        "cache_v, and attend over the whole cache.",
+        "cache_v, and attend over the whole cache: 06 section 2, \"A KV cache\".",
         "keys = self.W_key(all_tokens_so_far)"),
     Misconception(
         "cache-position-not-advanced",
         "Your cached calls place the new tokens at position 0 again: the causal mask or the rotary angles "
         "restart instead of continuing after the cached tokens.",
         "Keep the number of cached tokens and use it as the offset of the new queries, for the mask "
-        "(q_start) and for apply_rope (offset).",
+        "(q_start) and for apply_rope (offset): 06 section 1, \"Rotary positions\", and section 2, \"A KV cache\".",
         "mask = causal_mask(num_tokens)  # ignores the tokens already in the cache"),
     Misconception(
         "rope-pairs-interleaved",
         "Your rotary embedding rotates adjacent pairs (x0, x1), (x2, x3), ... instead of the two halves of "
         "each head (x_i with x_{i + head_dim/2}).",
         "Split each head into its first and second half and rotate x*cos + cat(-x2, x1)*sin, as the "
-        "angles from compute_rope_params are laid out over both halves.",
+        "angles from compute_rope_params are laid out over both halves: 06 section 1, \"Rotary positions\".",
         "rotated = torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)"),
     Misconception(
         "window-off-by-one",
         "Your sliding window shows one key too many or too few: each query must see itself and exactly "
         "the window - 1 tokens before it.",
-        "Hide key j from query i when j > i or i - j >= window; compare with >=, not >.",
+        "Hide key j from query i when j > i or i - j >= window; compare with >=, not >: 06 section 4, "
+        "\"Sliding windows\".",
         "hidden = (j > i) | (i - j > window)"),
     Misconception(
         "cache-not-reset",
         "Your reset_cache leaves keys and values of the previous sequence in the cache, so a new sequence "
         "attends to tokens of the old one.",
-        "Set cache_k and cache_v (and the position counter) back to None or 0 in reset_cache.",
+        "Set cache_k and cache_v (and the position counter) back to None or 0 in reset_cache: 06 section 2, "
+        "\"A KV cache\".",
         "def reset_cache(self): pass"),
+    # 06's mistakes beyond the contract's ids (issue 34: common, and none of those fits)
+    Misconception(
+        "rope-frequencies-wrong",
+        "Your rotary frequencies are wrong: the angle of pair i is pos * theta_base^(-2i/head_dim), but yours "
+        "use another exponent (i/head_dim, the factor 2 lost, or a positive one), so the pairs turn at the "
+        "wrong speeds.",
+        "Take the exponents from torch.arange(0, head_dim, 2) / head_dim (2i/head_dim for i < head_dim/2) and "
+        "invert: 1.0 / theta_base ** exponents: 06 section 1, \"Rotary positions\".",
+        "inv_freq = 1.0 / theta_base ** (torch.arange(head_dim // 2) / head_dim)"),
+    Misconception(
+        "window-cache-too-small",
+        "Your sliding-window cache keeps, and attends over, only the last sliding_window_size keys: a cached "
+        "call of T tokens needs window + T - 1 of them, since its first query still sees the window - 1 "
+        "tokens before it.",
+        "Attend over the cached keys together with the new ones (the last window + T - 1 of them), and trim "
+        "the cache to the last window positions after attending: 06 section 4, \"Sliding windows\".",
+        "keys = torch.cat([self.cache_k, keys], dim=2)[:, :, -window:]"),
 )
 
 CATALOGUE: dict[str, Misconception] = {entry.id: entry for entry in _ENTRIES}

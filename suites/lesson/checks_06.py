@@ -29,23 +29,43 @@ def _torch():
 
 
 # --- rotary positions --------------------------------------------------------------------------------
-def rope_angles(head_dim, theta_base, context_length, *, interleaved=False):
-    """The angles in float64: halves (the course's layout), or pairs repeated in place (interleaved)."""
+def rope_angles(head_dim, theta_base, context_length, *, interleaved=False, frequencies="2i/hd"):
+    """The angles in float64: halves (the course's layout), or pairs repeated in place (interleaved).
+    ``frequencies``: the lesson's theta_base^(-2i/hd), or a mistaken exponent: "i/hd" (the factor 2
+    lost: i counted 0, 1, 2, ... over hd) or "+2i/hd" (the sign lost: frequencies that grow)."""
     torch = _torch()
-    inv_freq = theta_base ** -(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # [hd/2]
+    exponent = {"2i/hd": -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim,
+                "i/hd": -torch.arange(head_dim // 2, dtype=torch.float64) / head_dim,
+                "+2i/hd": torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim}[frequencies]
+    inv_freq = float(theta_base) ** exponent  # [hd/2]
     angles = torch.arange(context_length, dtype=torch.float64)[:, None] * inv_freq[None, :]  # [L, hd/2]
     return angles.repeat_interleave(2, dim=-1) if interleaved else torch.cat([angles, angles], dim=-1)
 
 
-def rope(x, cos, sin, offset=0, *, pairs=False):
-    """x rotated by the angles of positions offset...: the two halves, or (``pairs``) adjacent pairs."""
+# how apply_rope may mistake the course's layout (the two halves) for adjacent pairs (2i, 2i+1):
+# "pairs" rotates each pair by its angle (the RoPE paper's, Meta's Llama's layout), "every-two" is GPT-J's
+# rotate_every_two with the course's tables (x*cos + stack(-x_odd, x_even)*sin), "even-odd-halves" splits
+# x[..., ::2] and x[..., 1::2] but keeps the halves' formula (x*cos + cat(-x_odd, x_even)*sin), and
+# "pairs-every-other-angle" rotates the pairs by the tables' columns 0, 2, 4, ... (cos[..., ::2])
+PAIR_LAYOUTS = ("pairs", "every-two", "even-odd-halves", "pairs-every-other-angle")
+
+
+def rope(x, cos, sin, offset=0, *, pairs=False, layout=None):
+    """x rotated by the angles of positions offset...: the two halves, or (``pairs``) adjacent pairs;
+    ``layout``: one of PAIR_LAYOUTS."""
     torch = _torch()
+    layout = layout or ("pairs" if pairs else "halves")
     half, num_tokens = x.shape[-1] // 2, x.shape[-2]
     cos, sin = cos[offset:offset + num_tokens], sin[offset:offset + num_tokens]  # [T, hd]
-    if not pairs:
-        return (x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin).to(x.dtype)
-    c, s = cos[:, :half], sin[:, :half]  # [T, hd/2]: angle i for the pair (2i, 2i+1)
     even, odd = x[..., 0::2], x[..., 1::2]
+    if layout == "halves":
+        return (x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin).to(x.dtype)
+    if layout == "every-two":
+        return (x * cos + torch.stack([-odd, even], dim=-1).flatten(-2) * sin).to(x.dtype)
+    if layout == "even-odd-halves":
+        return (x * cos + torch.cat([-odd, even], dim=-1) * sin).to(x.dtype)
+    # angle i for the pair (2i, 2i+1): the tables' first half, or every other column
+    c, s = (cos[:, :half], sin[:, :half]) if layout == "pairs" else (cos[:, 0::2], sin[:, 0::2])  # [T, hd/2]
     return torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2).to(x.dtype)
 
 
@@ -64,10 +84,19 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
     """compute_rope_params(head_dim, theta_base, context_length) against the reference's."""
     torch = _torch()
     args = (head_dim, theta_base, context_length)
+
+    def tables(**how):
+        return lambda: tuple(f(rope_angles(*args, **how)).float() for f in (torch.cos, torch.sin))
+
     grade.same("compute_rope_params", *args, slack=angle_rounding(*args), mistakes=[
         Mistake("rope-pairs-interleaved", "your angles repeat each frequency in place (i, i, i+1, i+1, ...); "
-                "RoPE here uses the same angles for both halves: cat([angles, angles])",
-                lambda: tuple(f(rope_angles(*args, interleaved=True)).float() for f in (torch.cos, torch.sin)))])
+                "RoPE here uses the same angles for both halves: cat([angles, angles])", tables(interleaved=True)),
+        Mistake("rope-frequencies-wrong", "your frequencies are theta_base^(-i/head_dim) for i = 0, 1, 2, ...: the "
+                "exponent of pair i is 2i/head_dim (torch.arange(0, head_dim, 2) / head_dim), so the slowest pair "
+                "turns head_dim/2 times too fast", tables(frequencies="i/hd")),
+        Mistake("rope-frequencies-wrong", "your frequencies grow with i (theta_base^(+2i/head_dim)): each pair's "
+                "angle is pos * theta_base^(-2i/head_dim), 1.0 / theta_base ** (2i / head_dim)",
+                tables(frequencies="+2i/hd"))])
 
 
 def rope_tables(head_dim, context_length=64, dtype=None):
@@ -79,8 +108,17 @@ def rope_tables(head_dim, context_length=64, dtype=None):
 
 def rope_same(grade, x, cos, sin, offset=0, grad=False):
     """apply_rope(x, cos, sin, offset=offset) against the reference's (gradients for x only)."""
-    mistakes = [Mistake("rope-pairs-interleaved", "your code rotates adjacent pairs (x[2i], x[2i+1]); RoPE here "
-                        "rotates the two halves, x[i] with x[i + hd/2]", lambda: rope(x, cos, sin, offset, pairs=True))]
+    said = {"pairs": "your code rotates adjacent pairs (x[2i], x[2i+1])",
+            "every-two": "your code rotates adjacent pairs (x[2i], x[2i+1]), GPT-J's rotate_every_two: "
+                         "stack(-x[..., 1::2], x[..., ::2]), with the tables' angles of the halves",
+            "even-odd-halves": "your code splits the features into even and odd ones (x[..., ::2], x[..., 1::2]) "
+                               "where the formula's x1 and x2 are the first and second half",
+            "pairs-every-other-angle": "your code rotates adjacent pairs (x[2i], x[2i+1]) by every other column of "
+                                       "the tables (cos[..., ::2])"}
+    mistakes = [Mistake("rope-pairs-interleaved", f"{said[layout]}; RoPE here rotates the two halves, x[i] with "
+                        "x[i + hd/2]: x*cos + cat(-x2, x1)*sin", lambda layout=layout: rope(x, cos, sin, offset,
+                                                                                          layout=layout))
+                for layout in PAIR_LAYOUTS]
     if offset:
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
@@ -426,7 +464,28 @@ def chunk_mistakes(pair, x, start, size):
         found += [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
                           lambda w=w: attention_of(model, prefix, size, q_start=start, window=w))
                   for w in (window + 1, window - 1) if w > 0]
+        found += window_cache_too_small(model, prefix, start, size)
     return found
+
+
+def window_cache_too_small(model, prefix, start, size):
+    """A sliding-window cache that keeps, and attends over, only the last ``window`` keys (the new ones
+    included): the chunk of the last ``size`` tokens of ``prefix`` (queries at ``start``...) then loses the
+    keys its earlier queries still see (a row with none left is NaN, as the student's softmax gives it).
+    Nothing where it gives the right output (one token, or a sequence still within the window)."""
+    window = model.window
+    kept = min(window, start + size)
+    if size == 1 or kept == start + size:
+        return []
+
+    def output():
+        queries, keys, values = projected(model, prefix, start, size, first=start + size - kept)
+        return attend_masked(model, queries, keys, values, window_mask(size, kept, window, start, start + size - kept))
+
+    return [Mistake("window-cache-too-small", f"your cached call attends over the last {kept} keys only "
+                    f"(sliding_window_size = {window}): the first of its {size} queries still sees the "
+                    f"{window - 1} tokens before it, so it needs the last {min(window + size - 1, start + size)}",
+                    output)]
 
 
 # --- feeding a sequence -------------------------------------------------------------------------------
@@ -511,14 +570,22 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     last = chunk * (chunks - 1)
     with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
         expected = attention_of(model, x, chunk, q_start=last, window=model.window).to(grade.device)
-    grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, "
-                                        f"{d_in}] float64>, use_cache=True)", helper_faults(grade, pair, x, last, chunk))
+    try:
+        grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, "
+                                            f"{d_in}] float64>, use_cache=True)",
+                           helper_faults(grade, pair, x, last, chunk))
+    except CheckFailed as failure:  # a window cache too small for a chunk of more tokens than the window
+        if failure.misconceptions or not model.window:
+            raise
+        raise diagnose.name_mistake(grade, failure, reply.out, window_cache_too_small(model, x, last, chunk)) from None
     every_head = batch * chunk * (chunks - 2) * 2 * model.d_out * 8  # every head's keys and values of those tokens
     share = model.groups / model.num_heads
     if grown > every_head * (0.35 + share if pair.name == GQA else 0.5):  # GQA's groups hold `share` of it, SWA none
         kept = (f"the keys and values of its {model.groups} key/value group(s), not of the {model.num_heads} query "
                 "heads they serve (repeat them only when attending)") if pair.name == GQA else \
-            "only the last sliding_window_size positions"
+            f"only the last sliding_window_size = {model.window} positions" + (
+                " (a slice such as keys[:, :, -(window - 1):] keeps them all when the window is 1: -0 is 0)"
+                if model.window == 1 else "")
         raise CheckFailed(f"{pair.name}: over {chunk * (chunks - 2)} more cached tokens of a batch of {batch} your "
                           f"process grew by {grown / 2**20:.1f} MiB (every head's keys and values of those tokens "
                           f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")

@@ -131,14 +131,17 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
     checks.decoded(grade, small(grade, name), grade.randn(2, 6, 12), chunks)
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=exercise(name, weight=2), id=name) for name in (GQA, SWA)])
-def test_the_memory_your_cache_holds(grade, name):
+@pytest.mark.parametrize("name,window", [pytest.param(GQA, None, marks=exercise(GQA, weight=2), id=GQA),
+                                         pytest.param(SWA, 5, marks=exercise(SWA, weight=2), id=SWA),
+                                         pytest.param(SWA, 1, marks=exercise(SWA), id="SWA-a-window-of-one")])
+def test_the_memory_your_cache_holds(grade, name, window):
     """A batch of 48, 60 tokens in chunks of 12, d_out 128, float64: GQA with 8 heads in 2 groups grows by
-    a quarter of what every head's keys and values would take; SWA (window 5) not at all."""
+    a quarter of what every head's keys and values would take; SWA not at all, with a window of 5 and with
+    a window of 1 (each chunk longer than the window)."""
     if name == GQA:
         pair = grade.module(GQA, 12, 128, 0.0, 8, 2, dtype=DOUBLE, training=False)
     else:
-        pair = grade.module(SWA, 12, 128, 0.0, 2, sliding_window_size=5, dtype=DOUBLE, training=False)
+        pair = grade.module(SWA, 12, 128, 0.0, 2, sliding_window_size=window, dtype=DOUBLE, training=False)
     checks.expect_held_memory(grade, pair, 48, 12, 5, 12)
 
 
