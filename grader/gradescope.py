@@ -1,7 +1,8 @@
 """Gradescope: the autograder package (``grade gradescope``) and what runs inside it.
 
 Gradescope unpacks the package into ``/autograder/source``, runs its ``setup.sh`` once when the
-image is built, then ``run_autograder`` for each upload, with the student's files in
+image is built (torch and the course, into the venv ``/autograder/venv``), then ``run_autograder`` on
+that venv's python for each upload, with the student's files in
 ``/autograder/submission``; it reads ``/autograder/results/results.json``. The package holds the
 course (course.toml, the grader, the reference solutions and the hidden suites: Gradescope never
 shows the package to students), and ``run_autograder`` calls :func:`run` below.
@@ -37,18 +38,28 @@ from grader.release import with_imports
 PACKAGED = ("course.toml", "pyproject.toml", "README.md", "grader")
 
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, when it builds the autograder's image.
+# Gradescope runs this once, as root, when it builds the autograder's image: CPU torch and the course,
+# into the venv $root/venv: never into the image's python3, which Gradescope's own harness runs on and
+# which Ubuntu 23.04 and later refuse to pip-install into (error: externally-managed-environment).
 set -euo pipefail
-cd "${GRADESCOPE_ROOT:-/autograder}/source/course"
-python3 -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu
-python3 -m pip install --no-cache-dir .
+root="${GRADESCOPE_ROOT:-/autograder}"
+venv="$root/venv"
+cd "$root/source/course"
+if ! python3 -m venv "$venv"; then  # Ubuntu's python3 makes a venv only with python3-venv installed
+    rm -rf "$venv"
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu
+"$venv/bin/python" -m pip install --no-cache-dir .
 """
 
 RUN = """#!/usr/bin/env bash
-# Gradescope runs this for every upload; results.json is written whatever the upload holds.
+# Gradescope runs this for every upload; results.json is written whatever the upload holds. The grader
+# runs on the venv that setup.sh made.
 root="${{GRADESCOPE_ROOT:-/autograder}}"
 cd "$root/source/course"
-exec "${{PYTHON:-python3}}" -m grader.gradescope run "$root" --seed {seed} {assignments}
+exec "${{PYTHON:-$root/venv/bin/python}}" -m grader.gradescope run "$root" --seed {seed} {assignments}
 """
 
 

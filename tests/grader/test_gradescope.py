@@ -101,18 +101,62 @@ def test_every_upload_gets_a_valid_results_json_out_of_the_assignments_points(au
         assert "01_attention_basics/attention_basics.py <- attention_basics (1).py" in data["output"]
 
 
-def test_setup_installs_the_packaged_course_with_cpu_torch(autograder, tmp_path):
-    """setup.sh, offline: a python3 on PATH that records what it is asked to install."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "python3").write_text(f"#!/bin/sh\necho \"$PWD: $*\" >> {tmp_path / 'log'}\n")
-    (fake / "python3").chmod(0o755)
-    done = subprocess.run(["bash", str(autograder / "source" / "setup.sh")], capture_output=True, text=True,
-                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "GRADESCOPE_ROOT": str(autograder)})
+def fake_commands(folder: Path, log: Path, venv_fails: int = 0) -> Path:
+    """A python3 and an apt-get on PATH that record what they are asked (``$0 $PWD: $*``); ``python3 -m venv
+    DIR`` makes DIR/bin/python, a recorder too, after failing ``venv_fails`` times (no python3-venv yet)."""
+    folder.mkdir()
+    record = f'echo "$0 $PWD: $*" >> {log}\n'
+    (folder / "python3").write_text(
+        f"#!/bin/sh\n{record}"
+        f'if [ "$1 $2" = "-m venv" ]; then\n'
+        f'  n=$(grep -c " -m venv " {log}); [ "$n" -gt {venv_fails} ] || {{ mkdir -p "$3"; exit 1; }}\n'
+        f'  mkdir -p "$3/bin" && cp "$0" "$3/bin/python"\nfi\n')
+    (folder / "apt-get").write_text(f"#!/bin/sh\n{record}")
+    for name in ("python3", "apt-get"):
+        (folder / name).chmod(0o755)
+    return folder
+
+
+def run_setup(autograder: Path, tmp_path: Path, venv_fails: int = 0) -> list[str]:
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder / "source", root / "source")
+    fake = fake_commands(tmp_path / "bin", tmp_path / "log", venv_fails)
+    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "GRADESCOPE_ROOT": str(root)})
     assert done.returncode == 0, done.stderr
-    lines = (tmp_path / "log").read_text().splitlines()
-    assert lines[0].endswith("-m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu")
-    assert lines[1] == f"{autograder / 'source' / 'course'}: -m pip install --no-cache-dir ."
+    return (tmp_path / "log").read_text().replace(str(root), "ROOT").replace(str(fake), "BIN").splitlines()
+
+
+def test_setup_installs_cpu_torch_and_the_course_into_a_venv_never_the_images_python3(autograder, tmp_path):
+    """setup.sh, offline: the image's python3 only makes the venv (Ubuntu 23.04 and later refuse a pip install
+    into it: externally-managed-environment); torch and the packaged course go into the venv."""
+    assert run_setup(autograder, tmp_path) == [
+        "BIN/python3 ROOT/source/course: -m venv ROOT/venv",
+        "ROOT/venv/bin/python ROOT/source/course: -m pip install --no-cache-dir torch --index-url "
+        "https://download.pytorch.org/whl/cpu",
+        "ROOT/venv/bin/python ROOT/source/course: -m pip install --no-cache-dir .",
+    ]
+
+
+def test_setup_installs_python3_venv_where_the_image_lacks_it(autograder, tmp_path):
+    lines = run_setup(autograder, tmp_path, venv_fails=1)
+    assert [line.split(": ", 1)[1] for line in lines[:4]] == [
+        "-m venv ROOT/venv", "update -q", "install -y -q python3-venv", "-m venv ROOT/venv"]
+    assert all(line.startswith("ROOT/venv/bin/python ") for line in lines[4:]) and len(lines) == 6
+
+
+def test_run_autograder_grades_on_the_venvs_python(autograder, tmp_path):
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder / "source", root / "source")
+    fake = fake_commands(tmp_path / "bin", tmp_path / "log")
+    subprocess.run([str(fake / "python3"), "-m", "venv", str(root / "venv")], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                          env={**env, "PATH": f"{fake}:{os.environ['PATH']}", "GRADESCOPE_ROOT": str(root)})
+    assert done.returncode == 0, done.stderr
+    last = (tmp_path / "log").read_text().splitlines()[-1]
+    assert last == f"{root}/venv/bin/python {root}/source/course: -m grader.gradescope run {root} " \
+                   f"--seed {CLASS_SEED} {ASSIGNMENT}"
 
 
 def test_uploaded_names_are_matched_as_people_and_browsers_write_them(course):

@@ -55,7 +55,7 @@ def test_the_github_actions_matrix_grades_every_student_once_and_the_merge_expor
         command = grade.replace("${{ matrix.shard }}", str(shard)).replace("${{ inputs.assignment }}",
                                                                            "01_attention_basics")
         command = command.replace("${{ inputs.seed || github.run_id }}", "7301940421")  # one run's id
-        done = shell(course_folder, command, SHARDS=str(len(shards)))
+        done = shell(course_folder, command, SHARDS=str(len(shards)), **{k: str(v) for k, v in workflow["env"].items()})
         assert done.returncode == 0, done.stderr
     graded = [p.stem for p in course_folder.glob("grades-*/*.json")]
     assert sorted(graded) == sorted(STUDENTS)  # each student in exactly one shard
@@ -71,6 +71,22 @@ def test_the_github_actions_matrix_grades_every_student_once_and_the_merge_expor
     assert done.returncode == 0, done.stderr
     assert (course_folder / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert "What the class got wrong" in summary.read_text()
+
+
+def test_each_templates_resources_fit_a_2_cpu_node_and_are_one_knob_said_at_its_top():
+    yaml = pytest.importorskip("yaml")
+    script = (TEMPLATES / "autograde.slurm").read_text()
+    asked = dict(re.findall(r"^#SBATCH --([\w-]+)=(\S+)$", script, re.M))
+    assert int(asked["cpus-per-task"]) <= 2 and "mem" not in asked, asked  # memory follows the CPUs
+    assert asked["mem-per-cpu"].endswith("G") and int(asked["mem-per-cpu"][:-1]) * 2 <= 4, asked
+    head = script.split("#SBATCH", 1)[0]
+    assert "Resources:" in head and "--cpus-per-task" in head  # the knob, said before the #SBATCH lines
+    assert '--workers "${SLURM_CPUS_PER_TASK' in script  # the grading processes follow it
+    text = (TEMPLATES / "autograde-class.yml").read_text()
+    workflow = yaml.safe_load(text)
+    assert int(workflow["env"]["WORKERS"]) <= 2 and "Resources:" in text.split("name:", 1)[0]
+    grade = next(s["run"] for s in workflow["jobs"]["shard"]["steps"] if "grade autograde" in s.get("run", ""))
+    assert '--workers "$WORKERS"' in grade
 
 
 @pytest.mark.slow  # one grading run per array task
