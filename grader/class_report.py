@@ -8,7 +8,9 @@ misconception), Markdown (``$GITHUB_STEP_SUMMARY``) or one self-contained HTML p
 (grader/class_report_html.py).
 
 A misconception's cost is the points its exercises lost, shared among the misconceptions each
-exercise names. Students are counted once per misconception. ``--anonymise`` replaces every name
+exercise names. Students are counted once per misconception. Points lost are lost to mistakes: an
+exercise not attempted (``not_implemented``: a stub, or no file handed in) is counted apart, as points
+not attempted, never as a mistake. ``--anonymise`` replaces every name
 with a stable pseudonym, keyed by a secret the course keeps (``.grade-secret`` in the course folder,
 made on first use and never printed), so that two reports of one class agree and no roster recomputes
 them. Names are data everywhere: only a result's name field, and the name where it stands as a word in
@@ -31,7 +33,7 @@ from grader.report import csv_text, markdown_text
 
 FORMATS = ("html", "json", "csv", "markdown")
 OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "grader_error")
-BINS = 10  # histogram bars: tenths of the assignment's points
+BINS = 10  # histogram bars: tenths of the assignment's points, then full marks in a bar of its own
 SECRET_FILE = ".grade-secret"  # in the course folder: keys the pseudonyms (never printed, never released)
 _TEXTS = frozenset({"feedback", "message", "grader_error"})  # a result's free text, where a name may stand
 
@@ -166,19 +168,49 @@ def _assignment(spec: dict, named) -> dict:
     top = sum(spec["exercises"].values())
     taking = [(name, _of(data, spec["id"])) for name, data in named if _of(data, spec["id"])]
     scores = [sum(e.get("score", 0) for e in exercises) for _, exercises in taking]
-    histogram = [0] * BINS
+    histogram = [0] * (BINS + 1)
     for score in scores:
-        histogram[min(int(BINS * score / top), BINS - 1) if top else 0] += 1
+        histogram[_bin(score, top)] += 1
     exercises = []
     for name, points in spec["exercises"].items():
         graded = [e for _, ex in taking for e in ex if e.get("name") == name]
-        lost = sum(e.get("max_score", 0) - e.get("score", 0) for e in graded if e.get("status") != "grader-error")
+        missed = {kind: round(sum(e.get("max_score", 0) - e.get("score", 0) for e in graded if _missed(e) == kind), 2)
+                  for kind in ("mistake", "not_attempted")}
         exercises.append({"name": name, "points": points, "counts": _counts([_outcome([e]) for e in graded]),
-                          "points_lost": round(lost, 2),
+                          "points_lost": missed["mistake"], "points_not_attempted": missed["not_attempted"],
                           "mean": round(statistics.fmean([e.get("score", 0) for e in graded]), 2) if graded else 0})
     return {"id": spec["id"], "max_score": top, "students": len(taking),
             "median": round(statistics.median(scores), 2) if scores else 0, "histogram": histogram,
-            "counts": _counts([_outcome(ex) for _, ex in taking]), "exercises": exercises}
+            "bins": bin_labels(top), "counts": _counts([_outcome(ex) for _, ex in taking]), "exercises": exercises}
+
+
+def _missed(exercise: dict) -> str:
+    """Why an exercise's missing points are missing: ``not_attempted`` (a stub, or no file handed in),
+    ``mistake``, or ``""`` where the grader could not grade it (no valid score, so no points lost)."""
+    status = exercise.get("status")
+    if status == "grader-error":
+        return ""
+    return "not_attempted" if status == "not_implemented" else "mistake"
+
+
+def _bin(score: float, top: float) -> int:
+    """The histogram bar of ``score`` out of ``top``: its tenth of the points (a tenth holds its start,
+    not its end), or the last bar, full marks, of its own."""
+    if not top:
+        return 0
+    if score >= top:
+        return BINS
+    return max(0, min(int(BINS * score / top), BINS - 1))
+
+
+def bin_labels(top: float) -> list[str]:
+    """Each bar's label, as the range of scores it holds: ``0–9`` ... ``90–99`` and ``100`` for 100
+    points (whole bounds), ``0–<2.5`` where a tenth is not whole or is a single point."""
+    edges = [top * i / BINS for i in range(BINS + 1)]
+    whole = all(float(edge).is_integer() and edge > 0 for edge in edges[1:])
+    labels = [f"{start:g}–{end - 1:g}" if whole and end - start > 1 else f"{start:g}–<{end:g}"
+              for start, end in zip(edges, edges[1:])]
+    return [*labels, f"{top:g}"]
 
 
 def _misconceptions(named) -> list[dict]:
@@ -187,7 +219,7 @@ def _misconceptions(named) -> list[dict]:
         for assignment in data.get("assignments", ()):
             for exercise in assignment.get("exercises", ()):
                 ids = list(dict.fromkeys(exercise.get("misconceptions") or ()))
-                if not ids or exercise.get("status") == "grader-error":
+                if not ids or _missed(exercise) != "mistake":
                     continue
                 lost = (exercise.get("max_score", 0) - exercise.get("score", 0)) / len(ids)
                 for misconception in ids:
@@ -274,17 +306,19 @@ def render(summary: dict, fmt: str) -> str:
 
 def _csv(summary: dict) -> str:
     """One row per exercise and misconception (and one per exercise with none, its counts)."""
-    rows = [["assignment", "exercise", "misconception", "students", "points_lost", *OUTCOMES]]
+    rows = [["assignment", "exercise", "misconception", "students", "points_lost", "points_not_attempted",
+             *OUTCOMES]]
     named = {(m["id"], e["exercise"]): e for m in summary["misconceptions"] for e in m["exercises"]}
     for assignment in summary["assignments"]:
         for exercise in assignment["exercises"]:
             where = f"{assignment['id']}:{exercise['name']}"
             counts = [exercise["counts"][k] for k in OUTCOMES]
-            rows.append([assignment["id"], exercise["name"], "", "", _number(exercise["points_lost"]), *counts])
+            rows.append([assignment["id"], exercise["name"], "", "", _number(exercise["points_lost"]),
+                         _number(exercise.get("points_not_attempted", 0)), *counts])
             for (misconception, at), entry in sorted(named.items()):
                 if at == where:  # the points this misconception cost in this exercise
                     rows.append([assignment["id"], exercise["name"], misconception, entry["students"],
-                                 _number(entry["points_lost"]), *[""] * len(OUTCOMES)])
+                                 _number(entry["points_lost"]), "", *[""] * len(OUTCOMES)])
     return csv_text(rows)
 
 
@@ -304,9 +338,9 @@ def _markdown(summary: dict) -> str:
         c = a["counts"]
         lines.append(f"| {md(a['id'])} | {a['students']} | {a['median']:g}/{a['max_score']:g} | "
                      + " | ".join(str(c[k]) for k in OUTCOMES) + " |")
-    lines += ["", "| exercise | points lost | mean |", "|---|---:|---:|"]
-    lines += [f"| {md(a['id'])}:{md(e['name'])} | {e['points_lost']:g} | {e['mean']:g}/{e['points']:g} |"
-              for a in summary["assignments"] for e in a["exercises"]]
+    lines += ["", "| exercise | points lost to mistakes | points not attempted | mean |", "|---|---:|---:|---:|"]
+    lines += [f"| {md(a['id'])}:{md(e['name'])} | {e['points_lost']:g} | {e.get('points_not_attempted', 0):g} | "
+              f"{e['mean']:g}/{e['points']:g} |" for a in summary["assignments"] for e in a["exercises"]]
     lines += ["", "### What to teach again", "", "| misconception | points lost | students | exercises | hint |",
               "|---|---:|---:|---|---|"]
     for m in summary["misconceptions"]:

@@ -3,7 +3,10 @@
 Every chart has a text alternative (its title and description) and a table beside it with the same
 numbers; colours keep a contrast ratio above 4.5:1 on white, and the page prints on paper without its
 navigation. Each bar carries its number as ``data-value``, so that a test can read the charts back
-and compare them with ``--format json``.
+and compare them with ``--format json``. A chart's text is the body's size (a chart is drawn at its
+own size, never scaled down), the histogram's bars are labelled by the range of scores each holds
+(full marks in a bar of their own), and points not attempted (a stub, or nothing handed in) are drawn
+and counted apart from points lost to mistakes.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ nav a{margin-right:1rem}table{border-collapse:collapse;margin:.5rem 0}
 th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
-svg text{font-size:11px;fill:#1a1a1a}.bar{fill:#1f5f99}.bar.hot{fill:#a3341b}
+svg text{font-size:inherit;fill:#1a1a1a}.bar{fill:#1f5f99}.bar.hot{fill:#a3341b}.bar.idle{fill:#6b6b6b}
+.key{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;vertical-align:-.05em}
+.key.hot{background:#a3341b}.key.idle{background:#6b6b6b}
 pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;font-size:12px;line-height:1.3}
 details{margin:.3rem 0}summary{cursor:pointer}.muted{color:#555}
 @media print{nav{display:none}details{break-inside:avoid}details:not([open]) pre{display:none}
@@ -78,22 +83,65 @@ def _run_line(run: dict) -> str:
 
 def _assignment(a: dict) -> str:
     anchor = f"a-{escape(a['id'])}"
-    top, bins, outcomes = a["max_score"], len(a["histogram"]), list(a["counts"])  # as grader.class_report made them
-    labels = [f"{top * i / bins:g}–{top * (i + 1) / bins:g}" for i in range(bins)]
+    top, outcomes = a["max_score"], list(a["counts"])  # as grader.class_report made them
     chart = _bars(f"hist-{a['id']}", f"Scores in {a['id']}",
-                  f"How many of {a['students']} students scored in each tenth of {top:g} points; median {a['median']:g}.",
-                  labels, a["histogram"], vertical=True)
+                  f"How many of {a['students']} students scored in each range of points out of {top:g} "
+                  f"(full marks in a bar of their own); median {a['median']:g}.",
+                  a["bins"], a["histogram"], vertical=True)
     counts = "".join(f"<tr><td>{_OUTCOME_WORDS[k]}</td><td class=\"n\">{a['counts'][k]}</td></tr>" for k in outcomes)
     rows = "".join(
         f"<tr><td>{escape(e['name'])}</td><td class=\"n\">{e['points']:g}</td><td class=\"n\">{e['mean']:g}</td>"
-        f"<td class=\"n\">{e['points_lost']:g}</td>"
+        f"<td class=\"n\">{e['points_lost']:g}</td><td class=\"n\">{e.get('points_not_attempted', 0):g}</td>"
         + "".join(f"<td class=\"n\">{e['counts'][k]}</td>" for k in outcomes) + "</tr>" for e in a["exercises"])
     head = "".join(f"<th class=\"n\">{_OUTCOME_WORDS[k]}</th>" for k in outcomes)
     return (f"<section id=\"{anchor}\"><h3>{escape(a['id'])}: median {a['median']:g}/{top:g} "
             f"({a['students']} students)</h3><div class=\"charts\">{chart}"
             f"<table><caption class=\"muted\">Students by outcome</caption>{counts}</table></div>"
+            f"{_missed_chart(a)}"
             f"<table><thead><tr><th>exercise</th><th class=\"n\">points</th><th class=\"n\">mean</th>"
-            f"<th class=\"n\">points lost</th>{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+            f"<th class=\"n\">points lost to mistakes</th><th class=\"n\">points not attempted</th>{head}</tr>"
+            f"</thead><tbody>{rows}</tbody></table></section>")
+
+
+_MISSED = (("points_lost", "hot", "lost to mistakes"), ("points_not_attempted", "idle", "not attempted"))
+
+
+def _missed_chart(a: dict) -> str:
+    """The points each exercise missed, a bar of two parts: lost to mistakes, then not attempted (a
+    stub, or nothing handed in), each its own colour and its own number, never added into one."""
+    exercises = a["exercises"]
+    largest = max((e["points_lost"] + e.get("points_not_attempted", 0) for e in exercises), default=0) or 1
+    left = _text_width(e["name"] for e in exercises)
+    key = escape(f"missed-{a['id']}", quote=True)
+    shapes = []
+    for i, e in enumerate(exercises):
+        y, x = 12 + 28 * i, left + 6
+        shapes.append(f"<text x=\"{left}\" y=\"{y + 15}\" text-anchor=\"end\">{escape(e['name'])}</text>")
+        said = []
+        for field, kind, words in _MISSED:
+            value = e.get(field, 0)
+            w = 300 * value / largest
+            shapes.append(f"<rect class=\"bar {kind}\" x=\"{x:.1f}\" y=\"{y}\" width=\"{w:.1f}\" height=\"20\" "
+                          f"data-label=\"{escape(e['name'], quote=True)}\" data-kind=\"{kind}\" "
+                          f"data-value=\"{value:g}\"><title>{escape(e['name'])}: {value:g} points {words}</title></rect>")
+            x += w
+            said.append(f"{value:g}")
+        shapes.append(f"<text x=\"{x + 4:.1f}\" y=\"{y + 15}\">{' + '.join(said)}</text>")
+    width, height = left + 6 + 300 + 90, 24 + 28 * len(exercises)
+    title = f"Points missed in each exercise of {a['id']}"
+    description = ("The points each exercise missed across the class: lost to mistakes (first, red), then not "
+                   "attempted (second, grey), each with its own number.")
+    return (f"<figure><svg id=\"{key}\" class=\"chart\" role=\"img\" aria-labelledby=\"{key}-t {key}-d\" "
+            f"width=\"{width:.0f}\" height=\"{height}\" viewBox=\"0 0 {width:.0f} {height}\" "
+            f"xmlns=\"http://www.w3.org/2000/svg\"><title id=\"{key}-t\">{escape(title)}</title>"
+            f"<desc id=\"{key}-d\">{escape(description)}</desc>{''.join(shapes)}</svg>"
+            f"<figcaption class=\"muted\">Points missed:<span class=\"key hot\"></span>lost to mistakes"
+            f"<span class=\"key idle\"></span>not attempted (a stub, or nothing handed in)</figcaption></figure>")
+
+
+def _text_width(labels) -> float:
+    """About how wide the longest of ``labels`` is drawn at the body's size (15 px: 9 px a character)."""
+    return 9 * max((len(label) for label in labels), default=1) + 8
 
 
 def _teach(misconceptions: list[dict]) -> str:
@@ -173,21 +221,24 @@ def _bars(ident: str, title: str, description: str, labels: list[str], values: l
     largest = max(values, default=0) or 1
     key = escape(ident, quote=True)
     shapes = []
+    step = max(34.0, _text_width(labels))  # a column per label, as wide as its label at the body's size
+    left = _text_width(labels)  # a row's label, right-aligned before its bar
     for i, (label, value) in enumerate(zip(labels, values)):
         size = (130 if vertical else 300) * value / largest
-        if vertical:  # a column per label, its number above it and its label's start below
-            x, y, w, h, kind = 36 + 34 * i, 150 - size, 26, size, "bar"
+        if vertical:  # a column per label, its number above it and its label, the range it holds, below
+            x, y, w, h, kind = 24 + step * i, 170 - size, step - 8, size, "bar"
             before = ""
-            after = (f"<text x=\"{x + 13}\" y=\"{y - 5:.1f}\" text-anchor=\"middle\">{value:g}</text>"
-                     f"<text x=\"{x + 13}\" y=\"166\" text-anchor=\"middle\">{escape(label.split('–')[0])}</text>")
+            after = (f"<text x=\"{x + w / 2:.1f}\" y=\"{y - 5:.1f}\" text-anchor=\"middle\">{value:g}</text>"
+                     f"<text x=\"{x + w / 2:.1f}\" y=\"190\" text-anchor=\"middle\">{escape(label)}</text>")
         else:  # a row per label, its label on the left and its number at its end
-            x, y, w, h, kind = 254, 12 + 24 * i, size, 18, "bar hot"
-            before = f"<text x=\"248\" y=\"{y + 14}\" text-anchor=\"end\">{escape(label)}</text>"
-            after = f"<text x=\"{258 + w:.1f}\" y=\"{y + 14}\">{value:g}</text>"
-        shapes.append(f"{before}<rect class=\"{kind}\" x=\"{x}\" y=\"{y:.1f}\" width=\"{w:.1f}\" height=\"{h:.1f}\" "
+            x, y, w, h, kind = left + 6, 12 + 28 * i, size, 20, "bar hot"
+            before = f"<text x=\"{left:.1f}\" y=\"{y + 15}\" text-anchor=\"end\">{escape(label)}</text>"
+            after = f"<text x=\"{x + w + 4:.1f}\" y=\"{y + 15}\">{value:g}</text>"
+        shapes.append(f"{before}<rect class=\"{kind}\" x=\"{x:.1f}\" y=\"{y:.1f}\" width=\"{w:.1f}\" height=\"{h:.1f}\" "
                       f"data-label=\"{escape(label, quote=True)}\" data-value=\"{value:g}\"><title>{escape(label)}: "
                       f"{value:g}</title></rect>{after}")
-    width, height = (40 + 34 * len(values), 190) if vertical else (620, 24 + 24 * len(values))
+    width, height = (round(32 + step * len(values)), 200) if vertical else (round(left + 6 + 300 + 70),
+                                                                            24 + 28 * len(values))
     return (f"<svg id=\"{key}\" class=\"chart\" role=\"img\" aria-labelledby=\"{key}-t {key}-d\" width=\"{width}\" "
             f"height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
             f"<title id=\"{key}-t\">{escape(title)}</title><desc id=\"{key}-d\">{escape(description)}</desc>"

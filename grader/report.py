@@ -106,14 +106,16 @@ def isolation_line(mode: str) -> str:
 
 
 def table_of(data: dict) -> str:
-    """The table ``grade check`` printed, from its JSON result (each exercise's feedback whole)."""
+    """The table ``grade check`` printed, from its JSON result: under each exercise what the table
+    showed (its ``shown``: feedback said once, and a passed exercise's "right, given your ..." notes).
+    A result written before ``shown`` was kept gets each failing exercise's feedback whole, and a passed
+    one's notes (its feedback's lines after "all N checks passed")."""
     from collections import Counter
 
     assignments = []
     for a in data.get("assignments", ()):
         exercises = a.get("exercises", [])
-        feedback = {e["name"]: e.get("feedback", "") for e in exercises
-                    if e.get("status") not in ("passed", "not_implemented") and e.get("feedback")}
+        feedback = {e["name"]: text for e in exercises if (text := _shown(e))}
         sources = [name for name, _ in Counter(e.get("source") for e in exercises if e.get("source")).most_common()]
         assignments.append({"id": a.get("id", ""), "score": a.get("score", 0), "max_score": a.get("max_score", 0),
                             "sources": sources, "feedback": feedback, "exercises": exercises})
@@ -121,6 +123,16 @@ def table_of(data: dict) -> str:
     return _draw(assignments, f"total {total}/{_points(data.get('max_score', 0))}   seed {data.get('seed')}   "
                               f"device {data.get('device')}   {data.get('duration_s', 0):.1f} s\n"
                               f"{isolation_line(str(data.get('isolation', '')))}", False)
+
+
+def _shown(exercise: dict) -> str:
+    """What grade check's table showed under ``exercise``, a JSON exercise (see :func:`table_of`)."""
+    if "shown" in exercise:
+        return str(exercise["shown"] or "")
+    status, text = exercise.get("status"), str(exercise.get("feedback") or "")
+    if status == "passed":
+        return text if "\n" in text else ""  # "all N checks passed" and its notes, or nothing
+    return "" if status == "not_implemented" else text
 
 
 def _draw(assignments: list[dict], footer: str, colour: bool) -> str:

@@ -94,8 +94,8 @@ def test_the_page_is_one_file_that_needs_nothing_else_and_shows_each_students_fe
     summary = summarise(results)
     page = render(summary, "html")
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
-    assert "https://" not in page and page.count("<svg") == 2
-    assert page.count('role="img"') == 2 and "<title id=" in page and "<desc id=" in page
+    assert "https://" not in page and page.count("<svg") == 3  # scores, points missed, misconceptions
+    assert page.count('role="img"') == 3 and "<title id=" in page and "<desc id=" in page
     for m in summary["misconceptions"]:
         assert f'data-label="{m["id"]}" data-value="{m["points_lost"]:g}"' in page
     from grader.report import table_of
@@ -355,3 +355,130 @@ def test_grade_report_anonymise_says_in_one_line_when_the_secret_cannot_be_kept(
                           cwd=root, capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and "--anonymise" in done.stderr and "zelda-xq" not in done.stderr
+
+
+
+# --- the page at a glance (issue 35) ---------------------------------------------------------------------
+def _a_class() -> list:
+    """Six students' results as grade check made them: three at 100/100, one at 95, one with a passed
+    exercise's "right, given your softmax" note and a misconception, one who handed in nothing."""
+    from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+
+    def student(name, exercises):
+        return SubmissionResult(name, 3, "cpu", 1.0, [AssignmentResult("01_attention_basics", "Basics", exercises)])
+
+    def passed(name, points, message=""):
+        return ExerciseResult(name, points, [CheckOutcome(f"{name}_random", 1, "passed", message)])
+
+    def failed(name, points, earned, *ids):
+        return ExerciseResult(name, points, [CheckOutcome(f"{name}_random", earned, "passed"),
+                                             CheckOutcome(f"{name}_large", 1 - earned, "failed", "NaN at 4 entries", ids)])
+
+    def stub(name, points):
+        return ExerciseResult(name, points, [CheckOutcome(f"{name}_random", 1, "not_implemented", "not attempted yet")])
+
+    note = "right, given your softmax, which this uses; but your softmax is wrong (see softmax, above)"
+    return [*(student(name, [passed("softmax", 50), passed("attention_weights", 50)]) for name in ("ann", "bea", "cyd")),
+            student("dee", [failed("softmax", 50, 0.9, "softmax-unstable"), passed("attention_weights", 50)]),
+            student("eve", [failed("softmax", 50, 0.5, "softmax-unstable"), passed("attention_weights", 50, note)]),
+            student("fin", [stub("softmax", 50), stub("attention_weights", 50)])]
+
+
+def test_the_histogram_labels_each_bar_by_its_range_and_full_marks_stand_alone():
+    """The three 100/100 students stood under "90" (each bar labelled by its start, full marks in the
+    last tenth): now each bar is a range, "90–99", and full marks a bar of their own, "100"."""
+    summary = summarise([r.to_json() for r in _a_class()])
+    (assignment,) = summary["assignments"]
+    assert assignment["bins"] == [f"{10 * i}–{10 * i + 9}" for i in range(10)] + ["100"]
+    assert assignment["histogram"] == [1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 3]  # fin 0, eve 75, dee 95, three at 100
+    page = render(summary, "html")
+    assert 'data-label="100" data-value="3"' in page and 'data-label="90–99" data-value="1"' in page
+    assert ">100</text>" in page and ">90–99</text>" in page
+    from grader.class_report import bin_labels
+
+    assert bin_labels(30)[-2:] == ["27–29", "30"] and bin_labels(25)[:2] == ["0–<2.5", "2.5–<5"]
+
+
+def test_points_not_attempted_are_kept_apart_from_points_lost_to_mistakes():
+    """The student who handed in nothing counted as 100 points lost, beside the others' real mistakes:
+    now points not attempted are a column, a CSV field and a bar of their own."""
+    summary = summarise([r.to_json() for r in _a_class()])
+    softmax, weights = summary["assignments"][0]["exercises"]
+    assert (softmax["points_lost"], softmax["points_not_attempted"]) == (30, 50)  # dee 5, eve 25; fin 50
+    assert (weights["points_lost"], weights["points_not_attempted"]) == (0, 50)
+    assert summary["assignments"][0]["counts"]["not_attempted"] == 1
+    assert [(m["id"], m["points_lost"]) for m in summary["misconceptions"]] == [("softmax-unstable", 30)]
+    rows = list(csv.DictReader(io.StringIO(render(summary, "csv"))))
+    assert [(r["exercise"], r["points_lost"], r["points_not_attempted"]) for r in rows if not r["misconception"]] \
+        == [("softmax", "30", "50"), ("attention_weights", "0", "50")]
+    assert "| 01_attention_basics:softmax | 30 | 50 |" in render(summary, "markdown")
+    page = render(summary, "html")
+    assert "<th class=\"n\">points lost to mistakes</th><th class=\"n\">points not attempted</th>" in page
+    assert 'data-label="softmax" data-kind="hot" data-value="30"' in page
+    assert 'data-label="softmax" data-kind="idle" data-value="50"' in page
+
+
+def test_each_students_feedback_on_the_page_is_what_grade_check_printed():
+    """grade report rebuilt each student's table from JSON without the "right, given your ..." notes
+    (and with each traceback whole where grade check pointed to it above): now the very same text."""
+    from html import escape
+
+    from grader.report import render as render_result
+
+    results = _a_class()
+    summary = summarise([r.to_json() for r in results])
+    page = render(summary, "html")
+    for result in results:
+        printed = render_result(result, "table")
+        assert next(f["text"] for f in summary["feedback"] if f["student"] == result.submission) == printed
+        assert f"<pre>{escape(printed)}</pre>" in page
+    assert "right, given your softmax" in next(f["text"] for f in summary["feedback"] if f["student"] == "eve")
+
+
+@pytest.mark.slow
+def test_the_page_in_a_real_browser_shows_ranges_labels_at_body_size_not_attempted_apart_and_grade_checks_text(
+        tmp_path):
+    """Issue 35, in Debian's Chromium: the histogram's labels as drawn are the ranges and "100" stands
+    under the three at full marks; every chart's text, the misconceptions' labels first, is drawn at the
+    body's font size (the chart unscaled); the points missed are two bars, lost to mistakes and not
+    attempted; each student's feedback, as the browser shows it, is what grade check printed."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    from grader.report import render as render_result
+
+    results = _a_class()
+    summary = summarise([r.to_json() for r in results])
+    path = tmp_path / "report.html"
+    path.write_text(render(summary, "html"), encoding="utf-8")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(path.as_uri())
+            body = page.evaluate("parseFloat(getComputedStyle(document.body).fontSize)")
+            sizes = page.eval_on_selector_all(
+                "svg.chart text", "els => els.map(e => [e.closest('svg').id, e.textContent, "
+                                  "parseFloat(getComputedStyle(e).fontSize) * e.getScreenCTM().a])")
+            under = page.eval_on_selector_all(  # each bar's number, and the text drawn below it
+                "svg#hist-01_attention_basics rect.bar",
+                "els => els.map(e => { const b = e.getBBox(), x = b.x + b.width / 2; const t = [...e.ownerSVGElement"
+                ".querySelectorAll('text')].filter(t => Math.abs(t.getBBox().x + t.getBBox().width / 2 - x) < 1 && "
+                "t.getBBox().y > b.y + b.height); return [parseFloat(e.dataset.value), t.map(t => t.textContent)]; })")
+            missed = page.eval_on_selector_all(
+                "svg#missed-01_attention_basics rect.bar",
+                "els => els.map(e => [e.dataset.label, e.dataset.kind, parseFloat(e.dataset.value), "
+                "getComputedStyle(e).fill, e.getBBox().width])")
+            shown = page.eval_on_selector_all("details pre", "els => els.map(e => e.textContent)")
+        finally:
+            browser.close()
+    labels = [(text, size) for where, text, size in sizes if where == "misconceptions"]
+    assert labels and ("softmax-unstable", body) in labels
+    assert all(size == pytest.approx(body) for _, _, size in sizes), (body, sizes)
+    assert under == [[value, [label]] for value, label in zip(summary["assignments"][0]["histogram"],
+                                                                summary["assignments"][0]["bins"])]
+    assert under[-1] == [3, ["100"]] and under[-2] == [1, ["90–99"]]
+    assert [(label, kind, value) for label, kind, value, _, _ in missed] == [
+        ("softmax", "hot", 30), ("softmax", "idle", 50), ("attention_weights", "hot", 0), ("attention_weights", "idle", 50)]
+    assert len({fill for _, _, _, fill, _ in missed}) == 2 and all(w > 0 for *_, v, _, w in missed if v)
+    assert shown == [render_result(r, "table") for r in sorted(results, key=lambda r: r.submission)]

@@ -277,3 +277,39 @@ def test_the_table_says_how_the_code_was_isolated_in_one_line(result, mode, said
     drawn = render(result, "table")
     assert f"your code ran {said}" in drawn.splitlines()
     assert f"your code ran {said}" in table_of(json.loads(render(result, "json"))).splitlines()
+
+
+def _noted_class_result() -> SubmissionResult:
+    """A result whose table shows what JSON's feedback alone did not: a passed exercise's "right, given
+    your ..." note, a traceback and an explanation said once and then pointed to, a stub."""
+    traceback = 'importing your module failed:\n  File "m.py", line 3\n    def f(:\nSyntaxError: invalid syntax'
+    note = "right, given your softmax, which this uses; but your softmax is wrong (see softmax, above)"
+    noted = ExerciseResult("attention_weights", 10.0, [CheckOutcome("attention_weights_random", 1, "passed", note)])
+    masked = [ExerciseResult(name, 5.0, [CheckOutcome(f"{name}_mask", 1, "failed", f"{name}: off at 3 entries",
+                                                      ("mask-inverted",))]) for name in ("a", "b")]
+    broken = [ExerciseResult(name, 5.0, [CheckOutcome(f"{name}_random", 1, "error", traceback)]) for name in ("c", "d")]
+    stub = ExerciseResult("e", 5.0, [CheckOutcome("e_random", 1, "not_implemented", "not attempted yet")])
+    return SubmissionResult("alice", 1, "cpu", 0.5, [
+        AssignmentResult("01_attention_basics", "Basics", [noted, *masked, *broken, stub])], isolation="separate-user")
+
+
+def test_the_table_drawn_from_json_is_what_grade_check_printed_notes_and_pointers_included():
+    """Issue 35: table_of dropped a passed exercise's "right, given your ..." note and printed whole what
+    grade check's table had pointed to ("the same as c, above"): a class report's "as grade check showed
+    it" was not. Each exercise's JSON keeps what the table showed (``shown``), and an older result
+    without it still shows its notes."""
+    from grader.report import table_of
+
+    result = _noted_class_result()
+    printed = render(result, "table")
+    assert "right, given your softmax" in printed and "the same as c, above" in printed
+    data = json.loads(render(result, "json"))
+    assert table_of(data) == printed
+    shown = {e["name"]: e["shown"] for e in data["assignments"][0]["exercises"]}
+    assert shown["attention_weights"].startswith("all 1 checks passed\nright, given your softmax")
+    assert shown["b"].endswith("mask-inverted: explained under a, above") and shown["e"] == ""
+    assert "SyntaxError" in data["assignments"][0]["exercises"][4]["feedback"]  # JSON's feedback stays whole
+    for exercise in data["assignments"][0]["exercises"]:
+        del exercise["shown"]  # a result written before issue 35
+    older = table_of(data)
+    assert "right, given your softmax" in older and older.count("SyntaxError") == 2
