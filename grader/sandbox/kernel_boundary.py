@@ -141,12 +141,34 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
              *setenv_args(python_env(f"{SANDBOX_ROOT}/lib")), "--setenv", "HOME", "/tmp",
              "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "MPLCONFIGDIR", "/tmp/.matplotlib",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-             "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock"]
+             "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock", *setenv_args(quiet_env())]
     if confinement.root:  # capabilities until the kernel's first instruction: then its uid, and none
         args += [interpreter(), "-m", "grader.inside.zygote", "--as", str(uid), str(uid), "--"]
     if cmd and cmd[0] == sys.executable:  # as the view sees it (a symlinked virtualenv)
         cmd = [interpreter(), *cmd[1:]]
     return args + cmd
+
+
+# fontconfig's own templates (under /usr, which the sandbox shows): each a whole config naming no font
+# folder the sandbox has, so fontconfig reads it without a word (matplotlib still finds the fonts it ships and those in
+# /usr/share/fonts by itself)
+FONTCONFIG_TEMPLATES = ("/usr/share/fontconfig/conf.avail/10-autohint.conf",
+                        "/usr/share/fontconfig/conf.avail/05-reset-dirs-sample.conf")
+
+
+def quiet_env() -> dict[str, str]:
+    """The kernel's environment that keeps what no one needs out of the instructor's terminal (issue
+    35). ipykernel prints a "Ctrl-C will not work" banner to its stdout unless it was started by a
+    parent (``JPY_PARENT_PID``, which the sandbox's clean environment drops): 1 says so, and that there
+    is no parent to poll (in its PID namespace the kernel's parent is the sandbox's init). fontconfig,
+    run by matplotlib as it builds its font cache in each new kernel, finds no /etc/fonts in the sandbox
+    and says "Fontconfig error: Cannot load default config file": a config of its own templates, and
+    a cache folder it may write, keep it quiet."""
+    env = {"JPY_PARENT_PID": "1", "XDG_CACHE_HOME": "/tmp/.cache"}
+    template = next((path for path in FONTCONFIG_TEMPLATES if os.path.isfile(path)), None)
+    if template is not None:
+        env["FONTCONFIG_FILE"] = template
+    return env
 
 
 def _open_folders(path: Path) -> list[str]:

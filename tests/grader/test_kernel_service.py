@@ -24,3 +24,23 @@ def test_a_notebooks_own_seed_is_ignored_and_every_student_gets_the_class_seed(c
     monkeypatch.setenv("GRADE_SEED", "8121")  # the instructor's, where given
     kernel_service.answer({"exercise": "softmax", "cells": [], "seed": 7}, course=course, cwd=tmp_path, grader=None)
     assert seen[-1] == 8121
+
+
+def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet(tmp_path):
+    """Issue 35: in the sandbox's clean environment ipykernel knew no parent (its "Ctrl-C will not work"
+    banner) and fontconfig no config ("Fontconfig error" as matplotlib built its font cache)."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from grader.sandbox.kernel_boundary import quiet_env
+
+    env = quiet_env()
+    assert env["JPY_PARENT_PID"] == "1" and env["XDG_CACHE_HOME"].startswith("/tmp/")
+    if shutil.which("fc-list") is None or "FONTCONFIG_FILE" not in env:
+        pytest.skip("no fontconfig, or none of its templates, on this machine")
+    done = subprocess.run(["fc-list", "--format=%{file}\\n"], env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                          **env, "XDG_CACHE_HOME": str(tmp_path / "cache")}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""

@@ -55,10 +55,8 @@ def nbgrader(root: Path, *args: str, seed: int | None = None) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def classroom(tmp_path_factory):
-    """A copy of the course where nbgrader released 01, three students handed it in and were autograded."""
-    root = tmp_path_factory.mktemp("course")
+def course_copy_for_nbgrader(root: Path) -> None:
+    """A copy of the course at ``root`` as an instructor keeps it, where nbgrader released 01."""
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
     for name in ("solutions", "suites", "assignments"):
         shutil.copytree(ROOT / name, root / name, ignore=ignore)
@@ -66,6 +64,13 @@ def classroom(tmp_path_factory):
         shutil.copy(ROOT / name, root / name)
     (root / "assignments" / ASSIGNMENT / "attention_basics.py").unlink()  # nbgrader's hook writes it back
     nbgrader(root, "generate_assignment", ASSIGNMENT)  # assignments/ is committed: the config forces it
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    """A copy of the course where nbgrader released 01, three students handed it in and were autograded."""
+    root = tmp_path_factory.mktemp("course")
+    course_copy_for_nbgrader(root)
     for name, notebook in {"ada": student_notebook(root, fill=True),  # the solution
                            "bo": student_notebook(root, fill=False),  # the release notebook untouched
                            "cy": student_notebook(root, fill=True, mistake=True)}.items():
@@ -220,3 +225,27 @@ def test_grade_release_and_nbgrader_config_share_the_feedback_guard(course, tmp_
     assert loaded.CourseDirectory.release_directory == "assignments"
     assert loaded.CourseDirectory.db_url == f"sqlite:///{ROOT / 'gradebook.db'}"
     assert nbgrader_config(course).GenerateFeedback.preprocessors == FEEDBACK_PREPROCESSORS
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+def test_autograde_prints_no_kernel_noise_into_the_instructors_terminal(tmp_path):
+    """Issue 35: every notebook's kernel printed ipykernel's "Ctrl-C will not work" banner (no parent
+    known in the sandbox's clean environment) and a "Fontconfig error" (no /etc/fonts in the sandbox,
+    as matplotlib built its font cache) into nbgrader autograde's output. Now only nbgrader's own lines."""
+    root = tmp_path / "course"
+    root.mkdir()
+    course_copy_for_nbgrader(root)
+    folder = root / "submitted" / "ada" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.ipynb").write_text(json.dumps(student_notebook(root, fill=True)))
+    env = dict(os.environ, GRADE_DEVICE="cpu", GRADE_SEED=str(SEED))
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert "Autograding" in said and (root / "autograded" / "ada" / ASSIGNMENT / "attention_basics.ipynb").is_file()
+    noise = [line for line in said.splitlines()
+             if any(word in line for word in ("Fontconfig", "KeyboardInterrupt", "^C", "Ctrl-C", "--existing"))]
+    assert noise == [], said[-3000:]
+    assert done.stdout.strip() == ""  # the kernel's own stdout: nothing for the instructor
