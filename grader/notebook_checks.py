@@ -52,6 +52,9 @@ def check(exercise: str, *, seed: int | None = None) -> float:
     result = grade_cells(course, assignment, exercise, history(shell), cwd=Path.cwd(), seed=seed)
     graded = result.assignments[0].exercises[0]
     print(describe(graded, result))
+    note = module_wins(Path.cwd() / assignment.module, exercise, history(shell))
+    if note:
+        print(note)
     if not defines(history(shell), exercise):
         print(f"This kernel has not run a cell that defines {exercise}: run that cell, then this one.")
     return graded.score
@@ -85,6 +88,27 @@ def defines(cells: list[str], name: str) -> bool:
                for node in tree.body):
             return True
     return False
+
+
+def module_wins(module: Path, exercise: str, cells: list[str]) -> str | None:
+    """The line that says ``grade check`` on this folder grades ``exercise`` from ``module``, not from the
+    notebook (grader.source_choice's rule): the module has it written, not as the stub, and not as in these cells."""
+    from grader.inside.notebook_source import history_notebook, without_magics
+    from grader.source_choice import definitions
+
+    try:
+        text = module.read_text(encoding="utf-8")
+        theirs = definitions(ast.parse(text), text).get(exercise)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    ours = None
+    for cell in history_notebook(cells)["cells"]:
+        source = without_magics(cell["source"])
+        ours = definitions(ast.parse(source), source).get(exercise, ours)
+    if theirs is None or (ours is not None and ours.same_as(theirs)):
+        return None
+    return (f"Note: `grade check` on this folder grades {exercise} from {module.name}, not from this notebook: "
+            f"{module.name} has its own {exercise} written, and the module wins.")
 
 
 def history(shell) -> list[str]:

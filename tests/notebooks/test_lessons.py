@@ -1,5 +1,6 @@
 """The lesson notebooks: they run, they define exactly the module's code, they grade like it."""
 import ast
+import functools
 import json
 from pathlib import Path
 
@@ -64,16 +65,23 @@ def test_graded_cells_call_the_grader_and_the_notebook_holds_no_test_code(assign
                       for name in assignment.exercises}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
-def test_the_solution_notebook_runs_top_to_bottom(assignment):
+@functools.cache
+def executed(assignment_id):
+    """The solution notebook of ``assignment_id`` run top to bottom (once per test session: two tests read it)."""
     import nbformat
     from nbclient import NotebookClient
 
-    path = source_notebook(assignment)
+    path = ROOT / "solutions" / assignment_id / next(a.notebook for a in assignments() if a.id == assignment_id)
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    return notebook
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_the_solution_notebook_runs_top_to_bottom(assignment):
+    notebook = executed(assignment.id)
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert errors == []
@@ -85,6 +93,83 @@ def test_the_solution_notebook_runs_top_to_bottom(assignment):
             value = [o for o in cell.outputs if o.output_type == "execute_result"]
             earned[meta["grade_id"].removeprefix("test_")] = float(value[0].data["text/plain"])
     assert earned == dict(assignment.points)
+
+
+# The sections (markdown headings, any level, as written after the #s) that must show figures, and how many:
+# the diagrams drawn by the lessons' own code cells (issue 36). A figure moved to another section, or lost, fails.
+FIGURES = {
+    "01_attention_basics": {"1. Scores for one query": 1, "6. From loops to matrix products": 1,
+                            "7. Simplified self-attention": 2},
+    "02_self_attention": {"1. Queries, keys and values": 1, "Why divide by $\\sqrt{d_k}$?": 1,
+                          "What training does to the weights": 1, "5. Cross-attention": 1},
+    "03_causal_attention": {"1. Hiding the future": 2, "4. Padding": 2},
+    "04_multi_head_attention": {"The tempting shortcut, and why it is wrong": 1,
+                                "4. Looking inside: per-head weights, the scale, and `out_proj`": 1},
+    "05_efficient_attention": {"By hand: $x = [1, 3, 2, 5, 0, 4]$ in blocks of 2": 1,
+                               "Causal attention: skipping the future": 1, "4. Time and memory": 1},
+    "06_decoding_attention": {"1. Rotary positions": 1, "Scores depend on the distance": 1,
+                              "Where the queries of a cached call sit": 1, "What the cache saves": 1,
+                              "3. Grouped-query attention": 1, "How many keys a cached call attends: `window + T - 1`": 1,
+                              "Cache memory, compared": 1},
+}
+
+
+def images_per_section(notebook):
+    """heading -> the number of ``image/png`` outputs of the code cells after it, up to the next heading."""
+    heading, counts = None, {}
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("#"):
+                    heading = line.lstrip("#").strip()
+                    counts.setdefault(heading, 0)
+        elif cell["cell_type"] == "code":
+            counts[heading] = counts.get(heading, 0) + sum(
+                "image/png" in output.get("data", {}) for output in cell.get("outputs", []))
+    return counts
+
+
+def test_every_lesson_names_the_sections_of_its_figures():
+    assert set(FIGURES) == {a.id for a in assignments()}
+    for assignment in assignments():
+        notebook = json.loads(source_notebook(assignment).read_text())
+        headings = images_per_section(notebook)
+        assert set(FIGURES[assignment.id]) <= set(headings), set(FIGURES[assignment.id]) - set(headings)
+
+
+def test_images_are_counted_per_section():
+    def markdown(text):
+        return {"cell_type": "markdown", "source": text}
+
+    def code(*outputs):
+        return {"cell_type": "code", "source": "", "outputs": [{"data": {kind: ""}} for kind in outputs]}
+
+    notebook = {"cells": [markdown("# Title"), code("text/plain"), markdown("## 1. One\n\n### 1a"),
+                          code("image/png"), code("image/png", "text/plain"), markdown("## 2. Two"), code()]}
+    assert images_per_section(notebook) == {"Title": 0, "1. One": 0, "1a": 2, "2. Two": 0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments(), ids=lambda a: a.id)
+def test_the_lesson_draws_its_figures_in_their_sections(assignment):
+    counts = images_per_section(executed(assignment.id))
+    missing = {heading: f"{counts.get(heading, 0)} of {wanted}" for heading, wanted in FIGURES[assignment.id].items()
+               if counts.get(heading, 0) < wanted}
+    assert not missing, f"{assignment.notebook}: sections without their figures (drawn of wanted): {missing}"
+
+
+def test_check_says_when_grade_check_takes_the_module(tmp_path):
+    from grader.notebook_checks import module_wins
+
+    module = tmp_path / "lesson.py"
+    module.write_text("def softmax(x):\n    return x * 2\n")
+    written = "def softmax(x):\n    return x + 1\n"
+    note = module_wins(module, "softmax", ["", "import torch", written])  # the kernel's history: In[0] is empty
+    assert note and "lesson.py" in note and "softmax" in note and note.count("\n") == 0
+    assert module_wins(module, "softmax", ["", "def softmax(x):\n    return x * 2\n"]) is None  # the same code
+    module.write_text('def softmax(x):\n    """Doc."""\n    raise NotImplementedError("not yet")\n')
+    assert module_wins(module, "softmax", ["", written]) is None  # the released stub: the notebook is graded
+    assert module_wins(tmp_path / "missing.py", "softmax", ["", written]) is None
 
 
 def test_a_notebook_submission_grades_like_the_module(course, grader):
