@@ -1,11 +1,13 @@
 """The library's entry points, one per ``grade`` verb. Keyword-only; the CLI only parses options."""
 from __future__ import annotations
 
+import csv
+import io
 import sys
 from pathlib import Path
 
 from grader.config import Course, find_course_root, load_course
-from grader.errors import GraderFailed, UsageError
+from grader.errors import GraderFailed, NothingToDo, UsageError
 from grader.results import grader_error_of
 
 
@@ -45,8 +47,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
-        if fmt != "table":  # a person still sees the score
-            print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)
+        print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)  # what it wrote
     else:
         sys.stdout.write(text)
     if result.grader_error:  # no valid score: the grader's own failure, said once, exit 2
@@ -61,15 +62,18 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
     every one of them has a result."""
     from grader.autograde import autograde as run
 
-    return run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
+    code = run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
                device=device, seed=seed, assignments=course.select(assignment_ids), fresh=fresh)
+    held = sum(1 for _ in Path(out).glob("*.json"))  # what it wrote, with what earlier runs and shards left there
+    print(f"grade: {out} holds {held} results, their summary.csv and .grade-manifest", file=sys.stderr)
+    return code
 
 
 def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None,
            mixed_seeds: bool = False) -> int:
     """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins) and of
     nbgrader's gradebook (``gradebook``, or the course's own gradebook.db where there is one)."""
-    from grader.export import export_csv
+    from grader.export import DEFAULT_RESULTS, export_csv
 
     warnings: list[str] = []
     existing = [d for d in result_dirs if Path(d).is_dir()]
@@ -80,8 +84,17 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     text = export_csv(course, existing, gradebook, warnings, mixed_seeds=mixed_seeds)
     for line in warnings:  # result files left out, and scores the gradebook and autograde disagree on
         print(f"grade: warning: {line}", file=sys.stderr)
+    sources = [row[-1] for row in csv.reader(io.StringIO(text))][1:]
+    folders = existing or ([DEFAULT_RESULTS] if not result_dirs and DEFAULT_RESULTS.is_dir() else [])
+    if folders and "autograde" not in sources:  # never the gradebook's rows alone, as if they were the folders'
+        raise NothingToDo(f"{', '.join(map(str, folders))}: no result of `grade autograde` there, nothing exported")
+    if not sources:
+        raise NothingToDo("nothing to export: no results folder (./grades, or those named) and no student in a gradebook")
     if output:
         output.write_text(text, encoding="utf-8")
+        book = len(sources) - sources.count("autograde")
+        print(f"grade: {sources.count('autograde')} autograde results" + (f" and {book} gradebook rows" if book else "")
+              + f" -> {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
@@ -102,14 +115,18 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
     if not existing and gradebook is None:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs)) or '(none given)'}")
     results = gather(existing, warnings, mixed_seeds=mixed_seeds)
+    for line in warnings:
+        print(f"grade: warning: {line}", file=sys.stderr)
+    if existing and not results:  # an empty page of "0 students" would read as a success
+        raise NothingToDo(f"{', '.join(map(str, existing))}: no result of `grade autograde` there, no report written")
     if gradebook is not None:
         from grader.export import gradebook_path, read_gradebook
 
         found = {r["submission"] for r in results}
         results += [_from_gradebook(course, data) for name, data in
                     read_gradebook(gradebook_path(course, gradebook), course).items() if name not in found]
-    for line in warnings:
-        print(f"grade: warning: {line}", file=sys.stderr)
+    if not results:
+        raise NothingToDo(f"{gradebook}: no student in the gradebook, no report written")
     summary = summarise(results, secret=secret)
     if out and fmt == "html":
         from grader.class_report_html import fits_inline, page, students_page
@@ -189,14 +206,24 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
         hint = f"run `grade release {' '.join(assignment_ids)} --out {out}` to write it again".replace("  ", " ")
     else:
         root = course.root
-        stale = run_release(course, course.select(assignment_ids), check=check_only)
+        chosen = course.select(assignment_ids)
+        stale = run_release(course, chosen, check=check_only)
         hint = "run `grade release` to regenerate assignments/ from solutions/"
+        if not check_only:  # what it wrote, one line
+            target = course.layout.assignments
+            written = sum(1 for a in chosen for p in (target / a.id).rglob("*") if p.is_file())
+            print(f"grade: wrote {written} files into {_shown(target, root)}, the stubs and release notebooks of "
+                  f"{', '.join(a.id for a in chosen)} (from solutions/)", file=sys.stderr)
     for item in stale:
         where = item.path.relative_to(root) if item.path.is_relative_to(root) and item.path != root else item.path
         print(f"{where}: {item.reason}", file=sys.stderr)
     if check_only and stale:
         print(hint, file=sys.stderr)
     return 1 if stale else 0
+
+
+def _shown(path: Path, root: Path) -> str:
+    return f"{path.relative_to(root)}/" if path.is_relative_to(root) else f"{path}/"
 
 
 def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:

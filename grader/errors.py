@@ -50,3 +50,8 @@ class CourseSecretError(GraderError):
             why = (f"cannot be read or made ({getattr(error, 'strerror', None) or error}): make the course folder "
                    "writable to you, or run grade report --anonymise where it is")
         super().__init__(f"--anonymise keys its pseudonyms with the course's secret, and {path} {why}")
+
+
+class NothingToDo(GraderError):
+    """The input holds nothing to work on (a results folder with no result, an empty class): said in one
+    line, exit 2, never an empty page or CSV that reads as a success."""

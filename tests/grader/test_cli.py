@@ -139,3 +139,64 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
         assert done.returncode in (0, 1), (command, done.stderr[-2000:])
         assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
     assert (course / "week1-autograder.zip").is_file() and (tmp_path / "attention-student").is_dir()
+
+
+def one_line_exit_2(result, *words):
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr, result.stderr
+    assert all(word in result.stderr for word in words), result.stderr
+
+
+def test_report_and_export_of_an_empty_results_folder_say_so_in_one_line_and_exit_2(tmp_path):
+    """An empty folder (a shard glob that matched a folder of nothing, a run not made yet) is no class: no
+    "0 students" page, no CSV of only a header, each said in one line."""
+    empty = tmp_path / "grades"
+    empty.mkdir()
+    for args, written in [(["report", str(empty), "--out", str(tmp_path / "report.html")], "report.html"),
+                          (["report", str(empty), "--format", "csv"], None),
+                          (["export", str(empty), "--output", str(tmp_path / "grades.csv")], "grades.csv"),
+                          (["export", str(empty)], None)]:
+        result = grade(*args)
+        one_line_exit_2(result, str(empty), "no result of `grade autograde`")
+        assert result.stdout == "" and (written is None or not (tmp_path / written).exists()), args
+
+
+@pytest.mark.nbgrader
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own, as test_export.py quiets them
+def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export_the_gradebook_alone(tmp_path):
+    from test_export import write_gradebook
+
+    from grader.config import load_course
+
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "course.toml", course)
+    write_gradebook(course / "gradebook.db", load_course(course), {"zoe": {"softmax": 0}})
+    (course / "grades").mkdir()
+    one_line_exit_2(grade("export", "grades/", "--output", "all.csv", cwd=course), "grades", "nothing exported")
+    assert not (course / "all.csv").exists()
+    (course / "grades").rmdir()
+    alone = grade("export", "--output", "all.csv", cwd=course)  # no folder named and no ./grades: the book alone
+    assert alone.returncode == 0 and "0 autograde results and 1 gradebook rows" in alone.stderr, alone.stderr
+
+
+@pytest.mark.slow  # a grading and a release
+def test_every_verb_that_writes_says_what_it_wrote(tmp_path):
+    klass = tmp_path / "submissions" / "ada" / "01_attention_basics"
+    klass.mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", klass)
+    out = tmp_path / "grades"
+    graded = grade("autograde", str(tmp_path / "submissions"), "--out", str(out), "--assignment",
+                   "01_attention_basics", "--workers", "1", "--seed", "3")
+    assert graded.returncode == 0 and f"{out} holds 1 results, their summary.csv" in graded.stderr, graded.stderr
+    exported = grade("export", str(out), "--output", str(tmp_path / "grades.csv"))
+    assert exported.returncode == 0 and f"1 autograde results -> {tmp_path / 'grades.csv'}" in exported.stderr
+    table = grade("check", "01_attention_basics", "--submission", "solutions", "--output", str(tmp_path / "t.txt"))
+    assert table.returncode == 0 and f"100/100 -> {tmp_path / 't.txt'}" in table.stderr, table.stderr
+    course = tmp_path / "course"
+    for name in ("solutions/01_attention_basics", "suites/hidden"):
+        shutil.copytree(ROOT / name, course / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "course.toml", course)
+    released = grade("--course", str(course), "release", "01_attention_basics")
+    assert released.returncode == 0, released.stderr
+    assert "wrote 2 files into assignments/, the stubs and release notebooks of 01_attention_basics" in released.stderr
