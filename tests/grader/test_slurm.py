@@ -69,7 +69,10 @@ class Node:
                    f"--log-file={munge / 'munged.log'}")
         if not self._wait(lambda: sock.exists() and self.run("munge", "-n", "-S", str(sock)).returncode == 0, 20):
             return "munged did not start"
-        node = self.run("slurmd", "-C").stdout.splitlines()[0]  # NodeName=... CPUs=... RealMemory=...: this machine
+        found = self.run("slurmd", "-C").stdout  # NodeName=... CPUs=... RealMemory=...: this machine as it is
+        node = next((line for line in found.splitlines() if line.startswith("NodeName=")), None)
+        if node is None:
+            return f"slurmd -C did not describe this machine: {found.strip()!r}"
         name = re.search(r"NodeName=(\S+)", node)[1]
         ctld_port, slurmd_port = _free_ports(2)
         for folder in ("state", "spool"):
