@@ -43,6 +43,8 @@ class Reply:
     param_grads: dict | None = None
     grad_error: str | None = None
     op_names: dict = field(default_factory=dict)
+    widest: int | None = None  # with measure: the most entries one operator reduced at once
+    widest_op: str | None = None  # that operator's aten name
 
 
 def reply_of(reply: dict) -> Reply:
@@ -62,6 +64,8 @@ def reply_of(reply: dict) -> Reply:
             grads=None if grads is None else [decode(g) for g in grads],
             param_grads=None if param_grads is None else {str(k): v for k, v in dict(param_grads).items()},
             op_names=dict(reply.get("op_names", {})),
+            widest=_count(reply.get("widest")),
+            widest_op=None if reply.get("widest_op") is None else str(reply["widest_op"]),
             grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise StudentFault("error", "the process running your code sent back a reply that is not "

@@ -4,12 +4,14 @@ own cases, these say what is checked and which mistakes are named (so both sides
 Every wrong computation here is computed from the inputs alone, in plain torch (the lesson's formulas),
 never from the reference: a replayed run (a student distribution) names the same mistakes as live
 grading. The contract's rows for 05 forbid no operation (grader/forbidden.py): online_softmax must
-gather its statistics block by block (more blocks, more steps), and flash_attention must stay within a
-memory bound: it may never build the whole [Tq, Tk] score matrix.
+gather its statistics block by block (no operation reduces more than a block's entries at once; more
+blocks, more steps), and flash_attention must stay within a memory bound: it may never build the whole
+[Tq, Tk] score matrix.
 """
 from __future__ import annotations
 
 from grader.authoring import Mistake, ScaleSearch
+from grader.compare import shape_str
 from grader.harness import CheckFailed
 from lesson import mistaken
 
@@ -93,7 +95,9 @@ def online_softmax_same(grade, x, block_size, grad=False):
 def expect_blockwise_statistics(grade, x, short, small_block):
     """online_softmax gathers its statistics block by block: on rows of ``x`` (one block of their whole
     length) it makes no more torch operations than on their first ``short`` entries (no Python loop
-    over entries), and more with blocks of ``small_block`` (the lesson's loop over blocks)."""
+    over entries); with blocks of ``small_block`` no operation it runs reduces more entries than a block
+    at once (see :func:`expect_reductions_within`), and it makes more operations than with one block
+    (the lesson's loop over blocks, ``block_size`` heeded)."""
     length = x.shape[-1]
     one_block = grade.measured("online_softmax", x, length).ops
     fewer = grade.measured("online_softmax", x[..., :short], length).ops
@@ -101,12 +105,26 @@ def expect_blockwise_statistics(grade, x, short, small_block):
         raise CheckFailed(f"online_softmax made {fewer} torch operations on rows of {short} but {one_block} on rows "
                           f"of {length}, both in one block: a Python loop over the entries; work on each block as a "
                           "whole tensor (its maximum, the sum of its exponentials)", ("not-vectorised",))
-    many_blocks = grade.measured("online_softmax", x, small_block).ops
-    if many_blocks <= one_block:
-        raise CheckFailed(f"online_softmax made {many_blocks} torch operations with {-(-length // small_block)} "
+    reply = grade.measured("online_softmax", x, small_block)
+    expect_reductions_within(reply, x, small_block)
+    if reply.ops <= one_block:
+        raise CheckFailed(f"online_softmax made {reply.ops} torch operations with {-(-length // small_block)} "
                           f"blocks of {small_block} but {one_block} with one block of {length}: the statistics must "
                           "be gathered block by block, keeping a running maximum and a running sum that is rescaled "
                           "whenever the maximum grows")
+
+
+def expect_reductions_within(reply, x, block_size):
+    """The contract's bound, from the widest reduction the worker's tracer saw among the aten operators
+    the call ran, whatever Python called them (``torch.ops.aten``, TorchScript, ``F.linear``): no
+    operation combined more than ``block_size`` entries into one (a maximum, a sum, a log-sum-exp or a
+    softmax over them, a cumulative sum, a matrix product over its contracted dimension)."""
+    if (reply.widest or 0) > block_size:
+        raise CheckFailed(f"online_softmax(<{shape_str(x.shape)}>, {block_size}): an operation ({reply.widest_op}, "
+                          f"as torch runs it) reduced {reply.widest} entries at once; with block_size={block_size} "
+                          f"each may reduce at most {block_size} entries of the last dim: take the maximum and the "
+                          "sum of one block x[..., start:start + block_size] at a time, keeping a running maximum "
+                          "and a running sum")
 
 
 # --- flash_attention ----------------------------------------------------------------------------------
