@@ -94,6 +94,11 @@ def test_split_qkv_non_contiguous(grade):
     split_qkv_same(grade, grade.randn(6, 2, 36).transpose(0, 1), 3)  # [2, 6, 36], not contiguous
 
 
+@exercise("split_qkv", weight=2)
+def test_split_qkv_indivisible_raises(grade):
+    grade.raises(("ValueError",), "split_qkv", grade.randn(2, 4, 24), 5)  # D = 8 heads cannot share
+
+
 # --- MultiHeadAttentionWrapper ------------------------------------------------------------------------
 @exercise(WRAPPER, weight=2)
 def test_wrapper_lesson_data(grade):

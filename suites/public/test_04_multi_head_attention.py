@@ -79,6 +79,11 @@ def test_split_qkv_of_a_strided_batch(grade):
     checks.split_qkv_same(grade, grade.randn(5, 3, 24).transpose(0, 1), 2)  # [3, 5, 24], not contiguous
 
 
+@exercise("split_qkv", weight=2)
+def test_split_qkv_needs_a_width_divisible_by_the_heads(grade):
+    grade.raises(("ValueError",), "split_qkv", grade.randn(1, 3, 18), 4)  # D = 6 for 4 heads
+
+
 # --- MultiHeadAttentionWrapper --------------------------------------------------------------------------
 @exercise("MultiHeadAttentionWrapper", weight=2)
 def test_wrapper_on_the_lesson_batch(grade):

@@ -280,9 +280,9 @@ def test_an_inverted_mask_is_named_on_every_seed_even_where_it_leaves_a_query_no
 
 # a blind learner's attempts (tests/corpus/learner/notes.md) that break the contract yet score full
 # marks today: issue 34's to catch; strict, so that catching one says so here
-LEARNER_FALSE_PASSES = {"learner_02_copy_v2_weights_into_v1_new_parameters",
-                        "learner_02_copy_v2_weights_into_v1_no_bias_check", "learner_04_split_qkv_no_valueerror",
-                        "learner_05_online_softmax_whole_row_max", "learner_01_context_vector_loop_zeros_float32"}
+# a float32 start is the right dtype and device on a CPU (float32 + float64 gives float64): the mistake
+# shows only on CUDA, where the CPU zeros meet the inputs' device
+LEARNER_FALSE_PASSES = {"learner_01_context_vector_loop_zeros_float32"}
 
 
 @pytest.mark.slow
