@@ -17,9 +17,10 @@ def open_course(course_dir: Path | None) -> Course:
 
 def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path | None, fmt: str,
           output: Path | None, device: str, seed: int | None, colour: bool, debug: bool = False,
-          watching: bool = False) -> int:
+          watching: bool = False, figures: Path | None = None) -> int:
     """Grade one submission; write the report; 0 for full marks, 1 otherwise. ``watching``: then again on
-    every save, until Ctrl-C (grader/watch.py)."""
+    every save, until Ctrl-C (grader/watch.py). ``figures``: a folder for the PNG of each wrong pictured
+    exercise (grader/figures.py), its own output beside the right one."""
     from grader.report import render
     from grader.runner import Grader
     from grader.submission import resolve_submission
@@ -32,8 +33,8 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     else:  # what the submission holds; a whole course when it holds a folder per assignment
         chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
     if watching:
-        if fmt != "table" or output:
-            raise UsageError("--watch shows the table on the screen: leave out --format and --output")
+        if fmt != "table" or output or figures:
+            raise UsageError("--watch shows the table on the screen: leave out --format, --output and --figures")
         from grader.watch import watch
 
         return watch(course=course, chosen=chosen, submission=Path(submission or default), device=device, seed=seed,
@@ -50,6 +51,12 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)  # what it wrote
     else:
         sys.stdout.write(text)
+    if figures is not None:
+        from grader.figures import write_pngs
+
+        drawn = write_pngs(result, figures)
+        print(f"{len(drawn)} figure(s) of wrong exercises -> {figures}" if drawn else
+              "no figures: no pictured exercise is wrong", file=sys.stderr)
     if result.grader_error:  # no valid score: the grader's own failure, said once, exit 2
         raise GraderFailed(result.grader_error)
     return 0 if result.full_marks else 1

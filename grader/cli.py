@@ -42,15 +42,18 @@ def cli(ctx, course_dir):
                                             "output goes to stderr (also GRADE_DEBUG=1).")
 @click.option("--watch", "watching", is_flag=True,
               help="Grade again on every save of the submission's files, from a grader kept warm (Ctrl-C stops).")
+@click.option("--figures", type=click.Path(path_type=Path, file_okay=False),
+              help="Also write, as ASSIGNMENT-EXERCISE.png in this folder, each wrong exercise's attention weights "
+                   "(or mask, or context) beside the right ones on the lesson's data.")
 @click.pass_obj
-def check(course_dir, assignments, submission, fmt, output, device, seed, debug, watching):
+def check(course_dir, assignments, submission, fmt, output, device, seed, debug, watching, figures):
     """Grade one submission (default: assignments/). Exit 0 for full marks, 1 otherwise."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.check(course=course, assignment_ids=assignments, submission=submission, fmt=fmt, output=output,
                        device=device, seed=api.parse_seed(seed), colour=wants_colour(sys.stdout), debug=debug,
-                       watching=watching))
+                       watching=watching, figures=figures))
 
 
 @cli.command()

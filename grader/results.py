@@ -68,6 +68,7 @@ class ExerciseResult:
     checks: list[CheckOutcome] = field(default_factory=list)
     source: str = ""  # the file it was graded from, as the student knows it
     source_note: str = ""  # where the module and the notebook beside it both had it (or one as a stub)
+    figure: dict | None = None  # wrong on the lesson's data: theirs beside the right output (grader/figures.py)
 
     @property
     def score(self) -> float:
@@ -159,7 +160,8 @@ class ExerciseResult:
                 "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
                           for e in self.explanations],
                 "duration_s": round(self.duration_s, 3), "source": self.source,
-                "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks]}
+                "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks],
+                **({"figure": self.figure} if self.figure and self.status != "passed" else {})}
 
 
 @dataclass

@@ -207,10 +207,11 @@ class Grader:
         plugins = [run.plugin] if exercises is None else [run.plugin, _OnlyExercises(exercises)]
         try:
             code = _pytest(self.course, run.files, plugins, debug=self.debug)
+            figures = self._figures(run)
         finally:
             self._end(run)
         _raise_problems(run.plugin.problems)
-        return self._result(run, code)
+        return self._result(run, code, figures)
 
     def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report,
                    assignments_of=None) -> None:
@@ -226,8 +227,9 @@ class Grader:
             return self._begin(prepare(job), chosen, seed, None, None, "hidden", memo=True)
 
         def finish(run):
+            figures = self._figures(run)
             self._end(run)
-            return self._result(run, 0)
+            return self._result(run, 0, figures)
 
         stream = GradingStream(self.course, {a.id for a in assignments}, jobs, start=start, finish=finish,
                                report=report, end=self._end, lean=not self.debug)  # debug: pytest's own output
@@ -288,11 +290,23 @@ class Grader:
             raise
         self.sandbox.end(run.cell, gone=gone)
 
-    def _result(self, run: "_Run", code) -> SubmissionResult:
+    def _figures(self, run: "_Run") -> dict:
+        """The pictured exercises that came out wrong, each drawn beside the right output on the lesson's
+        data (grader/figures.py: one more call of the student's, in its worker, while it still runs);
+        no work at all when none did."""
+        from grader.figures import pictures
+
+        return pictures(run.session, run.plugin.outcomes, run.assignments, run.exercises)
+
+    def _result(self, run: "_Run", code, figures=None) -> SubmissionResult:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
         results = [self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
                    for a in run.assignments]
+        for assignment in results:  # a figure for what is wrong once every mistake is charged (charged_once)
+            for exercise in assignment.exercises:
+                if exercise.status != "passed":
+                    exercise.figure = (figures or {}).get((assignment.id, exercise.name))
         return SubmissionResult(run.submission.name, run.seed, self.device, time.monotonic() - run.started, results,
                                 isolation=self.confinement.mode, started=run.started_at, fixed_cases=run.fixed_cases)
 

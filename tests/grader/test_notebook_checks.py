@@ -1,6 +1,7 @@
 """check(): a notebook's graded cell grades the kernel's code like `grade check` grades a file."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,61 @@ def test_a_notebook_whose_function_uses_a_constant_of_another_cell_gets_full_mar
     (tmp_path / assignment.notebook).write_text(json.dumps(notebook))
     result = grader.grade(resolve_submission(tmp_path / assignment.notebook, course), (assignment,), seed=3)
     assert result.score == 100, [e.feedback for e in result.assignments[0].exercises if e.status != "passed"]
+
+
+WRONG_CELLS = '''
+import torch
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+    return torch.softmax(scores, dim=0)  # the wrong dimension
+
+def causal_mask(num_tokens, device=None):
+    return torch.tril(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device), diagonal=-1)  # inverted
+
+def merge_heads(x):
+    batch, heads, tokens, head_dim = x.shape
+    return x.reshape(batch, tokens, heads * head_dim)  # without the transpose
+
+def split_heads(x, num_heads):
+    batch, tokens, dim = x.shape
+    if dim % num_heads:
+        raise ValueError("the features do not split evenly into heads")
+    return x.reshape(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)
+'''
+
+
+@pytest.mark.slow
+def test_check_draws_a_wrong_exercise_beside_the_right_one_and_nothing_for_a_right_one(tmp_path):
+    """Issue 36: a wrong attention_weights, causal mask and head merge each get an image/png output from
+    check() (their weights beside the right ones on the lesson's data); a right split_heads gets none."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "course.toml", course)
+    for folder in ("suites", "solutions"):
+        shutil.copytree(ROOT / folder, course / folder, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
+    work = course / "work" / "02_self_attention"
+    work.mkdir(parents=True)
+    exercises = ("attention_weights", "causal_mask", "merge_heads", "split_heads")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WRONG_CELLS)] + [
+        nbformat.v4.new_code_cell(f'from grader.notebook_checks import check\n\ncheck("{name}")') for name in exercises])
+    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    images, texts = {}, {}
+    for name, cell in zip(exercises, notebook.cells[1:]):
+        images[name] = [o["data"]["image/png"] for o in cell.outputs if "image/png" in o.get("data", {})]
+        texts[name] = "".join(o.get("text", "") for o in cell.outputs)
+        assert not [o for o in cell.outputs if o.get("name") == "stderr" or o.get("output_type") == "error"], name
+    assert {name: len(found) for name, found in images.items()} == {
+        "attention_weights": 1, "causal_mask": 1, "merge_heads": 1, "split_heads": 0}, texts
+    assert all(", failed" in texts[name] for name in exercises[:3]) and "split_heads: 15/15" in texts["split_heads"]
+    import base64
+    import io
+
+    from PIL import Image
+
+    for name in ("attention_weights", "causal_mask", "merge_heads"):
+        image = Image.open(io.BytesIO(base64.b64decode(images[name][0])))
+        assert image.format == "PNG" and image.width > 2 * image.height > 200, name

@@ -1,0 +1,412 @@
+"""Feedback you can see: a wrong exercise's output drawn beside the right one, on the lesson's data.
+
+An exercise whose output is attention weights, scores, a mask, or a context built from them is
+*pictured*: after grading, for each such exercise that failed, the student's function runs once more
+in its worker (the same sandbox and request as every graded call) on a *picture case*, the inputs of
+a public check on the lesson's own data ("Your journey starts with one step", see suites/lesson),
+never a hidden case. The right output comes from the reference where it is present, else from the
+public recording (``grade release --out`` records the picture cases beside the public suites' uses,
+under ``picture:<assignment>:<exercise>``). Where the two differ beyond the float32 tolerance, the
+exercise's result carries a small figure (``ExerciseResult.figure``, at most 16 x 16 entries, numbers
+rounded, NaN and infinities as strings): a notebook's ``check()`` shows it, ``grade check --figures DIR``
+writes it as PNG files, and the class report draws one per misconception. A right answer, a call that
+raises or times out, or an output of another shape draws nothing. Grading that finds nothing wrong
+does no extra work.
+
+Drawing is here too: :func:`png` (matplotlib, Agg) and :func:`svg` (hand-made, for the HTML report,
+each cell's number in ``data-value``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Callable
+
+LIMIT = 16  # rows and columns of a figure at most
+DIGITS = 4  # decimals kept of each number
+PICTURED_STATUSES = ("failed", "error")  # a wrong output, or a raise on some other case
+
+
+@dataclass(frozen=True)
+class Case:
+    """One pictured exercise: its call on the lesson's data, and how its output is drawn."""
+
+    title: str  # the call, as the student reads it
+    inputs: Callable  # lesson package -> the call's positional arguments
+    rows: Callable  # lesson -> row labels
+    cols: Callable  # lesson -> column labels
+    kind: str = "weights"  # weights, scores, mask or values: how it is coloured
+    view: Callable = None  # the output -> the 2-D matrix drawn (None: the output itself)
+
+
+def _words(lesson):
+    return list(lesson.JOURNEY_WORDS)
+
+
+def _weights_of(lesson):  # the lesson's projections (suites/public/test_02: W_query, W_key, W_value)
+    import torch
+
+    generator = torch.Generator().manual_seed(123)
+    w_query, w_key, w_value = (torch.rand(3, 2, generator=generator) for _ in range(3))
+    x = lesson.journey()
+    return x @ w_query, x @ w_key, x @ w_value
+
+
+def _softmaxed(scores):
+    import torch
+
+    return torch.softmax(scores, dim=-1)
+
+
+_FEATURES = lambda n: (lambda lesson: [f"dim {i}" for i in range(n)])  # noqa: E731
+_SCORES = dict(rows=_words, cols=_words, kind="scores")
+_WEIGHTS = dict(rows=_words, cols=_words, kind="weights")
+
+CASES: dict[tuple[str, str], Case] = {
+    ("01_attention_basics", "attention_scores_for_query"): Case(
+        'attention_scores_for_query(journey, journey[1]): the query "journey" against each token',
+        lambda lesson: (lesson.journey(), lesson.journey()[1]), lambda lesson: ["journey"], _words,
+        kind="scores", view=lambda out: out.reshape(1, -1)),
+    ("01_attention_basics", "attention_scores_loop"): Case(
+        "attention_scores_loop(journey): each query (row) against each key (column)",
+        lambda lesson: (lesson.journey(),), **_SCORES),
+    ("01_attention_basics", "attention_scores"): Case(
+        "attention_scores(journey): each query (row) against each key (column)",
+        lambda lesson: (lesson.journey(),), **_SCORES),
+    ("01_attention_basics", "softmax_naive"): Case(
+        "softmax_naive(journey @ journey.T): each row's weights should sum to 1",
+        lambda lesson: (lesson.journey() @ lesson.journey().T,), **_WEIGHTS),
+    ("01_attention_basics", "softmax"): Case(
+        "softmax(journey @ journey.T): each row's weights should sum to 1",
+        lambda lesson: (lesson.journey() @ lesson.journey().T,), **_WEIGHTS),
+    ("01_attention_basics", "simple_self_attention"): Case(
+        "simple_self_attention(journey): each token's context vector",
+        lambda lesson: (lesson.journey(),), _words, _FEATURES(3), kind="values"),
+    ("02_self_attention", "attention_weights"): Case(
+        "attention_weights(journey @ W_query, journey @ W_key): each query's weights over the keys",
+        lambda lesson: _weights_of(lesson)[:2], **_WEIGHTS),
+    ("02_self_attention", "scaled_dot_product_attention"): Case(
+        "scaled_dot_product_attention(journey @ W_query, journey @ W_key, journey @ W_value): each context",
+        _weights_of, _words, _FEATURES(2), kind="values"),
+    ("03_causal_attention", "causal_mask"): Case(
+        "causal_mask(6): True (dark) where a query (row) may not see a key (column)",
+        lambda lesson: (6,), _words, _words, kind="mask"),
+    ("03_causal_attention", "apply_causal_mask"): Case(
+        "apply_causal_mask(the journey's scaled scores): the future set to -inf",
+        lambda lesson: (lesson.journey_scores(),), **_SCORES),
+    ("03_causal_attention", "renormalize_causal_weights"): Case(
+        "renormalize_causal_weights(softmax of the journey's scaled scores)",
+        lambda lesson: (_softmaxed(lesson.journey_scores()),), **_WEIGHTS),
+    ("03_causal_attention", "padding_mask"): Case(
+        "padding_mask(lengths=[6, 4], max_len=6): True (dark) at padded positions",
+        lambda lesson: (_lengths(), 6), lambda lesson: ["length 6", "length 4"], _words, kind="mask"),
+    ("03_causal_attention", "causal_padding_mask"): Case(
+        "causal_padding_mask(lengths=[6, 4], 6), the sequence of length 4: True (dark) where hidden",
+        lambda lesson: (_lengths(), 6), _words, _words, kind="mask", view=lambda out: out[1]),
+    ("04_multi_head_attention", "split_heads"): Case(
+        "split_heads(journey[None], num_heads=3): head (row) by token (column), one feature each",
+        lambda lesson: (lesson.journey()[None], 3), lambda lesson: ["head 0", "head 1", "head 2"], _words,
+        kind="values", view=lambda out: out[0, :, :, 0]),
+    ("04_multi_head_attention", "merge_heads"): Case(
+        "merge_heads(journey_batch()[None]): two heads of the journey merged, token (row) by feature",
+        lambda lesson: (lesson.journey_batch()[None],), _words,
+        lambda lesson: [f"h{h}·{i}" for h in range(2) for i in range(3)], kind="values",
+        view=lambda out: out[0]),
+}
+
+
+def _lengths():
+    import torch
+
+    return torch.tensor([6, 4])
+
+
+def lesson_data(course):
+    """The course's lesson package (suites/lesson/__init__.py), loaded without touching sys.path."""
+    import sys
+
+    module = sys.modules.get("lesson")
+    if module is not None and hasattr(module, "journey_batch"):
+        return module
+    path = course.layout.suites / "lesson" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("grader_lesson_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- the picture case, after grading ---------------------------------------------------------------
+def pictures(session, outcomes, assignments, only=None) -> dict[tuple[str, str], dict]:
+    """``{(assignment, exercise): figure}`` for the pictured exercises that ``outcomes`` (the plugin's
+    ``(assignment, exercise, CheckOutcome)``) show wrong; while the public suites are being recorded
+    (``grade release --out``), every pictured exercise's right output is recorded too. Student code
+    runs in its worker, through the session's own requests; nothing here costs a grade."""
+    recording = session.recording
+    recording_now = recording is not None and not recording.replaying
+    wrong = {(a, e) for a, e, check in outcomes
+             if check.status in PICTURED_STATUSES or (check.status == "passed" and check.forgiven_by)}
+    found = {}
+    for assignment in assignments:
+        for (aid, exercise), case in CASES.items():
+            if aid != assignment.id or (only is not None and exercise not in only):
+                continue
+            if (aid, exercise) not in wrong and not recording_now:
+                continue
+            try:
+                figure = _picture(session, aid, exercise, case, draw=(aid, exercise) in wrong)
+            except Exception:  # noqa: BLE001 - a figure is a courtesy: it never costs a grade
+                if session.debug:
+                    raise
+                figure = None
+            if figure is not None:
+                found[(aid, exercise)] = figure
+    return found
+
+
+def _picture(session, aid, exercise, case, *, draw) -> dict | None:
+    import torch
+
+    from grader.harness import reply_of
+    from grader.outcomes import GraderFault, StudentFault
+    from grader.recording import NotReplayable, _on_cpu
+
+    lesson = lesson_data(session.course)
+    args = case.inputs(lesson)
+
+    def compute():
+        with torch.no_grad():
+            return _on_cpu(getattr(session.references[aid], exercise)(*args), copy=True)
+
+    try:
+        right = session.recording.event(f"picture:{aid}:{exercise}", compute) if session.recording else compute()
+    except (NotReplayable, KeyError, AttributeError):  # an older recording, or no reference at hand
+        return None
+    if not draw:
+        return None
+    try:
+        reply = session.student(aid).request({"op": "call", "target": exercise, "args": args, "kwargs": {},
+                                              "grad_enabled": False})
+        theirs = reply_of(reply).out
+    except (StudentFault, GraderFault):
+        return None
+    tolerance = session.course.tolerance("float32")
+    return figure_of(case, lesson, theirs, right, rtol=tolerance.rtol, atol=tolerance.atol)
+
+
+def figure_of(case: Case, lesson, theirs, right, *, rtol: float, atol: float) -> dict | None:
+    """The figure's data: the two matrices (cut to LIMIT x LIMIT), their labels and where they differ;
+    None when the output is right, not a tensor, or not of the right one's shape."""
+    import torch
+
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or theirs.shape != right.shape:
+        return None
+    try:
+        view = case.view or (lambda out: out)
+        mine, good = view(theirs.detach().cpu()), view(right.detach().cpu())
+    except (IndexError, RuntimeError):
+        return None
+    if mine.dim() != 2 or mine.shape != good.shape:
+        return None
+    mine, good = mine.to(torch.float64), good.to(torch.float64)
+    close = (mine - good).abs() <= atol + rtol * good.abs()
+    same = close | (mine == good) | (mine.isnan() & good.isnan())  # == holds equal infinities
+    if bool(same.all()):
+        return None
+    rows, cols = list(case.rows(lesson)), list(case.cols(lesson))
+    n, m = min(mine.shape[0], LIMIT), min(mine.shape[1], LIMIT)
+    return {"title": case.title, "kind": case.kind,
+            "row_labels": [str(r) for r in rows[:n]], "col_labels": [str(c) for c in cols[:m]],
+            "theirs": _cells(mine[:n, :m]), "right": _cells(good[:n, :m]),
+            "differs": [[int(not v) for v in row] for row in same[:n, :m].tolist()]}
+
+
+def _cells(matrix) -> list[list]:
+    return [[number(v) for v in row] for row in matrix.tolist()]
+
+
+def number(value: float):
+    """A number JSON holds: rounded to DIGITS decimals, or "nan", "inf", "-inf"."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    rounded = round(value, DIGITS)
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
+
+
+def valid_figure(figure) -> bool:
+    """Whether ``figure`` (read from a result file) is one :func:`figure_of` makes: labels of strings, and
+    three matrices of their size, at most LIMIT x LIMIT, of numbers or "nan", "inf", "-inf"."""
+    if not isinstance(figure, dict) or not isinstance(figure.get("title"), str):
+        return False
+    rows, cols = figure.get("row_labels"), figure.get("col_labels")
+    if not (isinstance(rows, list) and isinstance(cols, list) and 0 < len(rows) <= LIMIT and 0 < len(cols) <= LIMIT
+            and all(isinstance(label, str) for label in rows + cols)):
+        return False
+
+    def cell(value):
+        return value in ("nan", "inf", "-inf") or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                                   and math.isfinite(value))
+
+    return all(isinstance(figure.get(key), list) and len(figure[key]) == len(rows)
+               and all(isinstance(row, list) and len(row) == len(cols) and all(map(cell, row)) for row in figure[key])
+               for key in ("theirs", "right", "differs"))
+
+
+def value_of(cell) -> float:
+    return float(cell)  # float("nan"), float("-inf") read the strings back
+
+
+# --- drawing ----------------------------------------------------------------------------------------
+PANELS = (("theirs", "yours"), ("right", "right"))
+
+
+def _scale(figure):
+    finite = [value_of(c) for key, _ in PANELS for row in figure[key] for c in row if math.isfinite(value_of(c))]
+    low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if figure.get("kind", "values") == "mask":
+        low, high = 0.0, 1.0
+    elif figure.get("kind", "values") == "weights":
+        low, high = min(low, 0.0), max(high, 1.0)
+    return low, (high if high > low else low + 1.0)
+
+
+def png(figure: dict) -> bytes:
+    """The figure as PNG bytes: yours and the right one side by side on one colour scale, entries that
+    differ outlined in red, and a third panel marking where they differ."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import numpy
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    rows, cols = figure["row_labels"], figure["col_labels"]
+    n, m = len(rows), len(cols)
+    low, high = _scale(figure)
+    cmap = matplotlib.colormaps["Greys" if figure.get("kind", "values") == "mask" else "Blues"].with_extremes(
+        bad="#d9d9d9")
+    cell = 0.5 if max(n, m) <= 8 else 0.3
+    fig = Figure(figsize=(3 * (m * cell + 1.4), n * cell + 1.6), dpi=100, layout="constrained")
+    axes = fig.subplots(1, 3)
+    differs = numpy.array(figure["differs"], dtype=bool)
+    for axis, (key, name) in zip(axes, (*PANELS, ("differs", "where they differ"))):
+        if key == "differs":
+            axis.imshow(differs, cmap=matplotlib.colors.ListedColormap(["#ffffff", "#d62728"]), vmin=0, vmax=1)
+        else:
+            values = numpy.array([[value_of(c) for c in row] for row in figure[key]], dtype=float)
+            axis.imshow(numpy.ma.masked_invalid(values), cmap=cmap, vmin=low, vmax=high)
+            if max(n, m) <= 8:
+                for i in range(n):
+                    for j in range(m):
+                        axis.text(j, i, _short(figure[key][i][j]), ha="center", va="center", fontsize=7,
+                                  color="white" if _dark(values[i, j], low, high) else "black")
+            if key == "theirs":
+                for i, j in zip(*numpy.nonzero(differs)):
+                    axis.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
+        axis.set_title(name, fontsize=10)
+        axis.set_xticks(range(m), cols, rotation=45, ha="right", fontsize=8)
+        axis.set_yticks(range(n), rows if key == "theirs" else [""] * n, fontsize=8)
+    fig.suptitle(figure["title"], fontsize=9)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _dark(value, low, high) -> bool:
+    return math.isfinite(value) and (value - low) / (high - low) > 0.6
+
+
+def _short(cell) -> str:
+    if isinstance(cell, str):
+        return {"nan": "NaN", "inf": "∞", "-inf": "−∞"}[cell]
+    return f"{cell:.2f}" if isinstance(cell, float) else str(cell)
+
+
+def _colour(value: float, low: float, high: float, kind: str) -> str:
+    if not math.isfinite(value):
+        return "#d9d9d9"
+    t = min(max((value - low) / (high - low), 0.0), 1.0)
+    end = (37, 37, 37) if kind == "mask" else (8, 69, 148)
+    return "#" + "".join(f"{round(255 + (e - 255) * t):02x}" for e in end)
+
+
+def svg(figure: dict, ident: str, caption: str = "") -> str:
+    """The figure as an inline SVG, for the HTML report: three grids (yours, right, where they differ)
+    with the row and column labels; each cell a ``rect.cell`` with ``data-panel``, ``data-row``,
+    ``data-col`` and ``data-value`` (the JSON's number or string), and its number in its title."""
+    rows, cols = figure["row_labels"], figure["col_labels"]
+    n, m = len(rows), len(cols)
+    low, high = _scale(figure)
+    size = 26
+    left = 9 * max((len(r) for r in rows), default=1) + 12
+    top = 40
+    width_grid = m * size
+    step = width_grid + 40
+    shapes = []
+    for p, (key, name) in enumerate((*PANELS, ("differs", "where they differ"))):
+        x0 = left + p * step
+        shapes.append(f"<text class=\"panel\" x=\"{x0}\" y=\"{top - 24}\">{escape(name)}</text>")
+        for i in range(n):
+            for j in range(m):
+                cell = figure[key][i][j]
+                if key == "differs":
+                    fill = "#d62728" if cell else "#ffffff"
+                else:
+                    fill = _colour(value_of(cell), low, high, figure.get("kind", "values"))
+                edge = "#d62728\" stroke-width=\"2" if key == "theirs" and figure["differs"][i][j] else "#bbbbbb"
+                shapes.append(f"<rect class=\"cell\" data-panel=\"{key}\" data-row=\"{i}\" data-col=\"{j}\" "
+                              f"data-value=\"{escape(str(cell), quote=True)}\" x=\"{x0 + j * size}\" "
+                              f"y=\"{top + i * size}\" width=\"{size}\" height=\"{size}\" fill=\"{fill}\" "
+                              f"stroke=\"{edge}\"><title>{escape(name)}: {escape(rows[i])} × {escape(cols[j])} = "
+                              f"{escape(str(cell))}</title></rect>")
+        for j, label in enumerate(cols):
+            x, y = x0 + j * size + size / 2, top + n * size + 6
+            shapes.append(f"<text class=\"col\" x=\"{x:.0f}\" y=\"{y}\" transform=\"rotate(45 {x:.0f} {y})\">"
+                          f"{escape(label)}</text>")
+    for i, label in enumerate(rows):
+        shapes.append(f"<text class=\"row\" x=\"{left - 6}\" y=\"{top + i * size + 18}\" text-anchor=\"end\">"
+                      f"{escape(label)}</text>")
+    longest = 7 * max((len(c) for c in cols), default=1)
+    width, height = left + 3 * step, top + n * size + longest + 16
+    key = escape(ident, quote=True)
+    description = (f"{caption} Yours beside the right one on the lesson's data; the entries that differ are "
+                   f"outlined in red and marked in the third grid.").strip()
+    return (f"<figure class=\"attention-figure\"><svg id=\"{key}\" class=\"heatmap\" role=\"img\" "
+            f"aria-labelledby=\"{key}-t {key}-d\" width=\"{width}\" height=\"{height}\" "
+            f"viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
+            f"<title id=\"{key}-t\">{escape(figure['title'])}</title><desc id=\"{key}-d\">{escape(description)}</desc>"
+            f"{''.join(shapes)}</svg><figcaption class=\"muted\">{escape(figure['title'])}"
+            f"{(' — ' + escape(caption)) if caption else ''}</figcaption></figure>")
+
+
+# --- where figures go -------------------------------------------------------------------------------
+def write_pngs(result, folder: Path) -> list[Path]:
+    """One PNG per pictured exercise of ``result`` (a SubmissionResult) that has a figure, in ``folder``
+    as ``<assignment>-<exercise>.png``; the paths written. A pictured exercise graded right now loses
+    the PNG an earlier run wrote for it."""
+    written = []
+    for assignment in result.assignments:
+        for exercise in assignment.exercises:
+            path = folder / f"{assignment.id}-{exercise.name}.png"
+            if exercise.figure and exercise.status != "passed":
+                folder.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(png(exercise.figure))
+                written.append(path)
+            elif (assignment.id, exercise.name) in CASES:
+                path.unlink(missing_ok=True)
+    return written
+
+
+def show(figure: dict | None) -> None:
+    """Display the figure in a notebook (an ``image/png`` output), if there is one."""
+    if not figure:
+        return
+    from IPython.display import Image, display
+
+    display(Image(data=png(figure), format="png"))

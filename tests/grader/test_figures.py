@@ -1,0 +1,186 @@
+"""Feedback you can see (issue 36): a wrong pictured exercise's output drawn beside the right one, on
+the lesson's data, in the result (and so in check(), grade check --figures and the class report)."""
+import io
+import json
+import re
+import shutil
+from html import escape
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import figures
+from grader.figures import CASES, figure_of, lesson_data, png, svg, valid_figure
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDS = ["Your", "journey", "starts", "with", "one", "step"]
+
+# the three mistakes the issue names: (assignment, module, right text, wrong text, exercise, misconception)
+MUTANTS = (
+    ("02_self_attention", "self_attention.py", "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)",
+     "attention_weights", "softmax-wrong-dim"),
+    ("03_causal_attention", "causal_attention.py", "torch.triu(ones, diagonal=1)", "torch.tril(ones, diagonal=-1)",
+     "causal_mask", "mask-inverted"),
+    ("04_multi_head_attention", "multi_head_attention.py",
+     "    x = x.transpose(1, 2)  # [B, T, H, hd], no longer contiguous\n", "", "merge_heads",
+     "heads-merged-without-transpose"),
+)
+PICTURED = tuple(m[0] for m in MUTANTS)
+
+
+def mutated(folder: Path, mutants=MUTANTS) -> Path:
+    """The solutions of the three assignments in ``folder``, with ``mutants``' mistakes made."""
+    for assignment, *_ in MUTANTS:
+        shutil.copytree(ROOT / "solutions" / assignment, folder / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
+    for assignment, module, right, wrong, *_ in mutants:
+        path = folder / assignment / module
+        text = path.read_text()
+        assert right in text
+        path.write_text(text.replace(right, wrong))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def wrong_result(course, grader, tmp_path_factory):
+    from grader.submission import resolve_submission
+
+    folder = mutated(tmp_path_factory.mktemp("figures") / "assignments")
+    return grader.grade(resolve_submission(folder, course), course.select(PICTURED), seed=5)
+
+
+def exercise_of(result, name):
+    return next(e for a in result.assignments for e in a.exercises if e.name == name)
+
+
+def test_the_three_mistakes_each_get_their_figure_and_nothing_else_does(wrong_result):
+    drawn = {e.name for a in wrong_result.assignments for e in a.exercises if e.figure}
+    assert drawn == {"attention_weights", "causal_mask", "merge_heads"}
+    for _, _, _, _, name, misconception in MUTANTS:
+        exercise = exercise_of(wrong_result, name)
+        assert exercise.status == "failed" and misconception in exercise.misconceptions
+        assert valid_figure(exercise.figure) and exercise.figure["row_labels"] == WORDS
+        assert any(any(row) for row in exercise.figure["differs"])
+    mask = exercise_of(wrong_result, "causal_mask").figure
+    assert mask["kind"] == "mask" and mask["col_labels"] == WORDS
+    assert mask["right"] == torch.triu(torch.ones(6, 6), 1).int().tolist()
+    assert mask["theirs"] == torch.tril(torch.ones(6, 6), -1).int().tolist()
+    assert mask["differs"] == (torch.eye(6) == 0).int().tolist()  # only the diagonal agrees
+    weights = exercise_of(wrong_result, "attention_weights").figure
+    assert all(sum(row) == pytest.approx(1, abs=1e-3) for row in weights["right"])  # the rows are the weights
+    assert not all(sum(row) == pytest.approx(1, abs=1e-3) for row in weights["theirs"])
+    merged = exercise_of(wrong_result, "merge_heads").figure
+    journey = lesson_data_words()
+    assert merged["right"][1] == journey[1] + journey[1]  # token "journey" of head 0, then of head 1
+    assert merged["theirs"][0] == journey[0] + journey[1]  # no transpose: two tokens of head 0
+
+
+def lesson_data_words():
+    return [list(row) for row in lesson_data_course().JOURNEY]
+
+
+def test_the_json_result_holds_the_figure_as_plain_numbers(wrong_result):
+    data = json.loads(json.dumps(wrong_result.to_json(), allow_nan=False))  # no NaN or inf as numbers
+    by_name = {e["name"]: e for a in data["assignments"] for e in a["exercises"]}
+    assert by_name["causal_mask"]["figure"] == exercise_of(wrong_result, "causal_mask").figure
+    assert "figure" not in by_name["split_heads"] and "figure" not in by_name["scaled_dot_product_attention"]
+
+
+def test_a_right_submission_draws_nothing_and_runs_no_picture_case(course, grader, monkeypatch):
+    from grader.submission import resolve_submission
+
+    calls = []
+    original = figures._picture
+    monkeypatch.setattr(figures, "_picture", lambda *a, **k: calls.append(a[1:3]) or original(*a, **k))
+    result = grader.grade(resolve_submission(ROOT / "solutions", course), course.select(PICTURED), seed=5)
+    assert result.full_marks and calls == []
+    assert all("figure" not in e for a in result.to_json()["assignments"] for e in a["exercises"])
+
+
+def test_the_public_recording_holds_the_picture_cases_and_a_distribution_draws_from_it(course, grader, tmp_path):
+    """Without the reference (a student distribution), the right output is the one recorded at release."""
+    from grader.distribution import record_public_suites
+    from grader.recording import Recording
+    from grader.submission import resolve_submission
+
+    assignment = course.assignment("03_causal_attention")
+    recording, _ = record_public_suites(course, (assignment,))
+    assert {k for k in recording.events if k.startswith("picture:")} == {
+        f"picture:{a}:{e}" for a, e in CASES if a == assignment.id}
+    recording.save(tmp_path / "reference.pt")
+    replayed = Recording.load(tmp_path / "reference.pt")
+    folder = mutated(tmp_path / "assignments", MUTANTS[1:2])
+    result = grader.grade(resolve_submission(folder / assignment.id, course), (assignment,), recording=replayed,
+                          suite="public")
+    assert exercise_of(result, "causal_mask").figure["right"] == torch.triu(torch.ones(6, 6), 1).int().tolist()
+
+
+def test_a_figure_is_bounded_rounded_and_says_nothing_of_a_right_or_misshapen_output():
+    lesson = lesson_data_course()
+    case = CASES[("03_causal_attention", "apply_causal_mask")]
+    right = lesson.journey_scores().masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), float("-inf"))
+    assert figure_of(case, lesson, right.clone(), right, rtol=1e-4, atol=1e-5) is None  # right: no figure
+    assert figure_of(case, lesson, right[:5], right, rtol=1e-4, atol=1e-5) is None  # another shape
+    assert figure_of(case, lesson, "a string", right, rtol=1e-4, atol=1e-5) is None
+    theirs = right.clone()
+    theirs[0, 1], theirs[2, 2] = float("nan"), float("inf")
+    figure = figure_of(case, lesson, theirs, right, rtol=1e-4, atol=1e-5)
+    assert figure["theirs"][0][1] == "nan" and figure["theirs"][2][2] == "inf" and figure["right"][0][5] == "-inf"
+    assert sum(map(sum, figure["differs"])) == 2 and valid_figure(figure)
+    assert json.loads(json.dumps(figure, allow_nan=False)) == figure
+    assert all(isinstance(v, str) or round(v, 4) == v for row in figure["right"] for v in row)
+    big = figures.Case("big", lambda lesson: (), lambda lesson: [str(i) for i in range(40)],
+                       lambda lesson: [str(i) for i in range(40)])
+    cut = figure_of(big, lesson, torch.zeros(40, 40), torch.ones(40, 40), rtol=0, atol=0)
+    assert len(cut["theirs"]) == 16 and len(cut["right"][0]) == 16 and len(cut["row_labels"]) == 16
+    assert not valid_figure({**figure, "theirs": figure["theirs"][:3]})
+    assert not valid_figure({**figure, "right": [[float("nan")] * 6] * 6})
+
+
+def lesson_data_course():
+    from grader.config import load_course
+
+    return lesson_data(load_course(ROOT))
+
+
+def test_png_and_svg_draw_both_matrices_labelled(wrong_result):
+    from PIL import Image
+
+    figure = exercise_of(wrong_result, "attention_weights").figure
+    image = Image.open(io.BytesIO(png(figure)))
+    assert image.format == "PNG" and image.width > 2 * image.height and len(image.convert("RGB").getcolors(1 << 20)) > 20
+    drawn = svg(figure, "figure-x", "softmax-wrong-dim: alice's 02_self_attention:attention_weights")
+    for word in WORDS:
+        assert f">{word}</text>" in drawn
+    assert escape(figure["title"]) in drawn and ">yours</text>" in drawn and ">right</text>" in drawn
+    for key in ("theirs", "right", "differs"):
+        for i, row in enumerate(figure[key]):
+            for j, value in enumerate(row):
+                assert f'data-panel="{key}" data-row="{i}" data-col="{j}" data-value="{value}"' in drawn
+
+
+def test_grade_check_figures_writes_a_png_for_each_wrong_pictured_exercise_only(tmp_path):
+    """`grade check` writes no figure unless asked; --figures DIR writes one PNG per wrong pictured
+    exercise, and a run where it is right again takes its PNG away."""
+    import os
+    import subprocess
+    import sys
+
+    folder = mutated(tmp_path / "assignments", MUTANTS[1:2])
+
+    def grade(*args):
+        return subprocess.run([sys.executable, "-m", "grader", "--course", str(ROOT), "check", "03_causal_attention", "--submission",
+                               str(folder / "03_causal_attention"), "--seed", "5", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "120"})
+
+    plain = grade()
+    assert plain.returncode == 1 and "figure" not in plain.stdout + plain.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["assignments"]
+    drawn = grade("--figures", str(tmp_path / "figs"))
+    timeless = lambda text: re.sub(r"\d+\.\d+ s\b", "", text)  # noqa: E731 - the table's durations
+    assert drawn.returncode == 1 and timeless(drawn.stdout) == timeless(plain.stdout)
+    assert [p.name for p in (tmp_path / "figs").iterdir()] == ["03_causal_attention-causal_mask.png"]
+    assert (tmp_path / "figs" / "03_causal_attention-causal_mask.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    shutil.copy(ROOT / "solutions" / "03_causal_attention" / "causal_attention.py", folder / "03_causal_attention")
+    fixed = grade("--figures", str(tmp_path / "figs"))
+    assert fixed.returncode == 0 and list((tmp_path / "figs").iterdir()) == []
