@@ -693,13 +693,33 @@ class ModulePair:
                 parts.append("missing " + ", ".join(missing))
             if extra:
                 parts.append("unexpected " + ", ".join(extra))
-            raise CheckFailed(f"{self.what}: the parameters are not named as the lesson asks: {'; '.join(parts)}")
+            raise CheckFailed(f"{self.what}: the parameters are not named as the lesson asks: {'; '.join(parts)}"
+                              + self._unregistered(missing))
         for n, p in ours.items():
             if tuple(theirs[n]) != tuple(p.shape):
                 raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
                                   f"expected {shape_str(p.shape)}")
         if not loaded:
             self.grade.student.request({"op": "load", "handle": self.handle.id, "params": self.weights})
+
+    def _unregistered(self, missing: list[str]) -> str:
+        """Why names the reference has are missing when the student's instance holds an attribute of that
+        name: a plain tensor (not an nn.Parameter) or modules in a Python list or dict (not registered)."""
+        import torch
+
+        tops = list(dict.fromkeys(n.split(".")[0] for n in missing if not n.startswith("_")))
+        found = self.attributes(*tops) if tops else {}
+        tensors = [t for t in tops if isinstance(found.get(t), torch.Tensor)]
+        sequences = [t for t in tops if isinstance(found.get(t), (list, tuple))]
+        said = []
+        if tensors:
+            said.append(f"{', '.join(tensors)} {'is a plain tensor' if len(tensors) == 1 else 'are plain tensors'}, "
+                        "not nn.Parameter: wrap each in nn.Parameter(...) so that the module registers, trains and "
+                        "moves it")
+        if sequences:
+            said.append(f"{', '.join(sequences)} {'holds' if len(sequences) == 1 else 'hold'} modules in a Python "
+                        "list, which does not register them: use nn.ModuleList([...])")
+        return "; " + "; ".join(said) if said else ""
 
     def student_parameters(self) -> dict:
         return self.grade.student.request({"op": "state", "handle": self.handle.id})["params"]

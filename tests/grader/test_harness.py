@@ -312,3 +312,17 @@ def test_a_module_of_an_earlier_assignment_missing_says_to_grade_the_two_togethe
     assert "grade check 03_causal_attention 04_multi_head_attention" in said and "causal_attention.py" in said
     other = StudentFault("error", "ModuleNotFoundError: No module named 'einops'", "ModuleNotFoundError")
     assert earlier_module_missing(course, fourth, other) == ""
+
+
+@pytest.mark.slow
+def test_parameters_named_right_but_plain_tensors_are_said_to_be_plain_tensors(course, grader, tmp_path):
+    """Issue 34, item 11: "missing W_query" for a W_query that is there, as a plain tensor, sent the
+    student looking for a typo; the feedback says it is not an nn.Parameter."""
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests" / "corpus"))
+    import corpus
+
+    entry = corpus._entry(root / "tests" / "corpus" / "unnamed" / "issue34_02_SelfAttention_v1_plain_tensors.py", None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=3)[entry.name]
+    assert exercise.score == 0
+    assert "W_query, W_key, W_value are plain tensors, not nn.Parameter" in exercise.feedback, exercise.feedback
