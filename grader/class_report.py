@@ -29,6 +29,7 @@ from pathlib import Path
 
 from grader.catalogue import CATALOGUE
 from grader.errors import CourseSecretError
+from grader.figures import valid_figure
 from grader.report import csv_text, markdown_text
 
 FORMATS = ("html", "json", "csv", "markdown")
@@ -231,6 +232,8 @@ def _misconceptions(named) -> list[dict]:
                                                           {"students": 0, "points_lost": 0.0})
                     where["students"] += 1
                     where["points_lost"] += lost
+                    if valid_figure(exercise.get("figure")):  # theirs beside the right one (grader/figures.py)
+                        entry.setdefault("figures", []).append((student, assignment.get("id"), exercise))
     ranked = []
     for entry in found.values():
         known = CATALOGUE.get(entry["id"])
@@ -240,8 +243,24 @@ def _misconceptions(named) -> list[dict]:
                                       "points_lost": round(n["points_lost"], 2)}
                                      for where, n in sorted(entry["exercises"].items())],
                        "explanation": known.explanation if known else "", "hint": known.hint if known else "",
-                       "section": _section(known.hint) if known else ""})
+                       "section": _section(known.hint) if known else "",
+                       **({"figure": _typical(entry["figures"])} if entry.get("figures") else {})})
     return sorted(ranked, key=lambda e: (-e["points_lost"], -e["students"], e["id"]))
+
+
+def _typical(found: list) -> dict:
+    """The figure of a typical student with the misconception: the output most of them gave (the first
+    such student by name, on a tie), with who gave it and how many gave the same."""
+    from collections import Counter
+
+    def output(item):
+        return json.dumps([item[1], item[2]["name"], item[2]["figure"]["theirs"]])
+
+    alike = Counter(map(output, found))
+    most = max(alike.values())
+    student, assignment, exercise = next(item for item in found if alike[output(item)] == most)  # found: by name
+    return {**exercise["figure"], "student": student, "exercise": f"{assignment}:{exercise['name']}",
+            "students_alike": most}
 
 
 def _section(hint: str) -> str:

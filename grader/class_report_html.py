@@ -160,7 +160,28 @@ def _teach(misconceptions: list[dict]) -> str:
     return (f"<h2 id=\"teach\">What to teach again</h2><div class=\"charts\">{chart}</div>"
             f"<table><thead><tr><th>misconception</th><th class=\"n\">points lost</th><th class=\"n\">students</th>"
             f"<th>exercises</th><th>what it is, and where the lesson shows it</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            f"<tbody>{rows}</tbody></table>{_pictures(misconceptions)}")
+
+
+def _pictures(misconceptions: list[dict]) -> str:
+    """For each misconception with a figure: a typical student's output beside the right one, on the
+    lesson's data (grader/figures.py), each cell's number in ``data-value`` as in the JSON."""
+    from grader.figures import svg, valid_figure
+
+    drawn = []
+    for m in misconceptions:
+        figure = m.get("figure")
+        if not valid_figure(figure):
+            continue
+        more = figure.get("students_alike", 1) - 1
+        caption = (f"{m['id']}: {figure.get('student', 'a student')}'s {figure.get('exercise', '')}"
+                   + (f" ({more} more gave the same)" if more > 0 else ""))
+        drawn.append(f"<h3 id=\"look-{escape(m['id'], quote=True)}\"><code>{escape(m['id'])}</code></h3>"
+                     + svg(figure, f"figure-{m['id']}", caption))
+    if not drawn:
+        return ""
+    return ("<h3>What each misconception looks like</h3><p class=\"muted\">A typical student's output beside the "
+            "right one, on the lesson's data; the entries that differ are outlined in red.</p>" + "".join(drawn))
 
 
 def _where(exercises: list[dict]) -> str:

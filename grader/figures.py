@@ -270,7 +270,7 @@ def _scale(figure):
     if figure.get("kind", "values") == "mask":
         low, high = 0.0, 1.0
     elif figure.get("kind", "values") == "weights":
-        low, high = min(low, 0.0), max(high, 1.0)
+        low = min(low, 0.0)  # weights from 0; to their largest, so that small differences still show
     return low, (high if high > low else low + 1.0)
 
 
@@ -343,7 +343,8 @@ def svg(figure: dict, ident: str, caption: str = "") -> str:
     rows, cols = figure["row_labels"], figure["col_labels"]
     n, m = len(rows), len(cols)
     low, high = _scale(figure)
-    size = 26
+    numbers = max(n, m) <= 8  # each cell's number written in it, where there is room
+    size = 40 if numbers else 26
     left = 9 * max((len(r) for r in rows), default=1) + 12
     top = 40
     width_grid = m * size
@@ -365,12 +366,18 @@ def svg(figure: dict, ident: str, caption: str = "") -> str:
                               f"y=\"{top + i * size}\" width=\"{size}\" height=\"{size}\" fill=\"{fill}\" "
                               f"stroke=\"{edge}\"><title>{escape(name)}: {escape(rows[i])} × {escape(cols[j])} = "
                               f"{escape(str(cell))}</title></rect>")
+                if numbers and key != "differs":
+                    ink = "#ffffff" if _dark(value_of(cell), low, high) else "#1a1a1a"
+                    shapes.append(f"<text class=\"num\" x=\"{x0 + j * size + size / 2:.0f}\" y=\"{top + i * size + 24}\" "
+                                  f"text-anchor=\"middle\" style=\"font-size:11px;fill:{ink}\">"
+                                  f"{escape(_short(cell))}</text>")
         for j, label in enumerate(cols):
             x, y = x0 + j * size + size / 2, top + n * size + 6
             shapes.append(f"<text class=\"col\" x=\"{x:.0f}\" y=\"{y}\" transform=\"rotate(45 {x:.0f} {y})\">"
                           f"{escape(label)}</text>")
     for i, label in enumerate(rows):
-        shapes.append(f"<text class=\"row\" x=\"{left - 6}\" y=\"{top + i * size + 18}\" text-anchor=\"end\">"
+        shapes.append(f"<text class=\"row\" x=\"{left - 6}\" y=\"{top + i * size + size / 2 + 5:.0f}\" "
+                      f"text-anchor=\"end\">"
                       f"{escape(label)}</text>")
     longest = 7 * max((len(c) for c in cols), default=1)
     width, height = left + 3 * step, top + n * size + longest + 16

@@ -482,3 +482,98 @@ def test_the_page_in_a_real_browser_shows_ranges_labels_at_body_size_not_attempt
         ("softmax", "hot", 30), ("softmax", "idle", 50), ("attention_weights", "hot", 0), ("attention_weights", "idle", 50)]
     assert len({fill for _, _, _, fill, _ in missed}) == 2 and all(w > 0 for *_, v, _, w in missed if v)
     assert shown == [render_result(r, "table") for r in sorted(results, key=lambda r: r.submission)]
+
+
+def _class_with_figures():
+    """Four hand-made results of 02_self_attention: alice and bob take the softmax over the queries (the same
+    output), carol over the keys but unscaled, dave's mistake has no figure."""
+    import torch
+
+    from grader.config import load_course
+    from grader.figures import CASES, figure_of, lesson_data
+
+    lesson = lesson_data(load_course(ROOT))
+    case = CASES[("02_self_attention", "attention_weights")]
+    queries, keys = case.inputs(lesson)
+    scores = queries @ keys.T
+    right = torch.softmax(scores / 2 ** 0.5, dim=-1)
+    drawn = {"alice": torch.softmax(scores / 2 ** 0.5, dim=0), "bob": torch.softmax(scores / 2 ** 0.5, dim=0),
+             "carol": torch.softmax(scores, dim=-1)}
+    results = []
+    for name, named in (("alice", "softmax-wrong-dim"), ("bob", "softmax-wrong-dim"), ("carol", "missing-scale"),
+                        ("dave", "softmax-wrong-dim")):
+        data = _result(name, [("attention_weights", 5, 20, "failed", [named])], "02_self_attention")
+        if name in drawn:
+            data["assignments"][0]["exercises"][0]["figure"] = figure_of(case, lesson, drawn[name], right,
+                                                                         rtol=1e-4, atol=1e-5)
+        results.append(data)
+    return results
+
+
+def test_the_report_draws_each_misconception_as_a_typical_students_weights_beside_the_right_ones():
+    """Issue 36: the most common output of those named with it (the first by name on a tie), labelled
+    with the lesson's tokens; each cell's number is the JSON's."""
+    results = _class_with_figures()
+    summary = summarise(results)
+    by_id = {m["id"]: m for m in summary["misconceptions"]}
+    wrong_dim, unscaled = by_id["softmax-wrong-dim"]["figure"], by_id["missing-scale"]["figure"]
+    assert (wrong_dim["student"], wrong_dim["students_alike"], wrong_dim["exercise"]) == (
+        "alice", 2, "02_self_attention:attention_weights")
+    assert wrong_dim["theirs"] == results[0]["assignments"][0]["exercises"][0]["figure"]["theirs"]
+    assert unscaled["student"] == "carol" and unscaled["right"] == wrong_dim["right"]
+    page = render(summary, "html")
+    for ident, figure in (("softmax-wrong-dim", wrong_dim), ("missing-scale", unscaled)):
+        start = page.index(f'<svg id="figure-{ident}"')
+        drawn = page[start:page.index("</svg>", start)]
+        for word in figure["row_labels"]:
+            assert f">{word}</text>" in drawn
+        for key in ("theirs", "right", "differs"):
+            for i, row in enumerate(figure[key]):
+                for j, value in enumerate(row):
+                    assert f'data-panel="{key}" data-row="{i}" data-col="{j}" data-value="{value}"' in drawn
+    assert "alice&#x27;s 02_self_attention:attention_weights (1 more gave the same)" in page
+    assert "figure" not in json.dumps(summarise([results[3]])["misconceptions"])  # dave's has none: none drawn
+    assert json.loads(render(summary, "json"))["misconceptions"] == summary["misconceptions"]
+
+
+@pytest.mark.slow
+def test_the_misconception_figures_render_in_a_real_browser_labelled_and_as_the_json_says(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    summary = summarise(_class_with_figures())
+    path = tmp_path / "report.html"
+    path.write_text(render(summary, "html"), encoding="utf-8")
+    errors = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(path.as_uri())
+            drawn = {}
+            for m in summary["misconceptions"]:
+                drawn[m["id"]] = page.eval_on_selector_all(
+                    f"svg#figure-{m['id']} rect.cell",
+                    "els => els.map(e => [e.dataset.panel, +e.dataset.row, +e.dataset.col, e.dataset.value, "
+                    "e.getBBox().width, e.getBBox().height, getComputedStyle(e).fill])")
+                drawn[m["id"] + " labels"] = page.eval_on_selector_all(
+                    f"svg#figure-{m['id']} text", "els => els.map(e => [e.textContent, e.getBBox().width])")
+                drawn[m["id"] + " title"] = page.eval_on_selector(f"svg#figure-{m['id']} title", "e => e.textContent")
+        finally:
+            browser.close()
+    assert errors == []
+    for m in summary["misconceptions"]:
+        figure = m["figure"]
+        cells = drawn[m["id"]]
+        assert len(cells) == 3 * 36 and all(w > 0 and h > 0 for *_, w, h, _ in cells)
+        for key in ("theirs", "right", "differs"):
+            assert {(i, j): v for k, i, j, v, *_ in cells if k == key} == {
+                (i, j): str(v) for i, row in enumerate(figure[key]) for j, v in enumerate(row)}
+        differs = {fill for k, i, j, v, *_, fill in cells if k == "differs" and v == "1"}
+        agrees = {fill for k, i, j, v, *_, fill in cells if k == "differs" and v == "0"}
+        assert differs and (not agrees or differs.isdisjoint(agrees))
+        labels = dict(drawn[m["id"] + " labels"])
+        assert all(labels.get(word, 0) > 0 for word in figure["row_labels"] + ["yours", "right"])
+        assert drawn[m["id"] + " title"] == figure["title"]
