@@ -122,6 +122,30 @@ def test_grade_report_writes_the_page_and_says_where(graded, tmp_path):
 CHROMIUM = "/usr/bin/chromium"
 
 
+def _opened(browser, path, errors):
+    """``path`` opened in a page of ``browser``, its console errors and page errors going to ``errors``."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    return page
+
+
+def _in_chromium(path, read) -> list[str]:
+    """``read(page)`` on ``path`` in headless Chromium (skipped where it is missing); the page's errors."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    errors = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            read(_opened(browser, path, errors))
+        finally:
+            browser.close()
+    return errors
+
+
 @pytest.mark.slow
 def test_the_page_renders_in_a_real_browser_with_its_charts_drawn(graded, tmp_path):
     """Headless Chromium (Debian's, driven by playwright): no console error, the charts' bars are the
@@ -136,10 +160,7 @@ def test_the_page_renders_in_a_real_browser_with_its_charts_drawn(graded, tmp_pa
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(path.as_uri())
+            page = _opened(browser, path, errors)
             bars = page.eval_on_selector_all(
                 "svg#misconceptions rect.bar",
                 "els => els.map(e => [e.dataset.label, parseFloat(e.dataset.value), e.getBBox().width])")
@@ -538,32 +559,22 @@ def test_the_report_draws_each_misconception_as_a_typical_students_weights_besid
 
 @pytest.mark.slow
 def test_the_misconception_figures_render_in_a_real_browser_labelled_and_as_the_json_says(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
     summary = summarise(_class_with_figures())
     path = tmp_path / "report.html"
     path.write_text(render(summary, "html"), encoding="utf-8")
-    errors = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(path.as_uri())
-            drawn = {}
-            for m in summary["misconceptions"]:
-                drawn[m["id"]] = page.eval_on_selector_all(
-                    f"svg#figure-{m['id']} rect.cell",
-                    "els => els.map(e => [e.dataset.panel, +e.dataset.row, +e.dataset.col, e.dataset.value, "
-                    "e.getBBox().width, e.getBBox().height, getComputedStyle(e).fill])")
-                drawn[m["id"] + " labels"] = page.eval_on_selector_all(
-                    f"svg#figure-{m['id']} text", "els => els.map(e => [e.textContent, e.getBBox().width])")
-                drawn[m["id"] + " title"] = page.eval_on_selector(f"svg#figure-{m['id']} title", "e => e.textContent")
-        finally:
-            browser.close()
-    assert errors == []
+    drawn = {}
+
+    def read(page):
+        for m in summary["misconceptions"]:
+            drawn[m["id"]] = page.eval_on_selector_all(
+                f"svg#figure-{m['id']} rect.cell",
+                "els => els.map(e => [e.dataset.panel, +e.dataset.row, +e.dataset.col, e.dataset.value, "
+                "e.getBBox().width, e.getBBox().height, getComputedStyle(e).fill])")
+            drawn[m["id"] + " labels"] = page.eval_on_selector_all(
+                f"svg#figure-{m['id']} text", "els => els.map(e => [e.textContent, e.getBBox().width])")
+            drawn[m["id"] + " title"] = page.eval_on_selector(f"svg#figure-{m['id']} title", "e => e.textContent")
+
+    assert _in_chromium(path, read) == []  # no console error
     for m in summary["misconceptions"]:
         figure = m["figure"]
         cells = drawn[m["id"]]
