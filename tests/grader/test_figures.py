@@ -184,3 +184,11 @@ def test_grade_check_figures_writes_a_png_for_each_wrong_pictured_exercise_only(
     shutil.copy(ROOT / "solutions" / "03_causal_attention" / "causal_attention.py", folder / "03_causal_attention")
     fixed = grade("--figures", str(tmp_path / "figs"))
     assert fixed.returncode == 0 and list((tmp_path / "figs").iterdir()) == []
+
+
+def test_the_picture_cases_ship_to_students_without_a_line_of_a_solution(course):
+    """grader/figures.py goes into the student distribution: its inputs may not be built with solution code."""
+    from grader.leaks import solution_lines
+
+    lines = solution_lines(course)
+    assert [line for line in Path(figures.__file__).read_text().splitlines() if line.strip() in lines] == []
