@@ -178,6 +178,7 @@ class Tracer:
         self.measure = measure
         self.widest = 0
         self.widest_op = ""
+        self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
         # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
         # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
         # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
@@ -269,6 +270,135 @@ def _mode_classes() -> tuple:
 
 def make_tracer(forbidden: frozenset[str], measure: bool = True) -> Tracer:
     return Tracer(forbidden, measure)
+
+
+# --- other threads and processes during a graded call ---------------------------------------------
+# Torch's modes are per thread: a Tracer entered in the thread that runs a graded call sees nothing that
+# another thread computes. A correct solution never needs one, so a watched call (one that forbids
+# something or is measured) is refused when any operation of it may have run elsewhere: in a thread the
+# student's code started (at import, fed through a queue, or during the call: every thread started from
+# Python runs under sentries that report its torch operations while a watched call is in progress), in a
+# thread the worker could not give sentries to (one with Python frames while the call starts or ends:
+# started from C), or in a process started during the call. The calling thread's own cost is unchanged.
+_CALL: list = [None]  # the Tracer of the watched call in progress, for the sentries and process starters
+_MAIN: list = [None]  # the ident of the thread that serves requests
+# what starts a process from Python (subprocess, os.popen and multiprocessing's spawn and forkserver all
+# go through _posixsubprocess.fork_exec; its fork context and pty.fork through os.fork and os.forkpty).
+# Wrapped rather than audited: an audit hook is a Python call on every id(), which the tracer makes per
+# operation
+_PROCESSES = {"os": ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "spawnv", "spawnve", "spawnvp",
+                     "spawnvpe"), "_posixsubprocess": ("fork_exec",)}
+
+
+class Elsewhere(Exception):
+    """A watched call some of whose work may have run where the tracer cannot see it."""
+
+    def __init__(self, where: str):
+        super().__init__(f"your code ran {where} during a graded call; the grader must see every operation, so "
+                         "a graded call must compute in the thread that called it (no threads, thread pools or "
+                         "processes)")
+
+
+def watch_threads() -> None:
+    """Give every thread started from Python, by ``threading`` or ``_thread``, sentries for its whole
+    life, and refuse starting a process during a watched call. Called once, before the student's import."""
+    import _thread
+    import threading
+
+    _MAIN[0] = _thread.get_ident()
+    start = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None, /):
+        return start(_sentried, (function, args, {} if kwargs is None else kwargs))
+
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+    joinable = getattr(_thread, "start_joinable_thread", None)  # Python 3.13's threading starts threads so
+    if joinable is not None:
+        def start_joinable_thread(function, *args, **kwargs):
+            return joinable(lambda: _sentried(function, (), {}), *args, **kwargs)
+
+        _thread.start_joinable_thread = threading._start_joinable_thread = start_joinable_thread
+    for module_name, names in _PROCESSES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in names:
+            if hasattr(module, name):
+                setattr(module, name, _refused_in_a_call(getattr(module, name), f"{module_name}.{name}"))
+
+
+def _refused_in_a_call(start, name: str):
+    """``start`` (a function that starts a process), refused while a watched call is in progress."""
+    def watched(*args, **kwargs):
+        tracer = _CALL[0]
+        if tracer is not None:
+            tracer.elsewhere = tracer.elsewhere or f"another process ({name})"
+            raise Elsewhere(tracer.elsewhere)
+        return start(*args, **kwargs)
+    return watched
+
+
+def _sentried(function, args, kwargs):
+    """A thread's body: the student's function, under sentries that report its torch operations to the
+    watched call in progress (see :func:`_sentry_classes`)."""
+    functions, operators = _sentry_classes()
+    with functions(), operators():
+        return function(*args, **kwargs)
+
+
+def _seen_elsewhere(bare: str) -> None:
+    """A sentry's report: ``bare`` ran in this (non-serving) thread. Outside a watched call, nothing."""
+    tracer = _CALL[0]
+    if tracer is None:
+        return
+    import threading
+
+    if bare in tracer.forbidden_names and bare not in tracer.forbidden:
+        tracer.forbidden.append(bare)  # the op runs: raising here could leave the calling thread waiting
+    if tracer.elsewhere is None:
+        tracer.elsewhere = f"torch operations in another thread ({threading.current_thread().name}: {bare})"
+
+
+def strangers() -> str | None:
+    """A thread with Python frames that neither serves requests nor runs under sentries (started from C)."""
+    for ident, frame in sys._current_frames().items():
+        if ident == _MAIN[0]:
+            continue
+        while frame.f_back is not None:
+            frame = frame.f_back
+        if frame.f_code is not _sentried.__code__:
+            return f"code in a thread the grader cannot watch (one not started by threading: {frame.f_code.co_name})"
+    return None
+
+
+_SENTRIES: tuple = ()
+
+
+def _sentry_classes() -> tuple:
+    global _SENTRIES
+    if _SENTRIES:
+        return _SENTRIES
+    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class FunctionSentry(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if _CALL[0] is not None:
+                _seen_elsewhere(op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func)))
+            return func(*args, **(kwargs or {}))
+
+    class OperatorSentry(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if _CALL[0] is not None:
+                _seen_elsewhere(_operator_facts(func)[0])
+            return func(*args, **(kwargs or {}))
+
+    raw = getattr(OperatorSentry.__torch_dispatch__, "__wrapped__", None)
+    if raw is not None:  # as for the tracer's (see _mode_classes)
+        setattr(raw, "__dynamo_disable", raw)
+    _SENTRIES = (FunctionSentry, OperatorSentry)
+    return _SENTRIES
 
 
 # --- how many entries one operator combines --------------------------------------------------------
@@ -790,18 +920,35 @@ class Server:
         tracer = make_tracer(frozenset(request.get("forbidden", ())), measure)
         # the grader's grad mode (a cached sequence is decoded under torch.no_grad(), as generation runs)
         grad_mode = request.get("grad_enabled") is not False or grad_out is not None
+        # a watched call is watched in every thread until its output is copied (another thread could
+        # still write into it after the call returned)
+        watched = bool(tracer.modes)
+        if watched:
+            tracer.elsewhere = strangers()
+            _CALL[0] = tracer
         try:
-            with tracer, torch.set_grad_enabled(grad_mode):
-                out = fn(*args, **kwargs)
-        except BaseException:
-            if tracer.forbidden:  # whatever the student's code made of the refusal
-                raise ForbiddenOperation(tracer.forbidden[0]) from None
-            raise
-        size = sum(t.numel() * t.element_size() for t in flatten(out) if isinstance(t, torch.Tensor))
-        if size > self.spec.reply_limit:  # refused before any copy is made
-            raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
-                                 f"the limit is {self.spec.reply_limit >> 20} MiB)")
-        reply = {"ok": True, "out": _plain(out), "forbidden": tracer.forbidden}
+            try:
+                with tracer, torch.set_grad_enabled(grad_mode):
+                    out = fn(*args, **kwargs)
+            except BaseException:
+                if tracer.forbidden:  # whatever the student's code made of the refusal
+                    raise ForbiddenOperation(tracer.forbidden[0]) from None
+                if tracer.elsewhere:
+                    raise Elsewhere(tracer.elsewhere) from None
+                raise
+            size = sum(t.numel() * t.element_size() for t in flatten(out) if isinstance(t, torch.Tensor))
+            if size > self.spec.reply_limit:  # refused before any copy is made
+                raise OutputTooLarge(f"your code returned too much data ({size >> 20} MiB; "
+                                     f"the limit is {self.spec.reply_limit >> 20} MiB)")
+            reply = {"ok": True, "out": _plain(out), "forbidden": tracer.forbidden}
+        finally:
+            _CALL[0] = None
+        if watched:
+            tracer.elsewhere = tracer.elsewhere or strangers()
+            if tracer.forbidden:
+                raise ForbiddenOperation(tracer.forbidden[0])
+            if tracer.elsewhere:
+                raise Elsewhere(tracer.elsewhere)
         if measure:
             reply.update(ops=tracer.count, op_names=tracer.names, max_numel=tracer.max_numel,
                          widest=tracer.widest, widest_op=tracer.widest_op)
@@ -843,8 +990,8 @@ def _error_reply(exc: BaseException, spec: WorkerSpec) -> dict:
     if isinstance(exc, SystemExit):
         return {"ok": False, "kind": "crashed", "exception": "SystemExit",
                 "message": f"your code tried to exit the process (exit code {exc.code!r})"}
-    if isinstance(exc, OutputTooLarge):
-        return {"ok": False, "kind": "error", "exception": "OutputTooLarge", "message": str(exc)}
+    if isinstance(exc, (OutputTooLarge, Elsewhere)):
+        return {"ok": False, "kind": "error", "exception": type(exc).__name__, "message": str(exc)}
     kind = "not_implemented" if _is_stub(exc, spec) else "error"
     return {"ok": False, "kind": kind, "exception": type(exc).__name__, "message": _student_traceback(exc, spec)}
 
@@ -871,6 +1018,7 @@ def serve(sock, spec: WorkerSpec) -> None:
 
     torch.set_num_threads(1)
     switch_off_compilers()
+    watch_threads()
 
     watch = StackWatch()
     watch.arm(spec.import_timeout_s)
