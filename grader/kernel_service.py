@@ -55,7 +55,9 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
     except GraderError as error:
         return {"ok": False, "error": str(error)}
     graded = result.assignments[0].exercises[0]
-    return {"ok": True, "text": describe(graded, result), "points": graded.score}
+    # the figure of a wrong pictured exercise: the lesson's own public case, never a hidden one (issue 36)
+    figure = graded.figure if graded.status != "passed" else None
+    return {"ok": True, "text": describe(graded, result), "points": graded.score, "figure": figure}
 
 
 def serve(listener: socket.socket, *, course, cwd: Path) -> None:

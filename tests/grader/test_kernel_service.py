@@ -9,7 +9,7 @@ def test_a_notebooks_own_seed_is_ignored_and_every_student_gets_the_class_seed(c
 
     def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader):
         seen.append(seed)
-        graded = types.SimpleNamespace(score=1.0)
+        graded = types.SimpleNamespace(score=1.0, status="passed", figure=None)
         return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
 
     monkeypatch.setattr("grader.kernel_grading.grade_cells", grade_cells)
@@ -24,6 +24,24 @@ def test_a_notebooks_own_seed_is_ignored_and_every_student_gets_the_class_seed(c
     monkeypatch.setenv("GRADE_SEED", "8121")  # the instructor's, where given
     kernel_service.answer({"exercise": "softmax", "cells": [], "seed": 7}, course=course, cwd=tmp_path, grader=None)
     assert seen[-1] == 8121
+
+
+def test_a_wrong_pictured_exercise_sends_its_figure_to_the_notebook_and_a_right_one_none(course, tmp_path,
+                                                                                         monkeypatch):
+    """Issue 36: nbgrader's grading service drew nothing in check(): it sent the text and points only."""
+    figure = {"title": "attention_weights", "theirs": [[1.0]], "right": [[0.5]]}
+    status = ["failed"]
+
+    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader):
+        graded = types.SimpleNamespace(score=0.0, status=status[0], figure=figure)
+        return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
+
+    monkeypatch.setattr("grader.kernel_grading.grade_cells", grade_cells)
+    monkeypatch.setattr("grader.kernel_grading.describe", lambda graded, result: "")
+    request = {"exercise": "attention_weights", "cells": ["x = 1"]}
+    assert kernel_service.answer(request, course=course, cwd=tmp_path, grader=None)["figure"] == figure
+    status[0] = "passed"
+    assert kernel_service.answer(request, course=course, cwd=tmp_path, grader=None)["figure"] is None
 
 
 def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet(tmp_path):
