@@ -8,8 +8,8 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import journey, near_one_another
-from lesson.checks_01 import (scores_not_growing, simple_attention_not_growing, simple_attention_same,
-                              softmax_same)
+from lesson.checks_01 import (attention_scores_same, scores_not_growing, simple_attention_not_growing,
+                              simple_attention_same, softmax_same)
 
 pytestmark = assignment("01_attention_basics")
 
@@ -111,7 +111,7 @@ def test_context_vector_random(grade, dtype, tokens):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", [(6, 3), (1, 4), (2, 5, 3), (2, 3, 4, 5)])
 def test_attention_scores_random(grade, dtype, shape):
-    grade.same("attention_scores", grade.randn(*shape, dtype=dtype), grad=True)
+    attention_scores_same(grade, grade.randn(*shape, dtype=dtype), grad=True)
 
 
 @exercise("attention_scores", weight=2)

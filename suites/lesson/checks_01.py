@@ -13,7 +13,7 @@ import torch
 
 from grader import diagnose
 from grader.authoring import Mistake
-from grader.outcomes import CheckFailed, GradientFailure
+from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure
 from lesson import mistaken
 
 
@@ -99,6 +99,33 @@ def simple_attention_same(grade, x, grad=False):
     grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
                explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None,
                mistakes=simple_attention_mistakes(x))
+
+
+def attention_scores_same(grade, x, grad=False):
+    """attention_scores matches the reference; a raise on a batch that one sequence of it does not cause
+    is explained (the transpose of the last two dimensions)."""
+    grade.same("attention_scores", x, grad=grad, root_cause=batched_crash_explained(grade, x))
+
+
+def batched_crash_explained(grade, x):
+    """A root cause (grader.harness.Grade.same) that blames no helper but explains a raise on a batched
+    ``x`` ([..., T, d]) when the student's code is right on one sequence of it ([T, d]): its transpose
+    swaps the wrong dimensions (.T reverses every one, transpose(0, 1) swaps the batch with the tokens)."""
+    def explain(failure, out):
+        if not isinstance(failure, RaisedFailure) or x.dim() < 3:
+            return None
+        one = x[(0,) * (x.dim() - 2)]  # [T, d]
+        theirs = diagnose.their(grade, "attention_scores", one)
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, one @ one.T):
+            return None
+        batch, (tokens, _) = tuple(x.shape[:-2]), x.shape[-2:]
+        return CheckFailed(
+            f"{failure.message}\nyour code is right on one sequence {list(one.shape)} but raised on the batch "
+            f"{list(x.shape)}, where the scores should be {list(batch) + [tokens, tokens]}: transpose only the last "
+            "two dimensions, inputs.transpose(-2, -1) (or inputs.mT). inputs.T reverses every dimension of a "
+            f"batched tensor ({list(x.shape)} becomes {list(reversed(x.shape))}) and transpose(0, 1) swaps a batch "
+            "dimension with another")
+    return explain
 
 
 def scores_not_growing(grade, short, long):
