@@ -60,7 +60,7 @@ _ENTRIES = (
     Misconception(
         "qkv-swapped",
         "A projection is used in the wrong role: the queries, keys or values come from another weight "
-        "matrix than their own.",
+        "matrix than their own (in cross-attention: or from the other input).",
         "Queries come from W_query, keys from W_key and values from W_value (for cross-attention: the "
         "queries from x_q, keys and values from x_kv): 02 section 1, \"Queries, keys and values\".",
         "keys = x @ self.W_query"),

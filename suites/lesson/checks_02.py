@@ -14,7 +14,7 @@ import functools
 
 from grader import diagnose
 from grader.compare import difference
-from grader.outcomes import CheckFailed
+from grader.outcomes import CheckFailed, RaisedFailure, StudentFault
 from lesson import mistaken
 
 
@@ -124,10 +124,68 @@ def module_same(grade, pair, *inputs, grad=False, project):
         yield from mistaken.role_mistakes(roles(), right_attention)
 
     def root_cause(failure, out):
-        return attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True)
+        blamed = attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True)
+        if blamed is None and isinstance(failure, RaisedFailure) and len(inputs) == 2:
+            return cross_crash_explained(grade, pair, failure, *inputs)
+        return blamed
 
     pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
               root_cause=root_cause)
+
+
+CROSS_SOURCES = {"x_q": 0, "x_kv": 1}
+
+
+def cross_crash_explained(grade, pair, failure, x_q, x_kv):
+    """A raise of CrossAttention's forward on ``x_q`` and ``x_kv`` explained by the input a projection
+    read: the student's module, called on an ``x_kv`` as long as ``x_q``, gives the output of keys,
+    values or queries taken from the other input (qkv-swapped, as the catalogue's hint says of
+    cross-attention); or the raise is a projection built for one input's width fed the other's. None
+    when neither explains it."""
+    import itertools
+    import re
+
+    import torch
+
+    tq, tk, d_q, d_kv = x_q.shape[-2], x_kv.shape[-2], x_q.shape[-1], x_kv.shape[-1]
+    if d_q == d_kv and tq != tk and x_q.shape[:-2] == x_kv.shape[:-2]:
+        probe = x_kv[..., :tq, :] if tk > tq else grade.randn(*x_q.shape, dtype=x_q.dtype)
+        try:
+            out = pair.call(x_q, probe).out
+        except (StudentFault, CheckFailed):
+            out = None
+        if out is not None:
+            sources = (x_q, probe)
+            for chosen in itertools.product(CROSS_SOURCES, repeat=3):
+                if chosen == ("x_q", "x_kv", "x_kv"):
+                    continue
+                wrong = [f"{mistaken._PLURAL[role]} from {source}" for role, source, right in
+                         zip(mistaken.ROLES, chosen, ("x_q", "x_kv", "x_kv")) if source != right]
+                project = {role: _linear(pair.weights, f"W_{role}", sources[CROSS_SOURCES[source]].to(grade.device))
+                           for role, source in zip(mistaken.ROLES, chosen)}
+                with torch.no_grad():
+                    candidate = right_attention(*(project[r].detach().cpu() for r in mistaken.ROLES))
+                if diagnose.matches(grade, out, candidate):
+                    return CheckFailed(
+                        f"{failure.message}\nyour code computes the {' and the '.join(wrong)} (it gives that output "
+                        f"when x_kv is as long as x_q): the queries come from x_q, the keys and values from x_kv, "
+                        f"which may have another number of tokens ({tk} here, against x_q's {tq})", ("qkv-swapped",))
+    found = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", failure.message)
+    if found is None or d_q == d_kv:
+        return None
+    _, given, takes, gives = map(int, found.groups())
+    widths = {role: tuple(pair.weights[f"W_{role}.weight"].shape) for role in mistaken.ROLES}  # [d_out, d_in]
+    if (given, takes) == (d_q, d_kv):
+        fed, built = "x_q", [r for r in ("key", "value") if widths[r] == (gives, takes)] or ["key", "value"]
+    elif (given, takes) == (d_kv, d_q) and widths["query"] == (gives, takes):
+        fed, built = "x_kv", ["query"]
+    else:
+        return None
+    layers = " or ".join(f"W_{r}" for r in built)
+    owner = "x_kv" if fed == "x_q" else "x_q"
+    return CheckFailed(f"{failure.message}\n{layers} (built for {owner}'s {takes} features) was given {fed}, of "
+                       f"{given} features: the queries come from x_q (d_in_q = {d_q}), the keys and values from "
+                       f"x_kv (d_in_kv = {d_kv})")
 
 
 # --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
