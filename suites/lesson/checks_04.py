@@ -384,7 +384,7 @@ def fused_parts(pair, x, *, transpose=True, per_head=False):
 
 
 def fused_variant(pair, x, *, scale=None, skip=True, causal=False, proj=True, merge_transpose=True,
-                  skip_transpose=None, order=(0, 1, 2), parts=None, split_transpose=True, **changes):
+                  skip_transpose=None, order=(0, 1, 2), parts=None, split_transpose=True, skip_x=False, **changes):
     """FusedQKVAttention with one thing changed, computed from the pair's weights (``parts``: q, k, v
     stacked, in place of the right split; ``skip_transpose``: how v is merged for the skip connection,
     when not as the attended heads are)."""
@@ -399,6 +399,8 @@ def fused_variant(pair, x, *, scale=None, skip=True, causal=False, proj=True, me
         return (t.transpose(1, 2) if transpose else t).reshape(batch, tokens, chan)
 
     out = linear(pair.weights, "proj", merge(attended)) if proj else merge(attended)
+    if skip_x:  # the usual residual: x, where the block's skip is v (only when dim == chan does it run)
+        return out + x
     return out + merge(v, merge_transpose if skip_transpose is None else skip_transpose) if skip else out
 
 
@@ -409,6 +411,7 @@ def fused_mistakes(pair, split=None):
     changes = [
         (None, "proj(attention) without the skip connection: add v, merged back to [B, N, chan]", {"skip": False}),
         (None, "causal attention; FusedQKVAttention is not causal", {"causal": True}),
+        *([(None, SKIP_X, {"skip_x": True})] if argument(pair, "dim") == chan else []),
         ("missing-scale", "unscaled scores", {"scale": 1.0}),
         ("wrong-scale", "scores scaled by chan**-0.5, the model width; use the head size chan/num_heads",
          {"scale": chan ** -0.5}),
@@ -451,6 +454,26 @@ def fused_mistakes(pair, split=None):
         (None, "", lambda x, s: ScaleSearch(lambda c: on_per_head(x, scale=c), right_scale,
                                             "qk_scale or head_dim**-0.5 (your q, k, v are also split with the "
                                             "per-head layout reshape(B, N, H, 3, hd))"))]
+
+
+SKIP_X = "proj(attention) + x: the skip connection adds v (merged back to [B, N, chan]), not the input x"
+
+
+def skip_through_x(pair, x, failure):
+    """A raise that broadcast the block's chan features against x's dim features (dim != chan) at the
+    last dimension: the input added as the skip connection, in place of v. None otherwise."""
+    import re
+
+    chan, dim = fused_sizes(pair)[0], argument(pair, "dim")
+    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                      r"dimension (-?\d+)", last)
+    if found is None or dim == chan or {int(found[1]), int(found[2])} != {chan, dim} \
+            or int(found[3]) % x.dim() != x.dim() - 1:
+        return None
+    return CheckFailed(f"{failure.message}\nthe block's chan = {chan} features met x's dim = {dim} at the last "
+                       f"dimension: the output is [B, N, chan], and its skip connection adds v (merged back to "
+                       f"[B, N, chan]), not the input x, whose width dim need not be chan")
 
 
 def fused_right(pair):
@@ -498,7 +521,13 @@ def fused_root_cause(grade, pair, x, seed):
                                   lambda merged: linear(pair.weights, "proj", merged[0]) + merged[1],
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])
-    return blame
+
+    def blame_or_skip(failure, out):
+        blamed = blame(failure, out)
+        if blamed is None and isinstance(failure, RaisedFailure):
+            return skip_through_x(pair, x, failure)
+        return blamed
+    return blame_or_skip
 
 
 def stacked_on_split(grade, failure, out, pair, x, split, seed):
