@@ -31,9 +31,10 @@ _ENTRIES = (
         "weights = torch.softmax(scores, dim=0)"),
     Misconception(
         "softmax-unstable",
-        "Your softmax overflows: large scores give inf or NaN, or a slice that is all -inf gives NaN "
-        "instead of zeros.",
-        "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0), and give "
+        "Your softmax gives inf or NaN: large scores overflow exp(), or a slice that is all -inf gives NaN "
+        "(0/0, or -inf - -inf in a shift or an online softmax's rescale) instead of zeros.",
+        "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0; in an online "
+        "softmax the rescale too, exp(m_old - _shift(m_new))), and give "
         "such a slice zeros rather than 0/0 (divide by a sum that cannot be 0, e.g. s.clamp_min(tiny): a "
         "torch.where placed after a 0/0 hides it from the output but not from the gradient): "
         "01 section 3, \"Where the naive formula breaks\", and section 4, \"A softmax that does not overflow\".",
@@ -213,8 +214,9 @@ _ENTRIES = (
         "hidden = (j > i) | (i - j > window)"),
     Misconception(
         "cache-not-reset",
-        "Your reset_cache leaves keys and values of the previous sequence in the cache, so a new sequence "
-        "attends to tokens of the old one.",
+        "Your reset_cache does not start a new sequence afresh: it leaves keys and values of the previous "
+        "sequence in the cache (so the new one attends to tokens of the old), or it keeps the position counter "
+        "(so the new sequence's positions continue after the old one's).",
         "Set cache_k and cache_v (and the position counter) back to None or 0 in reset_cache: 06 section 2, "
         "\"A KV cache\".",
         "def reset_cache(self): pass"),

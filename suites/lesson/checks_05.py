@@ -45,6 +45,29 @@ def softmax_not_rescaled(x, block_size):
     return torch.exp(x - running_max[..., None]) / running_sum[..., None]
 
 
+def rescaled_without_shift(x, block_size):
+    """The running sum rescaled by exp(m_old - m_new) with no _shift: NaN (exp(-inf - -inf)) on a row
+    whose running maximum is still -inf when a block is added (its first blocks all -inf)."""
+    import torch
+
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
+        running_sum = running_sum * torch.exp(running_max - new_max) + torch.exp(block - shift[..., None]).sum(dim=-1)
+        running_max = new_max
+    shift = torch.where(torch.isinf(running_max), torch.zeros_like(running_max), running_max)
+    return torch.exp(x - shift[..., None]) / running_sum.clamp_min(1.0)[..., None]
+
+
+RESCALE_WITHOUT_SHIFT = (
+    "a running sum rescaled by exp(m_old - m_new) without _shift: while a row's running maximum is still -inf "
+    "(its first blocks all -inf), that rescale computes exp(-inf - -inf) = NaN, which stays in the sum. Rescale "
+    "by exp(m_old - _shift(m_new)), as the block's own terms are shifted (it is 0 until something is visible)")
+
+
 def softmax_of_last_block(x, block_size):
     """Normalised with the statistics of the last block only (the running values overwritten)."""
     import torch
@@ -88,6 +111,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
                  lambda: softmax_not_rescaled(x, block_size)),
         matching(None, "a sum over the last block only: add each block's exponentials to the running sum",
                  lambda: softmax_of_last_block(x, block_size)),
+        matching("softmax-unstable", RESCALE_WITHOUT_SHIFT, lambda: rescaled_without_shift(x, block_size)),
         matching("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
                  lambda: torch.softmax(x, dim=0))])
 
@@ -180,7 +204,8 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
     # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
     q64, k64, v64 = q.double(), k.double(), v.double()
     future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
-    mistakes += [m if isinstance(m, ScaleSearch) else matching(m.id, m.explanation.removeprefix("your "), m.output)
+    mistakes += [m if isinstance(m, ScaleSearch) else Mistake(m.id, f"your output matches attention in which "
+                                                               f"{m.explanation}", m.output)
                  for m in mistaken.attention_mistakes(q64, k64, v64, scale=q.shape[-1] ** -0.5, hidden=future,
                                                       causal=causal, mask_fill_zero=False)]
     return mistakes
