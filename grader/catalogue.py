@@ -193,8 +193,9 @@ _ENTRIES = (
         "keys = self.W_key(all_tokens_so_far)"),
     Misconception(
         "cache-position-not-advanced",
-        "Your cached calls place the new tokens at position 0 again: the causal mask or the rotary angles "
-        "restart instead of continuing after the cached tokens.",
+        "Your cached calls place the new tokens at the wrong positions: the causal mask or the rotary angles "
+        "restart at 0 (for the queries, or for the keys a window kept) or advance by one per call, instead of "
+        "continuing after the cached tokens.",
         "Keep the number of cached tokens and use it as the offset of the new queries, for the mask "
         "(q_start) and for apply_rope (offset): 06 section 1, \"Rotary positions\", and section 2, \"A KV cache\".",
         "mask = causal_mask(num_tokens)  # ignores the tokens already in the cache"),

@@ -54,10 +54,11 @@ def test_apply_rope(grade, shape, offset, dtype, tables):
 @exercise("apply_rope")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_apply_rope_half_precision(grade, dtype):
-    grade.needs_cuda()
-    angles = rope_angles(16, 10_000, 64)
-    grade.same_low_precision("apply_rope", grade.randn(2, 4, 6, 16), angles.cos().float(), angles.sin().float(), 3,
-                             dtype=dtype)
+    """bfloat16 runs on a CPU too: float32 tables promote a half x unless the result is cast back."""
+    if dtype is torch.float16:
+        grade.needs_cuda()
+    angles = rope_angles(16, 10_000, 64)  # float32 tables, as compute_rope_params makes them, for a half x
+    rope_same(grade, grade.randn(2, 4, 6, 16).to(dtype), angles.cos().float(), angles.sin().float(), 3)
 
 
 # --- repeat_kv ---------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ CLASSES = [pytest.param(name, marks=exercise(name, weight=3), id=name)
 
 
 @pytest.mark.parametrize("name", CLASSES)
-@pytest.mark.parametrize("chunks", [(1,) * 4, (2, 2, 1), (5,)], ids=["token-by-token", "chunks", "one-call"])
+@pytest.mark.parametrize("chunks", [(1,) * 4, (1, 2, 2), (5,)], ids=["token-by-token", "chunks", "one-call"])
 def test_cached_calls_give_the_full_pass(grade, name, chunks):
     """Each cached call gives what one full pass gives for its tokens (what the cache holds is measured
     by the memory it takes: test_the_cache_holds_what_it_should_as_the_kernel_counts_it)."""

@@ -456,6 +456,13 @@ def chunk_mistakes(pair, x, start, size):
         found.append(Mistake("cache-position-not-advanced", "the mask of a cached call starts again at position 0: "
                              "its queries come after the cached tokens",
                              lambda: attention_of(model, prefix, size, q_start=0, k_start=0, window=window)))
+        found += [Mistake("cache-position-not-advanced", f"the mask of this cached call places its queries at "
+                          f"position {at}, not after the {start} cached tokens: a position that counts calls, not "
+                          "tokens (advance it by T, the number of tokens each call adds)",
+                          lambda at=at: attention_of(model, prefix, size, q_start=at, k_start=0, window=window))
+                  for at in range(1, start)]
+        if window:
+            found += kept_keys_from_zero(model, prefix, start, size)
     if groups not in (1, num_heads):
         found.append(Mistake("kv-heads-tiled", "your key/value groups are tiled over the heads ([K1, K2, K1, K2]); "
                              "query head h uses group h // group_size: repeat_interleave",
@@ -465,6 +472,32 @@ def chunk_mistakes(pair, x, start, size):
                           lambda w=w: attention_of(model, prefix, size, q_start=start, window=w))
                   for w in (window + 1, window - 1) if w > 0]
         found += window_cache_too_small(model, prefix, start, size)
+    return found
+
+
+def kept_keys_from_zero(model, prefix, start, size):
+    """A sliding-window cached call that attends over the last keys only (those its queries may see, or
+    the cache's ``window``) but masks them as if they sat at positions 0, 1, ... (k_start = 0): the keys
+    kept are at start + size - kept ... start + size - 1. Each of the three ways to treat a query left
+    no key (mistaken.HIDDEN_ROWS); nothing where no key was dropped (then k_start = 0 is right)."""
+    window, total = model.window, start + size
+    found = []
+    for kept in sorted({min(total, window + size - 1), min(total, window)}):
+        if kept == total:
+            continue
+        queries, keys, values = projected(model, prefix, start, size, first=total - kept)
+        group_size = queries.shape[1] // keys.shape[1]
+        keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+        hidden = window_mask(size, kept, window, start, 0)
+
+        def output(q=queries, k=keys, v=values, hidden=hidden, rows="zero"):
+            context = mistaken.attend(q, k, v, scale=model.head_dim ** -0.5, hidden=hidden, rows=rows)
+            return model.linear("out_proj", context.transpose(1, 2).reshape(q.shape[0], size, model.d_out))
+
+        found += [Mistake("cache-position-not-advanced", f"your cached call keeps the last {kept} keys but masks "
+                          f"them as if they sat at positions 0 to {kept - 1}; they sit at {total - kept} to "
+                          f"{total - 1} (k_start = {total - kept}: the positions of the keys kept, not 0)",
+                          lambda output=output, rows=rows: output(rows=rows)) for rows in mistaken.HIDDEN_ROWS]
     return found
 
 

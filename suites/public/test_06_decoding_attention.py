@@ -60,6 +60,17 @@ def test_apply_rope_on_random_data(grade, shape, offset, dtype, tables):
 
 
 @exercise("apply_rope")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["half", "bfloat"])
+def test_apply_rope_keeps_half_precision(grade, dtype):
+    """float32 tables promote a half x unless the result is cast back to x's dtype (bfloat16 on a CPU too,
+    float16 on CUDA only)."""
+    if dtype is torch.float16:
+        grade.needs_cuda()
+    cos, sin = checks.rope_tables(12, 48)
+    checks.rope_same(grade, grade.randn(2, 3, 5, 12).to(dtype), cos, sin, 4)
+
+
+@exercise("apply_rope")
 def test_apply_rope_is_vectorised_on_transposed_keys(grade):
     """Keys reach apply_rope transposed from [B, T, H, hd] (not contiguous); 3 or 24 tokens cost as many
     operations."""
