@@ -77,21 +77,31 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
 
 
 def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None, gradebook: Path | None = None,
-           mixed_seeds: bool = False) -> int:
+           mixed_seeds: bool = False, fmt: str = "csv", roster: Path | None = None,
+           missing_as_zero: bool = False) -> int:
     """One CSV of every result in ``result_dirs`` (shards merged; the latest result of a name wins) and of
-    nbgrader's gradebook (``gradebook``, or the course's own gradebook.db where there is one)."""
-    from grader.export import DEFAULT_RESULTS, export_csv
+    nbgrader's gradebook (``gradebook``, or the course's own gradebook.db where there is one). ``fmt``:
+    ours (``csv``) or an LMS's gradebook import (grader/platforms: ``canvas``, ``moodle``), whose rows
+    are ``roster``'s students (without one, the submissions), an empty grade where one has no result
+    (0 where ``missing_as_zero``)."""
+    from grader.export import DEFAULT_RESULTS, export_csv, export_gradebook
 
+    if fmt == "csv" and (roster is not None or missing_as_zero):
+        raise UsageError("--roster and --missing-as-zero go with an LMS's --format (canvas, moodle)")
     warnings: list[str] = []
     existing = [d for d in result_dirs if Path(d).is_dir()]
     for missing in (d for d in result_dirs if not Path(d).is_dir()):  # an unmatched shell glob (shard-*/)
         warnings.append(f"{missing}: no such folder, left out")
     if result_dirs and not existing and gradebook is None:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs))}")
-    text = export_csv(course, existing, gradebook, warnings, mixed_seeds=mixed_seeds)
+    if fmt == "csv":
+        text = export_csv(course, existing, gradebook, warnings, mixed_seeds=mixed_seeds)
+        sources = [row[-1] for row in csv.reader(io.StringIO(text))][1:]
+    else:
+        text, sources = export_gradebook(course, existing, gradebook, warnings, fmt=fmt, roster=roster,
+                                         missing_as_zero=missing_as_zero, mixed_seeds=mixed_seeds)
     for line in warnings:  # result files left out, and scores the gradebook and autograde disagree on
         print(f"grade: warning: {line}", file=sys.stderr)
-    sources = [row[-1] for row in csv.reader(io.StringIO(text))][1:]
     folders = existing or ([DEFAULT_RESULTS] if not result_dirs and DEFAULT_RESULTS.is_dir() else [])
     if folders and "autograde" not in sources:  # never the gradebook's rows alone, as if they were the folders'
         raise NothingToDo(f"{', '.join(map(str, folders))}: no result of `grade autograde` there, nothing exported")

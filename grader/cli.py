@@ -8,6 +8,7 @@ import click
 
 from grader import __version__
 from grader.errors import GraderError
+from grader.platforms import GRADEBOOKS  # cheap: csv and the report's csv_text
 from grader.report import FORMATS, wants_colour  # cheap: rich is imported only to draw a table
 
 
@@ -86,14 +87,21 @@ def autograde(course_dir, paths, out, workers, shard, resume, fresh, device, see
               help="nbgrader's gradebook (default: gradebook.db at the course root, where there is one).")
 @click.option("--mixed-seeds", is_flag=True, help="Merge results of one assignment graded on different seeds "
                                                   "(refused by default: a class is graded on one seed).")
+@click.option("--format", "fmt", type=click.Choice(("csv", *GRADEBOOKS)), default="csv", show_default=True,
+              help="Ours (a row per submission and source, every exercise), or the CSV an LMS's gradebook imports.")
+@click.option("--roster", type=click.Path(path_type=Path, dir_okay=False),
+              help="With canvas or moodle: a CSV mapping each submission (column 'submission') to the LMS's "
+                   "identifiers (canvas: ID, SIS User ID, SIS Login ID, Section; moodle: idnumber, email or username).")
+@click.option("--missing-as-zero", is_flag=True,
+              help="With canvas or moodle: 0 for a student without a result (default: an empty grade).")
 @click.pass_obj
-def export(course_dir, results, output, gradebook, mixed_seeds):
+def export(course_dir, results, output, gradebook, mixed_seeds, fmt, roster, missing_as_zero):
     """One CSV of all grades: autograde result folders (every shard's; default ./grades) and nbgrader's gradebook."""
     from grader import api
 
     course = api.open_course(course_dir)
     sys.exit(api.export(course=course, result_dirs=results, output=output, gradebook=gradebook,
-                        mixed_seeds=mixed_seeds))
+                        mixed_seeds=mixed_seeds, fmt=fmt, roster=roster, missing_as_zero=missing_as_zero))
 
 
 @cli.command("list")

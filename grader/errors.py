@@ -55,3 +55,8 @@ class CourseSecretError(GraderError):
 class NothingToDo(GraderError):
     """The input holds nothing to work on (a results folder with no result, an empty class): said in one
     line, exit 2, never an empty page or CSV that reads as a success."""
+
+
+class RosterError(GraderError):
+    """``grade export --roster``'s file cannot map our submission names to the LMS's students: unreadable,
+    a column missing, a row the LMS could not match, a name or identifier twice."""

@@ -138,6 +138,19 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
     """A row per submission and source: total, each assignment, each exercise, then the source.
     Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
     two sources score differently for one student are appended to ``warnings``."""
+    sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
+    graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
+    assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
+    exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
+    rows = [["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"]]
+    rows += [_row(name, data, source, assignments, exercises) for source, grades in sources
+             for name, data in grades.items()]
+    return csv_text(rows)  # names as data: none is a formula in a spreadsheet
+
+
+def _sources(course: Course, result_dirs: list[Path], gradebook: Path | None, warnings: list[str] | None,
+             mixed_seeds: bool) -> list[tuple[str, dict[str, dict]]]:
+    """The grades by source (``autograde``, then ``nbgrader`` where there is a gradebook), by submission."""
     book = gradebook_path(course, gradebook)
     if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
         result_dirs = [DEFAULT_RESULTS]
@@ -147,13 +160,34 @@ def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None =
         if warnings is not None:
             warnings += [f"{line} (a notebook's check cell tampered with, or other random inputs)"
                          for line in disagreements(sources[0][1], sources[1][1])]
-    graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
-    assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
-    exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
-    rows = [["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"]]
-    rows += [_row(name, data, source, assignments, exercises) for source, grades in sources
-             for name, data in grades.items()]
-    return csv_text(rows)  # names as data: none is a formula in a spreadsheet
+    return sources
+
+
+def export_gradebook(course: Course, result_dirs: list[Path], gradebook: Path | None, warnings: list[str], *,
+                     fmt: str, roster: Path | None = None, missing_as_zero: bool = False,
+                     mixed_seeds: bool = False) -> tuple[str, list[str]]:
+    """An LMS's gradebook CSV (``fmt``, a name of grader/platforms' GRADEBOOKS) of the same grades, a
+    row per student: where autograde and the gradebook both hold a name, autograde's result. With the
+    source of each submission's grades (as the CSV's column ``source`` says them)."""
+    from grader.platforms import GRADEBOOKS
+    from grader.platforms.roster import Grades
+
+    sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
+    chosen: dict[str, tuple[str, dict]] = {}
+    for source, grades in reversed(sources):  # autograde's last, so that it wins
+        chosen.update((name, (source, data)) for name, data in grades.items())
+    graded = graded_assignments(course, [data for _, data in chosen.values()])
+    table = Grades(columns=tuple((a.title, a.max_score) for a in graded),
+                   scores={name: _scores(data, [a.id for a in graded]) for name, (_, data) in sorted(chosen.items())})
+    text = GRADEBOOKS[fmt](table, roster, warnings, missing_as_zero=missing_as_zero)
+    return text, [source for source, _ in chosen.values()]
+
+
+def _scores(data: dict, assignments: list[str]) -> tuple:
+    """A submission's score per assignment: None where it holds no result, "" where the grader failed."""
+    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+    held = {a["id"]: a["score"] for a in data["assignments"]}
+    return tuple("" if a in failed else held.get(a) for a in assignments)
 
 
 def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str]) -> list:

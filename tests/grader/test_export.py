@@ -289,3 +289,29 @@ def test_grade_report_counts_the_gradebooks_students_beside_the_autograde_result
     assert summary["students"] == 2 and assignment["counts"]["full"] == 1 and assignment["counts"]["partial"] == 1
     softmax = next(e for e in assignment["exercises"] if e["name"] == "softmax")
     assert softmax["points_lost"] == 25 and softmax["counts"]["zero"] == 1
+
+
+def test_format_csv_is_the_default_export_and_an_lms_gradebook_is_one_registry_line(course_copy, tmp_path,
+                                                                                     monkeypatch):
+    """grade export --format: ours unchanged; canvas and moodle from grader/platforms' GRADEBOOKS, where a
+    new gradebook's writer joins with one line and gets the grades table (issue 37)."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+    from grader.export import export_gradebook
+    from grader.platforms import GRADEBOOKS
+
+    result_file(tmp_path / "grades", "zoe", course_copy, 50.0)
+    plain = CliRunner().invoke(cli, ["--course", str(course_copy.root), "export", str(tmp_path / "grades")])
+    named = CliRunner().invoke(cli, ["--course", str(course_copy.root), "export", str(tmp_path / "grades"),
+                                     "--format", "csv"])
+    assert named.exit_code == 0 and named.stdout == plain.stdout
+    assert named.stdout.splitlines() == export_csv(course_copy, [tmp_path / "grades"]).splitlines()
+    assert set(GRADEBOOKS) == {"canvas", "moodle"}
+    seen = {}
+    monkeypatch.setitem(GRADEBOOKS, "lms", lambda grades, roster, warnings, *, missing_as_zero: seen.update(
+        columns=grades.columns, scores=grades.scores, roster=roster) or "lms,csv\n")
+    text, sources = export_gradebook(course_copy, [tmp_path / "grades"], None, [], fmt="lms")
+    title = course_copy.assignment(ASSIGNMENT).title
+    assert text == "lms,csv\n" and sources == ["autograde"]
+    assert seen == {"columns": ((title, 100.0),), "scores": {"zoe": (50.0,)}, "roster": None}

@@ -1,0 +1,6 @@
+"""LMS and autograding platforms: the gradebooks that `grade export --format` writes (Canvas, Moodle)."""
+from grader.platforms import canvas, moodle
+
+# a gradebook's format name -> its writer: write(grades, roster, warnings, *, missing_as_zero) -> CSV text.
+# A new gradebook is a module beside these and one line here.
+GRADEBOOKS = {"canvas": canvas.write, "moodle": moodle.write}

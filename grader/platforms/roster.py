@@ -1,0 +1,84 @@
+"""What every gradebook writer shares: the grades table that `grade export` hands it, and the roster
+that maps our submission names (the folders `grade autograde` graded) to the LMS's own identifiers."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import RosterError
+
+
+@dataclass(frozen=True)
+class Grades:
+    """A class's grades: a column per assignment graded (its title and points possible) and, per
+    submission, a score per column: None where it holds no result for that assignment (not handed in),
+    "" where the grader failed on it (no valid score, never a 0)."""
+
+    columns: tuple[tuple[str, float], ...]
+    scores: dict[str, tuple[float | str | None, ...]]
+
+
+def _key(header: str) -> str:
+    """A column's name, compared loosely: "SIS User ID", "sis_user_id" and "Sis user id" are one."""
+    return re.sub(r"[^a-z0-9]+", "_", header.strip().lower()).strip("_")
+
+
+def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...]) -> list[dict[str, str]]:
+    """The roster's rows as {field: value}: its column ``submission`` (our name) and those of its columns
+    that ``fields`` names (each header, compared loosely, -> the field it fills). Every row must hold one
+    of the fields ``unique`` (those the LMS matches a student on), each value once, as each name. Refused,
+    with what to fix: no such file, no ``submission`` column, none of ``unique``'s, a row with none of
+    them, a name or an identifier twice."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 starts with a BOM
+    except (OSError, UnicodeDecodeError) as error:
+        raise RosterError(f"{path}: cannot read the roster ({getattr(error, 'strerror', None) or error})") from None
+    table = list(csv.reader(io.StringIO(text)))  # a quoted cell may hold a line break
+    columns = {index: "submission" if _key(header) == "submission" else fields.get(_key(header))
+               for index, header in enumerate(table[0] if table else ())}
+    if "submission" not in columns.values():
+        raise RosterError(f"{path}: the roster has no column 'submission' (the names grade autograde graded)")
+    if not set(unique) & set(columns.values()):
+        raise RosterError(f"{path}: the roster has none of the columns the LMS matches students on: "
+                          + ", ".join(header for header, field in fields.items() if field in unique))
+    rows, seen = [], {}
+    for line, values in enumerate(table[1:], start=2):
+        if not any(value.strip() for value in values):
+            continue
+        row = {field: values[index].strip() for index, field in columns.items() if field and index < len(values)}
+        if not any(row.get(field) for field in unique):
+            raise RosterError(f"{path}: line {line} has no {' or '.join(unique)}: the LMS could not tell whose "
+                              f"grades they are")
+        for field in ("submission", *unique):
+            value = row.get(field, "")
+            if value and (field, value) in seen:
+                raise RosterError(f"{path}: {field} {value!r} is on lines {seen[field, value]} and {line}: a "
+                                  f"student a line, each name and identifier once")
+            seen[field, value] = line
+        rows.append(row)
+    if not rows:
+        raise RosterError(f"{path}: the roster holds no student (a header line, then a line per student)")
+    return rows
+
+
+def students(grades: Grades, rows: list[dict[str, str]], warnings: list[str], *,
+             missing_as_zero: bool) -> list[tuple[dict[str, str], list[float | str]]]:
+    """Each roster row with its scores, in the roster's order. A student without a result gets empty
+    cells (an LMS reads one as "no grade"), 0 where ``missing_as_zero``; a cell the grader failed on
+    stays empty either way. A graded submission that the roster lacks is left out and named."""
+    listed = {row.get("submission") for row in rows}
+    unlisted = [name for name in grades.scores if name not in listed]
+    if unlisted:
+        warnings.append(f"graded but not in the roster, left out ({len(unlisted)}): " + ", ".join(unlisted[:10])
+                        + (f" and {len(unlisted) - 10} more" if len(unlisted) > 10 else ""))
+    absent = [row.get("submission") or "(no name)" for row in rows if row.get("submission") not in grades.scores]
+    if absent:
+        warnings.append(f"in the roster without a result ({len(absent)}): " + ", ".join(absent[:10])
+                        + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
+                        + (": 0 (--missing-as-zero)" if missing_as_zero else ": an empty grade"))
+    empty = (None,) * len(grades.columns)
+    return [(row, [(0 if missing_as_zero else "") if score is None else score
+                   for score in grades.scores.get(row.get("submission"), empty)]) for row in rows]

@@ -1,0 +1,68 @@
+"""Two small result folders (two shards of one class, one seed), as `grade autograde` leaves them, and
+`grade export` run on them as an instructor runs it."""
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test_export's helpers, as test_cli takes them
+from test_export import ASSIGNMENT, FORMULAS, result_file  # noqa: E402
+
+FORMULA = FORMULAS[0]  # a folder name a spreadsheet would run as a formula
+
+
+@pytest.fixture
+def shards(course, tmp_path):
+    """shard-1: zoe (100) and the formula-named submission (50); shard-2: yan (25), whose softmax the
+    grader failed on (no valid score)."""
+    import json
+
+    from grader.config import load_course
+    from grader.result_folder import write_manifest
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(course.root / "course.toml", root)
+    copy = load_course(root)
+    result_file(tmp_path / "shard-1", "zoe", copy, 100.0)
+    result_file(tmp_path / "shard-1", FORMULA, copy, 50.0, stem="s1")
+    result_file(tmp_path / "shard-2", "yan", copy, 25.0)
+    failed = tmp_path / "shard-2" / "yan.json"
+    data = json.loads(failed.read_text())
+    data["assignments"][0]["exercises"][0]["status"] = "grader-error"
+    failed.write_text(json.dumps(data))
+    write_manifest(tmp_path / "shard-2", {"yan": json.dumps(data)})
+    return copy, [tmp_path / "shard-1", tmp_path / "shard-2"]
+
+
+@pytest.fixture
+def export(shards, tmp_path):
+    """``grade export SHARDS --output out.csv *options``: (exit code, the CSV, stderr)."""
+    from grader.cli import cli
+
+    course, folders = shards
+
+    def run(*options):
+        out = tmp_path / "out.csv"
+        out.unlink(missing_ok=True)
+        outcome = CliRunner().invoke(cli, ["--course", str(course.root), "export", *map(str, folders),
+                                           "--output", str(out), *options])
+        return outcome.exit_code, out.read_text(encoding="utf-8") if out.exists() else "", outcome.stderr
+
+    run.title = course.assignment(ASSIGNMENT).title
+    return run
+
+
+@pytest.fixture
+def roster(tmp_path):
+    """A roster file: write(*rows), each a list of cells or a line of text -> its path."""
+    import csv
+
+    def write(*rows):
+        path = tmp_path / "roster.csv"
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows(row.split(",") if isinstance(row, str) else row for row in rows)
+        return path
+    return write

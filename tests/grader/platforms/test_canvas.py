@@ -1,0 +1,86 @@
+"""grade export --format canvas: the CSV read back as Canvas's gradebook importer reads it
+(instructure/canvas-lms, app/models/gradebook_importer.rb; Instructure's guide "How do I import grades
+in the Gradebook?")."""
+import csv
+import io
+
+from test_export import FORMULAS  # on sys.path: this folder's conftest puts it there
+
+FORMULA = FORMULAS[0]  # as the shards' conftest names a submission
+
+ROSTER = ("Student,ID,SIS User ID,SIS Login ID,Section,submission",
+          "Zoe Zhang,101,S-1,zoe@uni.example,Lab A,zoe",
+          [FORMULA, "102", "S-2", "f@uni.example", "Lab B", FORMULA],  # a name a spreadsheet would run
+          "Amy Adams,103,S-3,amy@uni.example,Lab A,amy")
+
+
+def canvas_reads(text):
+    """What Canvas takes from the file: the header (its student columns checked as the importer checks
+    them), each assignment's points possible, and each student row's grades by how Canvas finds the
+    student (ID, else SIS User ID, else SIS Login ID, else the name), each grade a number or None."""
+    table = list(csv.reader(io.StringIO(text)))
+    header = table[0]
+    assert "Student" in header[0] and "ID" in header[1] and len(header) > 3
+    assert header[2] == "SIS User ID" and header[3] == "SIS Login ID" and "Section" in header[4]  # 5 student columns
+    assignments = header[5:]
+    assert "Points Possible" in table[1][0]
+    points = dict(zip(assignments, map(float, table[1][5:])))
+    students = {}
+    for row in table[2:]:
+        assert len(row) == len(header)
+        key = next(("ID", v) if i == 1 else (header[i], v) for i, v in
+                   ((1, row[1]), (2, row[2]), (3, row[3]), (0, row[0])) if v)
+        students[key] = {a: float(cell) if cell.strip() else None for a, cell in zip(assignments, row[5:])}
+    return header, points, students, table
+
+
+def test_the_export_is_canvass_gradebook_csv_a_row_per_roster_student(export, roster):
+    code, text, err = export("--format", "canvas", "--roster", roster(*ROSTER))
+    assert code == 0, err
+    header, points, students, table = canvas_reads(text)
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", export.title]
+    assert points == {export.title: 100.0}
+    assert students[("ID", "101")] == {export.title: 100.0}  # numbers as numbers
+    assert students[("ID", "102")] == {export.title: 50.0}
+    assert students[("ID", "103")] == {export.title: None}  # in the roster, not graded: an empty grade, never 0
+    assert table[2][:5] == ["Zoe Zhang", "101", "S-1", "zoe@uni.example", "Lab A"]
+    assert table[3][0] == f"'{FORMULA}"  # the formula-like name is text
+    assert not [cell for row in table for cell in row if cell.startswith(("=", "+", "-", "@"))]
+    # yan was graded (the grader failed on softmax) but is not in the roster: left out and said
+    assert len(table) == 5 and "graded but not in the roster, left out (1): yan" in err
+    assert "in the roster without a result (1): amy: an empty grade" in err
+
+
+def test_missing_as_zero_and_a_grade_the_grader_failed_on_stays_empty(export, roster):
+    path = roster(*ROSTER, "Yan Yu,104,S-4,yan@uni.example,Lab B,yan")
+    code, text, err = export("--format", "canvas", "--roster", path, "--missing-as-zero")
+    assert code == 0, err
+    _, _, students, _ = canvas_reads(text)
+    assert students[("ID", "103")] == {export.title: 0.0}  # asked for: amy's 0
+    assert students[("ID", "104")] == {export.title: None}  # the grader's failure is never a 0
+
+
+def test_without_a_roster_each_name_is_its_sis_login_id_said_in_one_line(export):
+    code, text, err = export("--format", "canvas")
+    assert code == 0, err
+    _, _, students, table = canvas_reads(text)
+    assert set(students) == {("SIS Login ID", "zoe"), ("SIS Login ID", "yan"), ("SIS Login ID", f"'{FORMULA}")}
+    assert [row[0] for row in table[2:]] == [row[3] for row in table[2:]]  # the name is the Student too
+    (line,) = [line for line in err.splitlines() if "--roster" in line]
+    assert line.startswith("grade: warning: no --roster") and "SIS Login ID" in line
+
+
+def test_a_roster_canvas_could_not_match_with_is_refused_in_one_line(export, roster):
+    for lines, said in [(("Student,ID", "Zoe,101"), "no column 'submission'"),
+                        (("submission,Student,Section", "zoe,Zoe,A"), "none of the columns"),
+                        (("submission,ID", "zoe,101", "zoe,102"), "submission 'zoe' is on lines 2 and 3"),
+                        (("submission,ID", "zoe,101", "yan,101"), "id '101' is on lines 2 and 3"),
+                        (("submission,ID,SIS Login ID", "zoe,101,", "yan,,"), "line 3 has no")]:
+        code, text, err = export("--format", "canvas", "--roster", roster(*lines))
+        assert code == 2 and text == "" and err.count("\n") == 1 and said in err, (lines, err)
+        assert err.startswith("grade: error: ")
+
+
+def test_a_roster_goes_with_an_lms_format_only(export, roster):
+    code, _, err = export("--roster", roster(*ROSTER))
+    assert code == 2 and "--format" in err
