@@ -8,14 +8,34 @@ target: no attack costs the grading process more than twice a clean run's peak, 
 in a result (exit 0 or 1), never a traceback.
 
     python benchmarks/red_team.py [--only NAME ...]
+
+``--batch``: attacks on what a batch's submissions share (issue 33): processes and threads, the disk.
+Each (:data:`BATCH_ATTACKS`: a name and what is appended to 01's solution; add one there) is graded by
+``grade autograde CLASS --seed 7 --workers 2`` beside two honest bystanders, ``alice`` and ``bob``, who
+hand in every assignment's solution (so that each is graded for seconds; the attacker's name sorts
+first, so alice is graded beside it and bob after her, while it holds what it took). Printed for
+each: whether both bystanders' results (score and each exercise's status) are those of the same batch
+without the attacker, the attacker's own result (a score, never ``grader-error``), the grading
+processes' peak memory against the clean batch's, and whether the batch finished (every result
+written, no traceback). The grader's temporary folder and the results go on a small file system of the run's
+own (``--disk``; as root, by default a tmpfs of ``--disk-mib`` mounted for the run), so that a disk
+filled by a grader without a quota is never the machine's; an ordinary user's run without one leaves
+the disk attacks out. ``--tree`` grades with another checkout's grader (``git archive HEAD``: the
+figures before a change). A grader without a process limit for an ordinary user's sandbox (before
+issue 33) leaves a fork bomb no limit but the user's own: run it under ``ulimit -u``, or in a cgroup.
+
+    python benchmarks/red_team.py --batch [--only NAME ...] [--disk PATH] [--tree PATH]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,10 +144,248 @@ def graded(submission: Path, seed: int = 3) -> dict:
             "traceback": "Traceback (most recent call last)" in done.stderr, "stderr": done.stderr[-3000:]}
 
 
+# --- attacks on what a batch shares (--batch) ---------------------------------------------------------
+@dataclass(frozen=True)
+class BatchAttack:
+    """One attack on what a batch's submissions share: ``source`` is appended to 01's solution (its later
+    definitions win); ``others``: the assignments (keys of MODULES) whose plain solution the attacker
+    hands in too; ``disk``: it writes to the disk, and runs only where the disk is a small one of the
+    run's own (``--disk``)."""
+
+    name: str
+    source: str
+    others: tuple[str, ...] = ()
+    disk: bool = False
+
+
+HOLD_S = 6  # how long an attack holds what it took at import (the import's time limit is 10 s)
+FILL_THREADS = """
+import threading as _threading, time as _time
+def _fill_threads():
+    while True:
+        try:
+            _threading.Thread(target=_time.sleep, args=(600,), daemon=True).start()
+        except Exception:
+            return
+_fill_threads()
+"""
+BATCH_ATTACKS = [
+    BatchAttack("thread exhaustion: threads held while its 02 module starts", FILL_THREADS, others=("02",)),
+    BatchAttack("thread exhaustion: threads at import, then a timeout", FILL_THREADS + """
+_right_softmax, _calls = softmax, [0]
+def softmax(x, dim=-1):  # its third call never returns: the worker is killed and another one started
+    _calls[0] += 1
+    while _calls[0] == 3:
+        pass
+    return _right_softmax(x, dim)
+"""),
+    BatchAttack("process exhaustion: sleeps spawned until it fails, held", f"""
+import os as _os, time as _time
+def _spawn_sleepers():  # posix_spawn (a vfork): thousands a second, where a fork of torch's process takes ms
+    while True:
+        try:
+            _os.posix_spawn("/bin/sleep", ["sleep", "600"], {{}})
+        except OSError:
+            return
+_spawn_sleepers()
+_time.sleep({HOLD_S})
+"""),
+    BatchAttack("fork bomb at import", """
+import os as _os, time as _time
+while True:  # every process forks until it cannot, then waits: until the import's time limit
+    try:
+        _os.fork()
+    except OSError:
+        _time.sleep(600)
+"""),
+    BatchAttack("disk fill: files in its working folder until ENOSPC, held", f"""
+import time as _time
+def _fill_disk():
+    block, number = b"x" * (1 << 20), 0
+    while True:
+        try:
+            with open(f"fill-{{number}}.bin", "wb") as out:
+                for _ in range(64):
+                    out.write(block)
+        except OSError:
+            return
+        number += 1
+_fill_disk()
+_time.sleep({HOLD_S})
+""", disk=True),
+    BatchAttack("big single file: one until it fails, and a sparse 1 TiB one", f"""
+import time as _time
+try:
+    with open("big.bin", "wb") as _out:
+        while True:
+            _out.write(b"x" * (1 << 20))
+except OSError:
+    pass
+try:
+    with open("sparse.bin", "wb") as _out:
+        _out.seek(1 << 40)
+        _out.write(b"x")
+except OSError:
+    pass
+_time.sleep({HOLD_S})
+""", disk=True),
+]
+
+MEASURED_BATCH = """
+import sys
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+import grader.autograde as autograde
+graded = autograde._grading_process
+def measured(*args, **kwargs):
+    try:
+        return graded(*args, **kwargs)
+    finally:
+        sys.stderr.write(f"PEAK_KIB grading {peak()}\\n")
+        sys.stderr.flush()
+autograde._grading_process = measured
+import atexit
+atexit.register(lambda: sys.stderr.write(f"PEAK_KIB run {peak()}\\n"))
+sys.argv = ["grade", "autograde", *sys.argv[1:]]
+from grader.cli import main
+main()
+"""
+BYSTANDERS = ("alice", "bob")  # each hands in every assignment's solution: graded for seconds, not a moment
+ATTACKER = "abel"  # sorts first: graded beside alice, and holding what it took while bob is graded after her
+
+
+def batch_class(folder: Path, attack: BatchAttack | None) -> Path:
+    """A class folder: the bystanders, and the attacker with ``attack`` (None: none)."""
+    for name in BYSTANDERS:
+        for key in MODULES:
+            build(folder / name, key, None)
+    if attack is not None:
+        target = build(folder / ATTACKER, "01", None) / MODULES["01"][1]
+        target.write_text(target.read_text() + "\n" + attack.source)
+        for key in attack.others:
+            build(folder / ATTACKER, key, None)
+    return folder
+
+
+def graded_batch(klass: Path, out: Path, *, tree: Path, tmp: Path, timeout: float = 900) -> dict:
+    """``grade autograde`` of ``klass`` into ``out``, its temporary folder ``tmp``: exit code, each
+    submission's (score, {exercise: status}) or None, the grading processes' peak memory (MiB), and
+    whether it ended in a traceback."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200"}
+    argv = [sys.executable, "-c", MEASURED_BATCH, str(klass), "--out", str(out), "--seed", "7", "--workers", "2",
+            "--device", "cpu"]
+    try:
+        done = subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=timeout, env=env)
+        code, stderr = done.returncode, done.stderr
+    except subprocess.TimeoutExpired as late:
+        code, stderr = "timeout", late.stderr.decode(errors="replace") if isinstance(late.stderr, bytes) else ""
+    peaks = [int(line.split()[2]) for line in stderr.splitlines() if line.startswith("PEAK_KIB grading")]
+    results = {}
+    for folder in sorted(klass.iterdir()):
+        try:
+            data = json.loads((out / f"{folder.name}.json").read_text())
+        except (OSError, ValueError):
+            results[folder.name] = None
+            continue
+        statuses = {e["name"]: e["status"] for a in data.get("assignments", []) for e in a["exercises"]}
+        results[folder.name] = (data.get("score"), statuses)
+    return {"code": code, "results": results, "peak_mib": max(peaks, default=0) / 1024,
+            "traceback": "Traceback (most recent call last)" in stderr, "stderr": stderr[-3000:]}
+
+
+def said(result) -> str:
+    """A submission's result in a few words."""
+    if result is None:
+        return "no result"
+    score, statuses = result
+    if "grader-error" in statuses.values():
+        return "grader-error"
+    kinds = sorted({status for status in statuses.values() if status not in ("passed", "not_implemented")})
+    return f"{score:g}" + (f" ({', '.join(kinds)})" if kinds else "")
+
+
+class SmallDisk:
+    """The run's own small file system for the grader's temporary folder and the results: ``path`` as
+    given, else as root a tmpfs of ``mib`` MiB mounted for the run (unmounted after), else None."""
+
+    def __init__(self, path: str | None, mib: int):
+        self.path, self.mounted = (Path(path) if path else None), False
+        if self.path is None and os.geteuid() == 0:
+            self.path = Path(tempfile.mkdtemp(prefix="red-team-disk-"))
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m,mode=0755", "tmpfs", str(self.path)],
+                           check=True)
+            self.mounted = True
+
+    def folder(self, name: str) -> Path:
+        path = self.path / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
+
+    def close(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.path)], check=False)
+            os.rmdir(self.path)
+
+
+def main_batch(args) -> None:
+    tree = Path(args.tree).resolve() if args.tree else ROOT
+    chosen = [a for a in BATCH_ATTACKS if not args.only or any(o in a.name for o in args.only)]
+    disk = SmallDisk(args.disk, args.disk_mib)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            work = Path(folder)
+            place = disk.folder("clean") if disk.path else work / "clean-disk"
+            clean = graded_batch(batch_class(work / "clean", None), place / "out", tree=tree, tmp=place / "tmp")
+            who = "root" if os.geteuid() == 0 else f"uid {os.getuid()}"
+            print(f"grader: {tree}; as {who}; disk: {disk.path or 'none of its own (disk attacks left out)'}")
+            print(f"clean batch: exit {clean['code']}, "
+                  + ", ".join(f"{n} {said(clean['results'].get(n))}" for n in BYSTANDERS)
+                  + f", grading processes' peak {clean['peak_mib']:.0f} MiB")
+            held = 0
+            print(f"{'attack':<62}{'bystanders':>11}{'attacker':>24}{'peak MiB':>10}{'x clean':>9}  finished")
+            for number, attack in enumerate(chosen):
+                if attack.disk and disk.path is None:
+                    print(f"{attack.name:<62}  left out: no small disk of the run's own (--disk)")
+                    continue
+                place = disk.folder(f"attack-{number}") if disk.path else work / f"attack-{number}"
+                got = graded_batch(batch_class(work / f"class-{number}", attack), place / "out", tree=tree,
+                                   tmp=place / "tmp")
+                same = all(got["results"].get(n) == clean["results"].get(n) for n in BYSTANDERS)
+                own = said(got["results"].get(ATTACKER))
+                finished = not got["traceback"] and got["code"] != "timeout" and all(
+                    got["results"].get(n) is not None for n in (*BYSTANDERS, ATTACKER))
+                ratio = got["peak_mib"] / clean["peak_mib"] if clean["peak_mib"] else 0.0
+                ok = same and own not in ("grader-error", "no result") and finished and ratio <= 2.0
+                held += ok
+                print(f"{attack.name:<62}{'same' if same else 'CHANGED':>11}{own:>24}{got['peak_mib']:>10.0f}"
+                      f"{ratio:>8.2f}x  {'yes' if finished else 'NO'} (exit {got['code']})"
+                      f"{'' if ok else '  NOT HELD'}")
+                for name in BYSTANDERS if not same else ():
+                    print(f"    {name}: {said(got['results'].get(name))} (clean: {said(clean['results'].get(name))})")
+                if args.verbose and not ok:
+                    print("    " + got["stderr"][-1500:].replace("\n", "\n    "))
+            print(f"held: {held} of {len(chosen)} (bystanders unchanged, the attacker scored, the batch finished, "
+                  "at most 2x the clean batch's peak memory)")
+    finally:
+        disk.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="attack names containing any of these")
+    parser.add_argument("--batch", action="store_true", help="the attacks on what a batch shares (issue 33)")
+    parser.add_argument("--disk", help="--batch: a small file system for the grader's temporary folder and results")
+    parser.add_argument("--disk-mib", type=int, default=1024, help="--batch as root: the size of the tmpfs mounted")
+    parser.add_argument("--tree", help="--batch: the checkout whose grader grades (default: this one)")
+    parser.add_argument("--verbose", action="store_true", help="--batch: the end of stderr of a batch not held")
     args = parser.parse_args()
+    if args.batch:
+        main_batch(args)
+        return
     chosen = {n: a for n, a in attacks().items() if not args.only or any(o in n for o in args.only)}
     with tempfile.TemporaryDirectory() as folder:
         clean = {key: graded(build(Path(folder) / f"clean-{key}", key, None))

@@ -22,6 +22,7 @@ none of their processes is left).
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import socket
@@ -30,7 +31,12 @@ import time
 
 from grader.inside import protocol
 
-NPROC_LIMIT = 128  # processes (and threads) a submission's uid may have, where it has a uid of its own
+NPROC_LIMIT = 128  # processes and threads a submission may have at once (grader.sandbox.cells: its cgroup's too)
+WORK = "/grade/work"  # the working folder the sandbox shows (grader.sandbox.confine.SANDBOX_ROOT + "/work")
+WORK_INODES = 65536  # files and folders the working folder may hold (each costs kernel memory the size leaves out)
+# a fork, clone or namespace that fails with one of these, once the submission's code has run, failed because
+# of what the submission holds (its processes and threads, its memory): its own result, never the grader's
+EXHAUSTED = (errno.EAGAIN, errno.ENOMEM)
 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
@@ -44,7 +50,24 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 class ConfinementError(RuntimeError):
-    """The worker could not be confined as asked; it must not run student code."""
+    """The worker could not be confined as asked; it must not run student code. ``errno``: the system
+    call's error number, where one failed (0 otherwise)."""
+
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.errno = code
+
+
+def _told(exc: BaseException) -> bytes:
+    """What a child that could not start a worker says to its parent: its error number, a space, why."""
+    code = getattr(exc, "errno", None)
+    return f"{code if isinstance(code, int) else 0} {exc or type(exc).__name__}".encode(errors="replace")[:500]
+
+
+def _heard(said: bytes) -> tuple[int, str]:
+    """(error number, why) from what :func:`_told` wrote."""
+    code, _, text = said.decode(errors="replace").partition(" ")
+    return (int(code), text) if code.isdigit() else (0, said.decode(errors="replace"))
 
 
 def name_process(name: str) -> None:
@@ -59,7 +82,7 @@ def name_process(name: str) -> None:
 def _check(result: int, what: str) -> int:
     if result < 0:
         code = ctypes.get_errno()
-        raise ConfinementError(f"{what}: {os.strerror(code)}")
+        raise ConfinementError(f"{what}: {os.strerror(code)}", code)
     return result
 
 
@@ -183,6 +206,8 @@ class Zygote:
         self.control = control
         self.namespaces = bool(config.get("namespaces"))
         self.workers: set[int] = set()
+        self.killed: set[int] = set()  # workers of the submission killed, until they are gone
+        self.ran = False  # whether a worker of the submission has started: its code has run since
         self.submission: tuple[int, tuple[str, ...], socket.socket] | None = None  # (pid, cgroups, channel)
 
     def serve(self) -> None:
@@ -206,20 +231,37 @@ class Zygote:
         protocol.send(self.control, protocol.encode(message), timeout=30)
 
     def spawn(self, spec: protocol.WorkerSpec) -> None:
+        self._wait_for_killed()  # what a worker killed a moment ago held (its threads) is the next one's again
         if spec.cgroups:  # forked by the submission's own process, which joined its cgroups once
-            pid, error, fds = self._spawn_in_submission(spec)
+            pid, error, fds, number = self._spawn_in_submission(spec)
         else:
-            pid, error, sock = _start_worker(spec, self.namespaces, close=[self.control])
+            pid, error, sock, number = _start_worker(spec, self.namespaces, close=[self.control])
             fds = [sock] if sock is not None else []
         if pid:
             self.workers.add(pid)
-        # a worker that could not be confined, or a cgroup not joined, is the grader's own failure; a
-        # submission's process that died (its memory exhausted by the submission's workers) may not be
-        grader_fault = not pid and error != SUBMISSION_STOPPED
-        self.reply({"ok": bool(pid), "pid": pid, "message": error, "grader_fault": grader_fault},
-                   [fd.fileno() for fd in fds])
+        # a worker that could not be confined, or a cgroup not joined, is the grader's own failure, unless the
+        # submission's own code has run and holds what the fork needed (its processes and threads, its
+        # memory: the cgroup's or the uid's limit); a submission's process that died (its memory exhausted
+        # by the submission's workers) may not be the grader's either
+        exhausted = not pid and self.ran and number in EXHAUSTED
+        if exhausted:
+            error = exhausted_message(number, error, spec.memory_bytes)
+        grader_fault = not pid and error != SUBMISSION_STOPPED and not exhausted
+        self.ran = self.ran or bool(pid)
+        self.reply({"ok": bool(pid), "pid": pid, "message": error, "grader_fault": grader_fault,
+                    "exhausted": exhausted}, [fd.fileno() for fd in fds])
         for fd in fds:
             fd.close()
+
+    def _wait_for_killed(self, timeout_s: float = 2.0) -> None:
+        """Until every worker this submission had killed is gone (the kernel takes its namespace down,
+        thread by thread, after the kill), at most ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.killed:
+            self.killed = {pid for pid in self.killed if _alive(pid)}
+            if not self.killed or time.monotonic() > deadline:
+                return
+            time.sleep(0.002)
 
     def _spawn_in_submission(self, spec: protocol.WorkerSpec):
         """Ask the submission's process (started at its first worker) to fork the worker: moving a
@@ -232,14 +274,16 @@ class Zygote:
         except (OSError, ValueError, protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
                 protocol.MessageTooLarge):  # it died (out of the submission's memory, say): a fresh one next time
             self._end_submission_process()
-            return 0, SUBMISSION_STOPPED, []
+            return 0, SUBMISSION_STOPPED, [], 0
         socks = [socket.socket(fileno=fd) for fd in fds]
         pid = answer.get("pid") if isinstance(answer, dict) else 0
         if not (isinstance(pid, int) and pid > 0 and socks):
             for sock in socks:
                 sock.close()
-            return 0, str(answer.get("message", "") if isinstance(answer, dict) else ""), []
-        return pid, "", socks
+            said = answer if isinstance(answer, dict) else {}
+            number = said.get("errno") if type(said.get("errno")) is int else 0
+            return 0, str(said.get("message", "")), [], number
+        return pid, "", socks, 0
 
     def _submission_in(self, cgroups: tuple[str, ...]) -> socket.socket:
         """The channel to the submission's process of ``cgroups``, forked now unless it runs already. It
@@ -268,6 +312,7 @@ class Zygote:
 
     def kill(self, pid: int) -> None:
         if pid in self.workers:
+            self.killed.add(pid)
             try:
                 os.kill(pid, signal.SIGKILL) if self.namespaces else os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -290,7 +335,17 @@ class Zygote:
         if not self.namespaces:
             _kill_children()
         self.workers = set(left)
+        self.killed, self.ran = set(), False  # the next submission's code has not run yet
         return {"ok": not left, "left": len(left)}
+
+
+def exhausted_message(number: int, error: str, memory_bytes: int) -> str:
+    """Why a submission whose code has run could not have its next worker, in its own terms."""
+    if number == errno.ENOMEM:
+        return (f"your code used up the memory its processes may hold together ({memory_bytes >> 20} MB), so no "
+                f"process could be started for this module's checks ({error})")
+    return (f"your code used up the {NPROC_LIMIT} processes and threads it may have at once (those it started "
+            f"still hold them), so no process could be started for this module's checks ({error})")
 
 
 _OWN_PID_NAMESPACE: int | None = None  # a descriptor of this process's PID namespace, opened at its first worker
@@ -358,7 +413,7 @@ def _fork_through_starter() -> int:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             worker = os.fork()
         except BaseException as exc:  # noqa: BLE001 - told to the caller
-            os.write(writer, f"E{exc}"[:500].encode(errors="replace"))
+            os.write(writer, b"E" + _told(exc))
             os._exit(1)
         if worker == 0:
             os.close(writer)
@@ -375,15 +430,16 @@ def _fork_through_starter() -> int:
     with os.fdopen(reader, "rb") as stream:
         text = stream.read(600)
     if not text.isdigit():
-        raise ConfinementError(text[1:].decode(errors="replace") if text.startswith(b"E")
-                               else "the worker could not be started")
+        raise ConfinementError(*reversed(_heard(text[1:]))) if text.startswith(b"E") else \
+            ConfinementError("the worker could not be started")
     return int(text)
 
 
 def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
     """Fork the worker, PID 1 of a PID namespace of its own (in the submission's cgroups when its
     process, :func:`_submission_main`, calls this), and wait until it says it is confined. Returns the
-    worker's pid (0 if it could not start), an error message, and the grader's end of its socket."""
+    worker's pid (0 if it could not start), an error message, the grader's end of its socket, and the
+    error number of the system call that failed (0: none, or none known)."""
     ours, theirs = socket.socketpair()
     confined_r, confined_w = os.pipe()  # the worker's word, before any student code: confined or not
     try:
@@ -393,7 +449,7 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
             os.close(fd)
         ours.close()
         theirs.close()
-        return 0, str(exc), None
+        return 0, str(exc), None, exc.errno if isinstance(exc.errno, int) else 0
     if worker == 0:
         os.close(confined_r)
         ours.close()
@@ -410,8 +466,9 @@ def _start_worker(spec: protocol.WorkerSpec, namespaces: bool, *, close=()):
         except ProcessLookupError:  # it has exited already
             pass
         ours.close()
-        return 0, failure.decode(errors="replace"), None
-    return worker, "", ours
+        code, said = _heard(failure)
+        return 0, said or "failed", None, code
+    return worker, "", ours, 0
 
 
 def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespaces: bool, *, close=()) -> None:
@@ -431,12 +488,12 @@ def _submission_main(channel: socket.socket, cgroups: tuple[str, ...], namespace
         except OSError as exc:
             joined = f"could not join the submission's cgroup: {exc}"
         for request in protocol.requests(channel, limit=protocol.CONTROL_LIMIT):
-            pid, error, sock = 0, joined, None
+            pid, error, sock, number = 0, joined, None, 0
             if not joined:
-                pid, error, sock = _start_worker(protocol.WorkerSpec.from_wire(request["spec"]), namespaces,
-                                                 close=[channel])
+                pid, error, sock, number = _start_worker(protocol.WorkerSpec.from_wire(request["spec"]), namespaces,
+                                                         close=[channel])
             socket.send_fds(channel, [b"F"], [sock.fileno()] if sock is not None else [])
-            protocol.send(channel, protocol.encode({"pid": pid, "message": error}), timeout=30)
+            protocol.send(channel, protocol.encode({"pid": pid, "message": error, "errno": number}), timeout=30)
             if sock is not None:
                 sock.close()
     except BaseException:  # noqa: BLE001 - to the zygote's log
@@ -486,19 +543,53 @@ SUBMISSION_STOPPED = "the submission's process stopped"
 FAULT_INJECTION = "GRADE_FAULT_INJECTION"
 
 
+_SANDBOX_TASKS = 0  # processes and threads of the sandbox's own (bubblewrap's, the zygote's), counted at its start
+_FILE_LIMIT = 256 << 20  # the largest file a worker may write: the working folder's quota (main())
+
+
+def _tasks_here() -> int:
+    """The processes and threads this process's /proc shows (the sandbox's PID namespace: all of its own)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                continue
+    return count
+
+
+def counts_per_user_namespace() -> bool:
+    """Whether the kernel counts RLIMIT_NPROC per user namespace and uid (Linux 5.14 and later): a
+    limit set in the user namespace bubblewrap made counts the sandbox's processes, never the grader's."""
+    try:
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
 def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
     """What confines a worker before any student code runs (and the zygote's probe, the same way):
-    its own mounts in its namespaces (else a session of its own), as root a process limit and the
-    submission's uid, and no capability left."""
+    its own mounts in its namespaces (else a session of its own), a process limit (as root the
+    submission's uid's; for an ordinary user, in the user namespace of its sandbox, that of every
+    process there: the zygote's and the submission's, none of the grader's), a file size limit (no file
+    larger than the working folder's quota; EFBIG, not a signal, past it), as root the submission's
+    uid, and no capability left."""
+    import resource
+
     if namespaces:  # PID 1 of its own PID namespace already (fork_worker): the others, its own from here
         _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
         _private_mounts()
     else:
         os.setsid()
     if uid is not None:
-        import resource
-
         resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+    elif namespaces and counts_per_user_namespace():
+        limit = NPROC_LIMIT + _SANDBOX_TASKS
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_FILE_LIMIT, _FILE_LIMIT))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails with EFBIG, in the student's code
     if namespaces or uid is not None:  # else: the grader's own user, with nothing to give up
         drop_privileges(uid, gid)
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change
@@ -520,7 +611,7 @@ def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: boo
             close_fds(keep=[sock.fileno(), confined])
             _confine(namespaces, spec.uid, spec.gid)
         except (ConfinementError, OSError) as exc:  # told by the pipe, which no student code ever holds
-            os.write(confined, str(exc).encode(errors="replace")[:500] or b"failed")
+            os.write(confined, _told(exc))
             return
         os.close(confined)
         serve(sock, spec)
@@ -599,6 +690,31 @@ def probe_confinement(namespaces: bool, *, per_uid: bool) -> str | None:
     return f"the probe ended with status {status}" if status else None
 
 
+def limit_work(quota: int, namespaces: bool) -> tuple[str | None, int | None]:
+    """The working folder as a file system of ``quota`` bytes (and WORK_INODES files) of the sandbox's
+    own: what a submission writes there, it writes in its quota (ENOSPC when it is full) and in memory
+    (the writer's cgroup's, as root), never on the grader's disk. The zygote takes a mount namespace of
+    its own first (bubblewrap's is not its to mount in, for an ordinary user: bubblewrap nests a user
+    namespace), single-threaded still, and mounts it over the empty folder bubblewrap made
+    (grader.sandbox.confine.view_args); every worker is forked with it. Returns why it could not be
+    done, or None, and a descriptor of the folder for the grader, who reaches it through that alone
+    (grader.sandbox.client.ZygoteClient.work). Without namespaces there is no sandbox to mount it in:
+    only the file size limit (``quota`` too) holds."""
+    global _FILE_LIMIT
+    if quota > 0:
+        _FILE_LIMIT = quota
+    if not (namespaces and quota > 0):
+        return None, None
+    try:
+        _check(_libc.unshare(_CLONE_NEWNS), "unshare")
+        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here reaches bubblewrap's view
+        _mount("tmpfs", WORK, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode=0711,size={quota},nr_inodes={WORK_INODES}")
+        os.chdir(WORK)
+        return None, os.open(WORK, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (ConfinementError, OSError) as exc:
+        return f"the working folder's quota: {exc}", None
+
+
 def run_as(uid: int, gid: int, argv: list[str]) -> None:
     """``python -m grader.inside.zygote --as UID GID -- CMD...``: drop to ``uid`` with no capabilities, then
     exec CMD (a notebook's kernel in its sandbox, grader.sandbox.kernel_boundary)."""
@@ -652,6 +768,7 @@ def collapse_into_huge_pages() -> int:
 
 
 def main() -> None:
+    global _SANDBOX_TASKS
     if sys.argv[1] == "--as" and sys.argv[4] == "--":
         run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
     control = socket.socket(fileno=int(sys.argv[1]))
@@ -660,15 +777,20 @@ def main() -> None:
     prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of student code become ours, and are reaped
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    quota = [arg.removeprefix("quota=") for arg in sys.argv[2:] if arg.startswith("quota=")]
     config = {"namespaces": "namespaces" in sys.argv[2:], "uid": "uid" in sys.argv[2:],  # as the grader plans
-              "batch": "batch" in sys.argv[2:]}
+              "batch": "batch" in sys.argv[2:], "quota": int(quota[0]) if quota and quota[0].isdigit() else 0}
     if os.environ.get(FAULT_INJECTION) == "zygote":
         raise RuntimeError(f"forced by {FAULT_INJECTION}")
     # first, before torch: whether a worker can be confined here (the grader reads it before grading)
-    problem = f"forced by {FAULT_INJECTION}" if os.environ.get(FAULT_INJECTION) == "probe" else \
-        probe_confinement(config["namespaces"], per_uid=config["uid"])
-    socket.send_fds(control, [b"F"], [])
+    problem, work = limit_work(config["quota"], config["namespaces"])
+    if os.environ.get(FAULT_INJECTION) == "probe":
+        problem = f"forced by {FAULT_INJECTION}"
+    problem = problem or probe_confinement(config["namespaces"], per_uid=config["uid"])
+    socket.send_fds(control, [b"F"], [work] if work is not None and not problem else [])  # the working folder
     protocol.send(control, protocol.encode({"probe": problem}), timeout=30)
+    if work is not None:
+        os.close(work)
     fixed_malloc_thresholds()  # before torch: every worker inherits them
     import gc
 
@@ -683,6 +805,7 @@ def main() -> None:
     gc.enable()
     if config["batch"]:
         collapse_into_huge_pages()
+    _SANDBOX_TASKS = _tasks_here() if config["namespaces"] else 0  # what the sandbox holds before any worker
     zygote = Zygote(control, config)
     zygote.reply({"ok": True, "pid": os.getpid()})
     zygote.serve()

@@ -95,12 +95,16 @@ class Sandbox:
 
     def end(self, cell: Cell, *, gone: bool) -> None:
         """``cell``'s submission ended: ``gone`` when the zygote confirmed none of its processes is left
-        (else the zygote is replaced); its cgroup and working copy are removed."""
+        (else the zygote is replaced: its sandbox ended first, with every process in it); its cgroup and
+        working copy are removed, and whatever else it left in the working folder (a zygote that cannot
+        empty it is replaced too: the next submission gets all of its quota)."""
         try:
             if not gone:
-                self.restart()
-        finally:
+                self.zygote.stop()
             cell.close()
+        finally:
+            if not gone or not self.zygote.clear_work():
+                self.restart()
 
     def _confined(self) -> None:
         """The zygote's probe (said before it loads torch, so this waits for nothing): where a worker cannot

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from grader.sandbox import leftovers
 from grader.inside import protocol
-from grader.sandbox.confine import (SANDBOX_ROOT, Confinement, copy_student_side, interpreter, namespace_args, python_env,
-                            view_args)
+from grader.sandbox.confine import (SANDBOX_ROOT, WORK_QUOTA, Confinement, copy_student_side, interpreter,
+                                    namespace_args, python_env, view_args)
 from grader.errors import IsolationError
 from grader.inside.protocol import WorkerSpec
 
@@ -45,18 +45,21 @@ class ZygoteClient:
         grader.inside.zygote.collapse_into_huge_pages)."""
         self.confinement = confinement
         self.scratch = leftovers.scratch("grade-sandbox")  # named after this process (grader/sandbox/leftovers.py)
-        self.work = self.scratch / "work"
-        self.work.mkdir()
+        self.host_work = self.scratch / "work"  # the working folder without a sandbox (and the zygote's start)
+        self.host_work.mkdir()
         self.scratch.chmod(0o711)  # a submission's uid may pass through to its own copy, and list nothing
-        self.work.chmod(0o711)
+        self.host_work.chmod(0o711)
+        # in a sandbox, the working folder is the sandbox's own, of WORK_QUOTA bytes (see ``work``)
+        self._work: Path | None = None if confinement.sandboxed else self.host_work
+        self._work_fd: int | None = None
         copy_student_side(self.scratch / "lib")
         self._control, theirs = socket.socketpair()
         uid = ["uid"] if confinement.root else []  # a uid per submission: the zygote's probe tries one
         uid += ["batch"] if batch else []
+        uid += [f"quota={WORK_QUOTA}"]  # the working folder's size, and the largest file a worker may write
         if confinement.sandboxed:
             argv = [confinement.bwrap, *namespace_args(confinement.root),
-                    *view_args(lib=str(self.scratch / "lib"), work=str(self.work), blocked=blocked,
-                               cgroups=cgroups),
+                    *view_args(lib=str(self.scratch / "lib"), work=None, blocked=blocked, cgroups=cgroups),
                     interpreter(), "-m", "grader.inside.zygote", str(theirs.fileno()), "namespaces", *uid]
             env = None
         else:
@@ -67,7 +70,7 @@ class ZygoteClient:
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                             stdout=subprocess.DEVNULL, stderr=log, env=env,
-                                            cwd=str(self.work), start_new_session=True)
+                                            cwd=str(self.host_work), start_new_session=True)
         theirs.close()
         self.namespaces = confinement.sandboxed
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
@@ -76,14 +79,56 @@ class ZygoteClient:
         self.probed = False
         self.confinement_problem: str | None = None  # what the zygote's probe found (grader.inside.zygote)
 
+    @property
+    def work(self) -> Path:
+        """Where each submission's working copy goes. Without a sandbox, a folder of this grader's scratch;
+        in one, the sandbox's own working folder: a file system of WORK_QUOTA bytes that the zygote mounts
+        before it says its first word (grader.inside.zygote.limit_work), which brings a descriptor of it,
+        held here (the folder is reached as ``/proc/self/fd/N``, by this process alone), so that a
+        submission that fills it fills nothing of the grader's disk. Where the sandbox did not start, the
+        scratch folder (nothing will run there; the checks say grader-error)."""
+        if self._work is None:
+            try:
+                self.probe()  # the zygote's first word brings the folder's descriptor
+            except IsolationError:
+                pass
+            self._work = Path(f"/proc/self/fd/{self._work_fd}") if self._work_fd is not None else self.host_work
+        return self._work
+
+    def clear_work(self) -> bool:
+        """Remove whatever is left in the working folder once a submission's cell is closed (what its code
+        made beside its working copy, or made hard to remove: a folder it left unreadable to its owner);
+        True when the folder is empty again, else the next submission needs a fresh sandbox."""
+        work = self.work
+        try:
+            work.chmod(0o711)  # as the grader's own uid (user namespaces), the submission may have changed it
+            entries = list(os.scandir(work))
+        except OSError:
+            return False
+        for entry in entries:
+            _remove(entry.path)
+        try:
+            return not any(True for _ in os.scandir(work))
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """End the sandbox and every process in it now; its working folder stays reachable until close()."""
+        self._stop()
+
     def probe(self) -> str | None:
         """The zygote's first word, said before it loads torch: why a worker cannot be confined here,
         or None (see :func:`grader.inside.zygote.probe_confinement`). Raises IsolationError if it did not start."""
         if not self.probed and self.failure is None:
             try:
-                answer, _ = self._receive(timeout=120)
+                answer, fds = self._receive(timeout=120)
             except WorkerFault:
-                answer = {}
+                answer, fds = {}, []
+            if "probe" in answer and fds and self.confinement.sandboxed and self._work_fd is None:
+                self._work_fd = fds.pop(0)  # the sandbox's working folder (see ``work``)
+                os.set_inheritable(self._work_fd, False)
+            for fd in fds:
+                os.close(fd)
             if "probe" in answer:
                 self.probed = True
                 self.confinement_problem = str(answer["probe"])[:500] if answer["probe"] else None
@@ -118,10 +163,10 @@ class ZygoteClient:
 
     def inside(self, path: Path | str) -> str:
         """Where the sandbox sees a path of the working folder."""
-        path = str(path)
+        path, work = str(path), str(self.work)
         if not self.namespaces:
             return path
-        return SANDBOX_ROOT + "/work" + path[len(str(self.work)):] if path.startswith(str(self.work)) else path
+        return SANDBOX_ROOT + "/work" + path[len(work):] if path == work or path.startswith(work + os.sep) else path
 
     def _dead(self) -> bool:
         return self.process.poll() is not None
@@ -190,6 +235,8 @@ class ZygoteClient:
             if reply.get("grader_fault") is True:  # the zygote's word: no student code has run in the worker
                 raise WorkerFault("grader-error", f"the grader could not confine student code here "
                                                   f"({reply.get('message', '')})")
+            if reply.get("exhausted") is True:  # the zygote's word: what the submission's code holds stopped it
+                raise WorkerFault("crashed", str(reply.get("message", ""))[:1000])
             raise WorkerFault("crashed", f"the grader could not start your code ({reply.get('message', '')})")
         worker = Worker(self, int(reply["pid"]), socket.socket(fileno=fds[0]), spec)
         answer = worker.receive(timeout=timeout)
@@ -218,6 +265,9 @@ class ZygoteClient:
     def close(self) -> None:
         self._stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._work_fd is not None:  # the sandbox's working folder, and all it held, freed with the last hold
+            os.close(self._work_fd)
+            self._work_fd = None
 
     def _stop(self) -> None:
         """The zygote and its sandbox ended; its folder (working copies in it) stays until close()."""
@@ -228,6 +278,29 @@ class ZygoteClient:
             except (ProcessLookupError, PermissionError):
                 self.process.kill()
         self.process.wait()
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a folder tree, not following links, opening up folders that were made unreadable
+    or unwritable to their owner (the grader's own uid, without root) on the way."""
+    try:
+        if not os.path.isdir(path) or os.path.islink(path):
+            os.unlink(path)
+            return
+    except OSError:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    folders = [path]
+    while folders:
+        folder = folders.pop()
+        try:
+            os.chmod(folder, 0o700)
+            folders += [entry.path for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def held_bytes(root_pid: int, folder: Path | None = None) -> int:
@@ -313,8 +386,11 @@ class Worker:
         self.import_error: dict | None = None
 
     def held_bytes(self) -> int:
-        """What this worker's sandbox holds now (its zygote, its workers): :func:`held_bytes`."""
-        return held_bytes(self.zygote.process.pid, self.zygote.work)
+        """What this worker's sandbox holds now (its zygote, its workers): :func:`held_bytes`. The sandbox's
+        own working folder is one of the tmpfs mounts it counts; a working folder outside (no sandbox) is
+        counted file by file."""
+        work = self.zygote.work
+        return held_bytes(self.zygote.process.pid, None if work != self.zygote.host_work else work)
 
     def request(self, payload: dict, *, timeout: float) -> dict:
         if not self.alive:

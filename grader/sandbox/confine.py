@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 NOBODY = 65534  # Debian's nobody and nogroup
 FIRST_UID = 2_000_000_000  # submissions run as uids from here: no account and no subordinate range uses them
 SANDBOX_ROOT = "/grade"  # where the sandbox shows the grader's modules (lib) and the working copy (work)
+WORK_QUOTA = 256 << 20  # bytes a submission may write in its working folder, and the largest file it may write
 
 
 def find_bwrap() -> str | None:
@@ -256,8 +257,11 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd", "group")
 
 
-def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str, str] | None = None) -> list[str]:
-    """bubblewrap's options for the zygote's view: a new root with only what is named here."""
+def view_args(*, lib: str, work: str | None, blocked: Iterable[str],
+              cgroups: dict[str, str] | None = None) -> list[str]:
+    """bubblewrap's options for the zygote's view: a new root with only what is named here. ``work``: the
+    folder bound as the working folder, or None for an empty one, over which the zygote mounts a file
+    system of its own, of WORK_QUOTA bytes (grader.inside.zygote.limit_work)."""
     # /proc, /dev and /tmp first: a later mount on /tmp would hide a runtime that lives under it
     args = ["--perms", "0755", "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs",
             "/tmp", "--perms", "1777", "--dir", "/dev/shm"]
@@ -288,7 +292,8 @@ def view_args(*, lib: str, work: str, blocked: Iterable[str], cgroups: dict[str,
     for path in masked_paths([*runtime, *_SYSTEM], blocked):
         args += ["--perms", "0000", "--tmpfs", path]
     args += [*folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
-             "--bind", work, f"{SANDBOX_ROOT}/work"]
+             *(["--bind", work, f"{SANDBOX_ROOT}/work"] if work is not None else
+               ["--perms", "0711", "--dir", f"{SANDBOX_ROOT}/work"])]
     for outside, inside in (cgroups or {}).items():
         args += [*folders(inside), "--bind", outside, inside]
     gpus = [name for name in sorted(os.listdir("/dev")) if name.startswith("nvidia")]

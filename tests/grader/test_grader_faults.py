@@ -152,3 +152,49 @@ def test_under_separate_user_required_a_probe_that_fails_refuses_in_one_line(tmp
     assert result.stderr.strip().startswith('grade: error: separate_user = "required" in course.toml, but student '
                                             "code cannot be confined here (forced by")
     assert "Traceback" not in result.stderr
+
+
+def test_a_fork_that_fails_for_want_of_processes_is_the_graders_before_the_submission_ran_and_its_own_after(
+        monkeypatch):
+    """Issue 33, item 1: the zygote says grader_fault when a worker cannot be started, unless the submission's
+    code has run (a worker of it started) and the fork or clone failed with EAGAIN or ENOMEM: what it
+    holds is its own, a crash said in its terms. Any other failure stays the grader's, and each
+    submission starts afresh."""
+    import errno
+    import socket
+
+    from grader.inside import protocol, zygote
+    from grader.inside.protocol import WorkerSpec
+
+    ours, theirs = socket.socketpair()
+    spare, _ = socket.socketpair()
+    z = zygote.Zygote(theirs, {"namespaces": False})
+    eagain = (0, "[Errno 11] Resource temporarily unavailable", None, errno.EAGAIN)
+    tries = iter([eagain, (424242, "", spare, 0), eagain, (0, "mount: Operation not permitted", None, errno.EPERM),
+                  (0, "[Errno 12] Cannot allocate memory", None, errno.ENOMEM), eagain])
+    monkeypatch.setattr(zygote, "_start_worker", lambda spec, namespaces, close=(): next(tries))
+    spec = WorkerSpec(module_name="m", source="/m.py", search_path=(), workdir="/", student_root="/", display_map=(),
+                      device="cpu", memory_bytes=1 << 30, reply_limit=1 << 20)
+
+    def spawn() -> dict:
+        z.spawn(spec)
+        _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        for fd in fds:
+            os.close(fd)
+        return protocol.decode(protocol.recv(ours, limit=protocol.CONTROL_LIMIT, timeout=5),
+                               limit=protocol.CONTROL_LIMIT)
+
+    first = spawn()  # nothing of the submission has run: the grader's, whatever the error
+    assert first["grader_fault"] is True and not first["exhausted"]
+    assert spawn()["ok"] is True  # its first worker: its code runs from here
+    held = spawn()
+    assert held["grader_fault"] is False and held["exhausted"] is True
+    assert held["message"].startswith("your code used up the 128 processes and threads it may have at once")
+    assert spawn()["grader_fault"] is True  # not a want of anything the submission could hold
+    memory = spawn()
+    assert memory["exhausted"] is True and "memory its processes may hold together (1024 MB)" in memory["message"]
+    z.workers.clear()  # the made-up worker is no process to kill
+    assert z.end()["ok"] is True
+    assert spawn()["grader_fault"] is True  # the next submission's code has not run yet
+    for sock in (ours, theirs, spare):
+        sock.close()

@@ -10,6 +10,17 @@ from grader.submission import resolve_submission
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def worker_spec(sandbox, cell, assignment="01_attention_basics", module="attention_basics"):
+    """What the grader asks the zygote for, for ``cell``'s module of ``assignment`` (paths as the sandbox sees them)."""
+    from grader.inside.protocol import WorkerSpec
+
+    inside = sandbox.zygote.inside
+    source = cell.copy.sources[assignment]
+    return WorkerSpec(module_name=module, source=inside(source), search_path=(inside(source.parent),),
+                      workdir=inside(source.parent), student_root=inside(cell.copy.root), display_map=(), device="cpu",
+                      memory_bytes=1 << 30, reply_limit=1 << 26, uid=cell.uid, cgroups=cell.cgroups)
+
+
 def test_a_cell_is_a_working_copy_its_own_uid_and_cgroup_and_goes_with_its_end(course):
     sandbox = Sandbox(course, plan("auto"))
     try:
@@ -38,8 +49,6 @@ def test_a_cells_process_is_started_in_its_cgroups_before_its_first_worker_and_f
 
     import pytest
 
-    from grader.inside.protocol import WorkerSpec
-
     sandbox = Sandbox(course, plan("auto"))
     try:
         if sandbox.hierarchy is None:
@@ -52,12 +61,7 @@ def test_a_cells_process_is_started_in_its_cgroups_before_its_first_worker_and_f
             time.sleep(0.01)
         started = set(procs[0].read_text().split())
         assert len(started) == 1  # the submission's process, and no worker yet
-        inside = sandbox.zygote.inside
-        source = cell.copy.sources["01_attention_basics"]
-        spec = WorkerSpec(module_name="attention_basics", source=inside(source), search_path=(inside(source.parent),),
-                          workdir=inside(source.parent), student_root=inside(cell.copy.root), display_map=(),
-                          device="cpu", memory_bytes=1 << 30, reply_limit=1 << 26, uid=cell.uid, cgroups=cell.cgroups)
-        worker = sandbox.zygote.spawn(spec, timeout=60)
+        worker = sandbox.zygote.spawn(worker_spec(sandbox, cell), timeout=60)
         assert worker.import_error is None
         assert started < set(procs[0].read_text().split())  # the same process forked the worker
         worker.kill()

@@ -1,4 +1,5 @@
 """Student code that misbehaves gains nothing and costs the grader nothing (grader/sandbox/client.py, worker.py)."""
+import json
 import os
 import time
 from pathlib import Path
@@ -384,3 +385,139 @@ def test_a_module_that_hangs_at_import_is_waited_for_once_and_the_other_modules_
     assert elapsed < 2 * limit + 40, elapsed  # one wait for 02's import, not one per check
     for assignment in ("03_causal_attention", "05_efficient_attention"):
         assert by_id[assignment].score == by_id[assignment].max_score, by_id[assignment].id
+
+
+# --- what a submission holds of what a batch shares (issue 33) --------------------------------------
+
+
+def _class_of(root: Path, people: dict[str, dict[str, str]]) -> Path:
+    """A class folder: each person hands in the solution of each assignment named, with the text given
+    appended to it."""
+    for name, assignments in people.items():
+        for assignment, extra in assignments.items():
+            source = next((ROOT / "solutions" / assignment).glob("*.py"))
+            folder = root / name / assignment
+            folder.mkdir(parents=True)
+            (folder / source.name).write_text(source.read_text() + extra)
+    return root
+
+
+def _batch(course, root: Path, out: Path, assignments: tuple[str, ...], *, workers: int) -> tuple[int, dict]:
+    from grader.autograde import autograde
+
+    code = autograde(course=course, paths=[root], out=out, workers=workers, shard=None, resume=False, device="cpu",
+                     seed=7, assignments=tuple(course.assignment(a) for a in assignments))
+    return code, {p.stem: json.loads(p.read_text()) for p in out.glob("*.json") if p.stem != "manifest"}
+
+
+def _statuses(result: dict) -> dict[str, str]:
+    return {e["name"]: e["status"] for a in result["assignments"] for e in a["exercises"]}
+
+
+@pytest.mark.slow
+def test_threads_that_fill_a_submissions_process_limit_cost_it_its_next_module_never_a_grader_error(course, tmp_path):
+    """Issue 33, item 1: 01 fills its process limit with sleeping threads at import and keeps them, so its
+    02 module's worker cannot be forked. What the submission's own code holds is its own result
+    (crashed, said in its terms), never grader-error (the zygote's probe and each submission's first
+    worker, before any of its code, are what say the grader cannot confine); alice, graded in the same
+    batch, keeps full marks."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from red_team import FILL_THREADS  # threads started until one cannot be, each asleep for ten minutes
+
+    week = ("01_attention_basics", "02_self_attention")
+    root = _class_of(tmp_path / "class", {"abel": {"01_attention_basics": FILL_THREADS, "02_self_attention": ""},
+                                          "alice": {"01_attention_basics": "", "02_self_attention": ""}})
+    code, results = _batch(course, root, tmp_path / "results", week, workers=2)
+    assert set(results) == {"abel", "alice"}
+    assert results["alice"]["score"] == 200 and set(_statuses(results["alice"]).values()) == {"passed"}
+    abel = _statuses(results["abel"])
+    assert "grader-error" not in abel.values() and code == 0, abel
+    assert results["abel"]["score"] >= 100  # 01 is right: its threads cost it nothing there
+    crashed = [e for a in results["abel"]["assignments"] for e in a["exercises"] if e["status"] == "crashed"]
+    for exercise in crashed:  # where its limit is the kernel's to keep for it (a uid or a cgroup of its own)
+        assert "your code used up the 128 processes and threads" in exercise["feedback"], exercise["feedback"]
+
+
+FILL_DISK = """
+import errno as _errno, os as _os
+def _fill_disk(limit):
+    written, stopped = 0, "never"
+    try:
+        while written < limit:
+            with open(f"fill-{written >> 25}.bin", "wb") as out:
+                for _ in range(32):
+                    out.write(b"x" * (1 << 20))
+                    out.flush()
+                    written += 1 << 20
+    except OSError as exc:
+        stopped = _errno.errorcode.get(exc.errno, str(exc.errno))
+    sparse = "written"
+    try:
+        with open("sparse.bin", "wb") as out:
+            out.seek(1 << 40)
+            out.write(b"x")
+    except OSError as exc:
+        sparse = _errno.errorcode.get(exc.errno, str(exc.errno))
+    return {"written": written, "stopped": stopped, "sparse": sparse}
+_found = _fill_disk(600 << 20)
+def softmax(x, dim=-1):
+    raise RuntimeError("DI" + "SK:" + repr(_found) + ":DI" + "SK")  # (the line as shown holds no marker)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["auto", "user-namespace"])
+def test_a_submission_that_fills_its_working_folder_fills_its_own_quota_only(course, tmp_path, monkeypatch, mode):
+    """Issue 33, item 2: abel writes into its working folder until it is stopped (at most 600 MB, so that a
+    grader without a quota is shown up without filling its disk), then a sparse file of 1 TiB. Its
+    working folder is a file system of WORK_QUOTA bytes of the sandbox's own: ENOSPC past it, EFBIG for
+    a file larger (RLIMIT_FSIZE), both in its own code, which keeps its score. alice, graded next by the
+    same zygote in the same batch, keeps full marks."""
+    import ast
+
+    from grader.sandbox import confine
+
+    if mode == "user-namespace":  # what an ordinary user gets (the same code path, as root here)
+        if not confine.plan("auto").sandboxed:
+            pytest.skip("no sandbox on this machine")
+        bwrap = confine.find_bwrap()
+        monkeypatch.setattr(confine, "plan", lambda setting, hidden=(): confine.Confinement("user-namespace", bwrap))
+    elif not confine.plan("auto").sandboxed:
+        pytest.skip("no sandbox on this machine: the working folder has no quota (docs/security.md)")
+    root = _class_of(tmp_path / "class", {"abel": {"01_attention_basics": FILL_DISK},
+                                          "alice": {"01_attention_basics": ""}})
+    code, results = _batch(course, root, tmp_path / "results", ("01_attention_basics",), workers=1)
+    assert code == 0 and set(results) == {"abel", "alice"}
+    assert results["alice"]["score"] == 100 and set(_statuses(results["alice"]).values()) == {"passed"}
+    assert results["abel"]["score"] == 75  # all but its softmax, which says what it found
+    feedback = {e["name"]: e["feedback"] for a in results["abel"]["assignments"] for e in a["exercises"]}["softmax"]
+    found = ast.literal_eval(feedback.split("DISK:")[1].split(":DISK")[0])
+    assert found["stopped"] == "ENOSPC" and found["written"] <= confine.WORK_QUOTA, found
+    assert found["sparse"] == "EFBIG", found
+
+
+def test_the_grader_still_reads_what_a_submission_keeps_in_its_working_folder(course, tmp_path):
+    """Issue 33: the working folder is the sandbox's own file system now, reached by the grader through
+    a descriptor; held_bytes, read from outside, still counts what a submission keeps there."""
+    from test_cells import worker_spec
+
+    from grader.sandbox.cells import Sandbox
+    from grader.sandbox.confine import plan
+
+    module = tmp_path / "attention_basics.py"
+    module.write_text(SOLUTION + "\nopen('kept.bin', 'wb').write(b'x' * (64 << 20))\n")
+    sandbox = Sandbox(course, plan("auto"))
+    try:
+        cell = sandbox.cell(resolve_submission(module, course))
+        source = cell.copy.sources["01_attention_basics"]
+        worker = sandbox.zygote.spawn(worker_spec(sandbox, cell), timeout=60)
+        assert worker.import_error is None, worker.import_error
+        held = worker.held_bytes()
+        (source.parent / "kept.bin").unlink()  # where the grader sees the working copy
+        assert held - worker.held_bytes() >= 60 << 20
+        worker.kill()
+        sandbox.end(cell, gone=sandbox.zygote.end_submission())
+    finally:
+        sandbox.close()

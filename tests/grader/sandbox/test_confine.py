@@ -77,6 +77,10 @@ attempt('write_course', lambda: open({course_file!r}, 'w').write('x'))
 attempt('network', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=2).close())
 attempt('processes', lambda: len([p for p in os.listdir('/proc') if p.isdigit()]))
 attempt('uid', lambda: os.getuid())
+import resource
+attempt('nproc', lambda: resource.getrlimit(resource.RLIMIT_NPROC)[0])
+attempt('fsize', lambda: resource.getrlimit(resource.RLIMIT_FSIZE)[0])
+attempt('quota', lambda: os.statvfs('.').f_blocks * os.statvfs('.').f_frsize)
 def softmax(x, dim=-1):
     raise RuntimeError('PRO' + 'BE:' + repr(found) + ':PRO' + 'BE')
 """
@@ -129,6 +133,65 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     assert not found["wrote_course"]
     assert found["network"].startswith("refused")
     assert found["processes"] == "1"  # its own PID namespace: it sees itself, PID 1, and nothing else
+
+
+def test_every_worker_has_a_process_limit_a_file_size_limit_and_its_working_folder_a_quota(grader, tmp_path):
+    """Issue 33: as root, 128 processes and threads for the submission's uid; for an ordinary user, as many
+    in the user namespace of its sandbox, where the kernel (5.14 and later) counts them apart from the
+    grader's; in every mode no file larger than the quota (RLIMIT_FSIZE), and in a sandbox a working
+    folder of that size, the sandbox's own. Without a sandbox nor root (same-user) the process limit
+    would count the grader's own processes too: none is set there (docs/security.md)."""
+    from grader.inside.zygote import NPROC_LIMIT, counts_per_user_namespace
+    from grader.sandbox.confine import WORK_QUOTA
+
+    mode, _ = grader
+    found = probe(grader, tmp_path, name="counter")
+    assert int(found["fsize"]) == WORK_QUOTA
+    if mode in ("separate-user", "separate-user-only"):
+        assert int(found["nproc"]) == NPROC_LIMIT
+    elif mode == "user-namespace" and counts_per_user_namespace():
+        assert NPROC_LIMIT < int(found["nproc"]) <= NPROC_LIMIT + 16  # and the sandbox's own: bubblewrap's, the zygote
+    if mode in ("separate-user", "user-namespace"):
+        assert int(found["quota"]) == WORK_QUOTA
+
+
+@pytest.mark.skipif(ROOTED or not SANDBOX, reason="an ordinary user's sandbox (as root, uid 0 is no user's limit)")
+def test_as_an_ordinary_user_a_process_bomb_stops_at_its_sandboxs_limit_and_spares_the_next_submission(course,
+                                                                                                      tmp_path):
+    """Issue 33: without root there is no cgroup and no uid of its own, but RLIMIT_NPROC, set in the user
+    namespace bubblewrap made for the sandbox, counts its processes alone: a submission that spawns
+    processes until it cannot is stopped there (its own EAGAIN), and the next submission is graded as
+    usual."""
+    from grader.inside.zygote import NPROC_LIMIT
+
+    instance = Grader(course, device="cpu", confinement=confinement("user-namespace"))
+    try:
+        bomb = tmp_path / "mallory" / "attention_basics.py"
+        bomb.parent.mkdir()
+        bomb.write_text(SOLUTION + """
+import os
+_spawned = 0
+try:
+    while _spawned < 5000:
+        os.posix_spawn('/bin/sleep', ['sleep', '600'], {})
+        _spawned += 1
+except OSError as exc:
+    _stopped = exc.errno
+def softmax(x, dim=-1):
+    raise RuntimeError('BO' + 'MB:' + repr((_spawned, _stopped)) + ':BO' + 'MB')
+""")
+        result = instance.grade(resolve_submission(bomb, course), (course.assignment("01_attention_basics"),), seed=3)
+        feedback = {e.name: e for e in result.assignments[0].exercises}["softmax"].feedback
+        spawned, stopped = ast.literal_eval(feedback.split("BOMB:")[1].split(":BOMB")[0])
+        assert spawned < NPROC_LIMIT and stopped == 11, (spawned, stopped)  # EAGAIN
+        assert result.score == 75
+        honest = tmp_path / "alice" / "attention_basics.py"
+        honest.parent.mkdir()
+        honest.write_text(SOLUTION)
+        after = instance.grade(resolve_submission(honest, course), (course.assignment("01_attention_basics"),), seed=3)
+        assert after.score == 100
+    finally:
+        instance.close()
 
 
 @pytest.mark.skipif(not (ROOTED and SANDBOX), reason="a uid per submission needs root")

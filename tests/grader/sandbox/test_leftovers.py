@@ -105,7 +105,8 @@ def test_autograde_removes_what_a_grading_process_killed_mid_submission_left_and
         children = wait_for(lambda: [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and
                                      _parent(p) == run.pid])
         victim = children[0]
-        wait_for(lambda: list(scratch.glob(f"grade-sandboxes-{run.pid}-*/grade-sandbox-{victim}-*/work/grade-*")))
+        wait_for(lambda: list(scratch.glob(f"grade-sandboxes-{run.pid}-*/grade-sandbox-{victim}-*")))
+        wait_for(lambda: _workers_below(victim))  # mid-submission: its working copy is in the sandbox's own folder
         os.kill(victim, signal.SIGKILL)
         _, err = run.communicate(timeout=300)
     finally:
@@ -117,6 +118,29 @@ def test_autograde_removes_what_a_grading_process_killed_mid_submission_left_and
 
     results = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in ("alice", "sam")}
     assert results["alice"]["score"] == 100 and results["sam"]["score"] == 100
+
+
+def _workers_below(pid: int) -> list[int]:
+    """The workers (``grade-worker``) among the descendants of ``pid``."""
+    parents, names = {}, {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            parents[int(proc.name)] = _parent(proc)
+            try:
+                names[int(proc.name)] = (proc / "comm").read_text().strip()
+            except OSError:
+                continue
+
+    def below(child: int) -> bool:
+        for _ in range(64):
+            child = parents.get(child)
+            if child is None:
+                return False
+            if child == pid:
+                return True
+        return False
+
+    return [p for p, name in names.items() if name == "grade-worker" and below(p)]
 
 
 def _parent(proc: Path) -> int | None:
