@@ -5,6 +5,7 @@ plain attention grows with the square of the sequence length. Flash-style attent
 it: it walks over blocks of keys, keeping for every query a running maximum, a running sum of
 exponentials and a running weighted sum of values, and rescales them whenever the maximum grows.
 """
+import math  # noqa: F401 - for your code: the lesson scales the scores by 1 / math.sqrt(d)
 import torch
 
 
