@@ -1,0 +1,15 @@
+"""attention_weights: (deliberate) Divided the scores by d_k instead of sqrt(d_k)."""
+import math
+
+import torch
+
+
+def attention_weights(queries, keys, mask=None):
+    d_k = keys.shape[-1]
+    scores = queries @ keys.transpose(-2, -1) / d_k
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    return weights

@@ -1,0 +1,11 @@
+"""copy_v2_weights_into_v1: (deliberate) Replaced v1's parameters with new nn.Parameter(weight.T): new objects that share v2's storage."""
+import torch
+from torch import nn
+
+
+def copy_v2_weights_into_v1(v2, v1):
+    if v2.W_query.bias is not None:
+        raise ValueError("v1 has no biases")
+    v1.W_query = nn.Parameter(v2.W_query.weight.T)
+    v1.W_key = nn.Parameter(v2.W_key.weight.T)
+    v1.W_value = nn.Parameter(v2.W_value.weight.T)

@@ -1,0 +1,13 @@
+"""MultiHeadAttentionWrapper: (deliberate) Stored the heads in a plain Python list: their parameters are not registered (no state_dict, .to, .eval)."""
+import torch
+from torch import nn
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        from causal_attention import CausalAttention
+        self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)

@@ -1,0 +1,22 @@
+"""attention_weights: Final correct version."""
+import math
+import torch
+from torch import nn
+
+
+def attention_weights(queries, keys, mask=None):
+    """softmax(Q Kᵀ / sqrt(d_k)) along the keys, with hidden positions removed.
+
+    queries: [..., Tq, dk], keys: [..., Tk, dk], mask: bool, broadcastable to [..., Tq, Tk],
+    True = hidden  ->  weights: [..., Tq, Tk], each row sums to 1 over its visible keys.
+    A query row whose keys are all hidden gets all-zero weights (never NaN).
+    Lesson section 2, "Scaled dot-product attention".
+    """
+    d_k = keys.shape[-1]
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+    return weights
