@@ -11,8 +11,11 @@ over it (grader/inside/worker.py).
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from grader.inside.notebook_source import LIMITS, NotebookError, code_problem, parsed_cells, read_bounded
 
 
 @dataclass(frozen=True)
@@ -51,22 +54,23 @@ def _calls_super_init(node: ast.stmt) -> bool:
         and call.func.value.func.id == "super"
 
 
+@dataclass(frozen=True)
 class Written:
-    """A written (not stub) definition: its source text, and its code's shape on demand (the syntax tree
-    without docstrings), for telling two definitions apart that differ in text."""
+    """A written (not stub) definition, as the few bytes that tell it from another: digests of its
+    source text and of its code's shape (the syntax tree without docstrings, positions left out). No
+    tree is kept: a file read once is remembered by these alone (:func:`_parsed`)."""
 
-    def __init__(self, node: ast.stmt, text: str | None):
-        self.node, self.text, self._shape = node, text, None
+    text: bytes | None  # None: read without its source
+    shape: bytes
 
     def same_as(self, other: "Written") -> bool:
         if self.text is not None and self.text == other.text:
-            return True  # the same code copied (a lesson's module and notebook): no tree to compare
-        return self.shape() == other.shape()
+            return True  # the same code copied (a lesson's module and notebook)
+        return self.shape == other.shape
 
-    def shape(self) -> str:
-        if self._shape is None:
-            self._shape = _dump(_without_docstrings(self.node))
-        return self._shape
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
 
 class _Mark(str):
@@ -102,11 +106,17 @@ def definitions(tree: ast.Module, source: str | None = None) -> dict[str, Writte
         start = min([n.lineno] + [d.lineno for d in n.decorator_list])
         return "\n".join(lines[start - 1:n.end_lineno]) if lines is not None else None
 
-    return {n.name: None if is_stub(n) else Written(n, text(n))
+    def written(n):
+        source_text = text(n)
+        return Written(_digest(source_text) if source_text is not None else None,
+                       _digest(_dump(_without_docstrings(n))))
+
+    return {n.name: None if is_stub(n) else written(n)
             for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _without_docstrings(node: ast.AST) -> ast.AST:
+    """``node`` with its docstrings taken out (in place: the tree is dropped after)."""
     for inner in ast.walk(node):
         body = getattr(inner, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
@@ -117,13 +127,27 @@ def _without_docstrings(node: ast.AST) -> ast.AST:
 
 def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice | None:
     """The choice for an assignment folder holding both files, or None when the notebook adds
-    nothing (every exercise graded from the module, none written in the notebook too) or a file
-    does not parse (the module is graded, and its syntax error shown)."""
+    nothing (every exercise graded from the module, none written in the notebook too) or the module
+    does not parse (it is graded, and its syntax error shown). A notebook that cannot be used (not a
+    notebook, over a limit of grader.inside.notebook_source.LIMITS, a cell that does not parse, not
+    a regular file) is ignored: the module is graded, and each exercise's note says why in one line.
+    Whatever the files hold, this raises nothing: they are the student's."""
     try:
-        ours = _parsed("module", module.read_bytes(), _module_definitions)
-        theirs = _parsed("notebook", notebook.read_bytes(), _notebook_definitions)
-    except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
+        ours = _parsed("module", read_bounded(module), module.name, _module_definitions)
+    except _TooLarge as error:
+        return _ignored(module, notebook, exercises,
+                        f"{notebook.name} ignored: {module.name} is too large to compare with it ({error}); "
+                        f"{module.name} graded")
+    except _UNREADABLE:
         return None  # what the student wrote cannot be read here: the module is graded, as it runs
+    try:
+        theirs = _parsed("notebook", read_bounded(notebook), notebook.name, _notebook_definitions)
+    except NotebookError as error:
+        return _ignored(module, notebook, exercises, f"{error}: ignored, {module.name} graded")
+    except OSError:  # the working copy holds no such file: the submission's was refused (grader.submission)
+        return _ignored(module, notebook, exercises,
+                        f"{notebook.name} was not read (not a regular file of at most {LIMITS.file_bytes >> 20} MiB; "
+                        f"links are not followed): ignored, {module.name} graded")
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
     # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new)
     in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and not ours[n].same_as(code))
@@ -140,35 +164,49 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     return Choice(module.name, notebook.name, from_notebook, in_both, notes)
 
 
-def _module_definitions(data: bytes) -> dict[str, Written | None]:
+_UNREADABLE = (SyntaxError, ValueError, OSError, RecursionError, MemoryError)  # ValueError: UnicodeDecodeError too
+
+
+class _TooLarge(ValueError):
+    """A module longer than the grading process parses (grader.inside.notebook_source.code_problem)."""
+
+
+def _ignored(module: Path, notebook: Path, exercises: tuple[str, ...], note: str) -> Choice:
+    """Every exercise from the module, each with ``note``: which notebook was ignored, and why."""
+    return Choice(module.name, notebook.name, notes=dict.fromkeys(exercises, note))
+
+
+def _module_definitions(data: bytes, name: str) -> dict[str, Written | None]:
     text = data.decode("utf-8")
+    problem = code_problem(text)
+    if problem is not None:
+        raise _TooLarge(problem)  # not parsed here; the worker imports it in its sandbox
     return definitions(ast.parse(text), text)
 
 
-def _notebook_definitions(data: bytes) -> dict[str, Written | None]:
-    from grader.inside.notebook_source import cells_of
-
+def _notebook_definitions(data: bytes, name: str) -> dict[str, Written | None]:
+    """The notebook's definitions, each cell's read from its statements and dropped with them. A cell
+    that does not parse makes the notebook unusable (the worker could not import it): NotebookError."""
     theirs: dict[str, Written | None] = {}
-    for cell in cells_of(data):  # each cell's kept statements, parsed once there
-        if cell.nodes is None:
-            raise SyntaxError(cell.filename)
-        theirs.update(definitions(ast.Module(body=list(cell.nodes), type_ignores=[]), cell.code))
+    for cell, kept, problem in parsed_cells(data, name, cell_chars=LIMITS.cell_chars):
+        if kept is None:
+            raise NotebookError(f"{cell.filename} has {problem}, so the notebook cannot be used")
+        theirs.update(definitions(ast.Module(body=kept, type_ignores=[]), cell.code))
     return theirs
 
 
 KEPT = 64  # files read, by content: a class hands in the released stubs and lesson notebooks again and again
-_PARSED: dict[tuple[str, bytes], dict] = {}
+_PARSED: dict[tuple[str, bytes], dict] = {}  # what was read of each: names and digests (Written), no tree
 
 
-def _parsed(kind: str, data: bytes, read) -> dict:
-    """``read(data)``, or what it gave for the same bytes earlier in this process (a file that does not
-    parse raises each time, and is not kept). What is kept is only read, never changed, by choose()."""
-    import hashlib
-
+def _parsed(kind: str, data: bytes, name: str, read) -> dict:
+    """``read(data, name)``, or what it gave for the same bytes earlier in this process (a file that
+    cannot be read raises each time, naming ``name``, and is not kept). What is kept names no file, and
+    is only read, never changed, by choose()."""
     key = (kind, hashlib.blake2b(data, digest_size=20).digest())
     found = _PARSED.get(key)
     if found is None:
-        found = read(data)
+        found = read(data, name)
         if len(_PARSED) >= KEPT:
             _PARSED.pop(next(iter(_PARSED)))  # the oldest
         _PARSED[key] = found

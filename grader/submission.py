@@ -9,6 +9,8 @@ module, or when given directly.
 What is inside a submission folder is read without following links: a module, a notebook or an
 assignment folder that is a symbolic link (to the reference, to a hidden suite, to ``/proc/self/...``)
 makes the submission an error, and files are copied from descriptors opened with ``O_NOFOLLOW``.
+A notebook beside a module that is not a regular file (a link, a folder, a device) or is too large is
+not copied: the module is graded, and the report says the notebook was ignored (grader/source_choice.py).
 The path the user names on the command line is taken as it is, links included.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.errors import SubmissionError
+from grader.inside.notebook_source import LIMITS as NOTEBOOK_LIMITS
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,12 @@ def resolve_submission(path: Path, course: Course) -> Submission:
                 f"{path} holds no assignment of this course: expected assignment folders such as "
                 f"{course.assignments[0].id}/ or a file such as {course.assignments[0].module}"
             )
-    overlays = [(a, notebook) for a, found in sources
-                if found.suffix == ".py" and (notebook := found.parent / course.assignment(a).notebook).is_file()]
+    overlays = [(a, notebook) for a, found in sources  # whatever it is (a link is not followed): WorkingCopy
+                if found.suffix == ".py" and os.path.lexists(notebook := found.parent / course.assignment(a).notebook)]
     return Submission(path.resolve().name, path, tuple(sources), tuple(overlays))
 
 
-FILE_LIMIT = 10 << 20  # bytes of one module or notebook
+FILE_LIMIT = NOTEBOOK_LIMITS.file_bytes  # bytes of one module or notebook
 _RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\(\d+\)|-\d+| copy(?: \d+)?)?(?P<suffix>\.py|\.ipynb)$")
 
 
@@ -91,17 +94,23 @@ def assignment_of_file(path: Path, course: Course) -> str | None:
     (:func:`course_name`), else the one whose exercises it defines most of (a tie: none). Read, not run."""
     import ast
 
-    from grader.inside.notebook_source import read_cells
+    from grader.inside.notebook_source import code_problem, parsed_cells, read_bounded
 
     known = course_name(path.name, course)
     if known is not None:
         return known[0]
-    try:
-        sources = [c.code for c in read_cells(path)] if path.suffix == ".ipynb" else \
-            [path.read_text(encoding="utf-8")]
-        defined = {n.name for text in sources for n in ast.parse(text).body
-                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    except (SyntaxError, ValueError, OSError, UnicodeDecodeError, RecursionError, MemoryError):
+    definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    try:  # read within grader.inside.notebook_source's limits, each cell's tree dropped with it
+        data = read_bounded(path)
+        if path.suffix == ".ipynb":
+            defined = {n.name for _, kept, _ in parsed_cells(data, path.name, cell_chars=NOTEBOOK_LIMITS.cell_chars)
+                       for n in kept or () if isinstance(n, definition)}
+        else:
+            text = data.decode("utf-8")
+            if code_problem(text):
+                return None
+            defined = {n.name for n in ast.parse(text).body if isinstance(n, definition)}
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):  # NotebookError is a ValueError
         return None
     counts = sorted(((len(defined & set(a.exercises)), a.id) for a in course.assignments), reverse=True)
     if not counts or counts[0][0] == 0 or (len(counts) > 1 and counts[1][0] == counts[0][0]):
@@ -144,7 +153,12 @@ class WorkingCopy:
                 self.sources[assignment_id] = _copy_file(source, folder / source.name)
                 self.display[str(folder)] = str(source.parent)
             for assignment_id, notebook in submission.overlays:
-                self.overlays[assignment_id] = _copy_file(notebook, self.root / assignment_id / notebook.name)
+                target = self.root / assignment_id / notebook.name
+                try:
+                    _copy_file(notebook, target)
+                except SubmissionError:  # not a regular file, or too large: not copied, so ignored (and said so)
+                    pass
+                self.overlays[assignment_id] = target  # absent when refused: source_choice.choose says why
         except BaseException:
             self.close()
             raise
@@ -163,10 +177,15 @@ def _copy_file(source: Path, target: Path) -> Path:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise SubmissionError(f"{source} cannot be read ({exc.strerror}; links are not followed)") from None
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a device, a pipe: nothing is read of it
             raise SubmissionError(f"{source} is not a regular file")
-        data = stream.read(FILE_LIMIT + 1)
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            data = stream.read(FILE_LIMIT + 1)
+    except OSError as exc:
+        raise SubmissionError(f"{source} cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
     if len(data) > FILE_LIMIT:
         raise SubmissionError(f"{source} is larger than {FILE_LIMIT >> 20} MiB")
     target.write_bytes(data)

@@ -44,8 +44,12 @@ def test_each_definition_comes_from_the_file_that_writes_it_and_the_module_wins_
     assert choose(module, cells, ("softmax",)) is None  # the notebook adds nothing: nothing to say
     notebook(cells, WRITTEN)
     assert choose(module, cells, ("softmax",)) is None  # the same code twice: nothing to say either
-    notebook(cells, "x = " + "-" * 200_000 + "1")  # made to break a parser: read as nothing, not a crash
-    assert choose(module, cells, ("softmax",)) is None
+    notebook(cells, "x = " + "-" * 200_000 + "1")  # made to break a parser: ignored, and said so, not a crash
+    ignored = choose(module, cells, ("softmax",))
+    assert ignored.from_notebook == () and ignored.source_of("softmax") == "attention_basics.py"
+    assert ignored.notes["softmax"].startswith("attention_basics.ipynb [cell 1] has 200,005 characters of code")
+    notebook(cells, "x = " + "-" * 20_000 + "1")  # within what is read: the parser's own MemoryError, said so
+    assert "[cell 1] has code nested too deeply to parse" in choose(module, cells, ("softmax",)).notes["softmax"]
 
 
 def test_a_lessons_demo_helpers_alone_take_nothing_from_the_notebook_but_a_missing_exercise_does(tmp_path):
@@ -171,11 +175,39 @@ def test_files_read_before_are_not_parsed_again_and_a_broken_one_is_read_each_ti
     cells = notebook(tmp_path / "attention_basics.ipynb", WRITTEN)
     reads = []
     real = source_choice._notebook_definitions
-    monkeypatch.setattr(source_choice, "_notebook_definitions", lambda data: reads.append(data) or real(data))
+    monkeypatch.setattr(source_choice, "_notebook_definitions",
+                        lambda data, name: reads.append(data) or real(data, name))
     first, again = choose(module, cells, ("softmax",)), choose(module, cells, ("softmax",))
     assert first == again and first.from_notebook == ("softmax",) and len(reads) == 1
     notebook(cells, WRITTEN.replace("x.softmax(dim)", "x.exp() / x.exp().sum(dim, keepdim=True)"))
     assert choose(module, cells, ("softmax",)).from_notebook == ("softmax",) and len(reads) == 2
     cells.write_text("{not json")
-    assert choose(module, cells, ("softmax",)) is None and choose(module, cells, ("softmax",)) is None
+    for _ in range(2):
+        refused = choose(module, cells, ("softmax",))
+        assert refused.from_notebook == () and "is not a Jupyter notebook (not JSON" in refused.notes["softmax"]
     assert len(reads) == 4
+
+
+def test_a_notebook_that_cannot_be_used_is_ignored_and_each_exercise_says_why_in_one_line(tmp_path):
+    """Issue 33: a cell that does not parse (the worker could not run the notebook), a module too long
+    for the grader to compare, a notebook the working copy refused: the module is graded, and every
+    exercise's note names the file and the reason. A byte-order mark is no reason: that notebook is read."""
+    module = tmp_path / "attention_basics.py"
+    module.write_text(STUB)
+    cells = notebook(tmp_path / "attention_basics.ipynb", "import torch", WRITTEN, "def oops(:\n    pass\n")
+    choice = choose(module, cells, ("softmax", "attention_scores"))
+    assert choice.from_notebook == () and choice.source_of("softmax") == "attention_basics.py"
+    assert choice.notes == dict.fromkeys(("softmax", "attention_scores"),
+                                         "attention_basics.ipynb [cell 3] has a syntax error (line 1), so the "
+                                         "notebook cannot be used: ignored, attention_basics.py graded")
+    cells.write_bytes(b"\xef\xbb\xbf" + notebook(cells, "import torch", WRITTEN).read_bytes())
+    assert choose(module, cells, ("softmax",)).from_notebook == ("softmax",)
+    module.write_text(STUB + "x = 1\n" * 20_000)
+    note = choose(module, cells, ("softmax",)).notes["softmax"]
+    assert note.startswith("attention_basics.ipynb ignored: attention_basics.py is too large to compare with it ("), \
+        note
+    assert note.endswith("; attention_basics.py graded"), note
+    module.write_text(STUB)
+    cells.unlink()  # what grader.submission.WorkingCopy leaves of a link, a folder or a device
+    note = choose(module, cells, ("softmax",)).notes["softmax"]
+    assert note.startswith("attention_basics.ipynb was not read (not a regular file"), note

@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -132,3 +133,38 @@ def test_a_file_of_another_name_is_graded_for_the_assignment_it_writes(course, t
     (tmp_path / "both.py").write_text("def softmax(x):\n    pass\n\ndef causal_mask(n):\n    pass\n")
     with pytest.raises(SubmissionError, match="not a module of this course"):
         resolve_submission(tmp_path / "both.py", course)
+
+
+@pytest.mark.parametrize("kind", ["a link outside", "a link to /dev/zero", "a folder"])
+def test_a_notebook_beside_the_module_that_is_no_regular_file_is_left_out_of_the_copy_not_followed(
+        course, tmp_path, kind):
+    """Issue 33: the module is copied and graded; the notebook is not copied (nor read through the
+    link), and grader.source_choice.choose says it was ignored."""
+    folder = tmp_path / "s" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.py").write_text("x = 1\n")
+    outside = tmp_path / "outside.ipynb"
+    outside.write_text('{"cells": []}')
+    notebook = folder / "attention_basics.ipynb"
+    if kind == "a folder":
+        notebook.mkdir()
+    else:
+        notebook.symlink_to(outside if kind == "a link outside" else "/dev/zero")
+    submission = resolve_submission(tmp_path / "s", course)
+    assert submission.overlays == (("01_attention_basics", notebook),)
+    copy = WorkingCopy(submission)
+    try:
+        assert copy.sources["01_attention_basics"].read_text() == "x = 1\n"
+        assert not os.path.lexists(copy.overlays["01_attention_basics"])
+    finally:
+        copy.close()
+
+
+@pytest.mark.parametrize("content", [b"[]", b'{"cells": [1]}', b"null",
+                                     b'{"cells": [{"cell_type": "code", "source": 3}]}'])
+def test_a_notebook_of_another_name_that_is_no_notebook_is_no_assignments(course, tmp_path, content):
+    """`grade check --submission my_work.ipynb` (or autograde's my_work.ipynb) that is not a notebook:
+    one clear error, never the grader's AttributeError."""
+    (tmp_path / "my_work.ipynb").write_bytes(content)
+    with pytest.raises(SubmissionError, match="is not a notebook of this course"):
+        resolve_submission(tmp_path / "my_work.ipynb", course)
