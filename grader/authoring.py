@@ -27,7 +27,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from grader.diagnose import ScaleFit
+from grader import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ... (grader/diagnose.py)
+from grader.compare import difference, manual_seed, shape_str
+from grader.diagnose import ScaleFit, name_mistake, unstable_unless_named
+from grader.dropout import expect_dropout_on_weights, judged
+from grader.errors import UsageError
+from grader.inside.protocol import HandleRef
+from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
 
 exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (what it may not call: grader/forbidden.py)
 
@@ -50,4 +56,8 @@ class Mistake(NamedTuple):
 
 ScaleSearch = ScaleFit  # a mistake whose scores are scaled by some constant: the constant is searched for
 
-__all__ = ["Mistake", "ScaleSearch", "assignment", "exercise"]
+# all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
+# module, never a released suite (tests/grader/test_imports.py holds every suite to it)
+__all__ = ["CheckFailed", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ScaleSearch", "StudentFault",
+           "UsageError", "assignment", "diagnose", "difference", "exercise", "expect_dropout_on_weights", "judged",
+           "manual_seed", "name_mistake", "shape_str", "unstable_unless_named"]

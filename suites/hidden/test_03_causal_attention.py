@@ -10,8 +10,7 @@ shares: the same file gets the same verdict on both sides.
 import pytest
 import torch
 
-from grader import diagnose
-from grader.authoring import assignment, exercise
+from grader.authoring import assignment, diagnose, exercise
 from lesson import journey_batch, journey_scores, near_one_another
 from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_masks_as_called, causal_padding_same,
                               causal_same, expect_causal_dropout, expect_eval_deterministic, expect_structure,

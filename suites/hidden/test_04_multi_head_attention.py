@@ -9,8 +9,7 @@ suite shares: the same file gets the same verdict on both sides.
 import pytest
 import torch
 
-from grader import diagnose
-from grader.authoring import assignment, exercise
+from grader.authoring import assignment, diagnose, exercise
 from lesson import journey_batch, near_one_another
 from lesson.checks_04 import (diagnosed_same, expect_deterministic_eval, expect_module_dropout, expect_vectorised,
                               merge_heads_same, random_module_check, split_heads_same, split_qkv_same)

@@ -61,7 +61,7 @@ def every_call(grade, check_one, calls):
     """``check_one(grade, *args)`` on every call in ``calls``, each graded: a helper graded as the other
     exercises call it (a case of theirs is kept as right given the helper only on a call its own exercise
     grades). The first wrong call is reported, named with what every wrong one shares."""
-    from grader.harness import CheckFailed, StudentFault
+    from grader.authoring import CheckFailed, StudentFault
 
     failures = []
     for args in calls:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from grader import diagnose
-from grader.authoring import Mistake
-from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure
+from grader.authoring import CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose
 from lesson import mistaken
 
 
@@ -119,12 +117,15 @@ def batched_crash_explained(grade, x):
         if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, one @ one.T):
             return None
         batch, (tokens, _) = tuple(x.shape[:-2]), x.shape[-2:]
+        # the raise is on the batch: what in the line raised is the student's traceback's to show (an
+        # unpacking of the shape, a transpose), so both usual causes are said, neither asserted
         return CheckFailed(
             f"{failure.message}\nyour code is right on one sequence {list(one.shape)} but raised on the batch "
-            f"{list(x.shape)}, where the scores should be {list(batch) + [tokens, tokens]}: transpose only the last "
-            "two dimensions, inputs.transpose(-2, -1) (or inputs.mT). inputs.T reverses every dimension of a "
-            f"batched tensor ({list(x.shape)} becomes {list(reversed(x.shape))}) and transpose(0, 1) swaps a batch "
-            "dimension with another")
+            f"{list(x.shape)}, where the scores should be {list(batch) + [tokens, tokens]}: work over the last two "
+            "dimensions only, whatever comes before them. Read the sizes from the end (inputs.shape[-2:]) and "
+            "transpose only the last two dimensions, inputs.transpose(-2, -1) (or inputs.mT): inputs.T reverses "
+            f"every dimension of a batched tensor ({list(x.shape)} becomes {list(reversed(x.shape))}) and "
+            "transpose(0, 1) swaps a batch dimension with another")
     return explain
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from grader import diagnose
-from grader.compare import difference
-from grader.outcomes import CheckFailed, RaisedFailure, StudentFault
+from grader.authoring import CheckFailed, RaisedFailure, StudentFault, diagnose, difference
 from lesson import mistaken
 
 

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from grader import diagnose
-from grader.authoring import Mistake
-from grader.diagnose import name_mistake
-from grader.dropout import expect_dropout_on_weights, judged
-from grader.harness import CheckFailed, StudentFault
-from grader.inside.protocol import HandleRef
+from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
+                              judged, name_mistake)
 from lesson import every_call, mistaken
 
 

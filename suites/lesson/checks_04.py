@@ -15,12 +15,8 @@ import itertools
 
 import torch
 
-from grader import diagnose
-from grader.authoring import Mistake, ScaleSearch
-from grader.dropout import expect_dropout_on_weights
-from grader.errors import UsageError
-from grader.harness import CheckFailed, StudentFault
-from grader.outcomes import GradientFailure, RaisedFailure
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, ScaleSearch, StudentFault,
+                              UsageError, diagnose, expect_dropout_on_weights)
 from lesson import mistaken
 from lesson.checks_03 import eval_dropout_named, linear, student_module
 

@@ -10,9 +10,7 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
-from grader.authoring import Mistake, ScaleSearch
-from grader.compare import shape_str
-from grader.harness import CheckFailed
+from grader.authoring import CheckFailed, Mistake, ScaleSearch, shape_str
 from lesson import mistaken
 
 

@@ -12,11 +12,8 @@ under changed weights, the memory the kernel counts), never read from what the s
 """
 from __future__ import annotations
 
-from grader import diagnose
-from grader.authoring import Mistake
-from grader.dropout import expect_dropout_on_weights, judged
-from grader.harness import CheckFailed, StudentFault
-from grader.inside.protocol import HandleRef
+from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
+                              judged)
 from lesson import every_call, mistaken
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -471,8 +468,27 @@ def chunk_mistakes(pair, x, start, size):
         found += [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
                           lambda w=w: attention_of(model, prefix, size, q_start=start, window=w))
                   for w in (window + 1, window - 1) if w > 0]
+        found += window_off_by_one_over_the_kept_keys(model, prefix, start, size)
         found += window_cache_too_small(model, prefix, start, size)
     return found
+
+
+def window_off_by_one_over_the_kept_keys(model, prefix, start, size):
+    """The window's mask off by one (window + 1 or window - 1) over the keys a right cache keeps (the last
+    window + size - 1): the cache is trimmed right and only the mask is wrong, so on a chunk after the
+    cache was trimmed its first queries see fewer keys than the mask would show them. Nothing where no key
+    was dropped (the candidate over every key then says the same)."""
+    window, total = model.window, start + size
+    kept = min(total, window + size - 1)
+    if kept == total:
+        return []
+    queries, keys, values = projected(model, prefix, start, size, first=total - kept)
+    group_size = queries.shape[1] // keys.shape[1]
+    keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+    return [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
+                    lambda w=w: attend_masked(model, queries, keys, values, window_mask(size, kept, w, start,
+                                                                                       total - kept)))
+            for w in (window + 1, window - 1) if w > 0]
 
 
 def kept_keys_from_zero(model, prefix, start, size):

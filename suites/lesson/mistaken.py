@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from grader.authoring import Mistake, ScaleSearch
-from grader.compare import manual_seed
+from grader.authoring import Mistake, ScaleSearch, manual_seed
 
 
 def safe_softmax(x, dim=-1):

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import lesson.checks_03 as checks
-from grader.authoring import assignment, exercise
-from grader.diagnose import unstable_unless_named
+from grader.authoring import assignment, exercise, unstable_unless_named
 from lesson import journey_batch, journey_scores, near_one_another
 
 pytestmark = assignment("03_causal_attention")

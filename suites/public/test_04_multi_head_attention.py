@@ -10,8 +10,7 @@ import pytest
 import torch
 
 import lesson.checks_04 as checks
-from grader.authoring import assignment, exercise
-from grader.diagnose import unstable_unless_named
+from grader.authoring import assignment, exercise, unstable_unless_named
 from lesson import journey_batch, near_one_another
 
 pytestmark = assignment("04_multi_head_attention")

@@ -127,6 +127,8 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
     (course / "my_work.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
                                                                  "execution_count": None, "source": module}],
                                                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (course / "roster.csv").write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section,idnumber,email\n"
+                                       "ada,Ada,1,s1,ada,A,1001,ada@example.org\nbo,Bo,2,s2,bo,A,1002,bo@example.org\n")
     commands = readme_commands()
     assert len(commands) >= 15 and any("--submission my_work.ipynb" in c for c in commands)
     grade(*"autograde submissions/ --out grades-1/ --shard 1/8 --seed 4711".split(), cwd=course)  # `grades-*/`

@@ -29,7 +29,9 @@ def test_half_precision_checks_pass_the_solutions_and_catch_an_unstable_softmax(
 
 def test_checks_for_cuda_only_are_skipped_without_costing_points(solutions_result):
     names = [c.name for a in solutions_result.assignments for e in a.exercises for c in e.checks]
-    assert not any(name.endswith("half_precision") for name in names)
+    # apply_rope's bfloat16 case runs on a CPU too (a result not cast back to x's dtype shows there: issue
+    # 34); its float16 case and every other half-precision check need CUDA
+    assert [name for name in names if name.endswith("half_precision")] == ["apply_rope_half_precision"]
     assert solutions_result.score == 600
 
 

@@ -127,3 +127,32 @@ def test_the_copy_a_sandbox_holds_is_grader_inside_whole(tmp_path):
     copy_student_side(tmp_path)
     held = sorted(str(p.relative_to(tmp_path / "grader")) for p in (tmp_path / "grader").rglob("*.py"))
     assert held == ["__init__.py", *sorted(f"inside/{p.name}" for p in (GRADER / "inside").glob("*.py"))]
+
+
+def _grader_imports_of(source: str) -> set[str]:
+    """The grader modules a file's source imports (at any depth of its code)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and (node.module == "grader" or node.module.startswith("grader.")):
+            found |= {f"{node.module}.{a.name}" if node.module == "grader" else node.module for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name == "grader" or a.name.startswith("grader.")}
+    return found
+
+
+def test_the_suites_import_nothing_of_the_grader_but_its_authoring_api():
+    """Issue 37: hidden, public and lesson suites (which ship to students in their public form) import
+    grader.authoring alone, so that a move inside grader/ never breaks a released suite."""
+    suites = Path(__file__).resolve().parents[2] / "suites"
+    found = {str(p.relative_to(suites)): _grader_imports_of(p.read_text()) - {"grader.authoring"}
+             for p in sorted(suites.rglob("*.py"))}
+    assert {name: sorted(mods) for name, mods in found.items() if mods} == {}
+    assert sum(1 for p in suites.rglob("*.py") if "grader.authoring" in _grader_imports_of(p.read_text())) >= 15
+
+
+def test_the_suite_rule_sees_every_way_to_import_the_grader():
+    assert _grader_imports_of("from grader import diagnose\nimport grader.harness\n") == \
+        {"grader.diagnose", "grader.harness"}
+    assert _grader_imports_of("def f():\n    from grader.outcomes import CheckFailed\n") == {"grader.outcomes"}
+    assert _grader_imports_of("from grader.authoring import Mistake\n") == {"grader.authoring"}

@@ -73,7 +73,8 @@ def test_an_error_names_the_call_and_the_shapes_it_was_given(tight, tmp_path):
     _, ex = grade_module(tight, tmp_path, "def attention_scores(inputs):\n    rows, cols = inputs.shape\n"
                                           "    return inputs @ inputs.T\n")
     feedback = ex["attention_scores"].feedback
-    assert ex["attention_scores"].status == "error"
+    assert ex["attention_scores"].status == "failed"  # explained: right on one sequence, raised on the batch
+    assert "inputs.shape[-2:]" in feedback
     assert re.search(r"attention_scores\(<\[2, \d+, \d+(, \d+)?\] float(32|64)>\) raised:\n", feedback), feedback
     assert "ValueError" in feedback and "rows, cols = inputs.shape" in feedback
 
@@ -208,12 +209,13 @@ class Watch:
             time.sleep(0.05)
 
 
-def _leaver(marker: str, depth: int) -> str:
-    """Student code that, when ``attention_scores`` is called, starts a chain of ``depth`` processes,
-    each in a new session, that re-fork and leave their parent, the last one a long ``sleep``."""
+def _leaver(marker: str, depth: int, in_call: bool = True) -> str:
+    """Student code that, when ``attention_scores`` is called (``in_call``; else once, as it is imported),
+    starts a chain of ``depth`` processes, each in a new session, that re-fork and leave their parent, the
+    last one a long ``sleep``."""
     return f"""
 import os, time
-def attention_scores(inputs):
+def _leave():
     if os.fork() == 0:
         for _ in range({depth}):
             os.setsid()
@@ -221,16 +223,21 @@ def attention_scores(inputs):
                 os._exit(0)
         os.execv("/bin/sleep", ["sleep", "{marker}"])
     time.sleep(0.3)  # long enough for the chain to be seen from outside
+def attention_scores(inputs):
+    {"_leave()" if in_call else ""}
     return inputs @ inputs.transpose(-2, -1)
+{"" if in_call else "_leave()"}
 """
 
 
 def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path):
+    """The chain started as the module is imported (a process started during a graded call that the
+    tracer watches is refused outright: grader/inside/worker.py), so every check still passes."""
     marker = f"4{os.getpid()}.5"
     with Watch(marker) as watch:
-        _, ex = grade_module(tight, tmp_path, _leaver(marker, 1))
+        _, ex = grade_module(tight, tmp_path, _leaver(marker, 1, in_call=False))
     assert watch.seen  # the attack ran
-    assert ex["attention_scores"].status == "passed"
+    assert ex["attention_scores"].status == "passed", ex["attention_scores"].feedback
     assert watch.left() == []
 
 
