@@ -30,7 +30,12 @@ def lock_down(spec: WorkerSpec) -> None:
     (grader.inside.zygote: namespaces, cgroups, capabilities and uid): limits, environment, sys.path."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if spec.memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (spec.memory_bytes, spec.memory_bytes))
+        # CUDA reserves far more address space than it uses (its unified address range): under an
+        # address-space limit cuInit fails ("CUDA error: initialization error" on every check). On a
+        # GPU the limit is on the memory a process writes (heap and private mappings) instead, which
+        # still refuses a host allocation past it
+        limit = resource.RLIMIT_DATA if str(spec.device).startswith("cuda") else resource.RLIMIT_AS
+        resource.setrlimit(limit, (spec.memory_bytes, spec.memory_bytes))
     keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
     os.environ.clear()
     os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")

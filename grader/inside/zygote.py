@@ -631,6 +631,10 @@ def _warm_up() -> None:
     from grader.inside.worker import make_tracer
 
     torch.set_num_threads(1)
+    # autograd's first backward starts its device threads, which counts the CUDA devices: the driver is
+    # then initialised here, and every worker forked from this process fails its first CUDA call ("CUDA
+    # error: initialization error"). Where the machine has a GPU, the backward passes wait for the worker
+    backward = not any(name.startswith("nvidia") for name in os.listdir("/dev"))
     layer = torch.nn.Linear(5, 3)
     x = torch.randn(4, 5, requires_grad=True)
     # both views of the tracer, as an exercise that forbids something has them: the functions' view names
@@ -638,7 +642,8 @@ def _warm_up() -> None:
     with make_tracer(frozenset({"(nothing the warm-up calls)"})):
         scores = layer(x).masked_fill(torch.ones(4, 3, dtype=torch.bool).triu(1), float("-inf"))
         out = torch.softmax(scores, dim=-1) @ torch.randn(3, 2)
-    (out * torch.ones_like(out)).sum().backward()
+    if backward:
+        (out * torch.ones_like(out)).sum().backward()
     protocol.decode(protocol.encode({"out": out.detach(), "x": x.detach()}), limit=1 << 20)
     # the first use of what attention code often calls costs up to a millisecond or so each (kernels
     # chosen, caches filled): paid here once, not in each worker
@@ -646,7 +651,9 @@ def _warm_up() -> None:
     attended = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
     mixed = torch.einsum("bhqd,bhkd->bhqk", q, q).softmax(-1) @ q
     joined = torch.cat([attended, mixed], 1) + torch.stack([q, q]).sum(0).repeat_interleave(2, dim=1)
-    torch.nn.functional.dropout(joined, 0.5, training=True).sum().backward()
+    dropped = torch.nn.functional.dropout(joined, 0.5, training=True).sum()
+    if backward:
+        dropped.backward()
     angles = torch.outer(torch.arange(4.0), torch.arange(2.0))
     (angles.cos() + angles.sin()).double().softmax(-1)
     half = q.detach().half()
