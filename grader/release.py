@@ -22,7 +22,12 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool)
 
     target_root = course.layout.assignments
     if not check:
-        generate_release_notebooks(course, assignments, target_root)  # clears each assignment folder first
+        # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/
+        # as it was, never an assignment folder emptied
+        with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
+            generate_release_notebooks(course, assignments, Path(scratch))
+            for assignment in assignments:
+                _replace(Path(scratch) / assignment.id, target_root / assignment.id)
         for assignment in assignments:
             stub = _expected_stub(course, assignment)
             course.layout.release_module(assignment).write_text(stub, encoding="utf-8")
@@ -37,6 +42,15 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool)
                     expected[str(path.relative_to(Path(scratch) / assignment.id))] = path.read_text(encoding="utf-8")
             stale += _compare(target_root / assignment.id, expected)
     return stale + leaks(target_root)
+
+
+def _replace(generated: Path, folder: Path) -> None:
+    """``folder`` holding what nbgrader generated into ``generated``, and nothing else (as its ``force``)."""
+    import shutil
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(generated, folder)
 
 
 def _expected_stub(course: Course, assignment: Assignment) -> str:

@@ -35,3 +35,24 @@ def test_release_writes_stub_and_notebook_and_check_reports_what_drifts(course_c
     (folder / "notes.txt").write_text("mine")
     assert {(s.path.name, s.reason.split()[0]) for s in release(course_copy, basics, check=True)} == {
         ("attention_basics.py", "differs"), ("notes.txt", "is")}
+
+
+def test_a_release_that_fails_leaves_the_assignments_as_they_were(course, course_copy, monkeypatch):
+    """Run without nbgrader's tools on PATH, `grade release` emptied 01's folder and stopped: every
+    notebook is generated aside first, and a failure changes nothing."""
+    from grader.errors import GraderError
+
+    folder = course_copy.layout.assignments / "01_attention_basics"
+    shutil.copytree(course.layout.assignments / "01_attention_basics", folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert before
+
+    def failing(course, assignments, release_root):
+        (release_root / "01_attention_basics").mkdir(parents=True, exist_ok=True)
+        (release_root / "01_attention_basics" / "half.ipynb").write_text("{}")
+        raise GraderError("nbgrader could not generate 01_attention_basics: (a missing tool)")
+
+    monkeypatch.setattr("grader.nbgrader_glue.generate_release_notebooks", failing)
+    with pytest.raises(GraderError):
+        release(course_copy, course_copy.assignments, check=False)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
