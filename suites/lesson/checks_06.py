@@ -244,6 +244,14 @@ def projected(model, x, start, size, first=0, stale=None):
     return queries, torch.cat([earlier[0], later[0]], dim=2), torch.cat([earlier[1], later[1]], dim=2)
 
 
+def last_keys(model, x, start, size, kept, stale=None):
+    """The queries of the chunk x[:, start:start+size] and the last ``kept`` keys and values before its
+    end, repeated to the query heads (GQA's groups): [B, H, size, hd] and [B, H, kept, hd] twice."""
+    queries, keys, values = projected(model, x, start, size, first=start + size - kept, stale=stale)
+    group_size = queries.shape[1] // keys.shape[1]
+    return queries, keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+
+
 def attend_masked(model, queries, keys, values, hidden, scale=None):
     """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
     removed, through out_proj."""
@@ -302,9 +310,7 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
         k_start = start + size - num_keys  # the first of the keys this call attends
         theirs = diagnose.their(grade, "sliding_window_mask", size, num_keys, window, start, k_start)
         with torch.no_grad():
-            queries, keys, values = projected(model, x, start, size, k_start, stale)
-            group_size = queries.shape[1] // keys.shape[1]
-            keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
+            queries, keys, values = last_keys(model, x, start, size, num_keys, stale)
             right = window_mask(size, num_keys, window, start, k_start)
             return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right,
                                   lambda hidden: attend_masked(model, queries, keys, values, hidden),
@@ -482,12 +488,9 @@ def window_off_by_one_over_the_kept_keys(model, prefix, start, size):
     kept = min(total, window + size - 1)
     if kept == total:
         return []
-    queries, keys, values = projected(model, prefix, start, size, first=total - kept)
-    group_size = queries.shape[1] // keys.shape[1]
-    keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
     return [Mistake("window-off-by-one", f"each query sees {w} tokens, not sliding_window_size = {window}",
-                    lambda w=w: attend_masked(model, queries, keys, values, window_mask(size, kept, w, start,
-                                                                                       total - kept)))
+                    lambda w=w: attend_masked(model, *last_keys(model, prefix, start, size, kept),
+                                              window_mask(size, kept, w, start, total - kept)))
             for w in (window + 1, window - 1) if w > 0]
 
 
@@ -501,13 +504,10 @@ def kept_keys_from_zero(model, prefix, start, size):
     for kept in sorted({min(total, window + size - 1), min(total, window)}):
         if kept == total:
             continue
-        queries, keys, values = projected(model, prefix, start, size, first=total - kept)
-        group_size = queries.shape[1] // keys.shape[1]
-        keys, values = keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
-        hidden = window_mask(size, kept, window, start, 0)
-
-        def output(q=queries, k=keys, v=values, hidden=hidden, rows="zero"):
-            context = mistaken.attend(q, k, v, scale=model.head_dim ** -0.5, hidden=hidden, rows=rows)
+        def output(kept=kept, rows="zero"):  # computed only when the check failed
+            q, k, v = last_keys(model, prefix, start, size, kept)
+            context = mistaken.attend(q, k, v, scale=model.head_dim ** -0.5,
+                                      hidden=window_mask(size, kept, window, start, 0), rows=rows)
             return model.linear("out_proj", context.transpose(1, 2).reshape(q.shape[0], size, model.d_out))
 
         found += [Mistake("cache-position-not-advanced", f"your cached call keeps the last {kept} keys but masks "
@@ -528,8 +528,8 @@ def window_cache_too_small(model, prefix, start, size):
         return []
 
     def output():
-        queries, keys, values = projected(model, prefix, start, size, first=start + size - kept)
-        return attend_masked(model, queries, keys, values, window_mask(size, kept, window, start, start + size - kept))
+        return attend_masked(model, *last_keys(model, prefix, start, size, kept),
+                             window_mask(size, kept, window, start, start + size - kept))
 
     return [Mistake("window-cache-too-small", f"your cached call attends over the last {kept} keys only "
                     f"(sliding_window_size = {window}): the first of its {size} queries still sees the "
