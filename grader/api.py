@@ -249,7 +249,8 @@ def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out
 
     named = course.select(assignment_ids)
     written = write_distribution(course, named, out)
-    added = [a for a in written.assignments if a not in {n.id for n in named}]
+    asked = {a.id for a in named}
+    added = [a for a in written.assignments if a not in asked]
     print(f"wrote the student distribution of {len(written.assignments)} assignment(s) to {written.root} "
           f"({written.checks} public checks, reference outputs recorded)"
           + (f"; with {', '.join(added)}, whose module the others import" if added else ""), file=sys.stderr)

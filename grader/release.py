@@ -21,26 +21,25 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool)
     from grader.nbgrader_glue import generate_release_notebooks
 
     target_root = course.layout.assignments
-    if not check:
-        # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/
-        # as it was, never an assignment folder emptied
-        with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
-            generate_release_notebooks(course, assignments, Path(scratch))
-            for assignment in assignments:
-                _replace(Path(scratch) / assignment.id, target_root / assignment.id)
-        for assignment in assignments:
-            stub = _expected_stub(course, assignment)
-            course.layout.release_module(assignment).write_text(stub, encoding="utf-8")
-        return []
     stale = []
+    # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/ as
+    # it was, never an assignment folder emptied; --check compares what was generated
     with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
         generate_release_notebooks(course, assignments, Path(scratch))
         for assignment in assignments:
+            generated = Path(scratch) / assignment.id
+            if not check:
+                _replace(generated, target_root / assignment.id)
+                course.layout.release_module(assignment).write_text(_expected_stub(course, assignment),
+                                                                    encoding="utf-8")
+                continue
             expected = {assignment.module: _expected_stub(course, assignment)}
-            for path in (Path(scratch) / assignment.id).rglob("*"):
+            for path in generated.rglob("*"):
                 if path.is_file():
-                    expected[str(path.relative_to(Path(scratch) / assignment.id))] = path.read_text(encoding="utf-8")
+                    expected[str(path.relative_to(generated))] = path.read_text(encoding="utf-8")
             stale += _compare(target_root / assignment.id, expected)
+    if not check:
+        return []
     return stale + leaks(target_root)
 
 
