@@ -1,6 +1,6 @@
 """nbgrader, run from the course root: sources in solutions/, releases in assignments/.
 
-The same mapping `grade release` uses (grader/nbgrader_glue.py). Submissions go in
+The same mapping `grade release` uses (grader/course/notebooks.py). Submissions go in
 submitted/<student>/<assignment>/; the gradebook is gradebook.db (SQLite) at the course root.
 `nbgrader generate_assignment ID` always regenerates the committed release folder (it is generated
 from solutions/, so there is nothing to keep) and writes the stub module beside the release notebook,
@@ -9,7 +9,7 @@ as `grade release` does; `nbgrader generate_feedback` shows no hidden test.
 from pathlib import Path
 
 from grader.config import load_course
-from grader.nbgrader_glue import shared_settings
+from grader.course.notebooks import shared_settings
 
 ROOT = Path(__file__).resolve().parent
 
@@ -23,4 +23,4 @@ c.CourseDirectory.release_directory = "assignments"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
 c.GenerateAssignment.force = True  # else an existing assignments/<id>/ is skipped, and never enters the gradebook
-c.GenerateAssignment.post_convert_hook = "grader.nbgrader_glue.write_stubs"
+c.GenerateAssignment.post_convert_hook = "grader.course.notebooks.write_stubs"

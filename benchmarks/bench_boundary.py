@@ -32,9 +32,9 @@ def rss_kib(pid: int) -> int:
 
 
 def measure(course, confinement, rounds: int) -> dict[str, float]:
-    from grader.runner import Grader
+    from grader.grading.run import Grader
     from grader.sandbox.confine import blocked_paths
-    from grader.session import GradingSession
+    from grader.grading.pytest_session import GradingSession
     from grader.submission import resolve_submission
 
     started = time.perf_counter()

@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 def record(seed: int):
     """One grading of the solutions: the requests each worker got, in order, and the comparisons' time."""
-    import grader.compare as compare
-    import grader.diagnose as diagnose
-    import grader.harness as harness
+    import grader.grading.compare as compare
+    import grader.grading.diagnose as diagnose
+    import grader.grading.fixture as harness
     from grader.config import load_course
-    from grader.runner import Grader
+    from grader.grading.run import Grader
     from grader.sandbox import client
     from grader.submission import resolve_submission
 
@@ -149,7 +149,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     seed = parser.parse_args().seed
     before = torch_import_times()
-    from grader.runner import import_torch
+    from grader.grading.run import import_torch
 
     import_torch()
     course, requests, compared = record(seed)

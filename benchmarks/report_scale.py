@@ -26,7 +26,7 @@ def make_class(out: Path, students: int, seed: int = 1) -> None:
     """``students`` results in ``out``, listed in its manifest."""
     from grader.catalogue import CATALOGUE
     from grader.config import load_course
-    from grader.result_folder import write_manifest
+    from grader.reporting.result_folder import write_manifest
 
     course = load_course(ROOT)
     ids = sorted(CATALOGUE)

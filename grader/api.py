@@ -21,8 +21,8 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     """Grade one submission; write the report; 0 for full marks, 1 otherwise. ``watching``: then again on
     every save, until Ctrl-C (grader/watch.py). ``figures``: a folder for the PNG of each wrong pictured
     exercise (grader/figures.py), its own output beside the right one."""
-    from grader.report import render
-    from grader.runner import Grader
+    from grader.reporting.formats import render
+    from grader.grading.run import Grader
     from grader.submission import resolve_submission
 
     # by default the course's assignments/; a course installed by pip has none: the working folder
@@ -67,7 +67,7 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
               fresh: bool = False) -> int:
     """Grade many submissions into ``out`` on the named assignments (all when none is named); 0 when
     every one of them has a result."""
-    from grader.autograde import autograde as run
+    from grader.batch.autograde import autograde as run
 
     code = run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
                device=device, seed=seed, assignments=course.select(assignment_ids), fresh=fresh)
@@ -84,7 +84,7 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     ours (``csv``) or an LMS's gradebook import (grader/platforms: ``canvas``, ``moodle``), whose rows
     are ``roster``'s students (without one, the submissions), an empty grade where one has no result
     (0 where ``missing_as_zero``)."""
-    from grader.export import DEFAULT_RESULTS, export_csv, export_gradebook
+    from grader.reporting.export import DEFAULT_RESULTS, export_csv, export_gradebook
 
     if fmt == "csv" and (roster is not None or missing_as_zero):
         raise UsageError("--roster and --missing-as-zero go with an LMS's --format (canvas, moodle)")
@@ -119,10 +119,10 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
 
 def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | None, fmt: str, anonymise: bool,
            gradebook: Path | None = None, mixed_seeds: bool = False) -> int:
-    """The class report (grader/class_report.py) of every verified result in ``result_dirs`` (and of
+    """The class report (grader/reporting/class_report.py) of every verified result in ``result_dirs`` (and of
     nbgrader's gradebook, where given), written to ``out`` or stdout. ``anonymise``: pseudonyms keyed
     by the secret of ``course`` (without one, the course found from the working folder)."""
-    from grader.class_report import course_secret, gather, render, summarise
+    from grader.reporting.class_report import course_secret, gather, render, summarise
 
     secret = course_secret((course or open_course(None)).root) if anonymise else None  # before any work
     warnings: list[str] = []
@@ -137,7 +137,7 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
     if existing and not results:  # an empty page of "0 students" would read as a success
         raise NothingToDo(f"{', '.join(map(str, existing))}: no result of `grade autograde` there, no report written")
     if gradebook is not None:
-        from grader.export import gradebook_path, read_gradebook
+        from grader.reporting.export import gradebook_path, read_gradebook
 
         found = {r["submission"] for r in results}
         results += [_from_gradebook(course, data) for name, data in
@@ -146,7 +146,7 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
         raise NothingToDo(f"{gradebook}: no student in the gradebook, no report written")
     summary = summarise(results, secret=secret)
     if out and fmt == "html":
-        from grader.class_report_html import fits_inline, page, students_page
+        from grader.reporting.class_page import fits_inline, page, students_page
 
         if not fits_inline(summary):  # a large class: each student's feedback in a page beside the report
             companion = out.with_name(f"{out.stem}-students.html")
@@ -191,7 +191,7 @@ def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path, se
     upload on one seed (``seed``, or one drawn now)."""
     import secrets
 
-    from grader.gradescope import build_package
+    from grader.platforms.gradescope import build_package
 
     if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/: `grade gradescope` packages the "
@@ -208,7 +208,7 @@ def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path, se
 def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None) -> int:
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
     With ``out``: write (or verify) the student distribution of the named assignments (default all) there."""
-    from grader.release import release as run_release
+    from grader.course.release import release as run_release
 
     if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
@@ -216,7 +216,7 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     if out is not None and not check_only:
         return release_distribution(course=course, assignment_ids=assignment_ids, out=out)
     if out is not None:
-        from grader.distribution import check_distribution
+        from grader.course.distribution import check_distribution
 
         root = Path(out).resolve()
         stale = check_distribution(course, course.select(assignment_ids), root)
@@ -245,7 +245,7 @@ def _shown(path: Path, root: Path) -> str:
 
 def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out: Path) -> int:
     """Write the student distribution of the named assignments (default all) into ``out``."""
-    from grader.distribution import write_distribution
+    from grader.course.distribution import write_distribution
 
     named = course.select(assignment_ids)
     written = write_distribution(course, named, out)
@@ -258,8 +258,8 @@ def release_distribution(*, course: Course, assignment_ids: tuple[str, ...], out
 
 
 def new_exercise(*, course: Course, assignment_id: str, name: str, points: float = 10) -> int:
-    """Scaffold the exercise ``name`` of ``assignment_id`` (grader/scaffold.py) and say what is left to do."""
-    from grader.scaffold import new_exercise as scaffold
+    """Scaffold the exercise ``name`` of ``assignment_id`` (grader/course/scaffold.py) and say what is left to do."""
+    from grader.course.scaffold import new_exercise as scaffold
 
     done = scaffold(course=course, assignment_id=assignment_id, name=name, points=points)
     print(f"{assignment_id}: {name} added ({done.points:g} points; the assignment now totals {done.total:g}) in:")
@@ -274,7 +274,7 @@ def classroom(*, result: Path) -> int:
     """Print the notices GitHub Classroom reads the points from, for the JSON result in ``result``."""
     import json
 
-    from grader.classroom import classroom_notices
+    from grader.platforms.classroom import classroom_notices
 
     try:
         data = json.loads(Path(result).read_text(encoding="utf-8"))

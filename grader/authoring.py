@@ -1,7 +1,7 @@
 """What a grading suite is written with: the markers, a known mistake, and the scale search.
 
 A suite module grades one assignment; each check is a pytest test that takes the ``grade`` fixture
-(:class:`grader.harness.Grade`) and compares the student's code with the reference on inputs drawn
+(:class:`grader.grading.fixture.Grade`) and compares the student's code with the reference on inputs drawn
 from the check's own seed::
 
     from grader.authoring import Mistake, assignment, exercise
@@ -18,7 +18,7 @@ from the check's own seed::
 When the student's output is wrong, ``grade.same`` compares it with each :class:`Mistake`'s output
 and names the one that explains it (and only when no mistake with another id explains it too), from
 the output the failed check carries: the student's code is not run again. ``grade.module(...)``
-gives a :class:`grader.harness.ModulePair` whose ``same`` takes the same ``mistakes``. See
+gives a :class:`grader.grading.fixture.ModulePair` whose ``same`` takes the same ``mistakes``. See
 docs/authoring.md for adding an exercise, a mistake or an assignment.
 """
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from grader import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ... (grader/diagnose.py)
-from grader.compare import difference, manual_seed, shape_str
-from grader.diagnose import ScaleFit, name_mistake, unstable_unless_named
-from grader.dropout import expect_dropout_on_weights, judged
+from grader.grading import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ... (grader/grading/diagnose.py)
+from grader.grading.compare import difference, manual_seed, shape_str
+from grader.grading.diagnose import ScaleFit, name_mistake, unstable_unless_named
+from grader.grading.dropout import expect_dropout_on_weights, judged
 from grader.errors import UsageError
 from grader.inside.protocol import HandleRef
-from grader.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
+from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
 
-exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (what it may not call: grader/forbidden.py)
+exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (what it may not call: grader/grading/forbidden.py)
 
 
 def assignment(assignment_id: str):

@@ -2,7 +2,7 @@
 
 Each entry says, in the student's words, what went wrong, where in the lessons to look, and what the
 slip typically looks like. Suites name a misconception only when a known-wrong computation reproduces
-the student's output (see :mod:`grader.diagnose`); this module only holds the words.
+the student's output (see :mod:`grader.grading.diagnose`); this module only holds the words.
 """
 from __future__ import annotations
 

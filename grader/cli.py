@@ -9,7 +9,7 @@ import click
 from grader import __version__
 from grader.errors import GraderError
 from grader.platforms import GRADEBOOKS  # cheap: csv and the report's csv_text
-from grader.report import FORMATS, wants_colour  # cheap: rich is imported only to draw a table
+from grader.reporting.formats import FORMATS, wants_colour  # cheap: rich is imported only to draw a table
 
 
 class _Group(click.Group):

@@ -167,9 +167,9 @@ def pictures(session, outcomes, assignments, only=None) -> dict[tuple[str, str],
 def _picture(session, aid, exercise, case, *, draw) -> dict | None:
     import torch
 
-    from grader.harness import reply_of
-    from grader.outcomes import GraderFault, StudentFault
-    from grader.recording import NotReplayable, _on_cpu
+    from grader.grading.fixture import reply_of
+    from grader.grading.outcomes import GraderFault, StudentFault
+    from grader.grading.recorded_outputs import NotReplayable, _on_cpu
 
     lesson = lesson_data(session.course)
     args = case.inputs(lesson)

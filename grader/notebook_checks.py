@@ -21,7 +21,7 @@ Sibling assignments next to the kernel's folder (``../03_causal_attention/``) go
 ``grade check`` on a whole ``assignments/`` folder would take them.
 
 This module is the client only (a confined kernel holds it and nothing of the grading): the grading
-is grader.kernel_grading's, in the kernel's process or in the grading service outside its sandbox.
+is grader.platforms.notebook_grading's, in the kernel's process or in the grading service outside its sandbox.
 One grader is kept per kernel, so only the first check pays for starting it. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
 environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``);
 a kernel whose own cells already used CUDA grades on the CPU (workers forked from it could not use CUDA).
@@ -45,7 +45,7 @@ def check(exercise: str, *, seed: int | None = None) -> float:
     if service:  # a kernel in nbgrader's sandbox: the grader is outside it (grader.sandbox.kernel_boundary)
         return _check_by_service(service, exercise, seed, history(shell))
     from grader.config import find_course_root, load_course
-    from grader.kernel_grading import assignment_of, describe, grade_cells
+    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells
 
     course = load_course(find_course_root())
     assignment = assignment_of(course, exercise, Path.cwd())
@@ -107,9 +107,9 @@ def defines(cells: list[str], name: str) -> bool:
 
 def module_wins(module: Path, exercise: str, cells: list[str]) -> str | None:
     """The line that says ``grade check`` on this folder grades ``exercise`` from ``module``, not from the
-    notebook (grader.source_choice's rule): the module has it written, not as the stub, and not as in these cells."""
+    notebook (grader.grading.graded_source's rule): the module has it written, not as the stub, and not as in these cells."""
     from grader.inside.notebook_source import history_notebook, without_magics
-    from grader.source_choice import definitions
+    from grader.grading.graded_source import definitions
 
     try:
         text = module.read_text(encoding="utf-8")

@@ -196,7 +196,7 @@ class AssignmentResult:
     def to_json(self) -> dict:
         """Each exercise's JSON, with ``shown``: what ``grade check``'s table showed under it (its
         feedback as said once, passed checks' "right, given your ..." notes included), "" for nothing;
-        grader.report.table_of redraws the table from it. Results written before it lack it."""
+        grader.reporting.formats.table_of redraws the table from it. Results written before it lack it."""
         shown = self.feedback_said_once()
         return {"id": self.id, "score": self.score, "max_score": self.max_score,
                 "exercises": [{**e.to_json(), "shown": shown.get(e.name, "")} for e in self.exercises]}

@@ -3,14 +3,14 @@
 A submission is a folder shaped like ``assignments/`` (one sub-folder per assignment id), one
 assignment folder, one ``.py`` module or one ``.ipynb`` notebook. In an assignment folder the
 ``.py`` module is graded, with the notebook beside it laid over it where the notebook writes what
-the module leaves a stub (grader/source_choice.py); the notebook alone is graded when there is no
+the module leaves a stub (grader/grading/graded_source.py); the notebook alone is graded when there is no
 module, or when given directly.
 
 What is inside a submission folder is read without following links: a module, a notebook or an
 assignment folder that is a symbolic link (to the reference, to a hidden suite, to ``/proc/self/...``)
 makes the submission an error, and files are copied from descriptors opened with ``O_NOFOLLOW``.
 A notebook beside a module that is not a regular file (a link, a folder, a device) or is too large is
-not copied: the module is graded, and the report says the notebook was ignored (grader/source_choice.py).
+not copied: the module is graded, and the report says the notebook was ignored (grader/grading/graded_source.py).
 The path the user names on the command line is taken as it is, links included.
 """
 from __future__ import annotations

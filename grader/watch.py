@@ -28,7 +28,7 @@ def watch(*, course: Course, chosen: tuple, submission: Path, device: str, seed:
     """Grade ``submission`` on ``chosen`` assignments, then on each save; 0 when stopped with Ctrl-C."""
     from watchfiles import watch as saves
 
-    from grader.runner import Grader
+    from grader.grading.run import Grader
     from grader.submission import resolve_submission
 
     seed = secrets.randbelow(10**6) if seed is None else seed  # one seed: reports that can be compared
@@ -120,7 +120,7 @@ def affected(course: Course, found, chosen: tuple, changed: set[Path]) -> tuple:
 
 def _shown(result, last: dict, colour: bool, out) -> dict:
     """Show ``result``, and what changed since ``last``; what it showed now, by exercise."""
-    from grader.report import render
+    from grader.reporting.formats import render
 
     now = {(a.id, e.name): (e.status, e.score) for a in result.assignments for e in a.exercises}
     said = changes(last, now) if last else []

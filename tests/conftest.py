@@ -31,7 +31,7 @@ def course():
 @pytest.fixture(scope="session")
 def grader(course):
     """One zygote for the whole test session, as `grade autograde` would share it."""
-    from grader.runner import Grader
+    from grader.grading.run import Grader
 
     instance = Grader(course, device="cpu")
     yield instance

@@ -10,7 +10,7 @@ and of the grader itself (a check cell's ``from grader.notebook_checks import ch
 may not import the grader). Each kept cell is compiled under a name such as
 ``attention_basics.ipynb [cell 7]`` so that tracebacks point the student at the cell.
 
-A notebook is the student's file, read by the grading process too (grader/source_choice.py chooses
+A notebook is the student's file, read by the grading process too (grader/grading/graded_source.py chooses
 each exercise's file from it), so reading one costs a bounded amount whatever its bytes: the file, its
 JSON and its code are measured against :data:`LIMITS` before anything is parsed, each code cell is
 parsed on its own, and no syntax tree outlives its cell. A file that is not a Jupyter notebook (not

@@ -1,6 +1,6 @@
 """The one protocol between the grader and the sandboxed processes that run student code.
 
-The grading side (:mod:`grader.sandbox.client`, :mod:`grader.session`, :mod:`grader.harness`) and the
+The grading side (:mod:`grader.sandbox.client`, :mod:`grader.grading.pytest_session`, :mod:`grader.grading.fixture`) and the
 student side (:mod:`grader.inside.zygote`, :mod:`grader.inside.worker`) share this module and nothing else: the
 trust boundary shows in the imports.
 
@@ -327,7 +327,7 @@ class WorkerSpec:
     import_timeout_s: float = 0.0  # when the import's stack is written to STACK_FILE (0: never)
     hung: tuple[str, ...] = ()  # the module's functions a timeout stopped in: they raise at once instead
     # (module name, module, notebook beside it, the definitions taken from the notebook): see
-    # grader/source_choice.py; for this assignment's module and for siblings it imports
+    # grader/grading/graded_source.py; for this assignment's module and for siblings it imports
     overlays: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
 
     def to_wire(self) -> dict:

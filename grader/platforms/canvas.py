@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.platforms.roster import Grades, read_roster, students
-from grader.report import csv_text
+from grader.reporting.formats import csv_text
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 FIELDS = ("student", "id", "sis_user_id", "sis_login_id", "section")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.errors import RosterError
 from grader.platforms.roster import Grades, read_roster, students
-from grader.report import csv_text
+from grader.reporting.formats import csv_text
 
 # the user fields Moodle maps to, the roster's first that it has is written: field -> (header, "Map to")
 USER_FIELDS = {"idnumber": ("ID number", "useridnumber"), "email": ("Email address", "useremail"),

@@ -6,10 +6,10 @@ call :func:`grader.notebook_checks.check`. Were the grader inside that kernel, a
 kernel runs in a bubblewrap sandbox like the zygote's (a view of the Python runtime only, no network, its
 own PID namespace; as root a uid of its own and no capabilities), talking to Jupyter over Unix sockets
 (ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's. A
-grading service outside the sandbox (:mod:`grader.kernel_service`, one process per kernel) holds the
+grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process per kernel) holds the
 grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
 student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
-``grade export`` compares it with a grade of its own (see grader.export).
+``grade export`` compares it with a grade of its own (see grader.reporting.export).
 
 Where no sandbox can be made (no bubblewrap, no user namespaces), the kernel runs as nbgrader's would,
 and the log says so; ``separate_user = "required"`` refuses.
@@ -111,7 +111,7 @@ def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
     """The grading service for one kernel, outside its sandbox; it answers on ``folder/grade.sock``."""
     folder.mkdir(mode=0o711)
     ready_read, ready_write = os.pipe()
-    service = subprocess.Popen([sys.executable, "-m", "grader.kernel_service", str(folder / "grade.sock"), str(cwd),
+    service = subprocess.Popen([sys.executable, "-m", "grader.platforms.notebook_service", str(folder / "grade.sock"), str(cwd),
                                 str(course.root), str(ready_write)], pass_fds=[ready_write], cwd=str(course.root),
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     os.close(ready_write)

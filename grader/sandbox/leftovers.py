@@ -20,7 +20,7 @@ from pathlib import Path
 
 KINDS = ["grade-sandbox", "grade-autograde", "grade-sandboxes", "grade-kernel"]  # (a list: no misconception id)
 _OWNED = re.compile(r"^(?:%s)-(\d+)-" % "|".join(KINDS))
-_HIERARCHY = re.compile(r"^grade-(\d+)-\d+$")  # grader.runner's cgroup folders: grade-<pid>-<n>
+_HIERARCHY = re.compile(r"^grade-(\d+)-\d+$")  # grader.grading.run's cgroup folders: grade-<pid>-<n>
 
 
 def scratch(kind: str, parent: str | Path | None = None) -> Path:

@@ -1,7 +1,7 @@
 """Hidden grading suite for 01_attention_basics. Never shipped to students.
 
 Every check compares the student's function with the reference on the same inputs (see
-grader/harness.py). Inputs come from the check's own seed, fresh each run unless --seed is given.
+grader/grading/fixture.py). Inputs come from the check's own seed, fresh each run unless --seed is given.
 """
 import pytest
 import torch

@@ -1,6 +1,6 @@
 """Hidden grading suite for 02_self_attention. Never shipped to students.
 
-Every check compares the student's code with the reference on the same inputs (see grader/harness.py):
+Every check compares the student's code with the reference on the same inputs (see grader/grading/fixture.py):
 functions through ``grade.same``, classes through ``grade.module``, which builds the reference's and the
 student's instance and loads the reference's weights into the student's by parameter name. Inputs come
 from the check's own seed, fresh each run unless --seed is given.

@@ -1,6 +1,6 @@
 """Hidden grading suite for 03_causal_attention. Never shipped to students.
 
-Every check compares the student's code with the reference on the same inputs (see grader/harness.py):
+Every check compares the student's code with the reference on the same inputs (see grader/grading/fixture.py):
 functions through ``grade.same`` (which also checks that inputs are left unchanged), ``CausalAttention``
 through ``grade.module``, which loads the reference's weights into the student's instance by parameter
 name. Dropout is judged by its effect. Inputs come from the check's own seed, fresh each run unless
@@ -173,7 +173,7 @@ def test_causal_attention_non_contiguous(grade):
     causal_same(grade, pair, grade.randn(6, 2, 5).transpose(0, 1))
 
 
-# (d_in, d_out, context_length, B, T, dtype): d_in >= T one-hot tokens, d_out = 2T (grader/dropout.py)
+# (d_in, d_out, context_length, B, T, dtype): d_in >= T one-hot tokens, d_out = 2T (grader/grading/dropout.py)
 DROPOUT_CASES = {
     "batch2-T6-float32": (6, 12, 8, 2, 6, torch.float32),
     "batch3-T5-float64": (7, 10, 5, 3, 5, torch.float64),

@@ -1,7 +1,7 @@
 """Hidden grading suite for 04_multi_head_attention. Never shipped to students.
 
 Every check compares the student's function or module with the reference on the same inputs (see
-grader/harness.py); modules get the reference's weights by parameter name. Inputs come from the
+grader/grading/fixture.py); modules get the reference's weights by parameter name. Inputs come from the
 check's own seed, fresh each run unless --seed is given. How a check judges and names a mistake is
 lesson.checks_04's (known mistakes recomputed from the weights the pair holds), which the public
 suite shares: the same file gets the same verdict on both sides.
@@ -123,7 +123,7 @@ def test_wrapper_dropout(grade):
 
 @exercise(WRAPPER, weight=2)
 def test_wrapper_dropout_on_each_heads_weights(grade):
-    """Dropout by its effect (grader/dropout.py): two heads of 2T = 12 features on T = 6 one-hot tokens."""
+    """Dropout by its effect (grader/grading/dropout.py): two heads of 2T = 12 features on T = 6 one-hot tokens."""
     expect_module_dropout(grade, grade.module(WRAPPER, 6, 12, 8, 0.5, 2), tokens=6)
 
 
@@ -172,7 +172,7 @@ def test_mha_eval_is_deterministic(grade):
 
 @exercise(MHA, weight=2)
 def test_mha_dropout_on_weights(grade):
-    """Dropout by its effect (grader/dropout.py): heads of 2T = 12 features on T = 6 one-hot tokens."""
+    """Dropout by its effect (grader/grading/dropout.py): heads of 2T = 12 features on T = 6 one-hot tokens."""
     expect_module_dropout(grade, grade.module(MHA, 6, 24, 8, 0.5, 2), tokens=6)
 
 

@@ -195,7 +195,7 @@ def test_float64_training_mode_with_gradients(grade, name):
 
 @pytest.mark.parametrize("name", CLASSES)
 def test_dropout_on_the_attention_weights(grade, name):
-    """Dropout 0.5 by its effect (grader/dropout.py): T = 6 one-hot tokens, heads of 2T = 12 features."""
+    """Dropout 0.5 by its effect (grader/grading/dropout.py): T = 6 one-hot tokens, heads of 2T = 12 features."""
     args = {MHA: (6, 24, 8, 0.5, 2), GQA: (6, 48, 0.5, 4, 2), SWA: (6, 24, 0.5, 2)}[name]
     pair = grade.module(name, *args, dtype=F64, **({"sliding_window_size": 3} if name == SWA else {}))
     expect_dropout(grade, pair, 6)

@@ -19,7 +19,7 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
     """``name`` (softmax or softmax_naive) matches the reference; if not, name the mistake: inf or NaN
     where the right answer is finite, or a softmax along another dimension. ``dim`` None: the
     function's default dimension (the last), not passed. ``grad_scale``: the output gradient's size
-    (grader.harness.Grade.same)."""
+    (grader.grading.fixture.Grade.same)."""
     kwargs = {} if dim is None else {"dim": dim}
     dim = -1 if dim is None else dim
     right = mistaken.safe_softmax(x, dim)
@@ -33,7 +33,7 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
 
 
 def nan_gradient_explained(x, dim):
-    """A root cause (grader.harness.Grade.same) that blames no helper but explains a right output whose
+    """A root cause (grader.grading.fixture.Grade.same) that blames no helper but explains a right output whose
     gradient has NaN: where the NaN first appears (the backward pass; on the slices of ``x`` that are
     all -inf, when it is only there) and its usual cause. None for any other failure."""
     def explain(failure, out):
@@ -106,7 +106,7 @@ def attention_scores_same(grade, x, grad=False):
 
 
 def batched_crash_explained(grade, x):
-    """A root cause (grader.harness.Grade.same) that blames no helper but explains a raise on a batched
+    """A root cause (grader.grading.fixture.Grade.same) that blames no helper but explains a raise on a batched
     ``x`` ([..., T, d]) when the student's code is right on one sequence of it ([T, d]): its transpose
     swaps the wrong dimensions (.T reverses every one, transpose(0, 1) swaps the batch with the tokens)."""
     def explain(failure, out):

@@ -4,7 +4,7 @@ The same functions grade the instructor's fresh cases and the student's fixed on
 gets the same verdict on both sides: the same mistakes named, the same helper forgiven ("right,
 given your causal_mask"). Nothing here reads the reference: the right outputs and the wrong ones are
 the lesson's formulas (lesson.mistaken), computed from the inputs, from the weights a module pair
-holds (``pair.weights``) and from the student's own helpers (grader.diagnose.their), so that a
+holds (``pair.weights``) and from the student's own helpers (grader.grading.diagnose.their), so that a
 replayed run (a student distribution, which has no reference) diagnoses as live grading does.
 """
 from __future__ import annotations
@@ -223,7 +223,7 @@ def causal_right(pair, x):
 def eval_dropout_named(grade, pair, p, tokens, same, right):
     """``same(x)``, the evaluation-mode check of a dropout case; an unnamed failure whose output is the
     right one, ``right(x)`` (from the pair's weights), with weights dropped as training mode would drop
-    them is dropout-in-eval (grader.dropout names it so live, where the reference is at hand)."""
+    them is dropout-in-eval (grader.grading.dropout names it so live, where the reference is at hand)."""
     def check(x):
         try:
             return same(x)
@@ -242,7 +242,7 @@ def eval_dropout_named(grade, pair, p, tokens, same, right):
 
 
 def expect_causal_dropout(grade, pair, *, tokens, p, batch=2):
-    """Dropout by its effect (grader/dropout.py), the evaluation-mode output diagnosed as causal_same."""
+    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as causal_same."""
     expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, batch=batch,
                               eval_same=eval_dropout_named(grade, pair, p, tokens, lambda x: causal_same(grade, pair, x),
                                                            lambda x: causal_right(pair, x)))

@@ -160,7 +160,7 @@ def expect_deterministic_eval(grade, pair, x):
 
 
 def expect_module_dropout(grade, pair, *, tokens, p=0.5):
-    """Dropout by its effect (grader/dropout.py), the evaluation-mode output diagnosed as the class's."""
+    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as the class's."""
     _, right, _ = DIAGNOSES[pair.name]
     expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
         grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))

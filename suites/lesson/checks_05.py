@@ -3,7 +3,7 @@ own cases, these say what is checked and which mistakes are named (so both sides
 
 Every wrong computation here is computed from the inputs alone, in plain torch (the lesson's formulas),
 never from the reference: a replayed run (a student distribution) names the same mistakes as live
-grading. The contract's rows for 05 forbid no operation (grader/forbidden.py): online_softmax must
+grading. The contract's rows for 05 forbid no operation (grader/grading/forbidden.py): online_softmax must
 gather its statistics block by block (no operation reduces more than a block's entries at once; more
 blocks, more steps), and flash_attention must stay within a memory bound: it may never build the whole
 [Tq, Tk] score matrix.

@@ -3,7 +3,7 @@ own cases, these say what is checked, which mistakes are named and which helper 
 sides diagnose and forgive alike).
 
 Every wrong computation here, and every "right, given your helper" judgement, is computed from the
-lesson's formulas, the student's own calls (grader.diagnose.their) and the weights both instances of a
+lesson's formulas, the student's own calls (grader.grading.diagnose.their) and the weights both instances of a
 module pair hold (``pair.weights``), never from the reference itself: a replayed run (a student
 distribution) names and forgives as live grading does. The cached classes are fed a sequence in one
 call, token by token and in chunks (``use_cache=True`` after ``reset_cache()``); each call's output
@@ -686,7 +686,7 @@ def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):
 
 
 def expect_dropout(grade, pair, tokens):
-    """Dropout 0.5 by its effect (grader/dropout.py): one-hot tokens, heads of 2 * tokens features; any
+    """Dropout 0.5 by its effect (grader/grading/dropout.py): one-hot tokens, heads of 2 * tokens features; any
     draws, in any order (one call, one per head or group, SDPA's dropout_p), pass. An evaluation-mode
     output that is the right one with weights dropped is dropout-in-eval (judged against the lesson's
     attention on the weights both instances hold)."""

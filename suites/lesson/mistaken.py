@@ -2,7 +2,7 @@
 
 Each function returns candidates ``(misconception id or None, explanation, output or a function
 computing it)`` (grader.authoring.Mistake has the same fields), computed from the reference's own
-intermediate values, for ``grade.same(..., mistakes=...)`` or grader.diagnose to compare with the
+intermediate values, for ``grade.same(..., mistakes=...)`` or grader.grading.diagnose to compare with the
 student's output. Shipped with the public suites: these are wrong answers (and the plain-torch
 attention they are built on), never the reference's code.
 """

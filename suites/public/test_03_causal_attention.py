@@ -167,7 +167,7 @@ def test_causal_attention_on_a_strided_batch(grade):
     pytest.param(5, 8, 4, 3, 4, F64, id="T4-float64"),
 ])
 def test_causal_attention_drops_attention_weights_in_training(grade, d_in, d_out, context, batch, tokens, dtype):
-    """One-hot tokens and value heads of 2T features make the output show the weights (grader/dropout.py)."""
+    """One-hot tokens and value heads of 2T features make the output show the weights (grader/grading/dropout.py)."""
     pair = grade.module("CausalAttention", d_in, d_out, context, 0.5, dtype=dtype)
     checks.expect_causal_dropout(grade, pair, tokens=tokens, p=0.5, batch=batch)
 

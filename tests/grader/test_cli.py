@@ -166,6 +166,7 @@ def test_report_and_export_of_an_empty_results_folder_say_so_in_one_line_and_exi
 @pytest.mark.nbgrader
 @pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own, as test_export.py quiets them
 def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export_the_gradebook_alone(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests" / "grader" / "reporting"))  # test_export's helpers
     from test_export import write_gradebook
 
     from grader.config import load_course

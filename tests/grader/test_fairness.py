@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from grader.config import Tolerance
-from grader.dropout import judged
+from grader.grading.dropout import judged
 from grader.results import CheckOutcome, ExerciseResult
-from grader.runner import charged_once
+from grader.grading.run import charged_once
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_the_hostile_patterns_gain_nothing_beside_an_honest_bystander(course, tm
     classes for their causal mask; an SWA that keeps every token while cache_k/cache_v show the window;
     a GQA that caches every head while its properties show the groups. Each loses points where its
     mistake is (memory measured from outside, the helper's own exercise); alice keeps all of hers."""
-    from grader.autograde import autograde
+    from grader.batch.autograde import autograde
 
     root = _class_of_06(tmp_path, {"mallory": "window_none_hides_nothing.py", "trudy": "swa_property_cache.py",
                                    "eve": "gqa_heads_cache.py"})

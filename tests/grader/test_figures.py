@@ -99,8 +99,8 @@ def test_a_right_submission_draws_nothing_and_runs_no_picture_case(course, grade
 
 def test_the_public_recording_holds_the_picture_cases_and_a_distribution_draws_from_it(course, grader, tmp_path):
     """Without the reference (a student distribution), the right output is the one recorded at release."""
-    from grader.distribution import record_public_suites
-    from grader.recording import Recording
+    from grader.course.distribution import record_public_suites
+    from grader.grading.recorded_outputs import Recording
     from grader.submission import resolve_submission
 
     assignment = course.assignment("03_causal_attention")
@@ -188,7 +188,7 @@ def test_grade_check_figures_writes_a_png_for_each_wrong_pictured_exercise_only(
 
 def test_the_picture_cases_ship_to_students_without_a_line_of_a_solution(course):
     """grader/figures.py goes into the student distribution: its inputs may not be built with solution code."""
-    from grader.leaks import solution_lines
+    from grader.course.leaks import solution_lines
 
     lines = solution_lines(course)
     assert [line for line in Path(figures.__file__).read_text().splitlines() if line.strip() in lines] == []

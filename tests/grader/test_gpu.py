@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.gpu
 def test_the_solutions_get_full_marks_on_cuda(course):
-    from grader.runner import Grader
+    from grader.grading.run import Grader
 
     grader = Grader(course, device="cuda")
     try:
@@ -24,6 +24,6 @@ def test_the_solutions_get_full_marks_on_cuda(course):
 
 @pytest.mark.gpu
 def test_auto_picks_cuda_when_present():
-    from grader.runner import pick_device
+    from grader.grading.run import pick_device
 
     assert pick_device("auto") == "cuda"

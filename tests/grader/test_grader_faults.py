@@ -102,7 +102,7 @@ def test_gradescope_writes_no_zero_for_a_grader_fault(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", root / "submission")
-    result = run_grade("run", str(root), "01_attention_basics", module="grader.gradescope")
+    result = run_grade("run", str(root), "01_attention_basics", module="grader.platforms.gradescope")
     assert result.returncode == 2 and not (root / "results" / "results.json").exists()
     assert "The autograder failed, not this upload" in result.stdout
     assert grader_error_of({"assignments": [{"id": "a", "exercises": [{"name": "e", "status": "passed"}]}]}) is None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import GraderError, SubmissionError
-from grader.stubs import stub_source
+from grader.course.stubs import stub_source
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,7 +223,7 @@ _MEASURE = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # today's readers would take more: a MemoryError
     def peak():
         return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1]) >> 10
-    from grader import source_choice
+    from grader.grading import graded_source as source_choice
     folder = Path(sys.argv[1])
     before, start = peak(), time.monotonic()
     choice = source_choice.choose(folder / "attention_basics.py", folder / "attention_basics.ipynb", ("softmax",))
@@ -263,7 +263,7 @@ def test_nothing_parsed_is_kept_for_the_batch(tmp_path):
     names and digests, never a syntax tree."""
     import ast
 
-    from grader import source_choice
+    from grader.grading import graded_source as source_choice
 
     folder = tmp_path / ASSIGNMENT
     folder.mkdir()

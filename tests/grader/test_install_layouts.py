@@ -128,7 +128,7 @@ def test_pip_install_user(python, course_wheel, tmp_path):
 def distribution_wheel(course, tmp_path_factory):
     """The student distribution's wheel (what ``pip install git+URL`` of it builds)."""
     pytest.importorskip("setuptools", minversion="70.1")
-    from grader.distribution import write_distribution
+    from grader.course.distribution import write_distribution
 
     out = tmp_path_factory.mktemp("release") / "attention-course"
     write_distribution(course, course.assignments, out)

@@ -10,7 +10,7 @@ import pytest
 
 from grader.errors import UsageError
 from grader.inside.notebook_source import history_notebook
-from grader.kernel_grading import assignment_of, describe, grade_cells, write_submission
+from grader.platforms.notebook_grading import assignment_of, describe, grade_cells, write_submission
 from grader.notebook_checks import check, defines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_grading_from_a_kernel_leaves_its_imports_path_threads_and_random_state_
 import sys, torch
 from pathlib import Path
 from grader.config import load_course
-from grader.kernel_grading import grade_cells
+from grader.platforms.notebook_grading import grade_cells
 course = load_course(Path({str(ROOT)!r}))
 torch.set_num_threads(3); torch.manual_seed(5)
 own = sys.modules["attention_basics"] = type(sys)("attention_basics")  # the student's own module of that name
@@ -114,7 +114,7 @@ for attempt in range(2):  # the worker imports the sibling from the submission, 
     assert sys.modules["causal_attention"] is mine and sys.modules["attention_basics"] is own
 assert [name for name, module in before_modules.items() if sys.modules.get(name) is not module] == []
 import os
-from grader.kernel_grading import _GRADERS
+from grader.platforms.notebook_grading import _GRADERS
 [grader] = _GRADERS.values()  # its zygote writes nowhere a kernel would forward to the cell
 fds = [os.readlink(f"/proc/{{grader.zygote.process.pid}}/fd/{{fd}}") for fd in (1, 2)]
 assert fds == [os.devnull, str(grader.zygote.log)], fds  # the zygote's own errors go to its log file
@@ -131,7 +131,7 @@ print("untouched")
 @pytest.mark.slow
 def test_in_a_student_distribution_the_kernel_grades_with_the_public_suite_like_grade_check(course, tmp_path):
     """Run where a student runs it: in the distribution, with the distribution's own grader package."""
-    from grader.distribution import write_distribution
+    from grader.course.distribution import write_distribution
 
     out = tmp_path / "attention-course"
     write_distribution(course, (course.assignment("01_attention_basics"),), out)
@@ -144,7 +144,7 @@ import json
 from pathlib import Path
 import grader
 from grader.config import load_course
-from grader.kernel_grading import grade_cells, _grader
+from grader.platforms.notebook_grading import grade_cells, _grader
 from grader.submission import resolve_submission
 assert Path(grader.__file__).parent == Path({str(out / "grader")!r})
 course = load_course(Path.cwd().parent.parent)
@@ -172,7 +172,7 @@ def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
     import torch
 
     from grader.errors import DeviceError
-    from grader.kernel_grading import kernel_device
+    from grader.platforms.notebook_grading import kernel_device
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     assert kernel_device("auto") == "auto" and kernel_device("cuda") == "cuda"
@@ -185,7 +185,7 @@ def test_a_kernel_that_already_uses_cuda_grades_on_the_cpu(monkeypatch):
 def test_the_zygote_leaves_out_the_students_modules_but_not_the_grader_nor_a_virtualenv(course, monkeypatch):
     import types
 
-    from grader.kernel_grading import _students_modules
+    from grader.platforms.notebook_grading import _students_modules
 
     monkeypatch.chdir(course.root / "assignments" / "04_multi_head_attention")
     planted = {"causal_attention": "/anywhere/causal_attention.py",  # a course module name, from anywhere

@@ -139,7 +139,7 @@ def test_a_file_of_another_name_is_graded_for_the_assignment_it_writes(course, t
 def test_a_notebook_beside_the_module_that_is_no_regular_file_is_left_out_of_the_copy_not_followed(
         course, tmp_path, kind):
     """Issue 33: the module is copied and graded; the notebook is not copied (nor read through the
-    link), and grader.source_choice.choose says it was ignored."""
+    link), and grader.grading.graded_source.choose says it was ignored."""
     folder = tmp_path / "s" / "01_attention_basics"
     folder.mkdir(parents=True)
     (folder / "attention_basics.py").write_text("x = 1\n")

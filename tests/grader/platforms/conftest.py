@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test_export's helpers, as test_cli takes them
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporting"))  # test_export's helpers
 from test_export import ASSIGNMENT, FORMULAS, result_file  # noqa: E402
 
 FORMULA = FORMULAS[0]  # a folder name a spreadsheet would run as a formula
@@ -20,7 +20,7 @@ def shards(course, tmp_path):
     import json
 
     from grader.config import load_course
-    from grader.result_folder import write_manifest
+    from grader.reporting.result_folder import write_manifest
 
     root = tmp_path / "course"
     root.mkdir()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.config import load_course
-from grader.runner import Grader
+from grader.grading.run import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -131,10 +131,10 @@ def test_modifying_the_input_in_place_is_named(tight, tmp_path):
 def test_patching_torch_the_test_helpers_or_returning_a_lying_subclass_gains_nothing(tight, tmp_path):
     _, ex = grade_module(tight, tmp_path, """
 try:  # the grader's own helpers, as far as this process can reach them
-    import grader.compare, grader.diagnose, grader.harness
-    grader.compare.difference = lambda *a, **k: None
-    grader.harness.Grade.same = lambda *a, **k: None
-    grader.harness.Grade.expect_close = lambda *a, **k: None
+    import grader.grading.compare, grader.grading.diagnose, grader.grading.fixture
+    grader.grading.compare.difference = lambda *a, **k: None
+    grader.grading.fixture.Grade.same = lambda *a, **k: None
+    grader.grading.fixture.Grade.expect_close = lambda *a, **k: None
 except Exception:
     pass
 torch.allclose = lambda *a, **k: True
@@ -266,16 +266,16 @@ def attention_scores(inputs):
 
 
 def test_the_worker_cannot_borrow_the_graders_helpers(tight, tmp_path):
-    import grader.diagnose  # noqa: F401 - loaded in this process, as in a long-lived grader
+    import grader.grading.diagnose  # noqa: F401 - loaded in this process, as in a long-lived grader
 
     _, ex = grade_module(tight, tmp_path, """
 import sys
 def softmax(x, dim=-1):
-    assert 'grader.diagnose' not in sys.modules and not hasattr(sys.modules['grader'], 'diagnose')
-    from grader.diagnose import safe_softmax
+    assert 'grader.grading.diagnose' not in sys.modules and not hasattr(sys.modules['grader'], 'diagnose')
+    from grader.grading.diagnose import safe_softmax
     return safe_softmax(x, dim)
 def attention_scores(inputs):
-    import grader.harness
+    import grader.grading.fixture
     return inputs @ inputs.transpose(-2, -1)
 """)
     assert ex["softmax"].status == "error" and "the grader is not available to your code" in ex["softmax"].feedback
@@ -410,7 +410,7 @@ def _class_of(root: Path, people: dict[str, dict[str, str]]) -> Path:
 
 
 def _batch(course, root: Path, out: Path, assignments: tuple[str, ...], *, workers: int) -> tuple[int, dict]:
-    from grader.autograde import autograde
+    from grader.batch.autograde import autograde
 
     code = autograde(course=course, paths=[root], out=out, workers=workers, shard=None, resume=False, device="cpu",
                      seed=7, assignments=tuple(course.assignment(a) for a in assignments))

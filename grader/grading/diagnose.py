@@ -1,0 +1,551 @@
+"""Naming the student's mistake: the output of a known mistake is compared with the student's.
+
+Suites describe the mistakes a check can reveal as candidates ``(misconception id or None,
+explanation for the student, the output that mistake gives)``; the output may be a tensor or a
+function that computes it (only called when a check failed). A diagnosis is claimed only when it
+explains the student's output, that is, when the candidate's output matches it within the dtype's
+tolerance, and no candidate with another id matches too (a case that cannot tell two mistakes apart
+names neither). Otherwise the failure stays as it was: the precise difference, and no guess.
+
+When an exercise uses another one (simple_self_attention a softmax, the classes an attention
+function, a wrapper the student's CausalAttention), :func:`blame` names the root cause: the student's
+own helper, run in their worker on this case's intermediate values, gives a wrong result, and the
+exercise done right with that result is exactly the student's output.
+
+The lesson's own wrong computations (attention with one thing done wrong, softmaxes along the wrong
+dimension...) are course content, not the engine's: they live with the suites, in ``suites/lesson/``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from grader.grading.compare import difference, widen
+from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault, plain_call
+from grader.grading.recorded_outputs import NotReplayable
+
+Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
+
+
+def matches(grade, out, wrong) -> bool:
+    """Whether the student's ``out`` is, within tolerance, the output ``wrong`` of a known mistake."""
+    import torch
+
+    if isinstance(out, tuple) and isinstance(wrong, tuple):
+        return len(out) == len(wrong) and all(matches(grade, o, w) for o, w in zip(out, wrong))
+    if not isinstance(out, torch.Tensor) or not isinstance(wrong, torch.Tensor) or out.shape != wrong.shape:
+        return False
+    wrong = wrong.detach().to("cpu", out.dtype)  # candidates may be computed in float64: compare as the student
+    # within the room the failing case's own answer was given (its rounding at large scores), not the
+    # dtype's alone: a name must not depend on whether this seed's draw rounds within the bare tolerance
+    return difference(out, wrong, widen(grade.tolerance(wrong), getattr(grade, "case_slack", 0.0), wrong)) is None
+
+
+CONTRADICTION = 1000.0  # a candidate contradicts a case when it misses by this many tolerances, not by a rounding
+
+
+def far(grade, out, wrong) -> bool:
+    """Whether the mistake's output ``wrong`` is clearly not the student's ``out``: another shape, or off
+    by CONTRADICTION times the dtype's tolerance (a candidate computed in another precision, or with
+    long-context rounding, that merely misses is no contradiction)."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(out, tuple) and isinstance(wrong, tuple):
+        return len(out) != len(wrong) or any(far(grade, o, w) for o, w in zip(out, wrong))
+    if not isinstance(out, torch.Tensor) or not isinstance(wrong, torch.Tensor):
+        return False
+    if out.shape != wrong.shape:
+        return True
+    tol = grade.tolerance(wrong)
+    loose = dataclasses.replace(tol, rtol=tol.rtol * CONTRADICTION, atol=tol.atol * CONTRADICTION)
+    return difference(out, wrong.detach().to("cpu", out.dtype), loose) is not None
+
+
+def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidate], right=None) -> CheckFailed:
+    """``failure`` with the candidate mistake that explains ``out`` named; ``failure`` if none does
+    (see :func:`first_match`; ``right`` is the right output, when the suite has it at hand)."""
+    if failure.misconceptions:  # the harness already named it (input-mutated, wrong-dtype, ...)
+        return failure
+    ruled_out: set = set()
+    found = first_match(grade, out, candidates, right, ruled_out)
+    if found is None:
+        failure.ruled_out = tuple(sorted(ruled_out))
+        return failure
+    misconception, explanation = found
+    named = CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
+    named.ruled_out = tuple(sorted(ruled_out - {misconception}))
+    named.unexplained = failure.message  # what it says should another case contradict the explanation
+    return named
+
+
+def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterable[Candidate],
+              explain_output: Callable | None = None, right: Callable | None = None,
+              root_cause: Callable | None = None):
+    """Run ``check()``; when it fails, name the mistake that explains the student's output: the one
+    the failure carries (``CheckFailed.out``), or else what ``rerun()`` gets again. ``root_cause(failure,
+    out)`` may blame a helper from another exercise (see :func:`blame`); if it does not, the first of
+    ``candidates`` that recomputes the output names it; if none does, ``explain_output(out)`` may name
+    one from the output alone, returning ``(misconception, explanation)`` or None; ``right()`` gives the
+    right output."""
+    try:
+        return check()
+    except StudentFault as fault:
+        raise raised(grade, fault, root_cause) from None
+    except CheckFailed as failure:
+        if failure.fault is not None:  # a crash that names a mistake: the helper's, when it raises so too
+            raise raised(grade, failure.fault, root_cause, failure) from None
+        if failure.misconceptions and not (failure.misconceptions == ("wrong-dtype",) and failure.out is not None
+                                           and root_cause is not None):
+            raise
+        if failure.misconceptions:  # a dtype right given the student's own helper is the helper's mistake
+            raise cause(grade, root_cause, failure, failure.out) or failure from None
+        out = failure.out
+        if out is None:
+            if rerun is None:
+                raise
+            try:
+                out = rerun()
+            except StudentFault:
+                raise failure from None
+        if root_cause is not None and (blamed := cause(grade, root_cause, failure, out)):
+            raise blamed from None  # first: a helper's mistake seen again here is the helper's
+        try:
+            right_out = right() if right else None
+        except NotReplayable:  # a replayed run has no reference to compute it with
+            right_out = None
+        # then a mistake recomputed to the student's output, before what the output alone suggests: an
+        # inverted mask that leaves a query no key gives NaN there, which is the mask's doing, not the
+        # softmax's (the name must not depend on whether this seed's mask left such a query)
+        named = name_mistake(grade, failure, out, candidates, right_out)
+        if named is failure and explain_output is not None and (found := explain_output(out)):
+            misconception, explanation = found
+            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
+        raise named from None
+
+
+def raised(grade, fault: StudentFault, root_cause: Callable | None, named: CheckFailed | None = None) -> Exception:
+    """What a raise of the student's code gives: the helper's mistake when the right computation on the
+    student's own helper raises the same way (``root_cause`` sees a RaisedFailure), else the fault (or
+    ``named``, the failure that names the mistake the crash shows)."""
+    if root_cause is None or fault.kind != "error" or not fault.exception:
+        return named or fault
+    return cause(grade, root_cause, RaisedFailure(fault), None) or named or fault
+
+
+def cause(grade, root_cause: Callable, failure, out):
+    """``root_cause(failure, out)``; None where it cannot be had here: it needs the reference itself,
+    which a replayed run (a student distribution) does not have, nor any recorded use of it (a
+    recording holds the uses of a run that passed: a diagnosis makes none there, and one made in a
+    replay would read the next use's record). What it computes from the student's own code and the
+    lesson's formulas works on both sides."""
+    counted = hasattr(grade, "diagnosing")
+    if counted:
+        grade.diagnosing += 1
+    try:
+        return root_cause(failure, out)
+    except NotReplayable:
+        return None
+    finally:
+        if counted:
+            grade.diagnosing -= 1
+
+
+def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_out: set | None = None):
+    """``(misconception, explanation)`` of the first candidate whose output is ``out``, or None.
+
+    A diagnosis must explain the output and nothing else could: when ``out`` is the ``right`` answer
+    (a check failed for another reason, such as its gradients), or when candidates with different
+    misconceptions all match (this case cannot tell them apart), none is claimed. ``ruled_out``, if
+    given, receives the ids whose every candidate was computed here and is far from ``out`` (one that
+    merely misses, or that gives nothing for this case, contradicts nothing): this case contradicts
+    them, so the exercise names none of them from another case."""
+    import torch
+
+    if right is not None and matches(grade, out, right):
+        return None
+    found, fits, tried, open_ = [], [], set(), set()
+    for candidate in _until_unreplayable(candidates):
+        if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
+            fits.append(candidate)
+            continue
+        misconception, explanation, wrong = candidate
+        if callable(wrong):
+            with torch.no_grad():
+                try:
+                    wrong = wrong()
+                except (RuntimeError, NotReplayable):  # a mistake these shapes do not allow; no reference
+                    open_.add(misconception)
+                    continue
+        if isinstance(wrong, ScaleFit):
+            fits.append(wrong)  # a search: only when no fixed candidate explains the output
+            open_.add(misconception)
+            continue
+        if matches(grade, out, wrong):
+            found.append((misconception, explanation))
+        elif far(grade, out, wrong):
+            tried.add(misconception)
+        else:  # not computed here (None), or a near miss: this case says nothing against it
+            open_.add(misconception)
+    for fit in fits if not found else ():
+        with torch.no_grad():
+            try:
+                misconception, explanation, wrong = fit.fit(out)
+            except RuntimeError:
+                continue
+        if matches(grade, out, wrong):
+            found.append((misconception, explanation))
+    if ruled_out is not None:
+        ruled_out.update(tried - open_ - {m for m, _ in found} - {None})
+    if not found or len({m for m, _ in found}) > 1:
+        return None
+    if _nothing_finite(out):  # all NaN or inf: it equals every candidate that is too, and tells none apart
+        return None  # (asked last: only of an output a candidate's shape matched, never of any size sent)
+    return found[0]
+
+
+class ScaleFit:
+    """A candidate for scores scaled by some constant: ``make(c)`` is the computation with the scores
+    multiplied by ``c``; :meth:`fit` finds the ``c`` that comes closest to the student's output (any
+    constant, such as 1/8 written by hand or 1/sqrt of the input width), for first_match to compare."""
+
+    def __init__(self, make: Callable, right: float, named: str = "1/sqrt(d_k)"):
+        self.make, self.right, self.named = make, right, named
+
+    def fit(self, out):
+        import math
+
+        import torch
+
+        if not isinstance(out, torch.Tensor) or torch.as_tensor(self.make(1.0)).shape != out.shape:
+            raise RuntimeError("another shape")  # checked before the student's output is converted
+        target = out.detach().double()
+
+        def error(log_c):
+            got = self.make(math.exp(log_c)).detach().double().cpu()
+            gap = (got - target).abs().nan_to_num(float("inf"))
+            return gap.max().item() if gap.numel() else 0.0
+
+        grid = [math.log(10) * (i / 10 - 3) for i in range(61)]  # 1e-3 ... 1e3
+        best = min(range(len(grid)), key=lambda i: error(grid[i]))
+        low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+        ratio = (math.sqrt(5) - 1) / 2
+        for _ in range(45):  # golden-section search between the grid's neighbours
+            a, b = high - ratio * (high - low), low + ratio * (high - low)
+            if error(a) < error(b):
+                high = b
+            else:
+                low = a
+        c = math.exp((low + high) / 2)
+        if abs(c / self.right - 1) < 1e-3:  # the right scale: the mistake is elsewhere
+            raise RuntimeError("no wrong scale explains this output")
+        if abs(c - 1) < 1e-3:
+            return "missing-scale", "your scores are not scaled", torch.as_tensor(self.make(1.0))
+        return ("wrong-scale", f"your scores are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
+                               f"{self.named} = {self.right:.4g}", self.make(c))
+
+
+def _until_unreplayable(candidates):
+    """The candidates, up to one that needs the reference where a replayed run has none."""
+    iterator = iter(candidates)
+    while True:
+        try:
+            yield next(iterator)
+        except (StopIteration, NotReplayable):
+            return
+
+
+def mentions(fault: StudentFault, size: int) -> bool:
+    """Whether the error the student's code raised names ``size`` (a shape mismatch names both sizes:
+    "The size of tensor a (4) must match the size of tensor b (10)")."""
+    import re
+
+    lines = fault.message.strip().splitlines()
+    return bool(lines) and re.search(rf"(?<![\w.]){size}(?![\w.])", lines[-1]) is not None
+
+
+def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_when_as_long: Callable):
+    """A crash on ``tokens`` < ``context_length`` tokens that names the context length and goes away
+    with a class built for a context just as long (``runs_when_as_long()`` builds and calls it) is a
+    mask buffer used whole: mask-not-truncated. Otherwise ``fault`` itself."""
+    if fault.kind != "error" or tokens >= context_length or not mentions(fault, context_length):
+        return fault
+    try:
+        runs_when_as_long()
+    except (StudentFault, CheckFailed):
+        return fault
+    return CheckFailed(f"it fails on {tokens} tokens with context_length = {context_length} but runs with "
+                       f"context_length = {tokens}: use only the top-left [:T, :T] corner of the causal mask "
+                       f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
+
+
+def unstable_unless_named(check: Callable):
+    """``check()``; a failure that names no mistake, on an output with inf or NaN (where the suite knows
+    the right one is finite), is softmax-unstable. Named after the candidates, never before: a mask
+    that hides a whole row gives NaN too, and is named as such."""
+    import torch
+
+    try:
+        return check()
+    except CheckFailed as failure:
+        out = failure.out
+        if failure.misconceptions or not isinstance(out, torch.Tensor) or bool(torch.isfinite(out).all()):
+            raise
+        raise CheckFailed(f"{failure.message}; {UNSTABLE[1]}", (UNSTABLE[0],)) from None
+
+
+def unstable(out, expected) -> bool:
+    """Whether ``out`` holds inf or NaN where ``expected`` (the right answer) is finite."""
+    import torch
+
+    if not isinstance(out, torch.Tensor) or not isinstance(expected, torch.Tensor) or out.shape != expected.shape \
+            or not out.is_floating_point():
+        return False
+    return bool((~torch.isfinite(out) & torch.isfinite(expected.to(out.device))).any())
+
+
+UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answer is finite: exp() overflowed, "
+                                "or an all -inf slice gave 0/0")
+
+
+class Raised:
+    """What the student's helper did instead of returning: it raised ``exception`` (a type's name)."""
+
+    def __init__(self, exception: str | None, message: str):
+        self.exception = exception
+        self.message = message
+
+
+def _nothing_finite(out) -> bool:
+    import torch
+
+    parts = out if isinstance(out, tuple) else (out,)
+    tensors = [p for p in parts if isinstance(p, torch.Tensor) and p.is_floating_point() and p.numel()]
+    return bool(tensors) and not any(bool(torch.isfinite(t).any()) for t in tensors)
+
+
+def their(grade, name, *args, **kwargs):
+    """The student's ``name(*args)``; a :class:`Raised` when it raised; None when it cannot be had
+    otherwise (not written, timed out, forbidden)."""
+    try:
+        return grade.call(name, *args, **kwargs).out
+    except StudentFault as fault:
+        return Raised(fault.exception, fault.message) if fault.kind == "error" and fault.exception else None
+    except CheckFailed as failure:
+        return Raised(failure.fault.exception, failure.fault.message) if failure.fault is not None else None
+
+
+def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
+          helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None,
+          call: tuple | None = None) -> Exception | None:
+    """The root cause, when this exercise is right but for a helper it uses from another exercise.
+
+    ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
+    be, ``composed(h)`` this exercise's right computation with ``h`` as the helper's result. When the
+    student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the mistake is the helper's,
+    named with the mistake in it (from ``helper_mistakes``, or inf/NaN) if one explains it: under the
+    cascade policy "once" (the default) the case keeps its points (:class:`RightGivenHelper`), under
+    "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's.
+
+    A :class:`GradientFailure` (right output, wrong or failed gradients) is judged on the gradients
+    given the student's helper, which needs ``chain = (inputs, before, after, helper_kwargs[, right_helper])``: the
+    exercise's differentiated inputs, ``before(*inputs)`` the helper's arguments and ``after(h,
+    *inputs)`` the output from the helper's result ``h`` (see :func:`composed_gradients`).
+
+    ``call``: the helper's arguments (numbers, None) that gave ``theirs``, where they are plain: the case
+    is then kept only if the helper's own exercise grades that very call and finds it wrong (a helper
+    call outside what its exercise checks is the caller's; grader.grading.run.charged_once)."""
+    import torch
+
+    called = plain_call(helper, call) if call is not None else None
+    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain)
+    if isinstance(found, RightGivenHelper) and called:
+        found.call = called
+    return found
+
+
+def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain):
+    import torch
+
+    if isinstance(failure, GradientFailure):
+        return _blame_gradients(grade, failure, helper, chain) if chain else None
+    if isinstance(failure, RaisedFailure):
+        return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
+    if not within(theirs, right) or _right(grade, theirs, right):
+        return None
+    with torch.no_grad():
+        try:  # the student's helper's result as it is, dtype included: what their own exercise was given
+            again = composed(theirs.to(right.device))
+        except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
+            return None
+    if not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
+        return None
+    # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
+    found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
+    misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
+    return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+GROWTH = 8  # how much larger than the right result a student's may be for the grader to compute with it
+
+
+def within(theirs, right) -> bool:
+    """Whether the student's ``theirs`` may stand in for ``right`` in the grader's own computation: a
+    tensor of at most one more dimension that, broadcast against ``right``, is at most GROWTH times its
+    size (a helper that keeps an extra batch dimension is still judged). A shape of the student's choosing
+    never sizes what the grader computes: [100000, 1, 1, 1, 1] for a [T, T] mask would be broadcast to
+    gigabytes."""
+    import math
+
+    import torch
+
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor) or theirs.dim() > right.dim() + 1:
+        return False
+    try:
+        shape = torch.broadcast_shapes(theirs.shape, right.shape)
+    except RuntimeError:  # sizes in another order (heads split without a transpose)
+        shape = theirs.shape
+    return math.prod(shape) <= GROWTH * max(right.numel(), 1)
+
+
+def _right(grade, theirs, right) -> bool:
+    return theirs.dtype == right.dtype and matches(grade, theirs, right)
+
+
+def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, composed: Callable,
+                  helper_mistakes: Iterable[Candidate]) -> Exception | None:
+    """The helper at fault for the student's code raising, when it raises the same way itself on this
+    case's inputs, or when the right computation raises the same way on the helper's wrong result."""
+    import torch
+
+    kind = failure.fault.exception
+    ran = _functions(failure.fault.message)  # the student's own frames the raise went through
+    if not ran:  # raised before any of the student's code ran (nothing defined by that name): its own
+        return None
+    if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
+        if theirs.exception != kind or helper.split()[0] not in ran:  # it raised inside the helper, called
+            return None
+        return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")
+    if not within(theirs, right) or _right(grade, theirs, right):
+        return None
+    with torch.no_grad():
+        try:
+            composed(theirs.to(right.device))
+        except Exception as exc:  # noqa: BLE001 - the right computation fails on the helper's result
+            if type(exc).__name__ != kind:
+                return None
+        else:
+            return None
+    if theirs.dtype != right.dtype:
+        return helper_at_fault(grade, failure, helper, f"it returns {str(theirs.dtype).replace('torch.', '')}, not "
+                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype")
+    found = first_match(grade, theirs, helper_mistakes, right)
+    misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
+    return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def _functions(traceback: str) -> set[str]:
+    """The functions of the student's code a traceback (as the worker reports it) went through."""
+    import re
+
+    return set(re.findall(r'File "[^"]*", line \d+, in (\w+)', traceback or ""))
+
+
+def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple) -> Exception | None:
+    """The helper at fault for a right output's wrong gradients when the exercise's gradients are those
+    of the right computation through the student's own helper (both failing to compute them, or both
+    the same, NaN included), and the helper's differ from the right ones."""
+    inputs, before, after, kwargs, *formula = chain
+    theirs, their_error = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out,
+                                             student=True)
+    right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False,
+                                  right_helper=formula[0] if formula else None)
+    got = failure.reply
+    if their_error or got.grad_error:
+        if not (their_error and got.grad_error):
+            return None
+        detail = "computing gradients through it fails on this case's inputs"
+    else:
+        ours = [got.grads[i] if got.grads and i < len(got.grads) else None for i in range(len(theirs))]
+        if any((a is None) != (b is None) or (a is not None and not matches(grade, a, b)) for a, b in zip(ours, theirs)):
+            return None
+        if all(a is None or matches(grade, a, b) for a, b in zip(theirs, right)):
+            return None  # the helper gives right gradients: this exercise's gradients are its own
+        detail = "its gradients are wrong on this case's inputs"
+    return helper_at_fault(grade, failure, helper, detail)
+
+
+def composed_gradients(grade, helper: str, inputs, before: Callable, after: Callable, kwargs: dict, grad_out,
+                       student: bool, right_helper: Callable | None = None):
+    """The gradients, with respect to ``inputs`` (the exercise's tensor arguments, in order; None for one
+    not floating-point), of ``after(helper(*before(*inputs)), *inputs)`` sent ``grad_out``: ``before``
+    and ``after`` differentiated here, the helper the student's own (run in their worker on detached
+    arguments and sent the gradient of its result) or, with ``student=False``, the reference's (in a replay,
+    which has none, ``right_helper``: the lesson's formula for it, where the suite gives one).
+    ``(grads, None)``, or ``(None, error)`` when the student's helper fails to compute its gradients."""
+    import torch
+
+    right = None  # the right helper: the lesson's formula in a replay, where given; else the reference's
+    if not student:
+        right = right_helper if right_helper is not None and grade.replaying else getattr(grade.ref, helper)
+    leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    live = [x for x in leaves if x.requires_grad]
+    with torch.enable_grad():
+        args = before(*leaves)
+        args = args if isinstance(args, tuple) else (args,)
+        detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        if student:
+            h = grade.call(helper, *detached, **kwargs).out
+        else:
+            h = right(*_to(detached, grade.device), **kwargs).detach().cpu()
+        h = h.detach().to(args[0].dtype).requires_grad_()
+        out = after(h, *leaves)
+        upstream, *direct = torch.autograd.grad(out, [h, *live], grad_out.to(out.dtype), allow_unused=True)
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    trainable = [i for i in tensors if args[i].requires_grad]
+    back = [None] * len(live)
+    if upstream is not None and trainable:
+        if student:
+            try:  # on arguments that require gradients (an in-place change of one may raise at once)
+                reply = grade.call(helper, *detached, grad_out=upstream,
+                                   grad_args=[tensors.index(i) for i in trainable], **kwargs)
+            except StudentFault as fault:
+                return None, fault.message
+            except CheckFailed as failure:  # a crash that names a mistake (an input changed in place)
+                if failure.fault is None:
+                    raise
+                return None, failure.fault.message
+            if reply.grad_error:
+                return None, reply.grad_error
+            helper_grads = [reply.grads[tensors.index(i)] if reply.grads else None for i in trainable]
+        else:
+            moved = [a.requires_grad_(i in trainable) if isinstance(a, torch.Tensor) else a
+                     for i, a in enumerate(_to(detached, grade.device))]
+            with torch.enable_grad():
+                result = right(*moved, **kwargs)
+                helper_grads = torch.autograd.grad(result, [moved[i] for i in trainable],
+                                                   upstream.to(result.device, result.dtype), allow_unused=True)
+        present = [(args[i], g.cpu()) for i, g in zip(trainable, helper_grads) if g is not None]
+        if present:
+            with torch.enable_grad():
+                back = torch.autograd.grad([a for a, _ in present], live, [g.to(a.dtype) for a, g in present],
+                                           allow_unused=True)
+    summed = iter(d if b is None else (b if d is None else d + b) for d, b in zip(direct, back))
+    return [next(summed) if x.requires_grad else None for x in leaves], None
+
+
+def _to(values, device):
+    import torch
+
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None):
+    """What a case right but for the student's own ``helper`` gives, by the course's cascade policy:
+    under "once" a pass that names the helper (its mistake is charged in its own exercise), under
+    "every" a failure naming it."""
+    if grade.cascades == "once":
+        return RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
+                                f"({detail}): fix the {helper} exercise")
+    return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
+                       f"Fix the {helper} exercise first", (misconception,) if misconception else ())

@@ -1,0 +1,984 @@
+"""What the grading suites are written against: the ``grade`` fixture (see :mod:`grader.grading.pytest_session`).
+
+A suite is a pytest module whose tests are marked with the exercise they grade::
+
+    @pytest.mark.exercise("softmax")
+    def test_softmax_random(grade):
+        grade.same("softmax", grade.randn(3, 5) * 4, dim=0, grad=True)
+
+``grade.same`` runs the reference here and the student's code in its worker on the same inputs, then
+checks the output (shape, dtype, device, values), the gradients, and that the inputs are unchanged.
+A failed check raises :class:`CheckFailed`; a problem in the student's code raises
+:class:`StudentFault`; the session's plugin turns each into a :class:`~grader.results.CheckOutcome`.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+
+from grader.grading.compare import difference, manual_seed, shape_str, widen
+from grader.grading.forbidden import forbidden_operations
+from grader.grading.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained, plain_call  # noqa: F401
+from grader.grading.recorded_outputs import NotReplayable
+from grader.inside.protocol import HandleRef, flatten, sent_from
+
+if TYPE_CHECKING:
+    from grader.grading.pytest_session import GradingSession, Student
+
+
+
+@dataclass
+class Reply:
+    out: object
+    ops: int | None = None  # with Grade.call(measure=True) only
+    max_numel: int | None = None
+    device: str | None = None
+    mutated: tuple[int, ...] = ()
+    grads: list | None = None
+    param_grads: dict | None = None
+    grad_error: str | None = None
+    op_names: dict = field(default_factory=dict)
+    widest: int | None = None  # with measure: the most entries one operator reduced at once
+    widest_op: str | None = None  # that operator's aten name
+
+
+def reply_of(reply: dict) -> Reply:
+    """A call's reply as facts the checks use, read from the data: the output's dtype, shape and
+    device are the tensor's own (the device as the encoder read it off the tensor), never a claim
+    beside it. A reply that is not shaped like one is the student's code misbehaving."""
+    import torch
+
+    try:
+        out = decode(reply["out"])
+        grads = reply.get("grads")
+        param_grads = reply.get("param_grads")
+        checked = Reply(
+            out=out, ops=_count(reply.get("ops")), max_numel=_count(reply.get("max_numel")),
+            device=sent_from(out) if isinstance(out, torch.Tensor) else None,
+            mutated=tuple(_count(i) for i in reply.get("mutated", ())),
+            grads=None if grads is None else [decode(g) for g in grads],
+            param_grads=None if param_grads is None else {str(k): v for k, v in dict(param_grads).items()},
+            op_names=dict(reply.get("op_names", {})),
+            widest=_count(reply.get("widest")),
+            widest_op=None if reply.get("widest_op") is None else str(reply["widest_op"]),
+            grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StudentFault("error", "the process running your code sent back a reply that is not "
+                                    f"a call's ({type(exc).__name__})") from None
+    return checked
+
+
+def _count(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("not a count")
+    return value
+
+
+def decode(value):
+    """The inverse of the worker's ``_plain``: sequences back to tuples."""
+    if isinstance(value, dict):
+        if "__sequence__" in value:
+            return tuple(decode(v) for v in value["__sequence__"])
+        if "__dtype__" in value:
+            return value["__dtype__"]
+        if "__unsupported__" in value:
+            return _Unsupported(value["__unsupported__"])
+    return value
+
+
+class _Unavailable:
+    """The reference while a recording is replayed: any use of it makes the check unreplayable."""
+
+    def __getattr__(self, name):
+        raise NotReplayable("this check uses the reference directly")
+
+    def __call__(self, *args, **kwargs):
+        raise NotReplayable("this check uses the reference directly")
+
+
+@dataclass(frozen=True)
+class _Unsupported:
+    type_name: str
+
+    def __repr__(self):
+        return f"a {self.type_name}"
+
+
+# --- what a suite's test receives --------------------------------------------------------------------
+class Grade:
+    """The ``grade`` fixture: inputs from this check's seed, the reference, the student, the checks."""
+
+    def __init__(self, session: "GradingSession", student: Student, reference, nodeid: str, marker):
+        import torch
+
+        self.session = session
+        self.student = student
+        self.replaying = session.recording is not None and session.recording.replaying
+        self.ref = _Unavailable() if self.replaying else reference
+        self.diagnosing = 0  # inside a root cause (grader.grading.diagnose.cause): a replay may use no recorded output
+        self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
+        self.nodeid = nodeid
+        self._events = 0
+        self.device = session.device
+        self.seed = int.from_bytes(hashlib.sha256(f"{session.seed}:{nodeid}".encode()).digest()[:4], "little")
+        self.generator = torch.Generator().manual_seed(self.seed)
+        # what the exercise's row in the contract forbids, and nothing else (grader/grading/forbidden.py)
+        self.forbidden = forbidden_operations(str(marker.args[0])) if marker.args else ()
+        # "once": a case right but for the student's own faulty helper keeps its points (course.toml)
+        self.cascades = session.course.grading.cascades
+
+    # inputs ------------------------------------------------------------------------------------------
+    def randn(self, *shape, dtype=None, scale=1.0):
+        import torch
+
+        return torch.randn(*shape, generator=self.generator, dtype=dtype or torch.float32) * scale
+
+    def rand(self, *shape, dtype=None):
+        import torch
+
+        return torch.rand(*shape, generator=self.generator, dtype=dtype or torch.float32)
+
+    def randint(self, low, high, shape):
+        import torch
+
+        return torch.randint(low, high, shape, generator=self.generator)
+
+    def case(self) -> str:
+        """Where a failure's inputs came from: the run's seed (``grade check --seed`` draws them again)."""
+        return f" (seed {self.session.seed})"
+
+    def tolerance(self, tensor):
+        import torch
+
+        name = str(tensor.dtype).replace("torch.", "") if isinstance(tensor, torch.Tensor) else "float32"
+        return self.session.course.tolerance(name)
+
+    # calls -------------------------------------------------------------------------------------------
+    def call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False, method=None,
+             **kwargs) -> Reply:
+        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
+        ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
+        None otherwise: the worker then watches operators only for forbidden ones)."""
+        import torch
+
+        self._called = (target, label, args)  # for naming an argument in what the checks say (argument_name)
+        try:
+            reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
+                                          "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
+                                          "forbidden": self.forbidden, "measure": measure, "method": method,
+                                          "grad_enabled": torch.is_grad_enabled()})
+        except StudentFault as fault:
+            if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
+                called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
+                fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
+                                     fault.exception)
+            raise explained(fault, function=isinstance(target, str)) from None
+        return reply_of(reply)
+
+    def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
+             normalised_exponential=False, grad_scale=1.0, **kwargs):
+        """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included
+        (``grad=True``: for every floating-point argument; a tuple of positions: for those data inputs
+        only, never for constant tables such as ``cos`` and ``sin``, which the contract leaves alone),
+        within the dtype's tolerance widened by how far the reference itself lands from float64 (and by
+        ``slack``, a rounding the check measures itself where no input is a float32 tensor to widen,
+        e.g. float32 angles that grow with the position). ``normalised_exponential``: the output is a
+        softmax of the first argument along ``dim``, whose every formulation rounds the shift of its
+        exponents (a maximum, a log-sum-exp) at the scale of the largest input (see ``_exponent_room``).
+        ``grad_scale``: the size of the output gradient (drawn with standard deviation 1 unless a check
+        needs one large on every seed, e.g. where a backward pass divides by a clamped zero).
+
+        When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
+        ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
+        output alone, ``right`` the right output (a tensor, or a function computing it) when at
+        hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
+        def check():
+            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad, grad_scale=grad_scale)
+            number = self._events  # the room's use of the reference, numbered whether it is computed or not
+            self._events += 1
+            widening = []
+
+            def room():  # (output slack, gradient slacks), measured once, and only when needed
+                if not widening:
+                    widened, grad_slack = self._slack(name, args, kwargs, expected, grad_out, ref_grads, grad,
+                                                      number=number)
+                    if normalised_exponential:
+                        exponent, grad_room = _exponent_room(args[0], expected, grad_out, kwargs.get("dim", -1))
+                        widened = _widest(widened, exponent)
+                        grad_slack = grad_slack if grad_room is None or not grad_slack else \
+                            [_widest(grad_slack[0], grad_room), *grad_slack[1:]]
+                    widening.append((widened, grad_slack))
+                return widening[0]
+
+            if self.session.recording is not None:  # recorded or replayed: every use of the reference, in order
+                room()
+            self.case_slack = 0.0
+            with self._graded_call(name, args, kwargs):
+                reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
+                what = f"{name}{_signature(args, kwargs)}"
+                # the room only widens the tolerance: an answer within the dtype's own needs no measuring
+                try:
+                    _widening_on_failure(bool(widening),
+                                         lambda: self.expect(reply, expected, what, slack=slack, carry=True),
+                                         lambda: self.expect(reply, expected, what, slack=room()[0] + slack, carry=True))
+                except CheckFailed:  # a mistake's output is recognised within the same room (diagnose.matches)
+                    self.case_slack = room()[0] + slack if widening else slack
+                    raise
+            if grad:
+                try:
+                    _widening_on_failure(bool(widening), lambda: self._expect_grads(reply, ref_grads, name),
+                                         lambda: self._expect_grads(reply, ref_grads, name, slack=room()[1]))
+                except (CheckFailed, StudentFault) as problem:
+                    self._blame_gradients(problem, reply, grad_out, root_cause)
+            return reply.out
+
+        return diagnosed(self, check, mistakes, explain, right, root_cause)
+
+    @contextlib.contextmanager
+    def _graded_call(self, name, args, kwargs):
+        """A call of plain arguments (numbers, None) this check finds wrong (a wrong output, or a raise)
+        is recorded as one this exercise grades and the student's code fails: a case of another exercise
+        kept as right given this helper on that very call is forgiven (grader.grading.run.charged_once); on
+        any other call, the caller owns the result."""
+        try:
+            yield
+        except (CheckFailed, StudentFault):
+            if (call := plain_call(name, args, kwargs)) is not None:
+                self.session.wrong_calls.setdefault(self.nodeid, set()).add(call)
+            raise
+
+    def _blame_gradients(self, problem, reply, grad_out, root_cause):
+        """A gradient failure on a right output, judged given the student's own helper: ``root_cause``
+        sees a GradientFailure and may blame the helper (see grader.grading.diagnose.blame's ``chain``)."""
+        from grader.grading.diagnose import cause
+
+        if root_cause is None:
+            raise problem
+        blamed = cause(self, root_cause, GradientFailure(problem, reply, grad_out), reply.out)
+        raise (blamed or problem) from None
+
+    def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True, number=None):
+        """The room a correct answer needs beyond the dtype's tolerance, from the problem itself: for the
+        output and for each input's gradient, SLACK_FACTOR times the larger of how far the reference
+        computed in the case's dtype lands from the float64 one (its own rounding), and, entry by entry,
+        how far the exact (float64) result moves when the float32 inputs move by PERTURB_ULPS units in
+        their last place (the conditioning: a float32 logsumexp of large inputs rounds its lse by
+        about eps·|x|, and so does every formulation). Zero where every input is float64 already."""
+        import torch
+
+        if not any(isinstance(a, torch.Tensor) and a.dtype in (torch.float32,) for a in flatten((args, kwargs))):
+            return 0.0, None
+
+        def run(inputs_of):
+            fn = getattr(self.ref, name)
+            inputs = _on_args(self.device, inputs_of(_widened(_cloned(args))), grad if grad_out is not None else False)
+            with torch.enable_grad():
+                out = fn(*inputs, **_on(self.device, _widened(_cloned(kwargs)), False))
+            grads = None
+            if grad_out is not None and isinstance(out, torch.Tensor) and out.requires_grad:
+                (out * grad_out.to(out.device, out.dtype)).sum().backward()
+                grads = [a.grad for a in flatten(inputs) if isinstance(a, torch.Tensor)]
+            return _detached(out), grads
+
+        def wide():
+            out, grads = run(lambda a: a)
+            slack = _room(expected, out, ())
+            grad_slack = None if grads is None else [_room(e, g, ()) for e, g in zip(ref_grads or (), grads)]
+            large = any(isinstance(a, torch.Tensor) and a.numel() > PERTURBED_NUMEL for a in flatten(args))
+            for pattern in range(0 if large else PATTERNS):  # a long case keeps the reference's own rounding
+                moved_out, moved_grads = run(lambda a: _perturbed(a, args, pattern))
+                slack = _widest(slack, _room(expected, out, (moved_out,)))
+                if grad_slack is not None and moved_grads is not None:
+                    grad_slack = [_widest(s, _room(e, g, (m,)))
+                                  for s, e, g, m in zip(grad_slack, ref_grads or (), grads, moved_grads)]
+            return slack, grad_slack
+
+        return self._event(wide, name, args, kwargs, expected, grad_out, ref_grads, number=number)
+
+    def measured(self, name, *args, root_cause=None, **kwargs) -> Reply:
+        """The student's ``name(*args, **kwargs)``, its output checked against the reference's: a
+        property measured on the reply (operations, memory) scores only with a right answer, or, under
+        the cascade policy "once", one right given the student's own helper (``root_cause(failure,
+        out)``, as for grader.grading.diagnose.diagnosed)."""
+        expected, _, _, _ = self._reference(name, args, kwargs, False)
+        reply = self._call_blaming(root_cause, name, *args, measure=True, **kwargs)
+        self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
+        return reply
+
+    def _call_blaming(self, root_cause, target, *args, **kwargs) -> Reply:
+        """:meth:`call`; should the student's code raise, the raise is their helper's when the right
+        computation on that helper raises the same way (grader.grading.diagnose.raised)."""
+        from grader.grading.diagnose import raised
+
+        try:
+            return self.call(target, *args, **kwargs)
+        except StudentFault as fault:
+            raise raised(self, fault, root_cause) from None
+        except CheckFailed as failure:
+            if failure.fault is None:
+                raise
+            raise raised(self, failure.fault, root_cause, failure) from None
+
+    def expect_right(self, reply: Reply, expected, what: str, root_cause=None) -> None:
+        """:meth:`expect`, except that an output right given the student's own faulty helper passes
+        (its mistake is charged where it is made) when the course's cascade policy is "once"."""
+        try:
+            self.expect(reply, expected, what)
+        except CheckFailed as failure:
+            from grader.grading.diagnose import cause
+
+            if root_cause is None or failure.misconceptions:
+                raise
+            explained = cause(self, root_cause, failure, reply.out)
+            if isinstance(explained, RightGivenHelper):
+                return
+            raise (explained or failure) from None
+
+    def same_low_precision(self, name, *args, dtype, **kwargs):
+        """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
+        in float32 on the same rounded inputs, then rounded: the student's own rounding is allowed for
+        by the dtype's tolerance, and no implementation is favoured for rounding like the reference."""
+        import torch
+
+        low = tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+        wide = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in low)
+        expected, _, _, _ = self._reference(name, wide, kwargs, False)
+        expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
+        reply = self.call(name, *low, **kwargs)
+        self.expect(reply, expected, f"{name}{_signature(low, kwargs)}")
+        return reply.out
+
+    def held_bytes(self) -> int:
+        """The memory the student's processes hold now, read by the grader from the kernel's accounting
+        (grader.sandbox.client.held_bytes), never from an attribute or a number they report. Compare two
+        readings around a long computation: what it leaves held is the difference. A round trip first,
+        so that the worker has finished with the last reply it sent (its buffers freed) and waits."""
+        self.student.request({"op": "ping"})
+        return self.student._worker().held_bytes()
+
+    def needs_cuda(self):
+        """Skip this check (no points either way) unless grading runs on CUDA."""
+        if self.device != "cuda":
+            pytest.skip("checked on CUDA only")
+
+    def reference_value(self, compute, *reads, unchanged=None):
+        """``compute()``: a value the check works out itself on the reference's side (the expected output
+        of a case, from the reference module's parts or a plain formula in float64). It is one use of the
+        reference like the others: numbered, recorded and replayed with them, and kept by the grading
+        process for the batch's next submission that asks the same. ``reads``: everything ``compute``
+        depends on (a module by its weights, buffers, mode and state; tensors by their bytes);
+        ``unchanged``: a reference module it runs, whose state it must leave as it found it."""
+        return self._event(compute, *reads, unchanged=unchanged)
+
+    def _event(self, compute, *reads, unchanged=None, number=None):
+        """One use of the reference, numbered within this check: computed, recorded or replayed. With
+        ``reads`` (everything ``compute`` depends on), the result may come from the grading process's
+        memo of earlier submissions' identical uses (grader/grading/reference_cache.py), if ``compute`` leaves
+        ``unchanged`` (the reference module it runs) as it was. ``number``: one taken earlier, for a use
+        made only when needed (the uses after it keep their numbers either way)."""
+        if number is None:
+            number = self._events
+            self._events += 1
+        key = f"{self.nodeid}#{number}"
+        recording = self.session.recording
+        if self.replaying and self.diagnosing:
+            raise NotReplayable("a diagnosis of a replayed run cannot use the reference")
+        if recording is not None:
+            return recording.event(key, compute)
+        memo = self.session.memo
+        if memo is None or not reads or key in memo.cheap:
+            return compute()
+        return memo.lookup(key, (key, self.device, *reads), compute, unchanged)
+
+    def _reference(self, target, args, kwargs, grad, seed=None, grad_scale=1.0):
+        """The reference's output for ``target`` (a function's name, or a module) on these inputs, and
+        with ``grad``: the output gradient drawn from this check's generator, and the reference's
+        gradients for the inputs and the module's parameters."""
+        import torch
+
+        live = {}
+
+        def forward():
+            live.clear()
+            fn = getattr(self.ref, target) if isinstance(target, str) else target
+            inputs = _on_args(self.device, _cloned(args), grad)
+            if seed is not None:
+                manual_seed(seed)
+            with torch.enable_grad():
+                out = fn(*inputs, **_on(self.device, _cloned(kwargs), grad is True))
+            live.update(out=out, module=fn, leaves=[a for a in flatten(inputs) if isinstance(a, torch.Tensor)])
+            return _detached(out), isinstance(out, torch.Tensor) and out.requires_grad
+
+        module = target if not isinstance(target, str) else None
+        expected, differentiable = self._event(forward, target, args, kwargs, grad, seed, unchanged=module)
+        if not grad or not differentiable:
+            return expected, None, None, None
+        grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype) * grad_scale
+        # an infinite output (a masked score) passes no gradient on that anything could use (a softmax
+        # gives it none), so whether code masks with masked_fill or by adding -inf does not matter there
+        grad_out = grad_out.masked_fill(expected.isinf().cpu(), 0.0)
+
+        def backward():
+            if not live:  # the forward pass came from the memo
+                forward()
+            out, module = live["out"], live["module"]
+            # sum(out * grad_out) has the gradients of out.backward(grad_out) without torch importing
+            # sympy (0.6 s) to compare symbolic shapes
+            (out * grad_out.to(out.device)).sum().backward()
+            grads = [_detached(a.grad) if a.grad is not None else None for a in live["leaves"]]
+            params = {}
+            if isinstance(module, torch.nn.Module):
+                params = {n: _detached(p.grad) for n, p in module.named_parameters() if p.grad is not None}
+                module.zero_grad(set_to_none=True)
+            return grads, params
+
+        grads, param_grads = self._event(backward, target, args, kwargs, seed, grad_out)
+        return expected, grad_out, grads, param_grads
+
+    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0, carry: bool = False):
+        """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
+        the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
+        diagnosis to name the mistake without running the student's code again."""
+        try:
+            Grade._expect(self, reply, expected, what, slack)
+        except CheckFailed as failure:
+            if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):
+                failure.out = reply.out
+            raise
+
+    def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
+        import dataclasses
+
+        import torch
+
+        if reply.mutated:
+            raise CheckFailed(f"{what} modified its input {self.argument_name(reply.mutated[0])} in place; "
+                              "compute a new tensor instead", ("input-mutated",))
+        out = reply.out
+        pairs = list(zip(out, expected)) if isinstance(out, tuple) and isinstance(expected, tuple) \
+            and len(out) == len(expected) else [(out, expected)]
+        for index, (o, e) in enumerate(pairs):
+            if isinstance(o, torch.Tensor) and isinstance(e, torch.Tensor) and o.dtype != e.dtype:
+                which = f"output[{index}]" if len(pairs) > 1 or isinstance(out, tuple) else "output"
+                raise CheckFailed(f"{what}: the {which} has dtype {o.dtype}, expected {e.dtype} "
+                                  "(outputs keep the input's dtype)", ("wrong-dtype",))
+        tolerance = self.tolerance(expected)
+        tolerance = widen(tolerance, slack, expected)
+        problem = difference(out, expected, tolerance, "the output")
+        if problem:
+            raise CheckFailed(f"{what}: {problem}{self.case()}")
+        if isinstance(expected, torch.Tensor) and reply.device and reply.device != str(expected.device):
+            raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
+                              "(outputs stay on the input's device)", ("wrong-device",))
+
+    def _expect_grads(self, reply: Reply, expected, name, slack=None):
+        """A gradient for every input the reference has one for, matching it (within the dtype's
+        tolerance plus that input's ``slack``): one missing, or a reply with fewer, is a failure."""
+        import dataclasses
+
+        if reply.grad_error:
+            raise StudentFault("error", f"{name}: computing gradients through your output failed:\n{reply.grad_error}")
+        got = reply.grads
+        wanted = [index for index, e in enumerate(expected or ()) if e is not None]
+        if wanted and got is None:
+            raise CheckFailed(f"{name}: no gradient flows from the output back to the inputs "
+                              "(was something detached, or computed outside autograd?)")
+        for index in wanted:
+            g = got[index] if index < len(got) else None
+            if g is None:
+                raise CheckFailed(f"{name}: no gradient flows from the output back to {self.argument_name(index)} "
+                                  "(was it detached, or used outside autograd?)")
+            tolerance = self.tolerance(expected[index])
+            extra = slack[index] if slack and index < len(slack) else 0.0
+            tolerance = widen(tolerance, extra, expected[index])
+            problem = difference(g, expected[index], tolerance, f"the gradient for {self.argument_name(index)}")
+            if problem:
+                raise CheckFailed(f"{name}: {problem}{self.case()}")
+
+    def argument_name(self, index: int) -> str:
+        """The last call's tensor argument ``index`` (its tensors flattened, as the worker numbers them), named
+        as the exercise's signature names it: "x (argument 1)"; "argument 1" where the reference is not at
+        hand (a replayed run) or the tensor is one of several in an argument."""
+        import inspect
+
+        import torch
+
+        plain = f"argument {index + 1}"
+        target, label, args = getattr(self, "_called", (None, None, ()))
+        seen = 0
+        for position, arg in enumerate(args):
+            count = sum(isinstance(a, torch.Tensor) for a in flatten(arg))
+            if index < seen + count:
+                break
+            seen += count
+        else:
+            return plain
+        if self.replaying or not isinstance(arg, torch.Tensor):
+            return plain
+        try:
+            fn = getattr(self.ref, target) if isinstance(target, str) else getattr(getattr(self.ref, label), "forward")
+            names = [p.name for p in inspect.signature(fn).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][0 if isinstance(target, str) else 1:]
+        except (AttributeError, TypeError, ValueError):
+            return plain
+        return f"{names[position]} ({plain})" if position < len(names) else plain
+
+    def _expect_param_grads(self, reply: Reply, expected: dict | None, what: str):
+        """A gradient for every parameter the reference's has one for, matching it."""
+        got = reply.param_grads or {}
+        for n, expected_grad in (expected or {}).items():
+            if got.get(n) is None:
+                raise CheckFailed(f"{what}: no gradient reaches parameter {n} (is it used in forward?)")
+            problem = difference(got[n], expected_grad, self.tolerance(expected_grad), f"the gradient of {n}")
+            if problem:
+                raise CheckFailed(f"{what}: {problem}{self.case()}")
+
+    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
+        """``actual`` matches ``expected`` within the tolerance of its dtype."""
+        problem = difference(actual, expected, self.tolerance(expected), "the output")
+        if problem:
+            raise CheckFailed(f"{what}: {problem}{self.case()}", misconceptions)
+
+    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=()):
+        """A vectorised exercise makes as many torch operations for a long sequence as for a short one.
+        ``helpers``: ``(helper, args_short, args_long)`` for the student's own functions it uses; when
+        their growth accounts for all of it, the loop is theirs and is charged there (cascade policy)."""
+        if long_ops <= short_ops:
+            return
+        message = (f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a longer "
+                   "one: it loops over tokens in Python; use matrix products instead")
+        grown = {}
+        for helper, args_short, args_long in helpers:
+            try:
+                growth = (self.call(helper, *args_long, measure=True).ops or 0) - \
+                         (self.call(helper, *args_short, measure=True).ops or 0)
+            except (StudentFault, CheckFailed):
+                continue
+            if growth > 0:
+                grown[helper] = growth
+        if grown and long_ops - short_ops <= sum(grown.values()):
+            which = " and ".join(grown)
+            if self.cascades == "once":
+                raise RightGivenHelper(f"right, given your {which}, which this uses; but your {which} loops over "
+                                       f"tokens in Python: fix the {which} exercise")
+            raise CheckFailed(f"{message}; the loop is in your {which}, which this uses", ("not-vectorised",))
+        raise CheckFailed(message, ("not-vectorised",))
+
+    def raises(self, exception_names, name, *args, new=False, **kwargs):
+        """The student's ``name(...)`` (with ``new``: constructing the class ``name``) must raise one of
+        ``exception_names``, e.g. ``("ValueError",)``."""
+        try:
+            self.student.request({"op": "new" if new else "call", "target": name, "name": name, "args": args,
+                                  "kwargs": kwargs, "forbidden": self.forbidden})
+        except StudentFault as fault:
+            if fault.kind == "error" and fault.exception in exception_names:
+                return
+            if fault.kind != "error":
+                raise
+            raise CheckFailed(f"{name}{_signature(args, kwargs)} should raise {' or '.join(exception_names)}, "
+                              f"but raised {fault.exception}") from None
+        raise CheckFailed(f"{name}{_signature(args, kwargs)} should raise {' or '.join(exception_names)}, "
+                          "but returned normally")
+
+    def sibling(self, assignment_id: str) -> "Grade":
+        """A grade on another assignment of the same submission, for naming a root cause there (a
+        class that stacks the student's own class from an earlier assignment)."""
+        return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
+                     f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
+
+    def module(self, name, *args, dtype=None, training=True, **kwargs) -> "ModulePair":
+        """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``, in
+        training mode or (``training=False``) already in evaluation mode, as ``.train(False)`` gives
+        without another round trip."""
+        return ModulePair(self, name, args, kwargs, dtype, training)
+
+
+class ModulePair:
+    """The reference's and the student's instance of one class, with the reference's weights in both."""
+
+    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None, training=True):
+        self.grade, self.name = grade, name
+        self.args, self.kwargs, self.dtype = args, kwargs, dtype  # to build another one like it
+        if grade.replaying:
+            self.ref = _Unavailable()
+        else:
+            manual_seed(grade.seed)
+            self.ref = getattr(grade.ref, name)(*args, **kwargs)
+            if grade.device != "cpu" or dtype is not None:  # else .to() gives back every tensor as it is
+                self.ref = self.ref.to(grade.device, dtype)
+            self.ref.train(training)
+        # one round trip: the reference's weights go with the request (the worker loads them where
+        # every name and shape fits), and the instance's parameters, buffers and submodules come back
+        ours = self.reference_parameters()
+        # the weights both instances hold, at hand without a use of the reference: a root cause in a
+        # replay (a student distribution) computes the right projections from them (grader.grading.diagnose.cause)
+        self.weights = {n: p.detach().cpu() for n, p in ours.items()}
+        self.state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs,
+                                            "dtype": dtype, "state": True, "training": bool(training),
+                                            "params": self.weights})
+        self.handle = HandleRef(self.state["handle"])
+        self.what = f"{name}{_signature(args, kwargs)}"
+        self._load_reference_weights(ours, loaded=self.state.get("loaded") is True)
+
+    def use_weights_of(self, module):
+        """Give both instances ``module``'s weights (a reference module of the same class), e.g. one head
+        of a reference wrapper, and take it as this pair's reference."""
+        self.ref = module
+        self._load_reference_weights()
+        return self
+
+    def new_weights(self, *names):
+        """Fresh values, drawn from this check's seed, for the parameters ``names`` (a submodule's name
+        takes all of its own: ``"W_key"`` is ``W_key.weight`` and ``W_key.bias``), in both instances.
+        Between two cached calls, keys kept in a cache and keys computed again then differ, so what a
+        cache keeps is read from the outputs, never from what the student's process reports."""
+        import torch
+
+        shapes = self.grade._event(lambda: [(n, list(p.shape)) for n, p in self.ref.named_parameters()])
+        fresh = {n: self.grade.randn(*shape, scale=0.3) for n, shape in shapes
+                 if any(n == name or n.startswith(name + ".") for name in names)}
+        if not self.grade.replaying:
+            with torch.no_grad():
+                for n, p in self.ref.named_parameters():
+                    if n in fresh:
+                        p.copy_(fresh[n].to(p.device, p.dtype))
+        self._load_reference_weights()
+        return self
+
+    def set_weights(self, values: dict):
+        """Give both instances these parameter values (name -> tensor; the others are kept), e.g. a
+        design that makes the output show the attention weights (grader/grading/dropout.py)."""
+        import torch
+
+        if not self.grade.replaying:
+            with torch.no_grad():
+                for n, p in self.ref.named_parameters():
+                    if n in values:
+                        p.copy_(values[n].to(p.device, p.dtype))
+        self._load_reference_weights()
+        return self
+
+    def parameter_shapes(self) -> dict:
+        """name -> shape of the reference's parameters (recorded and replayable)."""
+        return dict(self.grade._event(lambda: [(n, list(p.shape)) for n, p in self.ref.named_parameters()]))
+
+    def reference_parameters(self) -> dict:
+        return self.grade._event(lambda: {n: p.detach() for n, p in self.ref.named_parameters()})
+
+    def _load_reference_weights(self, ours=None, loaded=False):
+        """Check the student's parameter names and shapes against the reference's, then give the
+        student's instance the reference's weights (unless the worker ``loaded`` them already)."""
+        theirs = {n: p.shape for n, p in self.state["params"].items()}
+        if ours is None:  # new weights: both instances get them (self.weights, as in __init__)
+            ours = self.reference_parameters()
+            self.weights = {n: p.detach().cpu() for n, p in ours.items()}
+        missing = [n for n in ours if n not in theirs]
+        extra = [n for n in theirs if n not in ours]
+        shared = self.state.get("shared") if isinstance(self.state.get("shared"), dict) else {}
+        for name, original in shared.items():  # e.g. nn.ModuleList([head] * num_heads): one head, many names
+            if isinstance(name, str) and isinstance(original, str) and any(n.startswith(name + ".") for n in missing):
+                raise CheckFailed(f"{self.what}: {name} is the same module object as {original}, so they share "
+                                  f"one set of weights; create a new module for each, e.g. "
+                                  f"nn.ModuleList([Module(...) for _ in range(n)]) rather than [module] * n")
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append("missing " + ", ".join(missing))
+            if extra:
+                parts.append("unexpected " + ", ".join(extra))
+            raise CheckFailed(f"{self.what}: the parameters are not named as the lesson asks: {'; '.join(parts)}"
+                              + self._unregistered(missing))
+        for n, p in ours.items():
+            if tuple(theirs[n]) != tuple(p.shape):
+                raise CheckFailed(f"{self.what}: parameter {n} has shape {shape_str(theirs[n])}, "
+                                  f"expected {shape_str(p.shape)}")
+        if not loaded:
+            self.grade.student.request({"op": "load", "handle": self.handle.id, "params": self.weights})
+
+    def _unregistered(self, missing: list[str]) -> str:
+        """Why names the reference has are missing when the student's instance holds an attribute of that
+        name: a plain tensor (not an nn.Parameter) or modules in a Python list or dict (not registered)."""
+        import torch
+
+        tops = list(dict.fromkeys(n.split(".")[0] for n in missing if not n.startswith("_")))
+        found = self.attributes(*tops) if tops else {}
+        tensors = [t for t in tops if isinstance(found.get(t), torch.Tensor)]
+        sequences = [t for t in tops if isinstance(found.get(t), (list, tuple))]
+        said = []
+        if tensors:
+            said.append(f"{', '.join(tensors)} {'is a plain tensor' if len(tensors) == 1 else 'are plain tensors'}, "
+                        "not nn.Parameter: wrap each in nn.Parameter(...) so that the module registers, trains and "
+                        "moves it")
+        if sequences:
+            said.append(f"{', '.join(sequences)} {'holds' if len(sequences) == 1 else 'hold'} modules in a Python "
+                        "list, which does not register them: use nn.ModuleList([...])")
+        return "; " + "; ".join(said) if said else ""
+
+    def student_parameters(self) -> dict:
+        return self.grade.student.request({"op": "state", "handle": self.handle.id})["params"]
+
+    def expect_same_parameters(self, what: str):
+        """The student's instance holds the same parameter values as the reference's."""
+        theirs = self.student_parameters()
+        for n, p in self.reference_parameters().items():
+            problem = difference(theirs.get(n), p, self.grade.tolerance(p), f"parameter {n}")
+            if problem:
+                raise CheckFailed(f"{what}: {problem}")
+
+    def train(self, mode: bool = True):
+        if not self.grade.replaying:
+            self.ref.train(mode)
+        self.grade.student.request({"op": "mode", "handle": self.handle.id, "train": mode})
+        return self
+
+    def call(self, *args, seed=None, grad_out=None, root_cause=None, **kwargs) -> Reply:
+        """forward(*args, **kwargs) of the student's instance; with ``root_cause``, a raise is judged
+        given the student's own helpers (Grade._call_blaming)."""
+        return self.grade._call_blaming(root_cause, self.handle, *args, seed=seed, grad_out=grad_out,
+                                        label=self.name, **kwargs)
+
+    def method(self, name: str, *args):
+        """Call the method ``name`` (``reset_cache``) of both instances; the student's result."""
+        if not self.grade.replaying:
+            getattr(self.ref, name)(*args)
+        return self.grade.call(self.handle, *args, label=f"{self.name}.{name}", method=name).out
+
+    def attributes(self, *names) -> dict:
+        """The student's instance's attributes ``names`` (tensors, None, or a type's name), for the
+        grader to measure: read from the data it receives, never from what the student's code says."""
+        reply = self.grade.student.request({"op": "attr", "handle": self.handle.id, "names": list(names)})
+        values = reply.get("values")
+        return {name: decode(values.get(name)) if isinstance(values, dict) else None for name in names}
+
+    def measured(self, *args, root_cause=None) -> Reply:
+        """forward(*args), its output checked against the reference's (see Grade.measured)."""
+        expected = self.reference(*args)
+        reply = self.grade._call_blaming(root_cause, self.handle, *args, label=self.name, measure=True)
+        self.grade.expect_right(reply, expected, f"{self.what} forward{_signature(args, {})}", root_cause)
+        return reply
+
+    def reference(self, *args, seed=None):
+        """The reference instance's forward(*args) (recorded and replayable like every reference use)."""
+        return self.grade._reference(self.ref, args, {}, False, seed=seed)[0]
+
+    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None, **kwargs):
+        """forward(*args, **kwargs) matches the reference's (same dropout under the same seed), gradients
+        too; a wrong output is diagnosed as in :meth:`Grade.same`."""
+        def check():
+            expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, kwargs, grad,
+                                                                                   seed=seed)
+            reply = self.call(*args, seed=seed, grad_out=grad_out, **kwargs)
+            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True)
+            if grad:
+                self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
+                self.grade._expect_param_grads(reply, ref_param_grads, self.what)
+            return reply.out
+
+        return diagnosed(self.grade, check, mistakes, explain, right, root_cause)
+
+
+def _widening_on_failure(measured: bool, narrow, wide):
+    """``narrow()``, and only if it fails, ``wide()``: the same comparison with a tolerance widened by
+    a room that costs reference runs to measure (the verdict is wide()'s either way, since widening
+    only adds to the tolerance). ``measured``: the room is at hand already, so wide() alone."""
+    if measured:
+        return wide()
+    try:
+        narrow()
+    except CheckFailed:
+        wide()
+
+
+def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
+    """``check()``, its failure with the student's mistake named when any way to name one is given."""
+    if not (mistakes or explain or root_cause):
+        return check()
+    from grader.grading.diagnose import diagnosed as named
+
+    return named(grade, check, None, mistakes, explain_output=explain,
+                 right=right if callable(right) or right is None else (lambda: right), root_cause=root_cause)
+
+
+def _signature(args, kwargs) -> str:
+    import torch
+
+    def show(v):
+        if isinstance(v, torch.Tensor):
+            strided = "" if v.is_contiguous() else ", non-contiguous"
+            return f"<{shape_str(v.shape)} {str(v.dtype).replace('torch.', '')}{strided}>"
+        if isinstance(v, HandleRef):
+            return "<module>"
+        return repr(v)
+
+    parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
+PERTURB_ULPS = 2.0  # how far (units in the last place of float32) the inputs move to measure the conditioning
+PERTURBED_NUMEL = 4096  # inputs larger than this (the long and memory-bound cases) are not perturbed: too slow
+PATTERNS = 3  # sign patterns of the perturbation: entry j moves up or down by bit p of its index
+
+
+def _perturbed(widened, originals, pattern: int):
+    """The float64 copies of the case's float32 inputs, each entry moved by PERTURB_ULPS units in the
+    last place of the tensor's largest entry (the scale of the intermediate results a formulation
+    rounds: a max-shifted exponent, a log-sum-exp, a sum of products), up or down by bit ``pattern``
+    of its index: over the patterns, neighbours (fewer than 2**PATTERNS apart) move apart once, so the
+    difference a softmax or a score depends on is moved too. Other arguments as they are."""
+    import torch
+
+    def move(wide, original):
+        if isinstance(wide, torch.Tensor) and isinstance(original, torch.Tensor) and original.dtype == torch.float32:
+            finite = wide[torch.isfinite(wide)]
+            scale = float(finite.abs().max()) if finite.numel() else 0.0
+            index = torch.arange(wide.numel(), dtype=torch.int64).reshape(wide.shape)
+            signs = ((index >> pattern) & 1).to(torch.float64) * 2 - 1
+            return wide + PERTURB_ULPS * torch.finfo(torch.float32).eps * scale * signs.to(wide.device)
+        if isinstance(wide, (list, tuple)) and isinstance(original, (list, tuple)):
+            return type(wide)(move(w, o) for w, o in zip(wide, original))
+        return wide
+
+    return tuple(move(w, o) for w, o in zip(widened, originals))
+
+
+def _room(narrow, wide, moved: tuple):
+    """SLACK_FACTOR times the reference's own rounding (the largest gap between ``narrow`` and ``wide``,
+    a number) plus, entry by entry, how far ``moved[0]`` (the exact result of perturbed inputs), if
+    given, lands from ``wide``: a tensor of ``narrow``'s shape, or a number where there is none."""
+    import torch
+
+    own = _gap(narrow, wide)
+    if not moved:
+        return own
+    moved = moved[0]
+    if not (isinstance(narrow, torch.Tensor) and isinstance(wide, torch.Tensor) and isinstance(moved, torch.Tensor)) \
+            or not (narrow.shape == wide.shape == moved.shape) or not narrow.is_floating_point():
+        return own
+    wide, moved = wide.detach().double().cpu(), moved.detach().double().cpu()
+    movement = (moved - wide).abs().masked_fill((moved == wide) | ~torch.isfinite(moved - wide), 0.0)
+    return own + SLACK_FACTOR * movement
+
+
+def _exponent_room(x, expected, grad_out, dim):
+    """The rounding of a softmax of float32 ``x`` in any formulation: its exponents are shifted by a
+    maximum or a log-sum-exp that is rounded at the scale M of the largest entry, so each weight y may
+    be off by eps·M·y relatively, and each gradient entry by eps·M·y·(|g| + Σ|y·g|) for the output
+    gradient g. SLACK_FACTOR times that, for the output and the gradient of ``x`` (None without one)."""
+    import torch
+
+    if not (isinstance(x, torch.Tensor) and x.dtype == torch.float32 and isinstance(expected, torch.Tensor)) \
+            or expected.shape != x.shape:
+        return 0.0, None
+    finite = x[torch.isfinite(x)]
+    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    relative = SLACK_FACTOR * torch.finfo(torch.float32).eps * (scale + math.log(max(x.shape[dim], 1)) + 1)
+    y = expected.detach().double().cpu().abs()
+    room = relative * y
+    if grad_out is None:
+        return room, None
+    g = grad_out.detach().double().cpu().abs()
+    return room, relative * y * (g + (y * g).sum(dim=dim, keepdim=True))
+
+
+def _widest(a, b):
+    """The larger room of two, entry by entry where either is a tensor."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return torch.maximum(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
+    return max(a, b)
+
+
+def _widened(value):
+    """float32 tensors as float64 (the same values), the rest as they are."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.dtype == torch.float32 else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_widened(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _widened(v) for k, v in value.items()}
+    return value
+
+
+def _gap(narrow, wide) -> float:
+    """SLACK_FACTOR times the largest finite difference between ``narrow`` and ``wide``."""
+    import torch
+
+    if isinstance(narrow, tuple) and isinstance(wide, tuple):
+        return max((_gap(n, w) for n, w in zip(narrow, wide)), default=0.0)
+    if not (isinstance(narrow, torch.Tensor) and isinstance(wide, torch.Tensor)) or narrow.shape != wide.shape \
+            or not narrow.is_floating_point():
+        return 0.0
+    gap = (narrow.detach().double().cpu() - wide.detach().double().cpu()).abs()
+    gap = gap[torch.isfinite(gap)]
+    return SLACK_FACTOR * float(gap.max()) if gap.numel() else 0.0
+
+
+def _cloned(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()  # keeps the strides of a non-contiguous input
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cloned(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cloned(v) for k, v in value.items()}
+    return value
+
+
+def _on(device, value, grad):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        moved = value.to(device)
+        return moved.requires_grad_(True) if grad and moved.is_floating_point() else moved
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on(device, v, grad) for v in value)
+    if isinstance(value, dict):
+        return {k: _on(device, v, grad) for k, v in value.items()}
+    return value
+
+
+def _on_args(device, args, grad):
+    """The positional arguments on ``device``; floating-point ones requiring gradients where ``grad``
+    says: True (all), False (none), or a tuple of positions."""
+    return tuple(_on(device, a, grad is True or (isinstance(grad, tuple) and i in grad)) for i, a in enumerate(args))
+
+
+def differentiated(args, grad) -> list[int] | None:
+    """Which of the call's tensor arguments (flattened, in order) the worker differentiates: None for
+    every floating-point one (``grad=True``), else those of the positions ``grad`` names."""
+    import torch
+
+    if not isinstance(grad, tuple):
+        return None
+    leaves, index = [], 0
+    for position, arg in enumerate(args):
+        for leaf in flatten(arg):
+            if isinstance(leaf, torch.Tensor):
+                if position in grad:
+                    leaves.append(index)
+                index += 1
+    return leaves
+
+
+def _detached(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)):
+        return tuple(_detached(v) for v in value)
+    return value
+
+

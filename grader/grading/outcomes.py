@@ -1,0 +1,112 @@
+"""How a check can end, as the suites and the grading session both see it: a wrong answer
+(:class:`CheckFailed`), a right answer given a faulty helper of the student's (:class:`RightGivenHelper`),
+or a fault of the student's code (:class:`StudentFault`: it raised, hung, crashed, or used a
+forbidden operation). Their own module, so that the harness and the session need not import each other.
+"""
+from __future__ import annotations
+
+
+class CheckFailed(AssertionError):
+    """The student's code ran but gave a wrong answer. ``out``: the student's output on the case, when
+    the check had it (diagnosis then names the mistake without running the student's code again)."""
+
+    def __init__(self, message: str, misconceptions: tuple[str, ...] = (), out=None):
+        super().__init__(message)
+        self.message = message
+        self.misconceptions = misconceptions
+        self.out = out
+        self.ruled_out: tuple[str, ...] = ()  # ids this case contradicts (grader.grading.diagnose.first_match)
+        self.unexplained = message  # the message without the explanation of a mistake named
+        self.fault = None  # the StudentFault a named crash came from (``explained``)
+
+
+class RightGivenHelper(Exception):
+    """The check's case is right but for a faulty helper of the student's own that the exercise uses
+    (its output is what a right version gives from that helper): under the cascade policy "once" the
+    check keeps its points, and ``message`` names the helper to fix. ``call``: the helper's call on this
+    case (:func:`plain_call`) when its arguments are plain, which the helper's own exercise must grade and
+    find wrong for the case to stay kept (grader.grading.run.charged_once)."""
+
+    def __init__(self, message: str, call: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.call = call or ""
+
+
+def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:
+    """``name(*args, **kwargs)`` as text when every argument is plain (None, a bool, an int, a float or
+    a string), so that two calls compare; None when one is a tensor or anything else."""
+    values = [*args, *(kwargs or {}).values()]
+    if not all(v is None or type(v) in (bool, int, float, str) for v in values):
+        return None
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in sorted((kwargs or {}).items())]
+    return f"{name}({', '.join(parts)})"
+
+
+class GradientFailure(CheckFailed):
+    """A case whose output is right but whose gradients are not, or could not be computed: ``problem``
+    is that failure (a CheckFailed, or the StudentFault of a backward pass that raised), ``reply`` the
+    student's reply (its ``grads``, ``grad_error``) and ``grad_out`` the gradient sent back through the
+    output, so that :func:`grader.grading.diagnose.blame` can judge the gradients given the student's helper."""
+
+    def __init__(self, problem: Exception, reply, grad_out):
+        super().__init__(getattr(problem, "message", str(problem)), out=reply.out)
+        self.problem = problem
+        self.reply = reply
+        self.grad_out = grad_out
+
+
+class RaisedFailure(CheckFailed):
+    """A case on which the student's code raised (``fault``, a StudentFault naming the exception's
+    type), handed to a root cause: the same raise from the right computation on the student's own
+    helper is the helper's mistake (see :func:`grader.grading.diagnose.blame`)."""
+
+    def __init__(self, fault):
+        super().__init__(fault.message)
+        self.fault = fault
+
+
+class GraderFault(Exception):
+    """The grader's own machinery failed (confinement, spawning, a suite's own bug): no fault of the
+    student's. The check takes and gives no points and says so (status ``grader-error``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class StudentFault(Exception):
+    """The student's code raised, timed out, crashed or used a forbidden operation."""
+
+    def __init__(self, kind: str, message: str, exception: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.exception = exception  # the type name of what the student's code raised, if it raised
+
+
+# the error PyTorch raises for .view() on a tensor whose strides do not allow it
+_VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+# the error PyTorch raises for an in-place operation on a tensor the grader asked gradients for: in a
+# function's call, only its inputs are such leaves
+_LEAF_ERROR = "leaf Variable that requires grad is being used in an in-place operation"
+
+
+def explained(fault: StudentFault, function: bool = False) -> Exception:
+    """A crash whose error says which mistake caused it becomes a failure that names it (``function``:
+    the call was a function's, whose only leaves that require gradients are its inputs)."""
+    if function and fault.kind == "error" and _LEAF_ERROR in fault.message:
+        failure = CheckFailed("your code modifies its input in place (PyTorch refuses that for an input whose "
+                              "gradients are asked for); compute a new tensor instead. Your code raised:\n"
+                              + fault.message, ("input-mutated",))
+        failure.fault = fault
+        return failure
+    if fault.kind == "error" and _VIEW_ERROR in fault.message:
+        failure = CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
+                              "a non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
+                              + fault.message, ("view-on-non-contiguous",))
+        failure.fault = fault
+        return failure
+    return fault

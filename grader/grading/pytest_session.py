@@ -1,0 +1,438 @@
+"""One grading run of the suites under pytest: the workers that serve each assignment, the
+deadline, and the plugin that gives suites their ``grade`` fixture and records how each check ends.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import traceback
+
+import pytest
+
+from grader.config import Assignment, Course
+from grader.errors import IsolationError
+from grader.grading.fixture import Grade
+from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
+from grader.grading.recorded_outputs import NotReplayable
+from grader.results import CheckOutcome
+from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
+from grader.sandbox.client import WorkerFault, ZygoteClient
+from grader.grading.graded_source import choose
+
+
+class Student:
+    """The grader's handle on one assignment of the submission, served by a worker."""
+
+    def __init__(self, session: "GradingSession", assignment: Assignment):
+        self.session = session
+        self.assignment = assignment
+        self.worker = None
+        self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
+        self.import_fault: StudentFault | None = None  # an import that failed fails at once after
+        self.hung: set[str] = set()  # functions a timeout stopped in: later workers make them fail at once
+
+    def _worker(self):
+        """The worker that has imported the module; a module whose import failed (raised, exited, hung)
+        is imported once per grading: every later check gets the same fault at once."""
+        if self.import_fault is not None:
+            raise StudentFault(self.import_fault.kind, self.import_fault.message, self.import_fault.exception)
+        try:
+            return self._started_worker()
+        except StudentFault as fault:
+            if self.worker is None or self.worker.import_error:
+                self.import_fault = fault
+            raise
+
+    def _started_worker(self):
+        if self.worker is None or not self.worker.alive:
+            source = self.session.copy.sources.get(self.assignment.id)
+            if source is None:
+                raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
+                                                      f"found in the submission")
+            timeout = self.session.timeout()
+            spec = dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout,
+                                       hung=tuple(sorted(self.hung)))
+            self.worker = None
+            try:
+                self.worker = self.session.zygote.spawn(spec, timeout=timeout)
+            except IsolationError as error:  # the zygote could not start: no student code ran
+                raise GraderFault(str(error)) from None
+            except WorkerFault as fault:
+                if fault.kind == "grader-error":
+                    raise GraderFault(fault.message) from None
+                raise StudentFault(fault.kind, "while importing your module: " + fault.message
+                                   + self.where_it_was(fault)) from None
+        if self.worker.import_error:
+            fault = fault_of(self.worker.import_error)
+            if fault.kind == "crashed":  # the worker could not start as it must
+                raise fault
+            kind = "not_implemented" if fault.kind == "not_implemented" else "error"
+            raise StudentFault(kind, "importing your module failed:\n" + fault.message
+                               + earlier_module_missing(self.session.course, self.assignment, fault))
+        return self.worker
+
+    def request(self, payload: dict) -> dict:
+        target = payload.get("name") or payload.get("target")
+        key = target if isinstance(target, str) else None
+        if key in self.timed_out:
+            raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
+        try:
+            worker = self._worker()
+            timeout = self.session.timeout()
+            reply = worker.request(dict(payload, timeout_s=timeout), timeout=timeout)
+        except WorkerFault as fault:
+            if fault.kind == "timeout" and key:
+                self.timed_out.add(key)
+            raise StudentFault(fault.kind, fault.message + self.where_it_was(fault)) from None
+        if reply.get("ok") is not True:
+            fault = fault_of(reply)
+            missing = earlier_module_missing(self.session.course, self.assignment, fault)
+            raise StudentFault(fault.kind, fault.message + missing, fault.exception) if missing else fault
+        return reply
+
+    def where_it_was(self, fault: WorkerFault) -> str:
+        """For a timeout: the student's own innermost frames when the worker wrote its stack, shortly
+        before it was stopped (``protocol.STACK_FILE``); the empty string otherwise. The innermost
+        function is remembered in ``hung``: the module's later workers make it raise at once."""
+        source = self.session.copy.sources.get(self.assignment.id)
+        if fault.kind != "timeout" or source is None:
+            return ""
+        frames = student_frames(source.parent, self.session.copy, self.session.zygote.inside)
+        if frames:  # the function it was stuck in: not run again by the exercises that use it
+            self.hung.add(frames[0][2])
+        return format_frames(frames)
+
+    def close(self):
+        """Hang up on the worker; the zygote's end of the submission kills it with every other process
+        of the submission (one request for all, not one each)."""
+        if self.worker is not None:
+            self.worker.hang_up()
+
+
+_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+) in (\S+)$', re.M)
+
+
+def student_frames(folder, copy, inside) -> list[tuple[str, str, str, str]]:
+    """The student's frames ``(file as they know it, line, function, code)``, innermost first (at most
+    three), from the stack a worker wrote in ``folder`` (read without following a link, bounded)."""
+    import linecache
+    import os
+
+    try:
+        fd = os.open(folder / STACK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return []
+    root = inside(copy.root)
+    frames = []
+    for path, line, name in _FRAME.findall(text):
+        if not (path.startswith(root + os.sep) or ".ipynb [cell " in path) or len(frames) >= 3:
+            continue
+        outside = str(copy.root) + path[len(root):] if path.startswith(root) else None
+        shown = path
+        for inner, theirs in copy.display.items():
+            if path.startswith(inside(inner) + os.sep):
+                shown = theirs + path[len(inside(inner)):]
+        frames.append((shown, line, name, linecache.getline(outside, int(line)).strip() if outside else ""))
+    return frames
+
+
+def format_frames(frames) -> str:
+    lines = [f'  File "{clip(shown, 300)}", line {line}, in {clip(name, 100)}'
+             + (f"\n    {clip(code, 200)}" if code else "") for shown, line, name, code in frames]
+    return ("\nyour code was here when it was stopped (innermost first):\n" + "\n".join(lines)) if lines else ""
+
+
+def helper_named(message: str) -> str:
+    """The exercise a "right, given your HELPER ..." note names (its first word)."""
+    import re
+
+    found = re.match(r"right, given your (\w+)", message)
+    return found.group(1) if found else ""
+
+
+FAULT_KINDS = ("error", "not_implemented", "forbidden", "crashed", "timeout")  # each scores 0
+
+
+def earlier_module_missing(course: Course, assignment, fault: StudentFault) -> str:
+    """What to do when the module imports another assignment's module that is not beside it (04's
+    ``from causal_attention import CausalAttention`` graded alone): grade the two together."""
+    if fault.exception not in ("ModuleNotFoundError", "ImportError"):
+        return ""
+    for other in course.assignments:
+        stem = other.module.removesuffix(".py")
+        if other.id != assignment.id and (f"'{stem}'" in fault.message or f"from {stem} " in fault.message):
+            return (f"\nYour {assignment.module} imports {stem}, the module of {other.id}, which is not in the "
+                    f"submission: grade the two together (grade check {other.id} {assignment.id}), or put your "
+                    f"{other.module} beside it")
+    return ""
+
+
+def fault_of(reply: dict) -> StudentFault:
+    """What the student's process said went wrong, as a fault: a kind it may name (none passes), a
+    message and an exception name of bounded length."""
+    kind = reply.get("kind")
+    message, exception = reply.get("message"), reply.get("exception")
+    return StudentFault(kind if kind in FAULT_KINDS else "error",
+                        clip(message) if isinstance(message, str) else "your code failed",
+                        clip(exception, 100) if isinstance(exception, str) else None)
+
+
+class GradingSession:
+    """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
+
+    def __init__(self, course: Course, assignments, copy, zygote: ZygoteClient, *, seed: int, device: str,
+                 references: dict, recording=None, uid: int | None = None, cgroups: tuple[str, ...] = (),
+                 blocked: tuple[str, ...] = (), memo=None, debug: bool = False):
+        self.course, self.copy, self.zygote = course, copy, zygote
+        self.debug = debug  # suite tracebacks in the feedback (grade check --debug)
+        self.memo = memo  # a grader.grading.reference_cache.ReferenceMemo the grading process keeps, or None
+        self.uid, self.cgroups, self.blocked = uid, cgroups, blocked  # the submission's uid (as root) and cgroups
+        self.seed, self.device = seed, device
+        self.references = references
+        self.recording = recording  # a grader.grading.recorded_outputs.Recording to fill or to replay, or None
+        self.assignments = {a.id: a for a in assignments}
+        self.wrong_calls: dict[str, set[str]] = {}  # check -> the helper calls it graded and found wrong
+        self.students: dict[str, Student] = {}
+        self.deadline = time.monotonic() + course.limits.submission_timeout_s
+        # an assignment folder with the module and the notebook: each exercise from where it is written
+        self.choices = {a: choice for a, notebook in copy.overlays.items()
+                        if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
+
+    def timeout(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise StudentFault("timeout", f"grading this submission took longer than "
+                                          f"{self.course.limits.submission_timeout_s:g} s in all")
+        return min(self.course.limits.exercise_timeout_s, left)
+
+    def worker_spec(self, assignment: Assignment, source) -> WorkerSpec:
+        inside = self.zygote.inside
+        return WorkerSpec(
+            module_name=assignment.module_name, source=inside(source),
+            search_path=tuple(inside(folder) for folder in self.copy.folders),
+            workdir=inside(source.parent), student_root=inside(self.copy.root),
+            display_map=tuple((inside(copy), shown) for copy, shown in self.copy.display.items()),
+            device=self.device, memory_bytes=self.course.limits.memory_mb << 20,
+            reply_limit=self.course.limits.output_mb << 20,
+            notebooks=tuple((self.course.assignment(a).module_name, inside(p))
+                            for a, p in self.copy.sources.items() if p.suffix == ".ipynb"),
+            uid=self.uid, cgroups=self.cgroups, blocked=self.blocked,
+            overlays=tuple((self.course.assignment(a).module_name, inside(self.copy.sources[a]),
+                            inside(self.copy.overlays[a]), choice.from_notebook)
+                           for a, choice in self.choices.items() if choice.from_notebook),
+        )
+
+    def source_of(self, assignment_id: str, exercise: str) -> tuple[str, str]:
+        """The file an exercise was graded from (its name as the student knows it), and a note when
+        the assignment's module and notebook both had something to say (grader/grading/graded_source.py)."""
+        choice = self.choices.get(assignment_id)
+        if choice is not None:
+            return choice.source_of(exercise), choice.notes.get(exercise, "")
+        source = self.copy.sources.get(assignment_id)
+        return (source.name if source else ""), ""
+
+    def student(self, assignment_id: str) -> Student:
+        """The handle on one assignment of the submission: one graded in this run, or another that a
+        check reaches for to name a root cause there (a class that stacks the student's earlier one)."""
+        if assignment_id not in self.students:
+            assignment = self.assignments.get(assignment_id) or self.course.assignment(assignment_id)
+            self.students[assignment_id] = Student(self, assignment)
+        return self.students[assignment_id]
+
+    def close(self) -> bool:
+        """End every process of the submission; False if the zygote could not confirm it."""
+        for student in self.students.values():
+            student.close()
+        return self.zygote.end_submission()
+
+
+class GradingPlugin:
+    """Gives suites their ``grade`` fixture and records how each check ended."""
+
+    def __init__(self, session: GradingSession):
+        self.session = session
+        self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
+        self.problems: list[str] = []  # what is wrong with the suites themselves (suite_problems)
+
+    def pytest_configure(self, config):
+        register_markers(config)
+
+    @pytest.fixture
+    def grade(self, request):
+        return self.make_grade(request)
+
+    def make_grade(self, request) -> Grade:
+        assignment = request.node.get_closest_marker("assignment")
+        marker = request.node.get_closest_marker("exercise")
+        if assignment is None or marker is None:
+            raise RuntimeError(f"{request.node.nodeid}: a check needs the assignment and exercise markers")
+        assignment_id = assignment.args[0]
+        return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
+                     request.node.nodeid, marker)
+
+    def pytest_collection_modifyitems(self, items):
+        self.problems = keep_graded(items, self.session.course, self.session.assignments)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        """Record the check's outcome and return a lean report: pytest's own would parse the suite's
+        source for every failure (seconds per run), and students never see it anyway."""
+        error = call.excinfo.value if call.excinfo else None
+        if isinstance(error, (pytest.skip.Exception, NotReplayable)):  # CUDA only, or not replayable: no points
+            return pytest.TestReport(item.nodeid, item.location, {}, "skipped",
+                                     (str(item.path), item.location[1], str(error)), call.when)
+        if call.when == "call" or (call.when == "setup" and error is not None):
+            self.outcomes.append(self._outcome(item, call))
+        outcome = "passed" if error is None else "failed"
+        return pytest.TestReport(item.nodeid, item.location, {}, outcome, None if error is None else "failed",
+                                 call.when, duration=call.duration, start=call.start, stop=call.stop)
+
+    def _outcome(self, item, call) -> tuple[str, str, CheckOutcome]:
+        marker = item.get_closest_marker("exercise")
+        assignment = item.get_closest_marker("assignment").args[0]
+        name = getattr(item, "originalname", item.name).removeprefix("test_")
+        weight = float(marker.kwargs.get("weight", 1))
+        error = call.excinfo.value if call.excinfo else None
+        wrong_calls = tuple(sorted(self.session.wrong_calls.pop(item.nodeid, ())))
+        if error is None:
+            check = CheckOutcome(name, weight, "passed")
+        elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
+            check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
+                                 forgiven_call=error.call)
+        elif isinstance(error, CheckFailed):
+            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
+                                 ruled_out=tuple(getattr(error, "ruled_out", ())),
+                                 unexplained=str(getattr(error, "unexplained", error.message)))
+        elif isinstance(error, GraderFault):  # the grader's own failure: no points taken or given
+            check = CheckOutcome(name, weight, "grader-error", f"{error.message}; this is not your fault, and "
+                                 "costs you nothing: tell your instructor")
+        elif isinstance(error, StudentFault):
+            message = "not attempted yet" if error.kind == "not_implemented" else error.message
+            misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
+            check = CheckOutcome(name, weight, error.kind, message, misconceptions)
+        else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
+            message = (f"the grader could not run this check ({type(error).__name__}); this is not your fault, "
+                       "please report it")
+            if self.session.debug:  # grade check --debug: the suite author sees where their check broke
+                message += "\n" + suite_traceback(error)
+            check = CheckOutcome(name, weight, "grader-error", message)
+        check.duration_s = round(call.duration, 6)
+        check.wrong_calls = wrong_calls
+        return assignment, marker.args[0], check
+
+
+def suite_traceback(error: BaseException) -> str:
+    """``error``'s traceback from the check down (pytest's and pluggy's own frames left out)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not any(part in f.filename for part in ("/_pytest/", "/pluggy/"))]
+    return ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(error), error)))
+
+
+def suite_problems(items, course: Course) -> list[str]:
+    """What makes collected checks unable to count, said to the suite's author: a check without the
+    markers, or naming an assignment or an exercise that course.toml lacks (a typo would otherwise
+    drop the check, and its points would come from the others)."""
+    known = {a.id: a for a in course.assignments}
+    problems = []
+    for item in items:
+        assignment, exercise = item.get_closest_marker("assignment"), item.get_closest_marker("exercise")
+        if assignment is None or exercise is None or not exercise.args or not assignment.args:
+            problems.append(f"{item.nodeid}: a check needs its suite's assignment marker and @exercise(name)")
+        elif assignment.args[0] not in known:
+            problems.append(f"{item.nodeid}: assignment {assignment.args[0]!r} is not in course.toml "
+                            f"(it has: {', '.join(known)})")
+        elif exercise.args[0] not in known[assignment.args[0]].exercises:
+            problems.append(f"{item.nodeid}: exercise {exercise.args[0]!r} is not an exercise of "
+                            f"{assignment.args[0]} in course.toml (it has: "
+                            f"{', '.join(known[assignment.args[0]].exercises)})")
+    return problems
+
+
+def keep_graded(items, course: Course, assignment_ids) -> list[str]:
+    """Keep the checks of ``assignment_ids`` in ``items``; when the suites themselves are broken
+    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (runner.py)."""
+    problems = suite_problems(items, course)
+    items[:] = [] if problems else [i for i in items if i.get_closest_marker("assignment").args[0] in assignment_ids]
+    return problems
+
+
+def register_markers(config) -> None:
+    config.addinivalue_line("markers", "exercise(name, weight=1): the exercise a check grades")
+    config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
+
+
+class GradingStream:
+    """A pytest plugin that grades one submission after another in one pytest session: the suites
+    are collected once, then every collected check runs again for each submission (pytest runs an
+    item again as its rerun plugins do), each with its own GradingPlugin.
+
+    ``start(job)`` sets a submission's grading up (a runner._Run with its ``plugin``; a GraderError:
+    the job cannot be graded), ``finish(run)`` ends it and gives its result, ``end(run)`` only ends
+    it (after a failure), ``report(job, result or GraderError)``."""
+
+    def __init__(self, course: Course, assignment_ids, jobs, *, start, finish, end, report, lean: bool = True):
+        """``lean``: checks that need nothing of pytest's protocol run without it (grader/grading/streamed_checks.py)."""
+        self.course, self.lean = course, lean
+        self.problems: list[str] = []
+        self.assignment_ids = frozenset(assignment_ids)
+        self.jobs, self.start, self.finish, self.end, self.report = jobs, start, finish, end, report
+        self.plugin: GradingPlugin | None = None
+        self.error: BaseException | None = None  # what stopped the stream (no submission's fault)
+
+    def pytest_configure(self, config):
+        register_markers(config)
+
+    def pytest_collection_modifyitems(self, items):
+        self.problems = keep_graded(items, self.course, self.assignment_ids)
+
+    @pytest.fixture
+    def grade(self, request):
+        return self.plugin.make_grade(request)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        return self.plugin.pytest_runtest_makereport(item, call)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        from grader.errors import GraderError
+
+        from grader.grading.streamed_checks import is_lean, next_full, run_lean
+
+        items = list(session.items)
+        if self.problems:
+            return True  # the stream's owner raises (runner.Grader.grade_each)
+        lean = [self.lean and is_lean(item) for item in items]
+        of = [(marker := item.get_closest_marker("assignment")) and marker.args[0] for item in items]
+        try:
+            for job in self.jobs:
+                try:
+                    run = self.start(job)
+                except GraderError as error:
+                    self.report(job, error)
+                    continue
+                except Exception as error:  # noqa: BLE001 - the grader's own bug, on this submission only
+                    self.report(job, GraderError(f"the grader failed to prepare this submission "
+                                                 f"({type(error).__name__}: {str(error)[:200]})"))
+                    continue
+                self.plugin = run.plugin
+                wanted = {a.id for a in run.assignments}  # this submission's assignments (--watch: what changed)
+                chosen = [index for index in range(len(items)) if of[index] in wanted]
+                following = next_full([items[i] for i in chosen], [lean[i] for i in chosen])
+                try:
+                    for position, index in enumerate(chosen):
+                        if lean[index]:
+                            run_lean(items[index], self.plugin)
+                        else:
+                            items[index].ihook.pytest_runtest_protocol(item=items[index], nextitem=following[position])
+                except BaseException:
+                    self.end(run)
+                    raise
+                self.report(job, self.finish(run))
+        except BaseException as error:  # noqa: BLE001 - raised again by Grader.grade_each, outside pytest
+            self.error = error
+        return True

@@ -1,0 +1,214 @@
+"""Grading a notebook kernel's cells: what :func:`grader.notebook_checks.check` asks for.
+
+The code graded is the kernel's input history (every cell run so far, in the order it ran), reduced
+to its imports, functions and classes exactly as a ``.ipynb`` submission is
+(grader.inside.notebook_source): written out as a submission folder with the sibling assignments
+found beside the kernel's folder, and graded by a :class:`grader.grading.run.Grader`. Where the kernel is
+confined (nbgrader's kernels, grader.sandbox.kernel_boundary), this runs in the grading service outside
+its sandbox (grader.platforms.notebook_service); elsewhere in the kernel's own process, with one Grader kept per
+kernel and the kernel left as it was: its imports (no reference module stays importable by name),
+``sys.path``, torch's thread count and random state, nothing on stderr.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+import weakref
+from pathlib import Path
+
+from grader.errors import DeviceError, UsageError
+from grader.inside.notebook_source import history_notebook
+
+_GRADERS: dict = {}  # (course root, device) -> Grader, for the life of the kernel
+_ASIDE = weakref.WeakKeyDictionary()  # Grader -> (reference modules, their sys.path folders) between checks
+
+
+def assignment_of(course, exercise: str, cwd: Path):
+    """The assignment that has ``exercise``; where several have it, the one whose folder we are in."""
+    owners = [a for a in course.assignments if exercise in a.exercises]
+    if len(owners) > 1:
+        owners = [a for a in owners if a.id == cwd.name] or owners
+    if len(owners) != 1:
+        known = ", ".join(name for a in course.assignments for name in a.exercises)
+        where = "several assignments" if owners else "no assignment"
+        raise UsageError(f"{where} of this course has an exercise {exercise!r} (exercises: {known})")
+    return owners[0]
+
+
+def write_submission(course, assignment, cells: list[str], cwd: Path, into: Path) -> Path:
+    """A folder like ``assignments/``: the history as ``<id>/<notebook>``, and the sibling assignments
+    found beside ``cwd`` (a module, else a notebook), which the graded code may import."""
+    folder = into / assignment.id
+    folder.mkdir(parents=True)
+    (folder / assignment.notebook).write_text(json.dumps(history_notebook(cells)), encoding="utf-8")
+    for other in course.assignments:
+        if other.id == assignment.id:
+            continue
+        for name in (other.module, other.notebook):
+            found = cwd.parent / other.id / name
+            if found.is_file():
+                (into / other.id).mkdir()
+                shutil.copy(found, into / other.id / name)
+                break
+    return into
+
+
+def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Path, seed: int | None = None,
+                device: str | None = None, grader=None):
+    """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
+    ``grader`` or the kernel's own."""
+    from grader.api import parse_seed
+    from grader.submission import resolve_submission
+
+    seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)
+    device = device or os.environ.get("GRADE_DEVICE") or "auto"
+    grader = grader or _grader(course, device)
+    with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
+        root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
+        return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))
+
+
+def describe(exercise, result) -> str:
+    """What the graded cell prints: points, status, misconceptions and feedback, as ``grade check``."""
+    tags = f"  [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
+    lines = [f"{exercise.name}: {exercise.score:g}/{exercise.max_score:g} points, {exercise.status}{tags}"]
+    if exercise.status != "passed":
+        lines += ["    " + line for line in exercise.feedback.splitlines()]
+    else:
+        lines.append("    " + exercise.feedback)
+    lines.append(f"seed {result.seed}, device {result.device}, {result.duration_s:.1f} s "
+                 f"(check({exercise.name!r}, seed={result.seed}) grades these inputs again)")
+    return "\n".join(lines)
+
+
+def _grader(course, device: str):
+    from grader.grading.run import Grader
+
+    key = (str(course.root), device)
+    grader = _GRADERS.get(key)
+    if grader is not None and not _alive(grader):
+        grader.close()
+        grader = None
+    if grader is None:
+        import torch
+
+        threads = torch.get_num_threads()
+        # the zygote, and every worker after it, writes nowhere the cell shows and has none of the
+        # student's modules that the kernel imported (a worker imports them from the submission)
+        with _silent_descriptors(), _without_modules(_students_modules(course)):
+            grader = _GRADERS[key] = Grader(course, device=kernel_device(device))
+        atexit.register(grader.close)  # when the kernel shuts down: its sandbox and scratch go with it
+        torch.set_num_threads(threads)  # the kernel's own; grading sets its own (_kernel_untouched)
+    return grader
+
+
+def _students_modules(course) -> list[str]:
+    """Modules of the kernel that a fresh `grade check` would not have: the course's module names
+    (``causal_attention``), whatever they were imported from, and files of the folders that hold
+    notebooks and modules (not the grader's, nor a virtualenv's, which may live in the course folder too)."""
+    root, here = Path(os.path.realpath(course.root)), Path(os.path.realpath(Path.cwd()))
+    from grader.layout import Layout  # here: the kernel's sandbox holds the student-side modules only
+
+    layout = Layout(root)
+    folders = [layout.assignments, layout.solutions, layout.submitted, layout.autograded]
+    if here != root:
+        folders.append(here)
+    prefixes = tuple(str(folder) + os.sep for folder in folders)
+    names = {assignment.module_name for assignment in course.assignments}
+    return [name for name, module in list(sys.modules.items())
+            if module is not None and name != "__main__" and name.split(".")[0] != "grader"
+            and (name in names or _file_under(module, prefixes))]
+
+
+def _file_under(module, folders: tuple[str, ...]) -> bool:
+    file = getattr(module, "__file__", None)  # None for builtins; torch.ops says "_ops.py"
+    return isinstance(file, str) and os.path.isabs(file) and os.path.realpath(file).startswith(folders)
+
+
+@contextlib.contextmanager
+def _without_modules(names: list[str]):
+    taken = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    try:
+        yield
+    finally:
+        sys.modules.update(taken)
+
+
+@contextlib.contextmanager
+def _silent_descriptors():
+    """Descriptors 1 and 2 on /dev/null for a moment: what forks then keeps them. A kernel forwards
+    what its descriptors receive to the running cell, and stderr there costs the cell its points."""
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for descriptor in (*saved, null):
+            os.close(descriptor)
+
+
+def kernel_device(requested: str) -> str:
+    """The device to grade on from this kernel. Workers are forked from it, and a process forked after
+    CUDA was initialised cannot use CUDA: once the kernel's own cells have used the GPU, grade on the CPU."""
+    import torch
+
+    if requested == "cpu" or not torch.cuda.is_initialized():
+        return requested
+    if requested == "cuda":
+        raise DeviceError("CUDA is already in use in this kernel, so the grader cannot use it: restart the "
+                          "kernel and run a check cell before anything that uses the GPU, or run `grade check`")
+    return "cpu"
+
+
+def _alive(grader) -> bool:
+    return grader.zygote.alive
+
+
+@contextlib.contextmanager
+def _kernel_untouched(course, grader):
+    """Grade without a trace in the kernel: nothing on stderr (nbgrader would give 0 points), no
+    warnings, and imports, sys.path, torch's threads and random state as they were.
+
+    The grader imports the reference by module name (``causal_attention``, which the reference of 04
+    imports when it builds a wrapper), in this process: while it grades, its modules and folders are
+    in sys.modules and sys.path; in between, they are kept aside, so that the kernel's own
+    ``import causal_attention`` finds the student's module and never the reference."""
+    import torch
+
+    from grader.sandbox.confine import blocked_paths
+
+    modules, path = dict(sys.modules), list(sys.path)
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    kept_modules, kept_path = _ASIDE.get(grader, ({}, []))
+    sys.modules.update(kept_modules)
+    sys.path.extend(entry for entry in kept_path if entry not in sys.path)
+    torch.set_num_threads(1)  # small tensors: threads would only spin against the worker
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        secret = tuple(folder + os.sep for folder in blocked_paths(course))
+        reference = {name: module for name, module in sys.modules.items() if _file_under(module, secret)}
+        _ASIDE[grader] = (reference, [entry for entry in sys.path if entry not in path])
+        for name in reference:
+            if name in modules:
+                sys.modules[name] = modules[name]  # the kernel's own module of that name
+            else:
+                del sys.modules[name]
+        for name in [n for n in modules if sys.modules.get(n) is not modules[n]]:
+            sys.modules[name] = modules[name]  # anything else of the kernel's that grading replaced
+        sys.path[:] = path
+        torch.set_num_threads(threads)
+        torch.set_rng_state(rng)

@@ -1,0 +1,209 @@
+"""``grade export``: one CSV of all grades: the result folders of every autograde shard, merged, and
+nbgrader's gradebook (``gradebook.db`` at the course root, or another one named).
+
+A row per submission and source: ``autograde`` rows come from result files (where shards overlap,
+the most recent result of a name wins), ``nbgrader`` rows from the gradebook, one per student, with
+the assignments they handed in (score after nbgrader's late penalty, as ``nbgrader export`` gives it)
+and each exercise's graded cell (``test_<exercise>``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.config import Course
+from grader.errors import UsageError
+from grader.reporting.formats import csv_text
+from grader.reporting.result_folder import (MANIFEST, graded_assignments, pending, read_manifest, read_result, sort_results,
+                                  written_at)
+from grader.results import GRADER_ERROR, WORST_FIRST
+
+DEFAULT_RESULTS = Path("grades")
+
+
+def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> dict[str, dict]:
+    """Every result by submission; where shards overlap, the most recent result of a name wins (by
+    when its run wrote it, as the manifest says). Only result files that ``grade autograde`` listed
+    in the folder's manifest, unchanged since, are read: a file student code could have left or
+    changed is named in ``warnings`` and left out (grader/reporting/result_folder.py). A folder of result
+    files without a manifest is refused: its files cannot be told from forged ones. So are results of
+    one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``."""
+    found: dict[str, tuple[float, dict, Path]] = {}
+    for folder in result_dirs:
+        if not folder.is_dir():
+            raise UsageError(f"no such result folder: {folder}")
+        manifest = read_manifest(folder)
+        believed, others = sort_results(folder, manifest)
+        if manifest is None and others:
+            raise UsageError(f"{folder} has no {MANIFEST} (results not written by grade autograde, or by a "
+                             f"version before it kept one): grade the class again into it (grade autograde "
+                             f"SUBMISSIONS --out {folder})")
+        if warnings is not None:
+            warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed since): left out"
+                         for path in others]
+        waiting = pending(folder)
+        if waiting and warnings is not None:  # an interrupted run: what it graded is exported, and said so
+            names = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            warnings.append(f"{folder}: the run that wrote it was interrupted, {len(waiting)} submission(s) have no "
+                            f"result yet ({names}): finish it with grade autograde ... --out {folder} --resume")
+        times = written_at(folder)
+        for path in believed:
+            data = read_result(path)
+            if data is None:
+                continue
+            stamp, name = times.get(path.name, 0.0), data["submission"]
+            if name in found and warnings is not None and found[name][1]["score"] != data["score"]:
+                kept, other = (data, found[name][1]) if stamp > found[name][0] else (found[name][1], data)
+                warnings.append(f"{name}: two results with different scores ({kept['score']:g} and "
+                                f"{other['score']:g}); the later, {kept['score']:g}, is kept ({path})")
+            if name not in found or stamp > found[name][0]:
+                found[name] = (stamp, data, folder)
+    _one_seed(found, warnings, mixed_seeds)
+    return {name: data for name, (_, data, _) in sorted(found.items())}
+
+
+def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) -> None:
+    """Refuse (or, ``mixed``, warn of) an assignment whose results were graded on different seeds: two
+    shards or runs of one class that drew different cases. Different weeks' batches may differ."""
+    seeds: dict[str, dict[int, set[str]]] = {}
+    for _, data, folder in found.values():
+        for assignment in data.get("assignments", ()):
+            seeds.setdefault(str(assignment.get("id")), {}).setdefault(data.get("seed"), set()).add(str(folder))
+    for assignment, by_seed in seeds.items():
+        if len(by_seed) < 2:
+            continue
+        told = ", ".join(f"seed {seed} ({', '.join(sorted(folders))})" for seed, folders in
+                         sorted(by_seed.items(), key=lambda item: str(item[0])))
+        line = f"{assignment} was graded on {len(by_seed)} seeds: {told}"
+        if not mixed:
+            raise UsageError(f"{line}; a class is graded on one seed (give every shard the same --seed), or "
+                             f"--mixed-seeds merges them anyway")
+        if warnings is not None:
+            warnings.append(f"{line}: merged as asked (--mixed-seeds)")
+
+
+def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
+    """The gradebook named, which must exist, or the course's own where there is one."""
+    if gradebook is not None:
+        if not Path(gradebook).is_file():
+            raise UsageError(f"no such gradebook: {gradebook}")
+        return Path(gradebook)
+    default = course.layout.gradebook
+    return default if default.is_file() else None
+
+
+def read_gradebook(path: Path, course: Course) -> dict[str, dict]:
+    """The gradebook's grades by student, shaped like autograde results (the fields export reads)."""
+    try:
+        from nbgrader.api import Gradebook
+    except ImportError:
+        raise UsageError(f"{path} is nbgrader's gradebook: reading it needs nbgrader "
+                         "(pip install 'attention-course[notebooks]')") from None
+    known = {a.id: a for a in course.assignments}
+    students: dict[str, list[dict]] = {}
+    with Gradebook(f"sqlite:///{Path(path).resolve()}", course.id) as book:
+        for assignment in book.assignments:
+            if assignment.name not in known:
+                continue
+            for submission in assignment.submissions:
+                cells = {g.name.removeprefix("test_"): g.score for n in submission.notebooks for g in n.grades}
+                students.setdefault(submission.student.id, []).append({
+                    "id": assignment.name,
+                    "score": round(max(0.0, submission.score - submission.late_submission_penalty), 2),
+                    "max_score": submission.max_score,
+                    "exercises": [{"name": name, "score": cells[name]}
+                                  for name in known[assignment.name].exercises if name in cells]})
+    return {student: {"submission": student, "score": round(sum(a["score"] for a in graded), 2),
+                      "max_score": sum(a["max_score"] for a in graded), "assignments": graded}
+            for student, graded in sorted(students.items())}
+
+
+def disagreements(autograded: dict[str, dict], gradebook: dict[str, dict]) -> list[str]:
+    """Exercises that a student's autograde result and nbgrader's gradebook score differently. nbgrader
+    runs student code in the kernel that scores it, so a tampered check cell shows up here."""
+    found = []
+    for student, book in gradebook.items():
+        isolated = {(a["id"], e["name"]): e["score"] for a in autograded.get(student, {}).get("assignments", ())
+                    for e in a["exercises"]}
+        for assignment in book["assignments"]:
+            for exercise in assignment["exercises"]:
+                theirs = isolated.get((assignment["id"], exercise["name"]))
+                if theirs is not None and abs(theirs - exercise["score"]) > 0.01:
+                    found.append(f"{student} {assignment['id']}:{exercise['name']}: nbgrader {exercise['score']:g}, "
+                                 f"autograde {theirs:g}")
+    return found
+
+
+def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None,
+               warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> str:
+    """A row per submission and source: total, each assignment, each exercise, then the source.
+    Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
+    two sources score differently for one student are appended to ``warnings``."""
+    sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
+    graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
+    assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
+    exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
+    rows = [["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"]]
+    rows += [_row(name, data, source, assignments, exercises) for source, grades in sources
+             for name, data in grades.items()]
+    return csv_text(rows)  # names as data: none is a formula in a spreadsheet
+
+
+def _sources(course: Course, result_dirs: list[Path], gradebook: Path | None, warnings: list[str] | None,
+             mixed_seeds: bool) -> list[tuple[str, dict[str, dict]]]:
+    """The grades by source (``autograde``, then ``nbgrader`` where there is a gradebook), by submission."""
+    book = gradebook_path(course, gradebook)
+    if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
+        result_dirs = [DEFAULT_RESULTS]
+    sources = [("autograde", collect(result_dirs, warnings, mixed_seeds=mixed_seeds))]
+    if book is not None:
+        sources.append(("nbgrader", read_gradebook(book, course)))
+        if warnings is not None:
+            warnings += [f"{line} (a notebook's check cell tampered with, or other random inputs)"
+                         for line in disagreements(sources[0][1], sources[1][1])]
+    return sources
+
+
+def export_gradebook(course: Course, result_dirs: list[Path], gradebook: Path | None, warnings: list[str], *,
+                     fmt: str, roster: Path | None = None, missing_as_zero: bool = False,
+                     mixed_seeds: bool = False) -> tuple[str, list[str]]:
+    """An LMS's gradebook CSV (``fmt``, a name of grader/platforms' GRADEBOOKS) of the same grades, a
+    row per student: where autograde and the gradebook both hold a name, autograde's result. With the
+    source of each submission's grades (as the CSV's column ``source`` says them)."""
+    from grader.platforms import GRADEBOOKS
+    from grader.platforms.roster import Grades
+
+    sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
+    chosen: dict[str, tuple[str, dict]] = {}
+    for source, grades in reversed(sources):  # autograde's last, so that it wins
+        chosen.update((name, (source, data)) for name, data in grades.items())
+    graded = graded_assignments(course, [data for _, data in chosen.values()])
+    table = Grades(columns=tuple((a.title, a.max_score) for a in graded),
+                   scores={name: _scores(data, [a.id for a in graded]) for name, (_, data) in sorted(chosen.items())})
+    text = GRADEBOOKS[fmt](table, roster, warnings, missing_as_zero=missing_as_zero)
+    return text, [source for source, _ in chosen.values()]
+
+
+def _scores(data: dict, assignments: list[str]) -> tuple:
+    """A submission's score per assignment: None where it holds no result, "" where the grader failed."""
+    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+    held = {a["id"]: a["score"] for a in data["assignments"]}
+    return tuple("" if a in failed else held.get(a) for a in assignments)
+
+
+def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str]) -> list:
+    """One submission's row of the export. A result the grader failed on holds no valid score: its
+    cells stay empty, never a 0."""
+    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+    by_assignment = {a["id"]: a for a in data["assignments"]}
+    scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
+              for a in data["assignments"] for e in a["exercises"]}
+    return [name, "" if failed else data["score"], data["max_score"],
+            *[by_assignment[a]["score"] if a in by_assignment and a not in failed else "" for a in assignments],
+            *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data), source]
+
+
+def worst_status(data: dict) -> str:
+    """The worst status of a result's exercises (``passed`` when all passed): a timeout, a stub and a
+    wrong answer that all read 0.0 are told apart. Empty for the gradebook, which keeps no status."""
+    statuses = {e.get("status") for a in data.get("assignments", ()) for e in a.get("exercises", ())}
+    return next((s for s in WORST_FIRST if s in statuses), "")

@@ -1,0 +1,217 @@
+"""A folder of results as ``grade autograde`` leaves it: ``<name>.json`` per submission, the manifest
+``.grade-manifest``, and ``summary.csv``.
+
+Why a manifest. Where student code runs as the grader's own user (no sandbox, not root) it can write
+into the results folder: drop a ``zz.json`` with full marks for a name not in the batch, or one with a
+future mtime to win a merge. ``grade autograde`` rewrites every result of its run from memory once no
+student code runs any more, then writes, last, the manifest: each result file's name and sha256.
+``summary.csv`` and ``grade export`` believe only the files listed there with that hash; any other is
+named and left out. The manifest is JSON but not named ``*.json``, so that globbing the results never
+takes it for one.
+
+Runs one after another into one folder (``--resume``, shards in turn) keep each other's results: a run
+reads the manifest before any student code starts, and keeps those entries whose file is still as
+listed. Runs at the same time into one folder (a Slurm array) merge their manifests under a lock; the
+entries another run added meanwhile are kept only where this run's student code could not write into
+the folder (a sandbox, or a uid of its own), since otherwise that code could have added them.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from grader.reporting.formats import csv_text
+from grader.results import grader_error_of
+
+MANIFEST = ".grade-manifest"
+LOCK = ".grade-manifest.lock"
+SUMMARY_FIRST = ["submission", "score", "max_score", "seed"]  # then a column per exercise, then "status"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one; text that is not valid UTF-8 (a
+    lone surrogate) is written escaped rather than failing."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def read_result(path: Path) -> dict | None:
+    """A result file's data, or None for anything that is not a schema-1 result."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == 1 and "score" in data else None
+
+
+def read_manifest(folder: Path) -> dict[str, str] | None:
+    """``{result file name: sha256}`` as ``grade autograde`` last wrote it in ``folder``, or None."""
+    return _read(folder)[0]
+
+
+def written_at(folder: Path) -> dict[str, float]:
+    """When the run that listed each result file wrote it (export's "most recent wins" uses this, not
+    the file's mtime, which student code could set)."""
+    return _read(folder)[1]
+
+
+def pending(folder: Path) -> list[str]:
+    """The submissions a run into ``folder`` set out to grade and has no result for yet: it was
+    interrupted (Ctrl-C, SIGTERM, killed), and ``grade autograde --resume`` completes it."""
+    return _read(folder)[2]
+
+
+def recorded_seed(folder: Path) -> int | None:
+    """The seed the class in ``folder`` is graded on: the one its first run recorded in the manifest
+    (or, for a folder written before the manifest kept one, the one seed its results share)."""
+    if (seed := _read(folder)[3]) is not None:
+        return seed
+    seeds = {data.get("seed") for path in sort_results(folder)[0] if (data := read_result(path)) is not None}
+    return seeds.pop() if len(seeds) == 1 and isinstance(next(iter(seeds)), int) else None
+
+
+def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
+    """The manifest's results, when each was written, the pending submissions and the class's seed."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None, {}, [], None
+    seed = data.get("seed") if isinstance(data, dict) else None
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    files = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None, {}, [], seed
+    times = data.get("written")
+    times = {k: v for k, v in times.items() if isinstance(v, (int, float))} if isinstance(times, dict) else {}
+    waiting = data.get("pending")
+    waiting = sorted(n for n in waiting if isinstance(n, str)) if isinstance(waiting, list) else []
+    return files, times, waiting, seed
+
+
+def _unchanged(path: Path, digest: str) -> bool:
+    try:
+        return not path.is_symlink() and sha256(path.read_text(encoding="utf-8")) == digest
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def sort_results(folder: Path, manifest: dict[str, str] | None = None) -> tuple[list[Path], list[Path]]:
+    """The ``*.json`` files of ``folder``: those listed in its manifest and unchanged since, and the rest."""
+    manifest = (read_manifest(folder) or {}) if manifest is None else manifest
+    believed, others = [], []
+    for path in sorted(folder.glob("*.json")):
+        (believed if path.name in manifest and _unchanged(path, manifest[path.name]) else others).append(path)
+    return believed, others
+
+
+def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str] | None = None, *,
+                   trust_meanwhile: bool = True, waiting: set[str] = frozenset(), verify: bool = True,
+                   seed: int | None = None) -> list[str]:
+    """List in ``folder``'s manifest the results this run wrote (``{submission: text}``, hashed from
+    memory), the ``earlier`` entries (the manifest as it was before this run's student code ran;
+    default: as it is now) whose files are unchanged, and, with ``trust_meanwhile``, the entries
+    another run added since. ``waiting``: this run's submissions without a result yet (listed as
+    pending until a result of theirs is). Without ``verify`` the kept entries' files are not read
+    again (a run's progress, written after each result; readers check every hash anyway). ``seed``:
+    the class's (the run took the one the folder recorded, where there is one: one folder, one seed;
+    None keeps what the manifest says). Call it
+    holding :func:`locked`. Returns the entries left out because they appeared during this run and
+    are not trusted."""
+    current, times, current_pending, recorded = _read(folder)
+    current = current or {}
+    earlier = current if earlier is None else earlier
+    mine = {f"{name}.json": sha256(text) for name, text in written.items()}
+    meanwhile = {file: digest for file, digest in current.items() if earlier.get(file) != digest and file not in mine}
+    kept = {**earlier, **meanwhile} if trust_meanwhile else dict(earlier)
+    files = {file: digest for file, digest in kept.items()
+             if file not in mine and (not verify or _unchanged(folder / file, digest))}
+    now = time.time()
+    stamps = {file: times.get(file, now) for file in files}
+    files.update(mine)
+    stamps.update({file: now for file in mine})
+    listed = {file.removesuffix(".json") for file in files}
+    still = (set(current_pending) | set(waiting)) - listed
+    seed = seed if seed is not None else recorded
+    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, "results": dict(sorted(files.items())),
+                                                   "written": dict(sorted(stamps.items())),
+                                                   "pending": sorted(still)}, indent=1) + "\n")
+    return [] if trust_meanwhile else sorted(meanwhile)
+
+
+@contextlib.contextmanager
+def locked(folder: Path, timeout_s: float = 120.0):
+    """One run at a time updates ``folder``'s manifest and summary. A lock nobody releases (or a lock
+    file that is not a plain file) delays the run by ``timeout_s`` at most: it never stops it."""
+    import fcntl
+
+    try:
+        handle = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(handle)
+
+
+def overall_status(data: dict) -> str:
+    """``graded``, or the status of a submission that could not be graded at all (``error``,
+    ``crashed``...): every exercise failed by the one ``submission`` check of that status."""
+    if grader_error_of(data):  # no valid score: the grader's own failure (grader.results)
+        return "grader-error"
+    exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
+    statuses = {e.get("status") for e in exercises}
+    whole = all([c.get("name") for c in e.get("checks", ())] == ["submission"] for e in exercises)
+    if exercises and whole and len(statuses) == 1 and statuses != {"passed"}:
+        return str(statuses.pop())
+    return "graded"
+
+
+def graded_assignments(course, results) -> list:
+    """The course's assignments that any of ``results`` (result data) holds, in course order: a
+    week's batch (``grade autograde --assignment``) reports that week's points only."""
+    present = {a.get("id") for data in results for a in data.get("assignments", ())}
+    return [a for a in course.assignments if a.id in present]
+
+
+def write_summary(out: Path, course) -> Path:
+    """``summary.csv``: a row per believed result file, a column per exercise of the assignments they
+    hold, and the submission's overall ``status`` last (so that the exercise columns keep their positions)."""
+    results = [data for path in sort_results(out)[0] if (data := read_result(path)) is not None]
+    exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
+    rows = []
+    for data in results:
+        scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == "grader-error" else e["score"]
+                  for a in data["assignments"] for e in a["exercises"]}
+        total = "" if grader_error_of(data) else data["score"]  # never a 0 the student did not earn
+        rows.append([data["submission"], total, data["max_score"], data["seed"]] +
+                    [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
+    path = out / "summary.csv"
+    write_atomically(path, csv_text([SUMMARY_FIRST + exercise_columns + ["status"], *rows]))  # names as data
+    return path

@@ -1,0 +1,330 @@
+"""The suite-facing API of grader/grading/fixture.py, on paths the other tests do not take."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.grading.fixture import Grade
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_half_precision_checks_pass_the_solutions_and_catch_an_unstable_softmax(course, grader, submission_dir,
+                                                                                monkeypatch):
+    # the float16/bfloat16 checks run on CUDA only; on this CPU we lift that gate to exercise them
+    monkeypatch.setattr(Grade, "needs_cuda", lambda self: None)
+    chosen = course.assignments
+    result = grader.grade(resolve_submission(ROOT / "solutions", course), chosen, seed=31)
+    half = [(a.id, e.name, c.name, c.status) for a in result.assignments for e in a.exercises for c in e.checks
+            if c.name.endswith("half_precision")]
+    assert len(half) == 16 and all(status == "passed" for *_, status in half), half
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text().replace("x_max = x.amax(dim=dim, keepdim=True)  # [..., 1, ...]",
+                                                 "x_max = x.amax(dim=dim, keepdim=True) * 0"))
+    broken = grader.grade(resolve_submission(submission_dir, course), chosen[:1], seed=31)
+    softmax = next(e for e in broken.assignments[0].exercises if e.name == "softmax")
+    assert any(c.name == "softmax_half_precision" and c.status == "failed" for c in softmax.checks)
+
+
+def test_checks_for_cuda_only_are_skipped_without_costing_points(solutions_result):
+    names = [c.name for a in solutions_result.assignments for e in a.exercises for c in e.checks]
+    # apply_rope's bfloat16 case runs on a CPU too (a result not cast back to x's dtype shows there: issue
+    # 34); its float16 case and every other half-precision check need CUDA
+    assert [name for name in names if name.endswith("half_precision")] == ["apply_rope_half_precision"]
+    assert solutions_result.score == 600
+
+
+# --- the grader verifies what the student's process says (issue 10, items 5 and 6) --------------------
+SOLUTION_01 = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+SOLUTION_02 = (ROOT / "solutions" / "02_self_attention" / "self_attention.py").read_text()
+
+# at import, rewrite the worker's replies as a hostile module can: the worker runs in its process
+DROP_GRADIENTS = """
+import sys as _sys
+_worker = _sys.modules["grader.inside.worker"]
+_call = _worker.Server.call
+def _forged(self, request):
+    reply = _call(self, request)
+    reply["grads"] = []  # "nothing to check"
+    reply.pop("grad_error", None)
+    return reply
+_worker.Server.call = _forged
+"""
+ZERO_BACKWARD_SOFTMAX = """
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        return torch.exp(x - x.amax(dim=dim, keepdim=True)) / torch.exp(x - x.amax(dim=dim, keepdim=True)).sum(dim=dim, keepdim=True)
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.zeros_like(grad), None
+def softmax(x, dim=-1):
+    return _Softmax.apply(x, dim)
+"""
+
+
+def _grade(course, grader, tmp_path, source: str, assignment="01_attention_basics", module="attention_basics.py",
+           exercises=None, seed=7):
+    path = tmp_path / module
+    path.write_text(source)
+    result = grader.grade(resolve_submission(path, course), (course.assignment(assignment),), seed=seed,
+                          exercises=exercises)
+    return {e.name: e for e in result.assignments[0].exercises}
+
+
+def test_a_reply_that_drops_the_gradients_fails_the_gradient_checks_it_would_fail_anyway(course, grader, tmp_path):
+    honest = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX, exercises=("softmax",))["softmax"]
+    forged = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + DROP_GRADIENTS,
+                    exercises=("softmax",))["softmax"]
+    assert honest.score < honest.max_score
+    assert forged.score <= honest.score, (forged.score, honest.score)  # the forgery gains nothing
+    assert any("no gradient flows" in c.message for c in forged.checks if c.status == "failed")
+    right = _grade(course, grader, tmp_path, SOLUTION_01 + DROP_GRADIENTS, exercises=("softmax",))["softmax"]
+    assert right.score < right.max_score  # a right answer whose gradients never arrive is not believed either
+
+
+def test_a_reply_that_names_its_own_status_cannot_pass(course, grader, tmp_path):
+    forged = SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + """
+import sys as _sys
+_worker = _sys.modules["grader.inside.worker"]
+_worker.Server.call = lambda self, request: {"ok": False, "kind": "passed", "message": "x" * 10**6}
+"""
+    ex = _grade(course, grader, tmp_path, forged, exercises=("softmax",))["softmax"]
+    assert ex.score == 0 and {c.status for c in ex.checks} == {"error"}
+    assert max(len(c.message) for c in ex.checks) < 5000  # the message is bounded too
+
+
+FORBIDDEN_SOFTMAXES = {
+    "an aten overload": "def softmax(x, dim=-1):\n    return torch.ops.aten._softmax.default(x, dim, False)\n",
+    "the safe softmax": "def softmax(x, dim=-1):\n    return torch.ops.aten._safe_softmax.default(x, dim)\n",
+    "an overload packet": "def softmax(x, dim=-1):\n    return torch.ops.aten._softmax(x, dim, False)\n",
+    "TorchScript": "@torch.jit.script\ndef _s(x: torch.Tensor, dim: int) -> torch.Tensor:\n"
+                   "    return torch.softmax(x, dim)\ndef softmax(x, dim=-1):\n    return _s(x, dim)\n",
+    "a traced function": "_t = torch.jit.trace(lambda x: torch.softmax(x, -1), torch.randn(2, 3))\n"
+                         "def softmax(x, dim=-1):\n    return _t(x.movedim(dim, -1)).movedim(-1, dim)\n",
+    "torch.compile": "@torch.compile\ndef softmax(x, dim=-1):\n    return torch.softmax(x, dim)\n",
+    "a caught refusal": "def softmax(x, dim=-1):\n    try:\n        return torch.softmax(x, dim)\n"
+                        "    except BaseException:\n        return torch.softmax(x.double(), dim).to(x.dtype)\n",
+}
+
+
+@pytest.mark.parametrize("way", list(FORBIDDEN_SOFTMAXES))
+def test_a_forbidden_operation_is_seen_however_it_is_called(course, grader, tmp_path, way):
+    ex = _grade(course, grader, tmp_path, SOLUTION_01 + "\n" + FORBIDDEN_SOFTMAXES[way], exercises=("softmax",))
+    softmax = ex["softmax"]
+    assert softmax.status == "forbidden" and "forbidden-op" in softmax.misconceptions, (way, softmax.feedback)
+    assert softmax.score == 0
+
+
+def test_the_fused_attention_is_forbidden_by_its_aten_names_too(course, grader, tmp_path):
+    source = SOLUTION_02 + """
+def scaled_dot_product_attention(queries, keys, values, mask=None):
+    return torch.ops.aten._scaled_dot_product_attention_math.default(queries, keys, values, mask)[0]
+"""
+    ex = _grade(course, grader, tmp_path, source, "02_self_attention", "self_attention.py",
+                exercises=("scaled_dot_product_attention",))
+    assert ex["scaled_dot_product_attention"].status == "forbidden"
+
+
+def test_a_loop_inside_torchscript_is_still_a_loop(course, grader, tmp_path):
+    source = SOLUTION_01 + """
+@torch.jit.script
+def attention_scores(inputs: torch.Tensor) -> torch.Tensor:
+    rows = [torch.stack([torch.dot(inputs[i], inputs[j]) for j in range(inputs.shape[0])]) for i in range(inputs.shape[0])]
+    return torch.stack(rows)
+"""
+    ex = _grade(course, grader, tmp_path, source, exercises=("attention_scores",))["attention_scores"]
+    assert "not-vectorised" in ex.misconceptions, ex.feedback
+
+
+def test_honest_torchscript_and_compiled_code_loses_nothing(course, grader, tmp_path):
+    source = SOLUTION_01 + """
+_reference_scores = attention_scores
+@torch.jit.script
+def attention_scores(inputs: torch.Tensor) -> torch.Tensor:
+    return inputs @ inputs.transpose(-2, -1)
+_plain_softmax = softmax
+softmax = torch.compile(_plain_softmax)
+"""
+    for seed in (7, 2024, 31337):
+        ex = _grade(course, grader, tmp_path, source, exercises=("attention_scores", "softmax"), seed=seed)
+        assert all(e.score == e.max_score for e in ex.values()), {n: e.feedback for n, e in ex.items()}
+
+
+def test_the_device_of_an_output_is_the_one_its_tensor_was_encoded_from(course):
+    """Where the bytes came from is read off the tensor as it is encoded, not from a claim beside it."""
+    import json
+
+    import torch
+
+    from grader.inside import protocol
+    from grader.grading.fixture import CheckFailed, reply_of
+
+    payload = protocol.encode({"ok": True, "out": torch.ones(2, 2), "out_device": "cuda:0"})
+    reply = reply_of(protocol.decode(payload, limit=1 << 20))
+    assert reply.device == "cpu"  # the claim beside it is not read
+    size = int.from_bytes(payload[:4], "big")
+    header = json.loads(payload[4:4 + size])
+    header["tensors"][0][3] = "cuda:0"
+    text = json.dumps(header, separators=(",", ":")).encode()
+    moved = protocol.decode(len(text).to_bytes(4, "big") + text + payload[4 + size:], limit=1 << 20)
+    reply = reply_of(moved)
+    assert reply.device == "cuda:0"
+    grade = Grade.__new__(Grade)
+    grade.session = type("S", (), {"course": course, "seed": 1})()
+    with pytest.raises(CheckFailed) as failure:
+        grade.expect(reply, torch.ones(2, 2), "f(x)")
+    assert failure.value.misconceptions == ("wrong-device",)
+
+
+def test_a_reply_that_is_not_a_calls_is_the_students_error():
+    from grader.grading.fixture import StudentFault, reply_of
+
+    for reply in ({"ok": True}, {"ok": True, "out": None, "ops": -1}, {"ok": True, "out": None, "mutated": ["x"]}):
+        with pytest.raises(StudentFault):
+            reply_of(reply)
+
+
+def test_a_module_of_constants_scores_nothing_in_any_assignment(course, grader, tmp_path):
+    """Issue 11, item 1: properties (vectorised, operation counts, memory) score only with a right output
+    on the same case; a module whose every function returns torch.zeros(1) earns no point anywhere."""
+    import ast
+
+    for assignment in course.assignments:
+        reference = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+        tree = ast.parse(reference)
+        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+        source = "import torch\n" + "".join(f"def {n}(*args, **kwargs):\n    return torch.zeros(1)\n" for n in names)
+        source += "".join(f"class {c}(torch.nn.Module):\n    def __init__(self, *a, **k):\n        super().__init__()\n"
+                          f"    def forward(self, *args, **kwargs):\n        return torch.zeros(1)\n" for c in classes)
+        path = tmp_path / assignment.id / assignment.module
+        path.parent.mkdir()
+        path.write_text(source)
+        result = grader.grade(resolve_submission(path, course), (assignment,), seed=7)
+        earned = {e.name: e.score for e in result.assignments[0].exercises if e.score}
+        assert earned == {}, (assignment.id, earned)
+
+
+# correct implementations in styles the reference does not use (issue 11, item 4)
+STYLES = {
+    "logsumexp": """
+def softmax(x, dim=-1):
+    hidden = torch.isneginf(x).all(dim=dim, keepdim=True)
+    lse = torch.logsumexp(x.masked_fill(hidden, 0.0), dim=dim, keepdim=True)
+    return torch.exp(x - lse).masked_fill(hidden, 0.0)
+""",
+    "guarded two-pass": """
+def softmax(x, dim=-1):
+    m = x.max(dim=dim, keepdim=True).values
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(x - m)
+    return e / e.sum(dim=dim, keepdim=True).clamp_min(1.0)  # a row's sum is 1 or more, 0 where all is -inf
+""",  # (clamped at the smallest float instead, the gradient of an all -inf row overflows to NaN for an output
+      # gradient past about 4: against the contract, and now caught on every seed, grad_scale)
+    "einsum": """
+def attention_scores(inputs):
+    return torch.einsum("...id,...jd->...ij", inputs, inputs)
+def simple_self_attention(inputs):
+    weights = softmax(torch.einsum("...id,...jd->...ij", inputs, inputs), dim=-1)
+    return torch.einsum("...ij,...jd->...id", weights, inputs)
+""",
+    "log domain": """
+def softmax(x, dim=-1):
+    m = x.amax(dim=dim, keepdim=True)
+    shifted = x - m.masked_fill(torch.isinf(m), 0.0)
+    log_total = torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny))
+    return torch.exp(shifted - log_total)
+""",
+}
+
+
+def test_a_softmax_whose_gradient_is_nan_on_a_hidden_row_loses_that_check_only(course, grader, tmp_path):
+    """Issue 11, item 6: the all -inf case checks gradients too; a softmax that zeroes the NaN of the
+    output (nan_to_num after the division) leaves NaN in the gradient, and loses that check alone."""
+    source = SOLUTION_01 + """
+def softmax(x, dim=-1):
+    e = torch.exp(x - x.max(dim=dim, keepdim=True).values)
+    return torch.nan_to_num(e / e.sum(dim=dim, keepdim=True), nan=0.0)
+"""
+    softmax = _grade(course, grader, tmp_path, source, exercises=("softmax",))["softmax"]
+    failed = [c for c in softmax.checks if c.status != "passed"]
+    assert [c.name for c in failed] == ["softmax_minus_infinity"] and "NaN" in failed[0].message, failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("style", list(STYLES))
+def test_a_correct_answer_in_another_style_loses_no_point_on_twenty_seeds(course, grader, tmp_path, style):
+    """Tolerances grounded in the reference's own rounding: each output and gradient may be off by a
+    few times as much as the reference computed in float32 is from the reference in float64."""
+    lost = []
+    for seed in range(20):
+        ex = _grade(course, grader, tmp_path, SOLUTION_01 + "\n" + STYLES[style], seed=seed,
+                    exercises=("softmax", "attention_scores", "simple_self_attention"))
+        lost += [(seed, e.name, e.feedback[:300]) for e in ex.values() if e.score < e.max_score]
+    assert lost == []
+
+
+def test_attention_weights_without_a_max_shift_is_caught_on_large_scores_and_named(course, grader, tmp_path):
+    """Issue 11, item 6: a check whose scaled scores overflow a float32 exp."""
+    source = SOLUTION_02 + """
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    e = torch.exp(scores)
+    return e / e.sum(dim=-1, keepdim=True)
+"""
+    ex = _grade(course, grader, tmp_path, source, "02_self_attention", "self_attention.py",
+                exercises=("attention_weights",))["attention_weights"]
+    assert "attention_weights_large_scores" in [c.name for c in ex.checks if c.status == "failed"]
+    assert ex.misconceptions == ["softmax-unstable"]
+
+
+# --- hostile replies cost the grading process no more than a clean run, twice over (issue 21) -------------
+@pytest.mark.slow
+def test_hostile_replies_cost_the_grading_process_at_most_twice_a_clean_runs_memory(tmp_path):
+    """benchmarks/red_team.py's attacks that cost the most before: 6.5 GB for broadcastable replies to
+    03, 1.1 GB for replies just under the limit; issue 21's stride-0 reply and mask. Each ends in a
+    result, not a traceback, at most twice the clean run's peak (VmHWM of the grading process)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import red_team
+
+    chosen = ["broadcastable replies (03)", "64 MB replies (03)", "stride-0 replies (04)",
+              "a [100000, 1, 1, 1, 1] mask (06)"]
+    attacks = red_team.attacks()
+    clean = {key: red_team.graded(red_team.build(tmp_path / f"clean-{key}", key, None)) for key in ("03", "04", "06")}
+    for name in chosen:
+        key, attack = attacks[name]
+        got = red_team.graded(red_team.build(tmp_path / name.replace(" ", "_"), key, attack))
+        assert got["code"] in (0, 1) and not got["traceback"], (name, got["stderr"])
+        assert got["peak_mib"] <= 2 * clean[key]["peak_mib"], (name, got["peak_mib"], clean[key]["peak_mib"])
+        assert got["score"] < 100, name
+
+
+def test_a_module_of_an_earlier_assignment_missing_says_to_grade_the_two_together(course):
+    """Issue 34, item 11(d): 04 graded alone gave a bare ModuleNotFoundError: causal_attention."""
+    from grader.grading.outcomes import StudentFault
+    from grader.grading.pytest_session import earlier_module_missing
+
+    fourth = course.assignment("04_multi_head_attention")
+    missing = StudentFault("error", "ModuleNotFoundError: No module named 'causal_attention'", "ModuleNotFoundError")
+    said = earlier_module_missing(course, fourth, missing)
+    assert "grade check 03_causal_attention 04_multi_head_attention" in said and "causal_attention.py" in said
+    other = StudentFault("error", "ModuleNotFoundError: No module named 'einops'", "ModuleNotFoundError")
+    assert earlier_module_missing(course, fourth, other) == ""
+
+
+@pytest.mark.slow
+def test_parameters_named_right_but_plain_tensors_are_said_to_be_plain_tensors(course, grader, tmp_path):
+    """Issue 34, item 11: "missing W_query" for a W_query that is there, as a plain tensor, sent the
+    student looking for a typo; the feedback says it is not an nn.Parameter."""
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "tests" / "corpus"))
+    import corpus
+
+    entry = corpus._entry(root / "tests" / "corpus" / "unnamed" / "issue34_02_SelfAttention_v1_plain_tensors.py", None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=3)[entry.name]
+    assert exercise.score == 0
+    assert "W_query, W_key, W_value are plain tensors, not nn.Parameter" in exercise.feedback, exercise.feedback

@@ -1,0 +1,125 @@
+"""A folder of results (grader/reporting/result_folder.py): the manifest says which result files grade autograde
+wrote; summary.csv lists only those, with each submission's overall status."""
+import csv
+import json
+
+from grader.batch.autograde import failed_result
+from grader.reporting.result_folder import (LOCK, MANIFEST, locked, overall_status, read_manifest, sort_results,
+                                  write_atomically, write_manifest, write_summary)
+from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+
+
+def result_text(name: str, score: float = 1.0) -> str:
+    return json.dumps({"schema": 1, "submission": name, "seed": 1, "score": score, "max_score": 1.0,
+                       "assignments": []}, indent=2) + "\n"
+
+
+def run(folder, names, **options):
+    """What grade autograde does at the end of a run: write each result, then the manifest."""
+    written = {name: result_text(name) for name in names}
+    for name, text in written.items():
+        write_atomically(folder / f"{name}.json", text)
+    return write_manifest(folder, written, **options)
+
+
+def test_only_listed_unchanged_files_are_believed(tmp_path):
+    run(tmp_path, ["alice", "bob"])
+    (tmp_path / "mallory.json").write_text(result_text("mallory", 100))  # dropped by student code
+    (tmp_path / "bob.json").write_text(result_text("bob", 100))  # changed by student code
+    believed, others = sort_results(tmp_path)
+    assert [p.name for p in believed] == ["alice.json"]
+    assert [p.name for p in others] == ["bob.json", "mallory.json"]
+    assert MANIFEST not in {p.name for p in [*believed, *others]}  # never taken for a result
+
+
+def test_a_later_run_keeps_earlier_results_only_while_they_are_as_listed(tmp_path):
+    run(tmp_path, ["alice", "bob"])
+    earlier = read_manifest(tmp_path)
+    (tmp_path / "bob.json").write_text(result_text("bob", 100))  # during the next run, by its student code
+    run(tmp_path, ["carol"], earlier=earlier)
+    assert set(read_manifest(tmp_path)) == {"alice.json", "carol.json"}
+
+
+def test_a_manifest_forged_during_a_run_lists_nothing_when_student_code_ran_as_this_user(tmp_path):
+    run(tmp_path, ["alice"])
+    earlier = read_manifest(tmp_path)  # read before student code runs
+    forged = result_text("mallory", 100)
+    (tmp_path / "mallory.json").write_text(forged)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    from grader.reporting.result_folder import sha256
+
+    manifest["results"]["mallory.json"] = sha256(forged)
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))  # student code, as the grader's user
+    assert run(tmp_path, ["bob"], earlier=earlier, trust_meanwhile=False) == ["mallory.json"]
+    assert set(read_manifest(tmp_path)) == {"alice.json", "bob.json"}
+
+
+def test_runs_at_the_same_time_into_one_folder_keep_each_others_results_when_confined(tmp_path):
+    """A Slurm array writing one folder: shard 2 ends while shard 1 still runs."""
+    earlier = read_manifest(tmp_path) or {}
+    run(tmp_path, ["bob"], earlier=read_manifest(tmp_path) or {})  # shard 2
+    run(tmp_path, ["alice"], earlier=earlier, trust_meanwhile=True)  # shard 1, sandboxed
+    assert set(read_manifest(tmp_path)) == {"alice.json", "bob.json"}
+
+
+def test_the_lock_serialises_runs_and_a_held_lock_only_delays(tmp_path):
+    import fcntl
+    import os
+    import time
+
+    handle = os.open(tmp_path / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(handle, fcntl.LOCK_EX)  # another run holds it, and never lets go
+    started = time.monotonic()
+    with locked(tmp_path, timeout_s=0.5):
+        waited = time.monotonic() - started
+    os.close(handle)
+    assert 0.4 < waited < 5
+    (tmp_path / LOCK).unlink()
+    (tmp_path / LOCK).symlink_to(tmp_path / "elsewhere")  # not a plain file: no lock, and no crash
+    with locked(tmp_path):
+        pass
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_lone_surrogate_is_written_escaped_not_a_crash(tmp_path):
+    write_atomically(tmp_path / "x.txt", "caf\udce9\n")
+    assert (tmp_path / "x.txt").read_text(encoding="utf-8") == "caf\\udce9\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]  # no temporary left
+
+
+def test_summary_has_the_status_of_each_submission_last(course, tmp_path):
+    graded = SubmissionResult("alice", 1, "cpu", 1.0, [AssignmentResult("01_attention_basics", "Basics", [
+        ExerciseResult("softmax", 25.0, [CheckOutcome("softmax_random", 1, "failed", "off")])])])
+    texts = {"alice": json.dumps(graded.to_json()),
+             "bob": json.dumps(failed_result(course.assignments, "bob", "error", "not a valid .zip file", 1).to_json()),
+             "erin": json.dumps(failed_result(course.assignments, "erin", "crashed", "crashed twice", 1).to_json())}
+    for name, text in texts.items():
+        (tmp_path / f"{name}.json").write_text(text)
+    write_manifest(tmp_path, texts)
+    write_summary(tmp_path, course)
+    rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
+    exercises = [f"{a.id}:{e}" for a in course.assignments for e in a.exercises]
+    assert rows[0] == ["submission", "score", "max_score", "seed", *exercises, "status"]
+    assert {row[0]: row[-1] for row in rows[1:]} == {"alice": "graded", "bob": "error", "erin": "crashed"}
+
+
+def test_overall_status_is_graded_unless_the_submission_check_failed_everything(course):
+    data = failed_result(course.assignments, "bob", "timeout", "too slow", 1).to_json()
+    assert overall_status(data) == "timeout"
+    data["assignments"][0]["exercises"][0]["checks"] = [{"name": "softmax_random", "status": "error", "weight": 1}]
+    data["assignments"][0]["exercises"][0]["status"] = "error"
+    assert overall_status(data) == "graded"  # one exercise was really graded (and failed)
+    assert overall_status({"assignments": []}) == "graded"
+
+
+def test_summary_takes_a_name_that_is_a_formula_as_text_and_keeps_numbers_numbers(course, tmp_path):
+    """Names are folder names a student chose: none may run as a formula where summary.csv is opened."""
+    names = ['=HYPERLINK("http://x","y")', "+600+0", "@SUM(A1)", "-1+601", "\tx", "\r=1+1", "ann"]
+    texts = {f"s{index}": result_text(name, 0.5) for index, name in enumerate(names)}
+    for stem, text in texts.items():
+        (tmp_path / f"{stem}.json").write_text(text)
+    write_manifest(tmp_path, texts)
+    write_summary(tmp_path, course)
+    rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
+    assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ann"]
+    assert [row[1:4] for row in rows[1:]] == [["0.5", "1.0", "1"]] * len(names)
