@@ -6,7 +6,7 @@ import io
 import sys
 from pathlib import Path
 
-from grader.config import Course, find_course_root, load_course
+from grader.config import Course, find_course_root, load_course, parse_seed  # noqa: F401 (parse_seed: the CLI's)
 from grader.errors import GraderFailed, NothingToDo, UsageError
 from grader.results import grader_error_of
 
@@ -290,15 +290,3 @@ def classroom(*, result: Path) -> int:
         raise GraderFailed(failure)
     print("\n".join(notices))
     return 0
-
-
-def parse_seed(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        seed = int(value)
-    except ValueError:
-        raise UsageError(f"--seed must be a whole number, not {value!r}") from None
-    if seed < 0:
-        raise UsageError("--seed must not be negative")
-    return seed

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from grader.grading import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ... (grader/grading/diagnose.py)
+from grader.grading import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ...
 from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import ScaleFit, name_mistake, unstable_unless_named
 from grader.grading.dropout import expect_dropout_on_weights, judged
@@ -35,7 +35,7 @@ from grader.errors import UsageError
 from grader.inside.protocol import HandleRef
 from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
 
-exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (what it may not call: grader/grading/forbidden.py)
+exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grading/forbidden.py)
 
 
 def assignment(assignment_id: str):

@@ -318,3 +318,16 @@ def _describe(expected) -> str:
     if expected == _NUMBER:
         return "a number"
     return _kind(expected())
+
+
+def parse_seed(value: str | None) -> int | None:
+    """A seed as given in text (``--seed``, ``GRADE_SEED``): a whole number, not negative; None if not given."""
+    if value is None:
+        return None
+    try:
+        seed = int(value)
+    except ValueError:
+        raise UsageError(f"--seed must be a whole number, not {value!r}") from None
+    if seed < 0:
+        raise UsageError("--seed must not be negative")
+    return seed

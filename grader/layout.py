@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from grader.config import Assignment
+
+class Assignment(Protocol):  # what a layout needs of grader.config.Assignment (which imports this module)
+    id: str
+    module: str
+    notebook: str
 
 SUITE_KINDS = ("hidden", "public")
 

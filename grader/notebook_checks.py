@@ -107,7 +107,7 @@ def defines(cells: list[str], name: str) -> bool:
 
 def module_wins(module: Path, exercise: str, cells: list[str]) -> str | None:
     """The line that says ``grade check`` on this folder grades ``exercise`` from ``module``, not from the
-    notebook (grader.grading.graded_source's rule): the module has it written, not as the stub, and not as in these cells."""
+    notebook (graded_source.py's rule): the module has it written, not as the stub, and not as in these cells."""
     from grader.inside.notebook_source import history_notebook, without_magics
     from grader.grading.graded_source import definitions
 

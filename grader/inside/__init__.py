@@ -1,5 +1,6 @@
-"""The only grader code a sandbox holds: copied whole into every zygote's view, and nothing else of the
-grader with it.
+"""The student side of the trust boundary: the only grader code a sandbox holds.
+
+Copied whole into every zygote's view, and nothing else of the grader with it.
 
 - :mod:`grader.inside.protocol`: the one protocol both sides speak (plain data, bounded, no pickle);
 - :mod:`grader.inside.zygote`: the process that imports torch once and forks, confined, a worker per

@@ -1,8 +1,8 @@
 """The one protocol between the grader and the sandboxed processes that run student code.
 
-The grading side (:mod:`grader.sandbox.client`, :mod:`grader.grading.pytest_session`, :mod:`grader.grading.fixture`) and the
-student side (:mod:`grader.inside.zygote`, :mod:`grader.inside.worker`) share this module and nothing else: the
-trust boundary shows in the imports.
+The grading side (:mod:`grader.sandbox.client`, :mod:`grader.grading.pytest_session`,
+:mod:`grader.grading.fixture`) and the student side (:mod:`grader.inside.zygote`,
+:mod:`grader.inside.worker`) share this module and nothing else: the trust boundary shows in the imports.
 
 Every message, either way, is a length-prefixed frame of plain data (dicts, lists, tuples, strings,
 numbers, dtypes, devices and plain tensors): a JSON header and the tensors' raw bytes, nothing

@@ -1,4 +1,4 @@
-"""LMS and autograding platforms: the gradebooks that `grade export --format` writes (Canvas, Moodle)."""
+"""Where the course meets the platforms it runs on: Gradescope, Classroom, notebook kernels, LMS gradebooks."""
 from grader.platforms import canvas, moodle
 
 # a gradebook's format name -> its writer: write(grades, roster, warnings, *, missing_as_zero) -> CSV text.

@@ -64,7 +64,7 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
                 device: str | None = None, grader=None):
     """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
     ``grader`` or the kernel's own."""
-    from grader.api import parse_seed
+    from grader.config import parse_seed
     from grader.submission import resolve_submission
 
     seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)

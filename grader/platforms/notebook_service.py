@@ -31,7 +31,7 @@ def class_seed(course, assignment) -> int:
     assignment determine, the same for every student and every run."""
     import hashlib
 
-    from grader.api import parse_seed
+    from grader.config import parse_seed
 
     given = parse_seed(os.environ.get("GRADE_SEED") or None)
     if given is not None:

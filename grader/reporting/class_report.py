@@ -41,7 +41,7 @@ _TEXTS = frozenset({"feedback", "message", "grader_error"})  # a result's free t
 
 def gather(result_dirs: list[Path], warnings: list[str], *, mixed_seeds: bool = False) -> list[dict]:
     """Every verified result of ``result_dirs``, shards merged (see :func:`grader.reporting.export.collect`)."""
-    from grader.reporting.export import collect
+    from grader.reporting.result_folder import collect
 
     return list(collect(result_dirs, warnings, mixed_seeds=mixed_seeds).values())
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.errors import UsageError
 from grader.reporting.formats import csv_text
 from grader.results import grader_error_of
 
@@ -215,3 +216,64 @@ def write_summary(out: Path, course) -> Path:
     path = out / "summary.csv"
     write_atomically(path, csv_text([SUMMARY_FIRST + exercise_columns + ["status"], *rows]))  # names as data
     return path
+
+
+def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> dict[str, dict]:
+    """Every result by submission; where shards overlap, the most recent result of a name wins (by
+    when its run wrote it, as the manifest says). Only result files that ``grade autograde`` listed
+    in the folder's manifest, unchanged since, are read: a file student code could have left or
+    changed is named in ``warnings`` and left out (see write_manifest above). A folder of result
+    files without a manifest is refused: its files cannot be told from forged ones. So are results of
+    one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``."""
+    found: dict[str, tuple[float, dict, Path]] = {}
+    for folder in result_dirs:
+        if not folder.is_dir():
+            raise UsageError(f"no such result folder: {folder}")
+        manifest = read_manifest(folder)
+        believed, others = sort_results(folder, manifest)
+        if manifest is None and others:
+            raise UsageError(f"{folder} has no {MANIFEST} (results not written by grade autograde, or by a "
+                             f"version before it kept one): grade the class again into it (grade autograde "
+                             f"SUBMISSIONS --out {folder})")
+        if warnings is not None:
+            warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed since): left out"
+                         for path in others]
+        waiting = pending(folder)
+        if waiting and warnings is not None:  # an interrupted run: what it graded is exported, and said so
+            names = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+            warnings.append(f"{folder}: the run that wrote it was interrupted, {len(waiting)} submission(s) have no "
+                            f"result yet ({names}): finish it with grade autograde ... --out {folder} --resume")
+        times = written_at(folder)
+        for path in believed:
+            data = read_result(path)
+            if data is None:
+                continue
+            stamp, name = times.get(path.name, 0.0), data["submission"]
+            if name in found and warnings is not None and found[name][1]["score"] != data["score"]:
+                kept, other = (data, found[name][1]) if stamp > found[name][0] else (found[name][1], data)
+                warnings.append(f"{name}: two results with different scores ({kept['score']:g} and "
+                                f"{other['score']:g}); the later, {kept['score']:g}, is kept ({path})")
+            if name not in found or stamp > found[name][0]:
+                found[name] = (stamp, data, folder)
+    _one_seed(found, warnings, mixed_seeds)
+    return {name: data for name, (_, data, _) in sorted(found.items())}
+
+
+def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) -> None:
+    """Refuse (or, ``mixed``, warn of) an assignment whose results were graded on different seeds: two
+    shards or runs of one class that drew different cases. Different weeks' batches may differ."""
+    seeds: dict[str, dict[int, set[str]]] = {}
+    for _, data, folder in found.values():
+        for assignment in data.get("assignments", ()):
+            seeds.setdefault(str(assignment.get("id")), {}).setdefault(data.get("seed"), set()).add(str(folder))
+    for assignment, by_seed in seeds.items():
+        if len(by_seed) < 2:
+            continue
+        told = ", ".join(f"seed {seed} ({', '.join(sorted(folders))})" for seed, folders in
+                         sorted(by_seed.items(), key=lambda item: str(item[0])))
+        line = f"{assignment} was graded on {len(by_seed)} seeds: {told}"
+        if not mixed:
+            raise UsageError(f"{line}; a class is graded on one seed (give every shard the same --seed), or "
+                             f"--mixed-seeds merges them anyway")
+        if warnings is not None:
+            warnings.append(f"{line}: merged as asked (--mixed-seeds)")

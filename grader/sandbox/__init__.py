@@ -1,5 +1,4 @@
-"""The grading side of the trust boundary: how student code is confined, and the handles the grader
-keeps on it.
+"""The grading side of the trust boundary: how student code is confined, and the grader's handles on it.
 
 - :mod:`grader.sandbox.confine`: which protections this machine offers, and the sandbox's view;
 - :mod:`grader.sandbox.client`: the handles on a zygote and its workers (:class:`ZygoteClient`,

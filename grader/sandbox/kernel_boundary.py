@@ -111,7 +111,8 @@ def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
     """The grading service for one kernel, outside its sandbox; it answers on ``folder/grade.sock``."""
     folder.mkdir(mode=0o711)
     ready_read, ready_write = os.pipe()
-    service = subprocess.Popen([sys.executable, "-m", "grader.platforms.notebook_service", str(folder / "grade.sock"), str(cwd),
+    service = subprocess.Popen([sys.executable, "-m", "grader.platforms.notebook_service", str(folder / "grade.sock"),
+                                str(cwd),
                                 str(course.root), str(ready_write)], pass_fds=[ready_write], cwd=str(course.root),
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     os.close(ready_write)

@@ -5,7 +5,7 @@ import json
 
 from grader.batch.autograde import failed_result
 from grader.reporting.result_folder import (LOCK, MANIFEST, locked, overall_status, read_manifest, sort_results,
-                                  write_atomically, write_manifest, write_summary)
+                                            write_atomically, write_manifest, write_summary)
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 
 

@@ -1,4 +1,4 @@
-"""One grader's sandbox and a cell per submission (grader/sandbox/cells.py): what runner.py reaches
+"""One grader's sandbox and a cell per submission (grader/sandbox/cells.py): what grading/run.py reaches
 student code through."""
 import os
 from pathlib import Path
