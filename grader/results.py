@@ -27,15 +27,20 @@ FEEDBACK_LIMIT = 8_000  # characters of one exercise's feedback
 
 
 _UNPRINTABLE = frozenset(map(chr, [*range(9), *range(11, 32), 127, 0xFFFE, 0xFFFF]))
+# characters that reorder or hide the text around them (bidirectional overrides and isolates, zero-width
+# and invisible format characters): shown as <U+202E>, so that no name or message reads as another
+INVISIBLE = frozenset(map(chr, [0x061C, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF]))
 
 
 def plain_text(text: str, limit: int) -> str:
     """Text any report can hold (UTF-8, XML 1.0, a terminal): no lone surrogates (as ``\\udcxx``), no
-    control characters but newlines and tabs, no U+FFFE/U+FFFF, at most ``limit`` characters with the
+    control characters but newlines and tabs, no U+FFFE/U+FFFF, no character that reorders or hides text
+    (a right-to-left override is shown as ``<U+202E>``), at most ``limit`` characters with the
     cut said. Messages carry student text (exception messages, output), so this is done once, where a
     check's outcome is made, and every renderer and result file can trust it."""
     text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
-    text = "".join("\ufffd" if c in _UNPRINTABLE else c for c in text)
+    text = "".join("\ufffd" if c in _UNPRINTABLE else f"<U+{ord(c):04X}>" if c in INVISIBLE else c for c in text)
     if len(text) > limit:
         text = text[:limit] + f" ... ({len(text) - limit} characters cut)"
     return text
@@ -53,6 +58,8 @@ class CheckOutcome:
     unexplained: str | None = None  # the message without its explanation, for when another case contradicts it
     forgiven_by: str = ""  # passed as right given the student's own faulty helper: that helper exercise
     forgiven_call: str = ""  # and that helper's call on this case, where its arguments are plain
+    forgiven_raise: bool = False  # ... and the helper raised there: nothing of this exercise's own was seen
+    verified: bool = False  # an output of the student's was compared and found right in this check
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
 
     def __post_init__(self):

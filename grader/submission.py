@@ -141,7 +141,10 @@ def _no_link(path: Path, top: Path) -> None:
 class WorkingCopy:
     """A private copy of the submission's modules and notebooks, one folder per assignment."""
 
-    def __init__(self, submission: Submission, parent: Path | None = None):
+    def __init__(self, submission: Submission, parent: Path | None = None, relative: bool = False):
+        """``relative``: messages name the student's files from the submission's own folder
+        (``01_attention_basics/attention_basics.py``), as a batch shows them: never the grader's paths
+        (nor the folder's name, which an anonymised report hides)."""
         self.root = Path(tempfile.mkdtemp(prefix="grade-", dir=parent))
         self.sources: dict[str, Path] = {}
         self.overlays: dict[str, Path] = {}  # the notebook beside an assignment's module
@@ -151,7 +154,7 @@ class WorkingCopy:
                 folder = self.root / assignment_id
                 folder.mkdir()
                 self.sources[assignment_id] = _copy_file(source, folder / source.name)
-                self.display[str(folder)] = str(source.parent)
+                self.display[str(folder)] = _relative(source.parent, submission.path) if relative else str(source.parent)
             for assignment_id, notebook in submission.overlays:
                 target = self.root / assignment_id / notebook.name
                 try:
@@ -169,6 +172,15 @@ class WorkingCopy:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _relative(folder: Path, root: Path) -> str:
+    """``folder`` as seen from the submission ``root`` (a folder, or the one file handed in)."""
+    base = root if root.is_dir() else root.parent
+    try:
+        return str(folder.relative_to(base))
+    except ValueError:
+        return folder.name
 
 
 def _copy_file(source: Path, target: Path) -> Path:

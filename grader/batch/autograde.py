@@ -34,8 +34,8 @@ from grader.sandbox import leftovers
 from grader.config import Course
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.batch.discover import Job, discover  # noqa: F401 - Job: the jobs' type
-from grader.reporting.result_folder import (MANIFEST, locked, pending, read_manifest, read_result, recorded_seed, sort_results,
-                                  write_atomically, write_manifest, write_summary)
+from grader.reporting.result_folder import (MANIFEST, locked, pending, read_manifest, read_result, recorded_seed,
+                                            sort_results, write_atomically, write_manifest, write_summary)
 from grader.results import (GRADER_ERROR, AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult,
                             grader_error_of)
 
@@ -78,7 +78,7 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    grader = Grader(course, device=device, confinement=confinement, batch=True)  # a sandbox, a uid per submission
+    grader = Grader(course, device=device, confinement=confinement, batch=True, relative_paths=True)  # a sandbox, a uid per submission
 
     current: list = []  # the job being graded, until it is reported
 

@@ -6,7 +6,8 @@ job with an ``error``: it gets an ``error`` result with that one-line reason, an
 Names. A job's name is its folder's or archive's name without ``.zip``/``.py``/``.ipynb``, and names
 its result file (``<name>.json``), a row of summary.csv and of ``grade export``. So it must be a safe
 file name and valid UTF-8: bytes that are not UTF-8 are written as ``_xNN``; control characters,
-``/`` and ``\\`` as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_`` in front
+characters that reorder or hide text (a right-to-left override, a zero-width space), ``/`` and ``\\``
+as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_`` in front
 (``..zip`` is ``_.``); a name is cut to NAME_BYTES bytes, so that its result file's name fits. Where
 two submissions end up with the same name (``bob/`` and ``bob.zip``), both are graded: the first in
 sorted order keeps it and the next are ``bob~2``, ``bob~3``; the same path named twice is one job.
@@ -26,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.config import Course
 from grader.errors import SubmissionError
+from grader.results import INVISIBLE
 
 ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
 MAX_MEMBERS = 10_000
@@ -48,7 +50,7 @@ def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
     for path in paths:
         if not os.path.lexists(path):
             raise SubmissionError(f"no such file or folder: {path}")
-        if path.suffix == ".zip" or _is_submission(path, course):
+        if path.suffix == ".zip" or (_is_submission(path, course) and not _holds_others(path, course)):
             found.append(path)
             continue
         if not path.is_dir():
@@ -96,9 +98,22 @@ def safe_name(path: Path) -> str:
             raw = raw[: -len(suffix)]
             break
     text = os.fsencode(raw).decode("utf-8", "backslashreplace")
-    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" else c for c in text)
+    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" or c in INVISIBLE else c for c in text)
     text = text.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore")  # a part character cut is dropped
     return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
+
+
+def _holds_others(path: Path, course: Course) -> bool:
+    """Whether a folder given holds submissions besides its assignment folders: a class folder in which
+    one student's folder happens to be named like an assignment (``01_attention_basics/``), not one
+    submission shaped like assignments/."""
+    ids = {a.id for a in course.assignments}
+    try:
+        children = [c for c in path.iterdir() if not c.name.startswith(".") and c.name not in ids]
+        return any(c.suffix == ".zip" or (c.is_dir() and not c.is_symlink() and _is_submission(c, course))
+                   for c in children)
+    except OSError:
+        return False
 
 
 def _is_submission(path: Path, course: Course) -> bool:

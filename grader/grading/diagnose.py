@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from grader.grading.compare import difference, widen
-from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault, plain_call
+from grader.grading.outcomes import (CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault,
+                                     plain_call)
 from grader.grading.recorded_outputs import NotReplayable
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
@@ -415,17 +416,16 @@ def _right(grade, theirs, right) -> bool:
 def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, composed: Callable,
                   helper_mistakes: Iterable[Candidate]) -> Exception | None:
     """The helper at fault for the student's code raising, when it raises the same way itself on this
-    case's inputs, or when the right computation raises the same way on the helper's wrong result."""
+    case's inputs (the same exception, the same message), or when the right computation raises the same
+    way on the helper's wrong result. What the grader saw decides, never the traceback's text: the
+    student's process writes that, frames and file names included (a message can hold a fake frame)."""
     import torch
 
-    kind = failure.fault.exception
-    ran = _functions(failure.fault.message)  # the student's own frames the raise went through
-    if not ran:  # raised before any of the student's code ran (nothing defined by that name): its own
-        return None
+    kind, said = failure.fault.exception, _last_line(failure.fault.message)
     if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
-        if theirs.exception != kind or helper.split()[0] not in ran:  # it raised inside the helper, called
+        if theirs.exception != kind or _last_line(theirs.message) != said:
             return None
-        return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs")
+        return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs", raised=True)
     if not within(theirs, right) or _right(grade, theirs, right):
         return None
     with torch.no_grad():
@@ -436,19 +436,19 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
                 return None
         else:
             return None
+    raised = True  # nothing of the exercise's own ran to the end on this case
     if theirs.dtype != right.dtype:
         return helper_at_fault(grade, failure, helper, f"it returns {str(theirs.dtype).replace('torch.', '')}, not "
-                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype")
+                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype", raised=raised)
     found = first_match(grade, theirs, helper_mistakes, right)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
-    return helper_at_fault(grade, failure, helper, detail, misconception)
+    return helper_at_fault(grade, failure, helper, detail, misconception, raised=raised)
 
 
-def _functions(traceback: str) -> set[str]:
-    """The functions of the student's code a traceback (as the worker reports it) went through."""
-    import re
-
-    return set(re.findall(r'File "[^"]*", line \d+, in (\w+)', traceback or ""))
+def _last_line(message: str) -> str:
+    """A raise as the student sees it: its last line ("ValueError: ..."), the traceback above it aside."""
+    lines = (message or "").strip().splitlines()
+    return lines[-1].strip() if lines else ""
 
 
 def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple) -> Exception | None:
@@ -540,12 +540,13 @@ def _to(values, device):
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None):
+def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None,
+                    raised: bool = False):
     """What a case right but for the student's own ``helper`` gives, by the course's cascade policy:
     under "once" a pass that names the helper (its mistake is charged in its own exercise), under
     "every" a failure naming it."""
     if grade.cascades == "once":
         return RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
-                                f"({detail}): fix the {helper} exercise")
+                                f"({detail}): fix the {helper} exercise", raised=raised)
     return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
                        f"Fix the {helper} exercise first", (misconception,) if misconception else ())

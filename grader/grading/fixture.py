@@ -17,18 +17,15 @@ import contextlib
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import pytest
 
 from grader.grading.compare import difference, manual_seed, shape_str, widen
 from grader.grading.forbidden import forbidden_operations
-from grader.grading.outcomes import CheckFailed, GradientFailure, RightGivenHelper, StudentFault, explained, plain_call  # noqa: F401
+from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHelper, StudentFault,  # noqa: F401
+                                     explained, plain_call)
 from grader.grading.recorded_outputs import NotReplayable
 from grader.inside.protocol import HandleRef, flatten, sent_from
-
-if TYPE_CHECKING:
-    from grader.grading.pytest_session import GradingSession, Student
 
 
 
@@ -115,7 +112,9 @@ class _Unsupported:
 class Grade:
     """The ``grade`` fixture: inputs from this check's seed, the reference, the student, the checks."""
 
-    def __init__(self, session: "GradingSession", student: Student, reference, nodeid: str, marker):
+    def __init__(self, session, student, reference, nodeid: str, marker):
+        """``session``: the run's GradingSession and ``student`` its Student (grader/grading/pytest_session.py,
+        which imports this module: neither is imported here, not even for type checking)."""
         import torch
 
         self.session = session
@@ -124,6 +123,7 @@ class Grade:
         self.ref = _Unavailable() if self.replaying else reference
         self.diagnosing = 0  # inside a root cause (grader.grading.diagnose.cause): a replay may use no recorded output
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
+        self.verified = 0  # outputs of the student's found right in this check (expect)
         self.nodeid = nodeid
         self._events = 0
         self.device = session.device
@@ -452,6 +452,7 @@ class Grade:
             if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):
                 failure.out = reply.out
             raise
+        self.verified += 1  # an output of the student's, right (grader.grading.run.charged_once counts them)
 
     def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
         import dataclasses

@@ -25,12 +25,14 @@ class RightGivenHelper(Exception):
     (its output is what a right version gives from that helper): under the cascade policy "once" the
     check keeps its points, and ``message`` names the helper to fix. ``call``: the helper's call on this
     case (:func:`plain_call`) when its arguments are plain, which the helper's own exercise must grade and
-    find wrong for the case to stay kept (grader.grading.run.charged_once)."""
+    find wrong for the case to stay kept (grader.grading.run.charged_once). ``raised``: the helper raised,
+    so nothing of the exercise's own was seen on this case (charged_once bounds what such cases keep)."""
 
-    def __init__(self, message: str, call: str | None = None):
+    def __init__(self, message: str, call: str | None = None, raised: bool = False):
         super().__init__(message)
         self.message = message
         self.call = call or ""
+        self.raised = raised
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

@@ -297,11 +297,12 @@ class GradingPlugin:
         weight = float(marker.kwargs.get("weight", 1))
         error = call.excinfo.value if call.excinfo else None
         wrong_calls = tuple(sorted(self.session.wrong_calls.pop(item.nodeid, ())))
+        verified = bool(getattr((getattr(item, "funcargs", None) or {}).get("grade"), "verified", 0))
         if error is None:
-            check = CheckOutcome(name, weight, "passed")
+            check = CheckOutcome(name, weight, "passed", verified=verified)
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
-                                 forgiven_call=error.call)
+                                 forgiven_call=error.call, forgiven_raise=error.raised)
         elif isinstance(error, CheckFailed):
             check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
                                  ruled_out=tuple(getattr(error, "ruled_out", ())),
@@ -354,7 +355,7 @@ def suite_problems(items, course: Course) -> list[str]:
 
 def keep_graded(items, course: Course, assignment_ids) -> list[str]:
     """Keep the checks of ``assignment_ids`` in ``items``; when the suites themselves are broken
-    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (runner.py)."""
+    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (grading/run.py)."""
     problems = suite_problems(items, course)
     items[:] = [] if problems else [i for i in items if i.get_closest_marker("assignment").args[0] in assignment_ids]
     return problems
@@ -375,7 +376,7 @@ class GradingStream:
     it (after a failure), ``report(job, result or GraderError)``."""
 
     def __init__(self, course: Course, assignment_ids, jobs, *, start, finish, end, report, lean: bool = True):
-        """``lean``: checks that need nothing of pytest's protocol run without it (grader/grading/streamed_checks.py)."""
+        """``lean``: checks that need nothing of pytest's protocol run without it (streamed_checks.py)."""
         self.course, self.lean = course, lean
         self.problems: list[str] = []
         self.assignment_ids = frozenset(assignment_ids)

@@ -163,7 +163,7 @@ class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
     def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None,
-                 batch: bool = False):
+                 batch: bool = False, relative_paths: bool = False):
         """``confinement``: how to run student code, as :func:`grader.sandbox.confine.confinement_for` plans
         it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
         ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
@@ -177,7 +177,8 @@ class Grader:
         from grader.sandbox.cells import Sandbox
 
         # its zygote imports torch while this process does the same
-        self.sandbox = Sandbox(course, confinement or confinement_for(course), batch=batch)
+        self.sandbox = Sandbox(course, confinement or confinement_for(course), batch=batch,
+                               relative_paths=relative_paths)
         try:
             self.device = pick_device(device)
         except BaseException:
@@ -199,7 +200,7 @@ class Grader:
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
               seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,
               suite: str = "hidden") -> SubmissionResult:
-        """Grade ``submission`` on ``assignments``. With a ``recording`` (grader.grading.recorded_outputs), the reference's
+        """Grade ``submission`` on ``assignments``. With a ``recording`` (recorded_outputs.py), the reference's
         outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed).
         ``suite``: the folder of suites/ to run; a course without solutions/ (a student distribution)
         always runs the public suites from their recording."""
@@ -350,4 +351,30 @@ def charged_once(exercises: list) -> list:
             exercise.checks[index] = dataclasses.replace(
                 check, status="failed", forgiven_by="", forgiven_call="",
                 message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
+    for exercise in exercises:
+        _bound_raised_helpers(exercise)
     return exercises
+
+
+def _bound_raised_helpers(exercise) -> None:
+    """A case kept because the student's helper raised shows nothing of the exercise's own: every point
+    is earned by a right answer, so such cases keep no more weight than the exercise's own right outputs
+    earned elsewhere (checks passed on their own that compared an output). An exercise that only calls a
+    raising helper (a stub's NotImplementedError, or a helper made to raise so that what uses it need
+    not be written) earns nothing from it until the helper runs."""
+    import dataclasses
+
+    earned = sum(c.weight for c in exercise.checks if c.status == "passed" and not c.forgiven_by and c.verified)
+    kept = 0.0
+    for index, check in enumerate(exercise.checks):
+        if check.status != "passed" or not check.forgiven_raise:
+            continue
+        if kept + check.weight <= earned:
+            kept += check.weight
+            continue
+        helper = check.forgiven_by
+        exercise.checks[index] = dataclasses.replace(
+            check, status="failed", forgiven_by="", forgiven_call="", forgiven_raise=False,
+            message=f"not checked: your {helper} raised on this case, so nothing of this exercise ran to the end; "
+                    f"a case like this keeps its points only as far as this exercise's own right answers on other "
+                    f"cases earn them. Fix the {helper} exercise, and this one is graded on every case")

@@ -53,9 +53,9 @@ def run_lean(item, plugin) -> None:
 
     try:
         info = pytest.CallInfo.from_call(call, when="call", reraise=(pytest.exit.Exception, KeyboardInterrupt))
+        plugin.pytest_runtest_makereport(item, info)  # while the grade fixture is at hand (what it verified)
     finally:
         item.funcargs = None  # nothing of this submission's kept by the item (as pytest's teardown does)
-    plugin.pytest_runtest_makereport(item, info)
 
 
 def next_full(items, lean: list[bool]) -> list:

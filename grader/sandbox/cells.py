@@ -28,7 +28,7 @@ class Cell:
 
     def __init__(self, sandbox: "Sandbox", submission: Submission, number: int):
         self.uid = submission_uid() if sandbox.confinement.root else None
-        self.copy = WorkingCopy(submission, parent=sandbox.zygote.work)
+        self.copy = WorkingCopy(submission, parent=sandbox.zygote.work, relative=sandbox.relative_paths)
         self.cgroup = None
         try:
             if self.uid is not None:
@@ -56,9 +56,11 @@ class Cell:
 class Sandbox:
     """The zygote and cgroups of one grading process, under ``confinement``."""
 
-    def __init__(self, course: Course, confinement, *, batch: bool = False):
-        """``batch``: many submissions will be graded here (see grader.sandbox.client.ZygoteClient)."""
+    def __init__(self, course: Course, confinement, *, batch: bool = False, relative_paths: bool = False):
+        """``batch``: many submissions will be graded here (see grader.sandbox.client.ZygoteClient).
+        ``relative_paths``: messages name files from each submission's own folder (a class's batch)."""
         self.course, self.confinement, self.batch = course, confinement, batch
+        self.relative_paths = relative_paths
         self.blocked = blocked_paths(course)
         self.hierarchy = None
         self.cells = 0
@@ -66,7 +68,7 @@ class Sandbox:
         if confinement.cgroups:
             from grader.sandbox.cgroups import make_hierarchy
 
-            self.hierarchy = make_hierarchy(f"grade-{os.getpid()}-{next(_SANDBOXES)}")
+            self.hierarchy = make_hierarchy(f"grade-{leftovers.owner_prefix()}-{next(_SANDBOXES)}")
         self.zygote = self._start_zygote()  # it imports torch while the grader does the same
 
     def _start_zygote(self):

@@ -75,7 +75,7 @@ def make_hierarchy(name: str) -> Hierarchy:
     made = []
     for folder in folders:
         path = folder / name
-        path.mkdir(exist_ok=True)
+        path.mkdir()  # never one that exists: another grader's (FileExistsError: no cgroups for this one)
         made.append(path)
     if v2:
         (made[0] / "cgroup.subtree_control").write_text("+memory +pids")

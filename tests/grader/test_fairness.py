@@ -90,6 +90,48 @@ def test_a_case_forgiven_on_a_call_the_helpers_exercise_never_graded_is_the_call
     assert user.score == 7.5
 
 
+def test_cases_kept_because_the_helper_raised_keep_no_more_than_the_exercise_earned_on_its_own():
+    """Red team (issue 33): a case kept because the student's own helper raised shows nothing of the
+    exercise: an exercise that only calls a raising helper (or raises the same way without calling it)
+    earned 20/20. Such cases now keep no more weight than the exercise's own right outputs elsewhere."""
+    def raised(name):
+        return CheckOutcome(name, 1, "passed", "right, given your softmax, which this uses; but your softmax is wrong "
+                            "(it raises ValueError on this case's inputs): fix the softmax exercise",
+                            forgiven_by="softmax", forgiven_raise=True)
+
+    helper = ExerciseResult("softmax", 25, [CheckOutcome("rows", 1, "failed", "raised")])
+    nothing_own = ExerciseResult("simple_self_attention", 20, [raised("a"), raised("b"),
+                                                               CheckOutcome("structure", 1, "passed")])
+    charged_once([helper, nothing_own])
+    assert [c.status for c in nothing_own.checks] == ["failed", "failed", "passed"]  # a check of no output earns none
+    assert "not checked: your softmax raised on this case" in nothing_own.checks[0].message
+    some_own = ExerciseResult("simple_self_attention", 20, [raised("a"), raised("b"), raised("c"),
+                                                            CheckOutcome("d", 2, "passed", verified=True)])
+    charged_once([helper, some_own])
+    assert [c.status for c in some_own.checks] == ["passed", "passed", "failed", "passed"] and some_own.score == 16
+
+
+FORGERS = {  # a softmax that raises, and a simple_self_attention that does none of its own work
+    "a fake frame in its message": 'raise ValueError(\'File "x", line 1, in softmax\\nValueError: boom\')',
+    "its helper's raise, copied": 'raise ValueError("boom")',
+    "a call of the raising helper, first": "return softmax(inputs @ inputs.transpose(-2, -1)) @ inputs",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", list(FORGERS), ids=list(FORGERS))
+def test_no_exercise_earns_points_from_its_helper_raising_alone(course, grader, tmp_path, how):
+    """Red team (issue 33): each of these scored 20/20 on simple_self_attention "right, given your softmax"."""
+    source = ('"""simple_self_attention: forged"""\n\n\ndef softmax(x, dim=-1):\n    raise ValueError("boom")\n\n\n'
+              f"def simple_self_attention(inputs):\n    {FORGERS[how]}\n")
+    path = tmp_path / "forger.py"
+    path.write_text(source)
+    entry = corpus._entry(path, None)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / "run")[entry.name]
+    assert exercise.score == 0, exercise.feedback[:500]
+    assert {e.name: e.score for e in assignment.exercises}["softmax"] == 0
+
+
 SNEAKY_WINDOW = """import torch
 
 

@@ -168,3 +168,20 @@ def test_a_notebook_of_another_name_that_is_no_notebook_is_no_assignments(course
     (tmp_path / "my_work.ipynb").write_bytes(content)
     with pytest.raises(SubmissionError, match="is not a notebook of this course"):
         resolve_submission(tmp_path / "my_work.ipynb", course)
+
+
+def test_a_batch_names_the_students_files_from_their_own_folder_never_the_graders_paths(course, tmp_path):
+    """Red team (issue 33): a traceback in autograde's feedback showed the host path of the student's
+    file, ``.../class/zoe.smith/01_attention_basics/...``: the instructor's folders, and the name that
+    ``grade report --anonymise`` hides."""
+    folder = tmp_path / "class" / "zoe.smith" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", folder)
+    submission = resolve_submission(folder.parent, course)
+    batch, alone = WorkingCopy(submission, relative=True), WorkingCopy(submission)
+    try:
+        assert list(batch.display.values()) == ["01_attention_basics"]
+        assert list(alone.display.values()) == [str(folder)]  # grade check: the student's own path
+    finally:
+        batch.close()
+        alone.close()

@@ -134,6 +134,30 @@ def test_names_are_safe_unique_and_stable(course, tmp_path):
     assert safe_name(Path("x/.hidden.zip")) == "_.hidden" and safe_name(Path("x\x07y")) == "x_y"
 
 
+def test_a_student_folder_named_like_an_assignment_is_one_student_of_the_class(course, tmp_path):
+    """Red team (issue 33): a submission folder named ``01_attention_basics`` made its class folder one
+    submission ("class: 0/100"), and alice and bob got no result."""
+    folder = tmp_path / "class"
+    for name in ("alice", "bob"):
+        shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / name / "01_attention_basics")
+    shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / "01_attention_basics")
+    jobs = {job.name: job for job in discover([folder], course, tmp_path / "scratch")}
+    assert set(jobs) == {"alice", "bob", "01_attention_basics"} and all(j.error is None for j in jobs.values())
+    one = tmp_path / "one"  # a submission shaped like assignments/ is still one submission
+    shutil.copytree(ROOT / "solutions" / "01_attention_basics", one / "01_attention_basics")
+    (one / "notes").mkdir()
+    assert [job.name for job in discover([one], course, tmp_path / "scratch2")] == ["one"]
+
+
+def test_names_that_reorder_or_hide_text_are_shown_as_what_they_are():
+    """Red team (issue 33): a right-to-left override in a name reversed the score after it in the class
+    page; a zero-width space made ``al\u200bice`` look like ``alice``."""
+    from grader.results import plain_text
+
+    assert safe_name(Path("al\u200bice")) == "al_ice" and safe_name(Path("mallory \u202e")) == "mallory _"
+    assert plain_text("boom \u202e001/001", 100) == "boom <U+202E>001/001"
+
+
 def test_a_link_in_the_class_folder_is_an_error_not_followed(course, tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()

@@ -52,13 +52,44 @@ def test_only_dead_graders_things_are_swept(tmp_path):
     mine = leftovers.scratch("grade-sandbox", tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    theirs = tmp_path / f"grade-autograde-{dead.pid}-abcd"
+    theirs = tmp_path / f"grade-autograde-{dead.pid}-{leftovers.namespace()}-abcd"
     theirs.mkdir()
     other = tmp_path / f"someone-{dead.pid}-else"
     other.mkdir()
     assert theirs in leftovers.sweep([tmp_path])
     assert mine.is_dir() and other.is_dir() and not theirs.exists()
-    assert mine.name.startswith(f"grade-sandbox-{os.getpid()}-")
+    assert mine.name.startswith(f"grade-sandbox-{os.getpid()}-{leftovers.namespace()}-")
+
+
+def test_a_name_past_any_pid_or_from_another_pid_namespace_is_left_alone(tmp_path):
+    """Red team (issue 33): a folder named with a pid past any machine's range stopped every grader at
+    start (OverflowError); a pid of another PID namespace (a second grader started with unshare -p, a
+    container sharing /tmp) means another process there, so a live grader's folders were taken for dead."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    huge = tmp_path / f"grade-sandbox-99999999999999999999-{leftovers.namespace()}-x"
+    elsewhere = tmp_path / f"grade-sandbox-{dead.pid}-{leftovers.namespace() + 1}-x"
+    old_style = tmp_path / f"grade-sandbox-{dead.pid}-x"
+    for folder in (huge, elsewhere, old_style):
+        folder.mkdir()
+    assert not [p for p in leftovers.sweep([tmp_path]) if str(p).startswith(str(tmp_path))]
+    assert huge.is_dir() and elsewhere.is_dir() and old_style.is_dir()
+    assert not leftovers.alive(10 ** 20) and not leftovers.alive(0)
+
+
+def test_a_cgroup_hierarchy_of_that_name_is_never_shared():
+    if available() is not None:
+        pytest.skip(available())
+    from grader.sandbox.cgroups import make_hierarchy, remove_tree
+
+    name = f"grade-{leftovers.owner_prefix()}-{10 ** 6}"
+    hierarchy = make_hierarchy(name)
+    try:
+        with pytest.raises(FileExistsError):
+            make_hierarchy(name)
+    finally:
+        for folder in hierarchy.folders:
+            remove_tree(folder)
 
 
 def test_grade_check_killed_mid_submission_leaves_nothing_the_next_grader_does_not_remove(tmp_path):
@@ -157,8 +188,8 @@ def test_cgroups_of_a_dead_grader_are_emptied_and_removed():
     dead.wait()
     made = []
     for folder in candidate_folders():
-        (folder / f"grade-{dead.pid}-1" / "s1").mkdir(parents=True)
-        made.append(folder / f"grade-{dead.pid}-1")
+        (folder / f"grade-{dead.pid}-{leftovers.namespace()}-1" / "s1").mkdir(parents=True)
+        made.append(folder / f"grade-{dead.pid}-{leftovers.namespace()}-1")
     sleeper = subprocess.Popen(["sleep", "60"])
     (made[0] / "s1" / "cgroup.procs").write_text(str(sleeper.pid))  # a process its death left behind
     removed = leftovers.sweep([])
