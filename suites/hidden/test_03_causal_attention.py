@@ -13,7 +13,8 @@ import torch
 from grader.authoring import assignment, diagnose, exercise
 from lesson import journey_batch, journey_scores, near_one_another
 from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_masks_as_called, causal_padding_same,
-                              causal_same, expect_causal_dropout, expect_eval_deterministic, expect_structure,
+                              causal_same, expect_causal_dropout, expect_eval_deterministic, expect_masked_below_any_fill,
+                              expect_structure,
                               padding_same, renormalized_same, softmax_weights)
 
 pytestmark = assignment("03_causal_attention")
@@ -152,6 +153,14 @@ def test_causal_attention_large_scores(grade):
     pair = grade.module("CausalAttention", 6, 6, 8, 0.0, dtype=torch.float64)
     x = near_one_another(grade, 2, 5, 6, norm=250.0, spread=0.05, dtype=torch.float64)  # near one another: scores past exp()'s range, spread within a row on every seed
     diagnose.unstable_unless_named(lambda: causal_same(grade, pair, x))
+
+
+@exercise("CausalAttention")
+def test_causal_attention_scores_near_minus_ten_thousand(grade):
+    """Every score about -10000: the future stays hidden whatever the scores (a finite fill such as
+    GPT-2's old -1e4 lets it through here)."""
+    pair = grade.module("CausalAttention", 6, 6, 8, 0.0, dtype=torch.float64)
+    expect_masked_below_any_fill(grade, pair, 2, 5)
 
 
 @exercise("CausalAttention", weight=4)

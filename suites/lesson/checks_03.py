@@ -180,11 +180,12 @@ def not_truncated(grade, pair, x, fault):
         training=False, **pair.kwargs)(x))
 
 
-def causal_same(grade, pair, x, *, grad=False, seed=None):
+def causal_same(grade, pair, x, *, grad=False, seed=None, also=()):
     """The student's CausalAttention gives the reference's output on ``x``; if not, name the mistake:
     a mask buffer used whole (mask-not-truncated), the student's causal_mask (the root cause), or one
     of attention's usual mistakes, recomputed from the pair's weights (without dropout: the checks
-    that diagnose run in evaluation mode or without dropout)."""
+    that diagnose run in evaluation mode or without dropout); ``also``: more mistakes, as (q, k, v) ->
+    Mistake."""
     def attention():
         q, k, v = projections(pair.weights, x)
         return q, k, v, dict(scale=k.shape[-1] ** -0.5)
@@ -208,10 +209,49 @@ def causal_same(grade, pair, x, *, grad=False, seed=None):
         right = mistaken.attend(q, k, v, hidden=future, **settings)
         candidates = mistaken.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
             mistaken.role_mistakes({"query": q, "key": k, "value": v},
-                                   lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings))
+                                   lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings)) + \
+            [make(q, k, v) for make in also]
         raise diagnose.cause(grade, lambda f, o: causal_mask_root_cause(  # torch.softmax, as a class would
             grade, f, o, tokens, lambda m: mistaken.attend(q, k, v, hidden=m, rows="nan", **settings)),
             failure, out) or name_mistake(grade, failure, out, candidates, right) from None
+
+
+def far_below_zero(grade, pair, batch, tokens, *, level=1e4, spread=1e-4):
+    """[batch, tokens, d_in] float64 inputs whose every score q·k/sqrt(d_k) is about ``-level``: one
+    direction per batch, the one the pair's W_query and W_key send to opposite sides (the most negative
+    eigenvector of the symmetric part of W_queryᵀ W_key), plus noise of ``spread`` times its length, so
+    that a row's scores differ by a few units. None where the weights have no such direction (no bias:
+    the module is built with qkv_bias=False)."""
+    w_query, w_key = (pair.weights[f"{name}.weight"].double() for name in ("W_query", "W_key"))  # [d_out, d_in]
+    product = w_query.T @ w_key  # [d_in, d_in]: the score of x with y is x · product · y / sqrt(d_out)
+    values, vectors = torch.linalg.eigh((product + product.T) / 2)
+    if values[0] > -1e-3 * values.abs().max():
+        return None
+    norm = (level * w_query.shape[0] ** 0.5 / -values[0].item()) ** 0.5
+    direction = vectors[:, 0] * norm  # [d_in]
+    noise = grade.randn(batch, tokens, direction.shape[0], dtype=torch.float64, scale=spread * norm)
+    return direction + noise  # [B, T, d_in]
+
+
+def finite_fill(value):
+    """The mistake of filling the future's scores with ``value`` (GPT-2's old -1e4) instead of -inf."""
+    def make(q, k, v):
+        scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # [B, T, T]
+        hidden = future_mask(q.shape[-2])
+        weights = torch.softmax(scores.masked_fill(hidden, value), dim=-1)
+        return Mistake(None, f"your mask fills the future's scores with a finite number ({value:g}) instead of "
+                       f"-inf: where the scores a query may see are as low as it (here about -10000), the hidden "
+                       f"future takes weight. Fill with -inf (torch.finfo(dtype).min works too)",
+                       weights @ v)
+    return make
+
+
+def expect_masked_below_any_fill(grade, pair, batch, tokens):
+    """Scores of about -10000: a mask must hide the future whatever the scores, which a finite fill such
+    as GPT-2's old -1e4 does only while the scores stay far above it (Hugging Face transformers issue 3181)."""
+    x = far_below_zero(grade, pair, batch, tokens)
+    if x is not None:
+        causal_same(grade, pair, x, also=[finite_fill(-1e4)])
 
 
 def causal_right(pair, x):

@@ -321,13 +321,35 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
     return root_cause
 
 
+def cached_mask_crash(start, size):
+    """A cached call of ``size`` > 1 tokens after ``start`` cached ones that crashes on a shape mismatch
+    naming both T = ``size`` and a key count past it: the [T, T] causal mask of an uncached call laid on
+    the [T, cached + T] scores (``mask[:T, :T]``, a square mask as in LLMs-from-scratch PR #697 and
+    llama issue 899). Its first call and its one-token calls run (a [1, 1] mask broadcasts)."""
+    def root_cause(failure, out):
+        fault = getattr(failure, "fault", None)
+        if fault is None or not start or size < 2 or not diagnose.mentions(fault, size):
+            return None
+        keys = next((n for n in range(start + size, size, -1) if diagnose.mentions(fault, n)), None)
+        if keys is None:
+            return None
+        return CheckFailed(f"a call of T = {size} new tokens after {start} cached ones crashed on a shape that "
+                           f"names {size} and {keys}: its scores are [T, cached + T] = [{size}, {keys}] (the "
+                           f"new queries against every key kept), but the causal mask is laid out as for an "
+                           f"uncached call, [T, T]. Build the mask for the keys this call attends, its queries "
+                           f"starting at position {start}. Your code raised:\n{fault.message}",
+                           ("cache-position-not-advanced",))
+    return root_cause
+
+
 def helper_faults(grade, pair, x, start, size, stale=None):
     """The chunk x[:, start:start+size] right but for the student's own sliding_window_mask, or (GQA)
-    repeat_kv: the first of these root causes that explains the output (cascade "once"). ``stale``: see
-    :func:`projected`."""
+    repeat_kv: the first of these root causes that explains the output (cascade "once"); else a crash
+    that shows a mask laid out for an uncached call. ``stale``: see :func:`projected`."""
     causes = [window_mask_root_cause(grade, pair, x, start, size, stale)]
     if pair.name == GQA:
         causes.append(repeat_kv_root_cause(grade, pair, x, start, size, stale))
+    causes.append(cached_mask_crash(start, size))
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 

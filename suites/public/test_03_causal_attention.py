@@ -142,6 +142,14 @@ def test_causal_attention_on_large_scores(grade):
     unstable_unless_named(lambda: checks.causal_same(grade, pair, x))
 
 
+@exercise("CausalAttention")
+def test_causal_attention_on_scores_near_minus_ten_thousand(grade):
+    """Every score about -10000: the future stays hidden whatever the scores (a finite fill such as
+    GPT-2's old -1e4 lets it through here)."""
+    pair = grade.module("CausalAttention", 5, 5, 7, 0.0, dtype=F64)
+    checks.expect_masked_below_any_fill(grade, pair, 2, 5)
+
+
 @exercise("CausalAttention", weight=4)
 def test_causal_attention_on_fewer_tokens_than_its_context(grade):
     pair = grade.module("CausalAttention", 4, 3, 12, 0.0)

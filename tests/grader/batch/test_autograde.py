@@ -264,7 +264,7 @@ def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(
     assert json.loads((out / "aaron.json").read_text())["score"] == 0
     (out / "zz-extra.json").write_text(forged)  # as student code running as this user could leave it
     from grader.batch.autograde import write_summary
-    from grader.reporting.export import collect
+    from grader.reporting.result_folder import collect
 
     warnings: list[str] = []
     assert set(collect([out], warnings)) == {"aaron", "zed"} and collect([out])["aaron"]["score"] == 0
