@@ -5,7 +5,8 @@ call :func:`grader.notebook_checks.check`. Were the grader inside that kernel, a
 ``check``, read the reference and the hidden suite, and print them into its own feedback. So here the
 kernel runs in a bubblewrap sandbox like the zygote's (a view of the Python runtime only, no network, its
 own PID namespace; as root a uid of its own and no capabilities), talking to Jupyter over Unix sockets
-(ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's. A
+(ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's, on a
+file system of WORK_QUOTA bytes of its own (a notebook that fills it fills its own). A
 grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process per kernel) holds the
 grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
 student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
@@ -126,7 +127,7 @@ def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
 def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:
     """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
     sockets and connection file, the copy of the notebook's folder where the notebook was."""
-    from grader.sandbox.confine import SANDBOX_ROOT, copy_student_side, namespace_args, view_args
+    from grader.sandbox.confine import WORK_QUOTA, SANDBOX_ROOT, copy_student_side, namespace_args, view_args
     from grader.sandbox.confine import blocked_paths, interpreter, python_env, setenv_args
 
     lib = folder / "lib"
@@ -137,7 +138,8 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
     args += [*_open_folders(folder / "ipc"), "--bind", str(folder / "ipc"), str(folder / "ipc"),
              "--ro-bind", str(folder / "service"), f"{SANDBOX_ROOT}/service",
              "--ro-bind", str(folder / "kernel.json"), str(folder / "kernel.json"),
-             *_open_folders(cwd), "--bind", str(folder / "work"), str(cwd),
+             "--ro-bind", str(folder / "work"), f"{SANDBOX_ROOT}/seed",  # copied into a quota below
+             *_open_folders(cwd), "--size", str(WORK_QUOTA), "--perms", "1777", "--tmpfs", str(cwd),
              "--remount-ro", "/", "--chdir", str(cwd), "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
              *setenv_args(python_env(f"{SANDBOX_ROOT}/lib")), "--setenv", "HOME", "/tmp",
              "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "MPLCONFIGDIR", "/tmp/.matplotlib",
@@ -145,6 +147,9 @@ def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, u
              "--setenv", SERVICE_ENV, f"{SANDBOX_ROOT}/service/grade.sock", *setenv_args(quiet_env())]
     if confinement.root:  # capabilities until the kernel's first instruction: then its uid, and none
         args += [interpreter(), "-m", "grader.inside.zygote", "--as", str(uid), str(uid), "--"]
+    # the working folder: a file system of WORK_QUOTA bytes, the notebook's folder copied in as the kernel's user
+    args += [interpreter(), "-m", "grader.inside.zygote", "--seed", f"{SANDBOX_ROOT}/seed", str(cwd),
+             str(WORK_QUOTA), "--"]
     if cmd and cmd[0] == sys.executable:  # as the view sees it (a symlinked virtualenv)
         cmd = [interpreter(), *cmd[1:]]
     return args + cmd

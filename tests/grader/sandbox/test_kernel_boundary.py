@@ -89,3 +89,44 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     assert [line for line in secret_lines() if line in text] == []
     assert "softmax: 25/25 points, passed" in outputs[2], outputs[2]  # the honest bystander: graded outside
     assert "FileNotFoundError" in outputs[4] or "PermissionError" in outputs[4], outputs[4]
+
+
+FILL = """
+import os
+written = 0
+try:
+    with open("big.bin", "wb") as handle:
+        while written < (1 << 30):
+            handle.write(b"x" * (1 << 20))
+            written += 1 << 20
+except OSError as error:
+    print("stopped:", type(error).__name__, error.errno)
+print("WROTE", written >> 20, "MiB")
+print("SEED", sorted(os.listdir(".")))
+"""
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
+def test_a_notebook_that_fills_its_working_folder_fills_its_own_quota(tmp_path, monkeypatch, mode):
+    """Red team (issue 33): the kernel's working folder was a folder on the grader's disk, with no quota:
+    a notebook could fill the disk nbgrader and every other kernel write to. It is now a file system of
+    WORK_QUOTA bytes holding a copy of the notebook's folder, as the kernel's own user."""
+    import os
+
+    import grader.grading.run
+    import grader.sandbox.confine
+    from grader.sandbox.confine import WORK_QUOTA, Confinement, find_bwrap, plan
+
+    planned = plan("auto")
+    if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
+        pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
+    chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
+    for module in (grader.sandbox.confine, grader.grading.run):
+        monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
+    monkeypatch.chdir(ROOT)
+    (output,) = run(tmp_path, FILL)
+    written = int(output.split("WROTE ")[1].split()[0])
+    assert "stopped:" in output and written <= WORK_QUOTA >> 20, output
+    assert "big.bin" in output  # the copy of the notebook's folder, and what it wrote, in its working folder
