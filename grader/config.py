@@ -168,7 +168,10 @@ def load_course(root: Path) -> Course:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return _Parser(path, text).course(data)
+    parser = _Parser(path, text)
+    course = parser.course(data)
+    parser.files(course)
+    return course
 
 
 class _Parser:
@@ -290,6 +293,30 @@ class _Parser:
             result.append((dtype, Tolerance(rtol=float(entry["rtol"]), atol=float(entry["atol"]))))
         return tuple(result)
 
+    def files(self, course: Course) -> None:
+        """Where the course has its reference (solutions/), each assignment's module is there as course.toml
+        names it, and defines each exercise its points name: a misspelt file or exercise is this file's
+        mistake, said here, not a crash or a missing score later. (assignments/ holds students' own code,
+        whose missing functions are graded, and a student distribution has no solutions/.)"""
+        import ast
+
+        for index, assignment in enumerate(course.assignments):
+            folder = course.layout.solution_folder(assignment)
+            if not folder.is_dir():
+                continue
+            module = folder / assignment.module
+            if not module.is_file():
+                self.fail(f"assignments.{index}.module", f"no {assignment.module} in {folder}", index)
+            try:
+                tree = ast.parse(module.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, ValueError):
+                continue  # the reference's own errors show where it is imported
+            defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+            for exercise in assignment.exercises:
+                if exercise not in defined:
+                    self.fail(f"assignments.{index}.points.{exercise}",
+                              f"{module.name} defines no function or class {exercise}", index)
+
     def assignment(self, value: Any, index: int) -> Assignment:
         key = f"assignments.{index}"
         entry = self.table(value, key, _ASSIGNMENT_KEYS, index)
@@ -320,14 +347,14 @@ def _describe(expected) -> str:
     return _kind(expected())
 
 
-def parse_seed(value: str | None) -> int | None:
+def parse_seed(value: str | None, option: str = "--seed") -> int | None:
     """A seed as given in text (``--seed``, ``GRADE_SEED``): a whole number, not negative; None if not given."""
     if value is None:
         return None
     try:
         seed = int(value)
     except ValueError:
-        raise UsageError(f"--seed must be a whole number, not {value!r}") from None
+        raise UsageError(f"{option} must be a whole number, not {value!r}") from None
     if seed < 0:
-        raise UsageError("--seed must not be negative")
+        raise UsageError(f"{option} must not be negative")
     return seed

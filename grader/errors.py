@@ -6,6 +6,11 @@ class GraderError(Exception):
 
     exit_code = 2
 
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it, raised by a notebook's ``check()``: one line, as the CLI does, with none
+        of the grader's frames (the cell still fails, so nbgrader gives it no points)."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class ConfigError(GraderError):
     """``course.toml`` is missing, unreadable, or holds an unknown key or a wrong type."""

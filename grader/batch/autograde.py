@@ -236,6 +236,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     device = pick_device(device)
     if resume and fresh:
         raise UsageError("--resume and --fresh say opposite things: keep the folder's results, or grade afresh")
+    created = not out.exists()  # a folder this run made, removed again if it finds nothing to grade
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -257,7 +258,12 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     batch, stopped = None, False
     with _interruptible():
         try:
-            jobs = discover(paths, course, scratch)[index - 1::count]
+            try:
+                jobs = discover(paths, course, scratch)[index - 1::count]
+            except SubmissionError:  # nothing to grade (a path that is not there, a folder of nothing)
+                if created and not any(out.iterdir()):
+                    out.rmdir()
+                raise
             todo = [job for job in jobs if job.name not in done]
             batch = _Batch(out, earlier, trust_meanwhile=confinement.mode != "same-user",
                            progress=Progress(len(jobs), len(jobs) - len(todo)), seed=seed)

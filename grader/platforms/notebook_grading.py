@@ -67,9 +67,16 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
     from grader.config import parse_seed
     from grader.submission import resolve_submission
 
-    seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None)
+    seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None, "GRADE_SEED")
+    from_environment = not device and os.environ.get("GRADE_DEVICE")
     device = device or os.environ.get("GRADE_DEVICE") or "auto"
-    grader = grader or _grader(course, device)
+    try:
+        grader = grader or _grader(course, device)
+    except DeviceError as error:  # the notebook's user set GRADE_DEVICE, never --device
+        if not from_environment:
+            raise
+        raise DeviceError(str(error).replace(f"--device {device}", f"GRADE_DEVICE={device}")
+                          .replace("use --device", "set GRADE_DEVICE to")) from None
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
         return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))

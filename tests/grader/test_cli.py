@@ -163,6 +163,15 @@ def test_report_and_export_of_an_empty_results_folder_say_so_in_one_line_and_exi
         assert result.stdout == "" and (written is None or not (tmp_path / written).exists()), args
 
 
+def test_autograde_of_a_folder_of_nothing_leaves_no_results_folder_behind(tmp_path):
+    """Issue 35, a newcomer's run: `grade autograde EMPTY/ --out OUT/` refused (exit 2) but made OUT/."""
+    empty = tmp_path / "class"
+    empty.mkdir()
+    result = grade("autograde", str(empty), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "holds no submission" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.nbgrader
 @pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own, as test_export.py quiets them
 def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export_the_gradebook_alone(tmp_path):
@@ -203,3 +212,23 @@ def test_every_verb_that_writes_says_what_it_wrote(tmp_path):
     released = grade("--course", str(course), "release", "01_attention_basics")
     assert released.returncode == 0, released.stderr
     assert "wrote 2 files into assignments/, the stubs and release notebooks of 01_attention_basics" in released.stderr
+
+
+def test_a_seed_a_replayed_run_cannot_use_is_noted_once_in_each_report(tmp_path):
+    # issue 34: a student distribution replays the public cases recorded at one seed; --seed 7 said nothing
+    from grader.api import seed_not_used, with_note
+    from grader.reporting.formats import render
+    from grader.results import SubmissionResult
+
+    replayed = SubmissionResult("s", 2024, "cpu", 0.1, [], fixed_cases=True)
+    live = SubmissionResult("s", 7, "cpu", 0.1, [])
+    assert seed_not_used(replayed, None) is None and seed_not_used(replayed, 2024) is None
+    assert seed_not_used(live, 7) is None  # the seed asked was drawn
+    note = seed_not_used(replayed, 7)
+    assert note == ("--seed 7 is not used here: the public checks replay the cases recorded at seed 2024; "
+                    "the instructor's grading draws its own")
+    assert with_note(render(replayed, "table"), "table", note).count(note) == 1
+    assert json.loads(with_note(render(replayed, "json"), "json", note))["notes"] == [note]
+    assert json.loads(with_note(render(replayed, "gradescope"), "gradescope", note))["output"].endswith(note)
+    assert with_note(render(replayed, "markdown"), "markdown", note).rstrip().endswith(note)
+    assert with_note(render(replayed, "json"), "json", None) == render(replayed, "json")

@@ -92,3 +92,21 @@ def test_no_course_toml_is_a_config_error(tmp_path):
 def test_an_unknown_assignment_is_a_usage_error(course):
     with pytest.raises(UsageError, match="unknown assignment '07_x'"):
         course.select(("07_x",))
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ('module = "attention_basics.py"', 'module = "attention_basic.py"',
+     "assignments.0.module: no attention_basic.py in"),
+    ("\nsoftmax = ", "\nsoftmaxx = ", "assignments.0.points.softmaxx: attention_basics.py defines no function or class"),
+])
+def test_a_module_or_exercise_the_reference_does_not_have_is_a_config_error(tmp_path, old, new, expected):
+    """Issue 35, a newcomer's run: a misspelt module made `grade check` crash (FileNotFoundError, a
+    traceback, exit 1); a misspelt exercise in points scored the solutions 100/105."""
+    text = (ROOT / "course.toml").read_text()
+    assert old in text
+    (tmp_path / "course.toml").write_text(text.replace(old, new, 1))
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    with pytest.raises(ConfigError, match=expected):
+        load_course(tmp_path)
+    shutil.rmtree(tmp_path / "solutions")  # a student distribution: no reference to hold course.toml to
+    load_course(tmp_path)

@@ -214,6 +214,9 @@ def prefix_like_conda(prefix: Path) -> Path:
     skip = shutil.ignore_patterns("site-packages", "test", "idlelib", "tkinter", "turtledemo", "lib2to3",
                                   "config-*", "__pycache__", "ensurepip")
     shutil.copytree(base / "lib" / version, prefix / "lib" / version, ignore=skip)
+    # a conda prefix is the user's own: Debian's marker (PEP 668), copied with the standard library from
+    # /usr/bin/python3's, made pip refuse to install into it (issue 35, a newcomer's run)
+    (prefix / "lib" / version / "EXTERNALLY-MANAGED").unlink(missing_ok=True)
     python = prefix / "bin" / version
     # the site folder this interpreter reads: site-packages, or dist-packages where its site.py is Debian's
     # (issue 35: a .pth in site-packages went unread there, and torch with it)
@@ -233,7 +236,8 @@ def test_a_conda_style_prefix(course_wheel, tmp_path):
     probe = subprocess.run([str(python), "-c", "import sys, torch; print(sys.prefix == sys.base_prefix)"],
                            capture_output=True, text=True, timeout=120)
     assert probe.stdout.strip() == "True", probe.stderr[-2000:]
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(course_wheel)],
-                   check=True, capture_output=True, timeout=300)
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(course_wheel)],
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-2000:]  # pip's own reason, when it refuses
     data = grade_solutions(None, command=[str(python.parent / "grade")])
     assert full_marks(data), data

@@ -274,3 +274,28 @@ def test_check_draws_a_wrong_exercise_beside_the_right_one_and_nothing_for_a_rig
     for name in ("attention_weights", "causal_mask", "merge_heads"):
         image = Image.open(io.BytesIO(base64.b64decode(images[name][0])))
         assert image.format == "PNG" and image.width > 2 * image.height > 200, name
+
+
+def test_a_refusal_in_a_notebook_is_one_line_naming_what_the_notebook_set(monkeypatch):
+    """Issue 35, a newcomer's run: check() with GRADE_DEVICE=cuda and no GPU showed a traceback through
+    the grader's files, naming --device, a flag the notebook's user never typed; GRADE_SEED=abc named
+    --seed."""
+    from grader.config import load_course, parse_seed
+    from grader.errors import DeviceError, UsageError
+    from grader.platforms import notebook_grading
+
+    with pytest.raises(UsageError, match="GRADE_SEED must be a whole number") as refused:
+        parse_seed("abc", "GRADE_SEED")
+    assert refused.value._render_traceback_() == ["UsageError: GRADE_SEED must be a whole number, not 'abc'"]
+
+    def no_gpu(course, device):
+        raise DeviceError(f"--device {device}: no CUDA device is available on this machine (use --device cpu or auto)")
+
+    monkeypatch.setattr(notebook_grading, "_grader", no_gpu)
+    monkeypatch.setenv("GRADE_DEVICE", "cuda")
+    course = load_course(ROOT)
+    with pytest.raises(DeviceError) as refused:
+        notebook_grading.grade_cells(course, course.assignment("01_attention_basics"), "softmax", [],
+                                     cwd=ROOT / "assignments" / "01_attention_basics")
+    assert refused.value._render_traceback_() == [
+        "DeviceError: GRADE_DEVICE=cuda: no CUDA device is available on this machine (set GRADE_DEVICE to cpu or auto)"]
