@@ -8,8 +8,8 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import journey, near_one_another
-from lesson.checks_01 import (attention_scores_same, scores_not_growing, simple_attention_not_growing,
-                              simple_attention_same, softmax_same)
+from lesson.checks_01 import (attention_scores_same, context_vector_same, loop_scores_same, scores_not_growing,
+                              simple_attention_not_growing, simple_attention_same, softmax_same)
 
 pytestmark = assignment("01_attention_basics")
 
@@ -34,14 +34,14 @@ def test_scores_for_query_random(grade, dtype, tokens):
 # --- attention_scores_loop ---------------------------------------------------------------------------
 @exercise("attention_scores_loop")
 def test_scores_loop_lesson_data(grade):
-    grade.same("attention_scores_loop", journey())
+    loop_scores_same(grade, journey())
 
 
 @exercise("attention_scores_loop", weight=2)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("tokens", [1, 7])
 def test_scores_loop_random(grade, dtype, tokens):
-    grade.same("attention_scores_loop", grade.randn(tokens, 4, dtype=dtype), grad=True)
+    loop_scores_same(grade, grade.randn(tokens, 4, dtype=dtype), grad=True)
 
 
 # --- softmax_naive -----------------------------------------------------------------------------------
@@ -96,14 +96,14 @@ def test_softmax_non_contiguous(grade):
 def test_context_vector_lesson_data(grade):
     inputs = journey()
     weights = torch.softmax(inputs @ inputs[1], dim=0)
-    grade.same("context_vector_loop", inputs, weights)
+    context_vector_same(grade, inputs, weights)
 
 
 @exercise("context_vector_loop", weight=2)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("tokens", [1, 8])
 def test_context_vector_random(grade, dtype, tokens):
-    grade.same("context_vector_loop", grade.randn(tokens, 5, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
+    context_vector_same(grade, grade.randn(tokens, 5, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
 
 
 # --- attention_scores --------------------------------------------------------------------------------

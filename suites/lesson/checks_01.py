@@ -27,9 +27,79 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
     def overflowed(out):
         return diagnose.UNSTABLE if diagnose.unstable(out, right) else None
 
+    gradient = nan_gradient_explained(x, dim) if grad else None
+    crash = sum_crash_explained(grade, name, x, dim, kwargs)
+
+    def root_cause(failure, out):
+        return crash(failure, out) or (gradient(failure, out) if gradient else None)
+
     grade.same(name, x, grad=grad, grad_scale=grad_scale, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
                explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax",
-               root_cause=nan_gradient_explained(x, dim) if grad else None, **kwargs)
+               root_cause=root_cause, **kwargs)
+
+
+def sum_crash_explained(grade, name, x, dim, kwargs):
+    """A root cause (grader.grading.fixture.Grade.same) that blames no helper but explains a raise of the
+    softmax on an ``x`` of several dimensions when the student's code is right on one slice of it along
+    ``dim`` (a 1-d vector): the sum is taken without keepdim=True, so that its shape no longer lines up
+    with the exponentials along ``dim``. None for any other failure."""
+    def explain(failure, out):
+        if not isinstance(failure, RaisedFailure) or x.dim() < 2:
+            return None
+        d = dim % x.dim()
+        one = x.movedim(d, -1)[(0,) * (x.dim() - 1)]  # one slice along dim, [n]
+        theirs = diagnose.their(grade, name, one.clone(), **({"dim": -1} if kwargs else {}))
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, mistaken.safe_softmax(one, -1)):
+            return None
+        reduced = list(x.shape[:d]) + list(x.shape[d + 1:])
+        return CheckFailed(
+            f"{failure.message}\nyour {name} is right on one slice {list(one.shape)} but raised on {list(x.shape)} "
+            f"along dim {dim}: a sum (or maximum) over dim without keepdim=True has shape {reduced}, which does not "
+            f"line up with the {list(x.shape)} exponentials it divides. Keep the reduced "
+            f"dimension: e.sum(dim=dim, keepdim=True), of shape {list(x.shape[:d]) + [1] + list(x.shape[d + 1:])}")
+    return explain
+
+
+def loop_scores_same(grade, x, grad=False):
+    """attention_scores_loop matches the reference; if not, say which entries a loop that exploits the
+    symmetry of the scores left unfilled (the diagonal, or one triangle)."""
+    scores = x @ x.T
+    eye = torch.eye(x.shape[0], dtype=torch.bool)
+    upper, lower = eye.logical_not().triu(), eye.logical_not().tril()
+    grade.same("attention_scores_loop", x, grad=grad, right=scores, mistakes=[
+        Mistake(None, "the diagonal of your scores is 0: the score of each token with itself (i == j) is never "
+                      "filled in (a loop such as range(i) stops before j == i)", scores.masked_fill(eye, 0.0)),
+        Mistake(None, "only the upper triangle of your scores is filled in (j >= i): the scores are symmetric, so "
+                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
+                scores.masked_fill(lower, 0.0)),
+        Mistake(None, "only the lower triangle of your scores is filled in (j <= i): the scores are symmetric, so "
+                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
+                scores.masked_fill(upper, 0.0)),
+        Mistake(None, "only the upper triangle of your scores is filled in, without the diagonal (j > i)",
+                scores.masked_fill(lower | eye, 0.0)),
+        Mistake(None, "only the lower triangle of your scores is filled in, without the diagonal (j < i)",
+                scores.masked_fill(upper | eye, 0.0))])
+
+
+def context_vector_same(grade, inputs, weights, grad=False):
+    """context_vector_loop matches the reference; a raise on T tokens of size d (T != d) is explained when
+    the student's code is right on a square case (as many tokens as features): an accumulator of the
+    weights' shape [T] where the context vector has the shape of one input row [d]."""
+    def explain(failure, out):
+        tokens, width = inputs.shape
+        k = min(tokens, width)
+        if not isinstance(failure, RaisedFailure) or tokens == width or k < 2:
+            return None
+        square, w = inputs[:k, :k].clone(), weights[:k].clone()
+        theirs = diagnose.their(grade, "context_vector_loop", square, w)
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, w @ square):
+            return None
+        return CheckFailed(
+            f"{failure.message}\nyour code is right when there are as many tokens as features ({k} of size {k}) but "
+            f"raised on {tokens} tokens of size {width}: something shaped like the weights, [{tokens}], meets an "
+            f"input row, [{width}]. The context vector has the shape of one input row: start the sum from "
+            "torch.zeros_like(inputs[0]) (not zeros_like(weights)), and add weights[i] * inputs[i]")
+    grade.same("context_vector_loop", inputs, weights, grad=grad, root_cause=explain)
 
 
 def nan_gradient_explained(x, dim):

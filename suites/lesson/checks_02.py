@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from grader.authoring import CheckFailed, RaisedFailure, StudentFault, diagnose, difference
+from grader.authoring import CheckFailed, HandleRef, RaisedFailure, StudentFault, diagnose, difference, shape_str
 from lesson import mistaken
 
 
@@ -118,7 +118,7 @@ def module_same(grade, pair, *inputs, grad=False, project):
 
     def candidates():
         q, k, v = roles().values()
-        yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1])
+        yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1], roles=True)
         yield from mistaken.role_mistakes(roles(), right_attention)
 
     def root_cause(failure, out):
@@ -187,15 +187,158 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
 
 
 # --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
-def copied_pairs(grade, d_in, d_out, dtype=None):
+def copied_pairs(grade, d_in, d_out, dtype=None, probe=None):
     """A SelfAttention_v2 and a SelfAttention_v1 (reference and student, each with the reference's weights),
-    after copy_v2_weights_into_v1 ran on both sides."""
+    after copy_v2_weights_into_v1 ran on both sides. When the student's own SelfAttention_v1 cannot take
+    the lesson's weights (its parameters have other shapes), the copy is judged given that v1
+    (:func:`copy_given_their_v1`; ``probe``: what else this case checks, "storage" or "biases")."""
     v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
-    v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
-    grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
+    try:
+        v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
+    except CheckFailed as failure:
+        raise copy_given_their_v1(grade, failure, d_in, d_out, dtype, probe) from None
+    try:
+        grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
+    except StudentFault as fault:
+        raise copy_crash_explained(grade, fault, d_in, d_out, dtype) from None
     if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
         grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
     return v2, v1
+
+
+class _Unjudged(Exception):
+    """The student's own modules cannot stand in for the lesson's here (a constructor raised, other names)."""
+
+
+def their_module(grade, name, *args, dtype=None, **kwargs):
+    """The student's own ``name(*args, **kwargs)`` as it builds itself, no weights loaded: (its handle, its
+    parameters). Only the student's worker is asked, never the reference: it works the same in a replay."""
+    try:
+        state = grade.student.request({"op": "new", "name": name, "args": args, "kwargs": kwargs, "dtype": dtype,
+                                       "state": True, "training": True, "params": None})
+    except (StudentFault, CheckFailed):
+        raise _Unjudged(name) from None
+    return HandleRef(state["handle"]), dict(state.get("params") or {})
+
+
+def _their_parameters(grade, handle) -> dict:
+    return dict(grade.student.request({"op": "state", "handle": handle.id})["params"])
+
+
+def copy_into_their_v1(grade, d_in, d_out, dtype=None, probe=None):
+    """copy_v2_weights_into_v1 run on the student's own SelfAttention_v2 (given weights drawn here) and
+    SelfAttention_v1 of these sizes, judged from the lesson's rule alone (the v1 holds the v2's weights,
+    transposed, in storage of its own; the v2 is left alone; a v2 with biases is refused): what is wrong,
+    or None. Raises _Unjudged where the student's modules cannot stand in for the lesson's."""
+    v2, named = their_module(grade, "SelfAttention_v2", d_in, d_out, dtype=dtype)
+    if set(named) != {f"W_{role}.weight" for role in mistaken.ROLES}:
+        raise _Unjudged("SelfAttention_v2")
+    weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
+    grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+    v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
+    try:
+        grade.call("copy_v2_weights_into_v1", v2, v1)
+    except (StudentFault, CheckFailed) as fault:
+        return f"it raised:\n{fault.message}"
+    theirs = _their_parameters(grade, v1)
+    for role in mistaken.ROLES:
+        weight = weights[f"W_{role}.weight"]
+        problem = difference(theirs.get(f"W_{role}"), weight.T, grade.tolerance(weight), f"parameter W_{role}")
+        if problem:
+            return f"the v1's {problem} (it should hold the v2's W_{role}.weight, transposed)"
+    if any(difference(p, weights[n], grade.tolerance(weights[n]), n) for n, p in _their_parameters(grade, v2).items()):
+        return "your copy changed the v2's weights; it must leave the v2 alone"
+    if probe == "storage":
+        fresh = {n: grade.randn(*w.shape, dtype=w.dtype, scale=0.3) for n, w in weights.items()}
+        grade.student.request({"op": "load", "handle": v2.id, "params": fresh})
+        after = _their_parameters(grade, v1)
+        moved = [f"W_{r}" for r in mistaken.ROLES if difference(after.get(f"W_{r}"), theirs[f"W_{r}"],
+                                                                grade.tolerance(theirs[f"W_{r}"]), r)]
+        if moved:
+            return (f"a change to the v2's weights changed the v1's {', '.join(moved)} too: they share the v2's "
+                    "storage (weight.T is a view); copy the values into the v1's own parameters")
+    if probe == "biases":
+        biased, _ = their_module(grade, "SelfAttention_v2", d_in, d_out, dtype=dtype, qkv_bias=True)
+        v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
+        try:
+            grade.raises(("ValueError",), "copy_v2_weights_into_v1", biased, v1)
+        except CheckFailed as failure:
+            return f"with a SelfAttention_v2(qkv_bias=True) it {failure.message.rsplit(', but ', 1)[-1]}, not ValueError"
+    return None
+
+
+def copy_crash_explained(grade, fault, d_in, d_out, dtype=None):
+    """A raise of the copy on a v1 of the lesson's shapes, explained when the copy run on the student's
+    modules of a square size (where any layout fits) gives the v1 the v2's weights untransposed: the
+    weight of nn.Linear is [d_out, d_in], the v1's [d_in, d_out]. Otherwise ``fault`` itself."""
+    if fault.kind != "error" or d_in == d_out:
+        return fault
+    try:
+        v2, named = their_module(grade, "SelfAttention_v2", d_in, d_in, dtype=dtype)
+        if set(named) != {f"W_{role}.weight" for role in mistaken.ROLES}:
+            return fault
+        weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
+        grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+        v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_in, dtype=dtype)
+        grade.call("copy_v2_weights_into_v1", v2, v1)
+        theirs = _their_parameters(grade, v1)
+    except (_Unjudged, StudentFault, CheckFailed):
+        return fault
+    for role in mistaken.ROLES:
+        weight = weights[f"W_{role}.weight"]
+        if difference(theirs.get(f"W_{role}"), weight, grade.tolerance(weight), role) is not None:
+            return fault
+    return CheckFailed(f"{fault.message}\nyour copy gives the v1 the v2's weights without transposing them (on a "
+                       f"SelfAttention_v1({d_in}, {d_in}), where that runs, the v1's W_query is the v2's "
+                       "W_query.weight itself): nn.Linear stores its weight as [d_out, d_in], and the v1 wants "
+                       "[d_in, d_out]: copy weight.T, v1.W_query.copy_(v2.W_query.weight.T)")
+
+
+def copy_given_their_v1(grade, failure, d_in, d_out, dtype=None, probe=None):
+    """The copy judged given the student's own SelfAttention_v1, whose parameters have other shapes than
+    the lesson's [d_in, d_out] (``failure`` says so), so that no copy can write the v2's weights into it:
+    the case is right given that v1 (it keeps its points, and the v1 is named) when the copy is right on
+    the student's modules of a square size, where those shapes fit (the weights, the v2 left alone, and
+    what else this case checks, ``probe``), and on the student's v1 of this case does what a right copy does
+    there: raises on the sizes, or gives the v1 the v2's weights transposed. Otherwise ``failure``, or what
+    the square copy shows wrong. Computed without the reference: the same in a replay."""
+    try:
+        _, shapes = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
+        roles = {f"W_{role}" for role in mistaken.ROLES}
+        misshapen = {n: tuple(p.shape) for n, p in shapes.items() if tuple(p.shape) != (d_in, d_out)}
+        if set(shapes) != roles or not misshapen:
+            return failure
+        _, square = their_module(grade, "SelfAttention_v1", d_in, d_in, dtype=dtype)
+        if set(square) != roles or any(tuple(p.shape) != (d_in, d_in) for p in square.values()):
+            return failure
+        problem = copy_into_their_v1(grade, d_in, d_in, dtype, probe)
+        if problem:
+            return CheckFailed(f"{failure.message}; so your copy was judged on a SelfAttention_v1({d_in}, {d_in}), "
+                               f"whose shapes fit: {problem}")
+        v2, named = their_module(grade, "SelfAttention_v2", d_in, d_out, dtype=dtype)
+        weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
+        grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+        v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
+        try:
+            grade.call("copy_v2_weights_into_v1", v2, v1)
+        except StudentFault as fault:  # a right copy raises on these shapes too: one that names them
+            if fault.kind != "error" or not (diagnose.mentions(fault, d_in) and diagnose.mentions(fault, d_out)):
+                return failure
+        except CheckFailed:
+            return failure
+        else:  # or it replaced the parameters: then they must be the v2's weights, transposed
+            theirs = _their_parameters(grade, v1)
+            if any(difference(theirs.get(f"W_{r}"), weights[f"W_{r}.weight"].T,
+                              grade.tolerance(weights[f"W_{r}.weight"]), r) for r in mistaken.ROLES):
+                return failure
+    except _Unjudged:
+        return failure
+    name, shape = next((n, misshapen[n]) for n in sorted(roles) if n in misshapen) if "W_query" not in misshapen \
+        else ("W_query", misshapen["W_query"])
+    return diagnose.helper_at_fault(
+        grade, failure, "SelfAttention_v1",
+        f"its parameter {name} has shape {shape_str(shape)}, not [d_in, d_out] = [{d_in}, {d_out}], so no copy can "
+        f"write the v2's weights into it; your copy is right on a SelfAttention_v1({d_in}, {d_in}), whose shapes fit")
 
 
 def v2_weights(v2) -> dict:
@@ -253,7 +396,7 @@ def copy_keeps_own_storage(grade, d_in, d_out, dtype=None):
     """After a right copy the v1's parameters hold storage of their own: new weights written into the v2
     (in place, as an optimizer step would) leave the v1 as it was. Parameters replaced by the v2's
     transposed weights (nn.Parameter(weight.T), or .data = weight.T: a view) change with the v2."""
-    v2, v1 = copied_pairs(grade, d_in, d_out, dtype)
+    v2, v1 = copied_pairs(grade, d_in, d_out, dtype, probe="storage")
     copy_gives_parameters(grade, v2, v1)  # the points come with a right copy
     v2.new_weights(*(f"W_{role}" for role in mistaken.ROLES))
     theirs = v1.student_parameters()
@@ -269,7 +412,7 @@ def copy_keeps_own_storage(grade, d_in, d_out, dtype=None):
 def copy_refuses_biases(grade, d_in, d_out):
     """After a right copy of a v2 without biases, a v2 with biases (qkv_bias=True) is refused with a
     ValueError: the v1 has no biases to receive them, so its output would differ."""
-    copy_gives_parameters(grade, *copied_pairs(grade, d_in, d_out))  # the points come with a right copy
+    copy_gives_parameters(grade, *copied_pairs(grade, d_in, d_out, probe="biases"))  # the points come with a right copy
     biased = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=True)
     v1 = grade.module("SelfAttention_v1", d_in, d_out)
     try:

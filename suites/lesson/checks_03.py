@@ -80,7 +80,54 @@ def masked_same(grade, name, x, compose, grad=False):
     masks = causal_masks(x.shape[-1])
     grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
                right=lambda: compose(masks["future"]),
-               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose))
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose)
+               or batched_crash_explained(grade, name, x, failure, ONE[name]) if name in ONE else None)
+
+
+def batched_crash_explained(grade, name, x, failure, compose_of, slips=lambda one: ()):
+    """A raise of ``name`` on batched [..., T, T] ``x`` explained by what the student's code does on one
+    [T, T] matrix of it (``compose_of(one)``: the exercise done right on it, as a function of the mask): right there (a size read from the front, shape[0], which is the batch size
+    here), or one of ``slips(one)``'s mistakes. None for any other failure."""
+    from grader.authoring import RaisedFailure
+
+    if not isinstance(failure, RaisedFailure) or x.dim() < 3:
+        return None
+    one = x[(0,) * (x.dim() - 2)].clone()  # [T, T]
+    theirs = diagnose.their(grade, name, one)
+    if not isinstance(theirs, torch.Tensor):
+        return None
+    tokens = x.shape[-1]
+    if diagnose.matches(grade, theirs, compose_of(one)(future_mask(tokens))):
+        return CheckFailed(
+            f"{failure.message}\nyour {name} is right on one [{tokens}, {tokens}] matrix but raised on the batch "
+            f"{list(x.shape)}: work over the last two dimensions only, whatever comes before them. Read T from the "
+            f"end, scores.shape[-1] (shape[0] is the batch size, {x.shape[0]}, for batched input), and build the "
+            "[T, T] mask so that it broadcasts over the batch")
+    for mistake in slips(one):
+        if diagnose.matches(grade, theirs, mistake.output()):
+            return CheckFailed(f"{failure.message}\nit raised on the batch {list(x.shape)}; on one [{tokens}, "
+                               f"{tokens}] matrix of it, {mistake.explanation}")
+    return None
+
+
+ONE = {"apply_causal_mask": apply_mask, "renormalize_causal_weights": renormalize}  # input -> compose(hidden)
+
+
+def renormalize_slips(weights):
+    """renormalize_causal_weights done with the usual slips: row sums without keepdim=True, a softmax
+    taken again instead of dividing by the row sums."""
+    future = future_mask(weights.shape[-1])
+    kept = weights.masked_fill(future, 0.0)
+    return [
+        Mistake(None, "your row sums are taken without keepdim=True: their shape [..., T] broadcasts along the "
+                      "last dimension, so entry (i, j) is divided by the sum of row j, not of row i. Keep the "
+                      "dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
+        Mistake(None, "you take a softmax again of the weights with the future zeroed: exp(0) = 1 gives the future "
+                      "weight back and exp() distorts the past. Renormalise by dividing each row by its sum instead",
+                lambda: torch.softmax(kept, dim=-1)),
+        Mistake(None, "you take a softmax again of the kept weights (the future at -inf): that applies exp() to "
+                      "weights that are already probabilities. Renormalise by dividing each row by its sum instead",
+                lambda: torch.softmax(weights.masked_fill(future, float("-inf")), dim=-1))]
 
 
 def causal_masks_as_called(grade, sizes):
@@ -99,9 +146,20 @@ def renormalized_same(grade, weights, grad=False):
     compose = renormalize(weights)
     # a mask mistake first (masked_same), then the missing renormalisation, on the output the failure carries
     diagnose.diagnosed(
-        grade, lambda: masked_same(grade, "renormalize_causal_weights", weights, compose, grad=grad), None,
+        grade, lambda: masked_same_renormalized(grade, weights, compose, grad=grad), None,
         [Mistake("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
-                 lambda: weights.masked_fill(future, 0.0))], right=lambda: compose(future))
+                 lambda: weights.masked_fill(future, 0.0)), *renormalize_slips(weights)],
+        right=lambda: compose(future))
+
+
+def masked_same_renormalized(grade, weights, compose, grad=False):
+    """masked_same for renormalize_causal_weights, whose raise on a batch is explained by its slips too."""
+    masks = causal_masks(weights.shape[-1])
+    name = "renormalize_causal_weights"
+    grade.same(name, weights, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
+               right=lambda: compose(masks["future"]),
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, weights.shape[-1], compose)
+               or batched_crash_explained(grade, name, weights, failure, ONE[name], renormalize_slips))
 
 
 def padding_same(grade, lengths, max_len):
@@ -207,7 +265,7 @@ def causal_same(grade, pair, x, *, grad=False, seed=None, also=()):
         q, k, v, settings = attention()
         future = future_mask(tokens)
         right = mistaken.attend(q, k, v, hidden=future, **settings)
-        candidates = mistaken.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, **settings) + \
+        candidates = mistaken.attention_mistakes(q, k, v, hidden=future, causal=True, inputs=x, roles=True, **settings) + \
             mistaken.role_mistakes({"query": q, "key": k, "value": v},
                                    lambda *qkv: mistaken.attend(*qkv, hidden=future, **settings)) + \
             [make(q, k, v) for make in also]

@@ -76,12 +76,14 @@ def causal_variants(tq, tk, device=None) -> dict:
 
 
 def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropout=None, seed=None,
-                       mask_fill_zero=True, inputs=None) -> list:
+                       mask_fill_zero=True, inputs=None, roles=False) -> list:
     """Candidates for attention of ``q`` over ``k`` (and ``v``) with the usual mistakes, each computed
     from the right projections: the scale, the scores' orientation, the softmax's dimension, the mask,
     the values (the keys, the queries, or the raw ``inputs`` in their place), and with ``dropout``
     (under ``seed``) its placement. ``hidden`` is the right mask; ``causal`` says it is the causal one
-    (so that the past and the diagonal can be tried)."""
+    (so that the past and the diagonal can be tried). ``roles``: the caller tries the projections in every
+    role too (:func:`role_mistakes`), where the keys or the queries used as values cannot be told from values
+    taken from W_key or W_query, so those two are left to it (which names neither id)."""
     def variant(**changes):
         settings = dict(scale=scale, hidden=hidden, dropout=dropout, seed=seed)
         settings.update(changes)
@@ -94,6 +96,9 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
         Mistake("wrong-scale", "your scores are multiplied by sqrt(d_k), not divided", variant(scale=1.0 / scale)),
         Mistake("scores-transposed", "your scores are K Qᵀ, not Q Kᵀ", variant(transposed=True)),
         ScaleSearch(lambda c: attend(q, k, v, scale=c, hidden=hidden, dropout=dropout, seed=seed), scale),
+        Mistake("missing-scale", "your scores are not scaled before the softmax: you scale the weights after it, "
+                "so they no longer sum to 1 (the scale belongs on the scores)",
+                lambda: attend(q, k, v, scale=1.0, hidden=hidden, dropout=dropout, seed=seed) * scale),
     ]
     for rows in HIDDEN_ROWS if hidden is not None else HIDDEN_ROWS[:1]:  # a softmax may see only hidden scores
         found += [Mistake("softmax-wrong-dim", "your softmax runs over the queries, not the keys",
@@ -116,11 +121,15 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                        variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
         found.append(Mistake("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
+        found.append(Mistake(None, "your hidden scores are filled with a large finite negative number, not -inf: a "
+                             "query whose keys are all hidden then gets uniform weights over them, where it must get "
+                             "all-zero weights (and a zero output). Fill with -inf, and give such a row zeros",
+                             variant(rows="uniform")))
         if mask_fill_zero:
             found.append(Mistake(None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
                           variant(mask="zero")))
     if v is not None:
-        instead = {"keys": k, "queries": q, "inputs": inputs}
+        instead = {"inputs": inputs} if roles else {"keys": k, "queries": q, "inputs": inputs}
         found += [Mistake("values-not-used", f"your weights multiply the {name}, not the values",
                    lambda t=t: attend(q, k, t, scale=scale, hidden=hidden, dropout=dropout, seed=seed))
                   for name, t in instead.items() if t is not None]

@@ -41,13 +41,13 @@ def test_query_scores_on_random_data(grade, tokens, dtype):
 # --- attention_scores_loop ----------------------------------------------------------------------------
 @exercise("attention_scores_loop")
 def test_loop_scores_on_the_lesson_data(grade):
-    grade.same("attention_scores_loop", journey())
+    checks.loop_scores_same(grade, journey())
 
 
 @exercise("attention_scores_loop", weight=2)
 @pytest.mark.parametrize("tokens,dtype", **by_dtype(1, 5))
 def test_loop_scores_on_random_data(grade, tokens, dtype):
-    grade.same("attention_scores_loop", grade.randn(tokens, 3, dtype=dtype), grad=True)
+    checks.loop_scores_same(grade, grade.randn(tokens, 3, dtype=dtype), grad=True)
 
 
 # --- softmax_naive ------------------------------------------------------------------------------------
@@ -101,13 +101,13 @@ def test_softmax_on_a_transposed_input(grade):
 @exercise("context_vector_loop")
 def test_context_vector_on_the_lesson_data(grade):
     weights = torch.tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
-    grade.same("context_vector_loop", journey(), weights)  # z2, about [0.4419, 0.6515, 0.5683]
+    checks.context_vector_same(grade, journey(), weights)  # z2, about [0.4419, 0.6515, 0.5683]
 
 
 @exercise("context_vector_loop", weight=2)
 @pytest.mark.parametrize("tokens,dtype", **by_dtype(1, 7))
 def test_context_vector_on_random_data(grade, tokens, dtype):
-    grade.same("context_vector_loop", grade.randn(tokens, 4, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
+    checks.context_vector_same(grade, grade.randn(tokens, 4, dtype=dtype), grade.rand(tokens, dtype=dtype), grad=True)
 
 
 # --- attention_scores ---------------------------------------------------------------------------------
