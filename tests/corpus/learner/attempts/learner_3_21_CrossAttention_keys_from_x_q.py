@@ -1,0 +1,16 @@
+"""CrossAttention: projected the keys from x_q instead of x_kv (keys must come from the same sequence as the values)."""
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, d_in_q, d_in_kv, d_k, d_v, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in_q, d_k, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in_kv, d_k, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in_kv, d_v, bias=qkv_bias)
+
+    def forward(self, x_q, x_kv):
+        q = self.W_query(x_q)
+        k = self.W_key(x_q)
+        v = self.W_value(x_kv)
+        return scaled_dot_product_attention(q, k, v)

@@ -1,0 +1,24 @@
+"""CausalAttention: (common slip) divided the weights by sqrt(d_out) after the softmax instead of dividing the scores before it."""
+import torch
+from torch import nn
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), diagonal=1))
+
+    def forward(self, x):
+        b, T, _ = x.shape
+        q = self.W_query(x)
+        k = self.W_key(x)
+        v = self.W_value(x)
+        scores = q @ k.transpose(1, 2)
+        scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
+        weights = torch.softmax(scores, dim=-1) / k.shape[-1] ** 0.5
+        weights = self.dropout(weights)
+        return weights @ v
