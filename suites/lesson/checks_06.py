@@ -57,6 +57,8 @@ def rope(x, cos, sin, offset=0, *, pairs=False, layout=None):
     even, odd = x[..., 0::2], x[..., 1::2]
     if layout == "halves":
         return (x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin).to(x.dtype)
+    if layout == "halves-reversed":  # rotate_half as cat(x2, -x1): each pair turned by -angle
+        return (x * cos + torch.cat([x[..., half:], -x[..., :half]], dim=-1) * sin).to(x.dtype)
     if layout == "every-two":
         return (x * cos + torch.stack([-odd, even], dim=-1).flatten(-2) * sin).to(x.dtype)
     if layout == "even-odd-halves":
@@ -116,6 +118,9 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
                         "x[i + hd/2]: x*cos + cat(-x2, x1)*sin", lambda layout=layout: rope(x, cos, sin, offset,
                                                                                           layout=layout))
                 for layout in PAIR_LAYOUTS]
+    mistakes.append(Mistake(None, "your rotate-half is cat(x2, -x1), which turns each pair by -angle (the other "
+                            "way round): the formula is x*cos + cat(-x2, x1)*sin, the second half negated and put "
+                            "first", lambda: rope(x, cos, sin, offset, layout="halves-reversed")))
     if offset:
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
@@ -166,6 +171,12 @@ def mask_same(grade, *args):
                     "make window", lambda: window_mask(num_queries, num_keys, window + 1, *starts)),
             Mistake("window-off-by-one", "each query sees window - 1 tokens: itself and the window - 1 before it "
                     "make window", lambda: window_mask(num_queries, num_keys, window - 1, *starts))]
+        if window > 1:  # tril on the causal mask (transformers PR #41228): the far future shown, the past kept
+            mistakes.append(Mistake(None, f"your mask shows future keys: those more than window = {window} "
+                                    "positions after a query are visible, and no past key is hidden. The window "
+                                    "was cut on the wrong side of the causal mask (tril keeps the entries below a "
+                                    "diagonal, the near future): hide the keys after the query and those window or "
+                                    "more positions before it", (keys > queries) & (keys - queries <= window)))
     grade.same("sliding_window_mask", *args, mistakes=mistakes)
 
 
@@ -342,6 +353,36 @@ def cached_mask_crash(start, size):
     return root_cause
 
 
+def cache_appended_crash(pair, start, size):
+    """A cached call of ``size`` tokens after ``start`` cached ones that crashes as a cache extended
+    along another dimension than the tokens' does (the LLM's 3-d habit, torch.cat(..., dim=1), on
+    [B, H, T, hd]): torch.cat itself refuses cached and new keys whose token counts differ ("except in
+    dimension d. Expected size <cached> but got size <size>"), or, where the counts agree, the keys come
+    out with twice the heads, which the queries' H heads cannot be multiplied with."""
+    import re
+
+    def root_cause(failure, out):
+        fault = getattr(failure, "fault", None)
+        if fault is None or not start or fault.kind != "error":
+            return None
+        heads_ = design(pair)[0]
+        last = fault.message.strip().splitlines()[-1] if fault.message.strip() else ""
+        refused = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)", last)
+        if refused and int(refused[3]) == size and 0 < int(refused[2]) <= start and int(refused[2]) != size:
+            told = (f"torch.cat along dimension {refused[1]} refused the {refused[2]} cached and the {size} new "
+                    f"tokens' keys, whose dimension of tokens differs")
+        elif start == size and diagnose.mentions(fault, heads_) and diagnose.mentions(fault, 2 * heads_):
+            told = (f"the keys of this call came out with {2 * heads_} heads for the queries' {heads_}: the "
+                    f"{start} cached and {size} new tokens' keys were stacked as further heads")
+        else:
+            return None
+        return CheckFailed(f"a call of {size} new token{'s' * (size != 1)} after {start} cached ones crashed: {told}. Your cache is "
+                           f"extended along another dimension than the tokens': append the new keys and values "
+                           f"along the positions, torch.cat([self.cache_k, keys], dim=2) for [B, H, T, hd] (dim=1 "
+                           f"is the heads there). Your code raised:\n{fault.message}")
+    return root_cause
+
+
 def helper_faults(grade, pair, x, start, size, stale=None):
     """The chunk x[:, start:start+size] right but for the student's own sliding_window_mask, or (GQA)
     repeat_kv: the first of these root causes that explains the output (cascade "once"); else a crash
@@ -349,7 +390,7 @@ def helper_faults(grade, pair, x, start, size, stale=None):
     causes = [window_mask_root_cause(grade, pair, x, start, size, stale)]
     if pair.name == GQA:
         causes.append(repeat_kv_root_cause(grade, pair, x, start, size, stale))
-    causes.append(cached_mask_crash(start, size))
+    causes += [cache_appended_crash(pair, start, size), cached_mask_crash(start, size)]
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
@@ -660,6 +701,24 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
         raise CheckFailed(f"{pair.name}: over {chunk * (chunks - 2)} more cached tokens of a batch of {batch} your "
                           f"process grew by {grown / 2**20:.1f} MiB (every head's keys and values of those tokens "
                           f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")
+    if model.window:
+        expect_window_cache_trimmed(pair, model, batch, chunk)
+
+
+def expect_window_cache_trimmed(pair, model, batch, chunk):
+    """SWA after a cached call of ``chunk`` tokens, more than the window: within the call up to
+    sliding_window_size + chunk - 1 keys are attended, but the cache it leaves (cache_k and cache_v,
+    counted by their elements in any layout, course-spec: a view's slice counts as what it shows) holds
+    the last sliding_window_size positions only. Outputs cannot show it (the mask hides the keys kept
+    past the window), the kernel cannot either where the trimmed cache is a slice of the attended keys."""
+    held, allowed = cache_elements(pair), batch * model.window * model.d_out * 2
+    if held > allowed:
+        positions = held / (batch * model.d_out * 2)
+        raise CheckFailed(f"{pair.name}: after a cached call of T = {chunk} tokens your cache_k and cache_v hold "
+                          f"{positions:g} positions (sliding_window_size = {model.window}): the keys and values the "
+                          f"call attended (up to sliding_window_size + T - 1 = {model.window + chunk - 1}) are kept. "
+                          f"After the call the cache must keep only the last sliding_window_size positions "
+                          f"(e.g. keys[:, :, -window:]), so that it never grows past the window")
 
 
 def expect_cache_used(grade, pair, x, first, later):
