@@ -10,7 +10,7 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, Mistake, ScaleSearch, shape_str
+from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, shape_str
 from lesson import mistaken
 
 
@@ -66,6 +66,34 @@ RESCALE_WITHOUT_SHIFT = (
     "by exp(m_old - _shift(m_new)), as the block's own terms are shifted (it is 0 until something is visible)")
 
 
+def shift_nan_rows_zeroed(x, block_size):
+    """rescaled_without_shift with its NaN rows given zeros, as a final torch.where(s > 0, ...) or
+    nan_to_num gives them: the rows whose first blocks are all -inf lose every weight. None where no
+    row's first block is all -inf (the same output as the right one)."""
+    import torch
+
+    out = rescaled_without_shift(x, block_size)
+    lost = out.isnan().any(dim=-1, keepdim=True)
+    return torch.where(lost, torch.zeros_like(out), out)
+
+
+def full_blocks_only(x, block_size):
+    """The running statistics of the whole blocks only (range(N // block_size)): the last, shorter block
+    of N % block_size entries never reaches the running maximum and sum; every entry is then divided by
+    them (a row of fewer entries than a block: all zeros, nothing summed)."""
+    import torch
+
+    full = x.shape[-1] // block_size * block_size
+    if full == 0:
+        return torch.zeros_like(x)
+    seen = x[..., :full]
+    m = seen.amax(dim=-1, keepdim=True)
+    shift = torch.where(m.isinf(), torch.zeros_like(m), m)
+    total = torch.exp(seen - shift).sum(dim=-1, keepdim=True)
+    out = torch.exp(x - shift) / torch.where(total > 0, total, torch.ones_like(total))
+    return torch.where(total > 0, out, torch.zeros_like(out))
+
+
 def softmax_of_last_block(x, block_size):
     """Normalised with the statistics of the last block only (the running values overwritten)."""
     import torch
@@ -110,6 +138,15 @@ def online_softmax_same(grade, x, block_size, grad=False):
         matching(None, "a sum over the last block only: add each block's exponentials to the running sum",
                  lambda: softmax_of_last_block(x, block_size)),
         matching("softmax-unstable", RESCALE_WITHOUT_SHIFT, lambda: rescaled_without_shift(x, block_size)),
+        Mistake(None, "the rows whose first blocks are all -inf come out as zeros: your running sum is rescaled "
+                "by exp(m_old - m_new) without _shift, which is exp(-inf - -inf) = NaN while the running maximum "
+                "is still -inf, and the NaN sum then counts as no sum at all. Rescale by exp(m_old - "
+                "_shift(m_new)), as the block's own terms are shifted", lambda: shift_nan_rows_zeroed(x, block_size)),
+        *([matching(None, f"statistics gathered over the whole blocks only: the last {x.shape[-1] % block_size} "
+                          f"entr{'y' if x.shape[-1] % block_size == 1 else 'ies'} of each row (a shorter last block, {x.shape[-1]} not being a multiple of "
+                          f"block_size = {block_size}) never reach the running maximum and sum; loop over "
+                          f"range(0, N, block_size), whose last block x[..., start:start + block_size] is shorter",
+                    lambda: full_blocks_only(x, block_size))] if x.shape[-1] % block_size else []),
         matching("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
                  lambda: torch.softmax(x, dim=0))])
 
@@ -188,6 +225,84 @@ def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, re
     return acc / running_sum.clamp_min(1e-300)[..., None]
 
 
+def masked_attention(q, k, v, hidden):
+    """Plain attention in float64 with ``hidden`` [Tq, Tk] removed; a row with nothing left is zeros."""
+    import torch
+
+    q, k, v = q.double(), k.double(), v.double()
+    scores = (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).masked_fill(hidden, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v
+
+
+def tile_positions(tq, tk, block_size):
+    """Each query's and key's place in its tile, its tile's first position, and the last key tile the
+    causal loop visits for its query tile (key tiles after its last query are skipped): [Tq] or [Tk]."""
+    import torch
+
+    qi, kj = torch.arange(tq), torch.arange(tk)
+    q_first, k_first = qi // block_size * block_size, kj // block_size * block_size
+    q_last = torch.minimum(q_first + block_size - 1, torch.tensor(tq - 1))
+    last_tile = torch.minimum(q_last, torch.tensor(tk - 1)) // block_size * block_size
+    return qi - q_first, kj - k_first, q_last, k_first, last_tile
+
+
+def tile_local_causal(q, k, v, block_size, *, skip):
+    """A causal mask built inside each tile from tile-local indices (key j % bs after query i % bs hidden),
+    the key tiles past the query tile's last query skipped (``skip``) or not."""
+    q_local, k_local, q_last, k_first, _ = tile_positions(q.shape[-2], k.shape[-2], block_size)
+    hidden = k_local[None, :] > q_local[:, None]
+    if skip:
+        hidden = hidden | (k_first[None, :] > q_last[:, None])
+    return masked_attention(q, k, v, hidden)
+
+
+def last_key_tile_only(q, k, v, block_size, causal):
+    """What a loop whose running maximum is never updated (m = m_new forgotten) gives: m stays -inf, so
+    each key tile's rescale exp(m - m_new) is 0 and wipes the sum and output before it; each query tile
+    ends with the last key tile it visits (causal: the one holding its last query)."""
+    import torch
+
+    tq, tk = q.shape[-2], k.shape[-2]
+    _, _, _, k_first, last_tile = tile_positions(tq, tk, block_size)
+    if not causal:
+        last_tile = torch.full((tq,), (tk - 1) // block_size * block_size)
+    hidden = k_first[None, :] != last_tile[:, None]
+    if causal:
+        hidden = hidden | (torch.arange(tk)[None, :] > torch.arange(tq)[:, None])
+    return masked_attention(q, k, v, hidden)
+
+
+def query_blocks_on_dim0(q, k, v, block_size, causal):
+    """The right outputs of the query tiles concatenated with torch.cat(outs), along dim 0."""
+    import torch
+
+    right = plain_attention(q, k, v, causal)
+    return torch.cat(list(right.split(block_size, dim=-2)))
+
+
+def flash_crash(q, block_size):
+    """A raise of torch.cat that joins the query tiles' outputs along another dimension than the
+    queries' (torch.cat(outs), dim 0): it refuses the last, shorter tile ("except in dimension d.
+    Expected size <block_size> but got size <Tq % block_size>")."""
+    import re
+
+    def root_cause(failure, out):
+        if not isinstance(failure, RaisedFailure):
+            return None
+        lines = failure.message.strip().splitlines()
+        found = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)",
+                          lines[-1] if lines else "")
+        tq, rest = q.shape[-2], q.shape[-2] % block_size
+        if found is None or int(found[2]) != block_size or int(found[3]) != rest or \
+                int(found[1]) % q.dim() == q.dim() - 2:
+            return None
+        return CheckFailed(f"{failure.message}\ntorch.cat joined the query tiles' outputs along dimension "
+                           f"{found[1]}, where they all have the same size; they differ in their number of queries "
+                           f"({block_size}, and {rest} in the last of the {tq}): concatenate them along the "
+                           "queries, torch.cat(outs, dim=-2)")
+    return root_cause
+
+
 def flash_mistakes(q, k, v, block_size, causal) -> list:
     """What flash_attention's usual mistakes give on these inputs, each computed in float64."""
     mistakes = [
@@ -199,6 +314,19 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
     if causal:
         mistakes.append(matching(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
                                  "counted from the top-left", lambda: plain_attention(q, k, v, True, bottom_right=True)))
+        mistakes += [matching(None, "a causal mask built inside each tile from the tile's own indices (arange of "
+                              "the tile's size): it hides keys of earlier tiles too; compare the queries' and keys' "
+                              "positions in the whole sequence, qs + i against ks + j",
+                              lambda skip=skip: tile_local_causal(q, k, v, block_size, skip=skip))
+                     for skip in (True, False)]
+    mistakes.append(matching(None, "attention over each query tile's last key tile only, as when the running maximum "
+                             "is never updated (m = m_new forgotten): m stays -inf, so every rescale exp(m - m_new) "
+                             "is 0 and wipes the sum and output gathered before",
+                             lambda: last_key_tile_only(q, k, v, block_size, causal)))
+    if q.shape[-2] % block_size == 0 and q.shape[-2] > block_size:
+        mistakes.append(matching(None, "the query tiles' outputs concatenated along dimension 0 (torch.cat(outs)) "
+                                 "instead of along the queries, torch.cat(outs, dim=-2)",
+                                 lambda: query_blocks_on_dim0(q, k, v, block_size, causal)))
     # attention's usual mistakes (scale, orientation, softmax dimension, mask, values), in float64
     q64, k64, v64 = q.double(), k.double(), v.double()
     future = mistaken.causal_variants(q.shape[-2], k.shape[-2])["future"] if causal else None
@@ -212,7 +340,7 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
 def flash_same(grade, q, k, v, block_size, causal, grad=False):
     """The student's flash_attention against the reference's, its usual mistakes named."""
     grade.same("flash_attention", q, k, v, grad=grad, explain=non_finite,
-               mistakes=flash_mistakes(q, k, v, block_size, causal),
+               mistakes=flash_mistakes(q, k, v, block_size, causal), root_cause=flash_crash(q, block_size),
                right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal)
 
 

@@ -1,0 +1,15 @@
+"""online_softmax: when the running maximum grows, the old running sum is not rescaled by exp(m_old - m_new)."""
+import torch
+
+
+def online_softmax(x, block_size):
+    N = x.shape[-1]
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, N, block_size):
+        block = x[..., start:start + block_size]
+        m = torch.maximum(m, block.amax(dim=-1))
+        s = s + torch.exp(block - _shift(m)[..., None]).sum(dim=-1)
+    e = torch.exp(x - _shift(m)[..., None])
+    safe = torch.where(s > 0, s, torch.ones_like(s))
+    return torch.where((s > 0)[..., None], e / safe[..., None], torch.zeros_like(e))
