@@ -16,7 +16,7 @@ import itertools
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, ScaleSearch, StudentFault,
-                              UsageError, diagnose, expect_dropout_on_weights)
+                              UsageError, diagnose, expect_dropout_on_weights, judged)
 from lesson import mistaken
 from lesson.checks_03 import eval_dropout_named, linear, student_module
 
@@ -160,10 +160,50 @@ def expect_deterministic_eval(grade, pair, x):
 
 
 def expect_module_dropout(grade, pair, *, tokens, p=0.5):
-    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as the class's."""
+    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as the class's.
+    The wrapper, whose heads are the student's CausalAttention: a training-mode mistake that the student's
+    own CausalAttention makes just so, alone, is that exercise's (charged once, there)."""
     _, right, _ = DIAGNOSES[pair.name]
-    expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
-        grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))
+    try:
+        expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
+            grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))
+    except CheckFailed as failure:
+        if pair.name != WRAPPER or not failure.misconceptions or "in training mode" not in failure.message:
+            raise
+        blamed = heads_dropout_root_cause(grade, pair, tokens, p, failure)
+        if blamed is None:
+            raise
+        raise blamed from None
+
+
+def heads_dropout_root_cause(grade, pair, tokens, p, failure):
+    """The wrapper's training-mode dropout judged wrong with ``failure``'s mistakes: the student's own
+    CausalAttention (assignment 03), built alone with the first head's weights (the design the check set,
+    which shows the attention weights), judged the same way on the same one-hot tokens, makes them too:
+    the helper's mistake (diagnose.helper_at_fault). None otherwise, or where 03 is not at hand."""
+    head = "heads.0."
+    params = {n[len(head):]: t for n, t in pair.weights.items() if n.startswith(head)}
+    d_in = params["W_query.weight"].shape[1]
+    dtype = pair.dtype or torch.float32
+    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (grader/grading/dropout.py)
+    x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
+    try:
+        other = pair.grade.sibling("03_causal_attention")
+        args = (d_in, params["W_query.weight"].shape[0], argument(pair, "context_length"), p,
+                "W_query.bias" in params)
+        own = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype, training=False)(x)
+        trained = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype,
+                                 training=True)(x, seed=grade.seed)
+    except (StudentFault, CheckFailed, KeyError, UsageError):
+        return None
+    if not isinstance(own, torch.Tensor):
+        return None
+    own = own.detach().cpu().double()
+    problem, theirs = judged(own, trained, p, tokens, grade.tolerance(own.to(dtype)))
+    if not problem or set(theirs) != set(failure.misconceptions):
+        return None
+    return diagnose.helper_at_fault(grade, failure, "CausalAttention (assignment 03)", problem,
+                                    theirs[0] if theirs else None)
 
 
 def expect_vectorised(grade, pair, x_short, x_long):
@@ -356,6 +396,40 @@ def split_merge_root_cause(grade, pair, x, seed):
     return blame
 
 
+def keys_transposed_as_3d(pair, x, failure):
+    """A raise that met the heads against the tokens at dimension 1 of a batched matmul: the 4-d keys
+    [B, H, T, hd] transposed with transpose(1, 2), the single head's 3-d habit, which swaps heads and
+    tokens ([B, T, H, hd]) instead of tokens and features. None otherwise."""
+    import re
+
+    heads, tokens = argument(pair, "num_heads"), x.shape[1]
+    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                      r"dimension (-?\d+)", last)
+    if found is None or heads == tokens or {int(found[1]), int(found[2])} != {heads, tokens} \
+            or int(found[3]) not in (1, -3):
+        return None
+    return CheckFailed(f"{failure.message}\nthe {heads} heads met the {tokens} tokens at dimension 1: with heads, "
+                       f"q and k are [B, H, T, hd], and k.transpose(1, 2) (the single head's [B, T, d] habit) swaps "
+                       f"heads and tokens; the scores need the last two dimensions swapped: q @ k.transpose(-2, -1) "
+                       f"(or transpose(2, 3))")
+
+
+def or_raised(blame, pair, x, told):
+    """The root cause ``blame``; else, for a raise, what ``told(pair, x, failure)`` makes of its message."""
+    def blame_or_told(failure, out):
+        blamed = blame(failure, out)
+        if blamed is None and isinstance(failure, RaisedFailure):
+            return told(pair, x, failure)
+        return blamed
+    return blame_or_told
+
+
+def mha_root_cause(grade, pair, x, seed):
+    """split_merge_root_cause; else a raise of keys transposed as in 3-d (keys_transposed_as_3d)."""
+    return or_raised(split_merge_root_cause(grade, pair, x, seed), pair, x, keys_transposed_as_3d)
+
+
 # --- FusedQKVAttention ----------------------------------------------------------------------------------
 def fused_sizes(pair):
     """(chan, num_heads, scale) of the pair's FusedQKVAttention."""
@@ -518,12 +592,7 @@ def fused_root_cause(grade, pair, x, seed):
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])
 
-    def blame_or_skip(failure, out):
-        blamed = blame(failure, out)
-        if blamed is None and isinstance(failure, RaisedFailure):
-            return skip_through_x(pair, x, failure)
-        return blamed
-    return blame_or_skip
+    return or_raised(blame, pair, x, skip_through_x)
 
 
 def stacked_on_split(grade, failure, out, pair, x, split, seed):
@@ -541,5 +610,5 @@ def stacked_on_split(grade, failure, out, pair, x, split, seed):
 
 
 DIAGNOSES.update({WRAPPER: (wrapper_mistakes, wrapper_right, heads_root_cause),
-                  MHA: (mha_mistakes, mha_right, split_merge_root_cause),
+                  MHA: (mha_mistakes, mha_right, mha_root_cause),
                   FUSED: (fused_mistakes, fused_right, fused_root_cause)})
