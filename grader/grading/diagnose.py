@@ -436,13 +436,15 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
                 return None
         else:
             return None
-    raised = True  # nothing of the exercise's own ran to the end on this case
+    # the helper returned, and the right computation given what it returned raises the exercise's exception
+    # type (its message may differ: a right exercise may fail in masked_fill where the lesson's formula
+    # fails in torch.where); the helper's own exercise is charged for the wrong result
     if theirs.dtype != right.dtype:
         return helper_at_fault(grade, failure, helper, f"it returns {str(theirs.dtype).replace('torch.', '')}, not "
-                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype", raised=raised)
+                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype")
     found = first_match(grade, theirs, helper_mistakes, right)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
-    return helper_at_fault(grade, failure, helper, detail, misconception, raised=raised)
+    return helper_at_fault(grade, failure, helper, detail, misconception)
 
 
 def _last_line(message: str) -> str:
