@@ -351,23 +351,25 @@ def charged_once(exercises: list) -> list:
             exercise.checks[index] = dataclasses.replace(
                 check, status="failed", forgiven_by="", forgiven_call="",
                 message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
+    named = {e.name for e in exercises if e.misconceptions}  # helpers whose mistake the feedback names
     for exercise in exercises:
-        _bound_raised_helpers(exercise)
+        _bound_raised_helpers(exercise, named)
     return exercises
 
 
-def _bound_raised_helpers(exercise) -> None:
-    """A case kept because the student's helper raised shows nothing of the exercise's own: every point
-    is earned by a right answer, so such cases keep no more weight than the exercise's own right outputs
-    earned elsewhere (checks passed on their own that compared an output). An exercise that only calls a
-    raising helper (a stub's NotImplementedError, or a helper made to raise so that what uses it need
-    not be written) earns nothing from it until the helper runs."""
+def _bound_raised_helpers(exercise, named: set[str]) -> None:
+    """A case kept because the student's helper raised shows nothing of the exercise's own. Where the
+    helper's own exercise names its mistake (``view`` on a non-contiguous tensor: a slip the catalogue
+    knows, that raises only on some inputs), the case is kept, as the contract's "a mistake costs once"
+    asks. Otherwise (a stub's NotImplementedError, a helper made to raise so that what uses it need not
+    be written), every point is earned by a right answer: such cases keep no more weight than the
+    exercise's own right outputs earned elsewhere (checks passed on their own that compared an output)."""
     import dataclasses
 
     earned = sum(c.weight for c in exercise.checks if c.status == "passed" and not c.forgiven_by and c.verified)
     kept = 0.0
     for index, check in enumerate(exercise.checks):
-        if check.status != "passed" or not check.forgiven_raise:
+        if check.status != "passed" or not check.forgiven_raise or check.forgiven_by in named:
             continue
         if kept + check.weight <= earned:
             kept += check.weight
