@@ -108,6 +108,49 @@ def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str |
             f"{error:.3g} at index {index} (allowed {allowed:.1g})")
 
 
+FLOAT32_EPS = 2.0 ** -23  # the gap between 1 and the next float32 number
+FLOAT32_EPSILONS = 8  # how far, in float32 epsilons of the output's largest magnitude, float32 rounding may move it
+
+
+def rounded_in_float32(what: str = "output") -> str:
+    """The likely cause of a float64 result right only to float32's precision (:func:`float32_precision`)."""
+    return (f"your {what} is right only to float32's precision: somewhere this is computed in float32 (a .float(), "
+            "a float32 table or constant such as torch.tensor(...) without dtype) though the inputs are float64, "
+            "or a tiny constant such as an eps of 1e-8 is added")
+
+
+def float32_precision(actual, expected) -> bool:
+    """Whether float64 ``actual``, wrong against float64 ``expected``, is right to float32's precision:
+    off somewhere, but nowhere by more than FLOAT32_EPSILONS float32 epsilons of the largest expected
+    magnitude (where a float32 computation's rounding of the same result lands: an entry near zero
+    carries the rounding of the larger terms it is summed from, so the scale is the tensor's, not the
+    entry's). For a tuple: its first output that differs. Never for another dtype: a float32 output is
+    graded at float32's own tolerance."""
+    import torch
+
+    if isinstance(expected, tuple):
+        if not isinstance(actual, tuple) or len(actual) != len(expected):
+            return False
+        differing = [(a, e) for a, e in zip(actual, expected) if not (isinstance(a, torch.Tensor) and isinstance(
+            e, torch.Tensor) and a.shape == e.shape and a.dtype == e.dtype and torch.equal(a.cpu(), e.cpu()))]
+        return bool(differing) and float32_precision(*differing[0])
+    if not (isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor)):
+        return False
+    if actual.dtype != torch.float64 or expected.dtype != torch.float64 or actual.shape != expected.shape:
+        return False
+    actual, expected = actual.detach().cpu().reshape(-1), expected.detach().cpu().reshape(-1)
+    worst = scale = 0.0
+    for start in range(0, actual.numel(), CHUNK):  # a chunk at a time, as _numbers_differ
+        a, e = actual[start:start + CHUNK], expected[start:start + CHUNK]
+        finite = e.isfinite()
+        if not bool((a[~finite] == e[~finite]).all()) or not bool(a[finite].isfinite().all()):
+            return False  # a NaN or an infinity where the right answer has none (or another) is no rounding
+        if bool(finite.any()):
+            worst = max(worst, float((a[finite] - e[finite]).abs().max()))
+            scale = max(scale, float(e[finite].abs().max()))
+    return 0.0 < worst <= FLOAT32_EPSILONS * FLOAT32_EPS * scale
+
+
 def manual_seed(seed: int) -> None:
     """``torch.manual_seed`` for the grading process: the CPU generator, and CUDA's once it is in use.
     torch.manual_seed itself formats the call stack three times (for CUDA, XPU and MTIA not yet

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from grader.grading.compare import difference, manual_seed, shape_str, widen
+from grader.grading.compare import (difference, float32_precision, manual_seed, rounded_in_float32, shape_str,
+                                    widen)
 from grader.grading.forbidden import forbidden_operations
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHelper, StudentFault,  # noqa: F401
                                      explained, plain_call)
@@ -262,7 +263,7 @@ class Grade:
         if root_cause is None:
             raise problem
         blamed = cause(self, root_cause, GradientFailure(problem, reply, grad_out), reply.out)
-        raise (blamed or problem) from None
+        raise named_wins(blamed) if isinstance(blamed, CheckFailed) else (blamed or problem) from None
 
     def _slack(self, name, args, kwargs, expected, grad_out, ref_grads, grad=True, number=None):
         """The room a correct answer needs beyond the dtype's tolerance, from the problem itself: for the
@@ -339,7 +340,7 @@ class Grade:
             explained = cause(self, root_cause, failure, reply.out)
             if isinstance(explained, RightGivenHelper):
                 return
-            raise (explained or failure) from None
+            raise named_wins(explained) if isinstance(explained, CheckFailed) else (explained or failure) from None
 
     def same_low_precision(self, name, *args, dtype, **kwargs):
         """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
@@ -474,7 +475,7 @@ class Grade:
         tolerance = widen(tolerance, slack, expected)
         problem = difference(out, expected, tolerance, "the output")
         if problem:
-            raise CheckFailed(f"{what}: {problem}{self.case()}")
+            raise CheckFailed(f"{what}: {problem}{self.case()}{float32_only(out, expected)}")
         if isinstance(expected, torch.Tensor) and reply.device and reply.device != str(expected.device):
             raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
                               "(outputs stay on the input's device)", ("wrong-device",))
@@ -501,7 +502,7 @@ class Grade:
             tolerance = widen(tolerance, extra, expected[index])
             problem = difference(g, expected[index], tolerance, f"the gradient for {self.argument_name(index)}")
             if problem:
-                raise CheckFailed(f"{name}: {problem}{self.case()}")
+                raise CheckFailed(f"{name}: {problem}{self.case()}{float32_only(g, expected[index], 'gradient')}")
 
     def argument_name(self, index: int) -> str:
         """The last call's tensor argument ``index`` (its tensors flattened, as the worker numbers them), named
@@ -539,13 +540,14 @@ class Grade:
                 raise CheckFailed(f"{what}: no gradient reaches parameter {n} (is it used in forward?)")
             problem = difference(got[n], expected_grad, self.tolerance(expected_grad), f"the gradient of {n}")
             if problem:
-                raise CheckFailed(f"{what}: {problem}{self.case()}")
+                raise CheckFailed(f"{what}: {problem}{self.case()}{float32_only(got[n], expected_grad, 'gradient')}")
 
     def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
         """``actual`` matches ``expected`` within the tolerance of its dtype."""
         problem = difference(actual, expected, self.tolerance(expected), "the output")
         if problem:
-            raise CheckFailed(f"{what}: {problem}{self.case()}", misconceptions)
+            said = "" if misconceptions else float32_only(actual, expected)
+            raise CheckFailed(f"{what}: {problem}{self.case()}{said}", misconceptions)
 
     def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=()):
         """A vectorised exercise makes as many torch operations for a long sequence as for a short one.
@@ -803,8 +805,29 @@ def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
         return check()
     from grader.grading.diagnose import diagnosed as named
 
-    return named(grade, check, None, mistakes, explain_output=explain,
-                 right=right if callable(right) or right is None else (lambda: right), root_cause=root_cause)
+    try:
+        return named(grade, check, None, mistakes, explain_output=explain,
+                     right=right if callable(right) or right is None else (lambda: right), root_cause=root_cause)
+    except CheckFailed as failure:
+        raise named_wins(failure) from None
+
+
+def float32_only(actual, expected, what: str = "output") -> str:
+    """What a failing comparison adds when float64 ``actual`` is right only to float32's precision
+    (grader.grading.compare.float32_precision): the likely cause, as the failure's last clause, which
+    gives way to a mistake that diagnosis names afterwards (:func:`named_wins`); "" otherwise."""
+    return f"; {rounded_in_float32(what)}" if float32_precision(actual, expected) else ""
+
+
+def named_wins(failure: CheckFailed) -> CheckFailed:
+    """``failure`` without the float32 clause (:func:`float32_only`) where diagnosis went on to explain
+    it (a mistake named, a helper blamed: something said after that clause): the named cause wins."""
+    for what in ("output", "gradient"):
+        clause = f"; {rounded_in_float32(what)}"
+        if clause in failure.message and not failure.message.endswith(clause):
+            failure.message = failure.message.replace(clause, "", 1)
+            failure.args = (failure.message,)  # (``unexplained`` keeps it, for a case contradicting the name)
+    return failure
 
 
 def _signature(args, kwargs) -> str:

@@ -90,3 +90,44 @@ def test_the_same_bits_pass_by_the_full_rule_too_so_the_shortcut_for_them_change
     with_nan = torch.tensor([1.0, float("nan")])
     assert difference(with_nan.clone(), with_nan, exact) is None  # NaN where NaN is expected: the rule's verdict
     assert difference(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]), exact) is not None
+
+
+# --- a float64 result right only to float32's precision (issue 34) -------------------------------------
+def test_a_float64_result_computed_in_float32_is_recognised_as_float32_precision():
+    from grader.grading.compare import float32_precision
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    right = torch.softmax(x, -1)
+    ported = torch.softmax(x.float(), -1).type_as(x)  # llama2.c: F.softmax(scores.float()).type_as(q)
+    assert difference(ported, right, Tolerance(rtol=1e-9, atol=1e-9)) is not None  # float64's tolerance: wrong
+    assert float32_precision(ported, right)
+    assert float32_precision(right / (right.sum(-1, keepdim=True) + 1e-8), right)  # an eps in the denominator
+    assert float32_precision((ported, right), (right, right))  # a tuple: its output that differs
+
+
+def test_float32_precision_is_never_said_of_float32_exact_or_plainly_wrong_results():
+    from grader.grading.compare import float32_precision
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    right = torch.softmax(x, -1)
+    assert not float32_precision(right.float(), right.float() + 1e-7)  # a float32 case: its own tolerance
+    assert not float32_precision(right.clone(), right)  # nothing off
+    assert not float32_precision(torch.softmax(x * 1.01, -1), right)  # a real mistake, however small its scale
+    assert not float32_precision(right + 1e-5, right)
+    nan = right.clone()
+    nan[0, 0] = float("nan")
+    assert not float32_precision(nan, right)
+    assert not float32_precision(torch.softmax(x.float(), -1), right)  # another dtype is said as such
+    masked = right.masked_fill(torch.eye(4, 6, dtype=torch.bool), float("-inf"))
+    assert not float32_precision(masked.masked_fill(torch.eye(4, 6, dtype=torch.bool), 0.0), masked)
+    assert float32_precision(masked.float().double(), masked)  # an infinity the same on both sides is no error
+
+
+def test_the_float32_clause_names_the_likely_cause():
+    from grader.grading.compare import rounded_in_float32
+
+    said = rounded_in_float32("gradient")
+    assert said.startswith("your gradient is right only to float32's precision")
+    assert ".float()" in said and "torch.tensor(...) without dtype" in said and "inputs are float64" in said

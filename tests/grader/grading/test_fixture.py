@@ -328,3 +328,48 @@ def test_parameters_named_right_but_plain_tensors_are_said_to_be_plain_tensors(c
     exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=3)[entry.name]
     assert exercise.score == 0
     assert "W_query, W_key, W_value are plain tensors, not nn.Parameter" in exercise.feedback, exercise.feedback
+
+
+# --- float64 cases computed in float32 are said to be (issue 34) --------------------------------------
+def test_a_float64_case_computed_in_float32_is_explained_without_an_id(course, grader, tmp_path):
+    # llama2.c's F.softmax(scores.float()).type_as(q): right on float32 cases, float32's precision on float64
+    source = SOLUTION_01.replace("return exp / total.clamp_min(1.0)",
+                                 "return (exp.float() / total.float().clamp_min(1.0)).to(x.dtype)")
+    assert source != SOLUTION_01
+    softmax = _grade(course, grader, tmp_path, source, exercises=("softmax",))["softmax"]
+    failed = [c for c in softmax.checks if c.status == "failed"]
+    assert failed and not softmax.misconceptions
+    clause = "right only to float32's precision: somewhere this is computed in float32"
+    assert all(clause in c.message and "float64" in c.message for c in failed), [c.message for c in failed]
+    assert all(clause not in c.message for c in softmax.checks if c.status == "passed")
+
+
+def test_a_mistake_diagnosis_names_wins_over_the_float32_clause():
+    import torch
+
+    from grader.config import Tolerance
+    from grader.grading.compare import rounded_in_float32
+    from grader.grading.fixture import diagnosed
+    from grader.grading.outcomes import CheckFailed
+
+    class Stub:  # what diagnosis asks of a Grade
+        case_slack = 0.0
+
+        def tolerance(self, tensor):
+            return Tolerance(rtol=1e-9, atol=1e-9)
+
+    out = torch.ones(3, dtype=torch.float64)
+    clause = f"; {rounded_in_float32()}"
+
+    def check():
+        raise CheckFailed(f"f: the output is off (seed 1){clause}", out=out)
+
+    with pytest.raises(CheckFailed) as unnamed:  # no candidate explains it: the clause stays
+        diagnosed(Stub(), check, [("wrong-scale", "scaled twice", torch.zeros(3, dtype=torch.float64))], None, None,
+                  None)
+    assert unnamed.value.message.endswith(clause) and unnamed.value.misconceptions == ()
+    with pytest.raises(CheckFailed) as named:  # one does: it is what the student reads
+        diagnosed(Stub(), check, [("wrong-scale", "scaled twice", out.clone())], None, None, None)
+    assert named.value.misconceptions == ("wrong-scale",)
+    assert named.value.message == "f: the output is off (seed 1); scaled twice", named.value.message
+    assert named.value.unexplained.endswith(clause)  # what it says should another case contradict the name
