@@ -11,6 +11,35 @@ from grader.errors import GraderFailed, NothingToDo, UsageError
 from grader.results import grader_error_of
 
 
+def seed_not_used(result, seed: int | None) -> str | None:
+    """What the report says when ``--seed`` asked for other cases than were graded: a student
+    distribution replays the public cases recorded at one seed (grader/grading/recorded_outputs.py),
+    whatever seed is asked; None when no seed was asked, or the one asked was used."""
+    if not result.fixed_cases or seed is None or seed == result.seed:
+        return None
+    return (f"--seed {seed} is not used here: the public checks replay the cases recorded at seed {result.seed}; "
+            "the instructor's grading draws its own")
+
+
+def with_note(text: str, fmt: str, note: str | None) -> str:
+    """The rendered report ``text`` with ``note`` said once: a line under the table (and a Markdown
+    report), ``notes`` in JSON, the summary's end in Gradescope's; JUnit's XML has no place for it."""
+    import json
+
+    if note is None:
+        return text
+    if fmt in ("table", "markdown"):
+        return text + ("" if text.endswith("\n") else "\n") + f"note: {note}\n"
+    if fmt in ("json", "gradescope"):
+        data = json.loads(text)
+        if fmt == "json":
+            data["notes"] = [*data.get("notes", ()), note]
+        else:
+            data["output"] = f"{data.get('output', '')}; {note}"
+        return json.dumps(data, indent=2) + "\n"
+    return text
+
+
 def open_course(course_dir: Path | None) -> Course:
     return load_course(course_dir if course_dir else find_course_root())
 
@@ -44,7 +73,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         result = grader.grade(found, chosen, seed=seed)
     finally:
         grader.close()
-    text = render(result, fmt, colour=colour and output is None)
+    text = with_note(render(result, fmt, colour=colour and output is None), fmt, seed_not_used(result, seed))
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")

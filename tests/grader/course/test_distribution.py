@@ -234,6 +234,23 @@ def test_its_own_grader_gives_the_solutions_full_marks_offline(distribution, sub
     assert "--seed" not in markdown.stdout and "public cases are fixed" in markdown.stdout, markdown.stdout[-500:]
 
 
+@pytest.mark.slow  # grades in a subprocess
+def test_a_seed_asked_there_is_said_to_be_unused(distribution, submission_dir):
+    # the public cases are recorded at PUBLIC_SEED: --seed 7 cannot draw others, and the report says so once
+    # (issue 34: it said "seed 2024" and nothing else); the exit code is the grading's, as without --seed
+    plain_code, plain = grade_json(distribution, "01_attention_basics", "--submission", str(submission_dir))
+    code, data = grade_json(distribution, "01_attention_basics", "--submission", str(submission_dir), "--seed", "7")
+    note = (f"--seed 7 is not used here: the public checks replay the cases recorded at seed {PUBLIC_SEED}; "
+            "the instructor's grading draws its own")
+    assert (code, data["seed"], data["notes"]) == (plain_code, PUBLIC_SEED, [note]) and "notes" not in plain
+    table = run_in(distribution, [sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
+                                  str(submission_dir), "--seed", "7"])
+    assert table.returncode == plain_code and table.stdout.count(note) == 1, table.stdout[-500:]
+    same = run_in(distribution, [sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
+                                 str(submission_dir), "--seed", str(PUBLIC_SEED)])
+    assert "not used here" not in same.stdout  # the seed asked is the one recorded
+
+
 MUTATED = ("softmax", "CrossAttention", "copy_v2_weights_into_v1", "CausalAttention", "MultiHeadAttention",
            "flash_attention")
 
@@ -276,7 +293,7 @@ def test_it_installs_with_pip_and_its_grade_command_grades_there(clone, tmp_path
                               "--no-build-isolation", "--target", str(target), str(clone)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr
-    assert (target / "grader" / "distribution.py").is_file() and not (target / "solutions").exists()
+    assert (target / "grader" / "course" / "distribution.py").is_file() and not (target / "solutions").exists()
     result = subprocess.run([str(target / "bin" / "grade"), "check", "01_attention_basics", "--format", "json"],
                             cwd=clone / "assignments", capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(target)})
