@@ -61,6 +61,12 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         chosen = course.select(assignment_ids)
     else:  # what the submission holds; a whole course when it holds a folder per assignment
         chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
+    if figures is not None:  # before any grading: drawing needs matplotlib, an optional dependency
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise UsageError("--figures draws with matplotlib, which is not installed here: pip install matplotlib "
+                             "(or the course's notebooks extra: pip install -e '.[notebooks]')")
     if watching:
         if fmt != "table" or output or figures:
             raise UsageError("--watch shows the table on the screen: leave out --format, --output and --figures")
@@ -265,6 +271,9 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
         print(f"{where}: {item.reason}", file=sys.stderr)
     if check_only and stale:
         print(hint, file=sys.stderr)
+    elif check_only:  # a verb that checks says what it found, in one line
+        what = "the distribution" if out is not None else "assignments/"
+        print(f"grade: {what} is up to date with solutions/ and leaks nothing", file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -232,3 +232,30 @@ def test_a_seed_a_replayed_run_cannot_use_is_noted_once_in_each_report(tmp_path)
     assert json.loads(with_note(render(replayed, "gradescope"), "gradescope", note))["output"].endswith(note)
     assert with_note(render(replayed, "markdown"), "markdown", note).rstrip().endswith(note)
     assert with_note(render(replayed, "json"), "json", None) == render(replayed, "json")
+
+
+def test_figures_without_matplotlib_is_one_line_before_any_grading(monkeypatch, capsys, tmp_path):
+    """Issue 35, a newcomer's run: `grade check --figures DIR` after a plain `pip install -e .` graded, then
+    ended in a traceback (ModuleNotFoundError: matplotlib), exit 1."""
+    import importlib.util
+
+    from grader import api
+    from grader.config import load_course
+    from grader.errors import UsageError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    with pytest.raises(UsageError, match="--figures draws with matplotlib, which is not installed here"):
+        api.check(course=load_course(ROOT), submission=str(ROOT / "solutions"), assignment_ids=(), fmt="table",
+                  output=None, device="cpu", seed=None, colour=False, debug=False, figures=tmp_path / "figs")
+    assert not (tmp_path / "figs").exists()
+
+
+def test_release_check_that_finds_nothing_stale_says_so(monkeypatch, capsys):
+    """Issue 35: `grade release --check` printed nothing at all when all was well."""
+    from grader import api
+    from grader.config import load_course
+
+    monkeypatch.setattr("grader.course.release.release", lambda course, chosen, check: [])
+    assert api.release(course=load_course(ROOT), assignment_ids=(), check_only=True) == 0
+    assert "assignments/ is up to date with solutions/ and leaks nothing" in capsys.readouterr().err
