@@ -379,15 +379,53 @@ PID_LIMIT = 1 << 22  # the kernel's PID_MAX_LIMIT: no pid_max setting gives a pi
 UIDS_PER_PROCESS = 512  # FIRST_UID + PID_LIMIT * 512 stays below 2**32 - 1, the uid Linux reserves
 
 
+UID_BLOCKS = (2**32 - 1 - FIRST_UID) // UIDS_PER_PROCESS  # blocks below the reserved uid; past PID_LIMIT: spares
+UID_LOCKS = Path("/run/grade-uid-blocks")  # root's, one for the machine: a lock file per block in use
+_CLAIMED: dict[int, tuple[int, int | None]] = {}  # pid -> (its block, the descriptor holding its lock)
+
+
+def _claim_block(pid: int, locks: Path = UID_LOCKS) -> int:
+    """The block of uids of the grading process ``pid``: its pid's (pids of processes alive together differ,
+    on any ``pid_max``), held by a lock in ``locks`` while this process lives. Where that lock is held
+    already, by a grader of the same pid number in another PID namespace of this machine (unshare -p, a
+    container sharing /run), the first free spare block past PID_LIMIT's: no two graders share a uid.
+    Where no lock can be taken (no /run of root's), the pid's block alone."""
+    import fcntl
+
+    if pid in _CLAIMED:
+        return _CLAIMED[pid][0]
+    try:
+        locks.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        _CLAIMED[pid] = (pid, None)
+        return pid
+    spares = range(PID_LIMIT, UID_BLOCKS)
+    start = pid % len(spares)
+    for block in (pid, *(spares[(start + i) % len(spares)] for i in range(len(spares)))):
+        try:
+            fd = os.open(locks / str(block), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            break
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        _CLAIMED[pid] = (block, fd)
+        return block
+    _CLAIMED[pid] = (pid, None)
+    return pid
+
+
 def submission_uid(pid: int | None = None) -> int:
     """A uid no other submission (nor kernel) of this machine's grading runs has at the same time: a
-    block of UIDS_PER_PROCESS uids per grading process, chosen by its whole pid (pids of processes alive
-    together differ, on any ``pid_max``), and in it the next of a counter. A uid comes back after 512
-    submissions of one process, each of them ended, every process of it confirmed gone."""
+    block of UIDS_PER_PROCESS uids per grading process (:func:`_claim_block`), and in it the next of a
+    counter. A uid comes back after 512 submissions of one process, each of them ended, every process of
+    it confirmed gone."""
     pid = os.getpid() if pid is None else pid
     if not 0 < pid < PID_LIMIT:
         raise IsolationError(f"pid {pid} is beyond Linux's PID_MAX_LIMIT: no uid of its own can be given")
-    return FIRST_UID + pid * UIDS_PER_PROCESS + next(_SUBMISSIONS) % UIDS_PER_PROCESS
+    return FIRST_UID + _claim_block(pid) * UIDS_PER_PROCESS + next(_SUBMISSIONS) % UIDS_PER_PROCESS
 
 
 def confinement_for(course: Course, private: tuple[Path, ...] = ()) -> Confinement:

@@ -312,3 +312,32 @@ def test_the_prepared_working_copy_belongs_to_the_submission_alone_and_keeps_no_
     assert (st.st_uid, st.st_mode & 0o777) == (2_000_000_123, 0o600)
     assert not (copy / "a" / "link").exists() and not (copy / "a" / "link").is_symlink()
     assert (copy.stat().st_mode & 0o777) == 0o700
+
+
+def test_two_graders_of_one_pid_number_in_two_pid_namespaces_never_share_a_block_of_uids(tmp_path):
+    """Red team (issue 33): two root graders in PID namespaces of their own both had pid 7, so both gave
+    their submissions uids of block 7. The block is now held by a lock for the machine; the second takes
+    a spare one."""
+    import subprocess
+    import sys
+
+    from grader.sandbox import confine
+
+    pid = 4_000_000  # a pid no process of this machine has now (pid_max is lower here)
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, os, sys, time
+fd = os.open({str(tmp_path / str(pid))!r}, os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        block = confine._claim_block(pid, tmp_path)
+        assert block != pid and confine.PID_LIMIT <= block < confine.UID_BLOCKS
+        assert confine._claim_block(pid, tmp_path) == block  # held for this process's life
+        assert confine._claim_block(pid + 1, tmp_path) == pid + 1  # a free block is the pid's own
+        assert confine.FIRST_UID + (confine.UID_BLOCKS + 1) * confine.UIDS_PER_PROCESS > 2**32 - 1
+    finally:
+        holder.kill()
+        confine._CLAIMED.pop(pid, None), confine._CLAIMED.pop(pid + 1, None)
