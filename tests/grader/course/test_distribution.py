@@ -200,7 +200,7 @@ def test_release_out_rewrites_a_previous_distribution_keeping_git_and_check_says
         (out / built).parent.mkdir(parents=True, exist_ok=True)  # what `pip install .` there writes
         (out / built).write_text("built")
     fresh = check()
-    assert fresh.returncode == 0 and fresh.stderr == ""
+    assert fresh.returncode == 0 and fresh.stderr == "grade: the distribution is up to date with solutions/ and leaks nothing\n"
     missing = subprocess.run([sys.executable, "-m", "grader", "release", "--check", "--out", str(tmp_path / "nope")],
                              cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert missing.returncode == 1 and missing.stderr.startswith(f"{tmp_path / 'nope'}: is not a student distribution")

@@ -38,7 +38,7 @@ def autograder(tmp_path_factory):
     assert built.returncode == 0, built.stderr
     with zipfile.ZipFile(package) as archive:
         names = archive.namelist()
-        assert {"setup.sh", "run_autograder", "course/course.toml", "course/grader/gradescope.py"} <= set(names)
+        assert {"setup.sh", "run_autograder", "course/course.toml", "course/grader/platforms/gradescope.py"} <= set(names)
         assert not any(n.startswith(("course/tests/", "course/.git")) for n in names)
         archive.extractall(root / "source")
     return root

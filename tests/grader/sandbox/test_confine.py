@@ -118,7 +118,9 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     mode, _ = grader
     found = probe(grader, tmp_path)
     assert found["isolation"] == mode
-    assert found["score"] == 75  # all but its softmax (simple_self_attention, right but for it, keeps its points)
+    # all but its softmax, and simple_self_attention, which calls it: a case kept for a helper that raised keeps
+    # no more than the exercise earned on its own (issue 33), and this softmax raises on every case
+    assert found["score"] == 55
     secrets = ("solution", "suite", "git", "environ", "kill_grader")
     if mode == "same-user":  # what docs/security.md's table says is open without a sandbox, shown to be open
         assert not found["solution"].startswith("refused") and found["kill_grader"] == "None"
@@ -184,7 +186,7 @@ def softmax(x, dim=-1):
         feedback = {e.name: e for e in result.assignments[0].exercises}["softmax"].feedback
         spawned, stopped = ast.literal_eval(feedback.split("BOMB:")[1].split(":BOMB")[0])
         assert spawned < NPROC_LIMIT and stopped == 11, (spawned, stopped)  # EAGAIN
-        assert result.score == 75
+        assert result.score == 55  # softmax and simple_self_attention, which only calls it (issue 33)
         honest = tmp_path / "alice" / "attention_basics.py"
         honest.parent.mkdir()
         honest.write_text(SOLUTION)
