@@ -107,7 +107,8 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
     code = run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
                device=device, seed=seed, assignments=course.select(assignment_ids), fresh=fresh)
     held = sum(1 for _ in Path(out).glob("*.json"))  # what it wrote, with what earlier runs and shards left there
-    print(f"grade: {out} holds {held} results, their summary.csv and .grade-manifest", file=sys.stderr)
+    print(f"grade: {out} holds {held} result{'' if held == 1 else 's'}, their summary.csv and .grade-manifest",
+          file=sys.stderr)
     return code
 
 
@@ -195,7 +196,8 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
-        print(f"grade: the class report of {len(results)} results -> {out}", file=sys.stderr)
+        print(f"grade: the class report of {len(results)} result{'' if len(results) == 1 else 's'} -> {out}",
+              file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
