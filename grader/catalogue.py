@@ -238,6 +238,22 @@ _ENTRIES = (
         "Attend over the cached keys together with the new ones (the last window + T - 1 of them), and trim "
         "the cache to the last window positions after attending: 06 section 4, \"Sliding windows\".",
         "keys = torch.cat([self.cache_k, keys], dim=2)[:, :, -window:]"),
+    Misconception(
+        "sum-without-keepdim",
+        "Your sum over a dimension drops that dimension (no keepdim=True): the sums no longer line up with the "
+        "tensor they divide, so the division fails, or broadcasts along the wrong dimension and divides each "
+        "entry by another row's sum.",
+        "Keep the reduced dimension, e.sum(dim=dim, keepdim=True), so that it broadcasts back along dim: 01 "
+        "section 3, \"Normalising with softmax\".",
+        "weights = e / e.sum(dim=-1)"),
+    Misconception(
+        "mask-fill-finite",
+        "Your mask fills the hidden scores with a finite number (-1e9, -1e4, the dtype's lowest) instead of "
+        "-inf: a query whose keys are all hidden gets uniform weights instead of zeros, and scores as low as "
+        "the fill let the hidden keys through.",
+        "Fill with float('-inf'), and give a row with no visible key all-zero weights: 03 section 2, "
+        "\"Masking with -inf\".",
+        "scores = scores.masked_fill(mask, -1e9)"),
 )
 
 CATALOGUE: dict[str, Misconception] = {entry.id: entry for entry in _ENTRIES}

@@ -56,7 +56,8 @@ def sum_crash_explained(grade, name, x, dim, kwargs):
             f"{failure.message}\nyour {name} is right on one slice {list(one.shape)} but raised on {list(x.shape)} "
             f"along dim {dim}: a sum (or maximum) over dim without keepdim=True has shape {reduced}, which does not "
             f"line up with the {list(x.shape)} exponentials it divides. Keep the reduced "
-            f"dimension: e.sum(dim=dim, keepdim=True), of shape {list(x.shape[:d]) + [1] + list(x.shape[d + 1:])}")
+            f"dimension: e.sum(dim=dim, keepdim=True), of shape {list(x.shape[:d]) + [1] + list(x.shape[d + 1:])}",
+            ("sum-without-keepdim",))
     return explain
 
 

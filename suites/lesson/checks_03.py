@@ -119,9 +119,9 @@ def renormalize_slips(weights):
     future = future_mask(weights.shape[-1])
     kept = weights.masked_fill(future, 0.0)
     return [
-        Mistake(None, "your row sums are taken without keepdim=True: their shape [..., T] broadcasts along the "
-                      "last dimension, so entry (i, j) is divided by the sum of row j, not of row i. Keep the "
-                      "dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
+        Mistake("sum-without-keepdim", "your row sums are taken without keepdim=True: their shape [..., T] "
+                "broadcasts along the last dimension, so entry (i, j) is divided by the sum of row j, not of row i. "
+                "Keep the dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
         Mistake(None, "you take a softmax again of the weights with the future zeroed: exp(0) = 1 gives the future "
                       "weight back and exp() distorts the past. Renormalise by dividing each row by its sum instead",
                 lambda: torch.softmax(kept, dim=-1)),
@@ -297,10 +297,9 @@ def finite_fill(value):
         scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # [B, T, T]
         hidden = future_mask(q.shape[-2])
         weights = torch.softmax(scores.masked_fill(hidden, value), dim=-1)
-        return Mistake(None, f"your mask fills the future's scores with a finite number ({value:g}) instead of "
-                       f"-inf: where the scores a query may see are as low as it (here about -10000), the hidden "
-                       f"future takes weight. Fill with -inf (torch.finfo(dtype).min works too)",
-                       weights @ v)
+        return Mistake("mask-fill-finite", f"your mask fills the future's scores with a finite number ({value:g}) "
+                       f"instead of -inf: where the scores a query may see are as low as it (here about -10000), "
+                       f"the hidden future takes weight. Fill with -inf", weights @ v)
     return make
 
 

@@ -121,9 +121,10 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                        variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
         found.append(Mistake("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
-        found.append(Mistake(None, "your hidden scores are filled with a large finite negative number, not -inf: a "
-                             "query whose keys are all hidden then gets uniform weights over them, where it must get "
-                             "all-zero weights (and a zero output). Fill with -inf, and give such a row zeros",
+        found.append(Mistake("mask-fill-finite", "your hidden scores are filled with a large finite negative number, "
+                             "not -inf: a query whose keys are all hidden then gets uniform weights over them, where "
+                             "it must get all-zero weights (and a zero output). Fill with -inf, and give such a row "
+                             "zeros",
                              variant(rows="uniform")))
         if mask_fill_zero:
             found.append(Mistake(None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
