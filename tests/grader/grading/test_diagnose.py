@@ -483,3 +483,13 @@ def test_issue_34_two_stacked_mistakes_in_the_fused_block_name_the_one_that_sepa
 def test_issue_34_the_causal_mask_buffer_is_judged_by_behaviour_not_convention(graded):
     exercise, _ = graded["correct/issue34_03_CausalAttention_nanogpt_tril_buffer"]
     assert exercise.status == "passed" and exercise.score == exercise.max_score, exercise.feedback
+
+
+def test_a_softmax_that_raises_for_an_in_place_op_is_not_said_to_lack_keepdim(course, grader, tmp_path):
+    """A learner's softmax subtracted its maximum in place (x -= m): right on one slice, it raises on the
+    cases whose input requires a gradient. The keepdim explanation, which also looks for a softmax right on
+    one slice that raises on more, named sum-without-keepdim beside input-mutated: it now asks for the
+    broadcast error a sum without keepdim gives."""
+    entry = next(e for e in corpus.learner("attempts") if e.name.endswith("learner_3_70_softmax_inplace_subtract"))
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path)[entry.name]
+    assert exercise.misconceptions == ["input-mutated"], exercise.feedback[:600]
