@@ -239,5 +239,8 @@ def test_a_conda_style_prefix(course_wheel, tmp_path):
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *INSTALL, str(course_wheel)],
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr[-2000:]  # pip's own reason, when it refuses
-    data = grade_solutions(None, command=[str(python.parent / "grade")])
+    # where this interpreter's pip puts scripts: bin/, or local/bin/ where its sysconfig is Debian's
+    scripts = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('scripts'))"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    data = grade_solutions(None, command=[str(Path(scripts) / "grade")])
     assert full_marks(data), data
