@@ -356,8 +356,6 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     ``call``: the helper's arguments (numbers, None) that gave ``theirs``, where they are plain: the case
     is then kept only if the helper's own exercise grades that very call and finds it wrong (a helper
     call outside what its exercise checks is the caller's; grader.grading.run.charged_once)."""
-    import torch
-
     called = plain_call(helper, call) if call is not None else None
     found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain)
     if isinstance(found, RightGivenHelper) and called:

@@ -456,8 +456,6 @@ class Grade:
         self.verified += 1  # an output of the student's, right (grader.grading.run.charged_once counts them)
 
     def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
-        import dataclasses
-
         import torch
 
         if reply.mutated:
@@ -483,8 +481,6 @@ class Grade:
     def _expect_grads(self, reply: Reply, expected, name, slack=None):
         """A gradient for every input the reference has one for, matching it (within the dtype's
         tolerance plus that input's ``slack``): one missing, or a reply with fewer, is a failure."""
-        import dataclasses
-
         if reply.grad_error:
             raise StudentFault("error", f"{name}: computing gradients through your output failed:\n{reply.grad_error}")
         got = reply.grads
@@ -642,18 +638,10 @@ class ModulePair:
         takes all of its own: ``"W_key"`` is ``W_key.weight`` and ``W_key.bias``), in both instances.
         Between two cached calls, keys kept in a cache and keys computed again then differ, so what a
         cache keeps is read from the outputs, never from what the student's process reports."""
-        import torch
-
         shapes = self.grade._event(lambda: [(n, list(p.shape)) for n, p in self.ref.named_parameters()])
         fresh = {n: self.grade.randn(*shape, scale=0.3) for n, shape in shapes
                  if any(n == name or n.startswith(name + ".") for name in names)}
-        if not self.grade.replaying:
-            with torch.no_grad():
-                for n, p in self.ref.named_parameters():
-                    if n in fresh:
-                        p.copy_(fresh[n].to(p.device, p.dtype))
-        self._load_reference_weights()
-        return self
+        return self.set_weights(fresh)
 
     def set_weights(self, values: dict):
         """Give both instances these parameter values (name -> tensor; the others are kept), e.g. a

@@ -10,7 +10,6 @@ its uid and its cgroup. The grading (grader.grading.run) reaches student code th
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 
 from grader.config import Course
