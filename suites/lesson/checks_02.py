@@ -225,27 +225,45 @@ def _their_parameters(grade, handle) -> dict:
     return dict(grade.student.request({"op": "state", "handle": handle.id})["params"])
 
 
-def copy_into_their_v1(grade, d_in, d_out, dtype=None, probe=None):
-    """copy_v2_weights_into_v1 run on the student's own SelfAttention_v2 (given weights drawn here) and
-    SelfAttention_v1 of these sizes, judged from the lesson's rule alone (the v1 holds the v2's weights,
-    transposed, in storage of its own; the v2 is left alone; a v2 with biases is refused): what is wrong,
-    or None. Raises _Unjudged where the student's modules cannot stand in for the lesson's."""
+def _their_v2(grade, d_in, d_out, dtype=None):
+    """The student's own SelfAttention_v2 of these sizes, given weights drawn here: (its handle, the
+    weights by name). Raises _Unjudged where its parameters are not the lesson's W_query, W_key, W_value."""
     v2, named = their_module(grade, "SelfAttention_v2", d_in, d_out, dtype=dtype)
     if set(named) != {f"W_{role}.weight" for role in mistaken.ROLES}:
         raise _Unjudged("SelfAttention_v2")
     weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
     grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+    return v2, weights
+
+
+def _v1_problem(grade, theirs, weights, transposed=True):
+    """The first role whose v1 parameter (in ``theirs``) does not hold the v2's weight, transposed as a
+    right copy gives it (or, ``transposed=False``, as it is): (the role, the difference); else None."""
+    for role in mistaken.ROLES:
+        weight = weights[f"W_{role}.weight"]
+        problem = difference(theirs.get(f"W_{role}"), weight.T if transposed else weight, grade.tolerance(weight),
+                             f"parameter W_{role}")
+        if problem:
+            return role, problem
+    return None
+
+
+def copy_into_their_v1(grade, d_in, d_out, dtype=None, probe=None):
+    """copy_v2_weights_into_v1 run on the student's own SelfAttention_v2 (given weights drawn here) and
+    SelfAttention_v1 of these sizes, judged from the lesson's rule alone (the v1 holds the v2's weights,
+    transposed, in storage of its own; the v2 is left alone; a v2 with biases is refused): what is wrong,
+    or None. Raises _Unjudged where the student's modules cannot stand in for the lesson's."""
+    v2, weights = _their_v2(grade, d_in, d_out, dtype)
     v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
     try:
         grade.call("copy_v2_weights_into_v1", v2, v1)
     except (StudentFault, CheckFailed) as fault:
         return f"it raised:\n{fault.message}"
     theirs = _their_parameters(grade, v1)
-    for role in mistaken.ROLES:
-        weight = weights[f"W_{role}.weight"]
-        problem = difference(theirs.get(f"W_{role}"), weight.T, grade.tolerance(weight), f"parameter W_{role}")
-        if problem:
-            return f"the v1's {problem} (it should hold the v2's W_{role}.weight, transposed)"
+    found = _v1_problem(grade, theirs, weights)
+    if found:
+        role, problem = found
+        return f"the v1's {problem} (it should hold the v2's W_{role}.weight, transposed)"
     if any(difference(p, weights[n], grade.tolerance(weights[n]), n) for n, p in _their_parameters(grade, v2).items()):
         return "your copy changed the v2's weights; it must leave the v2 alone"
     if probe == "storage":
@@ -274,20 +292,14 @@ def copy_crash_explained(grade, fault, d_in, d_out, dtype=None):
     if fault.kind != "error" or d_in == d_out:
         return fault
     try:
-        v2, named = their_module(grade, "SelfAttention_v2", d_in, d_in, dtype=dtype)
-        if set(named) != {f"W_{role}.weight" for role in mistaken.ROLES}:
-            return fault
-        weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
-        grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+        v2, weights = _their_v2(grade, d_in, d_in, dtype)
         v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_in, dtype=dtype)
         grade.call("copy_v2_weights_into_v1", v2, v1)
         theirs = _their_parameters(grade, v1)
     except (_Unjudged, StudentFault, CheckFailed):
         return fault
-    for role in mistaken.ROLES:
-        weight = weights[f"W_{role}.weight"]
-        if difference(theirs.get(f"W_{role}"), weight, grade.tolerance(weight), role) is not None:
-            return fault
+    if _v1_problem(grade, theirs, weights, transposed=False):
+        return fault
     return CheckFailed(f"{fault.message}\nyour copy gives the v1 the v2's weights without transposing them (on a "
                        f"SelfAttention_v1({d_in}, {d_in}), where that runs, the v1's W_query is the v2's "
                        "W_query.weight itself): nn.Linear stores its weight as [d_out, d_in], and the v1 wants "
@@ -315,9 +327,7 @@ def copy_given_their_v1(grade, failure, d_in, d_out, dtype=None, probe=None):
         if problem:
             return CheckFailed(f"{failure.message}; so your copy was judged on a SelfAttention_v1({d_in}, {d_in}), "
                                f"whose shapes fit: {problem}")
-        v2, named = their_module(grade, "SelfAttention_v2", d_in, d_out, dtype=dtype)
-        weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.3) for n, p in named.items()}
-        grade.student.request({"op": "load", "handle": v2.id, "params": weights})
+        v2, weights = _their_v2(grade, d_in, d_out, dtype)
         v1, _ = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
         try:
             grade.call("copy_v2_weights_into_v1", v2, v1)
@@ -327,9 +337,7 @@ def copy_given_their_v1(grade, failure, d_in, d_out, dtype=None, probe=None):
         except CheckFailed:
             return failure
         else:  # or it replaced the parameters: then they must be the v2's weights, transposed
-            theirs = _their_parameters(grade, v1)
-            if any(difference(theirs.get(f"W_{r}"), weights[f"W_{r}.weight"].T,
-                              grade.tolerance(weights[f"W_{r}.weight"]), r) for r in mistaken.ROLES):
+            if _v1_problem(grade, _their_parameters(grade, v1), weights):
                 return failure
     except _Unjudged:
         return failure
