@@ -163,10 +163,11 @@ class Grade:
 
     # calls -------------------------------------------------------------------------------------------
     def call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False, method=None,
-             **kwargs) -> Reply:
+             on_cpu=False, **kwargs) -> Reply:
         """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
         ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
-        None otherwise: the worker then watches operators only for forbidden ones)."""
+        None otherwise: the worker then watches operators only for forbidden ones). ``on_cpu``: a
+        function's tensors stay on the CPU whatever the grading device (a diagnosis on CUDA asks it)."""
         import torch
 
         self._called = (target, label, args)  # for naming an argument in what the checks say (argument_name)
@@ -174,7 +175,8 @@ class Grade:
             reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                           "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
                                           "forbidden": self.forbidden, "measure": measure, "method": method,
-                                          "grad_enabled": torch.is_grad_enabled()})
+                                          "grad_enabled": torch.is_grad_enabled(),
+                                          **({"on_cpu": True} if on_cpu else {})})
         except StudentFault as fault:
             if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
                 called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
@@ -342,19 +344,26 @@ class Grade:
                 return
             raise named_wins(explained) if isinstance(explained, CheckFailed) else (explained or failure) from None
 
-    def same_low_precision(self, name, *args, dtype, **kwargs):
+    def same_low_precision(self, name, *args, dtype, root_cause=None, **kwargs):
         """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
         in float32 on the same rounded inputs, then rounded: the student's own rounding is allowed for
-        by the dtype's tolerance, and no implementation is favoured for rounding like the reference."""
+        by the dtype's tolerance, and no implementation is favoured for rounding like the reference.
+        ``root_cause(failure, out)`` blames a helper of the student's, as in :meth:`same`: give it the
+        inputs already rounded (``low_precision``), so that it asks the helper what this case gave it."""
         import torch
 
-        low = tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+        low = low_precision(dtype, *args)
         wide = tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in low)
-        expected, _, _, _ = self._reference(name, wide, kwargs, False)
-        expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
-        reply = self.call(name, *low, **kwargs)
-        self.expect(reply, expected, f"{name}{_signature(low, kwargs)}")
-        return reply.out
+
+        def check():
+            expected, _, _, _ = self._reference(name, wide, kwargs, False)
+            expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
+            with self._graded_call(name, low, kwargs):
+                reply = self.call(name, *low, **kwargs)
+                self.expect(reply, expected, f"{name}{_signature(low, kwargs)}", carry=True)
+            return reply.out
+
+        return diagnosed(self, check, (), None, None, root_cause)
 
     def held_bytes(self) -> int:
         """The memory the student's processes hold now, read by the grader from the kernel's accounting
@@ -785,6 +794,13 @@ def _widening_on_failure(measured: bool, narrow, wide):
         narrow()
     except CheckFailed:
         wide()
+
+
+def low_precision(dtype, *args) -> tuple:
+    """``args`` with every floating-point tensor rounded to ``dtype`` (float16, bfloat16)."""
+    import torch
+
+    return tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
 
 
 def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):

@@ -5,6 +5,8 @@ forbidden operation). Their own module, so that the harness and the session need
 """
 from __future__ import annotations
 
+import re
+
 
 class CheckFailed(AssertionError):
     """The student's code ran but gave a wrong answer. ``out``: the student's output on the case, when
@@ -96,6 +98,11 @@ _VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 _LEAF_ERROR = "leaf Variable that requires grad is being used in an in-place operation"
 
 
+# the errors PyTorch raises for one operation on tensors of two devices (masked_fill, matmul, cat, indexing)
+_DEVICE_ERROR = re.compile(r"(to be on the same device|on the same device as|different from other tensors on)",
+                           re.IGNORECASE)
+
+
 def explained(fault: StudentFault, function: bool = False) -> Exception:
     """A crash whose error says which mistake caused it becomes a failure that names it (``function``:
     the call was a function's, whose only leaves that require gradients are its inputs)."""
@@ -111,4 +118,16 @@ def explained(fault: StudentFault, function: bool = False) -> Exception:
                               + fault.message, ("view-on-non-contiguous",))
         failure.fault = fault
         return failure
+    if fault.kind == "error" and _DEVICE_ERROR.search(_last_line(fault.message)):
+        failure = CheckFailed("your code mixes devices: a tensor it creates (a mask, an index, a buffer) lives on "
+                              "the CPU while its inputs are on the GPU; create it on the input's device "
+                              "(device=x.device, or x.new_zeros(...)). Your code raised:\n" + fault.message,
+                              ("wrong-device",))
+        failure.fault = fault
+        return failure
     return fault
+
+
+def _last_line(message: str) -> str:
+    lines = (message or "").strip().splitlines()
+    return lines[-1] if lines else ""

@@ -807,17 +807,20 @@ class Server:
         self.watch = watch
         self.handles: dict[int, object] = {}
 
-    def resolve(self, value):
+    def resolve(self, value, device: str | None = None):
+        """A request's value with handles replaced by their instances and tensors on ``device`` (default:
+        the grading device)."""
         import torch
 
+        device = device or self.spec.device
         if isinstance(value, HandleRef):
             return self.handles[value.id]
         if isinstance(value, torch.Tensor):
-            return value.to(self.spec.device) if self.spec.device != "cpu" else value
+            return value.to(device) if device != "cpu" else value
         if isinstance(value, (list, tuple)):
-            return type(value)(self.resolve(item) for item in value)
+            return type(value)(self.resolve(item, device) for item in value)
         if isinstance(value, dict):
-            return {key: self.resolve(item) for key, item in value.items()}
+            return {key: self.resolve(item, device) for key, item in value.items()}
         return value
 
     def handle(self, request: dict) -> dict:
@@ -909,8 +912,9 @@ class Server:
                 parameter.grad = None
         else:
             fn, owner = self.target(target), None
-        args = self.resolve(request["args"])
-        kwargs = self.resolve(request["kwargs"])
+        on = "cpu" if request.get("on_cpu") is True else None  # a function's call kept on the CPU (diagnose)
+        args = self.resolve(request["args"], on)
+        kwargs = self.resolve(request["kwargs"], on)
         grad_out = request.get("grad_out")
         tensors = [a for a in flatten(args) if isinstance(a, torch.Tensor)]
         if grad_out is not None:

@@ -6,10 +6,11 @@ grader/grading/fixture.py). Inputs come from the check's own seed, fresh each ru
 import pytest
 import torch
 
-from grader.authoring import assignment, exercise
+from grader.authoring import assignment, exercise, low_precision
 from lesson import journey, near_one_another
 from lesson.checks_01 import (attention_scores_same, context_vector_same, loop_scores_same, scores_not_growing,
-                              simple_attention_not_growing, simple_attention_same, softmax_same)
+                              simple_attention_not_growing, simple_attention_root_cause, simple_attention_same,
+                              softmax_same)
 
 pytestmark = assignment("01_attention_basics")
 
@@ -161,4 +162,5 @@ def test_softmax_half_precision(grade, dtype):
 @pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
 def test_simple_self_attention_half_precision(grade, dtype):
     grade.needs_cuda()
-    grade.same_low_precision("simple_self_attention", grade.randn(2, 12, 8, scale=0.5), dtype=dtype)
+    x, = low_precision(dtype, grade.randn(2, 12, 8, scale=0.5))
+    grade.same_low_precision("simple_self_attention", x, dtype=dtype, root_cause=simple_attention_root_cause(grade, x))

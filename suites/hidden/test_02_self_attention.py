@@ -8,9 +8,9 @@ from the check's own seed, fresh each run unless --seed is given.
 import pytest
 import torch
 
-from grader.authoring import assignment, exercise
+from grader.authoring import assignment, exercise, low_precision
 from lesson import dessert, journey
-from lesson.checks_02 import (copied_pairs, copy_gives_output, copy_gives_parameters, copy_keeps_own_storage,
+from lesson.checks_02 import (attention_root_cause, copied_pairs, copy_gives_output, copy_gives_parameters, copy_keeps_own_storage,
                               copy_refuses_biases, cross_roles, linear_roles, module_same, sdpa_same, v1_roles,
                               weights_same)
 
@@ -252,5 +252,6 @@ HALVES = [torch.float16, torch.bfloat16]
 @pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
 def test_sdpa_half_precision(grade, dtype):
     grade.needs_cuda()
-    q, k, v = grade.randn(2, 9, 16), grade.randn(2, 11, 16), grade.randn(2, 11, 8)
-    grade.same_low_precision("scaled_dot_product_attention", q, k, v, dtype=dtype)
+    q, k, v = low_precision(dtype, grade.randn(2, 9, 16), grade.randn(2, 11, 16), grade.randn(2, 11, 8))
+    grade.same_low_precision("scaled_dot_product_attention", q, k, v, dtype=dtype,
+                             root_cause=lambda failure, out: attention_root_cause(grade, failure, out, q, k, v))

@@ -10,11 +10,11 @@ shares: the same file gets the same verdict on both sides.
 import pytest
 import torch
 
-from grader.authoring import assignment, diagnose, exercise
+from grader.authoring import assignment, diagnose, exercise, low_precision
 from lesson import journey_batch, journey_scores, near_one_another
 from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_masks_as_called, causal_padding_same,
                               causal_same, expect_causal_dropout, expect_eval_deterministic, expect_masked_below_any_fill,
-                              expect_structure,
+                              expect_structure, mask_root_cause,
                               padding_same, renormalized_same, softmax_weights)
 
 pytestmark = assignment("03_causal_attention")
@@ -222,4 +222,5 @@ def test_causal_attention_structure(grade):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["float16", "bfloat16"])
 def test_apply_causal_mask_half_precision(grade, dtype):
     grade.needs_cuda()
-    grade.same_low_precision("apply_causal_mask", grade.randn(2, 7, 7), dtype=dtype)
+    scores, = low_precision(dtype, grade.randn(2, 7, 7))
+    grade.same_low_precision("apply_causal_mask", scores, dtype=dtype, root_cause=mask_root_cause(grade, scores))

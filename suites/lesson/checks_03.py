@@ -41,13 +41,21 @@ def mask_mistakes(make):
                     lambda: make("future-and-diagonal"))]
 
 
-def causal_mask_root_cause(grade, failure, out, tokens, compose):
+def causal_mask_root_cause(grade, failure, out, tokens, compose, exercise=None):
     """The failure blamed on the student's causal_mask, when ``compose(mask)`` (this exercise done right
-    with that mask) gives the student's output."""
+    with that mask) gives the student's output, or (on a GPU) when ``exercise = (name, args)`` raised
+    only because that mask was left on the CPU."""
     masks = causal_masks(tokens)
     return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                           masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]),
-                          call=(tokens,))
+                          call=(tokens,)) or \
+        (exercise and diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
+                                              lambda: compose(masks["future"])))
+
+
+def on_device(grade, tokens):
+    """The student's causal_mask(tokens, device=) asked for the grading device."""
+    return diagnose.their(grade, "causal_mask", tokens, device=torch.device(grade.device))
 
 
 # --- the functions ------------------------------------------------------------------------------------
@@ -80,8 +88,14 @@ def masked_same(grade, name, x, compose, grad=False):
     masks = causal_masks(x.shape[-1])
     grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
                right=lambda: compose(masks["future"]),
-               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose)
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose, (name, (x,)))
                or batched_crash_explained(grade, name, x, failure, ONE[name]) if name in ONE else None)
+
+
+def mask_root_cause(grade, scores):
+    """apply_causal_mask(scores) blamed on the student's causal_mask, where that explains its output."""
+    return lambda failure, out: causal_mask_root_cause(grade, failure, out, scores.shape[-1], apply_mask(scores),
+                                                       ("apply_causal_mask", (scores,)))
 
 
 def batched_crash_explained(grade, name, x, failure, compose_of, slips=lambda one: ()):
@@ -158,7 +172,8 @@ def masked_same_renormalized(grade, weights, compose, grad=False):
     name = "renormalize_causal_weights"
     grade.same(name, weights, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
                right=lambda: compose(masks["future"]),
-               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, weights.shape[-1], compose)
+               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, weights.shape[-1], compose,
+                                                                      (name, (weights,)))
                or batched_crash_explained(grade, name, weights, failure, ONE[name], renormalize_slips))
 
 
@@ -182,13 +197,18 @@ def causal_padding_same(grade, lengths, tokens):
         return future[None] | (pad[:, None, :] if keys else pad[:, :, None])
 
     def root_cause(failure, out):
+        their_padding = diagnose.their(grade, "padding_mask", lengths, tokens)
         return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                               masks["future"], lambda m: combined(future=m),
                               mask_mistakes(lambda name: masks[name] if name else masks["future"]), call=(tokens,)) or \
-            diagnose.blame(grade, failure, out, "padding_mask", diagnose.their(grade, "padding_mask", lengths, tokens),
+            diagnose.blame(grade, failure, out, "padding_mask", their_padding,
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",
-                                    lambda: positions[None, :] < lengths[:, None])])
+                                    lambda: positions[None, :] < lengths[:, None])]) or \
+            diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
+                                    "causal_padding_mask", (lengths, tokens), combined) or \
+            diagnose.device_ignored(grade, failure, "padding_mask", lambda: their_padding,
+                                    "causal_padding_mask", (lengths, tokens), combined)
 
     causal = [Mistake(m.id, m.explanation, lambda make=m.output: combined(future=make()))
               for m in mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import lesson.checks_03 as checks
-from grader.authoring import assignment, exercise, unstable_unless_named
+from grader.authoring import assignment, exercise, low_precision, unstable_unless_named
 from lesson import journey_batch, journey_scores, near_one_another
 
 pytestmark = assignment("03_causal_attention")
@@ -67,7 +67,8 @@ def test_apply_on_strided_scores(grade):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["half", "bfloat"])
 def test_apply_in_half_precision(grade, dtype):
     grade.needs_cuda()
-    grade.same_low_precision("apply_causal_mask", grade.randn(3, 6, 6), dtype=dtype)
+    scores, = low_precision(dtype, grade.randn(3, 6, 6))
+    grade.same_low_precision("apply_causal_mask", scores, dtype=dtype, root_cause=checks.mask_root_cause(grade, scores))
 
 
 # --- renormalize_causal_weights -----------------------------------------------------------------------
