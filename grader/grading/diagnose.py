@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from grader.grading.compare import difference, widen
+from grader.grading.compare import difference, shape_str, widen
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault,
                                      plain_call)
 from grader.grading.recorded_outputs import NotReplayable
+from grader.grading.stand_ins import has_stand_in
 
 Candidate = tuple  # (misconception id or None, explanation, tensor or zero-argument function)
 
@@ -131,7 +132,10 @@ def raised(grade, fault: StudentFault, root_cause: Callable | None, named: Check
     ``named``, the failure that names the mistake the crash shows)."""
     if root_cause is None or fault.kind != "error" or not fault.exception:
         return named or fault
-    return cause(grade, root_cause, RaisedFailure(fault), None) or named or fault
+    blamed = cause(grade, root_cause, RaisedFailure(fault), None)
+    if isinstance(blamed, RightGivenHelper) and blamed.unverified is not None:
+        blamed.unverified = named or fault  # the raise as it would stand without the blame
+    return blamed or named or fault
 
 
 def cause(grade, root_cause: Callable, failure, out):
@@ -413,59 +417,53 @@ def _right(grade, theirs, right) -> bool:
 
 def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, composed: Callable,
                   helper_mistakes: Iterable[Candidate]) -> Exception | None:
-    """The helper at fault for the student's code raising, when it raises the same way itself on this
-    case's inputs (the same exception, the same message), or when the right computation raises the same
-    way on the helper's wrong result. What the grader saw decides, never the traceback's text: the
-    student's process writes that, frames and file names included (a message can hold a fake frame)."""
+    """The helper at fault for the student's code raising. With a stand-in for the helper
+    (grader.grading.stand_ins), whenever the helper is wrong on this case's inputs (it raises, or
+    returns another result): the check is then run again with a right helper, which alone decides.
+    Without one, when it raises the same way itself (the same exception, the same message), or when the
+    right computation raises the same way on the helper's wrong result. What the grader saw decides,
+    never the traceback's text: the student's process writes that, frames and file names included (a
+    message can hold a fake frame)."""
     import torch
 
+    verified = has_stand_in(helper)  # by the run with the stand-in: every blame below is provisional
     kind, said = failure.fault.exception, _last_line(failure.fault.message)
     if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
+        if verified:
+            return helper_at_fault(grade, failure, helper, f"it raises {theirs.exception} on this case's inputs",
+                                   provisional=True)
         if theirs.exception != kind or _last_line(theirs.message) != said:
             return None
         return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs", raised=True)
-    if not within(theirs, right) or _right(grade, theirs, right):
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
-    with torch.no_grad():
-        try:
-            composed(theirs.to(right.device))
-        except Exception as exc:  # noqa: BLE001 - the right computation fails on the helper's result
-            if type(exc).__name__ != kind:
+    if not within(theirs, right) or (verified and theirs.shape != right.shape):  # (the stand-in decides)
+        return helper_at_fault(grade, failure, helper, f"it returns {_described(theirs)}, not {_described(right)}, "
+                               "on this case's inputs", provisional=True) if verified else None
+    if _right(grade, theirs, right):
+        return None
+    if not verified:
+        with torch.no_grad():
+            try:
+                composed(theirs.to(right.device))
+            except Exception as exc:  # noqa: BLE001 - the right computation fails on the helper's result
+                if type(exc).__name__ != kind:
+                    return None
+            else:
                 return None
-        else:
-            return None
-    # the helper returned, and the right computation given what it returned raises the exercise's exception
-    # type (its message may differ: a right exercise may fail in masked_fill where the lesson's formula
-    # fails in torch.where); the helper's own exercise is charged for the wrong result
+    # the helper returned a wrong result; without a stand-in, the right computation given it raises the
+    # exercise's exception type (its message may differ: a right exercise may fail in masked_fill where
+    # the lesson's formula fails in torch.where); the helper's own exercise is charged for the wrong result
     if theirs.dtype != right.dtype:
         return helper_at_fault(grade, failure, helper, f"it returns {str(theirs.dtype).replace('torch.', '')}, not "
-                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype")
+                               f"{str(right.dtype).replace('torch.', '')}", "wrong-dtype", provisional=verified)
     found = first_match(grade, theirs, helper_mistakes, right)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
-    return helper_at_fault(grade, failure, helper, detail, misconception)
+    return helper_at_fault(grade, failure, helper, detail, misconception, provisional=verified)
 
 
-def device_ignored(grade, failure, helper: str, theirs: Callable, exercise: str, args: tuple,
-                   right: Callable) -> Exception | None:
-    """On a GPU: a raise of ``exercise(*args)`` blamed on the student's ``helper``, when the helper's
-    result on this case's inputs (``theirs()``, its call on the grading device) was left on the CPU, and
-    the student's exercise run on the same inputs kept on the CPU, where that result fits, gives
-    ``right()`` (the right output, computed on the CPU). The grader checks that output itself: the
-    raise's text decides nothing. None on the CPU, for another failure, or when either does not hold."""
-    import torch
-
-    from grader.inside.protocol import sent_from
-
-    if grade.device == "cpu" or not isinstance(failure, RaisedFailure):
-        return None
-    theirs = theirs()
-    if not isinstance(theirs, torch.Tensor) or sent_from(theirs).split(":")[0] != "cpu":
-        return None
-    again = their(grade, exercise, *args, on_cpu=True)
-    if not isinstance(again, torch.Tensor) or not matches(grade, again, right()):
-        return None
-    return helper_at_fault(grade, failure, helper, f"it leaves its result on the CPU, not on the {grade.device} "
-                           "device of its inputs or its device argument", "wrong-device")
+def _described(tensor) -> str:
+    return f"{shape_str(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
 
 
 def _last_line(message: str) -> str:
@@ -564,12 +562,14 @@ def _to(values, device):
 
 
 def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None,
-                    raised: bool = False):
+                    raised: bool = False, provisional: bool = False):
     """What a case right but for the student's own ``helper`` gives, by the course's cascade policy:
     under "once" a pass that names the helper (its mistake is charged in its own exercise), under
-    "every" a failure naming it."""
+    "every" a failure naming it. ``provisional``: only the helper's stand-in can confirm it (the check
+    run again with a right helper, grader.grading.stand_ins); without that run, ``failure`` stands."""
     if grade.cascades == "once":
         return RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
-                                f"({detail}): fix the {helper} exercise", raised=raised)
+                                f"({detail}): fix the {helper} exercise", raised=raised, helper=helper,
+                                unverified=failure if provisional else None)
     return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
                        f"Fix the {helper} exercise first", (misconception,) if misconception else ())

@@ -575,7 +575,8 @@ class Grade:
             which = " and ".join(grown)
             if self.cascades == "once":
                 raise RightGivenHelper(f"right, given your {which}, which this uses; but your {which} loops over "
-                                       f"tokens in Python: fix the {which} exercise")
+                                       f"tokens in Python: fix the {which} exercise",
+                                       helper=next(iter(grown)) if len(grown) == 1 else "")
             raise CheckFailed(f"{message}; the loop is in your {which}, which this uses", ("not-vectorised",))
         raise CheckFailed(message, ("not-vectorised",))
 

@@ -28,13 +28,21 @@ class RightGivenHelper(Exception):
     check keeps its points, and ``message`` names the helper to fix. ``call``: the helper's call on this
     case (:func:`plain_call`) when its arguments are plain, which the helper's own exercise must grade and
     find wrong for the case to stay kept (grader.grading.run.charged_once). ``raised``: the helper raised,
-    so nothing of the exercise's own was seen on this case (charged_once bounds what such cases keep)."""
+    so nothing of the exercise's own was seen on this case (charged_once bounds what such cases keep).
+    ``helper``: its name, for the check to be run again with a right version in its place
+    (grader.grading.stand_ins); ``verified``: it was, and the exercise was right then. ``unverified``:
+    the verdict should that run not be had (no stand-in, or none placed), where nothing else of the
+    grader's shows the case right given the helper (a blame the stand-in alone can confirm)."""
 
-    def __init__(self, message: str, call: str | None = None, raised: bool = False):
+    def __init__(self, message: str, call: str | None = None, raised: bool = False, helper: str = "",
+                 unverified: Exception | None = None):
         super().__init__(message)
         self.message = message
         self.call = call or ""
         self.raised = raised
+        self.helper = helper
+        self.verified = False
+        self.unverified = unverified
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

@@ -15,6 +15,7 @@ from grader.errors import IsolationError
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.grading.recorded_outputs import NotReplayable
+from grader.grading.stand_ins import sources_for
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
@@ -273,6 +274,53 @@ class GradingPlugin:
         return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      request.node.nodeid, marker)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """Runs the check. A case found right but for a faulty helper of the student's keeps its points
+        only once verified: see :meth:`_verify`."""
+        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        try:
+            pyfuncitem.obj(**args)
+        except RightGivenHelper as given:
+            self._verify(pyfuncitem, args, given)
+        return True
+
+    def _verify(self, item, args, given: RightGivenHelper, depth: int = 3):
+        """Runs the check again from its start (same inputs) with the student's faulty helpers replaced by
+        their stand-ins (grader/grading/stand_ins.py) in the student's process. Right then: the case keeps
+        its points, verified. Wrong then: the exercise's own mistake, which the helper's hid, is the
+        verdict (named as any failure is). A helper with no stand-in, or one the exercise does not reach
+        by its name, leaves ``given`` as it was (bounded where the helper raised: run.charged_once), or
+        its ``unverified`` verdict where only that run could confirm it."""
+        helpers = [given.helper]
+        while len(helpers) <= depth:
+            sources = sources_for(helpers)
+            if sources is None:
+                raise given.unverified or given
+            grade = self.make_grade(item._request)
+            try:
+                placed = grade.student.request({"op": "stand_in", "sources": sources}).get("placed")
+            except (StudentFault, WorkerFault):
+                placed = None
+            if sorted(placed or ()) != sorted(helpers):
+                _restore(grade.student)
+                raise given.unverified or given
+            try:
+                item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
+                item.obj(**{**args, "grade": grade})
+            except RightGivenHelper as again:  # another helper of theirs is at fault too
+                if not again.helper or again.helper in helpers:
+                    raise given.unverified or given from None
+                helpers.append(again.helper)
+                continue
+            except (CheckFailed, StudentFault) as failure:
+                raise _with_right_helpers(failure, helpers) from None
+            finally:
+                _restore(grade.student)
+            given.verified, given.raised = True, False
+            raise given
+        raise given.unverified or given
+
     def pytest_collection_modifyitems(self, items):
         self.problems = keep_graded(items, self.session.course, self.session.assignments)
 
@@ -323,6 +371,25 @@ class GradingPlugin:
         check.duration_s = round(call.duration, 6)
         check.wrong_calls = wrong_calls
         return assignment, marker.args[0], check
+
+
+def _restore(student) -> None:
+    """The student's own helpers back in place (a worker that died meanwhile is started afresh anyway)."""
+    try:
+        student.request({"op": "stand_in", "sources": {}})
+    except (StudentFault, WorkerFault):
+        pass
+
+
+def _with_right_helpers(failure: Exception, helpers: list[str]) -> Exception:
+    """``failure`` of a check run with right versions of the student's ``helpers``, saying so."""
+    which = " and ".join(helpers)
+    prefix = f"with a right {which} in place of yours (fix yours too), this exercise is still wrong: "
+    failure.message = prefix + failure.message
+    failure.args = (failure.message,)
+    if hasattr(failure, "unexplained"):
+        failure.unexplained = prefix + str(failure.unexplained)
+    return failure
 
 
 def suite_traceback(error: BaseException) -> str:
@@ -397,6 +464,10 @@ class GradingStream:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
         return self.plugin.pytest_runtest_makereport(item, call)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        return self.plugin.pytest_pyfunc_call(pyfuncitem)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):

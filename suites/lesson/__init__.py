@@ -80,3 +80,6 @@ def every_call(grade, check_one, calls):
             first.misconceptions, first.message = tuple(m for m in first.misconceptions if m in shared), first.unexplained
         first.ruled_out = tuple(sorted(set().union(*(f.ruled_out for f in failures))))
         raise first
+
+
+from lesson import stand_ins  # noqa: E402,F401 - registers the helper exercises' stand-ins with the grader

@@ -192,11 +192,19 @@ def copied_pairs(grade, d_in, d_out, dtype=None, probe=None):
     after copy_v2_weights_into_v1 ran on both sides. When the student's own SelfAttention_v1 cannot take
     the lesson's weights (its parameters have other shapes), the copy is judged given that v1
     (:func:`copy_given_their_v1`; ``probe``: what else this case checks, "storage" or "biases")."""
-    v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
+    try:
+        v2 = grade.module("SelfAttention_v2", d_in, d_out, dtype=dtype)
+    except CheckFailed as failure:  # the copy judged with a right SelfAttention_v2 in place of theirs
+        raise diagnose.helper_at_fault(grade, failure, "SelfAttention_v2", "its parameters are not the lesson's",
+                                       provisional=True) from None
     try:
         v1 = grade.module("SelfAttention_v1", d_in, d_out, dtype=dtype)
     except CheckFailed as failure:
-        raise copy_given_their_v1(grade, failure, d_in, d_out, dtype, probe) from None
+        judged = copy_given_their_v1(grade, failure, d_in, d_out, dtype, probe)
+        if isinstance(judged, CheckFailed):  # or with a right SelfAttention_v1 in place of theirs
+            judged = diagnose.helper_at_fault(grade, judged, "SelfAttention_v1", "its parameters are not the "
+                                              "lesson's", provisional=True)
+        raise judged from None
     try:
         grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
     except StudentFault as fault:

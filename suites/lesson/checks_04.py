@@ -381,7 +381,8 @@ def split_merge_root_cause(grade, pair, x, seed):
 
             theirs = [diagnose.their(grade, "split_heads", p, heads) for p in projected]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
-            if raised or all(diagnose.within(t, split[0]) and t.shape == theirs[0].shape for t in theirs):
+            # (a shape that no right computation takes is still blamed on a raise: the stand-in decides)
+            if raised or all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
                 blamed = diagnose.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
                                         attend_and_merge,
                                         [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",

@@ -227,11 +227,7 @@ def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, re
 
 def masked_attention(q, k, v, hidden):
     """Plain attention in float64 with ``hidden`` [Tq, Tk] removed; a row with nothing left is zeros."""
-    import torch
-
-    q, k, v = q.double(), k.double(), v.double()
-    scores = (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).masked_fill(hidden, float("-inf"))
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v
+    return mistaken.attend(q.double(), k.double(), v.double(), scale=q.shape[-1] ** -0.5, hidden=hidden)
 
 
 def tile_positions(tq, tk, block_size):

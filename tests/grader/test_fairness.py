@@ -114,21 +114,38 @@ def test_cases_kept_because_the_helper_raised_keep_no_more_than_the_exercise_ear
 FORGERS = {  # a softmax that raises, and a simple_self_attention that does none of its own work
     "a fake frame in its message": 'raise ValueError(\'File "x", line 1, in softmax\\nValueError: boom\')',
     "its helper's raise, copied": 'raise ValueError("boom")',
-    "a call of the raising helper, first": "return softmax(inputs @ inputs.transpose(-2, -1)) @ inputs",
+    "a raise of its own type": 'raise ValueError("shapes")',
 }
+RIGHT_ON_A_RAISING_HELPER = "return softmax(inputs @ inputs.transpose(-2, -1)) @ inputs"
+
+
+def _forger(tmp_path, body):
+    path = tmp_path / "forger.py"
+    path.write_text('"""simple_self_attention: forged"""\n\n\ndef softmax(x, dim=-1):\n    raise ValueError("boom")'
+                    f"\n\n\ndef simple_self_attention(inputs):\n    {body}\n")
+    return corpus._entry(path, None)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", list(FORGERS), ids=list(FORGERS))
 def test_no_exercise_earns_points_from_its_helper_raising_alone(course, grader, tmp_path, how):
-    """Red team (issue 33): each of these scored 20/20 on simple_self_attention "right, given your softmax"."""
-    source = ('"""simple_self_attention: forged"""\n\n\ndef softmax(x, dim=-1):\n    raise ValueError("boom")\n\n\n'
-              f"def simple_self_attention(inputs):\n    {FORGERS[how]}\n")
-    path = tmp_path / "forger.py"
-    path.write_text(source)
-    entry = corpus._entry(path, None)
+    """Red team (issue 33): each of these scored 20/20 on simple_self_attention "right, given your softmax".
+    A case kept for a faulty helper is run again with the helper's stand-in (grader/grading/stand_ins.py):
+    these raise then too."""
+    entry = _forger(tmp_path, FORGERS[how])
     exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / "run")[entry.name]
     assert exercise.score == 0, exercise.feedback[:500]
+    assert "with a right softmax in place of yours" in exercise.feedback
+    assert {e.name: e.score for e in assignment.exercises}["softmax"] == 0
+
+
+@pytest.mark.slow
+def test_a_right_exercise_on_a_raising_helper_keeps_its_points_once_verified(course, grader, tmp_path):
+    """The lesson's simple_self_attention on a softmax that raises: right with a right softmax in its
+    place, so its mistake costs once, in softmax (it cost twice while such cases were only bounded)."""
+    entry = _forger(tmp_path, RIGHT_ON_A_RAISING_HELPER)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / "run")[entry.name]
+    assert exercise.score == exercise.max_score and "right, given your softmax" in exercise.feedback
     assert {e.name: e.score for e in assignment.exercises}["softmax"] == 0
 
 
@@ -326,8 +343,26 @@ def test_an_inverted_mask_is_named_on_every_seed_even_where_it_leaves_a_query_no
 # shows only on CUDA, where the CPU zeros meet the inputs' device
 # learner_3_68: attention_scores_for_query vectorised where its row says "written as a loop over rows": a
 # right output, and the contract's checks are forbidden operations and vectorisation, not loops asked for
+# round 4 (notes_4.md): what the contract leaves open. torch.softmax in simple_self_attention (forbidden
+# in softmax alone); how v1's parameters are drawn and in which order a class creates its layers (the
+# grader loads the weights by name); 04's mask as a plain attribute (a buffer is CausalAttention's rule);
+# an AssertionError for indivisible heads (accepted); a device ignored and float32 accumulators on half
+# inputs (both show on CUDA, where the hidden suite catches them: tests/grader/test_gpu.py)
 LEARNER_FALSE_PASSES = {"learner_01_context_vector_loop_zeros_float32",
-                        "learner_3_68_attention_scores_for_query_matmul_not_loop"}
+                        "learner_3_68_attention_scores_for_query_matmul_not_loop",
+                        "learner_4a_14_simple_self_attention_uses_torch_softmax",
+                        "learner_4a_19_SelfAttention_v1_randn_init",
+                        "learner_4a_39_padding_mask_arange_ignores_device",
+                        "learner_4a_42_causal_mask_device_ignored",
+                        "learner_4a_46_copy_v2_weights_into_v1_returns_v1",
+                        "learner_4a_51_SelfAttention_v1_wrong_creation_order",
+                        "learner_4b_06_split_qkv_check_only_heads",
+                        "learner_4b_13_MultiHeadAttention_out_proj_created_first",
+                        "learner_4b_14_MultiHeadAttention_mask_plain_attribute",
+                        "learner_4b_15_MultiHeadAttention_assert_divisible",
+                        "learner_4b_68_MultiHeadAttentionWithSWA_none_window_crash",
+                        "learner_4b_72_flash_attention_float32_state",
+                        "learner_4b_64_GroupedQueryAttention_repeat_by_num_groups"}
 
 
 @pytest.mark.slow

@@ -1,0 +1,20 @@
+"""Attempt 22 at CrossAttention.
+
+MISTAKE: W_value is nn.Linear(d_in_kv, d_k) instead of nn.Linear(d_in_kv, d_v): the values get the key size d_k, so the output has the wrong size when d_v != d_k.
+"""
+import math
+import torch
+from torch import nn
+
+
+class CrossAttention(nn.Module):
+    """MISTAKE: W_value is nn.Linear(d_in_kv, d_k) instead of nn.Linear(d_in_kv, d_v): the values get the key size d_k, so the output has the wrong size when d_v != d_k."""
+
+    def __init__(self, d_in_q, d_in_kv, d_k, d_v, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in_q, d_k, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in_kv, d_k, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in_kv, d_k, bias=qkv_bias)
+
+    def forward(self, x_q, x_kv):
+        return scaled_dot_product_attention(self.W_query(x_q), self.W_key(x_kv), self.W_value(x_kv))

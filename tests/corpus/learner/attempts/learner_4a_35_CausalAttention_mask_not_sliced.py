@@ -1,0 +1,29 @@
+"""Attempt 35 at CausalAttention.
+
+MISTAKE: The causal mask buffer [context_length, context_length] is used whole in forward instead of self.mask[:T, :T], so sequences shorter than context_length fail.
+"""
+import torch
+from torch import nn
+
+
+class CausalAttention(nn.Module):
+    """MISTAKE: The causal mask buffer [context_length, context_length] is used whole in forward instead of self.mask[:T, :T], so sequences shorter than context_length fail."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer('mask', causal_mask(context_length).bool())
+
+    def forward(self, x):
+        q = self.W_query(x)
+        k = self.W_key(x)
+        v = self.W_value(x)
+        scores = q @ k.transpose(-2, -1)
+        scores = scores.masked_fill(self.mask, float('-inf'))
+        weights = torch.softmax(scores / self.d_out ** 0.5, dim=-1)
+        weights = self.dropout(weights)
+        return weights @ v

@@ -1,0 +1,12 @@
+import torch
+from torch import nn
+
+
+def sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0, device=None):
+    """MISTAKE: uses q_start but forgets k_start: key positions always counted from 0."""
+    q = torch.arange(q_start, q_start + num_queries, device=device)[:, None]
+    k = torch.arange(num_keys, device=device)[None, :]
+    hidden = k > q
+    if window is not None:
+        hidden = hidden | (k <= q - window)
+    return hidden
