@@ -182,7 +182,8 @@ class Grade:
                 called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
                 fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
                                      fault.exception)
-            raise explained(fault, function=isinstance(target, str)) from None
+            raise explained(fault, function=isinstance(target, str),
+                            modules=any(isinstance(a, HandleRef) for a in args)) from None
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,

@@ -111,13 +111,32 @@ _DEVICE_ERROR = re.compile(r"(to be on the same device|on the same device as|dif
                            re.IGNORECASE)
 
 
-def explained(fault: StudentFault, function: bool = False) -> Exception:
+# the pair (values, indices) that max, min, sort and their kin return along a dimension, used as a tensor
+_PAIR_ERROR = re.compile(r"torch\.return_types\.(\w+)")
+
+
+def explained(fault: StudentFault, function: bool = False, modules: bool = False) -> Exception:
     """A crash whose error says which mistake caused it becomes a failure that names it (``function``:
-    the call was a function's, whose only leaves that require gradients are its inputs)."""
+    the call was a function's, whose only leaves that require gradients are its inputs, or, ``modules``,
+    the parameters of the modules it was given)."""
     if function and fault.kind == "error" and _LEAF_ERROR in fault.message:
-        failure = CheckFailed("your code modifies its input in place (PyTorch refuses that for an input whose "
-                              "gradients are asked for); compute a new tensor instead. Your code raised:\n"
-                              + fault.message, ("input-mutated",))
+        if modules:  # copy_v2_weights_into_v1: param.copy_(...) while autograd records
+            failure = CheckFailed("your code changes a module's parameter in place while autograd records it "
+                                  "(PyTorch refuses that for a parameter, which requires gradients): do it inside "
+                                  "`with torch.no_grad():`. Your code raised:\n" + fault.message)
+        else:
+            failure = CheckFailed("your code modifies its input in place (PyTorch refuses that for an input whose "
+                                  "gradients are asked for); compute a new tensor instead. Your code raised:\n"
+                                  + fault.message, ("input-mutated",))
+        failure.fault = fault
+        return failure
+    pair = _PAIR_ERROR.search(_last_line(fault.message)) if fault.kind == "error" else None
+    if pair:
+        which = pair[1]
+        failure = CheckFailed(f"x.{which}(dim) returns a pair (values, indices), not a tensor: take its .values "
+                              + ("(or use x.amax(dim, keepdim=True))" if which == "max" else
+                                 "(or use x.amin(dim, keepdim=True))" if which == "min" else "")
+                              + ". Your code raised:\n" + fault.message)
         failure.fault = fault
         return failure
     if fault.kind == "error" and _VIEW_ERROR in fault.message:

@@ -25,3 +25,25 @@ def test_a_device_word_elsewhere_in_the_traceback_names_nothing():
     fault = StudentFault("error", "f() raised:\n  # to be on the same device\nRuntimeError: shapes cannot be "
                          "multiplied (6x3 and 2x6)", "RuntimeError")
     assert explained(fault, function=True) is fault
+
+
+def test_a_max_used_as_a_tensor_says_it_is_a_pair():
+    """A learner's softmax subtracted x.max(dim, keepdim=True), a (values, indices) pair: PyTorch's TypeError alone."""
+    fault = StudentFault("error", "softmax(<[6] float32>) raised:\n  File \"x.py\", line 4\nTypeError: unsupported "
+                         "operand type(s) for -: 'Tensor' and 'torch.return_types.max'", "TypeError")
+    named = explained(fault, function=True)
+    assert isinstance(named, CheckFailed) and named.misconceptions == ()
+    assert "returns a pair (values, indices)" in named.message and "x.amax(dim, keepdim=True)" in named.message
+
+
+LEAF = ("copy_v2_weights_into_v1(<module>, <module>) raised:\nRuntimeError: a leaf Variable that requires grad is "
+        "being used in an in-place operation.")
+
+
+def test_an_in_place_copy_into_a_parameter_asks_for_no_grad_not_a_new_tensor():
+    """A learner's copy_v2_weights_into_v1 called param.copy_ outside torch.no_grad(): it was named
+    input-mutated ("compute a new tensor instead"), though the exercise asks for that very copy."""
+    named = explained(StudentFault("error", LEAF, "RuntimeError"), function=True, modules=True)
+    assert named.misconceptions == () and "torch.no_grad()" in named.message
+    on_inputs = explained(StudentFault("error", LEAF, "RuntimeError"), function=True)
+    assert on_inputs.misconceptions == ("input-mutated",)
