@@ -462,6 +462,29 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     return helper_at_fault(grade, failure, helper, detail, misconception, provisional=verified)
 
 
+def device_ignored(grade, failure, helper: str, theirs: Callable, exercise: str, args: tuple,
+                   right: Callable) -> Exception | None:
+    """On a GPU: a raise of ``exercise(*args)`` blamed on the student's ``helper``, when the helper's
+    result on this case's inputs (``theirs()``, its call on the grading device) was left on the CPU, and
+    the student's exercise run on the same inputs kept on the CPU, where that result fits, gives
+    ``right()`` (the right output, computed on the CPU). The grader checks that output itself: the
+    raise's text decides nothing. None on the CPU, for another failure, or when either does not hold."""
+    import torch
+
+    from grader.inside.protocol import sent_from
+
+    if grade.device == "cpu" or not isinstance(failure, RaisedFailure):
+        return None
+    theirs = theirs()
+    if not isinstance(theirs, torch.Tensor) or sent_from(theirs).split(":")[0] != "cpu":
+        return None
+    again = their(grade, exercise, *args, on_cpu=True)
+    if not isinstance(again, torch.Tensor) or not matches(grade, again, right()):
+        return None
+    return helper_at_fault(grade, failure, helper, f"it leaves its result on the CPU, not on the {grade.device} "
+                           "device of its inputs or its device argument", "wrong-device")
+
+
 def _described(tensor) -> str:
     return f"{shape_str(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
 
