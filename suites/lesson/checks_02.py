@@ -121,6 +121,9 @@ def module_same(grade, pair, *inputs, grad=False, project):
         q, k, v = roles().values()
         yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1], roles=True)
         yield from mistaken.role_mistakes(roles(), right_attention)
+        weight = pair.weights.get("W_query.weight") if pair.name == "SelfAttention_v2" else None
+        if weight is not None and weight.shape[0] == weight.shape[1]:  # square: x @ layer.weight runs, the wrong way
+            yield Mistake(None, UNTRANSPOSED, lambda: _untransposed_attention(pair.weights, inputs[0].detach().cpu()))
 
     def root_cause(failure, out):
         blamed = attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True)
@@ -130,12 +133,6 @@ def module_same(grade, pair, *inputs, grad=False, project):
             return weight_untransposed(grade, pair, failure, inputs[0])
         return blamed
 
-    untransposed = [] if pair.name != "SelfAttention_v2" or "W_query.weight" not in pair.weights or \
-        tuple(pair.weights["W_query.weight"].shape)[0] != tuple(pair.weights["W_query.weight"].shape)[1] else \
-        [lambda: _untransposed_attention(pair.weights, inputs[0].detach().cpu())]
-    if untransposed:  # square: x @ layer.weight runs, with the weight the wrong way round
-        base = candidates
-        candidates = lambda: [*base(), Mistake(None, UNTRANSPOSED, untransposed[0])]  # noqa: E731
 
     pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
               root_cause=root_cause)
