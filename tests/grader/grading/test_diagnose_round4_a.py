@@ -86,3 +86,32 @@ def test_round_4a_a_raise_only_when_a_gradient_is_asked_for_is_not_blamed_on_the
     assert "shape[0] is the batch size" not in exercise.feedback, exercise.feedback[:1200]
     raised = [c.message for c in exercise.checks if "raised" in (c.message or "")]
     assert raised and all("when no gradient is asked for" in m for m in raised), raised
+
+
+# explained by the grader for any exercise (grader/grading/outcomes.py, main's 712064b): checked here on 01-02
+GENERIC = {
+    # m = x.max(dim, keepdim=True); x - m: TypeError on torch.return_types.max
+    "attempts/learner_4a_09_softmax_max_returns_tuple": ("returns a pair (values, indices)", "x.amax(dim, keepdim=True)"),
+    # param.copy_(...) outside torch.no_grad(): was named input-mutated, "compute a new tensor instead"
+    "attempts/learner_4a_28_copy_v2_weights_into_v1_copy_without_no_grad": ("with torch.no_grad():",),
+}
+
+
+def _grader_explains_pairs() -> bool:
+    from grader.grading import outcomes
+
+    return hasattr(outcomes, "_PAIR_ERROR")
+
+
+@pytest.mark.skipif(not _grader_explains_pairs(), reason="the grader's generic explanations (712064b) are not merged")
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_round_4a_a_crash_the_grader_explains_is_not_misnamed(course, grader, tmp_path, suite):
+    entries = [e for e in corpus.learner("attempts") if e.name in GENERIC]
+    assert len(entries) == len(GENERIC)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite)
+    for name, phrases in GENERIC.items():
+        exercise, _ = results[name]
+        assert exercise.score < exercise.max_score, name
+        assert "input-mutated" not in exercise.misconceptions, (name, exercise.feedback[:600])
+        for phrase in phrases:
+            assert phrase in exercise.feedback, (name, phrase, exercise.feedback[:1200])
