@@ -11,7 +11,7 @@ import torch
 from grader.authoring import assignment, exercise, low_precision
 from lesson import dessert, journey
 from lesson.checks_02 import (attention_root_cause, copied_pairs, copy_gives_output, copy_gives_parameters, copy_keeps_own_storage,
-                              copy_refuses_biases, cross_roles, linear_roles, module_same, sdpa_same, v1_roles,
+                              copy_refuses_biases, cross_roles, linear_roles, module, module_same, sdpa_same, v1_roles,
                               weights_same)
 
 pytestmark = assignment("02_self_attention")
@@ -160,7 +160,7 @@ def test_self_attention_v1_non_contiguous(grade):
 # --- SelfAttention_v2 --------------------------------------------------------------------------------
 @exercise("SelfAttention_v2", weight=3)
 def test_self_attention_v2_lesson_data(grade):
-    pair = grade.module("SelfAttention_v2", 3, 2)
+    pair = module(grade, "SelfAttention_v2", 3, 2)
     module_same(grade, pair, journey(), project=linear_roles(pair))
 
 
@@ -176,13 +176,13 @@ V2_CASES = {
 @pytest.mark.parametrize("case", list(V2_CASES.values()), ids=list(V2_CASES))
 def test_self_attention_v2_random(grade, case):
     d_in, d_out, qkv_bias, tokens, dtype = case
-    pair = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
+    pair = module(grade, "SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
     module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True, project=linear_roles(pair))
 
 
 @exercise("SelfAttention_v2", weight=1)
 def test_self_attention_v2_non_contiguous(grade):
-    pair = grade.module("SelfAttention_v2", 6, 4)
+    pair = module(grade, "SelfAttention_v2", 6, 4)
     module_same(grade, pair, grade.randn(6, 7).T, project=linear_roles(pair))
 
 
@@ -216,7 +216,7 @@ def test_copy_v2_weights_refuses_biases(grade):
 def test_cross_attention_lesson_data(grade):
     x, g = dessert()
     x_kv = torch.rand(8, 16, generator=g)  # a second sequence, of 8 tokens
-    pair = grade.module("CrossAttention", 16, 16, 24, 28)
+    pair = module(grade, "CrossAttention", 16, 16, 24, 28)
     module_same(grade, pair, x, x_kv, project=cross_roles(pair))
 
 
@@ -232,14 +232,14 @@ CROSS_CASES = {
 @pytest.mark.parametrize("case", list(CROSS_CASES.values()), ids=list(CROSS_CASES))
 def test_cross_attention_random(grade, case):
     lead, tq, tk, d_in_q, d_in_kv, dk, dv, qkv_bias, dtype = case
-    pair = grade.module("CrossAttention", d_in_q, d_in_kv, dk, dv, qkv_bias=qkv_bias, dtype=dtype)
+    pair = module(grade, "CrossAttention", d_in_q, d_in_kv, dk, dv, qkv_bias=qkv_bias, dtype=dtype)
     module_same(grade, pair, grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype),
                 grad=True, project=cross_roles(pair))
 
 
 @exercise("CrossAttention", weight=1)
 def test_cross_attention_long_non_contiguous(grade):
-    pair = grade.module("CrossAttention", 6, 4, 8, 5)
+    pair = module(grade, "CrossAttention", 6, 4, 8, 5)
     module_same(grade, pair, grade.randn(6, 2, 3).permute(1, 2, 0), grade.randn(128, 2, 4).transpose(0, 1),
                 project=cross_roles(pair))
 

@@ -33,9 +33,31 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
     def root_cause(failure, out):
         return crash(failure, out) or (gradient(failure, out) if gradient else None)
 
-    grade.same(name, x, grad=grad, grad_scale=grad_scale, mistakes=mistaken.softmax_mistakes(x, dim), right=right,
+    grade.same(name, x, grad=grad, grad_scale=grad_scale, mistakes=[*mistaken.softmax_mistakes(x, dim),
+                                                                    *global_max(x, dim)], right=right,
                explain=overflowed if name == "softmax" else None, normalised_exponential=name == "softmax",
                root_cause=root_cause, **kwargs)
+
+
+def global_max(x, dim):
+    """The softmax shifted by the maximum of the whole tensor, x.max(), instead of each slice's: offered only
+    where that gives NaN on a slice that a shift by each slice's own maximum keeps finite (elsewhere the two
+    agree, and a NaN is the all -inf slices', which softmax-unstable's own words explain)."""
+    def output():
+        e = torch.exp(x - x.max())
+        return e / e.sum(dim=dim, keepdim=True)
+
+    try:
+        if x.dim() == 0 or x.numel() == 0 or not (output().isnan() & ~torch.softmax(x, dim=dim).isnan()).any():
+            return []
+    except RuntimeError:  # a dtype these have no kernel for here
+        return []
+    hidden = bool(torch.isneginf(x).all(dim=dim).any())
+    return [Mistake("softmax-unstable", "you subtract the maximum of the whole tensor, x.max(), not each slice's "
+                   "maximum along dim: a slice whose scores are far below that maximum underflows to exp() = 0 "
+                   "everywhere and gives 0/0 = NaN. Subtract x.amax(dim=dim, keepdim=True)" +
+                   ("; and a slice that is all -inf gives 0/0 = NaN too: give it zeros (shift it by 0, divide by "
+                    "a sum that cannot be 0)" if hidden else ""), output)]
 
 
 def sum_crash_explained(grade, name, x, dim, kwargs):
@@ -87,8 +109,26 @@ def context_vector_same(grade, inputs, weights, grad=False):
     """context_vector_loop matches the reference; a raise on T tokens of size d (T != d) is explained when
     the student's code is right on a square case (as many tokens as features): an accumulator of the
     weights' shape [T] where the context vector has the shape of one input row [d]."""
+    tokens, width = inputs.shape
+
     def explain(failure, out):
-        tokens, width = inputs.shape
+        return over_features(failure) or square_only(failure)
+
+    def over_features(failure):
+        """A raise for more features than tokens (d > T) explained by a loop over inputs.shape[1]: on
+        d + 1 tokens of size d, the student's code (which then does not raise) sums the first d rows."""
+        if not isinstance(failure, RaisedFailure) or width <= tokens:
+            return None
+        rows = width + 1
+        tall = torch.linspace(-1.0, 1.0, rows * width, dtype=inputs.dtype).reshape(rows, width).cos()
+        w = torch.softmax(torch.linspace(0.0, 2.0, rows, dtype=inputs.dtype), dim=0)
+        theirs = diagnose.their(grade, "context_vector_loop", tall, w)
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, w[:width] @ tall[:width]) \
+                or diagnose.matches(grade, theirs, w @ tall):
+            return None
+        return CheckFailed(f"{failure.message}\n{FEATURES.format(tokens=tokens, width=width)}")
+
+    def square_only(failure):
         k = min(tokens, width)
         if not isinstance(failure, RaisedFailure) or tokens == width or k < 2:
             return None
@@ -101,7 +141,18 @@ def context_vector_same(grade, inputs, weights, grad=False):
             f"raised on {tokens} tokens of size {width}: something shaped like the weights, [{tokens}], meets an "
             f"input row, [{width}]. The context vector has the shape of one input row: start the sum from "
             "torch.zeros_like(inputs[0]) (not zeros_like(weights)), and add weights[i] * inputs[i]")
-    grade.same("context_vector_loop", inputs, weights, grad=grad, root_cause=explain)
+    mistakes = [Mistake(None, "your sum starts from inputs[0] itself, unweighted: the first term must be weights[0] * "
+                              "inputs[0] like every other. Start from torch.zeros_like(inputs[0]) and loop over every "
+                              "token, i = 0 included", lambda: inputs[0] + weights[1:] @ inputs[1:])]
+    if tokens > width:  # a loop over the features sums the first d tokens only (with more features it raises)
+        mistakes.append(Mistake(None, FEATURES.format(tokens=tokens, width=width),
+                                lambda: weights[:width] @ inputs[:width]))
+    grade.same("context_vector_loop", inputs, weights, grad=grad, root_cause=explain, mistakes=mistakes)
+
+
+FEATURES = ("your loop runs over inputs.shape[1], the {width} features of a row, instead of inputs.shape[0], the "
+            "{tokens} tokens: the context vector sums weights[i] * inputs[i] over every token i. Loop over "
+            "range(inputs.shape[0]) (or len(weights))")
 
 
 def nan_gradient_explained(x, dim):

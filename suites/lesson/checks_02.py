@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 
-from grader.authoring import CheckFailed, HandleRef, RaisedFailure, StudentFault, diagnose, difference, shape_str
+from grader.authoring import (CheckFailed, HandleRef, Mistake, RaisedFailure, StudentFault, diagnose, difference,
+                              shape_str)
 from lesson import mistaken
 
 
@@ -120,15 +121,61 @@ def module_same(grade, pair, *inputs, grad=False, project):
         q, k, v = roles().values()
         yield from mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, inputs=inputs[-1], roles=True)
         yield from mistaken.role_mistakes(roles(), right_attention)
+        weight = pair.weights.get("W_query.weight") if pair.name == "SelfAttention_v2" else None
+        if weight is not None and weight.shape[0] == weight.shape[1]:  # square: x @ layer.weight runs, the wrong way
+            yield Mistake(None, UNTRANSPOSED, lambda: _untransposed_attention(pair.weights, inputs[0].detach().cpu()))
 
     def root_cause(failure, out):
         blamed = attention_root_cause(grade, failure, out, *roles().values(), via_sdpa=True)
         if blamed is None and isinstance(failure, RaisedFailure) and len(inputs) == 2:
             return cross_crash_explained(grade, pair, failure, *inputs)
+        if blamed is None and isinstance(failure, RaisedFailure) and pair.name == "SelfAttention_v2":
+            return weight_untransposed(grade, pair, failure, inputs[0])
         return blamed
+
 
     pair.same(*inputs, grad=grad, mistakes=candidates(), right=lambda: right_attention(*roles().values()),
               root_cause=root_cause)
+
+
+UNTRANSPOSED = ("your forward multiplies x @ self.W_query.weight: nn.Linear stores its weight as [d_out, d_in], so "
+                "that raises unless d_in == d_out, and even then uses the transposed projection (and no bias). Call "
+                "the layer, self.W_query(x) (it computes x @ weight.T + bias), and the same for W_key and W_value")
+
+
+def _untransposed_attention(weights, x):
+    """Attention whose projections are x @ layer.weight (no transpose, no bias)."""
+    import torch
+
+    with torch.no_grad():
+        q, k, v = (x @ weights[f"W_{role}.weight"].to(x.dtype) for role in mistaken.ROLES)
+        return right_attention(q, k, v)
+
+
+def weight_untransposed(grade, pair, failure, x):
+    """A raise of SelfAttention_v2's forward on ``x`` explained by projections written x @ layer.weight:
+    the student's own SelfAttention_v2(d_in, d_in), where those shapes fit, given weights drawn here,
+    gives that attention (and not the right one). None otherwise."""
+    d_in = x.shape[-1]
+    try:
+        handle, named = their_module(grade, "SelfAttention_v2", d_in, d_in, dtype=pair.dtype)
+    except _Unjudged:
+        return None
+    if set(named) != {f"W_{role}.weight" for role in mistaken.ROLES}:
+        return None
+    weights = {n: grade.randn(*p.shape, dtype=p.dtype, scale=0.5) for n, p in named.items()}
+    probe = grade.randn(*x.shape, dtype=x.dtype)
+    try:
+        grade.student.request({"op": "load", "handle": handle.id, "params": weights})
+        out = grade.call(handle, probe, label="SelfAttention_v2").out
+    except (StudentFault, CheckFailed):
+        return None
+    wrong = _untransposed_attention(weights, probe)
+    right = right_attention(*(_linear(weights, f"W_{role}", probe) for role in mistaken.ROLES))
+    if not diagnose.matches(grade, out, wrong) or diagnose.matches(grade, out, right):
+        return None
+    return CheckFailed(f"{failure.message}\non a SelfAttention_v2({d_in}, {d_in}), where it runs, your forward gives "
+                       f"attention over x @ weight: {UNTRANSPOSED.split(': ', 1)[1]}")
 
 
 CROSS_SOURCES = {"x_q": 0, "x_kv": 1}
@@ -186,6 +233,44 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
                        f"x_kv (d_in_kv = {d_kv})")
 
 
+# --- building the modules ----------------------------------------------------------------------------
+def module(grade, name, *args, **kwargs):
+    """grade.module(name, *args, **kwargs), its failure to build the lesson's parameters told in the
+    lesson's terms where the student's own module shows why (:func:`construction_hint`)."""
+    try:
+        return grade.module(name, *args, **kwargs)
+    except CheckFailed as failure:
+        hint = construction_hint(grade, name, args, kwargs)
+        if not hint:
+            raise
+        raise CheckFailed(f"{failure.message}: {hint}", failure.misconceptions) from None
+
+
+def construction_hint(grade, name, args, kwargs) -> str | None:
+    """Why the student's own ``name(*args, **kwargs)`` has other parameters than the lesson's: biases
+    that nn.Linear adds by default, or a CrossAttention projection sized by d_k where d_v is asked (or the
+    reverse). None where neither explains it."""
+    built = {k: v for k, v in kwargs.items() if k != "dtype"}
+    try:
+        _, named = their_module(grade, name, *args, dtype=kwargs.get("dtype"), **built)
+    except _Unjudged:
+        return None
+    if not built.get("qkv_bias", False) and any(n.endswith(".bias") for n in named):
+        return ("your layers have biases although qkv_bias=False: nn.Linear(d_in, d_out) has bias=True by default; "
+                "build each with bias=qkv_bias")
+    if name == "CrossAttention" and len(args) >= 4:
+        d_k, d_v = args[2], args[3]
+        sizes = {"query": ("d_k", d_k, "d_v", d_v), "key": ("d_k", d_k, "d_v", d_v),
+                 "value": ("d_v", d_v, "d_k", d_k)}
+        for role, (want, size, other, wrong) in sizes.items():
+            weight = named.get(f"W_{role}.weight")
+            if size != wrong and weight is not None and tuple(weight.shape)[0] == wrong:
+                source = "d_in_q" if role == "query" else "d_in_kv"
+                return (f"your W_{role} projects to {other} = {wrong}, but the {role}s have size {want} = {size}: "
+                        f"nn.Linear({source}, {want})")
+    return None
+
+
 # --- copy_v2_weights_into_v1 -------------------------------------------------------------------------
 def copied_pairs(grade, d_in, d_out, dtype=None, probe=None):
     """A SelfAttention_v2 and a SelfAttention_v1 (reference and student, each with the reference's weights),
@@ -206,9 +291,10 @@ def copied_pairs(grade, d_in, d_out, dtype=None, probe=None):
                                               "lesson's", provisional=True)
         raise judged from None
     try:
-        grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle)
+        returned = grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle).out
     except StudentFault as fault:
         raise copy_crash_explained(grade, fault, d_in, d_out, dtype) from None
+    v1.copy_returned = returned  # the contract: (v2, v1) -> None (judged by copy_gives_output)
     if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
         grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
     return v2, v1
@@ -458,3 +544,10 @@ def copy_gives_output(grade, v2, v1, x):
                                 failure, out)
         raise (blamed or diagnose.helper_at_fault(grade, failure, "SelfAttention_v1", "its forward gives another "
                                                   "output than the v2's from the same weights")) from None
+    returned = getattr(v1, "copy_returned", None)
+    if returned is not None:
+        what = getattr(returned, "type_name", None) or type(returned).__name__  # a module comes back by its type's name
+        what = f"a {what}"
+        raise CheckFailed(f"copy_v2_weights_into_v1(v2, v1) returned {what}; it should return None: it changes the v1 "
+                          "in place (its parameters receive the v2's weights), so a caller needs nothing back. "
+                          "Remove the return statement")

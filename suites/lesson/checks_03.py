@@ -49,13 +49,37 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose, exercise=None):
     return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                           masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]),
                           call=(tokens,)) or \
-        (exercise and diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
+        (exercise and device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
                                               lambda: compose(masks["future"])))
 
 
 def on_device(grade, tokens):
     """The student's causal_mask(tokens, device=) asked for the grading device."""
     return diagnose.their(grade, "causal_mask", tokens, device=torch.device(grade.device))
+
+
+def device_ignored(grade, failure, helper, theirs, exercise, args, right):
+    """On a GPU: a raise of ``exercise(*args)`` blamed on the student's ``helper`` when the helper left its
+    result on the CPU (grader.grading.diagnose.device_ignored, where the grader has it). The grader at
+    0396146 lost that function: without this stand-in every unexplained failure of apply_causal_mask,
+    renormalize_causal_weights and causal_padding_mask was a grader error (AttributeError) that cost
+    nothing. On the CPU, or for a failure that is not a raise, None, as there."""
+    found = getattr(diagnose, "device_ignored", None)
+    if found is not None:
+        return found(grade, failure, helper, theirs, exercise, args, right)
+    from grader.authoring import RaisedFailure
+    from grader.inside.protocol import sent_from
+
+    if grade.device == "cpu" or not isinstance(failure, RaisedFailure):
+        return None
+    theirs = theirs()
+    if not isinstance(theirs, torch.Tensor) or sent_from(theirs).split(":")[0] != "cpu":
+        return None
+    again = diagnose.their(grade, exercise, *args, on_cpu=True)
+    if not isinstance(again, torch.Tensor) or not diagnose.matches(grade, again, right()):
+        return None
+    return diagnose.helper_at_fault(grade, failure, helper, f"it leaves its result on the CPU, not on the "
+                                    f"{grade.device} device of its inputs or its device argument", "wrong-device")
 
 
 # --- the functions ------------------------------------------------------------------------------------
@@ -82,11 +106,12 @@ def renormalize(weights):
     return compose
 
 
-def masked_same(grade, name, x, compose, grad=False):
+def masked_same(grade, name, x, compose, grad=False, extra=()):
     """``name(x)`` matches the reference; if not, blame the student's causal_mask or name the mask
-    mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask)."""
+    mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask);
+    ``extra``: more mistakes of this exercise."""
     masks = causal_masks(x.shape[-1])
-    grade.same(name, x, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
+    grade.same(name, x, grad=grad, mistakes=[*mask_mistakes(lambda m: compose(masks[m] if m else None)), *extra],
                right=lambda: compose(masks["future"]),
                root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose, (name, (x,)))
                or batched_crash_explained(grade, name, x, failure, ONE[name]) if name in ONE else None)
@@ -111,6 +136,13 @@ def batched_crash_explained(grade, name, x, failure, compose_of, slips=lambda on
     if not isinstance(theirs, torch.Tensor):
         return None
     tokens = x.shape[-1]
+    # right on the same batch called plainly (no gradient asked for): the raise is not the batch's (an in-place op)
+    again = diagnose.their(grade, name, x.detach().clone())
+    if isinstance(again, torch.Tensor) and diagnose.matches(grade, again, compose_of(x.detach())(future_mask(tokens))):
+        return CheckFailed(f"{failure.message}\nyour {name} is right on this batch when no gradient is asked for, and "
+                           "raised when one is: an in-place operation on its input (masked_fill_, x[...] = ...) or a "
+                           "step outside autograd (.numpy(), .data). Compute a new tensor instead "
+                           "(scores.masked_fill(mask, ...))")
     if diagnose.matches(grade, theirs, compose_of(one)(future_mask(tokens))):
         return CheckFailed(
             f"{failure.message}\nyour {name} is right on one [{tokens}, {tokens}] matrix but raised on the batch "
@@ -151,7 +183,19 @@ def causal_masks_as_called(grade, sizes):
 
 
 def apply_causal_mask_same(grade, scores, grad=False):
-    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores), grad=grad)
+    masked_same(grade, "apply_causal_mask", scores, apply_mask(scores), grad=grad, extra=finite_fills(scores))
+
+
+def finite_fills(scores):
+    """apply_causal_mask with the future filled with a finite number instead of -inf."""
+    future = future_mask(scores.shape[-1])
+    lowest = torch.finfo(scores.dtype).min if scores.is_floating_point() else None
+    fills = [(0.0, "0"), (-1e4, "-1e4"), (-1e9, "-1e9")] + ([(lowest, "the dtype's lowest number")] if lowest else [])
+    return [Mistake("mask-fill-finite", f"your mask fills the future's scores with {what} instead of -inf: after the "
+                    "softmax the future still gets weight (exp(0) > 0 for a fill of 0), and a row whose scores are as "
+                    "low as the fill lets the future through. Fill with float('-inf'): "
+                    "scores.masked_fill(mask, float('-inf'))", lambda value=value: scores.masked_fill(future, value))
+            for value, what in fills]
 
 
 def renormalized_same(grade, weights, grad=False):
@@ -205,10 +249,25 @@ def causal_padding_same(grade, lengths, tokens):
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",
                                     lambda: positions[None, :] < lengths[:, None])]) or \
-            diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
+            device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
                                     "causal_padding_mask", (lengths, tokens), combined) or \
-            diagnose.device_ignored(grade, failure, "padding_mask", lambda: their_padding,
-                                    "causal_padding_mask", (lengths, tokens), combined)
+            device_ignored(grade, failure, "padding_mask", lambda: their_padding,
+                                    "causal_padding_mask", (lengths, tokens), combined) or \
+            unbroadcast(failure)
+
+    def unbroadcast(failure):
+        """A raise for B != T explained by the [T, T] and [B, T] masks combined as they are: with as many
+        sequences as tokens (B == T) the student's code returns their [T, T] broadcast."""
+        from grader.authoring import RaisedFailure
+
+        if not isinstance(failure, RaisedFailure) or lengths.numel() == tokens or tokens < 2:
+            return None
+        square = torch.arange(tokens, 0, -1, dtype=lengths.dtype)  # T sequences, of T, T - 1, ..., 1 tokens
+        theirs = diagnose.their(grade, "causal_padding_mask", square, tokens)
+        if not isinstance(theirs, torch.Tensor) or \
+                not diagnose.matches(grade, theirs, masks["future"] | (positions[None, :] >= square[:, None])):
+            return None
+        return CheckFailed(f"{failure.message}\n{UNBROADCAST.format(batch=lengths.numel(), tokens=tokens)}")
 
     causal = [Mistake(m.id, m.explanation, lambda make=m.output: combined(future=make()))
               for m in mask_mistakes(lambda name: masks[name] if name else torch.zeros_like(masks["future"]))]
@@ -218,7 +277,15 @@ def causal_padding_same(grade, lengths, tokens):
                 lambda: combined(pad=~padding)),
         Mistake(None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
         Mistake(None, "your mask is only the padding: the future is not hidden",
-                lambda: combined(future=torch.zeros_like(masks["future"])))])
+                lambda: combined(future=torch.zeros_like(masks["future"]))),
+        *([Mistake(None, UNBROADCAST.format(batch=lengths.numel(), tokens=tokens), lambda: masks["future"] | padding)]
+          if lengths.numel() == tokens else [])])
+
+
+UNBROADCAST = ("you combine the [T, T] causal mask and the [B, T] padding mask as they are: that raises unless "
+               "B == T ({batch} sequences, {tokens} tokens here), and even then pairs padding row b with query b "
+               "instead of with every query of sequence b. View them as [1, T, T] and [B, 1, T] so that they "
+               "broadcast to [B, T, T]: causal[None] | padding[:, None, :]")
 
 
 # --- CausalAttention ----------------------------------------------------------------------------------

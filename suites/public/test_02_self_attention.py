@@ -141,7 +141,7 @@ def test_v1_on_a_transposed_input(grade):
 # --- SelfAttention_v2 --------------------------------------------------------------------------------
 @exercise("SelfAttention_v2", weight=3)
 def test_v2_on_the_lesson_data(grade):
-    pair = grade.module("SelfAttention_v2", 3, 2)
+    pair = checks.module(grade, "SelfAttention_v2", 3, 2)
     checks.module_same(grade, pair, journey(), project=checks.linear_roles(pair))
 
 
@@ -151,14 +151,14 @@ def test_v2_on_the_lesson_data(grade):
     "qkv_bias-5-to-6-T7-float64": (5, 6, True, 7, torch.float64),
     "qkv_bias-one-token-float32": (3, 3, True, 1, torch.float32)}))
 def test_v2_on_random_data(grade, d_in, d_out, qkv_bias, tokens, dtype):
-    pair = grade.module("SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
+    pair = checks.module(grade, "SelfAttention_v2", d_in, d_out, qkv_bias=qkv_bias, dtype=dtype)
     checks.module_same(grade, pair, grade.randn(tokens, d_in, dtype=dtype), grad=True,
                        project=checks.linear_roles(pair))
 
 
 @exercise("SelfAttention_v2")
 def test_v2_on_a_transposed_input(grade):
-    pair = grade.module("SelfAttention_v2", 5, 3)
+    pair = checks.module(grade, "SelfAttention_v2", 5, 3)
     checks.module_same(grade, pair, grade.randn(5, 6).T, project=checks.linear_roles(pair))  # [6, 5], strided
 
 
@@ -191,7 +191,7 @@ def test_copy_refuses_a_v2_with_biases(grade):
 def test_cross_attention_on_the_lesson_data(grade):
     x, generator = dessert()
     other = torch.rand(5, 16, generator=generator)  # a second sequence of 5 tokens
-    pair = grade.module("CrossAttention", 16, 16, 24, 28)
+    pair = checks.module(grade, "CrossAttention", 16, 16, 24, 28)
     checks.module_same(grade, pair, x, other, project=checks.cross_roles(pair))
 
 
@@ -201,13 +201,13 @@ def test_cross_attention_on_the_lesson_data(grade):
     "batch3-qkv_bias-float64": ((3,), 3, 8, 4, 6, 5, 7, True, torch.float64),
     "batch3x2-one-query-float32": ((3, 2), 1, 5, 3, 4, 6, 5, False, torch.float32)}))
 def test_cross_attention_on_random_data(grade, lead, tq, tk, d_in_q, d_in_kv, d_k, d_v, qkv_bias, dtype):
-    pair = grade.module("CrossAttention", d_in_q, d_in_kv, d_k, d_v, qkv_bias=qkv_bias, dtype=dtype)
+    pair = checks.module(grade, "CrossAttention", d_in_q, d_in_kv, d_k, d_v, qkv_bias=qkv_bias, dtype=dtype)
     x_q, x_kv = grade.randn(*lead, tq, d_in_q, dtype=dtype), grade.randn(*lead, tk, d_in_kv, dtype=dtype)
     checks.module_same(grade, pair, x_q, x_kv, grad=True, project=checks.cross_roles(pair))
 
 
 @exercise("CrossAttention")
 def test_cross_attention_on_a_long_strided_sequence(grade):
-    pair = grade.module("CrossAttention", 5, 3, 6, 4)
+    pair = checks.module(grade, "CrossAttention", 5, 3, 6, 4)
     x_q, x_kv = grade.randn(5, 2, 4).permute(1, 2, 0), grade.randn(112, 2, 3).transpose(0, 1)  # [2, 4, 5], [2, 112, 3]
     checks.module_same(grade, pair, x_q, x_kv, project=checks.cross_roles(pair))
