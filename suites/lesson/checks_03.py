@@ -49,37 +49,13 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose, exercise=None):
     return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                           masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]),
                           call=(tokens,)) or \
-        (exercise and device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
+        (exercise and diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
                                               lambda: compose(masks["future"])))
 
 
 def on_device(grade, tokens):
     """The student's causal_mask(tokens, device=) asked for the grading device."""
     return diagnose.their(grade, "causal_mask", tokens, device=torch.device(grade.device))
-
-
-def device_ignored(grade, failure, helper, theirs, exercise, args, right):
-    """On a GPU: a raise of ``exercise(*args)`` blamed on the student's ``helper`` when the helper left its
-    result on the CPU (grader.grading.diagnose.device_ignored, where the grader has it). The grader at
-    0396146 lost that function: without this stand-in every unexplained failure of apply_causal_mask,
-    renormalize_causal_weights and causal_padding_mask was a grader error (AttributeError) that cost
-    nothing. On the CPU, or for a failure that is not a raise, None, as there."""
-    found = getattr(diagnose, "device_ignored", None)
-    if found is not None:
-        return found(grade, failure, helper, theirs, exercise, args, right)
-    from grader.authoring import RaisedFailure
-    from grader.inside.protocol import sent_from
-
-    if grade.device == "cpu" or not isinstance(failure, RaisedFailure):
-        return None
-    theirs = theirs()
-    if not isinstance(theirs, torch.Tensor) or sent_from(theirs).split(":")[0] != "cpu":
-        return None
-    again = diagnose.their(grade, exercise, *args, on_cpu=True)
-    if not isinstance(again, torch.Tensor) or not diagnose.matches(grade, again, right()):
-        return None
-    return diagnose.helper_at_fault(grade, failure, helper, f"it leaves its result on the CPU, not on the "
-                                    f"{grade.device} device of its inputs or its device argument", "wrong-device")
 
 
 # --- the functions ------------------------------------------------------------------------------------
@@ -249,9 +225,9 @@ def causal_padding_same(grade, lengths, tokens):
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",
                                     lambda: positions[None, :] < lengths[:, None])]) or \
-            device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
+            diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
                                     "causal_padding_mask", (lengths, tokens), combined) or \
-            device_ignored(grade, failure, "padding_mask", lambda: their_padding,
+            diagnose.device_ignored(grade, failure, "padding_mask", lambda: their_padding,
                                     "causal_padding_mask", (lengths, tokens), combined) or \
             unbroadcast(failure)
 

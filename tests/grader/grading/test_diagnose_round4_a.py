@@ -97,13 +97,6 @@ GENERIC = {
 }
 
 
-def _grader_explains_pairs() -> bool:
-    from grader.grading import outcomes
-
-    return hasattr(outcomes, "_PAIR_ERROR")
-
-
-@pytest.mark.skipif(not _grader_explains_pairs(), reason="the grader's generic explanations (712064b) are not merged")
 @pytest.mark.parametrize("suite", ["hidden", "public"])
 def test_round_4a_a_crash_the_grader_explains_is_not_misnamed(course, grader, tmp_path, suite):
     entries = [e for e in corpus.learner("attempts") if e.name in GENERIC]

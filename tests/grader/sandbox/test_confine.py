@@ -118,9 +118,9 @@ def test_a_sandboxed_submission_reads_signals_writes_and_connects_to_nothing(gra
     mode, _ = grader
     found = probe(grader, tmp_path)
     assert found["isolation"] == mode
-    # all but its softmax, and simple_self_attention, which calls it: a case kept for a helper that raised keeps
-    # no more than the exercise earned on its own (issue 33), and this softmax raises on every case
-    assert found["score"] == 55
+    # all but its softmax, which raises on every case: simple_self_attention, which calls it, is verified right
+    # with a right softmax in its place (grader/grading/stand_ins.py), so the raise costs once
+    assert found["score"] == 75
     secrets = ("solution", "suite", "git", "environ", "kill_grader")
     if mode == "same-user":  # what docs/security.md's table says is open without a sandbox, shown to be open
         assert not found["solution"].startswith("refused") and found["kill_grader"] == "None"
@@ -186,7 +186,7 @@ def softmax(x, dim=-1):
         feedback = {e.name: e for e in result.assignments[0].exercises}["softmax"].feedback
         spawned, stopped = ast.literal_eval(feedback.split("BOMB:")[1].split(":BOMB")[0])
         assert spawned < NPROC_LIMIT and stopped == 11, (spawned, stopped)  # EAGAIN
-        assert result.score == 55  # softmax and simple_self_attention, which only calls it (issue 33)
+        assert result.score == 75  # softmax; simple_self_attention, which calls it, is right with a right softmax
         honest = tmp_path / "alice" / "attention_basics.py"
         honest.parent.mkdir()
         honest.write_text(SOLUTION)
