@@ -12,7 +12,8 @@ import torch
 from grader.authoring import assignment, diagnose, exercise
 from lesson import journey_batch, near_one_another
 from lesson.checks_04 import (diagnosed_same, expect_deterministic_eval, expect_module_dropout, expect_vectorised,
-                              merge_heads_same, random_module_check, split_heads_same, split_qkv_same)
+                              merge_heads_same, random_module_check, split_heads_same, split_qkv_raises,
+                              split_qkv_same)
 
 pytestmark = assignment("04_multi_head_attention")
 
@@ -96,6 +97,11 @@ def test_split_qkv_non_contiguous(grade):
 @exercise("split_qkv", weight=2)
 def test_split_qkv_indivisible_raises(grade):
     grade.raises(("ValueError",), "split_qkv", grade.randn(2, 4, 24), 5)  # D = 8 heads cannot share
+
+
+@exercise("split_qkv")
+def test_split_qkv_width_a_multiple_of_the_heads_but_not_of_three_times(grade):
+    split_qkv_raises(grade, grade.randn(2, 4, 12), 3)  # 3D = 12 a multiple of 3 heads, D = 4 not
 
 
 # --- MultiHeadAttentionWrapper ------------------------------------------------------------------------

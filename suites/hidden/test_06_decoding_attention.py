@@ -13,7 +13,8 @@ from grader.authoring import assignment, exercise
 from lesson import journey_batch, near_one_another
 from lesson.checks_06 import (masks_as_called, expect_cache_used, expect_dropout, expect_float64_cache,
                               expect_held_memory, expect_large_scores, expect_layers_in_dtype,
-                              expect_reset_starts_anew, expect_vectorised, decoded, make, mask_same,
+                              expect_reset_starts_anew, expect_vectorised, decoded, decoded_in_groups_of_another_size,
+                              decoded_without_a_window, make, mask_same,
                               repeat_kv_same, rope_angles, rope_params_same, rope_same, uncached_same)
 
 pytestmark = assignment("06_decoding_attention")
@@ -223,6 +224,20 @@ def test_gqa_dtype_builds_its_layers_in_that_dtype(grade):
     """GroupedQueryAttention(..., dtype=torch.float64) builds its layers in float64, as the book's does."""
     pair = grade.module(GQA, 16, 24, 0.0, 4, 2, F64, training=False)  # dtype given to the constructor
     expect_layers_in_dtype(grade, pair, grade.randn(2, 5, 16, dtype=F64))
+
+
+@exercise(GQA)
+def test_gqa_groups_of_another_size_than_their_number(grade):
+    """8 heads in 2 groups: each group serves 4 query heads (the group size is not the number of groups)."""
+    pair = make(grade, GQA, 16, 32, 8, 2, None, 64)
+    decoded_in_groups_of_another_size(grade, pair, grade.randn(2, 4, 16), (2, 1, 1), 8, 2)
+
+
+@exercise(SWA)
+def test_swa_without_a_window_cached(grade):
+    """sliding_window_size=None: every earlier key, the cache kept whole, token by token and in chunks."""
+    pair = make(grade, SWA, 16, 24, 4, 2, None, 64)
+    decoded_without_a_window(grade, pair, grade.randn(2, 5, 16), (2, 1, 2))
 
 
 @pytest.mark.parametrize("name,args", [

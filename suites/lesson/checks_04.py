@@ -168,12 +168,40 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
         expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
             grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))
     except CheckFailed as failure:
+        none = nothing_dropped(grade, pair, tokens, p) if "the weights kept are not scaled by" in failure.message \
+            else None
+        if none is not None:
+            raise none from None
         if pair.name != WRAPPER or not failure.misconceptions or "in training mode" not in failure.message:
             raise
         blamed = heads_dropout_root_cause(grade, pair, tokens, p, failure)
         if blamed is None:
             raise
         raise blamed from None
+
+
+def nothing_dropped(grade, pair, tokens, p):
+    """A failure saying that no attention weight is dropped, where the module's training-mode output on the
+    dropout check's one-hot tokens (the design it set, which shows the weights) is its evaluation-mode one,
+    exactly (judged says "the weights kept are not scaled" then, every weight being kept unscaled). None
+    otherwise."""
+    dtype = pair.dtype or torch.float32
+    d_in = next(shape[1] for name, shape in pair.parameter_shapes().items() if name.endswith("W_query.weight"))
+    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (grader/grading/dropout.py)
+    x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
+    try:
+        own = pair.train(False).call(x).out
+        trained = pair.train(True).call(x, seed=grade.seed).out
+    except (StudentFault, CheckFailed):
+        return None
+    finally:
+        pair.train(False)
+    if not isinstance(own, torch.Tensor) or not isinstance(trained, torch.Tensor) or own.shape != trained.shape \
+            or not torch.equal(own, trained):
+        return None
+    return CheckFailed(f"{pair.what} in training mode (dropout {p}): no attention weight is "
+                       "dropped, its output is the one in evaluation mode: apply self.dropout to the attention "
+                       f"weights in forward, after the softmax and before they multiply the values{grade.case()}")
 
 
 def heads_dropout_root_cause(grade, pair, tokens, p, failure):
@@ -250,20 +278,25 @@ ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in mis
 
 
 # --- MultiHeadAttentionWrapper --------------------------------------------------------------------------
-def wrapper_variant(pair, x, *, order=1, scaled=True, scale=None, **changes):
+def wrapper_variant(pair, x, *, order=1, scaled=True, scale=None, interleaved=False, **changes):
     """The wrapper with one thing changed, computed from its heads' weights (``scale``: a number that
-    multiplies the scores)."""
+    multiplies the scores; ``interleaved``: the heads' features interleaved, torch.stack(dim=-1).flatten(-2))."""
     outputs = []
     for head in list(range(argument(pair, "num_heads")))[::order]:
         q, k, v = (linear(pair.weights, f"heads.{head}.{role}", x) for role in ("W_query", "W_key", "W_value"))
         multiplier = scale if scale is not None else k.shape[-1] ** -0.5 if scaled else 1.0
         outputs.append(attention(q, k, v, multiplier, **changes))
+    if interleaved:
+        return torch.stack(outputs, dim=-1).flatten(-2)
     return torch.cat(outputs, dim=-1)
 
 
 WRAPPER_MISTAKES = ATTENTION_MISTAKES + (
     ("missing-scale", "unscaled scores: divide by sqrt(d_out) of a head", {"scaled": False}),
     (None, "the heads concatenated in reverse order: head 0's features come first", {"order": -1}),
+    (None, "the heads' features interleaved (feature 0 of every head, then feature 1 of every head, ...), as "
+     "torch.stack(outs, dim=-1).flatten(-2) gives: each head's d_out features must stay together, head after "
+     "head, torch.cat(outs, dim=-1)", {"interleaved": True}),
 )
 
 
@@ -547,6 +580,30 @@ def skip_through_x(pair, x, failure):
                        f"[B, N, chan]), not the input x, whose width dim need not be chan")
 
 
+def skip_v_unmerged(pair, x, failure):
+    """A raise that broadcast the block's [B, N, chan] output against v still split into heads, [B, H, N,
+    head_dim] (chan != head_dim, at the last of four dimensions): v added before it is merged back. None
+    otherwise."""
+    import re
+
+    chan, heads, _ = fused_sizes(pair)
+    head_dim = chan // heads
+    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                      r"dimension (-?\d+)", last)
+    if found is None or head_dim == chan or {int(found[1]), int(found[2])} != {chan, head_dim} \
+            or int(found[3]) % 4 != 3:
+        return None
+    return CheckFailed(f"{failure.message}\nthe block's output, [B, N, chan = {chan}], met v still split into heads, "
+                       f"[B, H, N, head_dim = {head_dim}]: the skip connection adds v merged back to [B, N, chan], "
+                       "proj(out) + merge_heads(v)")
+
+
+def skip_told(pair, x, failure):
+    """skip_through_x, else skip_v_unmerged."""
+    return skip_through_x(pair, x, failure) or skip_v_unmerged(pair, x, failure)
+
+
 def fused_right(pair):
     return lambda x, s: fused_variant(pair, x)
 
@@ -593,7 +650,7 @@ def fused_root_cause(grade, pair, x, seed):
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])
 
-    return or_raised(blame, pair, x, skip_through_x)
+    return or_raised(blame, pair, x, skip_told)
 
 
 def stacked_on_split(grade, failure, out, pair, x, split, seed):
@@ -613,3 +670,15 @@ def stacked_on_split(grade, failure, out, pair, x, split, seed):
 DIAGNOSES.update({WRAPPER: (wrapper_mistakes, wrapper_right, heads_root_cause),
                   MHA: (mha_mistakes, mha_right, mha_root_cause),
                   FUSED: (fused_mistakes, fused_right, fused_root_cause)})
+
+
+def split_qkv_raises(grade, qkv, num_heads):
+    """split_qkv(qkv, num_heads) must raise ValueError where 3D is a multiple of num_heads (and of 3) but D
+    is not: the check qkv.shape[-1] % num_heads alone lets it through to a reshape that raises otherwise."""
+    width = qkv.shape[-1]
+    try:
+        grade.raises(("ValueError",), "split_qkv", qkv, num_heads)
+    except CheckFailed as failure:
+        raise CheckFailed(f"{failure.message}: 3D = {width} is 3 x {width // 3}, and D = {width // 3} is not a "
+                          f"multiple of num_heads = {num_heads} (though 3D is), so the heads cannot share it; check "
+                          f"qkv.shape[-1] % (3 * num_heads) before reshaping, and raise ValueError") from None

@@ -10,7 +10,7 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, shape_str
+from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, StudentFault, shape_str
 from lesson import mistaken
 
 
@@ -104,6 +104,47 @@ def softmax_of_last_block(x, block_size):
     return torch.exp(x - m) / torch.exp(block - m).sum(dim=-1, keepdim=True)
 
 
+def rescale_inverted(x, block_size):
+    """The running sum rescaled upside down, by exp(m_new - m_old) (each maximum _shift-ed, so the first
+    block's -inf gives 0): when the maximum grows, the old sum grows with it instead of shrinking."""
+    import torch
+
+    def shifted(m):
+        return torch.where(torch.isinf(m), torch.zeros_like(m), m)
+
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        running_sum = running_sum * torch.exp(shifted(new_max) - shifted(running_max)) + \
+            torch.exp(block - shifted(new_max)[..., None]).sum(dim=-1)
+        running_max = new_max
+    total = torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)
+    return torch.exp(x - shifted(running_max)[..., None]) / total[..., None]
+
+
+def one_maximum_for_all_rows(x, block_size):
+    """The running maximum taken over the whole block, every row at once (block.max(), not
+    block.amax(dim=-1)): each row is shifted by the largest entry of all rows, and a row far below it
+    underflows (its sum 0: zeros). None where x has one row (the same output as the right one)."""
+    import torch
+
+    if x.dim() < 2 or x[..., 0].numel() < 2:
+        return None
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = torch.maximum(running_max, block.max().expand_as(running_max))
+        shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
+        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(dim=-1)
+        running_max = new_max
+    shift = torch.where(torch.isinf(running_max), torch.zeros_like(running_max), running_max)
+    total = torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)
+    return torch.exp(x - shift[..., None]) / total[..., None]
+
+
 def growing_maximum(x):
     """``x`` with its first row's largest entry placed last (``x`` changed in place, a view too), so that
     the running maximum grows in that row's last block on every seed: a running sum left unrescaled then
@@ -137,6 +178,12 @@ def online_softmax_same(grade, x, block_size, grad=False):
                  lambda: softmax_not_rescaled(x, block_size)),
         matching(None, "a sum over the last block only: add each block's exponentials to the running sum",
                  lambda: softmax_of_last_block(x, block_size)),
+        matching(None, "a running sum rescaled upside down, by exp(m_new - m_old): when the running maximum grows, "
+                 "the old sum must shrink, running_sum * exp(m_old - m_new) (a factor at most 1)",
+                 lambda: rescale_inverted(x, block_size)),
+        matching(None, "one maximum shared by every row: block.max() takes the largest entry of the whole block, all "
+                 "rows at once, so a row far below it underflows to exp(...) = 0; take each row's own maximum, "
+                 "block.amax(dim=-1)", lambda: one_maximum_for_all_rows(x, block_size)),
         matching("softmax-unstable", RESCALE_WITHOUT_SHIFT, lambda: rescaled_without_shift(x, block_size)),
         Mistake(None, "the rows whose first blocks are all -inf come out as zeros: your running sum is rescaled "
                 "by exp(m_old - m_new) without _shift, which is exp(-inf - -inf) = NaN while the running maximum "
@@ -252,6 +299,69 @@ def tile_local_causal(q, k, v, block_size, *, skip):
     return masked_attention(q, k, v, hidden)
 
 
+def diagonal_tile_skipped(q, k, v, block_size, *, first_tile_kept):
+    """A causal loop that stops at the key tile on the diagonal (break when ks >= qs) instead of after
+    it: each query tile sees only the key tiles before its own, the first query tile (qs = 0) its own
+    keys causally (``first_tile_kept``, as "and ks > 0" keeps it) or none at all (zeros)."""
+    import torch
+
+    q_local, _, _, k_first, _ = tile_positions(q.shape[-2], k.shape[-2], block_size)
+    q_first = torch.arange(q.shape[-2]) - q_local
+    hidden = (torch.arange(k.shape[-2])[None, :] > torch.arange(q.shape[-2])[:, None]) | \
+        (k_first[None, :] >= q_first[:, None])
+    if first_tile_kept:
+        hidden = hidden & ~((q_first[:, None] == 0) & (k_first[None, :] == 0) &
+                            (torch.arange(k.shape[-2])[None, :] <= torch.arange(q.shape[-2])[:, None]))
+    return masked_attention(q, k, v, hidden)
+
+
+def diagonal_hidden_in_masked_tiles(q, k, v, block_size):
+    """The diagonal hidden (keys j >= i) in the tiles the causal loop masks, those holding a key after the
+    tile's first query (if ke - 1 > qs: a tile of earlier keys only is left unmasked, its last key
+    seen even where it is the query's own): mask-hides-diagonal, as a loop that masks only the tiles it
+    must writes it. None where every query's own key is in a masked tile (the plain diagonal mistake)."""
+    import torch
+
+    tq, tk = q.shape[-2], k.shape[-2]
+    _, _, _, k_first, _ = tile_positions(tq, tk, block_size)
+    q_first = torch.arange(tq) // block_size * block_size
+    k_last = torch.minimum(k_first + block_size - 1, torch.tensor(tk - 1))
+    qi, kj = torch.arange(tq)[:, None], torch.arange(tk)[None, :]
+    masked_tile = k_last[None, :] > q_first[:, None]
+    hidden = (kj > qi) | ((kj == qi) & masked_tile)
+    if bool(((kj == qi) & ~masked_tile).sum() == 0):
+        return None
+    return masked_attention(q, k, v, hidden)
+
+
+def normalised_every_tile(q, k, v, block_size, causal):
+    """Tiled attention in float64 that divides the running output by the running sum after every key
+    tile (acc = acc / l; l = 1) and goes on gathering: the tiles before count as a sum of 1, not l."""
+    import torch
+
+    q, k, v = q.double() / q.shape[-1] ** 0.5, k.double(), v.double()
+    running_max = torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype)
+    running_sum = torch.zeros(q.shape[:-1], dtype=q.dtype)
+    acc = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    q_pos = torch.arange(q.shape[-2])
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1)
+        if causal:
+            k_pos = torch.arange(start, start + scores.shape[-1])
+            scores = scores.masked_fill(q_pos[:, None] < k_pos[None, :], float("-inf"))
+        new_max = torch.maximum(running_max, scores.amax(dim=-1))
+        shift = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max)
+        rescale = torch.exp(running_max - shift)
+        p = torch.exp(scores - shift[..., None])
+        running_sum = running_sum * rescale + p.sum(dim=-1)
+        acc = acc * rescale[..., None] + p @ v[..., start:start + block_size, :]
+        running_max = new_max
+        seen = running_sum > 0
+        acc = torch.where(seen[..., None], acc / running_sum.clamp_min(1e-300)[..., None], acc)
+        running_sum = torch.where(seen, torch.ones_like(running_sum), running_sum)
+    return acc / torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)[..., None]
+
+
 def last_key_tile_only(q, k, v, block_size, causal):
     """What a loop whose running maximum is never updated (m = m_new forgotten) gives: m stays -inf, so
     each key tile's rescale exp(m - m_new) is 0 and wipes the sum and output before it; each query tile
@@ -276,26 +386,58 @@ def query_blocks_on_dim0(q, k, v, block_size, causal):
     return torch.cat(list(right.split(block_size, dim=-2)))
 
 
-def flash_crash(q, block_size):
-    """A raise of torch.cat that joins the query tiles' outputs along another dimension than the
-    queries' (torch.cat(outs), dim 0): it refuses the last, shorter tile ("except in dimension d.
-    Expected size <block_size> but got size <Tq % block_size>")."""
+def flash_crash(q, block_size, k=None, v=None):
+    """What a raise of flash_attention shows, read from its error: torch.cat joining the query tiles'
+    outputs along another dimension than the queries' (torch.cat(outs), dim 0: "except in dimension d.
+    Expected size <block_size> but got size <Tq % block_size>"); a tile's size taken as block_size where
+    the last tile is shorter (a mismatch of block_size and Tq % block_size, or Tk % block_size); the
+    accumulator of the queries' width d where the values' is dv (a mismatch of d and dv); a key tile
+    transposed with .T, which reverses every dimension of a batched tensor (the line that raised)."""
     import re
+
+    def sizes(message):
+        found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
+        return None if found is None else {int(found[1]), int(found[2])}
 
     def root_cause(failure, out):
         if not isinstance(failure, RaisedFailure):
             return None
         lines = failure.message.strip().splitlines()
-        found = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)",
-                          lines[-1] if lines else "")
+        last = lines[-1] if lines else ""
         tq, rest = q.shape[-2], q.shape[-2] % block_size
-        if found is None or int(found[2]) != block_size or int(found[3]) != rest or \
-                int(found[1]) % q.dim() == q.dim() - 2:
+        found = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)", last)
+        if found is not None and int(found[2]) == block_size and int(found[3]) == rest and \
+                int(found[1]) % q.dim() != q.dim() - 2:
+            return CheckFailed(f"{failure.message}\ntorch.cat joined the query tiles' outputs along dimension "
+                               f"{found[1]}, where they all have the same size; they differ in their number of "
+                               f"queries ({block_size}, and {rest} in the last of the {tq}): concatenate them along "
+                               "the queries, torch.cat(outs, dim=-2)")
+        pair = sizes(last) if "RuntimeError" in last else None
+        if pair is None:
             return None
-        return CheckFailed(f"{failure.message}\ntorch.cat joined the query tiles' outputs along dimension "
-                           f"{found[1]}, where they all have the same size; they differ in their number of queries "
-                           f"({block_size}, and {rest} in the last of the {tq}): concatenate them along the "
-                           "queries, torch.cat(outs, dim=-2)")
+        code = lines[-2].strip() if len(lines) > 1 else ""
+        if k is not None and q.dim() > 2 and re.search(r"\.T(?!\w)", code):
+            return CheckFailed(f"{failure.message}\nthe line that raised transposes with .T, which reverses every "
+                               f"dimension of a tensor of more than two (keys of shape "
+                               f"[{', '.join(map(str, k.shape))}] would become "
+                               f"[{', '.join(map(str, reversed(k.shape)))}]): swap only the last two, "
+                               "k.transpose(-2, -1) (or k.mT)")
+        tk = k.shape[-2] if k is not None else None
+        short = {n for n in (rest, tk % block_size if tk is not None else 0) if n}
+        if any(pair == {block_size, n} for n in short):
+            as_query, as_key = pair == {block_size, rest}, tk is not None and pair == {block_size, tk % block_size}
+            which = "query (or key)" if as_query and as_key else "query" if as_query else "key"
+            return CheckFailed(f"{failure.message}\na tile's size taken as block_size = {block_size}: the last "
+                               f"{which} tile is shorter ({' or '.join(map(str, sorted(short)))} rows, "
+                               f"Tq = {tq}{f', Tk = {tk}' if tk is not None else ''} not being multiples of "
+                               f"{block_size}); clamp its end, qe = min(qs + block_size, Tq) (ke likewise), and size "
+                               "the running maximum, sum and output from the tile itself, bq = q.shape[-2]")
+        if v is not None and q.shape[-1] != v.shape[-1] and pair == {q.shape[-1], v.shape[-1]}:
+            return CheckFailed(f"{failure.message}\na tensor of the queries' width d = {q.shape[-1]} met one of the "
+                               f"values' width dv = {v.shape[-1]}: the running output (and the result) has the "
+                               "values' width, zeros(..., bq, values.shape[-1]), and gathers p @ v with v the "
+                               "values' tile")
+        return None
     return root_cause
 
 
@@ -306,6 +448,10 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
                  lambda: tiled_without_rescaling(q, k, v, block_size, causal, rescale_acc=False)),
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: tiled_without_rescaling(q, k, v, block_size, causal, rescale_sum=False)),
+        matching(None, "an output divided by the running sum inside the key loop (acc / l after each tile) that "
+                 "goes on gathering: the tiles before then weigh as a sum of 1 instead of l; keep acc and l "
+                 "unnormalised across the key tiles and divide once, acc / l, after the key loop",
+                 lambda: normalised_every_tile(q, k, v, block_size, causal)),
     ]
     if causal:
         mistakes.append(matching(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
@@ -315,6 +461,15 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
                               "positions in the whole sequence, qs + i against ks + j",
                               lambda skip=skip: tile_local_causal(q, k, v, block_size, skip=skip))
                      for skip in (True, False)]
+        mistakes += [matching(None, "a causal loop that skips the key tile on the diagonal: it stops at ks >= qs, "
+                              "but that tile holds each query's own key and the earlier keys of its tile; only the "
+                              "key tiles after the query tile's last query are all future: stop when ks > qs + bq - 1 "
+                              "(ks >= qe), and mask inside the diagonal tile",
+                              lambda kept=kept: diagonal_tile_skipped(q, k, v, block_size, first_tile_kept=kept))
+                     for kept in (True, False)]
+        mistakes.append(matching("mask-hides-diagonal", "a causal mask inside the tiles that hides the diagonal too "
+                                 "(k >= q): a query may see its own key, hide only k > q",
+                                 lambda: diagonal_hidden_in_masked_tiles(q, k, v, block_size)))
     mistakes.append(matching(None, "attention over each query tile's last key tile only, as when the running maximum "
                              "is never updated (m = m_new forgotten): m stays -inf, so every rescale exp(m - m_new) "
                              "is 0 and wipes the sum and output gathered before",
@@ -333,10 +488,28 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
     return mistakes
 
 
+def flash_explain(q, block_size):
+    """non_finite, and an output of block_size rows for every query tile, the last one too where it is
+    shorter: the last tile's end left unclamped (qe = qs + block_size), its size taken as block_size."""
+    tq = q.shape[-2]
+    padded = -(-tq // block_size) * block_size
+
+    def explain(out):
+        import torch
+
+        if isinstance(out, torch.Tensor) and out.dim() >= 2 and padded != tq and out.shape[-2] == padded:
+            return (None, f"your output has {padded} queries for the {tq} asked: every query tile gave "
+                          f"block_size = {block_size} rows, the last one too, which holds only {tq % block_size}; "
+                          "clamp its end, qe = min(qs + block_size, Tq), and size the running maximum, sum and "
+                          "output from the tile itself, bq = q.shape[-2]")
+        return non_finite(out)
+    return explain
+
+
 def flash_same(grade, q, k, v, block_size, causal, grad=False):
     """The student's flash_attention against the reference's, its usual mistakes named."""
-    grade.same("flash_attention", q, k, v, grad=grad, explain=non_finite,
-               mistakes=flash_mistakes(q, k, v, block_size, causal), root_cause=flash_crash(q, block_size),
+    grade.same("flash_attention", q, k, v, grad=grad, explain=flash_explain(q, block_size),
+               mistakes=flash_mistakes(q, k, v, block_size, causal), root_cause=flash_crash(q, block_size, k, v),
                right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal)
 
 
@@ -363,7 +536,13 @@ def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):
     ``block_size``, flash_attention makes as many operations for ``long`` tokens as for ``short``."""
     def ops(tokens):
         q, k, v = grade.randn(2, tokens, dim), grade.randn(2, tokens, dim), grade.randn(2, tokens, dim)
-        return grade.measured("flash_attention", q, k, v, block_size=block_size, causal=True).ops
+        try:
+            return grade.measured("flash_attention", q, k, v, block_size=block_size, causal=True).ops
+        except StudentFault as fault:  # a raise its error explains (flash_crash), as flash_same explains it
+            if fault.kind == "error" and fault.exception and \
+                    (said := flash_crash(q, block_size, k, v)(RaisedFailure(fault), None)) is not None:
+                raise said from None
+            raise
 
     few, many = ops(short), ops(long)
     if many > few:

@@ -95,7 +95,11 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
                 "turns head_dim/2 times too fast", tables(frequencies="i/hd")),
         Mistake("rope-frequencies-wrong", "your frequencies grow with i (theta_base^(+2i/head_dim)): each pair's "
                 "angle is pos * theta_base^(-2i/head_dim), 1.0 / theta_base ** (2i / head_dim)",
-                tables(frequencies="+2i/hd"))])
+                tables(frequencies="+2i/hd")),
+        *([Mistake(None, f"your tables are those of theta_base = 10000, not of the theta_base = {theta_base} passed: "
+                   "use the argument, 1.0 / theta_base ** (torch.arange(0, head_dim, 2) / head_dim)",
+                   lambda: tuple(f(rope_angles(head_dim, 10_000, context_length)).float()
+                                 for f in (torch.cos, torch.sin)))] if theta_base != 10_000 else [])])
 
 
 def rope_tables(head_dim, context_length=64, dtype=None):
@@ -121,6 +125,11 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
     mistakes.append(Mistake(None, "your rotate-half is cat(x2, -x1), which turns each pair by -angle (the other "
                             "way round): the formula is x*cos + cat(-x2, x1)*sin, the second half negated and put "
                             "first", lambda: rope(x, cos, sin, offset, layout="halves-reversed")))
+    if offset + 1 + x.shape[-2] <= cos.shape[0]:
+        mistakes.append(Mistake(None, f"your rotation starts at position offset + 1 = {offset + 1}, one too far: the "
+                                f"first token of x sits at position offset = {offset}, so its rows are "
+                                "cos[offset:offset + T] and sin[offset:offset + T]",
+                                lambda: rope(x, cos, sin, offset + 1)))
     if offset:
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
@@ -162,6 +171,10 @@ def mask_same(grade, *args):
                         "distance is the query's position minus the key's", mirrored),
                 Mistake("mask-hides-diagonal", "your mask hides each query's own position: a token sees itself",
                         right | (queries == keys))]
+    if len(starts) > 1 and starts[1]:
+        mistakes.append(Mistake(None, f"your keys' positions start at 0, not at k_start = {starts[1]}: key j sits at "
+                                "position k_start + j (the queries at q_start + i), torch.arange(k_start, k_start + "
+                                "num_keys)", lambda: window_mask(num_queries, num_keys, window, starts[0], 0)))
     if window:
         mistakes += [
             Mistake("mask-not-applied", "your mask is the causal mask alone: the window is not applied (was the "
@@ -529,6 +542,7 @@ def chunk_mistakes(pair, x, start, size):
                   for at in range(1, start)]
         if window:
             found += kept_keys_from_zero(model, prefix, start, size)
+        found += cache_overwritten(model, prefix, start, size)
     if groups not in (1, num_heads):
         found.append(Mistake("kv-heads-tiled", "your key/value groups are tiled over the heads ([K1, K2, K1, K2]); "
                              "query head h uses group h // group_size: repeat_interleave",
@@ -539,6 +553,27 @@ def chunk_mistakes(pair, x, start, size):
                   for w in (window + 1, window - 1) if w > 0]
         found += window_off_by_one_over_the_kept_keys(model, prefix, start, size)
         found += window_cache_too_small(model, prefix, start, size)
+    return found
+
+
+def cache_overwritten(model, prefix, start, size):
+    """A cache that holds only the previous call's keys and values (the cache replaced by each call's own,
+    not appended to): the chunk attends over the last ``last`` cached keys (the previous call's, of any
+    size ``last`` < start) and its own, masked at their true positions or as if they sat at 0, 1, ...; none
+    for a sliding window, whose cache keeps the last keys only (kept_keys_from_zero, window_cache_too_small)."""
+    found = []
+    if model.window:  # a window's cache keeps the last keys only: its own mistakes say what a short cache gives
+        return found
+    for last in range(1, start):
+        kept = last + size
+        for k_start in sorted({start - last, 0}):
+            found.append(Mistake(None, "your cache holds only the previous call's keys and values: each call with "
+                                 "use_cache=True replaced cache_k and cache_v with its own instead of appending to "
+                                 "them; keep them all, self.cache_k = torch.cat([self.cache_k, k], dim=2) (the "
+                                 "keys attended, the cached ones and this call's)",
+                                 lambda kept=kept, k_start=k_start: attend_masked(
+                                     model, *last_keys(model, prefix, start, size, kept),
+                                     window_mask(size, kept, model.window, start, k_start))))
     return found
 
 
@@ -829,3 +864,51 @@ def expect_layers_in_dtype(grade, pair, x):
         raise CheckFailed(f"{pair.what}: its parameters are {', '.join(lowered)}, not float64: pass dtype to each "
                           "layer, nn.Linear(..., dtype=dtype)", ("wrong-dtype",))
     uncached_same(grade, pair, x)
+
+
+def _last_line(failure) -> str:
+    lines = str(getattr(failure, "message", failure)).strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def groups_of_another_size(run, heads_, groups):
+    """``run()`` for a GroupedQueryAttention of ``heads_`` heads in ``groups`` groups whose group size
+    (heads_ // groups) is not its number of groups: a raise whose error sets the heads against
+    groups * groups key/value heads is each group repeated num_kv_groups times, not num_heads //
+    num_kv_groups (repeat_kv's group_size)."""
+    import re
+
+    try:
+        return run()
+    except (StudentFault, CheckFailed) as failure:
+        last = _last_line(failure)
+        found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", last)
+        if found is None or {int(found[1]), int(found[2])} != {heads_, groups * groups} or \
+                heads_ == groups * groups:
+            raise
+        raise CheckFailed(f"{failure}\nyour keys and values have num_kv_groups x num_kv_groups = {groups * groups} "
+                          f"heads for the {heads_} query heads ({heads_} heads in {groups} groups): each group serves "
+                          f"num_heads // num_kv_groups = {heads_ // groups} query heads, so repeat each "
+                          f"{heads_ // groups} times, repeat_kv(k, num_heads // num_kv_groups), not num_kv_groups "
+                          "times") from None
+
+
+def decoded_in_groups_of_another_size(grade, pair, x, chunks, heads_, groups):
+    """``decoded`` for a GroupedQueryAttention whose group size is not its number of groups (see
+    :func:`groups_of_another_size`)."""
+    groups_of_another_size(lambda: decoded(grade, pair, x, chunks), heads_, groups)
+
+
+def decoded_without_a_window(grade, pair, x, chunks):
+    """``decoded`` for a MultiHeadAttentionWithSWA made with sliding_window_size=None (the contract: every
+    earlier key, the cache kept whole): a TypeError about None is the window used as a number."""
+    try:
+        decoded(grade, pair, x, chunks)
+    except (StudentFault, CheckFailed) as failure:
+        last = _last_line(failure)
+        if "TypeError" not in last or "NoneType" not in last:
+            raise
+        raise CheckFailed(f"{failure}\nsliding_window_size=None means no window: each query sees every earlier key, "
+                          "and with use_cache=True the cache keeps every position; your cached call used None as a "
+                          "number (the window's length): when it is None, keep the whole cache and pass None on to "
+                          "sliding_window_mask") from None

@@ -83,6 +83,11 @@ def test_split_qkv_needs_a_width_divisible_by_the_heads(grade):
     grade.raises(("ValueError",), "split_qkv", grade.randn(1, 3, 18), 4)  # D = 6 for 4 heads
 
 
+@exercise("split_qkv")
+def test_split_qkv_needs_d_divisible_not_only_3d(grade):
+    checks.split_qkv_raises(grade, grade.randn(1, 3, 15), 3)  # 3D = 15 a multiple of 3 heads, D = 5 not
+
+
 # --- MultiHeadAttentionWrapper --------------------------------------------------------------------------
 @exercise("MultiHeadAttentionWrapper", weight=2)
 def test_wrapper_on_the_lesson_batch(grade):

@@ -155,7 +155,10 @@ def test_the_memory_your_cache_holds(grade, name, window):
         pair = grade.module(GQA, 12, 128, 0.0, 8, 2, dtype=DOUBLE, training=False)
     else:
         pair = grade.module(SWA, 12, 128, 0.0, 2, sliding_window_size=window, dtype=DOUBLE, training=False)
-    checks.expect_held_memory(grade, pair, 48, 12, 5, 12)
+    if name == GQA:  # 8 heads in groups of 4: a crash of each group repeated twice (num_kv_groups) is said so
+        checks.groups_of_another_size(lambda: checks.expect_held_memory(grade, pair, 48, 12, 5, 12), 8, 2)
+    else:
+        checks.expect_held_memory(grade, pair, 48, 12, 5, 12)
 
 
 @pytest.mark.parametrize("name", THRICE)
@@ -204,6 +207,20 @@ def test_scores_in_the_thousands(grade, name):
 def test_gqa_built_in_double(grade):
     pair = grade.module(GQA, 12, 32, 0.0, 4, 2, DOUBLE, training=False)  # dtype, the constructor's own argument
     checks.expect_layers_in_dtype(grade, pair, grade.randn(2, 6, 12, dtype=DOUBLE))
+
+
+@exercise(GQA)
+def test_gqa_with_groups_of_three_heads(grade):
+    """6 heads in 2 groups: each group serves 3 query heads (not as many as there are groups)."""
+    pair = checks.make(grade, GQA, 12, 36, 6, 2, None, 48)
+    checks.decoded_in_groups_of_another_size(grade, pair, grade.randn(2, 4, 12), (1, 2, 1), 6, 2)
+
+
+@exercise(SWA)
+def test_swa_with_no_window_and_the_cache(grade):
+    """sliding_window_size=None: every earlier key, the cache kept whole."""
+    pair = checks.make(grade, SWA, 12, 32, 4, 2, None, 48)
+    checks.decoded_without_a_window(grade, pair, grade.randn(2, 5, 12), (1, 3, 1))
 
 
 @pytest.mark.parametrize("name,sizes", [
