@@ -355,13 +355,10 @@ LEARNER_FALSE_PASSES = {"learner_01_context_vector_loop_zeros_float32",
                         "learner_4a_39_padding_mask_arange_ignores_device",
                         "learner_4a_42_causal_mask_device_ignored",
                         "learner_4a_51_SelfAttention_v1_wrong_creation_order",
-                        "learner_4b_06_split_qkv_check_only_heads",
                         "learner_4b_13_MultiHeadAttention_out_proj_created_first",
                         "learner_4b_14_MultiHeadAttention_mask_plain_attribute",
                         "learner_4b_15_MultiHeadAttention_assert_divisible",
-                        "learner_4b_68_MultiHeadAttentionWithSWA_none_window_crash",
-                        "learner_4b_72_flash_attention_float32_state",
-                        "learner_4b_64_GroupedQueryAttention_repeat_by_num_groups"}
+                        "learner_4b_72_flash_attention_float32_state"}
 
 
 @pytest.mark.slow
