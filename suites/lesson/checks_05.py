@@ -353,7 +353,7 @@ def normalised_every_tile(q, k, v, block_size, causal):
         shift = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max)
         rescale = torch.exp(running_max - shift)
         p = torch.exp(scores - shift[..., None])
-        running_sum = running_sum * rescale + p.sum(dim=-1)
+        running_sum = rescale * running_sum + p.sum(dim=-1)  # (the sum, as a right loop keeps it)
         acc = acc * rescale[..., None] + p @ v[..., start:start + block_size, :]
         running_max = new_max
         seen = running_sum > 0
