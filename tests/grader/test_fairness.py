@@ -388,3 +388,27 @@ def test_a_missing_scale_costs_the_same_on_every_seed(course, grader, tmp_path):
     scores = {corpus.grade_all([entry], course, grader, tmp_path / str(seed), seed=seed)[entry.name][0].score
               for seed in (1, 2, 8, 14)}  # 8 and 14: 0.8 before, the others 2.4
     assert len(scores) == 1, scores
+
+
+# round 4 (tests/corpus/learner/notes_4.md): each of these cost a second exercise, the one that uses it
+ROUND_4_CHARGED_TWICE = ["learner_4a_09_softmax_max_returns_tuple", "learner_4a_20_SelfAttention_v2_linear_bias_default",
+                         "learner_4a_24_SelfAttention_v1_plain_tensors_not_parameters",
+                         "learner_4b_76_split_heads_no_transpose", "learner_4b_51_sliding_window_mask_ignores_starts"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_a_learners_helper_mistake_costs_its_own_exercise_only(course, grader, tmp_path, suite):
+    """A softmax that raises, a v2 or v1 with other parameters, a split_heads without its transpose: the
+    exercises that use them are right with a right helper in its place (grader/grading/stand_ins.py), so
+    they keep their points; a sliding_window_mask ignoring its starts, on calls the classes make that the
+    public suite now grades in its own exercise."""
+    entries = [e for e in corpus.learner("attempts") if e.name.split("/")[-1] in ROUND_4_CHARGED_TWICE]
+    assert len(entries) == len(ROUND_4_CHARGED_TWICE)
+    for entry in entries:  # one at a time: each is judged by the other exercises of its assignment
+        exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / entry.path.stem, seed=2024,
+                                                suite=suite)[entry.name]
+        assert exercise.score < exercise.max_score, entry.name
+        charged = {e.name: e.feedback[:300] for e in assignment.exercises if e.name != entry.exercise
+                   and e.score < e.max_score}
+        assert charged == {}, entry.name
