@@ -38,7 +38,10 @@ def split_heads_same(grade, x, heads, grad=False):
     grade.same("split_heads", x, heads, grad=grad, mistakes=[
         matches("heads-split-without-transpose", "x.view(B, H, T, D/H) taken straight from [B, T, D]: the features "
                 "of one head must stay together, so reshape to [B, T, H, D/H] and then transpose(1, 2)",
-                lambda: split_without_transpose(x, heads))])
+                lambda: split_without_transpose(x, heads)),
+        Mistake(None, "your heads come out as [B, T, H, D/H]: reshaped, but not transposed; the heads go before the "
+                "tokens, [B, H, T, D/H]: add .transpose(1, 2)",
+                lambda: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads))])
 
 
 def merge_without_transpose(x):

@@ -185,6 +185,10 @@ def online_softmax_same(grade, x, block_size, grad=False):
                  "rows at once, so a row far below it underflows to exp(...) = 0; take each row's own maximum, "
                  "block.amax(dim=-1)", lambda: one_maximum_for_all_rows(x, block_size)),
         matching("softmax-unstable", RESCALE_WITHOUT_SHIFT, lambda: rescaled_without_shift(x, block_size)),
+        Mistake("softmax-unstable", "your output is right but on the rows whose entries are all -inf: there the "
+                "running sum stays 0, and 0/0 gives NaN; such a row must come out as zeros, as 01's softmax: divide "
+                "only where the sum is > 0 (torch.where, or sum.clamp_min(tiny))",
+                lambda: torch.softmax(x.double(), dim=-1)),
         Mistake(None, "the rows whose first blocks are all -inf come out as zeros: your running sum is rescaled "
                 "by exp(m_old - m_new) without _shift, which is exp(-inf - -inf) = NaN while the running maximum "
                 "is still -inf, and the NaN sum then counts as no sum at all. Rescale by exp(m_old - "

@@ -142,7 +142,9 @@ def repeat_kv_same(grade, x, group_size, grad=False):
     """repeat_kv(x, group_size) against the reference's."""
     grade.same("repeat_kv", x, group_size, grad=grad, mistakes=[
         Mistake("kv-heads-tiled", "your groups come out tiled ([K1, K2, K1, K2]); each must be repeated in a row "
-                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: x.repeat(1, group_size, 1, 1))])
+                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: x.repeat(1, group_size, 1, 1)),
+        Mistake(None, "your copies are made along dimension 2, the tokens; each group is repeated along dimension 1, "
+                "the heads: x.repeat_interleave(group_size, dim=1)", lambda: x.repeat_interleave(group_size, dim=2))])
 
 
 # --- sliding_window_mask -----------------------------------------------------------------------------

@@ -16,6 +16,10 @@ if not hasattr(corpus, "grade_all"):
 
 # attempt -> what its feedback must say (the first failing check's explanation, and the fix)
 ROUND_4B = {
+    # a blind judge's verdicts on the feedback after round 4's fixes: two bare shapes and one misleading
+    "attempts/learner_4b_24_online_softmax_all_hidden_nan": ("running sum stays 0, and 0/0 gives NaN",),
+    "attempts/learner_4b_49_repeat_kv_wrong_dim": ("along dimension 2, the tokens", "dim=1"),
+    "attempts/learner_4b_76_split_heads_no_transpose": ("reshaped, but not transposed", ".transpose(1, 2)"),
     "attempts/learner_4b_31_flash_attention_skips_diagonal_tile": ("skips the key tile on the diagonal",
                                                                    "ks >= qe"),
     "attempts/learner_4b_32_flash_attention_mask_hides_diagonal": ("mask-hides-diagonal",),
