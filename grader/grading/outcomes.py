@@ -101,8 +101,9 @@ class StudentFault(Exception):
 _VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
 
 
-# the error PyTorch raises for an in-place operation on a tensor the grader asked gradients for: in a
-# function's call, only its inputs are such leaves
+# the error PyTorch raises for an in-place operation on a tensor the grader asked gradients for, or on a
+# view of one ("a view of a leaf Variable that requires grad is being used in an in-place operation"): in
+# a function's call, only its inputs are such leaves
 _LEAF_ERROR = "leaf Variable that requires grad is being used in an in-place operation"
 
 

@@ -47,3 +47,9 @@ def test_an_in_place_copy_into_a_parameter_asks_for_no_grad_not_a_new_tensor():
     assert named.misconceptions == () and "torch.no_grad()" in named.message
     on_inputs = explained(StudentFault("error", LEAF, "RuntimeError"), function=True)
     assert on_inputs.misconceptions == ("input-mutated",)
+
+
+def test_an_in_place_change_to_a_view_of_an_input_is_named_too():
+    fault = StudentFault("error", "renormalize_causal_weights(<[2, 6, 6] float32>) raised:\nRuntimeError: a view of a "
+                         "leaf Variable that requires grad is being used in an in-place operation.", "RuntimeError")
+    assert explained(fault, function=True).misconceptions == ("input-mutated",)
