@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 from grader.grading.compare import difference, shape_str, widen
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault,
-                                     plain_call)
+                                     last_line, plain_call)
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.stand_ins import has_stand_in
 
@@ -427,12 +427,12 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     import torch
 
     verified = has_stand_in(helper)  # by the run with the stand-in: every blame below is provisional
-    kind, said = failure.fault.exception, _last_line(failure.fault.message)
+    kind, said = failure.fault.exception, last_line(failure.fault.message)
     if isinstance(theirs, Raised):  # (``right`` and ``composed`` are not needed then)
         if verified:
             return helper_at_fault(grade, failure, helper, f"it raises {theirs.exception} on this case's inputs",
                                    provisional=True)
-        if theirs.exception != kind or _last_line(theirs.message) != said:
+        if theirs.exception != kind or last_line(theirs.message) != said:
             return None
         return helper_at_fault(grade, failure, helper, f"it raises {kind} on this case's inputs", raised=True)
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
@@ -488,11 +488,6 @@ def device_ignored(grade, failure, helper: str, theirs: Callable, exercise: str,
 def _described(tensor) -> str:
     return f"{shape_str(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
 
-
-def _last_line(message: str) -> str:
-    """A raise as the student sees it: its last line ("ValueError: ..."), the traceback above it aside."""
-    lines = (message or "").strip().splitlines()
-    return lines[-1].strip() if lines else ""
 
 
 def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple) -> Exception | None:

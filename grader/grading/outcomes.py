@@ -120,42 +120,41 @@ def explained(fault: StudentFault, function: bool = False, modules: bool = False
     """A crash whose error says which mistake caused it becomes a failure that names it (``function``:
     the call was a function's, whose only leaves that require gradients are its inputs, or, ``modules``,
     the parameters of the modules it was given)."""
-    if function and fault.kind == "error" and _LEAF_ERROR in fault.message:
+    if fault.kind != "error":
+        return fault
+    last = last_line(fault.message)
+    if function and _LEAF_ERROR in fault.message:
         if modules:  # copy_v2_weights_into_v1: param.copy_(...) while autograd records
-            failure = CheckFailed("your code changes a module's parameter in place while autograd records it "
-                                  "(PyTorch refuses that for a parameter, which requires gradients): do it inside "
-                                  "`with torch.no_grad():`. Your code raised:\n" + fault.message)
-        else:
-            failure = CheckFailed("your code modifies its input in place (PyTorch refuses that for an input whose "
-                                  "gradients are asked for); compute a new tensor instead. Your code raised:\n"
-                                  + fault.message, ("input-mutated",))
-        failure.fault = fault
-        return failure
-    pair = _PAIR_ERROR.search(_last_line(fault.message)) if fault.kind == "error" else None
-    if pair:
+            return _carrying(fault, "your code changes a module's parameter in place while autograd records it "
+                                    "(PyTorch refuses that for a parameter, which requires gradients): do it inside "
+                                    "`with torch.no_grad():`.")
+        return _carrying(fault, "your code modifies its input in place (PyTorch refuses that for an input whose "
+                                "gradients are asked for); compute a new tensor instead.", "input-mutated")
+    if pair := _PAIR_ERROR.search(last):
         which = pair[1]
-        failure = CheckFailed(f"x.{which}(dim) returns a pair (values, indices), not a tensor: take its .values "
-                              + ("(or use x.amax(dim, keepdim=True))" if which == "max" else
-                                 "(or use x.amin(dim, keepdim=True))" if which == "min" else "")
-                              + ". Your code raised:\n" + fault.message)
-        failure.fault = fault
-        return failure
-    if fault.kind == "error" and _VIEW_ERROR in fault.message:
-        failure = CheckFailed("your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
-                              "a non-contiguous input); use .reshape(), or .contiguous().view(). Your code raised:\n"
-                              + fault.message, ("view-on-non-contiguous",))
-        failure.fault = fault
-        return failure
-    if fault.kind == "error" and _DEVICE_ERROR.search(_last_line(fault.message)):
-        failure = CheckFailed("your code mixes devices: a tensor it creates (a mask, an index, a buffer) lives on "
-                              "the CPU while its inputs are on the GPU; create it on the input's device "
-                              "(device=x.device, or x.new_zeros(...)). Your code raised:\n" + fault.message,
-                              ("wrong-device",))
-        failure.fault = fault
-        return failure
+        return _carrying(fault, f"x.{which}(dim) returns a pair (values, indices), not a tensor: take its .values"
+                                + (" (or use x.amax(dim, keepdim=True))" if which == "max" else
+                                   " (or use x.amin(dim, keepdim=True))" if which == "min" else "") + ".")
+    if _VIEW_ERROR in fault.message:
+        return _carrying(fault, "your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
+                                "a non-contiguous input); use .reshape(), or .contiguous().view().",
+                         "view-on-non-contiguous")
+    if _DEVICE_ERROR.search(last):
+        return _carrying(fault, "your code mixes devices: a tensor it creates (a mask, an index, a buffer) lives on "
+                                "the CPU while its inputs are on the GPU; create it on the input's device "
+                                "(device=x.device, or x.new_zeros(...)).", "wrong-device")
     return fault
 
 
-def _last_line(message: str) -> str:
+def _carrying(fault: StudentFault, explanation: str, misconception: str | None = None) -> CheckFailed:
+    """The failure that says ``explanation`` (and names ``misconception``), then the student's own raise,
+    which it carries (``failure.fault``: a helper that raises so too is still blamed)."""
+    failure = CheckFailed(f"{explanation} Your code raised:\n{fault.message}", (misconception,) if misconception else ())
+    failure.fault = fault
+    return failure
+
+
+def last_line(message: str) -> str:
+    """A raise as the student sees it: its last line ("ValueError: ..."), the traceback above it aside."""
     lines = (message or "").strip().splitlines()
-    return lines[-1] if lines else ""
+    return lines[-1].strip() if lines else ""

@@ -87,16 +87,18 @@ def masked_same(grade, name, x, compose, grad=False, extra=()):
     mistake. ``compose(hidden)`` is ``name`` done right with the mask ``hidden`` (None: no mask);
     ``extra``: more mistakes of this exercise."""
     masks = causal_masks(x.shape[-1])
+    blame = mask_root_cause(grade, x, name, compose)
     grade.same(name, x, grad=grad, mistakes=[*mask_mistakes(lambda m: compose(masks[m] if m else None)), *extra],
                right=lambda: compose(masks["future"]),
-               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose, (name, (x,)))
+               root_cause=lambda failure, out: blame(failure, out)
                or batched_crash_explained(grade, name, x, failure, ONE[name]) if name in ONE else None)
 
 
-def mask_root_cause(grade, scores):
-    """apply_causal_mask(scores) blamed on the student's causal_mask, where that explains its output."""
-    return lambda failure, out: causal_mask_root_cause(grade, failure, out, scores.shape[-1], apply_mask(scores),
-                                                       ("apply_causal_mask", (scores,)))
+def mask_root_cause(grade, x, name="apply_causal_mask", compose=None):
+    """``name(x)`` blamed on the student's causal_mask, where that explains its output; ``compose(hidden)``:
+    ``name`` done right with the mask ``hidden`` (default: apply_causal_mask's)."""
+    compose = compose or apply_mask(x)
+    return lambda failure, out: causal_mask_root_cause(grade, failure, out, x.shape[-1], compose, (name, (x,)))
 
 
 def batched_crash_explained(grade, name, x, failure, compose_of, slips=lambda one: ()):
@@ -190,10 +192,10 @@ def masked_same_renormalized(grade, weights, compose, grad=False):
     """masked_same for renormalize_causal_weights, whose raise on a batch is explained by its slips too."""
     masks = causal_masks(weights.shape[-1])
     name = "renormalize_causal_weights"
+    blame = mask_root_cause(grade, weights, name, compose)
     grade.same(name, weights, grad=grad, mistakes=mask_mistakes(lambda m: compose(masks[m] if m else None)),
                right=lambda: compose(masks["future"]),
-               root_cause=lambda failure, out: causal_mask_root_cause(grade, failure, out, weights.shape[-1], compose,
-                                                                      (name, (weights,)))
+               root_cause=lambda failure, out: blame(failure, out)
                or batched_crash_explained(grade, name, weights, failure, ONE[name], renormalize_slips))
 
 

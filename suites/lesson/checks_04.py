@@ -440,7 +440,7 @@ def keys_transposed_as_3d(pair, x, failure):
     import re
 
     heads, tokens = argument(pair, "num_heads"), x.shape[1]
-    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    last = diagnose.last_line(failure.message)
     found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                       r"dimension (-?\d+)", last)
     if found is None or heads == tokens or {int(found[1]), int(found[2])} != {heads, tokens} \
@@ -572,7 +572,7 @@ def skip_through_x(pair, x, failure):
     import re
 
     chan, dim = fused_sizes(pair)[0], argument(pair, "dim")
-    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    last = diagnose.last_line(failure.message)
     found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                       r"dimension (-?\d+)", last)
     if found is None or dim == chan or {int(found[1]), int(found[2])} != {chan, dim} \
@@ -591,7 +591,7 @@ def skip_v_unmerged(pair, x, failure):
 
     chan, heads, _ = fused_sizes(pair)
     head_dim = chan // heads
-    last = failure.message.strip().splitlines()[-1] if failure.message.strip() else ""
+    last = diagnose.last_line(failure.message)
     found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
                       r"dimension (-?\d+)", last)
     if found is None or head_dim == chan or {int(found[1]), int(found[2])} != {chan, head_dim} \

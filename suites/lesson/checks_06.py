@@ -381,7 +381,7 @@ def cache_appended_crash(pair, start, size):
         if fault is None or not start or fault.kind != "error":
             return None
         heads_ = design(pair)[0]
-        last = fault.message.strip().splitlines()[-1] if fault.message.strip() else ""
+        last = diagnose.last_line(fault.message)
         refused = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)", last)
         if refused and int(refused[3]) == size and 0 < int(refused[2]) <= start and int(refused[2]) != size:
             told = (f"torch.cat along dimension {refused[1]} refused the {refused[2]} cached and the {size} new "
@@ -868,11 +868,6 @@ def expect_layers_in_dtype(grade, pair, x):
     uncached_same(grade, pair, x)
 
 
-def _last_line(failure) -> str:
-    lines = str(getattr(failure, "message", failure)).strip().splitlines()
-    return lines[-1] if lines else ""
-
-
 def groups_of_another_size(run, heads_, groups):
     """``run()`` for a GroupedQueryAttention of ``heads_`` heads in ``groups`` groups whose group size
     (heads_ // groups) is not its number of groups: a raise whose error sets the heads against
@@ -883,7 +878,7 @@ def groups_of_another_size(run, heads_, groups):
     try:
         return run()
     except (StudentFault, CheckFailed) as failure:
-        last = _last_line(failure)
+        last = diagnose.last_line(failure.message)
         found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", last)
         if found is None or {int(found[1]), int(found[2])} != {heads_, groups * groups} or \
                 heads_ == groups * groups:
@@ -907,7 +902,7 @@ def decoded_without_a_window(grade, pair, x, chunks):
     try:
         decoded(grade, pair, x, chunks)
     except (StudentFault, CheckFailed) as failure:
-        last = _last_line(failure)
+        last = diagnose.last_line(failure.message)
         if "TypeError" not in last or "NoneType" not in last:
             raise
         raise CheckFailed(f"{failure}\nsliding_window_size=None means no window: each query sees every earlier key, "
