@@ -129,7 +129,7 @@ def explained(fault: StudentFault, function: bool = False, modules: bool = False
                                     "(PyTorch refuses that for a parameter, which requires gradients): do it inside "
                                     "`with torch.no_grad():`.")
         return _carrying(fault, "your code modifies its input in place (PyTorch refuses that for an input whose "
-                                "gradients are asked for); compute a new tensor instead.", "input-mutated")
+                                "gradients are asked for); compute a new tensor instead.", ("input-mutated",))
     if pair := _PAIR_ERROR.search(last):
         which = pair[1]
         return _carrying(fault, f"x.{which}(dim) returns a pair (values, indices), not a tensor: take its .values"
@@ -138,18 +138,18 @@ def explained(fault: StudentFault, function: bool = False, modules: bool = False
     if _VIEW_ERROR in fault.message:
         return _carrying(fault, "your code calls .view() on a tensor that is not contiguous (after a transpose, or for "
                                 "a non-contiguous input); use .reshape(), or .contiguous().view().",
-                         "view-on-non-contiguous")
+                         ("view-on-non-contiguous",))
     if _DEVICE_ERROR.search(last):
         return _carrying(fault, "your code mixes devices: a tensor it creates (a mask, an index, a buffer) lives on "
                                 "the CPU while its inputs are on the GPU; create it on the input's device "
-                                "(device=x.device, or x.new_zeros(...)).", "wrong-device")
+                                "(device=x.device, or x.new_zeros(...)).", ("wrong-device",))
     return fault
 
 
-def _carrying(fault: StudentFault, explanation: str, misconception: str | None = None) -> CheckFailed:
-    """The failure that says ``explanation`` (and names ``misconception``), then the student's own raise,
+def _carrying(fault: StudentFault, explanation: str, misconceptions: tuple = ()) -> CheckFailed:
+    """The failure that says ``explanation`` (and names ``misconceptions``), then the student's own raise,
     which it carries (``failure.fault``: a helper that raises so too is still blamed)."""
-    failure = CheckFailed(f"{explanation} Your code raised:\n{fault.message}", (misconception,) if misconception else ())
+    failure = CheckFailed(f"{explanation} Your code raised:\n{fault.message}", misconceptions)
     failure.fault = fault
     return failure
 
