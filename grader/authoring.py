@@ -31,7 +31,7 @@ from grader.grading import diagnose  # the diagnosis toolkit: their, blame, caus
 from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import ScaleFit, name_mistake, unstable_unless_named
 from grader.grading.fixture import low_precision
-from grader.grading.stand_ins import stand_in
+from grader.grading.stand_ins import stand_ins
 from grader.grading.dropout import expect_dropout_on_weights, judged
 from grader.errors import UsageError
 from grader.inside.protocol import HandleRef
@@ -62,4 +62,4 @@ ScaleSearch = ScaleFit  # a mistake whose scores are scaled by some constant: th
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
 __all__ = ["CheckFailed", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ScaleSearch", "StudentFault",
            "UsageError", "assignment", "diagnose", "difference", "exercise", "expect_dropout_on_weights", "judged",
-           "low_precision", "manual_seed", "name_mistake", "shape_str", "stand_in", "unstable_unless_named"]
+           "low_precision", "manual_seed", "name_mistake", "shape_str", "stand_ins", "unstable_unless_named"]

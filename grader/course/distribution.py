@@ -209,9 +209,6 @@ def _expect_full_marks(result, problem: str) -> None:
         raise DistributionError(f"{problem}: {failing[0]}{more}")
 
 
-STAND_INS = "stand_ins.py"  # in the lesson package: the instructor's side only
-
-
 def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> None:
     ignore = shutil.ignore_patterns(*_JUNK)
     for assignment in assignments:
@@ -222,9 +219,8 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
     theirs.suite_folder("public").mkdir(parents=True)
     shutil.copy(ours.pytest_ini, theirs.pytest_ini)
     shutil.copy(ours.suite_folder("public") / "__init__.py", theirs.suite_folder("public") / "__init__.py")
-    if ours.lesson.is_dir():  # the lesson's data and known mistakes, which the public suites import; not the
-        # stand-ins, right versions of helper exercises (grader/grading/stand_ins.py), which are answers
-        shutil.copytree(ours.lesson, theirs.lesson, ignore=shutil.ignore_patterns(*_JUNK, STAND_INS))
+    if ours.lesson.is_dir():  # the lesson's data and known mistakes, which the public suites import
+        shutil.copytree(ours.lesson, theirs.lesson, ignore=shutil.ignore_patterns(*_JUNK))
     for assignment in assignments:
         shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")

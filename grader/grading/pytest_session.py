@@ -15,7 +15,8 @@ from grader.errors import IsolationError
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.grading.recorded_outputs import NotReplayable
-from grader.grading.stand_ins import sources_for
+from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
+from grader.grading.stand_ins import HELPERS, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
@@ -32,6 +33,7 @@ class Student:
         self.timed_out: set[str] = set()  # targets that ran out of time once: not run again
         self.import_fault: StudentFault | None = None  # an import that failed fails at once after
         self.hung: set[str] = set()  # functions a timeout stopped in: later workers make them fail at once
+        self.oracle = None  # answers stand-ins' questions while a verification runs (grader.grading.oracle)
 
     def _worker(self):
         """The worker that has imported the module; a module whose import failed (raised, exited, hung)
@@ -80,6 +82,7 @@ class Student:
             raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
         try:
             worker = self._worker()
+            worker.oracle = self.oracle
             timeout = self.session.timeout()
             reply = worker.request(dict(payload, timeout_s=timeout), timeout=timeout)
         except WorkerFault as fault:
@@ -243,6 +246,23 @@ class GradingSession:
             self.students[assignment_id] = Student(self, assignment)
         return self.students[assignment_id]
 
+    def oracle(self, nodeid: str, helpers, reference) -> Oracle:
+        """What answers the stand-ins of ``helpers`` in one verification run of check ``nodeid``: the
+        reference (``reference``: the check's assignment's, then the others'), or in a replay (a student
+        distribution) the record of what the reference's helpers answered on that check."""
+        recording = self.recording
+        if recording is not None and recording.replaying:
+            records = recording.helpers.get(nodeid, [])
+            return Oracle(RecordedAnswers(records, self.course.tolerance, self.device), helpers,
+                          budget(helpers, records))
+        functions = {}
+        for module in (reference, *self.references.values()):
+            for name in helpers:
+                own = getattr(module, name, None) if module is not None else None
+                if callable(own):
+                    functions.setdefault(name, own)
+        return Oracle(LiveAnswers(functions, self.device), helpers, budget(helpers, None))
+
     def close(self) -> bool:
         """End every process of the submission; False if the zygote could not confirm it."""
         for student in self.students.values():
@@ -257,6 +277,9 @@ class GradingPlugin:
         self.session = session
         self.outcomes: list[tuple[str, str, CheckOutcome]] = []  # (assignment, exercise, outcome)
         self.problems: list[str] = []  # what is wrong with the suites themselves (suite_problems)
+        recording = session.recording  # a recording run keeps what the reference's helpers answer, per check
+        self.recorder = (Recorder(session.references, (), session.device)
+                         if recording is not None and not recording.replaying else None)
 
     def pytest_configure(self, config):
         register_markers(config)
@@ -279,6 +302,11 @@ class GradingPlugin:
         """Runs the check. A case found right but for a faulty helper of the student's keeps its points
         only once verified: see :meth:`_verify`."""
         args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        if self.recorder is not None:
+            if not self.recorder.installed:  # the suites have declared their helpers by now
+                self.recorder.helpers = tuple(sorted(HELPERS))
+                self.recorder.install()
+            self.recorder.check = pyfuncitem.nodeid
         try:
             pyfuncitem.obj(**args)
         except RightGivenHelper as given:
@@ -286,20 +314,21 @@ class GradingPlugin:
         return True
 
     def _verify(self, item, args, given: RightGivenHelper, depth: int = 3):
-        """Runs the check again from its start (same inputs) with the student's faulty helpers replaced by
-        their stand-ins (grader/grading/stand_ins.py) in the student's process. Right then: the case keeps
-        its points, verified. Wrong then: the exercise's own mistake, which the helper's hid, is the
-        verdict (named as any failure is). A helper with no stand-in, or one the exercise does not reach
-        by its name, leaves ``given`` as it was (bounded where the helper raised: run.charged_once), or
-        its ``unverified`` verdict where only that run could confirm it."""
+        """Runs the check again from its start (same inputs) with the student's faulty helpers replaced, in
+        the student's process, by stand-ins that ask the grader for each call's right result
+        (grader/grading/oracle.py). Right then: the case keeps its points, verified. Wrong then: the
+        exercise's own mistake, which the helper's hid, is the verdict (named as any failure is). A helper
+        with no stand-in, or one the exercise does not reach by its name, leaves ``given`` as it was
+        (bounded where the helper raised: run.charged_once), or its ``unverified`` verdict where only that
+        run could confirm it; so does a run whose calls a student distribution has no record of, saying so."""
         helpers = [given.helper]
         while len(helpers) <= depth:
-            sources = sources_for(helpers)
-            if sources is None:
+            if not verifiable(helpers):
                 raise given.unverified or given
             grade = self.make_grade(item._request)
+            oracle = grade.student.oracle = self.session.oracle(item.nodeid, helpers, grade.ref)
             try:
-                placed = grade.student.request({"op": "stand_in", "sources": sources}).get("placed")
+                placed = grade.student.request({"op": "stand_in", "helpers": helpers}).get("placed")
             except (StudentFault, WorkerFault):
                 placed = None
             if sorted(placed or ()) != sorted(helpers):
@@ -314,12 +343,19 @@ class GradingPlugin:
                 helpers.append(again.helper)
                 continue
             except (CheckFailed, StudentFault) as failure:
+                if oracle.unanswered:  # a student distribution without the record of a call it made
+                    raise _not_checked_here(given.unverified or given, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
             finally:
                 _restore(grade.student)
             given.verified, given.raised = True, False
             raise given
         raise given.unverified or given
+
+    def pytest_sessionfinish(self, session):
+        if self.recorder is not None:
+            self.recorder.restore()
+            self.session.recording.helpers.update({k: v for k, v in self.recorder.calls.items() if v})
 
     def pytest_collection_modifyitems(self, items):
         self.problems = keep_graded(items, self.session.course, self.session.assignments)
@@ -374,11 +410,24 @@ class GradingPlugin:
 
 
 def _restore(student) -> None:
-    """The student's own helpers back in place (a worker that died meanwhile is started afresh anyway)."""
+    """The student's own helpers back in place (a worker that died meanwhile is started afresh anyway);
+    from now on the stand-ins' questions are refused."""
+    student.oracle = None
     try:
-        student.request({"op": "stand_in", "sources": {}})
+        student.request({"op": "stand_in", "helpers": []})
     except (StudentFault, WorkerFault):
         pass
+
+
+def _not_checked_here(verdict: Exception, helpers: list[str]) -> Exception:
+    """``verdict`` (the case as it stands without the run with right helpers), saying that run could not
+    be had on the student's side: the instructor's grading runs it."""
+    which = " and ".join(helpers)
+    note = (f" (this case could not be checked with a right {which} on your side; your instructor's grading "
+            "checks it)")
+    verdict.message = getattr(verdict, "message", str(verdict)) + note
+    verdict.args = (verdict.message,)
+    return verdict
 
 
 def _with_right_helpers(failure: Exception, helpers: list[str]) -> Exception:

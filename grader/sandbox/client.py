@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from grader.sandbox import leftovers
@@ -384,6 +385,8 @@ class Worker:
         self.spec = spec
         self.alive = True
         self.import_error: dict | None = None
+        # answers a stand-in's question (grader.grading.oracle) while a verification runs; None: refused
+        self.oracle = None
 
     def held_bytes(self) -> int:
         """What this worker's sandbox holds now (its zygote, its workers): :func:`held_bytes`. The sandbox's
@@ -406,12 +409,29 @@ class Worker:
         return self.receive(timeout=timeout)
 
     def receive(self, *, timeout: float) -> dict:
+        """The reply to the request sent last. A stand-in's questions on the way (``{"ask": ...}``, see
+        grader.inside.stand_in) are answered by ``oracle``, or refused, within the same deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._receive(timeout=max(deadline - time.monotonic(), 0.0), limit=timeout)
+            if "ok" in reply or "ask" not in reply:
+                return reply
+            question = reply["ask"]
+            answer = self.oracle(question) if self.oracle is not None and isinstance(question, dict) \
+                else {"refused": "no verification is running"}
+            try:
+                protocol.send(self.sock, protocol.encode(answer), timeout=max(deadline - time.monotonic(), 0.0))
+            except (protocol.ChannelTimeout, protocol.ChannelClosed):
+                self.kill()
+                raise WorkerFault("crashed", "the process running your code stopped unexpectedly") from None
+
+    def _receive(self, *, timeout: float, limit: float) -> dict:
         try:
             payload = protocol.recv(self.sock, limit=self.spec.reply_limit + (1 << 20), timeout=timeout)
             reply = protocol.decode(payload, limit=self.spec.reply_limit + (1 << 20))
         except protocol.ChannelTimeout:
             self.kill()
-            raise WorkerFault("timeout", f"your code did not finish within {timeout:g} s") from None
+            raise WorkerFault("timeout", f"your code did not finish within {limit:g} s") from None
         except protocol.ChannelClosed:
             self.kill()
             raise WorkerFault("crashed", "the process running your code stopped unexpectedly "

@@ -7,6 +7,8 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
+from grader.authoring import stand_ins
+
 JOURNEY = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
            (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
 JOURNEY_WORDS = ("Your", "journey", "starts", "with", "one", "step")
@@ -82,7 +84,8 @@ def every_call(grade, check_one, calls):
         raise first
 
 
-try:  # registers the helper exercises' stand-ins with the grader: on the instructor's side only, since they
-    from lesson import stand_ins  # noqa: E402,F401 - are answers (a student distribution does not ship them)
-except ImportError:
-    pass
+# the helper exercises a case kept as "right, given your helper" is verified with (grader.grading.stand_ins):
+# names only; each call's right result comes from the grader's side (the reference, or its recording)
+stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_product_attention", "causal_mask",
+          "padding_mask", "split_heads", "merge_heads", "split_qkv", "repeat_kv", "sliding_window_mask",
+          "SelfAttention_v1", "SelfAttention_v2")

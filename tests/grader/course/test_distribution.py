@@ -64,10 +64,11 @@ def verdicts(data):
 def test_it_holds_what_students_need(course, distribution):
     assert {p.name for p in distribution.iterdir()} == SHIPPED
     assert {p.name for p in (distribution / "suites").iterdir()} == {"pytest.ini", "public", "lesson"}
-    # the lesson's data, its known mistakes and the checks both suites share (the same rules on both sides),
-    # not the stand-ins: right versions of the helper exercises (grader/grading/stand_ins.py)
+    # the lesson's data, its known mistakes and the checks both suites share (the same rules on both sides);
+    # no right version of a helper exercise exists to ship (issue 43: answers stay on the grader's side)
     assert {p.name for p in (distribution / "suites" / "lesson").iterdir()} == \
-        {p.name for p in (ROOT / "suites" / "lesson").glob("*.py")} - {"stand_ins.py"}
+        {p.name for p in (ROOT / "suites" / "lesson").glob("*.py")}
+    assert not (ROOT / "suites" / "lesson" / "stand_ins.py").exists()
     assert (distribution / ".github" / "workflows" / "classroom.yml").is_file()
     for assignment in course.assignments:
         for name in (assignment.module, assignment.notebook):
@@ -376,3 +377,36 @@ def test_the_gitlab_job_writes_a_junit_report(clone, tmp_path):
     assert result.returncode == 1  # the stubs: short of full marks, and the job says so
     report = ElementTree.parse(clone / "report.xml").getroot()
     assert report.tag == "testsuites" and report.get("tests") == "34" and report.get("failures") == "34"
+
+
+HELPER_BROKEN = {  # issue 43: a learner's exercise mistakes hidden behind a broken helper on the student's side
+    "fused_scale_inverted": ("04_multi_head_attention", [
+        ("x = x.transpose(1, 2)  # [B, T, H, hd], no longer contiguous", "x = x.contiguous()"),
+        ("self.scale = qk_scale or (chan // num_heads) ** -0.5",
+         "self.scale = qk_scale or 1 / (chan // num_heads) ** -0.5")]),
+    "v2_scaled_by_d_k": ("02_self_attention", [
+        ("math.sqrt(keys.shape[-1])", "keys.shape[-1]")]),
+}
+
+
+@pytest.mark.slow  # grades in a subprocess
+@pytest.mark.parametrize("case", list(HELPER_BROKEN))
+def test_the_student_side_verifies_kept_cases_as_the_instructor_does(course, grader, distribution, submission_dir,
+                                                                     case):
+    """Issue 43: a case kept as "right, given your helper" is verified on the student's side too, from what
+    the release recorded of the reference's helpers: the exercise's own mistake is found there as in the
+    instructor's grading, and the score the student sees is the instructor's."""
+    assignment_id, edits = HELPER_BROKEN[case]
+    path = submission_dir / assignment_id / course.assignment(assignment_id).module
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    hidden = grader.grade(resolve_submission(submission_dir, course), (course.assignment(assignment_id),))
+    _, data = grade_json(distribution, assignment_id, "--submission", str(submission_dir))
+    ours = {e["name"]: (e["status"], tuple(e["misconceptions"])) for e in data["assignments"][0]["exercises"]}
+    theirs = {e.name: (e.status, tuple(e.misconceptions)) for e in hidden.assignments[0].exercises}
+    assert ours == theirs
+    assert abs(data["assignments"][0]["score"] - hidden.assignments[0].score) <= 0.05 * hidden.assignments[0].max_score
+    assert hidden.assignments[0].score < hidden.assignments[0].max_score - 15  # the hidden mistake costs

@@ -1,0 +1,325 @@
+"""The grader's side of the stand-ins: the right results of a student's helper calls, answered from
+outside the student's process while a case kept as "right, given your helper" is verified.
+
+The student's process gets stand-ins (grader.inside.stand_in) that send each call's values here. An
+:class:`Oracle` answers them for one verification run only, for the helpers being replaced only, a
+bounded number of times, with nothing but the right result of that call (or the exception a right
+helper raises). Where the answers come from:
+
+- :class:`LiveAnswers`: the reference itself, in the grading process (the instructor's side);
+- :class:`RecordedAnswers`: what the reference's helpers answered on the public cases, recorded by
+  ``grade release --out`` (:class:`Recorder`): a student distribution, which has no reference, answers
+  a call whose values match a recorded one and refuses the rest (the case is then "not checked on your
+  side").
+
+No code of a right helper ever reaches the student's process: only tensors and plain values cross.
+"""
+from __future__ import annotations
+
+from grader.inside.protocol import flatten
+
+LIVE_CALLS = 256  # answers per helper per verification run, from the reference (the longest decoding check
+# of this course makes 64 calls of one helper)
+RECORDED_FACTOR = 4  # answers per helper per run, from a recording: this many times the reference's calls
+RECORDED_MINIMUM = 16
+RAISES = ("ValueError", "RuntimeError", "TypeError", "IndexError", "AssertionError")  # a right helper's raise
+
+
+class Unanswerable(Exception):
+    """No right result can be had for this call here (not recorded, not this check's helper)."""
+
+
+class Oracle:
+    """Answers the stand-ins' questions of one verification run: ``helpers`` only, at most ``budget[name]``
+    calls each. ``unanswered``: what it could not answer (a student distribution's gap); ``exhausted``:
+    a helper called more often than a right exercise would."""
+
+    def __init__(self, answers, helpers, budget: dict[str, int]):
+        self.answers, self.helpers, self.budget = answers, frozenset(helpers), budget
+        self.used: dict[str, int] = {}
+        self.unanswered: list[str] = []
+        self.exhausted: list[str] = []
+        self.calls: dict[int, object] = {}  # this run's answered forward calls, for their backward passes
+
+    def __call__(self, question: dict) -> dict:
+        try:
+            return self._answer(question)
+        except Unanswerable as why:
+            self.unanswered.append(str(why))
+            return {"refused": str(why)}
+
+    def _answer(self, question: dict) -> dict:
+        op, name = question.get("op"), question.get("name")
+        if op == "backward":
+            call = question.get("call")
+            if call not in self.calls:
+                raise Unanswerable("a backward pass of no call of this verification")
+            return {"grads": self.answers.backward(self.calls[call], question.get("grads") or [])}
+        if name not in self.helpers or op not in ("new", "forward"):
+            raise Unanswerable(f"{name!r} is not being verified")
+        used = self.used[name] = self.used.get(name, 0) + 1
+        if used > self.budget.get(name, 0):
+            self.exhausted.append(name)
+            return {"refused": f"{name} was called more often than a right exercise calls it"}
+        try:
+            answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
+        except Raised as raised:
+            return {"raises": raised.kind, "message": raised.message}
+        if handle is not None:
+            self.calls[len(self.calls) + 1] = handle
+            answer = {**answer, "call": len(self.calls)}
+        return answer
+
+
+class Raised(Exception):
+    """A right helper raised on these arguments (the stand-in raises the same kind)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+# --- answers from the reference ---------------------------------------------------------------------
+class LiveAnswers:
+    """The reference's helpers (``functions``: name -> the reference's function or class), run on
+    ``device`` in the grading process."""
+
+    def __init__(self, functions: dict, device: str, record: list | None = None):
+        self.functions, self.device, self.record = functions, device, record
+
+    def _target(self, name):
+        target = self.functions.get(name)
+        if target is None:
+            raise Unanswerable(f"no right {name} at hand")
+        return target
+
+    def new(self, question: dict) -> dict:
+        import torch
+
+        instance = self._target(question["name"])(*question.get("args", ()), **question.get("kwargs", {}))
+        linears = {path: [m.in_features, m.out_features, m.bias is not None]
+                   for path, m in instance.named_modules() if path and type(m) is torch.nn.Linear}
+        answer = {"linears": linears, "params": {n: p.detach().cpu() for n, p in instance.named_parameters()}}
+        if self.record is not None:
+            self.record.append({"q": _kept(question), "a": _kept(answer)})
+        return answer
+
+    def forward(self, question: dict):
+        import torch
+
+        target = self._target(question["name"])
+        args, kwargs = _fresh(question.get("args", ()), self.device), _fresh(question.get("kwargs", {}), self.device)
+        params = list(question.get("params") or [])
+        tensors = [t for t in flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
+        with torch.enable_grad():
+            fn, slots = target, list(tensors)  # slots: what each tensor the stand-in sent stands for here
+            if "new_args" in question:  # a class helper's forward: the reference's, with these parameters
+                with torch.random.fork_rng(devices=[]):  # its initial weights are replaced: no draw counts
+                    fn = target(*question["new_args"], **question["new_kwargs"])
+                fn = fn.to(self.device, params[0].dtype) if params and params[0].is_floating_point() else fn.to(self.device)
+                fn.train(bool(question.get("training")))
+                own, names = dict(fn.named_parameters()), list(question.get("param_names") or [])
+                if sorted(names) != sorted(own) or len(names) != len(params) \
+                        or any(tuple(own[n].shape) != tuple(p.shape) for n, p in zip(names, params)):
+                    raise Unanswerable(f"a {question['name']} of other parameters than the lesson's")
+                with torch.no_grad():
+                    for n, p in zip(names, params):
+                        own[n].copy_(p)
+                slots += [own[n] for n in names]
+            elif params:
+                raise Unanswerable(f"{question['name']} is not a class")
+            wanted = [i for i in sorted(set(question.get("grad") or ())) if isinstance(i, int) and 0 <= i < len(slots)]
+            for i in wanted:
+                if i < len(tensors) and slots[i].is_floating_point():
+                    slots[i].requires_grad_(True)
+            wanted = [i for i in wanted if slots[i].requires_grad]
+            try:
+                out = fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a right helper's raise, which the stand-in repeats
+                kind = type(exc).__name__
+                if kind not in RAISES:
+                    raise Unanswerable(f"the right {question['name']} fails here ({kind})") from None
+                raised = Raised(kind, str(exc).splitlines()[0][:500] if str(exc) else "")
+                if self.record is not None:
+                    self.record.append({"q": _kept(question), "raises": [raised.kind, raised.message]})
+                raise raised from None
+        answer = {"out": _detached(out)}
+        entry = None
+        if self.record is not None:
+            entry = {"q": _kept(question), "a": _kept(answer), "back": []}
+            self.record.append(entry)
+        return answer, (out, [slots[i] for i in wanted], wanted, len(slots), entry)
+
+    def backward(self, handle, grads: list) -> list:
+        import torch
+
+        out, leaves, wanted, count, entry = handle
+        outs = [o for o in flatten(out) if hasattr(o, "requires_grad")]
+        pairs = [(o, g.to(o.device, o.dtype)) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        found = [None] * count
+        if pairs and leaves:
+            back = torch.autograd.grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True,
+                                       retain_graph=True)
+            for index, grad in zip(wanted, back):
+                found[index] = None if grad is None else grad.detach().cpu()
+        if entry is not None:
+            entry["back"].append([_kept(grads), _kept(found)])
+        return found
+
+
+# --- answers from a recording -----------------------------------------------------------------------
+class RecordedAnswers:
+    """What the reference's helpers answered on this check's public cases (``records``, made by
+    :class:`Recorder`): a question is answered when its values match a recorded one's within ``tolerance``
+    (``(dtype name) -> Tolerance``)."""
+
+    def __init__(self, records: list, tolerance, device: str):
+        self.records, self.tolerance, self.device = records, tolerance, device
+
+    def new(self, question: dict) -> dict:
+        for record in self.records:
+            q = record["q"]
+            if q.get("op") == "new" and q.get("name") == question.get("name") and "a" in record \
+                    and self._same([q.get("args"), q.get("kwargs")], [question.get("args"), question.get("kwargs")]):
+                return _on(record["a"], "cpu")
+        raise Unanswerable(f"constructing {question.get('name')} with these arguments is not on record")
+
+    def forward(self, question: dict):
+        keys = ("name", "new_args", "new_kwargs", "training", "param_names")
+        for record in self.records:
+            q = record["q"]
+            if q.get("op") != "forward" or any(q.get(k) != question.get(k) for k in keys if k != "new_args"):
+                continue
+            if not self._same([q.get("new_args"), q.get("args"), q.get("kwargs"), q.get("params")],
+                              [question.get("new_args"), question.get("args"), question.get("kwargs"),
+                               question.get("params")]):
+                continue
+            if "raises" in record:
+                raise Raised(*record["raises"])
+            return {"out": record["a"]["out"]}, record
+        raise Unanswerable(f"this call of {question.get('name')} is not on record")
+
+    def backward(self, record, grads: list) -> list:
+        for recorded, found in record.get("back", ()):
+            if self._same(recorded, grads):
+                return found
+        raise Unanswerable(f"this gradient through {record['q'].get('name')} is not on record")
+
+    def _same(self, ours, theirs) -> bool:
+        import torch
+
+        if isinstance(ours, torch.Tensor) or isinstance(theirs, torch.Tensor):
+            if not (isinstance(ours, torch.Tensor) and isinstance(theirs, torch.Tensor)) \
+                    or ours.shape != theirs.shape or ours.dtype != theirs.dtype:
+                return False
+            if ours.dtype == torch.bool or not ours.is_floating_point():
+                return torch.equal(ours.cpu(), theirs.cpu())
+            rule = self.tolerance(str(ours.dtype).removeprefix("torch."))
+            return bool(torch.allclose(theirs.cpu(), ours.cpu(), rtol=rule.rtol, atol=rule.atol, equal_nan=True))
+        if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)):
+            return len(ours) == len(theirs) and all(self._same(a, b) for a, b in zip(ours, theirs))
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            return ours.keys() == theirs.keys() and all(self._same(ours[k], theirs[k]) for k in ours)
+        return ours == theirs
+
+
+class Recorder:
+    """Records what the reference's helpers answer while the public suites run on the reference (``grade
+    release --out``): each helper of the reference modules is put behind a stand-in that asks
+    :class:`LiveAnswers` in this process, which keeps every question and answer under the running check."""
+
+    def __init__(self, references: dict, helpers, device: str):
+        self.references, self.helpers, self.device = references, tuple(helpers), device
+        self.calls: dict[str, list] = {}
+        self.check = ""
+        self.installed = False
+        self.replaced: list[tuple[dict, str, object]] = []
+
+    def install(self) -> None:
+        from grader.inside.stand_in import stand_ins
+
+        self.installed = True
+        originals = {}
+        for module in self.references.values():
+            for name in self.helpers:
+                if callable(getattr(module, name, None)) and name not in originals:
+                    originals[name] = getattr(module, name)
+        kinds = {name: "class" if isinstance(own, type) else "function" for name, own in originals.items()}
+        placed = stand_ins(self._ask(originals), kinds, self.device)
+        for module in self.references.values():
+            for name, own in originals.items():
+                if module.__dict__.get(name) is own:
+                    self.replaced.append((module.__dict__, name, own))
+                    module.__dict__[name] = placed[name]
+
+    def _ask(self, originals):
+        def ask(question: dict) -> dict:
+            record = self.calls.setdefault(self.check, [])
+            oracle = Oracle(LiveAnswers(originals, self.device, record), originals, {n: 1 << 30 for n in originals})
+            oracle.calls = self._live
+            return oracle(question)
+
+        self._live: dict[int, object] = {}
+        return ask
+
+    def restore(self) -> None:
+        for namespace, name, own in reversed(self.replaced):
+            namespace[name] = own
+        self.replaced = []
+
+
+def budget(helpers, records: list | None) -> dict[str, int]:
+    """How many calls of each helper one verification run may ask: from the reference (``records`` None),
+    :data:`LIVE_CALLS`; from a recording, a small multiple of the calls the reference made on the check."""
+    if records is None:
+        return {name: LIVE_CALLS for name in helpers}
+    counts = {name: sum(1 for r in records if r["q"].get("name") == name) for name in helpers}
+    return {name: max(RECORDED_MINIMUM, RECORDED_FACTOR * count) for name, count in counts.items()}
+
+
+def _detached(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_detached(v) for v in value)
+    return value
+
+
+def _fresh(value, device: str):
+    """``value`` with every tensor a detached copy on ``device`` (strides kept): the reference's leaves."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(device, copy=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _fresh(v, device) for k, v in value.items()}
+    return value
+
+
+def _kept(value):
+    """``value`` as a recording keeps it: tensors detached, copied to the CPU, tuples as tuples."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_kept(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _kept(v) for k, v in value.items()}
+    return value
+
+
+def _on(value, device: str):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device) if str(value.device) != device else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _on(v, device) for k, v in value.items()}
+    return value

@@ -1,0 +1,97 @@
+"""The grader's side of the stand-ins (grader/grading/oracle.py): issue 43, answers stay on the grader's side."""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "corpus"))
+import corpus  # noqa: E402
+
+from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, budget  # noqa: E402
+
+HUNTER = '"""scaled_dot_product_attention: an attacker that searches its own process for the grader\'s answers while\nits kept case is verified (issue 43), and reports what it finds through its feedback"""\nimport gc\nimport sys\n\nimport torch\n\n\ndef attention_weights(queries, keys, mask=None):\n    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # wrong on purpose: divided by d_k\n    if mask is not None:\n        scores = scores.masked_fill(mask, float("-inf"))\n    return torch.softmax(scores, dim=-1)\n\n\ndef _found():\n    """Every code object in the process that this file did not bring and Python or torch did not either."""\n    import inspect\n    import os\n    import types\n\n    mine = os.path.realpath(__file__)\n    bases = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.__file__.rsplit("/", 1)[0])})\n    seen, found = set(), set()\n\n    def visit(code):\n        if id(code) in seen:\n            return\n        seen.add(id(code))\n        name = code.co_filename\n        path = os.path.realpath(name) if name.startswith("/") else name\n        if path != mine and not path.startswith(bases) and not name.startswith("<frozen"):\n            found.add(f"{name}:{code.co_name}")\n        for const in code.co_consts:\n            if isinstance(const, types.CodeType):\n                visit(const)\n\n    for obj in gc.get_objects():\n        try:\n            code = getattr(obj, "__code__", None) if callable(obj) else None\n        except Exception:\n            continue\n        if isinstance(obj, types.CodeType):\n            visit(obj)\n        elif isinstance(code, types.CodeType):\n            visit(code)\n    frame = sys._getframe()\n    while frame is not None:\n        visit(frame.f_code)\n        frame = frame.f_back\n    for module in list(sys.modules.values()):\n        for value in list(getattr(module, "__dict__", {}).values()):\n            try:\n                code = getattr(value, "__code__", None)\n            except Exception:\n                continue\n            if isinstance(code, types.CodeType):\n                visit(code)\n    modules = sorted(n for n in sys.modules if n.startswith(("grader.grading", "lesson", "solutions", "suites")))\n    stand_in = globals()["attention_weights"]\n    source = ""\n    try:\n        source = inspect.getsource(stand_in)\n    except (OSError, TypeError):\n        pass\n    return sorted(found), modules, source\n\n\ndef scaled_dot_product_attention(queries, keys, values, mask=None):\n    if getattr(globals()["attention_weights"], "__code__", None) is None or globals()["attention_weights"].__code__.co_filename != __file__:  # a stand-in is in place: the grader is verifying\n        found, modules, source = _found()\n        foreign = sorted({f.rsplit(":", 1)[0] for f in found if "/grader/inside/" not in f})\n        words = [w for w in ("sqrt", "softmax", "masked_fill", "transpose", "exp(") if w in source]\n        stand_in = globals()["attention_weights"]\n        where = getattr(getattr(stand_in, "__code__", None), "co_filename", "")\n        raise ValueError("HUNT" + repr({"foreign": foreign, "modules": modules, "words": words, "where": where}) + "HUNT")\n    return attention_weights(queries, keys, mask) @ values\n'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(course, grader, tmp_path, suite):
+    """Issue 43: a wrong attention_weights, and a scaled_dot_product_attention that, once a stand-in is in
+    place (the grader verifying "right, given your attention_weights"), searches its process (gc, frames,
+    sys.modules, its own module) for code it did not bring and reports it in its feedback. It finds the
+    grader's student side (grader/inside: the worker, the protocol, the stand-in that asks) and nothing
+    else: no right helper's code, source or module; and its raise costs the exercise its points."""
+    path = tmp_path / "answer_hunter.py"
+    path.write_text(HUNTER)
+    entry = corpus._entry(path, None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
+    found = re.search(r"HUNT(\{.*?\})HUNT", exercise.feedback, re.S)
+    assert found, exercise.feedback[:800]
+    report = ast.literal_eval(found.group(1))
+    assert report["foreign"] == [] and report["modules"] == [] and report["words"] == [], report
+    assert report["where"].endswith("grader/inside/stand_in.py"), report
+    assert exercise.score < exercise.max_score / 2 and "with a right attention_weights in place of yours" in exercise.feedback
+
+
+def _softmax(x, dim=-1):
+    import torch
+
+    return torch.softmax(x, dim=dim)
+
+
+def test_the_oracle_answers_only_its_helpers_within_their_budget():
+    import torch
+
+    oracle = Oracle(LiveAnswers({"softmax": _softmax}, "cpu"), ["softmax"], {"softmax": 2})
+    x = torch.randn(3, 4)
+    question = {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {}, "params": [], "grad": []}
+    assert torch.allclose(oracle(question)["out"], torch.softmax(x, dim=-1))
+    assert "refused" in oracle({**question, "name": "attention_weights"})  # not being verified
+    oracle(question)
+    assert "refused" in oracle(question) and oracle.exhausted == ["softmax"]  # a third call: over the budget
+    assert "refused" in oracle({"op": "backward", "call": 99, "grads": []})  # no such call of this run
+
+
+def test_the_oracle_gives_the_gradients_of_the_call_it_answered():
+    import torch
+
+    oracle = Oracle(LiveAnswers({"softmax": _softmax}, "cpu"), ["softmax"], {"softmax": 4})
+    x = torch.randn(2, 5, dtype=torch.float64)
+    answer = oracle({"op": "forward", "name": "softmax", "args": (x,), "kwargs": {}, "params": [], "grad": [0]})
+    g = torch.randn(2, 5, dtype=torch.float64)
+    grads = oracle({"op": "backward", "call": answer["call"], "grads": [g]})["grads"]
+    leaf = x.clone().requires_grad_()
+    torch.softmax(leaf, dim=-1).backward(g)
+    assert torch.allclose(grads[0], leaf.grad)
+
+
+def test_a_right_helpers_raise_is_answered_as_a_raise_of_the_same_kind():
+    import torch
+
+    def split(x, heads):
+        if x.shape[-1] % heads:
+            raise ValueError("does not split")
+        return x
+
+    oracle = Oracle(LiveAnswers({"split_heads": split}, "cpu"), ["split_heads"], {"split_heads": 4})
+    answer = oracle({"op": "forward", "name": "split_heads", "args": (torch.zeros(1, 2, 5), 2), "kwargs": {},
+                     "params": [], "grad": []})
+    assert answer == {"raises": "ValueError", "message": "does not split"}
+
+
+def test_a_recording_answers_the_calls_it_holds_and_refuses_the_rest(course):
+    import torch
+
+    record: list = []
+    live = Oracle(LiveAnswers({"softmax": _softmax}, "cpu", record), ["softmax"], {"softmax": 4})
+    x = torch.randn(3, 4)
+    question = {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {"dim": -1}, "params": [], "grad": []}
+    live(question)
+    replay = Oracle(RecordedAnswers(record, course.tolerance, "cpu"), ["softmax"], budget(["softmax"], record))
+    nearby = {**question, "args": (x * (1 + 1e-7),)}  # the same call, computed another way: rounding apart
+    assert torch.equal(replay(nearby)["out"], torch.softmax(x, dim=-1))
+    assert "refused" in replay({**question, "args": (x * 2,)})  # another call: not on record, said so
+    assert replay.unanswered and budget(["softmax"], record)["softmax"] >= 4
