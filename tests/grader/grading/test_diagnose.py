@@ -493,3 +493,34 @@ def test_a_softmax_that_raises_for_an_in_place_op_is_not_said_to_lack_keepdim(co
     entry = next(e for e in corpus.learner("attempts") if e.name.endswith("learner_3_70_softmax_inplace_subtract"))
     exercise, _ = corpus.grade_all([entry], course, grader, tmp_path)[entry.name]
     assert exercise.misconceptions == ["input-mutated"], exercise.feedback[:600]
+
+
+INVERTED_WITH_NOT = '''"""attention_weights: the inverted mask, read with ~mask"""
+import math
+
+import torch
+
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_an_inverted_mask_is_named_on_every_seed_whether_or_not_a_row_is_hidden_whole(course, grader, tmp_path,
+                                                                                        suite):
+    """Issue 43: masked_fill(~mask, -inf) gives NaN where the seed's mask leaves a query every key (seeds 1,
+    4 and 8 here), numbers elsewhere. The name holds on every seed; the NaN is said where it shows."""
+    path = tmp_path / "inverted.py"
+    path.write_text(INVERTED_WITH_NOT)
+    entry = corpus._entry(path, None)
+    said = {}
+    for seed in (1, 2, 4, 8):
+        exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / f"s{seed}", seed=seed, suite=suite)[entry.name]
+        said[seed] = (tuple(exercise.misconceptions), exercise.score)
+    assert {ids for ids, _ in said.values()} == {("mask-inverted",)}, said
+    assert len({score for _, score in said.values()}) == 1, said
