@@ -38,6 +38,7 @@ class Oracle:
         self.answers, self.helpers, self.budget = answers, frozenset(helpers), budget
         self.used: dict[str, int] = {}
         self.unanswered: list[str] = []
+        self.answered = 0  # forward calls answered with a result
         self.exhausted: list[str] = []
         self.calls: dict[int, object] = {}  # this run's answered forward calls, for their backward passes
 
@@ -65,6 +66,7 @@ class Oracle:
             answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
         except Raised as raised:
             return {"raises": raised.kind, "message": raised.message}
+        self.answered += op == "forward"
         if handle is not None:
             self.calls[len(self.calls) + 1] = handle
             answer = {**answer, "call": len(self.calls)}
