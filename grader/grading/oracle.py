@@ -16,6 +16,7 @@ No code of a right helper ever reaches the student's process: only tensors and p
 """
 from __future__ import annotations
 
+from grader.grading.recorded_outputs import on_device
 from grader.inside.protocol import flatten
 
 LIVE_CALLS = 256  # answers per helper per verification run, from the reference (the longest decoding check
@@ -101,16 +102,18 @@ class LiveAnswers:
         instance = self._target(question["name"])(*question.get("args", ()), **question.get("kwargs", {}))
         linears = {path: [m.in_features, m.out_features, m.bias is not None]
                    for path, m in instance.named_modules() if path and type(m) is torch.nn.Linear}
-        answer = {"linears": linears, "params": {n: p.detach().cpu() for n, p in instance.named_parameters()}}
+        answer = {"linears": linears, "params": on_device(dict(instance.named_parameters()), "cpu")}
         if self.record is not None:
-            self.record.append({"q": _kept(question), "a": _kept(answer)})
+            self.record.append({"q": on_device(question, "cpu", copy=True), "a": on_device(answer, "cpu", copy=True)})
         return answer
 
     def forward(self, question: dict):
         import torch
 
         target = self._target(question["name"])
-        args, kwargs = _fresh(question.get("args", ()), self.device), _fresh(question.get("kwargs", {}), self.device)
+        # the reference's leaves: copies, never the tensors asked about (in a recording, the reference's own)
+        args = on_device(question.get("args", ()), self.device, copy=True)
+        kwargs = on_device(question.get("kwargs", {}), self.device, copy=True)
         params = list(question.get("params") or [])
         tensors = [t for t in flatten((args, kwargs)) if isinstance(t, torch.Tensor)]
         with torch.enable_grad():
@@ -143,12 +146,12 @@ class LiveAnswers:
                     raise Unanswerable(f"the right {question['name']} fails here ({kind})") from None
                 raised = Raised(kind, str(exc).splitlines()[0][:500] if str(exc) else "")
                 if self.record is not None:
-                    self.record.append({"q": _kept(question), "raises": [raised.kind, raised.message]})
+                    self.record.append({"q": on_device(question, "cpu", copy=True), "raises": [raised.kind, raised.message]})
                 raise raised from None
-        answer = {"out": _detached(out)}
+        answer = {"out": on_device(out, self.device)}
         entry = None
         if self.record is not None:
-            entry = {"q": _kept(question), "a": _kept(answer), "back": []}
+            entry = {"q": on_device(question, "cpu", copy=True), "a": on_device(answer, "cpu", copy=True), "back": []}
             self.record.append(entry)
         return answer, (out, [slots[i] for i in wanted], wanted, len(slots), entry)
 
@@ -165,7 +168,7 @@ class LiveAnswers:
             for index, grad in zip(wanted, back):
                 found[index] = None if grad is None else grad.detach().cpu()
         if entry is not None:
-            entry["back"].append([_kept(grads), _kept(found)])
+            entry["back"].append([on_device(grads, "cpu", copy=True), on_device(found, "cpu", copy=True)])
         return found
 
 
@@ -175,22 +178,22 @@ class RecordedAnswers:
     :class:`Recorder`): a question is answered when its values match a recorded one's within ``tolerance``
     (``(dtype name) -> Tolerance``)."""
 
-    def __init__(self, records: list, tolerance, device: str):
-        self.records, self.tolerance, self.device = records, tolerance, device
+    def __init__(self, records: list, tolerance):
+        self.records, self.tolerance = records, tolerance
 
     def new(self, question: dict) -> dict:
         for record in self.records:
             q = record["q"]
             if q.get("op") == "new" and q.get("name") == question.get("name") and "a" in record \
                     and self._same([q.get("args"), q.get("kwargs")], [question.get("args"), question.get("kwargs")]):
-                return _on(record["a"], "cpu")
+                return record["a"]
         raise Unanswerable(f"constructing {question.get('name')} with these arguments is not on record")
 
     def forward(self, question: dict):
-        keys = ("name", "new_args", "new_kwargs", "training", "param_names")
+        keys = ("name", "new_kwargs", "training", "param_names")
         for record in self.records:
             q = record["q"]
-            if q.get("op") != "forward" or any(q.get(k) != question.get(k) for k in keys if k != "new_args"):
+            if q.get("op") != "forward" or any(q.get(k) != question.get(k) for k in keys):
                 continue
             if not self._same([q.get("new_args"), q.get("args"), q.get("kwargs"), q.get("params")],
                               [question.get("new_args"), question.get("args"), question.get("kwargs"),
@@ -255,13 +258,13 @@ class Recorder:
                     module.__dict__[name] = placed[name]
 
     def _ask(self, originals):
+        answers = LiveAnswers(originals, self.device, [])
+        oracle = Oracle(answers, originals, {name: 1 << 30 for name in originals})
+
         def ask(question: dict) -> dict:
-            record = self.calls.setdefault(self.check, [])
-            oracle = Oracle(LiveAnswers(originals, self.device, record), originals, {n: 1 << 30 for n in originals})
-            oracle.calls = self._live
+            answers.record = self.calls.setdefault(self.check, [])
             return oracle(question)
 
-        self._live: dict[int, object] = {}
         return ask
 
     def restore(self) -> None:
@@ -277,51 +280,3 @@ def budget(helpers, records: list | None) -> dict[str, int]:
         return {name: LIVE_CALLS for name in helpers}
     counts = {name: sum(1 for r in records if r["q"].get("name") == name) for name in helpers}
     return {name: max(RECORDED_MINIMUM, RECORDED_FACTOR * count) for name, count in counts.items()}
-
-
-def _detached(value):
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_detached(v) for v in value)
-    return value
-
-
-def _fresh(value, device: str):
-    """``value`` with every tensor a detached copy on ``device`` (strides kept): the reference's leaves."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().to(device, copy=True)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_fresh(v, device) for v in value)
-    if isinstance(value, dict):
-        return {k: _fresh(v, device) for k, v in value.items()}
-    return value
-
-
-def _kept(value):
-    """``value`` as a recording keeps it: tensors detached, copied to the CPU, tuples as tuples."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_kept(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _kept(v) for k, v in value.items()}
-    return value
-
-
-def _on(value, device: str):
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device) if str(value.device) != device else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_on(v, device) for v in value)
-    if isinstance(value, dict):
-        return {k: _on(v, device) for k, v in value.items()}
-    return value

@@ -253,7 +253,7 @@ class GradingSession:
         recording = self.recording
         if recording is not None and recording.replaying:
             records = recording.helpers.get(nodeid, [])
-            return Oracle(RecordedAnswers(records, self.course.tolerance, self.device), helpers,
+            return Oracle(RecordedAnswers(records, self.course.tolerance), helpers,
                           budget(helpers, records))
         functions = {}
         for module in (reference, *self.references.values()):

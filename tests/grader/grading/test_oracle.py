@@ -90,7 +90,7 @@ def test_a_recording_answers_the_calls_it_holds_and_refuses_the_rest(course):
     x = torch.randn(3, 4)
     question = {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {"dim": -1}, "params": [], "grad": []}
     live(question)
-    replay = Oracle(RecordedAnswers(record, course.tolerance, "cpu"), ["softmax"], budget(["softmax"], record))
+    replay = Oracle(RecordedAnswers(record, course.tolerance), ["softmax"], budget(["softmax"], record))
     nearby = {**question, "args": (x * (1 + 1e-7),)}  # the same call, computed another way: rounding apart
     assert torch.equal(replay(nearby)["out"], torch.softmax(x, dim=-1))
     assert "refused" in replay({**question, "args": (x * 2,)})  # another call: not on record, said so
