@@ -27,13 +27,21 @@ RAISES = ("ValueError", "RuntimeError", "TypeError", "IndexError", "AssertionErr
 
 
 class Unanswerable(Exception):
-    """No right result can be had for this call here (not recorded, not this check's helper)."""
+    """No right result can be had for this call here (not this check's helper, not a call a right helper
+    takes): refused, and nothing else follows from it."""
+
+
+class NotOnRecord(Unanswerable):
+    """A student distribution's gap: a well-formed call of a helper being verified whose values its
+    recording does not hold (the only refusal that makes a case "not checked on your side")."""
 
 
 class Oracle:
     """Answers the stand-ins' questions of one verification run: ``helpers`` only, at most ``budget[name]``
-    calls each. ``unanswered``: what it could not answer (a student distribution's gap); ``exhausted``:
-    a helper called more often than a right exercise would."""
+    calls each. ``unanswered``: the calls a student distribution's recording does not hold (NotOnRecord);
+    every other question it cannot answer (malformed, of another helper, one the right helper fails on
+    other than by a raise a right one makes) is refused and counts for nothing, whatever the student's
+    process sends. ``exhausted``: a helper called more often than a right exercise would."""
 
     def __init__(self, answers, helpers, budget: dict[str, int]):
         self.answers, self.helpers, self.budget = answers, frozenset(helpers), budget
@@ -46,9 +54,13 @@ class Oracle:
     def __call__(self, question: dict) -> dict:
         try:
             return self._answer(question)
-        except Unanswerable as why:
+        except NotOnRecord as why:
             self.unanswered.append(str(why))
             return {"refused": str(why)}
+        except Unanswerable as why:
+            return {"refused": str(why)}
+        except Exception as exc:  # noqa: BLE001 - a question no right helper's call makes: the student's doing
+            return {"refused": f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})"}
 
     def _answer(self, question: dict) -> dict:
         op, name = question.get("op"), question.get("name")
@@ -187,44 +199,57 @@ class RecordedAnswers:
             if q.get("op") == "new" and q.get("name") == question.get("name") and "a" in record \
                     and self._same([q.get("args"), q.get("kwargs")], [question.get("args"), question.get("kwargs")]):
                 return record["a"]
-        raise Unanswerable(f"constructing {question.get('name')} with these arguments is not on record")
+        raise NotOnRecord(f"constructing {question.get('name')} with these arguments is not on record")
 
     def forward(self, question: dict):
+        """The recorded answer to a call of these values; NotOnRecord for a call of the recorded kind (the
+        same arguments' shapes and plain values) whose values none holds, Unanswerable for anything else."""
         keys = ("name", "new_kwargs", "training", "param_names")
+        parts = ("new_args", "args", "kwargs", "params")
+        asked = [question.get(part) for part in parts]
+        alike = False
         for record in self.records:
             q = record["q"]
             if q.get("op") != "forward" or any(q.get(k) != question.get(k) for k in keys):
                 continue
-            if not self._same([q.get("new_args"), q.get("args"), q.get("kwargs"), q.get("params")],
-                              [question.get("new_args"), question.get("args"), question.get("kwargs"),
-                               question.get("params")]):
+            recorded = [q.get(part) for part in parts]
+            if not self._same(recorded, asked, values=False):
+                continue
+            alike = True
+            if not self._same(recorded, asked):
                 continue
             if "raises" in record:
                 raise Raised(*record["raises"])
             return {"out": record["a"]["out"]}, record
-        raise Unanswerable(f"this call of {question.get('name')} is not on record")
+        if alike:
+            raise NotOnRecord(f"this call of {question.get('name')} is not on record")
+        raise Unanswerable(f"no call of {question.get('name')} like this one is on record")
 
     def backward(self, record, grads: list) -> list:
         for recorded, found in record.get("back", ()):
             if self._same(recorded, grads):
                 return found
-        raise Unanswerable(f"this gradient through {record['q'].get('name')} is not on record")
+        raise NotOnRecord(f"this gradient through {record['q'].get('name')} is not on record")
 
-    def _same(self, ours, theirs) -> bool:
+    def _same(self, ours, theirs, values: bool = True) -> bool:
+        """Whether two questions' values agree (tensors within the dtype's tolerance); with ``values``
+        False, only their structure, plain values, and tensors' shapes and dtypes."""
         import torch
 
         if isinstance(ours, torch.Tensor) or isinstance(theirs, torch.Tensor):
             if not (isinstance(ours, torch.Tensor) and isinstance(theirs, torch.Tensor)) \
                     or ours.shape != theirs.shape or ours.dtype != theirs.dtype:
                 return False
+            if not values:
+                return True
             if ours.dtype == torch.bool or not ours.is_floating_point():
                 return torch.equal(ours.cpu(), theirs.cpu())
             rule = self.tolerance(str(ours.dtype).removeprefix("torch."))
             return bool(torch.allclose(theirs.cpu(), ours.cpu(), rtol=rule.rtol, atol=rule.atol, equal_nan=True))
         if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)):
-            return len(ours) == len(theirs) and all(self._same(a, b) for a, b in zip(ours, theirs))
+            return len(ours) == len(theirs) and all(self._same(a, b, values) for a, b in zip(ours, theirs))
         if isinstance(ours, dict) and isinstance(theirs, dict):
-            return ours.keys() == theirs.keys() and all(self._same(ours[k], theirs[k]) for k in ours)
+            return ours.keys() == theirs.keys() and all(self._same(ours[k], theirs[k], values) for k in ours)
         return ours == theirs
 
 

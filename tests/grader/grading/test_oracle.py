@@ -95,3 +95,65 @@ def test_a_recording_answers_the_calls_it_holds_and_refuses_the_rest(course):
     assert torch.equal(replay(nearby)["out"], torch.softmax(x, dim=-1))
     assert "refused" in replay({**question, "args": (x * 2,)})  # another call: not on record, said so
     assert replay.unanswered and budget(["softmax"], record)["softmax"] >= 4
+
+
+GAP_FORGER = '''"""scaled_dot_product_attention: a forger that, while its kept case is verified, asks the grader through
+the stand-in's channel one question no right helper's call makes, and returns a wrong output"""
+import torch
+
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # wrong on purpose: divided by d_k
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def scaled_dot_product_attention(queries, keys, values, mask=None):
+    helper = globals()["attention_weights"]
+    weights = helper(queries, keys, mask)
+    if getattr(helper, "__closure__", None):  # a stand-in: its closure holds the channel to the grader
+        for cell in helper.__closure__:
+            ask = cell.cell_contents
+            if callable(ask) and getattr(ask, "__name__", "") == "ask":
+                ask({"op": "forward", "name": "attention_weights", "args": ("not a tensor",), "kwargs": {},
+                     "params": [], "grad": []})
+                ask({"op": "new", "name": "attention_weights", "args": ("object",), "kwargs": {}})
+        return torch.zeros(*weights.shape[:-1], values.shape[-1], dtype=values.dtype)  # wrong on purpose
+    return weights @ values
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_a_question_no_right_call_makes_is_refused_and_keeps_no_case(course, grader, tmp_path, suite):
+    """Review of issue 43: a question the reference cannot answer (not a tensor; a function built as a
+    class) raised out of the oracle into the grading (a grader error: the check neither cost nor earned);
+    and an unanswered question could have made a wrong exercise's case stand as kept. Now it is refused,
+    the verification goes on, and the exercise's own mistake is the verdict."""
+    path = tmp_path / "gap_forger.py"
+    path.write_text(GAP_FORGER)
+    entry = corpus._entry(path, None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
+    assert exercise.status == "failed" and exercise.score < exercise.max_score / 2, exercise.feedback[:500]
+    assert "with a right attention_weights in place of yours" in exercise.feedback
+    assert "could not be checked" not in exercise.feedback
+
+
+def test_a_malformed_question_is_refused_and_is_no_recordings_gap(course):
+    import torch
+
+    live = Oracle(LiveAnswers({"softmax": _softmax}, "cpu"), ["softmax"], {"softmax": 8})
+    assert "refused" in live({"op": "new", "name": "softmax", "args": ("x",), "kwargs": {}})
+    # the right softmax raises TypeError on a string: answered as that raise, as any right helper's raise
+    assert live({"op": "forward", "name": "softmax", "args": ("x",), "kwargs": {}, "grad": []})["raises"] == "TypeError"
+    assert live.unanswered == []
+    record: list = []
+    x = torch.randn(3, 4)
+    Oracle(LiveAnswers({"softmax": _softmax}, "cpu", record), ["softmax"], {"softmax": 4})(
+        {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {}, "params": [], "grad": []})
+    replay = Oracle(RecordedAnswers(record, course.tolerance), ["softmax"], {"softmax": 8})
+    assert "refused" in replay({"op": "forward", "name": "softmax", "args": ("x",), "kwargs": {}, "params": []})
+    assert replay.unanswered == []  # not a call of the recorded kind: no gap, nothing kept for it
+    assert "refused" in replay({"op": "forward", "name": "softmax", "args": (x + 1,), "kwargs": {}, "params": []})
+    assert len(replay.unanswered) == 1  # the recorded kind, other values: the recording's gap
