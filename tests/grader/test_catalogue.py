@@ -18,9 +18,10 @@ SPEC_IDS = (
     "heads-merged-without-transpose", "view-on-non-contiguous", "out-proj-missing", "dropout-in-eval",
     "dropout-on-scores", "input-mutated", "wrong-device", "wrong-dtype", "forbidden-op", "not-vectorised",
     "kv-heads-tiled", "cache-not-used", "cache-position-not-advanced", "rope-pairs-interleaved",
-    "window-off-by-one", "cache-not-reset",
+    "window-off-by-one", "cache-not-reset", "rope-frequencies-wrong", "window-cache-too-small",
+    "sum-without-keepdim", "mask-fill-finite",
 )
-DECODING_IDS = SPEC_IDS[-6:]  # 06_decoding_attention's
+DECODING_IDS = SPEC_IDS[23:31]  # 06_decoding_attention's
 _ID = re.compile(r"^[a-z]+(-[a-z]+)+$")
 
 
