@@ -133,11 +133,14 @@ def test_autograde_removes_what_a_grading_process_killed_mid_submission_left_and
                            cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        children = wait_for(lambda: [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and
-                                     _parent(p) == run.pid])
-        victim = children[0]
-        wait_for(lambda: list(scratch.glob(f"grade-sandboxes-{run.pid}-*/grade-sandbox-{victim}-*")))
-        wait_for(lambda: _workers_below(victim))  # mid-submission: its working copy is in the sandbox's own folder
+        def busy():  # a grading process mid-submission: its sandbox made, a worker of its running
+            # (its working copy is in the sandbox's own folder); whichever of the two it is (the first one
+            # may have finished its submission before it was looked at, on a loaded machine)
+            children = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == run.pid]
+            return next((child for child in children if _workers_below(child)
+                         and list(scratch.glob(f"grade-sandboxes-{run.pid}-*/grade-sandbox-{child}-*"))), None)
+
+        victim = wait_for(busy)
         os.kill(victim, signal.SIGKILL)
         _, err = run.communicate(timeout=300)
     finally:
