@@ -32,8 +32,8 @@ class Unanswerable(Exception):
 
 
 class NotOnRecord(Unanswerable):
-    """A student distribution's gap: a well-formed call of a helper being verified whose values its
-    recording does not hold (the only refusal that makes a case "not checked on your side")."""
+    """A student distribution's gap: a call of a helper being verified whose values its recording does
+    not hold (the only refusal that makes a case "not checked on your side"; the reference never gives it)."""
 
 
 class Oracle:
@@ -41,13 +41,13 @@ class Oracle:
     calls each. ``unanswered``: the calls a student distribution's recording does not hold (NotOnRecord);
     every other question it cannot answer (malformed, of another helper, one the right helper fails on
     other than by a raise a right one makes) is refused and counts for nothing, whatever the student's
-    process sends. ``exhausted``: a helper called more often than a right exercise would."""
+    process sends: from the reference, nothing is ever "not checked". ``exhausted``: a helper called more often than a right exercise would."""
 
     def __init__(self, answers, helpers, budget: dict[str, int]):
         self.answers, self.helpers, self.budget = answers, frozenset(helpers), budget
         self.used: dict[str, int] = {}
         self.unanswered: list[str] = []
-        self.answered = 0  # forward calls answered with a result
+        self.answered = 0  # questions answered with a result (a construction's included)
         self.exhausted: list[str] = []
         self.calls: dict[int, object] = {}  # this run's answered forward calls, for their backward passes
 
@@ -79,7 +79,7 @@ class Oracle:
             answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
         except Raised as raised:
             return {"raises": raised.kind, "message": raised.message}
-        self.answered += op == "forward"
+        self.answered += 1
         if handle is not None:
             self.calls[len(self.calls) + 1] = handle
             answer = {**answer, "call": len(self.calls)}
@@ -202,28 +202,21 @@ class RecordedAnswers:
         raise NotOnRecord(f"constructing {question.get('name')} with these arguments is not on record")
 
     def forward(self, question: dict):
-        """The recorded answer to a call of these values; NotOnRecord for a call of the recorded kind (the
-        same arguments' shapes and plain values) whose values none holds, Unanswerable for anything else."""
+        """The recorded answer to a call of these values, or NotOnRecord (the case is then not checked on
+        the student's side: the preview runs on the student's own machine, so what its code asks can only
+        change its own preview, never the instructor's grade, which asks the reference)."""
         keys = ("name", "new_kwargs", "training", "param_names")
         parts = ("new_args", "args", "kwargs", "params")
-        asked = [question.get(part) for part in parts]
-        alike = False
         for record in self.records:
             q = record["q"]
             if q.get("op") != "forward" or any(q.get(k) != question.get(k) for k in keys):
                 continue
-            recorded = [q.get(part) for part in parts]
-            if not self._same(recorded, asked, values=False):
-                continue
-            alike = True
-            if not self._same(recorded, asked):
+            if not self._same([q.get(part) for part in parts], [question.get(part) for part in parts]):
                 continue
             if "raises" in record:
                 raise Raised(*record["raises"])
             return {"out": record["a"]["out"]}, record
-        if alike:
-            raise NotOnRecord(f"this call of {question.get('name')} is not on record")
-        raise Unanswerable(f"no call of {question.get('name')} like this one is on record")
+        raise NotOnRecord(f"this call of {question.get('name')} is not on record")
 
     def backward(self, record, grads: list) -> list:
         for recorded, found in record.get("back", ()):
@@ -231,25 +224,22 @@ class RecordedAnswers:
                 return found
         raise NotOnRecord(f"this gradient through {record['q'].get('name')} is not on record")
 
-    def _same(self, ours, theirs, values: bool = True) -> bool:
-        """Whether two questions' values agree (tensors within the dtype's tolerance); with ``values``
-        False, only their structure, plain values, and tensors' shapes and dtypes."""
+    def _same(self, ours, theirs) -> bool:
+        """Whether two questions' values agree (tensors within the dtype's tolerance)."""
         import torch
 
         if isinstance(ours, torch.Tensor) or isinstance(theirs, torch.Tensor):
             if not (isinstance(ours, torch.Tensor) and isinstance(theirs, torch.Tensor)) \
                     or ours.shape != theirs.shape or ours.dtype != theirs.dtype:
                 return False
-            if not values:
-                return True
             if ours.dtype == torch.bool or not ours.is_floating_point():
                 return torch.equal(ours.cpu(), theirs.cpu())
             rule = self.tolerance(str(ours.dtype).removeprefix("torch."))
             return bool(torch.allclose(theirs.cpu(), ours.cpu(), rtol=rule.rtol, atol=rule.atol, equal_nan=True))
         if isinstance(ours, (list, tuple)) and isinstance(theirs, (list, tuple)):
-            return len(ours) == len(theirs) and all(self._same(a, b, values) for a, b in zip(ours, theirs))
+            return len(ours) == len(theirs) and all(self._same(a, b) for a, b in zip(ours, theirs))
         if isinstance(ours, dict) and isinstance(theirs, dict):
-            return ours.keys() == theirs.keys() and all(self._same(ours[k], theirs[k], values) for k in ours)
+            return ours.keys() == theirs.keys() and all(self._same(ours[k], theirs[k]) for k in ours)
         return ours == theirs
 
 
