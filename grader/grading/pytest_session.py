@@ -343,10 +343,8 @@ class GradingPlugin:
                 helpers.append(again.helper)
                 continue
             except (CheckFailed, StudentFault) as failure:
-                if oracle.unanswered:  # a student distribution without the record of a call it made: where
-                    # others were on record (the exercise computed the reference's values up to the helper),
-                    # the case stands as kept; where none was, the exercise's own values went wrong before it
-                    verdict = given if oracle.answered else (given.unverified or given)
+                if oracle.unanswered:  # a student distribution without the record of a call it made
+                    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
                     raise _not_checked_here(verdict, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
             finally:

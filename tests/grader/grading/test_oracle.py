@@ -158,3 +158,26 @@ def test_a_malformed_question_is_refused_and_is_no_recordings_gap(course):
     # a call the recording lacks: the student's preview says it could not check the case (on the student's
     # own machine, where nothing its code asks reaches the instructor's grade)
     assert len(replay.unanswered) == 2
+
+
+def test_a_gap_keeps_the_case_only_where_nothing_on_record_was_missed(course):
+    """A student distribution's gap keeps a case as it stood where some call was on record, or where the
+    check has no call of the helper on record at all (a memory measure never asks the reference); not where
+    calls were recorded and none matched (the exercise's own values went wrong before the helper)."""
+    import torch
+
+    record: list = []
+    x = torch.randn(3, 4)
+    Oracle(LiveAnswers({"softmax": _softmax}, "cpu", record), ["softmax"], {"softmax": 4})(
+        {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {}, "params": [], "grad": []})
+    call = {"op": "forward", "name": "softmax", "kwargs": {}, "params": []}
+    missed = Oracle(RecordedAnswers(record, course.tolerance), ["softmax"], {"softmax": 8})
+    missed({**call, "args": (x * 3,)})
+    assert missed.unanswered and not missed.gap_keeps_the_case()
+    partly = Oracle(RecordedAnswers(record, course.tolerance), ["softmax"], {"softmax": 8})
+    partly({**call, "args": (x,)})
+    partly({**call, "args": (x * 3,)})
+    assert partly.unanswered and partly.gap_keeps_the_case()
+    nothing = Oracle(RecordedAnswers([], course.tolerance), ["softmax"], {"softmax": 8})
+    nothing({**call, "args": (x,)})
+    assert nothing.unanswered and nothing.gap_keeps_the_case()
