@@ -245,9 +245,15 @@ def valid_figure(figure) -> bool:
             and all(isinstance(label, str) for label in rows + cols)):
         return False
 
-    def cell(value):
-        return value in ("nan", "inf", "-inf") or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                                   and math.isfinite(value))
+    def cell(value):  # a finite number of any size, or "nan", "inf", "-inf" as figure_of writes them
+        if value in ("nan", "inf", "-inf"):
+            return True
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        try:
+            return math.isfinite(float(value))  # an integer past float's range is no value a figure holds
+        except OverflowError:
+            return False
 
     return all(isinstance(figure.get(key), list) and len(figure[key]) == len(rows)
                and all(isinstance(row, list) and len(row) == len(cols) and all(map(cell, row)) for row in figure[key])
@@ -269,7 +275,29 @@ def _scale(figure):
         low, high = 0.0, 1.0
     elif figure.get("kind", "values") == "weights":
         low = min(low, 0.0)  # weights from 0; to their largest, so that small differences still show
-    return low, (high if high > low else low + 1.0)
+    return low, (high if high > low else low + 1.0)  # at 1e308, low + 1.0 is low: _fraction takes that
+
+
+def _fraction(value: float, low: float, high: float) -> float | None:
+    """Where ``value`` lies on the colour scale from ``low`` (0) to ``high`` (1), clamped; None where it
+    is not finite (drawn grey, off the scale). Every term is halved first, so that no difference of two
+    finite floats overflows (1.7e308 - -1.7e308 is infinite; 0.85e308 + 0.85e308 is not)."""
+    if not math.isfinite(value):
+        return None
+    span = high / 2 - low / 2
+    if not span > 0:  # one value only, too large for low + 1.0 to differ from it
+        return 0.0
+    return min(max((value / 2 - low / 2) / span, 0.0), 1.0)
+
+
+def non_finite_note(figure: dict) -> str:
+    """A sentence saying how many entries of the two matrices are not finite (NaN, infinities), which
+    are drawn grey and left off the colour scale; "" where all are finite."""
+    left_out = sum(not math.isfinite(value_of(c)) for key, _ in PANELS for row in figure[key] for c in row)
+    if not left_out:
+        return ""
+    return (f"{left_out} {'entry is' if left_out == 1 else 'entries are'} not finite (NaN or infinite): "
+            f"drawn grey, left off the colour scale.")
 
 
 def png(figure: dict) -> bytes:
@@ -297,13 +325,15 @@ def png(figure: dict) -> bytes:
         if key == "differs":
             axis.imshow(differs, cmap=matplotlib.colors.ListedColormap(["#ffffff", "#d62728"]), vmin=0, vmax=1)
         else:
-            values = numpy.array([[value_of(c) for c in row] for row in figure[key]], dtype=float)
-            axis.imshow(numpy.ma.masked_invalid(values), cmap=cmap, vmin=low, vmax=high)
+            values = [[value_of(c) for c in row] for row in figure[key]]
+            # placed on the scale here, not by matplotlib, whose normalising overflows at 1e308
+            placed = numpy.array([[_fraction(v, low, high) for v in row] for row in values], dtype=float)
+            axis.imshow(numpy.ma.masked_invalid(placed), cmap=cmap, vmin=0.0, vmax=1.0)
             if max(n, m) <= 8:
                 for i in range(n):
                     for j in range(m):
                         axis.text(j, i, _short(figure[key][i][j]), ha="center", va="center", fontsize=7,
-                                  color="white" if _dark(values[i, j], low, high) else "black")
+                                  color="white" if _dark(values[i][j], low, high) else "black")
             if key == "theirs":
                 for i, j in zip(*numpy.nonzero(differs)):
                     axis.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
@@ -311,25 +341,32 @@ def png(figure: dict) -> bytes:
         axis.set_xticks(range(m), cols, rotation=45, ha="right", fontsize=8)
         axis.set_yticks(range(n), rows if key == "theirs" else [""] * n, fontsize=8)
     fig.suptitle(figure["title"], fontsize=9)
+    if note := non_finite_note(figure):
+        fig.supxlabel(note, fontsize=8)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
 
 
 def _dark(value, low, high) -> bool:
-    return math.isfinite(value) and (value - low) / (high - low) > 0.6
+    return (_fraction(value, low, high) or 0.0) > 0.6
 
 
 def _short(cell) -> str:
-    if isinstance(cell, str):
-        return {"nan": "NaN", "inf": "∞", "-inf": "−∞"}[cell]
-    return f"{cell:.2f}" if isinstance(cell, float) else str(cell)
+    """A cell's number as written in it: two decimals, or three digits and a power of ten where two
+    decimals would not fit a cell (1.7e+308, 1.23e-05)."""
+    value = value_of(cell)
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("∞" if value > 0 else "−∞")
+    if isinstance(cell, float) or abs(value) >= 1e6:
+        return f"{value:.3g}" if value and not 1e-2 <= abs(value) < 1e6 else f"{value:.2f}"
+    return str(cell)
 
 
 def _colour(value: float, low: float, high: float, kind: str) -> str:
-    if not math.isfinite(value):
+    t = _fraction(value, low, high)
+    if t is None:
         return "#d9d9d9"
-    t = min(max((value - low) / (high - low), 0.0), 1.0)
     end = (37, 37, 37) if kind == "mask" else (8, 69, 148)
     return "#" + "".join(f"{round(255 + (e - 255) * t):02x}" for e in end)
 
@@ -380,14 +417,16 @@ def svg(figure: dict, ident: str, caption: str = "") -> str:
     longest = 7 * max((len(c) for c in cols), default=1)
     width, height = left + 3 * step, top + n * size + longest + 16
     key = escape(ident, quote=True)
+    note = non_finite_note(figure)
     description = (f"{caption} Yours beside the right one on the lesson's data; the entries that differ are "
-                   f"outlined in red and marked in the third grid.").strip()
+                   f"outlined in red and marked in the third grid. {note}").strip()
     return (f"<figure class=\"attention-figure\"><svg id=\"{key}\" class=\"heatmap\" role=\"img\" "
             f"aria-labelledby=\"{key}-t {key}-d\" width=\"{width}\" height=\"{height}\" "
             f"viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
             f"<title id=\"{key}-t\">{escape(figure['title'])}</title><desc id=\"{key}-d\">{escape(description)}</desc>"
             f"{''.join(shapes)}</svg><figcaption class=\"muted\">{escape(figure['title'])}"
-            f"{(' — ' + escape(caption)) if caption else ''}</figcaption></figure>")
+            f"{(' — ' + escape(caption)) if caption else ''}{(' ' + escape(note)) if note else ''}</figcaption>"
+            f"</figure>")
 
 
 # --- where figures go -------------------------------------------------------------------------------
