@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.platforms.roster import Grades, read_roster, students
+from grader.platforms.roster import Grades, control, inert, read_roster, students
 from grader.reporting.formats import csv_text
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -23,6 +23,11 @@ FIELDS = ("student", "id", "sis_user_id", "sis_login_id", "section")
 ROSTER = {"student": "student", "name": "student", "id": "id", "canvas_id": "id", "sis_user_id": "sis_user_id",
           "sis_login_id": "sis_login_id", "login_id": "sis_login_id", "section": "section"}
 MATCHED_ON = ("id", "sis_user_id", "sis_login_id", "student")  # Canvas's order
+# the rows Canvas's importer takes for its own (gradebook_importer.rb): the points-possible row is any row
+# whose first cell holds "Points Possible"; a row of nothing but "Muted", "Manual Posting" or "Read Only"
+# (or empty cells) is skipped. No cell of a student's row may hold one (grader/platforms/roster.py, inert)
+CONTROLS = (control("points", "possible"), control("muted", whole=True), control("manual", "posting", whole=True),
+            control("read", "only", whole=True))
 
 
 def write(grades: Grades, roster: Path | None, warnings: list[str], *, missing_as_zero: bool = False) -> str:
@@ -39,6 +44,7 @@ def write(grades: Grades, roster: Path | None, warnings: list[str], *, missing_a
         rows = read_roster(roster, ROSTER, unique=MATCHED_ON[:3])
     table = [[*STUDENT_COLUMNS, *(title for title, _ in grades.columns)],
              ["Points Possible", "", "", "", "", *(points for _, points in grades.columns)]]
-    table += [[row.get("student") or row.get("submission", ""), *(row.get(field, "") for field in FIELDS[1:])] + scores
-              for row, scores in students(grades, rows, warnings, missing_as_zero=missing_as_zero)]
+    table += [[inert(cell, CONTROLS, warnings) for cell in
+               (row.get("student") or row.get("submission", ""), *(row.get(field, "") for field in FIELDS[1:]))]
+              + scores for row, scores in students(grades, rows, warnings, missing_as_zero=missing_as_zero)]
     return csv_text(table)  # names and identifiers as data: none is a formula in a spreadsheet

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.errors import RosterError
-from grader.platforms.roster import Grades, read_roster, students
+from grader.platforms.roster import Grades, control, inert, read_roster, students
 from grader.reporting.formats import csv_text
 
 # the user fields Moodle maps to, the roster's first that it has is written: field -> (header, "Map to")
@@ -38,6 +38,11 @@ def write(grades: Grades, roster: Path | None, warnings: list[str], *, missing_a
         if missing:
             raise RosterError(f"{roster}: the user column is {field} (the first of {', '.join(USER_FIELDS)} that "
                               f"it has) and {', '.join(missing[:5])} have none: Moodle stops at a user it cannot find")
-    table = [[USER_FIELDS[field][0], *(title for title, _ in grades.columns)]]
-    table += [[row[field], *scores] for row, scores in students(grades, rows, warnings, missing_as_zero=missing_as_zero)]
+    header = [USER_FIELDS[field][0], *(title for title, _ in grades.columns)]
+    # no user cell may read as a header of the file or a user field Moodle maps to (roster.py, inert)
+    labels = dict.fromkeys([*header, *(name for pair in USER_FIELDS.values() for name in pair)])
+    controls = tuple(control(*label.split(), whole=True) for label in labels if label.split())
+    table = [header]
+    table += [[inert(row[field], controls, warnings), *scores]
+              for row, scores in students(grades, rows, warnings, missing_as_zero=missing_as_zero)]
     return csv_text(table)  # names and identifiers as data: none is a formula in a spreadsheet

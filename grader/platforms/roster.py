@@ -21,6 +21,34 @@ class Grades:
     scores: dict[str, tuple[float | str | None, ...]]
 
 
+# A name is data in every gradebook: no cell of a student's row may read as the gradebook's own control
+# row or header (issue 44: a submission named "Points Possible" became Canvas's points-possible row and
+# set every assignment's points possible to 0). Each writer lists its control labels (control()): a
+# label's words in any case, with any spacing between them or none. A cell that holds one is written
+# "(student) " + the cell, each run of the label's words joined by "_" ("Points Possible" ->
+# "(student) Points_Possible"): the gradebook shows it as plain text, and no variant of a label is left
+# in it. The writer says so in a warning; a cell that holds no label is written as it is.
+NAME_MARK = "(student) "
+
+
+def control(*words: str, whole: bool = False) -> re.Pattern:
+    """A gradebook's control label: ``words`` in any case and spacing; ``whole``: the whole cell (spaces
+    around it too), else anywhere in it."""
+    body = r"\s*".join(f"({re.escape(word)})" for word in words)
+    return re.compile(rf"^\s*{body}\s*$" if whole else body, re.IGNORECASE)
+
+
+def inert(cell, controls: tuple[re.Pattern, ...], warnings: list[str]):
+    """``cell`` (a name or identifier in a student's row) as text that matches none of ``controls``."""
+    if not isinstance(cell, str) or not any(label.search(cell) for label in controls):
+        return cell
+    text = cell
+    for label in controls:
+        text = label.sub(lambda found: "_".join(found.groups()), text)
+    warnings.append(f"{cell!r} reads as the gradebook's own row or header: written as {NAME_MARK + text!r}")
+    return NAME_MARK + text
+
+
 def _key(header: str) -> str:
     """A column's name, compared loosely: "SIS User ID", "sis_user_id" and "Sis user id" are one."""
     return re.sub(r"[^a-z0-9]+", "_", header.strip().lower()).strip("_")

@@ -40,9 +40,32 @@ def shards(course, tmp_path):
 @pytest.fixture
 def export(shards, tmp_path):
     """``grade export SHARDS --output out.csv *options``: (exit code, the CSV, stderr)."""
-    from grader.cli import cli
+    return _exporting(*shards, tmp_path)
 
-    course, folders = shards
+
+@pytest.fixture
+def export_named(course, tmp_path):
+    """``export_named(names, *options)``: ``grade export`` (as ``export``) of one results folder holding a
+    result for each of ``names``, the i-th scored 10 * (i + 1) (each under a file name of its own)."""
+    from grader.config import load_course
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(course.root / "course.toml", root)
+    copy = load_course(root)
+
+    def run(names, *options):
+        folder = tmp_path / "named"
+        for index, name in enumerate(names):
+            result_file(folder, name, copy, 10.0 * (index + 1), stem=f"r{index}")
+        return _exporting(copy, [folder], tmp_path)(*options)
+
+    run.title = copy.assignment(ASSIGNMENT).title
+    return run
+
+
+def _exporting(course, folders, tmp_path):
+    from grader.cli import cli
 
     def run(*options):
         out = tmp_path / "out.csv"

@@ -3,6 +3,7 @@
 in the Gradebook?")."""
 import csv
 import io
+import re
 
 from test_export import FORMULAS  # on sys.path: this folder's conftest puts it there
 
@@ -84,3 +85,42 @@ def test_a_roster_canvas_could_not_match_with_is_refused_in_one_line(export, ros
 def test_a_roster_goes_with_an_lms_format_only(export, roster):
     code, _, err = export("--roster", roster(*ROSTER))
     assert code == 2 and "--format" in err
+
+
+# --- issue 44: no name is Canvas's "Points Possible" row, nor a row it skips --------------------------------
+CONTROL_NAMES = ("Points Possible", "points  possible", "POINTS\u00a0POSSIBLE", "xPointsPossibley", "Muted",
+                 " read only ", "Manual Posting", "Muted Points Possible")
+LABELS = re.compile(r"points\s*possible", re.IGNORECASE)  # Canvas: any first cell holding it
+SKIPPED = re.compile(r"\s*(muted|manual\s*posting|read\s*only)?\s*", re.IGNORECASE)  # a row of only these
+
+
+def _student_rows_are_students(table):
+    assert [row for row in table[1:] if LABELS.search(row[0])] == [table[1]]  # the one points-possible row
+    for row in table[2:]:
+        assert not any(LABELS.search(cell) or SKIPPED.fullmatch(cell) and cell.strip() for cell in row[:5]), row
+
+
+def test_a_name_never_becomes_the_points_possible_row_or_a_row_canvas_skips(export_named):
+    code, text, err = export_named([*CONTROL_NAMES, "zoe"], "--format", "canvas")
+    assert code == 0, err
+    header, points, students, table = canvas_reads(text)
+    assert points == {export_named.title: 100.0}  # the attacker set every points possible to 0
+    _student_rows_are_students(table)
+    assert students[("SIS Login ID", "(student) Points_Possible")] == {export_named.title: 10.0}
+    assert students[("SIS Login ID", "(student) xPoints_Possibley")] == {export_named.title: 40.0}
+    assert students[("SIS Login ID", "(student) Muted")] == {export_named.title: 50.0}
+    assert students[("SIS Login ID", "zoe")] == {export_named.title: 90.0}  # a plain name as it is
+    assert len(students) == len(CONTROL_NAMES) + 1
+    assert "'Points Possible' reads as the gradebook's own row or header" in err
+
+
+def test_a_rosters_student_name_never_becomes_a_control_row_either(export_named, roster):
+    path = roster("Student,ID,Section,submission", "Points Possible,101,Muted,ann", "Read Only,102,Lab A,bob")
+    code, text, err = export_named(["ann", "bob"], "--format", "canvas", "--roster", path)
+    assert code == 0, err
+    _, points, students, table = canvas_reads(text)
+    assert points == {export_named.title: 100.0}
+    _student_rows_are_students(table)
+    assert [row[:5] for row in table[2:]] == [["(student) Points_Possible", "101", "", "", "(student) Muted"],
+                                              ["(student) Read_Only", "102", "", "", "Lab A"]]
+    assert students == {("ID", "101"): {export_named.title: 10.0}, ("ID", "102"): {export_named.title: 20.0}}

@@ -66,3 +66,20 @@ def test_a_roster_moodle_could_not_map_is_refused_in_one_line(export, roster):
                        (("submission,idnumber,email", "zoe,1,", "yan,,y@x"), "yan have none")]:
         code, text, err = export("--format", "moodle", "--roster", roster(*rows))
         assert code == 2 and text == "" and err.count("\n") == 1 and said in err, (rows, err)
+
+
+def test_a_name_never_reads_as_one_of_moodles_headers(export_named):
+    """Issue 44: a user cell that reads as the file's header or a user field Moodle maps to is marked."""
+    names = ["Username", " USER  NAME", "ID number", "EMAIL ADDRESS", "useremail", export_named.title, "zoe"]
+    code, text, err = export_named(names, "--format", "moodle")
+    assert code == 0, err
+    header, grades, table = moodle_reads(text, "username")
+    assert header == ["Username", export_named.title]
+    loose = {" ".join(label.lower().split()) for label in
+             (*header, "ID number", "Email address", "useridnumber", "useremail", "username")}
+    assert not [row[0] for row in table[1:] if " ".join(row[0].lower().split()) in loose]
+    assert grades["(student) Username"] == {export_named.title: 10.0}
+    assert grades[" USER  NAME"] == {export_named.title: 20.0}  # no label of Moodle's: as it is
+    assert grades["(student) ID_number"] == {export_named.title: 30.0}
+    assert grades["zoe"] == {export_named.title: 70.0} and len(grades) == len(names)
+    assert "'Username' reads as the gradebook's own row or header" in err
