@@ -338,6 +338,9 @@ class GradingPlugin:
                 item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
                 item.obj(**{**args, "grade": grade})
             except RightGivenHelper as again:  # another helper of theirs is at fault too
+                if oracle.unanswered and again.helper in helpers:  # a stand-in refused (no record): not the helper
+                    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
+                    raise _not_checked_here(verdict, helpers) from None
                 if not again.helper or again.helper in helpers:
                     raise given.unverified or given from None
                 helpers.append(again.helper)
