@@ -22,6 +22,21 @@ def grader_error_of(data: dict) -> str | None:
     return None
 
 
+def collision_of(data: dict, *, names: bool = True) -> str:
+    """What a JSON result says of a name that another submission's cleaned to too (its ``name_collision``,
+    grader/batch/discover.py), in one line, or "": every raw name, and that neither took the name they
+    shared. Without ``names`` (an anonymised report) the line names nobody."""
+    found = data.get("name_collision")
+    if not isinstance(found, dict):
+        return ""
+    if not names:
+        return "its name cleaned to the same as another submission's: each graded under a name of its own"
+    others = found.get("others") if isinstance(found.get("others"), list) else []
+    raws = ", ".join(repr(str(raw)) for raw in [found.get("raw"), *others])
+    return (f"name collided: {raws} all clean to {str(found.get('name'))!r}; graded apart, neither takes it "
+            f"(this is {str(found.get('raw'))!r})")
+
+
 MESSAGE_LIMIT = 2_000  # characters of one check's message
 FEEDBACK_LIMIT = 8_000  # characters of one exercise's feedback
 

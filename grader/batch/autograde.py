@@ -122,8 +122,11 @@ class _Batch:
         self.seed = seed
         self.written: dict[str, str] = {}
         self.waiting: set[str] = set()
+        self.collisions: dict[str, dict] = {}  # a submission's name -> the names that cleaned to one (discover)
 
     def record(self, name: str, data: dict, *, error: str | None = None) -> None:
+        if name in self.collisions:  # said in its result, and so in summary.csv, export and report
+            data = {**data, "name_collision": self.collisions[name]}
         self.written[name] = json.dumps(data, indent=2) + "\n"
         write_atomically(self.out / f"{name}.json", self.written[name])
         self.waiting.discard(name)
@@ -268,6 +271,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
             batch = _Batch(out, earlier, trust_meanwhile=confinement.mode != "same-user",
                            progress=Progress(len(jobs), len(jobs) - len(todo)), seed=seed)
             batch.waiting = {job.name for job in todo}
+            batch.collisions = {job.name: job.collision for job in jobs if job.collision}
             for job in todo:
                 if job.error:  # an error result each, and its progress line, never the batch stopped
                     batch.record(job.name, failed_result(assignments, job.name, "error", job.error, seed).to_json(),

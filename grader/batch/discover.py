@@ -6,11 +6,18 @@ job with an ``error``: it gets an ``error`` result with that one-line reason, an
 Names. A job's name is its folder's or archive's name without ``.zip``/``.py``/``.ipynb``, and names
 its result file (``<name>.json``), a row of summary.csv and of ``grade export``. So it must be a safe
 file name and valid UTF-8: bytes that are not UTF-8 are written as ``_xNN``; control characters,
-characters that reorder or hide text (a right-to-left override, a zero-width space), ``/`` and ``\\``
-as ``_``; a name that is empty, ``.``/``..`` or starts with ``.`` gets a ``_`` in front
-(``..zip`` is ``_.``); a name is cut to NAME_BYTES bytes, so that its result file's name fits. Where
-two submissions end up with the same name (``bob/`` and ``bob.zip``), both are graded: the first in
-sorted order keeps it and the next are ``bob~2``, ``bob~3``; the same path named twice is one job.
+characters that reorder or hide text (a right-to-left override, a zero-width space), ``/``, ``\\`` and
+``~`` (the grader's own mark, below) as ``_``; a name that is empty, ``.``/``..`` or starts with ``.``
+gets a ``_`` in front (``..zip`` is ``_.``); a name is cut to NAME_BYTES bytes, so that its result
+file's name fits. The same path named twice is one job.
+
+Names are identities. Where two submissions' names clean to one name (``jane\\doe/`` and ``jane_doe/``,
+``bob/`` and ``bob.zip``), neither takes it: sorting them gave an attacker's ``jane\\doe`` the name
+``jane_doe`` and the real jane_doe's result went by ``jane_doe~2``. Each is graded under
+``<name>~collided-<16 hex digits>``, the digits a hash of its own raw name (of its path, where two raw
+names are the same too): stable from run to run, distinct, and no name a submission can take, since a
+cleaned name holds no ``~``. Its Job (and so its result, summary.csv, ``grade export`` and ``grade
+report``) carries the collision: the name they shared and every raw name that cleaned to it.
 
 Archives are unpacked member by member into a scratch folder, never trusting their headers: no
 absolute or ``..`` path, no link, no encrypted member, no compression other than stored or deflate
@@ -19,6 +26,7 @@ most MAX_MEMBERS members and ZIP_LIMIT bytes counted as they are written, not as
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import zipfile
@@ -31,8 +39,11 @@ from grader.results import INVISIBLE
 
 ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
 MAX_MEMBERS = 10_000
-NAME_BYTES = 200  # of a submission's name: with "~2", ".json" and a temporary file's suffix, under 255
+NAME_BYTES = 200  # of a submission's name: with "~collided-" and 16 digits, ".json" and a temporary file's, under 255
 _METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+COLLIDED = "~collided-"  # between a cleaned name that several submissions share and each one's hash
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class Job:
     name: str
     path: Path | None  # the folder, module or notebook to grade; None when ``error`` says why not
     error: str | None = None
+    # where its name cleaned to one another submission's did too: that name, its own raw name and theirs
+    collision: dict | None = None
 
 
 def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
@@ -73,21 +86,43 @@ def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
             raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
         found += inside
     given = {os.path.abspath(p) for p in paths}
-    unique = list(dict.fromkeys(os.path.abspath(p) for p in found))
-    jobs, taken = [], set()
-    for path in sorted(map(Path, unique), key=lambda p: (safe_name(p), str(p))):
-        name = safe_name(path)
-        if name in taken:
-            name = next(f"{name}~{n}" for n in range(2, len(unique) + 2) if f"{name}~{n}" not in taken)
-        taken.add(name)
+    unique = [Path(p) for p in dict.fromkeys(os.path.abspath(p) for p in found)]
+    jobs = []
+    for path, (name, collision) in named(unique).items():
         if path.is_symlink() and str(path) not in given:  # a link in a class folder: not followed
-            jobs.append(Job(name, None, f"{name} is a symbolic link; links are not followed"))
+            jobs.append(Job(name, None, f"{name} is a symbolic link; links are not followed", collision))
             continue
         if str(path) in unreadable:
-            jobs.append(Job(name, None, f"{name} {unreadable[str(path)]}"))
+            jobs.append(Job(name, None, f"{name} {unreadable[str(path)]}", collision))
             continue
-        jobs.append(_job(name, path, scratch))
+        jobs.append(_job(name, path, scratch, collision))
     return sorted(jobs, key=lambda job: job.name)
+
+
+def named(paths: list[Path]) -> dict[Path, tuple[str, dict | None]]:
+    """Each submission's name and, where its name cleaned to another's too, the collision (see the
+    module's docstring): ``{"name": the name they shared, "raw": its own raw name, "others": theirs}``."""
+    groups: dict[str, list[Path]] = {}
+    for path in paths:
+        groups.setdefault(safe_name(path), []).append(path)
+    found = {}
+    for name, members in groups.items():
+        if len(members) == 1:
+            found[members[0]] = (name, None)
+            continue
+        raws = [raw_name(path) for path in members]
+        for path, raw in zip(members, raws):
+            alike = raws.count(raw) > 1  # bob/ in two folders given: told apart by their paths
+            key = os.fsencode(os.path.abspath(path) if alike else path.name)
+            others = sorted(r for other, r in zip(members, raws) if other != path)
+            found[path] = (f"{name}{COLLIDED}{hashlib.sha256(key).hexdigest()[:16]}",
+                           {"name": name, "raw": raw, "others": others})
+    return found
+
+
+def raw_name(path: Path) -> str:
+    """A submission's file or folder name as it is, shown as text (bytes that are not UTF-8 as ``\\xNN``)."""
+    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
 
 
 def safe_name(path: Path) -> str:
@@ -98,7 +133,7 @@ def safe_name(path: Path) -> str:
             raw = raw[: -len(suffix)]
             break
     text = os.fsencode(raw).decode("utf-8", "backslashreplace")
-    text = "".join("_" if ord(c) < 32 or c in "/\\\x7f" or c in INVISIBLE else c for c in text)
+    text = "".join("_" if ord(c) < 32 or c in "/\\~\x7f" or c in INVISIBLE else c for c in text)
     text = text.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore")  # a part character cut is dropped
     return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
 
@@ -130,16 +165,16 @@ def _is_submission(path: Path, course: Course) -> bool:
     return path.is_file() or not any(p.is_dir() for p in path.iterdir() if not p.name.startswith("."))
 
 
-def _job(name: str, path: Path, scratch: Path) -> Job:
+def _job(name: str, path: Path, scratch: Path, collision: dict | None) -> Job:
     if path.suffix != ".zip":
-        return Job(name, path)
+        return Job(name, path, collision=collision)
     target = scratch / name
     try:
         unzip(path, target)
     except SubmissionError as error:
-        return Job(name, None, str(error))
+        return Job(name, None, str(error), collision)
     entries = [p for p in target.iterdir() if not p.name.startswith(("__MACOSX", "."))]
-    return Job(name, entries[0] if len(entries) == 1 and entries[0].is_dir() else target)
+    return Job(name, entries[0] if len(entries) == 1 and entries[0].is_dir() else target, collision=collision)
 
 
 def unzip(archive: Path, target: Path) -> None:

@@ -31,6 +31,7 @@ from grader.catalogue import CATALOGUE
 from grader.errors import CourseSecretError
 from grader.figures import valid_figure
 from grader.reporting.formats import csv_text, markdown_text
+from grader.results import collision_of
 
 FORMATS = ("html", "json", "csv", "markdown")
 OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "grader_error")
@@ -116,6 +117,7 @@ def summarise(results: list[dict], *, secret: bytes | None = None) -> dict:
     course's (``--anonymise``), every name is its pseudonym."""
     named = [_named(r, secret) for r in results]
     named.sort(key=lambda item: item[0])
+    collided = {name: collision_of(data, names=secret is None) for name, data in named}
     order: dict[str, dict] = {}
     for _, data in named:
         for assignment in data.get("assignments", ()):
@@ -124,7 +126,7 @@ def summarise(results: list[dict], *, secret: bytes | None = None) -> dict:
                 entry["exercises"].setdefault(exercise["name"], exercise.get("max_score", 0))
     assignments = [_assignment(spec, named) for spec in order.values()]
     return {"schema": 1, "students": len(named), "assignments": assignments,
-            "misconceptions": _misconceptions(named), "help": _help(named), "run": _run(named),
+            "misconceptions": _misconceptions(named), "help": _help(named, collided), "run": _run(named),
             "feedback": [{"student": name, "score": data.get("score", 0), "max_score": data.get("max_score", 0),
                           "text": student_text(data)} for name, data in named]}
 
@@ -143,7 +145,8 @@ def _anonymised(data: dict, name: str, alias: str) -> dict:
     its free text (a path in a traceback). Keys, ids and numbers stay as they are: a student named
     ``0``, ``id`` or after an exercise changes nothing else."""
     word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])") if name.strip() else None
-    return {**_replaced(data, word, alias), "submission": alias}
+    hidden = {"name_collision": {}} if "name_collision" in data else {}  # it holds other students' raw names
+    return {**_replaced(data, word, alias), "submission": alias, **hidden}
 
 
 def _replaced(value, word: re.Pattern | None, alias: str, key: str = ""):
@@ -271,13 +274,14 @@ def _section(hint: str) -> str:
     return f"{found.group(1)} section {found.group(2)}" + (f": {found.group(3)}" if found.group(3) else "")
 
 
-def _help(named) -> list[dict]:
-    """Students to look at: 0 points, stubs only, crashed or grader errors, timeouts."""
+def _help(named, collided: dict[str, str]) -> list[dict]:
+    """Students to look at: a name that collided with another's (whose result is whose?), 0 points,
+    stubs only, crashed or grader errors, timeouts."""
     rows = []
     for student, data in named:
         exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
         statuses = {e.get("status") for e in exercises}
-        what = []
+        what = [collided[student]] if collided.get(student) else []
         if "grader-error" in statuses:
             what.append("grader error: not a score, grade again")
         if exercises and statuses == {"not_implemented"}:

@@ -14,7 +14,7 @@ from grader.config import Course
 from grader.errors import UsageError
 from grader.reporting.formats import csv_text
 from grader.reporting.result_folder import collect, graded_assignments
-from grader.results import GRADER_ERROR, WORST_FIRST
+from grader.results import GRADER_ERROR, WORST_FIRST, collision_of
 
 DEFAULT_RESULTS = Path("grades")
 
@@ -73,15 +73,18 @@ def disagreements(autograded: dict[str, dict], gradebook: dict[str, dict]) -> li
 
 def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None,
                warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> str:
-    """A row per submission and source: total, each assignment, each exercise, then the source.
+    """A row per submission and source: total, each assignment, each exercise (then, where some name
+    collided, ``name_collision``), then the seed, the status and the source.
     Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
     two sources score differently for one student are appended to ``warnings``."""
     sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
     graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
     assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
     exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
-    rows = [["submission", "score", "max_score", *assignments, *exercises, "seed", "status", "source"]]
-    rows += [_row(name, data, source, assignments, exercises) for source, grades in sources
+    collided = any(collision_of(data) for _, grades in sources for data in grades.values())
+    noted = ["name_collision"] if collided else []
+    rows = [["submission", "score", "max_score", *assignments, *exercises, *noted, "seed", "status", "source"]]
+    rows += [_row(name, data, source, assignments, exercises, collided) for source, grades in sources
              for name, data in grades.items()]
     return csv_text(rows)  # names as data: none is a formula in a spreadsheet
 
@@ -114,6 +117,8 @@ def export_gradebook(course: Course, result_dirs: list[Path], gradebook: Path | 
     chosen: dict[str, tuple[str, dict]] = {}
     for source, grades in reversed(sources):  # autograde's last, so that it wins
         chosen.update((name, (source, data)) for name, data in grades.items())
+    warnings += [f"{name}: {line}: map it by hand (the roster's submission column)" for name, (_, data)
+                 in sorted(chosen.items()) if (line := collision_of(data))]  # the LMS's file has no column for it
     graded = graded_assignments(course, [data for _, data in chosen.values()])
     table = Grades(columns=tuple((a.title, a.max_score) for a in graded),
                    scores={name: _scores(data, [a.id for a in graded]) for name, (_, data) in sorted(chosen.items())})
@@ -128,16 +133,18 @@ def _scores(data: dict, assignments: list[str]) -> tuple:
     return tuple("" if a in failed else held.get(a) for a in assignments)
 
 
-def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str]) -> list:
+def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str], collided: bool) -> list:
     """One submission's row of the export. A result the grader failed on holds no valid score: its
-    cells stay empty, never a 0."""
+    cells stay empty, never a 0. ``collided``: the export has a column ``name_collision`` (some
+    submission's name cleaned to another's; grader/batch/discover.py)."""
     failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
     by_assignment = {a["id"]: a for a in data["assignments"]}
     scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
               for a in data["assignments"] for e in a["exercises"]}
     return [name, "" if failed else data["score"], data["max_score"],
             *[by_assignment[a]["score"] if a in by_assignment and a not in failed else "" for a in assignments],
-            *[scores.get(e, "") for e in exercises], data.get("seed", ""), worst_status(data), source]
+            *[scores.get(e, "") for e in exercises], *([collision_of(data)] if collided else []),
+            data.get("seed", ""), worst_status(data), source]
 
 
 def worst_status(data: dict) -> str:

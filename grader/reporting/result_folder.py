@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.reporting.formats import csv_text
-from grader.results import grader_error_of
+from grader.results import collision_of, grader_error_of
 
 MANIFEST = ".grade-manifest"
 LOCK = ".grade-manifest.lock"
@@ -203,7 +203,9 @@ def graded_assignments(course, results) -> list:
 
 def write_summary(out: Path, course) -> Path:
     """``summary.csv``: a row per believed result file, a column per exercise of the assignments they
-    hold, and the submission's overall ``status`` last (so that the exercise columns keep their positions)."""
+    hold, and the submission's overall ``status`` last (so that the exercise columns keep their
+    positions); after it, where some submission's name cleaned to another's too, ``name_collision``
+    (grader/batch/discover.py: every raw name that cleaned to its name; empty in the other rows)."""
     results = [data for path in sort_results(out)[0] if (data := read_result(path)) is not None]
     exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
     rows = []
@@ -213,8 +215,12 @@ def write_summary(out: Path, course) -> Path:
         total = "" if grader_error_of(data) else data["score"]  # never a 0 the student did not earn
         rows.append([data["submission"], total, data["max_score"], data["seed"]] +
                     [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
+    header = SUMMARY_FIRST + exercise_columns + ["status"]
+    if any(map(collision_of, results)):
+        header.append("name_collision")
+        rows = [row + [collision_of(data)] for row, data in zip(rows, results)]
     path = out / "summary.csv"
-    write_atomically(path, csv_text([SUMMARY_FIRST + exercise_columns + ["status"], *rows]))  # names as data
+    write_atomically(path, csv_text([header, *rows]))  # names as data
     return path
 
 

@@ -1,5 +1,6 @@
 """`grade autograde`: every submission gets a result, in parallel, resumably, shardable (grader/batch/autograde.py)."""
 import csv
+import io
 import json
 import shutil
 import zipfile
@@ -538,3 +539,48 @@ def test_hostile_replies_and_a_deep_notebook_cost_an_honest_bystander_nothing(co
     assert not statuses & {"crashed", "grader-error"}, statuses
     assert results["deep"]["score"] == 100  # its notebook's softmax is right too: the module's is graded
     assert all(results[name]["score"] < 100 for name in ("mallory", "trudy", "eve"))
+
+
+# --- names are identities (issue 44) -----------------------------------------------------------------------
+def test_names_that_clean_to_one_are_flagged_in_every_result_summary_export_and_report(course, tmp_path):
+    """``jane\\doe`` (a stub) beside the real ``jane_doe``: neither row is ``jane_doe``, and each result,
+    summary.csv, grade export (ours, Canvas's and Moodle's) and grade report say that the names collided."""
+    from grader.batch.autograde import _Batch, failed_result
+    from grader.batch.progress import Progress
+    from grader.reporting.class_report import render, summarise
+    from grader.reporting.export import export_csv, export_gradebook
+    from grader.reporting.result_folder import collect
+
+    root = tmp_path / "class"
+    for name in ("jane\\doe", "jane_doe", "alice"):
+        student(root / name, only="01_attention_basics")
+    jobs = discover([root], course, tmp_path / "scratch")
+    out = tmp_path / "results"
+    out.mkdir()
+    batch = _Batch(out, {}, trust_meanwhile=True, progress=Progress(len(jobs)), seed=1)
+    batch.collisions = {job.name: job.collision for job in jobs if job.collision}
+    for score, job in zip((0.0, 600.0, 600.0), sorted(jobs, key=lambda job: str(job.path))):
+        data = failed_result(course.assignments, job.name, "failed", "graded", 1).to_json() | {"score": score}
+        batch.record(job.name, data)
+    batch.finish(course)
+    results = collect([out])
+    assert "jane_doe" not in results and set(results) >= {"alice"} and len(results) == 3
+    raw = {data["name_collision"]["raw"]: name for name, data in results.items() if "name_collision" in data}
+    assert set(raw) == {"jane\\doe", "jane_doe"} and "name_collision" not in results["alice"]
+    summary = {row["submission"]: row for row in csv.DictReader((out / "summary.csv").open(newline=""))}
+    assert set(summary) == {"alice", *raw.values()} and summary["alice"]["name_collision"] == ""
+    for name in raw.values():
+        note = summary[name]["name_collision"]
+        assert "'jane\\\\doe'" in note and "'jane_doe'" in note and "neither takes it" in note
+    exported = {row["submission"]: row for row in csv.DictReader(io.StringIO(export_csv(course, [out])))}
+    assert {name: row["name_collision"] for name, row in exported.items()} == {
+        name: row["name_collision"] for name, row in summary.items()}
+    for fmt in ("canvas", "moodle"):
+        warnings: list[str] = []
+        text, _ = export_gradebook(course, [out], None, warnings, fmt=fmt)
+        assert "jane_doe," not in text and sum("name collided" in line for line in warnings) == 2, warnings
+    helped = {row["student"]: row["what"] for row in summarise(list(results.values()))["help"]}
+    assert all("name collided" in helped[name] for name in raw.values())
+    assert "name collided" in render(summarise(list(results.values())), "html")
+    hidden = summarise(list(results.values()), secret=bytes(32))
+    assert "jane" not in json.dumps(hidden) and sum("cleaned to the same" in row["what"] for row in hidden["help"]) == 2

@@ -125,7 +125,8 @@ def test_names_are_safe_unique_and_stable(course, tmp_path):
     shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / odd / "01_attention_basics")
     jobs = discover([folder], course, tmp_path / "scratch")
     names = [job.name for job in jobs]
-    assert sorted(names) == sorted(["bob", "bob~2", "_.", "caf_xe9"]), names
+    bobs = [name for name in names if name.startswith("bob~collided-")]  # bob/ and bob.zip: neither is bob
+    assert sorted(names) == sorted([*bobs, "_.", "caf_xe9"]) and len(set(bobs)) == 2, names
     assert all(job.error is None for job in jobs)
     for name in names:
         name.encode("utf-8")  # a file name and a CSV cell in any report
@@ -169,7 +170,7 @@ def test_a_link_in_the_class_folder_is_an_error_not_followed(course, tmp_path):
 
 
 def test_a_long_name_is_cut_to_fit_a_result_file_and_its_temporary(course, tmp_path):
-    from grader.batch.discover import NAME_BYTES
+    from grader.batch.discover import COLLIDED, NAME_BYTES
     from grader.reporting.result_folder import write_atomically
 
     folder = tmp_path / "class"
@@ -180,9 +181,9 @@ def test_a_long_name_is_cut_to_fit_a_result_file_and_its_temporary(course, tmp_p
     jobs = discover([folder], course, tmp_path / "scratch")
     assert len({job.name for job in jobs}) == 2
     for job in jobs:
-        assert len(job.name.encode("utf-8")) <= NAME_BYTES + 4
+        assert len(job.name.encode("utf-8")) <= NAME_BYTES + len(COLLIDED) + 16  # both flagged (issue 44)
         write_atomically(tmp_path / f"{job.name}.json", "{}")  # ".<name>.json.XXXXXXXX" fits too
-    assert [job.error is None for job in jobs] == [True, False]
+    assert {job.collision["raw"]: job.error is None for job in jobs} == {f"{long}.zip": True, f"{long}a.zip": False}
 
 
 def test_a_folder_that_cannot_be_read_is_an_error_job(course, tmp_path, monkeypatch):
@@ -237,3 +238,35 @@ def test_malformed_submissions_get_error_results_and_alice_her_marks(course, tmp
     status = {row[0]: row[-1] for row in rows[1:]}
     assert rows[0][-1] == "status" and status.pop("alice") == "graded" and status.pop("_.") == "graded"
     assert status == {kind: "error" for kind in broken}
+
+
+def test_two_names_that_clean_to_one_are_both_flagged_and_neither_takes_it(course, tmp_path):
+    """Issue 44: ``jane\\doe`` cleaned to ``jane_doe`` and sorted first took the real jane_doe's name (her
+    result went by ``jane_doe~2``), so a stub's 0 replaced her 600 in summary.csv and the exports."""
+    folder = tmp_path / "class"
+    for name in ("jane\\doe", "jane_doe", "jane\x01doe", "alice"):
+        shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / name / "01_attention_basics")
+    good_zip(folder / "jane~doe.zip")  # "~" is the grader's mark: no name holds one
+    jobs = {job.name: job for job in discover([folder], course, tmp_path / "scratch")}
+    assert "jane_doe" not in jobs and jobs["alice"].collision is None  # a name alone keeps itself
+    collided = {job.collision["raw"]: job for job in jobs.values() if job.collision}
+    assert set(collided) == {"jane\\doe", "jane_doe", "jane\x01doe", "jane~doe.zip"}
+    for raw, job in collided.items():
+        assert job.name.startswith("jane_doe~collided-") and job.error is None
+        assert job.collision["name"] == "jane_doe" and sorted([raw, *job.collision["others"]]) == sorted(collided)
+    assert len({job.name for job in collided.values()}) == 4  # distinct
+    again = {job.name for job in discover([folder], course, tmp_path / "again")}
+    assert again == set(jobs)  # stable from run to run
+    (folder / "jane\x01doe").rename(tmp_path / "gone")  # its own name does not depend on the others'
+    assert {job.name for job in discover([folder], course, tmp_path / "third")} == set(jobs) - {
+        collided["jane\x01doe"].name}
+    assert safe_name(Path("a~2")) == "a_2"
+
+
+def test_one_raw_name_in_two_folders_given_is_two_submissions_told_apart(course, tmp_path):
+    for parent in ("one", "two"):
+        shutil.copytree(ROOT / "solutions" / "01_attention_basics",
+                        tmp_path / parent / "class" / "bob" / "01_attention_basics")
+    jobs = discover([tmp_path / "one" / "class", tmp_path / "two" / "class"], course, tmp_path / "scratch")
+    assert len({job.name for job in jobs}) == 2 and all(job.name.startswith("bob~collided-") for job in jobs)
+    assert [job.collision["others"] for job in jobs] == [["bob"], ["bob"]]
