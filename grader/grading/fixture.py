@@ -184,6 +184,8 @@ class Grade:
                                      fault.exception)
             raise explained(fault, function=isinstance(target, str),
                             modules=any(isinstance(a, HandleRef) for a in args)) from None
+        if self.forbidden or measure:  # after the call: a stub, or a raise, says so first
+            self.expect_observed()
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
@@ -371,8 +373,19 @@ class Grade:
         (grader.sandbox.client.held_bytes), never from an attribute or a number they report. Compare two
         readings around a long computation: what it leaves held is the difference. A round trip first,
         so that the worker has finished with the last reply it sent (its buffers freed) and waits."""
+        self.expect_observed()
         self.student.request({"op": "ping"})
         return self.student._worker().held_bytes()
+
+    def expect_observed(self):
+        """A check that watches how the student's code computes (what it calls, how many operations, how
+        wide, how much memory it holds) earns nothing where the grader cannot trust the watching: the
+        submission's files name something that could switch it off or compute out of its sight, read in
+        the grading process before any of it ran (grader/grading/observable.py)."""
+        why = getattr(self.session, "unobserved", lambda _: None)(self.student.assignment.id)
+        if why:
+            raise CheckFailed(f"not observed: {why}, so this check, which watches how your code computes, "
+                              "earns nothing")
 
     def needs_cuda(self):
         """Skip this check (no points either way) unless grading runs on CUDA."""

@@ -184,6 +184,25 @@ def fault_of(reply: dict) -> StudentFault:
                         clip(exception, 100) if isinstance(exception, str) else None)
 
 
+def _listed(folder: Path) -> list[Path]:
+    """The entries of a submission's folder (none where it cannot be listed)."""
+    try:
+        return [p for p in folder.iterdir() if p.suffix == ".py" or p.is_dir()]
+    except OSError:
+        return []
+
+
+def _head(path: Path) -> bytes:
+    """A file's bytes, up to what grader.inside.notebook_source reads of one (b"" where it cannot be read)."""
+    from grader.inside.notebook_source import LIMITS
+
+    try:
+        with open(path, "rb") as file:
+            return file.read(LIMITS.file_bytes)
+    except OSError:
+        return b""
+
+
 class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
@@ -202,8 +221,33 @@ class GradingSession:
         self.students: dict[str, Student] = {}
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
         # an assignment folder with the module and the notebook: each exercise from where it is written
+        self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
         self.choices = {a: choice for a, notebook in copy.overlays.items()
                         if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
+
+    def unobserved(self, assignment_id: str) -> str | None:
+        """Why the grader cannot trust what it watches of this assignment's computation, in one line, or
+        None (grader/grading/observable.py): read from the files the worker runs, in this process, before
+        any of it runs. Its file, the notebook beside it, and every other file of the submission that the
+        course's modules are (which it may import)."""
+        if assignment_id not in self._unobserved:
+            from grader.grading.observable import unobserved
+
+            overlaid = {a: p for a, p in self.copy.overlays.items()  # a notebook whose definitions are laid over
+                        if a in self.choices and self.choices[a].from_notebook}
+            files = {a: [p for p in (self.copy.sources.get(a), overlaid.get(a)) if p] for a in self.copy.sources}
+            read, queue = [], [assignment_id]
+            while queue:  # its files, and those of the course's modules their text names (it may import them)
+                current = queue.pop()
+                read += files.get(current, [])
+                text = b"".join(_head(p) for p in files.get(current, []))
+                queue += [a.id for a in self.course.assignments if a.id in files and a.id != current and
+                          a.module_name.encode() in text and not set(files[a.id]) & set(read)]
+            own = {p.stem for folder in {p.parent for p in read} for p in _listed(folder)}
+            self._unobserved[assignment_id] = unobserved(
+                read, course_modules=frozenset(a.module_name for a in self.course.assignments),
+                own=frozenset(own), entry_points=frozenset(e for a in self.course.assignments for e in a.exercises))
+        return self._unobserved[assignment_id]
 
     def timeout(self) -> float:
         left = self.deadline - time.monotonic()

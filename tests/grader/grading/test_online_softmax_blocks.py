@@ -312,7 +312,10 @@ def test_a_whole_row_reduced_behind_steps_per_block_loses_the_block_check(course
     exercise = graded(source, course, grader, tmp_path, suite)
     failing = {check.name: check.message for check in exercise.checks if check.status != "passed"}
     assert BLOCK_CHECK[suite] in failing, (name, exercise.feedback[:600])
-    assert "entries at once" in failing[BLOCK_CHECK[suite]], failing
+    said = failing[BLOCK_CHECK[suite]]
+    if said.startswith("not observed: "):  # refused before it ran (issue 44): what it names cannot be watched
+        return
+    assert "entries at once" in said, failing
     if right_otherwise:  # full marks before: the bound alone costs it
         assert set(failing) == {BLOCK_CHECK[suite]}, (name, failing)
 

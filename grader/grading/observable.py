@@ -1,0 +1,500 @@
+"""Observe or refuse: whether the grader can trust what it watches of a submission's computation.
+
+Some checks watch the computation rather than its result: the operations an exercise may not call
+(01's softmax), how many operations a call runs (vectorised forms), how wide a block is (05's tiles).
+The watching is done in the student's process (torch's modes), where code could switch it off
+(``torch._C.DisableTorchFunction``), compute where it does not look (NumPy, a ``torch.library``
+operator, another process) or lie to it (a tensor subclass). The student's process cannot be asked
+whether that happened: it would answer what it likes.
+
+So the decision is made here, in the grading process, from the submission's source before any of it
+runs, where the student's code cannot reach: a file is *observable* when everything it names is on
+an allowlist of what cannot switch the watching off or work around it. Plain Python, the student's
+own names, torch's tensor operations and modules (``torch``, ``torch.nn``, ``torch.nn.functional``,
+...), ``math``, ``typing`` and a few other pure libraries pass; private and dunder names, names
+looked up while the code runs (``getattr``, ``exec``, ``__import__``, ``globals``), other libraries
+(``os``, ``ctypes``, ``numpy``, ``multiprocessing``, ``torch.library``, ``torch.overrides``,
+``torch.autograd.Function``), tensor subclasses and tensor-to-Python escapes (``.numpy()``,
+``.tolist()``, ``.apply_()``) do not. Torch names are resolved against torch itself, never by their
+spelling. A file that is not observable still has its results checked, but the checks that watch
+earn nothing, and the feedback says why in one line (the first thing found, with its line).
+
+This is a reading of syntax: code that passes names nothing that could reach the watching, whatever
+it computes; code that fails is refused whatever it meant. Every honest file of the corpora passes.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import importlib
+import types
+from pathlib import Path
+
+# modules a submission may name, all of whose public names it may use (a module found behind one of
+# them, e.g. ``typing.sys``, must be on this list too)
+MODULES = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special", "torch.fft",
+    "math", "typing", "__future__", "itertools", "operator", "numbers", "enum", "abc", "cmath",
+    "einops", "einops.layers", "einops.layers.torch",
+})
+# modules of which only some names may be used
+SOME_OF = {
+    "dataclasses": {"dataclass", "field", "fields", "replace", "asdict", "astuple", "InitVar"},
+    "functools": {"partial", "reduce", "lru_cache", "cache", "wraps", "cached_property", "total_ordering"},
+    "collections": {"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"},
+    "torch.cuda": {"is_available", "device_count", "manual_seed", "manual_seed_all"},
+    "torch.backends": {"mps", "cuda"},
+    "torch.backends.mps": {"is_available", "is_built"},
+    "torch.backends.cuda": {"is_built"},
+}
+# names of the listed modules that look things up by a string, evaluate text or load code
+NOT_THESE = {
+    "typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
+    "operator": {"attrgetter", "methodcaller"},
+    "torch": {"load", "save", "compile", "cond", "from_numpy", "frombuffer", "from_file", "fork", "wait",
+              "vmap", "set_default_tensor_type", "import_ir_module", "import_ir_module_from_buffer", "parse_ir",
+              "Tensor.as_subclass"},
+}
+# builtins a submission may name (any other builtin, e.g. getattr, exec, open, vars, is refused)
+BUILTINS = frozenset("""
+    abs all any bool bytes callable chr classmethod complex dict divmod enumerate filter float format frozenset
+    hash int isinstance issubclass iter len list map max min next object ord pow print property range repr
+    reversed round set slice sorted staticmethod str sum super tuple zip hasattr id NotImplemented Ellipsis
+    True False None
+""".split()) | {n for n in dir(builtins) if n.endswith(("Error", "Exception", "Warning")) or n in ("StopIteration",)}
+# builtins that look a name up, allowed with a public name written in the file (see _named_plainly)
+BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
+# dunder names a submission may use: defining the usual protocol methods, reading a name or a docstring
+DUNDER_DEFS = frozenset({"__init__", "__call__", "__repr__", "__str__", "__len__", "__iter__", "__getitem__",
+                         "__contains__", "__post_init__", "__eq__", "__hash__", "__enter__", "__exit__", "__bool__"})
+DUNDER_READS = frozenset({"__init__", "__name__", "__doc__", "__qualname__", "__file__"})
+# methods of a tensor that hand its values to code the grader cannot watch (or make a tensor subclass)
+ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "untyped_storage", "apply_", "map_",
+                     "map2_", "__array__", "share_memory_", "pin_memory", "from_dlpack", "to_dlpack", "__dlpack__"})
+# classes a student's class may derive from (besides its own classes and torch's nn.Module family)
+BASES = frozenset({"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NamedTuple", "Enum", "ABC"})
+
+
+class _Unread(Exception):
+    """Code the worker would run that is not read here (a cell or a module past grader.inside.notebook_source's
+    bounds): not observed."""
+
+
+class _Found(Exception):
+    def __init__(self, node: ast.AST, what: str):
+        super().__init__(what)
+        self.line, self.what = getattr(node, "lineno", 0), what
+
+
+def unobserved(paths, *, course_modules=frozenset(), own=frozenset(), entry_points=frozenset()) -> str | None:
+    """None when every file of ``paths`` (a submission's, as they run in the worker) is observable;
+    else one line: the first thing found, where (the file as the student knows it, and its line).
+    ``course_modules``: the course's module names, which a file may import (the student's own code, read
+    here too when among ``paths``); ``own``: names of modules the submission's folders hold, never
+    imported unread; ``entry_points``: the names the grader calls (the exercises), whose code runs
+    whatever else the file does (with the file's top-level code: the code read; a function nothing
+    of that names never runs)."""
+    for path in paths:
+        try:
+            code, places = kept_code(path)
+        except _Unread as why:
+            return f"{why}, which is more than the grader reads"
+        except (OSError, ValueError):  # NotebookError too: the worker cannot import it either, and says why
+            continue
+        found = _reading(code, frozenset(course_modules), frozenset(own), frozenset(entry_points))
+        if found is not None:
+            line, what = found
+            name, first = path.name, 1
+            for start, label in places:  # a notebook's cells, joined: say the cell and its own line
+                if start <= line:
+                    name, first = label, start
+            return f"{name}" + (f" line {line - first + 1}" if line else "") + f" uses {what}"
+    return None
+
+
+_READ: dict = {}  # by the code's digest and the names given: a class hands in the same files again
+
+
+def _reading(code: str, course_modules, own, entry_points) -> tuple[int, str] | None:
+    key = (hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=20).digest(), course_modules, own,
+           entry_points)
+    if key not in _READ:
+        if len(_READ) >= 256:
+            _READ.pop(next(iter(_READ)))
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):  # nor does it compile in the worker, which says where
+            _READ[key] = None
+        except (RecursionError, MemoryError):  # nested past what is read here: not read, not trusted
+            _READ[key] = (0, "code nested too deeply to read")
+        else:
+            try:
+                _Reader(tree, course_modules, own, entry_points).read()
+                _READ[key] = None
+            except _Found as found:
+                _READ[key] = (found.line, found.what)
+    return _READ[key]
+
+
+class _Reader:
+    def __init__(self, tree: ast.Module, course_modules=frozenset(), own=frozenset(), entry_points=frozenset()):
+        self.tree = tree
+        self.course_modules, self.own, self.entry_points = course_modules, own, entry_points
+        self.students: set[str] = set()  # names imported from the course's modules: the student's own code
+        self.foreign: dict[str, str] = {}  # names imported from other modules: refused where used
+        self.running: set[int] = set()  # functions whose bodies may run
+        self.used_classes: set[int] = set()  # classes that code that runs mentions (their bases are checked)
+        self.calls: list[ast.Call] = []  # every call of a name or an attribute, for _passed_strings
+        self.parameters: dict[str, list] = {}  # parameter name -> (function, its position, a method?)
+        self.stored: set[str] = set()  # names bound by assignment (not only as parameters)
+        self.plain_lookups: set[int] = set()  # getattr(...) names whose lookups are of public names written here
+        self.loop_strings: dict[str, bool] = {}  # name -> bound only by loops over public strings
+        self.imported: dict[str, str] = {}  # name -> the dotted path it stands for (torch.nn.functional)
+        self.bound: set[str] = set()  # every name the file binds
+        self.classes: set[str] = set()  # classes the file defines
+        self.own_private: set[str] = set()  # _names the file defines (methods, attributes it assigns)
+        self.checked: dict[str, object] = {}  # dotted path -> its object, for paths found allowed
+
+    def read(self) -> None:
+        body = [n for n in self.tree.body if not _runs_as_main(n)]  # `if __name__ == "__main__":` never runs here
+        every = [n for top in body for n in ast.walk(top)]
+        methods = {id(item) for n in every if isinstance(n, ast.ClassDef) for item in n.body}
+        over_strings = {id(n.target) for n in every if isinstance(n, (ast.For, ast.comprehension))
+                        and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List))
+                        and all(isinstance(e, ast.Constant) and _public(e.value) for e in n.iter.elts)}
+        for node in every:  # what the file binds, first: a name is the student's wherever it is bound
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bound.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    self.classes.add(node.name)
+                if node.name.startswith("_") and not node.name.startswith("__"):
+                    self.own_private.add(node.name)
+            elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+                self.calls.append(node)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                method = id(node) in methods
+                for index, arg in enumerate(node.args.posonlyargs + node.args.args):
+                    self.parameters.setdefault(arg.arg, []).append((node.name, index, method))
+                for arg in node.args.kwonlyargs + [a for a in (node.args.vararg, node.args.kwarg) if a]:
+                    self.parameters.setdefault(arg.arg, []).append((node.name, -1, method))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.stored.add(node.id)
+                self.bound.add(node.id)
+                self.loop_strings.setdefault(node.id, True)
+                self.loop_strings[node.id] &= id(node) in over_strings
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+                self.loop_strings[node.arg] = False
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
+                    node.attr.startswith("_") and not node.attr.startswith("__"):
+                self.own_private.add(node.attr)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.bound.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._imports(node)
+        self.bound -= set(self.imported) | set(self.foreign) | self.students
+        for node in self._runs(body):
+            self._node(node)
+
+    def _runs(self, body: list) -> list:
+        """The nodes of the code that may run: the top-level statements (a definition's decorators and
+        defaults, a class's body run at import), the bodies of the functions the grader calls (the
+        entry points) and of every function or method whose name code that runs mentions, and every
+        method and base of a class that code that runs mentions. Nothing else can be called: no name
+        is looked up by a string (getattr with a computed name, globals() are refused)."""
+        functions, classes = {}, {}  # name -> its definitions (functions and methods), its classes
+        for top in body:
+            for node in ast.walk(top):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    functions.setdefault(node.name, []).append(node)
+                elif isinstance(node, ast.ClassDef):
+                    classes.setdefault(node.name, []).append(node)
+        bodies = {id(n) for defs in functions.values() for n in defs}
+        nodes, named, queue = [], set(), []
+
+        def mention(name):
+            if name in named:
+                return
+            named.add(name)
+            queue.extend(functions.get(name, ()))
+            for cls in classes.get(name, ()):
+                self.used_classes.add(id(cls))
+                queue.extend(cls.bases)  # a class that may be made: what it is built on matters
+                queue.extend(item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+        def visit(root):  # the nodes of ``root`` that run, not entering function bodies (queued by name)
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                nodes.append(node)
+                if id(node) in bodies:
+                    stack += node.decorator_list + [node.args] + ([node.returns] if node.returns else [])
+                    continue
+                if isinstance(node, ast.ClassDef):  # its body runs; its bases matter once it is used
+                    stack += node.decorator_list + [k.value for k in node.keywords] + node.body
+                    stack += [b for b in node.bases if not _plain_reference(b)]
+                    continue
+                if isinstance(node, ast.Name):
+                    mention(node.id)
+                elif isinstance(node, ast.Attribute):
+                    mention(node.attr)
+                stack.extend(ast.iter_child_nodes(node))
+
+        for name in [*self.entry_points, *(n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                      and n.name.startswith("__"))]:
+            mention(name)  # and a module's __getattr__ and its kind, which Python calls unasked
+        for top in body:
+            visit(top)
+        done = set()
+        while queue:
+            item = queue.pop()
+            if id(item) in done:
+                continue
+            done.add(id(item))
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.running.add(id(item))
+                for statement in item.body:
+                    visit(statement)
+            else:
+                visit(item)  # a base of a class used
+        return nodes
+
+    # imports --------------------------------------------------------------------------------------
+    def _imports(self, node) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                if self._allowed_module(node, alias.name):
+                    self.imported[name] = alias.name if alias.asname else name
+                elif alias.name in self.course_modules:
+                    self.students.add(name)
+                else:
+                    self.foreign[name] = alias.name
+            return
+        if node.level or not node.module:
+            raise _Found(node, "a relative import")
+        if node.module in self.course_modules:
+            self.students.update(alias.asname or alias.name for alias in node.names)
+            return
+        allowed = node.module == "__future__" or self._allowed_module(node, node.module)
+        for alias in node.names:
+            if alias.name == "*":
+                raise _Found(node, f"`from {node.module} import *` (name what you import)")
+            path = f"{node.module}.{alias.name}"
+            if allowed:
+                self.imported[alias.asname or alias.name] = path
+                if node.module != "__future__":
+                    self._path(node, path)
+            else:
+                self.foreign[alias.asname or alias.name] = path
+
+    def _allowed_module(self, node, name: str) -> bool:
+        """Whether the names of module ``name`` are read (else they are foreign: refused where used). A
+        module of the submission's own folders that is not the course's is refused at once: importing it
+        runs code not read here."""
+        if name.split(".")[0] in self.own and name not in self.course_modules:
+            raise _Found(node, f"`import {name}`, a file of yours the grader does not read (write your code in "
+                               "the assignment's file)")
+        return name in MODULES or name in SOME_OF
+
+    # every node -----------------------------------------------------------------------------------
+    def _node(self, node) -> None:
+        if isinstance(node, ast.Name):
+            self._name(node)
+        elif isinstance(node, ast.Attribute):
+            self._attribute(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) in self.running:
+            if node.name.startswith("__") and node.name.endswith("__") and node.name not in DUNDER_DEFS:
+                raise _Found(node, f"a method named {node.name}")
+        elif isinstance(node, ast.ClassDef) and id(node) in self.used_classes:
+            self._class(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.bound:
+            if node.func.id == "type" and (len(node.args) != 1 or node.keywords):
+                raise _Found(node, "type(...) to make a class")
+            if node.func.id in BY_NAME and self._named_plainly(node):
+                self.plain_lookups.add(id(node.func))
+
+    def _named_plainly(self, call: ast.Call) -> bool:
+        """getattr(obj, name) (setattr, hasattr) with a public name written in the file: a string, or a
+        variable bound only by loops over strings (``for name in ("W_query", "W_key")``), on an object
+        that is not a module."""
+        if len(call.args) < 2 or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        target, name = call.args[0], call.args[1]
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if isinstance(root, ast.Name) and (root.id in self.imported or root.id in self.foreign):
+            return False
+        if isinstance(name, ast.Constant):
+            return _public(name.value)
+        if not isinstance(name, ast.Name):
+            return False
+        return bool(self.loop_strings.get(name.id)) or self._passed_strings(name.id)
+
+    def _passed_strings(self, name: str) -> bool:
+        """``name`` is only ever a parameter, of functions (or methods) that the file alone calls, and
+        every call gives it a public string written there: ``self._project(x, "W_query")``."""
+        if name in self.stored or name not in self.parameters:
+            return False
+        for function, index, method in self.parameters[name]:
+            if function in self.entry_points or function.startswith("__"):
+                return False
+            calls = [c for c in self.calls if (c.func.id if isinstance(c.func, ast.Name) else c.func.attr) == function]
+            if not calls:
+                return False
+            for call in calls:
+                position = index - (1 if method and isinstance(call.func, ast.Attribute) else 0)
+                given = [k.value for k in call.keywords if k.arg == name] or \
+                    call.args[position:position + 1] if 0 <= position else []
+                if len(given) != 1 or not isinstance(given[0], ast.Constant) or not _public(given[0].value) \
+                        or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    return False
+        return True
+
+    def _name(self, node: ast.Name) -> None:
+        name = node.id
+        if name.startswith("__") and name not in DUNDER_READS:
+            raise _Found(node, f"the name {name}")
+        if name in self.imported:
+            if isinstance(node.ctx, ast.Load):
+                self._path(node, self.imported[name])
+        elif name in self.foreign:
+            raise _Found(node, f"{self.foreign[name]} (the grader watches only code that uses torch, math and "
+                               "plain Python)")
+        elif name not in self.bound and name not in self.students and hasattr(builtins, name) \
+                and name not in BUILTINS and id(node) not in self.plain_lookups:
+            raise _Found(node, f"{name}(), which the grader does not follow")
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr.startswith("__") and attr.endswith("__"):
+            if attr not in DUNDER_READS:
+                raise _Found(node, f".{attr}")
+        elif attr.startswith("_") and attr not in self.own_private:
+            raise _Found(node, f".{attr} (a private name)")
+        if attr in ESCAPES:
+            raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
+        path = self._dotted(node)
+        if path is not None:
+            if not isinstance(node.ctx, ast.Load):
+                raise _Found(node, f"an assignment to {path}")
+            self._path(node, path)
+
+    def _dotted(self, node: ast.Attribute) -> str | None:
+        """``torch.nn.functional.softmax`` for an attribute chain rooted at an imported name, else None."""
+        parts = [node.attr]
+        value = node.value
+        while isinstance(value, ast.Attribute):
+            parts.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name) and value.id in self.imported and value.id not in self.bound:
+            return ".".join([self.imported[value.id], *reversed(parts)])
+        return None
+
+    def _class(self, node: ast.ClassDef) -> None:
+        if node.keywords:
+            raise _Found(node, f"class {node.name}(..., {node.keywords[0].arg}=...)")
+        for base in node.bases:
+            if isinstance(base, ast.Name) and (base.id in self.classes or base.id in BASES and
+                                               base.id not in self.imported):
+                continue
+            path = base.id if isinstance(base, ast.Name) and base.id in self.imported else \
+                self._dotted(base) if isinstance(base, ast.Attribute) else None
+            target = self._path(base, self.imported.get(path, path)) if path else None
+            if not _module_class(target) and not (path and path.rsplit(".", 1)[-1] in BASES):
+                raise _Found(node, f"class {node.name} built on {ast.unparse(base)} (only nn.Module and your own "
+                                   "classes)")
+
+    # what a dotted path stands for ------------------------------------------------------------------
+    def _path(self, node, path: str):
+        """The object ``path`` names, when every step of it is allowed; else _Found."""
+        if path in self.checked:
+            return self.checked[path]
+        parts = path.split(".")
+        module_name, obj = None, None
+        for end in range(len(parts), 0, -1):  # the longest importable prefix
+            prefix = ".".join(parts[:end])
+            if prefix in MODULES or prefix in SOME_OF:
+                module_name = prefix
+                break
+        if module_name is None:
+            raise _Found(node, f"{path} (the grader watches only code that uses torch, math and plain Python)")
+        try:
+            obj = importlib.import_module(module_name)
+        except ImportError:
+            raise _Found(node, f"{module_name}, which the grader cannot read") from None
+        where = module_name
+        for part in parts[len(module_name.split(".")):]:
+            where_module = where if isinstance(obj, types.ModuleType) else None
+            if part.startswith("_") and not (part.startswith("__") and part in DUNDER_READS):
+                raise _Found(node, f"{where}.{part} (a private name)")
+            if where_module is not None and (part in NOT_THESE.get(where_module, ()) or
+                                             (where_module in SOME_OF and part not in SOME_OF[where_module])):
+                raise _Found(node, f"{where}.{part}, which the grader does not follow")
+            if f"{where}.{part}" in {f"{m}.{n}" for m, names in NOT_THESE.items() for n in names}:
+                raise _Found(node, f"{where}.{part}, which the grader does not follow")
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                return None  # no such name: the student's import fails there, and nothing runs
+            where = f"{where}.{part}"
+            if isinstance(obj, types.ModuleType) and obj.__name__ not in MODULES and obj.__name__ not in SOME_OF \
+                    and where not in MODULES and where not in SOME_OF:
+                raise _Found(node, f"{where} (the grader watches only code that uses torch, math and plain Python)")
+            if part in ESCAPES:
+                raise _Found(node, f"{where}, which takes values where the grader cannot watch them")
+        self.checked[path] = obj
+        return obj
+
+
+def _plain_reference(node) -> bool:
+    """A name or a dotted name (``nn.Module``): evaluating it calls nothing."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _public(value) -> bool:
+    return isinstance(value, str) and value.isidentifier() and not value.startswith("_") and value not in ESCAPES
+
+
+def _module_class(obj) -> bool:
+    """nn.Module or one of its subclasses that torch defines."""
+    import torch
+
+    return isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+
+
+def _runs_as_main(node: ast.stmt) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
+        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value == "__main__"
+
+
+def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
+    """The code of a submission's file that runs in the worker: a module's text, or a notebook's kept
+    statements (grader.inside.notebook_source), its cells joined; and where each cell starts (line,
+    the cell's name as tracebacks show it)."""
+    from grader.inside.notebook_source import LIMITS, code_problem, parsed_cells, read_bounded
+
+    data = read_bounded(path)
+    if path.suffix != ".ipynb":
+        text = data.decode("utf-8")
+        problem = code_problem(text)
+        if problem is not None:
+            raise _Unread(f"{path.name} holds {problem}")
+        return text, []
+    pieces, places, line = [], [], 1
+    for cell, kept, problem in parsed_cells(data, path.name, cell_chars=LIMITS.cell_chars):
+        if kept is None and not problem.startswith("a syntax error"):  # (one that does not compile stops the import)
+            raise _Unread(f"{cell.filename} holds {problem}")
+        code = "" if kept is None else cell.code
+        places.append((line, cell.filename))
+        pieces.append(code)
+        line += code.count("\n") + 1
+    return "\n".join(pieces), places

@@ -1,0 +1,264 @@
+"""Observe or refuse (issue 44): what the grader watches of a computation (forbidden operations, operation
+counts, block widths, memory) scores only where the submission's files, read in the grading process before
+any of them runs, name nothing that could switch the watching off or compute out of its sight."""
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.config import load_course
+from grader.grading.observable import unobserved
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+import corpus  # noqa: E402
+
+COURSE = load_course(ROOT)
+MODULES = frozenset(a.module_name for a in COURSE.assignments)
+EXERCISES = frozenset(e for a in COURSE.assignments for e in a.exercises)
+
+
+def reading(tmp_path, code: str, name: str = "attention_basics.py", **given) -> str | None:
+    path = tmp_path / name
+    path.write_text("import torch\nfrom torch import nn\nimport torch.nn.functional as F\n" + textwrap.dedent(code))
+    return unobserved([path], course_modules=MODULES, entry_points=EXERCISES, **given)
+
+
+# what each route of the attacks needs to name: refused, with the line
+ROUTES = {
+    "modes switched off": """
+        def softmax(x, dim=-1):
+            with torch._C.DisableTorchFunction():
+                return torch.softmax(x, dim)
+        """,
+    "modes of torch's own, public path": """
+        from torch.utils._python_dispatch import _disable_current_modes
+        def softmax(x, dim=-1):
+            with _disable_current_modes():
+                return torch.softmax(x, dim)
+        """,
+    "an operator of one's own": """
+        lib = torch.library.Library("mine", "DEF")
+        def softmax(x, dim=-1):
+            return torch.ops.mine.sm(x, dim)
+        """,
+    "numpy in an autograd.Function": """
+        import numpy as np
+        class Step(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return torch.from_numpy(np.exp(x.numpy()))
+        def online_softmax(x, block_size):
+            return Step.apply(x)
+        """,
+    "a tensor subclass": """
+        class Liar(torch.Tensor):
+            pass
+        def flash_attention(q, k, v, block_size=64, causal=False):
+            return Liar(q)
+        """,
+    "a subclass by as_subclass": """
+        def flash_attention(q, k, v, block_size=64, causal=False):
+            return q.as_subclass(torch.Tensor)
+        """,
+    "another process": """
+        import multiprocessing
+        POOL = multiprocessing.get_context("forkserver")
+        def softmax(x, dim=-1):
+            return x
+        """,
+    "a memfd": """
+        import os
+        def sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0, device=None):
+            os.memfd_create("cache")
+        """,
+    "a name looked up by a string": """
+        def softmax(x, dim=-1):
+            return getattr(torch, "_C")
+        """,
+    "a name made at run time": """
+        def softmax(x, dim=-1):
+            name = "".join(["soft", "max"])
+            return getattr(torch, name)(x, dim)
+        """,
+    "exec": """
+        def softmax(x, dim=-1):
+            exec("y = 1")
+        """,
+    "__import__": """
+        def softmax(x, dim=-1):
+            return __import__("torch").softmax(x, dim)
+        """,
+    "globals": """
+        def softmax(x, dim=-1):
+            return globals()
+        """,
+    "a star import": """
+        from torch import *
+        """,
+    "torch rebound, then torch.library": """
+        def softmax(x, dim=-1):
+            t = torch
+            return torch.library
+        """,
+    "torch patched": """
+        torch.softmax = lambda x, dim: x
+        """,
+    "a class made by type()": """
+        Sub = type("Sub", (torch.Tensor,), {})
+        """,
+    "a used class's __torch_function__": """
+        class Watcher(nn.Module):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func(*args, **kwargs)
+        def softmax(x, dim=-1):
+            return Watcher()
+        """,
+    "tolist": """
+        def attention_scores(inputs):
+            return torch.tensor([[sum(a * b for a, b in zip(p, q)) for q in inputs.tolist()] for p in inputs.tolist()])
+        """,
+    "operator.attrgetter": """
+        import operator
+        def softmax(x, dim=-1):
+            return operator.attrgetter("_C")(torch)
+        """,
+    "typing.get_type_hints (evaluates text)": """
+        import typing
+        def softmax(x, dim=-1):
+            return typing.get_type_hints(softmax)
+        """,
+    "a metaclass": """
+        class Head(nn.Module, metaclass=type):
+            pass
+        def softmax(x, dim=-1):
+            return Head()
+        """,
+    "a module __getattr__": """
+        def __getattr__(name):
+            return 1
+        """,
+    "a dunder name": """
+        def softmax(x, dim=-1):
+            return __builtins__
+        """,
+    "torch.load": """
+        def softmax(x, dim=-1):
+            return torch.load("weights.pt", weights_only=False)
+        """,
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_around_the_watching_is_refused_with_its_line(tmp_path, route):
+    why = reading(tmp_path, ROUTES[route])
+    assert why is not None and why.startswith("attention_basics.py line "), (route, why)
+    assert int(why.split(" line ")[1].split()[0]) > 3  # the student's line, not the header of this test
+
+
+def test_a_file_of_the_students_own_beside_the_module_is_not_imported_unread(tmp_path):
+    why = reading(tmp_path, "import helpers\n", own=frozenset({"helpers"}))
+    assert why and "helpers" in why and "a file of yours" in why
+    assert reading(tmp_path, "from causal_attention import CausalAttention\n") is None  # the course's: read too
+
+
+def test_plain_python_torch_and_math_pass(tmp_path):
+    assert reading(tmp_path, """
+        import math
+        from typing import Optional
+        from functools import partial
+        def softmax(x, dim=-1):
+            shifted = x - x.amax(dim=dim, keepdim=True)
+            e = shifted.exp()
+            return e / e.sum(dim=dim, keepdim=True)
+        class Heads(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self._scale = 1 / math.sqrt(d)
+                for name in ("W_query", "W_key"):
+                    setattr(self, name, nn.Linear(d, d))
+            def forward(self, x: Optional[torch.Tensor] = None):
+                return getattr(self, "W_query")(x) * self._scale
+        if __name__ == "__main__":
+            import numpy as np
+            print(np.array(softmax(torch.ones(3)).tolist()))
+        """) is None
+
+
+def test_code_that_never_runs_is_not_held_against_the_file(tmp_path):
+    """A notebook's plotting helper (a function no code that runs names) and a class nothing uses may
+    use what a graded computation may not."""
+    assert reading(tmp_path, """
+        from torch.overrides import TorchFunctionMode
+        class CallLog(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        def draw(ax, grid):
+            ax.imshow(grid.numpy())
+        def softmax(x, dim=-1):
+            return x.softmax(dim)
+        """) is None
+    assert reading(tmp_path, """
+        import numpy as np
+        def helper(x):
+            return np.exp(x.numpy())
+        def softmax(x, dim=-1):
+            return helper(x)
+        """) is not None  # named by an exercise: it runs
+
+
+def test_a_name_passed_as_a_string_by_every_caller_may_be_looked_up(tmp_path):
+    code = """
+        class MultiHeadAttentionWrapper(nn.Module):  # an exercise: the grader makes it
+            def _project(self, x, name):
+                return getattr(self.head, name)(x)
+            def forward(self, x):
+                return self._project(x, "W_query") + self._project(x, {which})
+        """
+    assert reading(tmp_path, code.format(which='"W_key"')) is None
+    assert reading(tmp_path, code.format(which='"_" + "C"')) is not None
+
+
+def test_every_honest_file_of_the_corpora_and_the_solutions_is_observed(tmp_path):
+    """Observe-or-refuse refuses no honest code: the solutions (modules and lesson notebooks), and every
+    corpus entry (correct, mistaken, unnamed, the learner's) spliced into its assignment's module."""
+    solutions = sorted((ROOT / "solutions").glob("*/*.py")) + sorted((ROOT / "solutions").glob("*/*.ipynb"))
+    refused = [why for path in solutions if (why := unobserved([path], course_modules=MODULES,
+                                                                entry_points=EXERCISES))]
+    entries = corpus.mistakes() + corpus.unnamed() + corpus.correct() + corpus.learner("attempts") + \
+        corpus.learner("correct")
+    assert len(entries) > 500
+    for number, entry in enumerate(entries):
+        assignment = COURSE.assignment(corpus.assignment_of(COURSE, entry.exercise))
+        path = tmp_path / f"{number}" / assignment.module
+        path.parent.mkdir()
+        module = ROOT / "solutions" / assignment.id / assignment.module
+        path.write_text(corpus.splice(module.read_text(), entry.source))
+        why = unobserved([path], course_modules=MODULES, entry_points=EXERCISES)
+        if why:
+            refused.append(f"{entry.name}: {why}")
+    assert refused == []
+
+
+def test_a_check_that_watches_earns_nothing_where_the_file_is_not_observed(submission_dir, grader, course):
+    """01's softmax by torch.softmax behind DisableTorchFunction and _disable_current_modes (which took the
+    worker's watching off, and scored 25/25 before issue 44): its checks (each watches for the forbidden
+    call) fail, saying why in one line; a check that does not watch (the loops' values) keeps its points."""
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text() + textwrap.dedent("""
+
+        def softmax(x, dim=-1):
+            with torch._C.DisableTorchFunction(), torch.utils._python_dispatch._disable_current_modes():
+                return torch.softmax(x, dim)
+        """))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=5).assignments[0]
+    by_name = {e.name: e for e in result.exercises}
+    assert by_name["softmax"].score == 0
+    said = [c.message for c in by_name["softmax"].checks if c.status != "passed"]
+    assert said and all(m.startswith("not observed: attention_basics.py line ") for m in said)
+    assert "_disable_current_modes" in said[0] or "_C" in said[0]
+    assert by_name["attention_scores_loop"].score == by_name["attention_scores_loop"].max_score
