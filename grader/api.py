@@ -157,17 +157,20 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
            gradebook: Path | None = None, mixed_seeds: bool = False) -> int:
     """The class report (grader/reporting/class_report.py) of every verified result in ``result_dirs`` (and of
     nbgrader's gradebook, where given), written to ``out`` or stdout. ``anonymise``: pseudonyms keyed
-    by the secret of ``course`` (without one, the course found from the working folder)."""
+    by the secret of ``course`` (without one, the course found from the working folder), whose secret
+    also verifies the results folders' manifests."""
     from grader.reporting.class_report import course_secret, gather, render, summarise
+    from grader.reporting.course_secret import kept_secret
 
-    secret = course_secret((course or open_course(None)).root) if anonymise else None  # before any work
+    course = course or open_course(None)
+    secret = course_secret(course.root) if anonymise else None  # before any work
     warnings: list[str] = []
     existing = [Path(d) for d in result_dirs if Path(d).is_dir()]
     for missing in (d for d in result_dirs if not Path(d).is_dir()):
         warnings.append(f"{missing}: no such folder, left out")
     if not existing and gradebook is None:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs)) or '(none given)'}")
-    results = gather(existing, warnings, mixed_seeds=mixed_seeds)
+    results = gather(existing, warnings, secret=kept_secret(course.root), mixed_seeds=mixed_seeds)
     for line in warnings:
         print(f"grade: warning: {line}", file=sys.stderr)
     if existing and not results:  # an empty page of "0 students" would read as a success

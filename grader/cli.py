@@ -171,7 +171,7 @@ def report(course_dir, results, out, fmt, anonymise, gradebook, mixed_seeds):
     result folders, shards merged; default ./grades)."""
     from grader import api
 
-    course = api.open_course(course_dir) if gradebook or anonymise else None
+    course = api.open_course(course_dir)  # its secret verifies the results folders (and keys --anonymise)
     sys.exit(api.report(course=course, result_dirs=results or (Path("grades"),), out=out, fmt=fmt,
                         anonymise=anonymise, gradebook=gradebook, mixed_seeds=mixed_seeds))
 

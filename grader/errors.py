@@ -44,17 +44,27 @@ class GraderFailed(GraderError):
 
 
 class CourseSecretError(GraderError):
-    """The course's secret, which keys ``grade report --anonymise``'s pseudonyms, cannot be read or made:
-    nothing is anonymised without it (a pseudonym without a key could be recomputed from a roster)."""
+    """The course's secret, which keys ``grade report --anonymise``'s pseudonyms and the manifests of the
+    results folders, cannot be read or made: nothing is anonymised or verified without it (a pseudonym
+    or a manifest without a key could be recomputed by anyone)."""
 
-    def __init__(self, path, error: Exception | None):
-        if error is None:
-            why = ("holds no secret that grade report made (64 hex digits): remove it and the next report makes "
-                   "a new one (whose pseudonyms differ)")
+    def __init__(self, path, error: Exception | None, why: str | None = None):
+        if why is not None:
+            pass
+        elif error is None:
+            why = ("holds no secret that grade made (64 hex digits): remove it and the next run makes "
+                   "a new one (whose pseudonyms differ, and which verifies no results folder written before)")
         else:
             why = (f"cannot be read or made ({getattr(error, 'strerror', None) or error}): make the course folder "
-                   "writable to you, or run grade report --anonymise where it is")
-        super().__init__(f"--anonymise keys its pseudonyms with the course's secret, and {path} {why}")
+                   "writable to you, or run grade where it is")
+        super().__init__(f"the course's secret keys --anonymise's pseudonyms and the results folders' manifests, "
+                         f"and {path} {why}")
+
+
+class UntrustedResults(GraderError):
+    """A results folder that is not the grader's: ``--out`` owned or writable by another user, or a result
+    file whose keyed digest in the folder's manifest does not verify with the course's secret (written
+    or changed by someone else): refused in one line, never graded into or exported."""
 
 
 class NothingToDo(GraderError):

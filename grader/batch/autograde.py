@@ -34,8 +34,10 @@ from grader.sandbox import leftovers
 from grader.config import Course
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.batch.discover import Job, discover  # noqa: F401 - Job: the jobs' type
-from grader.reporting.result_folder import (MANIFEST, locked, pending, read_manifest, read_result, recorded_seed,
-                                            sort_results, write_atomically, write_manifest, write_summary)
+from grader.reporting.course_secret import course_secret
+from grader.reporting.result_folder import (MANIFEST, check_owned, locked, pending, read_manifest, read_result,
+                                            recorded_seed, sort_results, write_atomically, write_manifest,
+                                            write_summary)
 from grader.results import (GRADER_ERROR, AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult,
                             grader_error_of)
 
@@ -117,9 +119,9 @@ class _Batch:
     result listed and the rest pending; and last, once no student code runs, from memory alone
     (grader/reporting/result_folder.py)."""
 
-    def __init__(self, out: Path, earlier: dict, *, trust_meanwhile: bool, progress, seed: int):
+    def __init__(self, out: Path, earlier: dict, *, trust_meanwhile: bool, progress, seed: int, secret: bytes):
         self.out, self.earlier, self.trust_meanwhile, self.progress = out, earlier, trust_meanwhile, progress
-        self.seed = seed
+        self.seed, self.secret = seed, secret  # the course's: it keys the manifest (result_folder.py)
         self.written: dict[str, str] = {}
         self.waiting: set[str] = set()
         self.collisions: dict[str, dict] = {}  # a submission's name -> the names that cleaned to one (discover)
@@ -132,7 +134,7 @@ class _Batch:
         self.waiting.discard(name)
         with locked(self.out):
             write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
-                           waiting=self.waiting, verify=False, seed=self.seed)
+                           waiting=self.waiting, verify=False, seed=self.seed, secret=self.secret)
         self.progress.advance(name, data["score"], data["max_score"], grader_error=grader_error_of(data), error=error)
 
     def finish(self, course) -> list[str]:
@@ -142,8 +144,8 @@ class _Batch:
             write_atomically(self.out / f"{name}.json", text)
         with locked(self.out):
             dropped = write_manifest(self.out, self.written, self.earlier, trust_meanwhile=self.trust_meanwhile,
-                                     waiting=self.waiting, seed=self.seed)
-            write_summary(self.out, course)
+                                     waiting=self.waiting, seed=self.seed, secret=self.secret)
+            write_summary(self.out, course, secret=self.secret)
         return dropped
 
 
@@ -192,13 +194,14 @@ def _uninterrupted():
         signal.signal(signal.SIGTERM, previous[1])
 
 
-def class_seed(out: Path, *, seed: int | None, resume: bool, fresh: bool, sharded: bool) -> int:
+def class_seed(out: Path, *, seed: int | None, resume: bool, fresh: bool, sharded: bool,
+               secret: bytes | None = None) -> int:
     """The seed this run grades on: a class is graded on one seed. A folder that holds results (or a run's
     pending submissions) keeps the seed its first run recorded: ``--resume`` takes it, as does another shard
     of the class (given that same ``--seed``); any other run into it is refused, unless ``fresh`` (every
     earlier result of the folder is then dropped). A new folder takes ``seed``, or a fresh one."""
     held = bool(read_manifest(out) or pending(out) or any(out.glob("*.json")))
-    recorded = recorded_seed(out) if held and not fresh else None
+    recorded = recorded_seed(out, secret) if held and not fresh else None
     if held and not (resume or fresh or (sharded and seed is not None and seed == recorded)):
         told = f" (seed {recorded})" if recorded is not None else ""
         raise UsageError(f"{out} already holds a run's results{told}: --resume grades what has no result there on "
@@ -241,18 +244,20 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         raise UsageError("--resume and --fresh say opposite things: keep the folder's results, or grade afresh")
     created = not out.exists()  # a folder this run made, removed again if it finds nothing to grade
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(mode=0o755, parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"--out {out}: {error.strerror or error}") from None
+    check_owned(out)  # the grader's alone: no one else may change a result in it (result_folder.py)
+    secret = course_secret(course.root)  # keys the manifest, so that no one without it can forge one
     # one seed for the class: every submission is graded on the same cases, in every run and shard (fair,
     # and the reference's results are computed once per grading process; grader/grading/reference_cache.py)
-    seed = class_seed(out, seed=seed, resume=resume, fresh=fresh, sharded=count > 1)
+    seed = class_seed(out, seed=seed, resume=resume, fresh=fresh, sharded=count > 1, secret=secret)
     if fresh:
         _forget(out)
     leftovers.sweep()  # what runs killed before this one left (grader/sandbox/leftovers.py)
     earlier = read_manifest(out) or {}  # read before any student code runs: it could write one
     # --resume: what has a result; one the grader failed on (grader-error) is graded again
-    done = {path.stem for path in sort_results(out, earlier)[0]
+    done = {path.stem for path in sort_results(out, earlier, secret=secret)[0]
             if (data := read_result(path)) is not None and not grader_error_of(data)} if resume else set()
     scratch = leftovers.scratch("grade-autograde")
     private = (out.resolve(), scratch, *(path.resolve() for path in paths))
@@ -269,7 +274,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
                 raise
             todo = [job for job in jobs if job.name not in done]
             batch = _Batch(out, earlier, trust_meanwhile=confinement.mode != "same-user",
-                           progress=Progress(len(jobs), len(jobs) - len(todo)), seed=seed)
+                           progress=Progress(len(jobs), len(jobs) - len(todo)), seed=seed, secret=secret)
             batch.waiting = {job.name for job in todo}
             batch.collisions = {job.name: job.collision for job in jobs if job.collision}
             for job in todo:
@@ -301,11 +306,12 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
         left = len(batch.waiting) if batch is not None else 0
         raise Interrupted(f"interrupted: {len(batch.written) if batch else 0} result(s) written to {out}, "
                           f"{left} submission(s) not graded yet; finish with grade autograde ... --out {out} --resume")
-    believed = {path.stem for path in sort_results(out)[0]}
+    believed = {path.stem for path in sort_results(out, secret=secret)[0]}
     missing = [job.name for job in jobs if job.name not in believed]
     for name in missing:
         print(f"grade: error: no result for {name} (grade it again with --resume)", file=sys.stderr)
-    failed_here = [(path.stem, line) for path in sort_results(out)[0] if path.stem in {j.name for j in jobs}
+    names = {job.name for job in jobs}
+    failed_here = [(path.stem, line) for path in sort_results(out, secret=secret)[0] if path.stem in names
                    and (data := read_result(path)) is not None and (line := grader_error_of(data))]
     for name, line in failed_here:  # no valid score, and none charged: listed apart, graded again later
         print(f"grade: error: {name}: the grader itself failed ({line}): not a score; fix the machine and grade "

@@ -21,70 +21,29 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
-import secrets
 import statistics
 from pathlib import Path
 
 from grader.catalogue import CATALOGUE
-from grader.errors import CourseSecretError
 from grader.figures import valid_figure
+from grader.reporting.course_secret import SECRET_FILE, course_secret  # noqa: F401 - the report's secret
 from grader.reporting.formats import csv_text, markdown_text
 from grader.results import collision_of
 
 FORMATS = ("html", "json", "csv", "markdown")
 OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "grader_error")
 BINS = 10  # histogram bars: tenths of the assignment's points, then full marks in a bar of its own
-SECRET_FILE = ".grade-secret"  # in the course folder: keys the pseudonyms (never printed, never released)
 _TEXTS = frozenset({"feedback", "message", "grader_error"})  # a result's free text, where a name may stand
 
 
-def gather(result_dirs: list[Path], warnings: list[str], *, mixed_seeds: bool = False) -> list[dict]:
-    """Every verified result of ``result_dirs``, shards merged (see :func:`grader.reporting.export.collect`)."""
+def gather(result_dirs: list[Path], warnings: list[str], *, secret: bytes | None,
+           mixed_seeds: bool = False) -> list[dict]:
+    """Every result of ``result_dirs`` that the course's ``secret`` verifies, shards merged (see
+    :func:`grader.reporting.result_folder.collect`)."""
     from grader.reporting.result_folder import collect
 
-    return list(collect(result_dirs, warnings, mixed_seeds=mixed_seeds).values())
-
-
-def course_secret(root: Path) -> bytes:
-    """The secret that keys the course's pseudonyms: ``root/.grade-secret``, made there on first use
-    (32 random bytes, readable by its owner alone). Where it cannot be made no pseudonym is: an
-    unkeyed one could be recomputed from a roster."""
-    path = Path(root) / SECRET_FILE
-    if (kept := _read_secret(path)) is not None:
-        return kept
-    try:
-        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another run made it meanwhile
-        return course_secret(root)
-    except OSError as exc:
-        raise CourseSecretError(path, exc) from None
-    secret = secrets.token_bytes(32)
-    try:
-        with os.fdopen(handle, "w", encoding="ascii") as stream:
-            stream.write(secret.hex() + "\n")
-    except OSError as exc:
-        path.unlink(missing_ok=True)
-        raise CourseSecretError(path, exc) from None
-    return secret
-
-
-def _read_secret(path: Path) -> bytes | None:
-    """The secret ``path`` holds, or None where there is none yet."""
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CourseSecretError(path, exc) from None
-    try:
-        secret = bytes.fromhex(text)
-    except ValueError:
-        secret = b""
-    if len(secret) != 32:
-        raise CourseSecretError(path, None)
-    return secret
+    return list(collect(result_dirs, warnings, secret=secret, mixed_seeds=mixed_seeds).values())
 
 
 def pseudonym(name: str, secret: bytes) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.errors import UsageError
+from grader.reporting.course_secret import kept_secret
 from grader.reporting.formats import csv_text
 from grader.reporting.result_folder import collect, graded_assignments
 from grader.results import GRADER_ERROR, WORST_FIRST, collision_of
@@ -95,7 +96,8 @@ def _sources(course: Course, result_dirs: list[Path], gradebook: Path | None, wa
     book = gradebook_path(course, gradebook)
     if not result_dirs and (book is None or DEFAULT_RESULTS.is_dir()):
         result_dirs = [DEFAULT_RESULTS]
-    sources = [("autograde", collect(result_dirs, warnings, mixed_seeds=mixed_seeds))]
+    # the results folders' manifests verify with the course's secret
+    sources = [("autograde", collect(result_dirs, warnings, secret=kept_secret(course.root), mixed_seeds=mixed_seeds))]
     if book is not None:
         sources.append(("nbgrader", read_gradebook(book, course)))
         if warnings is not None:

@@ -4,10 +4,18 @@
 Why a manifest. Where student code runs as the grader's own user (no sandbox, not root) it can write
 into the results folder: drop a ``zz.json`` with full marks for a name not in the batch, or one with a
 future mtime to win a merge. ``grade autograde`` rewrites every result of its run from memory once no
-student code runs any more, then writes, last, the manifest: each result file's name and sha256.
-``summary.csv`` and ``grade export`` believe only the files listed there with that hash; any other is
-named and left out. The manifest is JSON but not named ``*.json``, so that globbing the results never
-takes it for one.
+student code runs any more, then writes, last, the manifest: each result file's name and its keyed
+digest, an HMAC-SHA256 of the file's name and content keyed by the course's secret
+(grader/reporting/course_secret.py), so that nobody without the secret can list a file there: a
+co-tenant who rewrites a result and the manifest is refused. ``summary.csv``, ``grade export`` and
+``grade report`` believe only the files listed there whose digest verifies; a file not listed is
+named and left out, and a listed file that does not verify refuses the whole folder, in one line
+naming it. The manifest is JSON but not named ``*.json``, so that globbing the results never takes it
+for one.
+
+Why the folder must be the grader's. Another user who owns ``--out``, or may write into it, could
+replace any file in it at any time; ``grade autograde`` refuses such a folder, and such files in it
+(:func:`check_owned`).
 
 Runs one after another into one folder (``--resume``, shards in turn) keep each other's results: a run
 reads the manifest before any student code starts, and keeps those entries whose file is still as
@@ -19,13 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
 
-from grader.errors import UsageError
+from grader.errors import UntrustedResults, UsageError
 from grader.reporting.formats import csv_text
 from grader.results import collision_of, grader_error_of
 
@@ -48,8 +58,42 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+KEYED = "hmac-sha256"  # the manifest's digests: of "<file name>\0<content>", keyed by the course's secret
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def digest(secret: bytes | None, file: str, text: str) -> str:
+    """A result file's digest in the manifest: keyed by the course's ``secret`` (None: a plain sha256, as a
+    grader before keyed manifests wrote it, which no reader believes)."""
+    if secret is None:
+        return sha256(text)
+    message = file.encode("utf-8", "backslashreplace") + b"\0" + text.encode("utf-8", "backslashreplace")
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def check_owned(folder: Path) -> None:
+    """Refuse ``folder`` (``--out``) where it is not the grader's alone: owned by another user or writable by
+    group or others, or where one of the files the grader reads back from it (the manifest, a result)
+    is. Raises UntrustedResults."""
+    me = os.geteuid()
+    for path in (folder, *(folder / name for name in (MANIFEST, LOCK)), *folder.glob("*.json")):
+        try:
+            seen = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise UntrustedResults(f"--out {path} cannot be examined ({error.strerror or error})") from None
+        shown = "--out " + str(folder) if path == folder else f"{path} (in --out)"
+        if seen.st_uid != me:
+            raise UntrustedResults(f"{shown} belongs to uid {seen.st_uid}, not to you (uid {me}): whoever owns it "
+                                   f"could change any result in it; give an --out of your own")
+        who = " and ".join(them for bit, them in ((0o020, "group"), (0o002, "others")) if seen.st_mode & bit)
+        if who and not stat.S_ISLNK(seen.st_mode):
+            raise UntrustedResults(f"{shown} can be written by {who}, who could change any result in it: chmod go-w "
+                                   f"it, or give another --out")
 
 
 def read_result(path: Path) -> dict | None:
@@ -78,13 +122,22 @@ def pending(folder: Path) -> list[str]:
     return _read(folder)[2]
 
 
-def recorded_seed(folder: Path) -> int | None:
+def recorded_seed(folder: Path, secret: bytes | None) -> int | None:
     """The seed the class in ``folder`` is graded on: the one its first run recorded in the manifest
     (or, for a folder written before the manifest kept one, the one seed its results share)."""
     if (seed := _read(folder)[3]) is not None:
         return seed
-    seeds = {data.get("seed") for path in sort_results(folder)[0] if (data := read_result(path)) is not None}
+    seeds = {data.get("seed") for path in sort_results(folder, secret=secret)[0]
+             if (data := read_result(path)) is not None}
     return seeds.pop() if len(seeds) == 1 and isinstance(next(iter(seeds)), int) else None
+
+
+def keyed(folder: Path) -> bool:
+    """Whether ``folder``'s manifest holds keyed digests (KEYED), as every grade autograde now writes."""
+    try:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("digests") == KEYED
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return False
 
 
 def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
@@ -105,25 +158,29 @@ def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[s
     return files, times, waiting, seed
 
 
-def _unchanged(path: Path, digest: str) -> bool:
+def _unchanged(path: Path, listed: str, secret: bytes | None) -> bool:
     try:
-        return not path.is_symlink() and sha256(path.read_text(encoding="utf-8")) == digest
+        text = path.read_text(encoding="utf-8")
+        return not path.is_symlink() and hmac.compare_digest(digest(secret, path.name, text), listed)
     except (OSError, UnicodeDecodeError):
         return False
 
 
-def sort_results(folder: Path, manifest: dict[str, str] | None = None) -> tuple[list[Path], list[Path]]:
-    """The ``*.json`` files of ``folder``: those listed in its manifest and unchanged since, and the rest."""
+def sort_results(folder: Path, manifest: dict[str, str] | None = None, *,
+                 secret: bytes | None) -> tuple[list[Path], list[Path]]:
+    """The ``*.json`` files of ``folder``: those listed in its manifest and unchanged since (their digest
+    verifies with the course's ``secret``), and the rest."""
     manifest = (read_manifest(folder) or {}) if manifest is None else manifest
     believed, others = [], []
     for path in sorted(folder.glob("*.json")):
-        (believed if path.name in manifest and _unchanged(path, manifest[path.name]) else others).append(path)
+        listed = path.name in manifest and _unchanged(path, manifest[path.name], secret)
+        (believed if listed else others).append(path)
     return believed, others
 
 
 def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str] | None = None, *,
                    trust_meanwhile: bool = True, waiting: set[str] = frozenset(), verify: bool = True,
-                   seed: int | None = None) -> list[str]:
+                   seed: int | None = None, secret: bytes | None = None) -> list[str]:
     """List in ``folder``'s manifest the results this run wrote (``{submission: text}``, hashed from
     memory), the ``earlier`` entries (the manifest as it was before this run's student code ran;
     default: as it is now) whose files are unchanged, and, with ``trust_meanwhile``, the entries
@@ -131,17 +188,18 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     pending until a result of theirs is). Without ``verify`` the kept entries' files are not read
     again (a run's progress, written after each result; readers check every hash anyway). ``seed``:
     the class's (the run took the one the folder recorded, where there is one: one folder, one seed;
-    None keeps what the manifest says). Call it
-    holding :func:`locked`. Returns the entries left out because they appeared during this run and
-    are not trusted."""
+    None keeps what the manifest says). ``secret``: the course's, which keys each digest (without it
+    the manifest is written as older graders wrote it, which no reader believes). Call it holding
+    :func:`locked`. Returns the entries left out because they appeared during this run and are not
+    trusted."""
     current, times, current_pending, recorded = _read(folder)
     current = current or {}
     earlier = current if earlier is None else earlier
-    mine = {f"{name}.json": sha256(text) for name, text in written.items()}
+    mine = {f"{name}.json": digest(secret, f"{name}.json", text) for name, text in written.items()}
     meanwhile = {file: digest for file, digest in current.items() if earlier.get(file) != digest and file not in mine}
     kept = {**earlier, **meanwhile} if trust_meanwhile else dict(earlier)
     files = {file: digest for file, digest in kept.items()
-             if file not in mine and (not verify or _unchanged(folder / file, digest))}
+             if file not in mine and (not verify or _unchanged(folder / file, digest, secret))}
     now = time.time()
     stamps = {file: times.get(file, now) for file in files}
     files.update(mine)
@@ -149,7 +207,9 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     listed = {file.removesuffix(".json") for file in files}
     still = (set(current_pending) | set(waiting)) - listed
     seed = seed if seed is not None else recorded
-    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, "results": dict(sorted(files.items())),
+    keying = {"digests": KEYED} if secret is not None else {}
+    write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, **keying,
+                                                   "results": dict(sorted(files.items())),
                                                    "written": dict(sorted(stamps.items())),
                                                    "pending": sorted(still)}, indent=1) + "\n")
     return [] if trust_meanwhile else sorted(meanwhile)
@@ -201,12 +261,12 @@ def graded_assignments(course, results) -> list:
     return [a for a in course.assignments if a.id in present]
 
 
-def write_summary(out: Path, course) -> Path:
+def write_summary(out: Path, course, *, secret: bytes | None) -> Path:
     """``summary.csv``: a row per believed result file, a column per exercise of the assignments they
     hold, and the submission's overall ``status`` last (so that the exercise columns keep their
     positions); after it, where some submission's name cleaned to another's too, ``name_collision``
     (grader/batch/discover.py: every raw name that cleaned to its name; empty in the other rows)."""
-    results = [data for path in sort_results(out)[0] if (data := read_result(path)) is not None]
+    results = [data for path in sort_results(out, secret=secret)[0] if (data := read_result(path)) is not None]
     exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
     rows = []
     for data in results:
@@ -224,26 +284,29 @@ def write_summary(out: Path, course) -> Path:
     return path
 
 
-def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> dict[str, dict]:
+def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secret: bytes | None,
+            mixed_seeds: bool = False) -> dict[str, dict]:
     """Every result by submission; where shards overlap, the most recent result of a name wins (by
     when its run wrote it, as the manifest says). Only result files that ``grade autograde`` listed
-    in the folder's manifest, unchanged since, are read: a file student code could have left or
-    changed is named in ``warnings`` and left out (see write_manifest above). A folder of result
-    files without a manifest is refused: its files cannot be told from forged ones. So are results of
+    in the folder's manifest, unchanged since (their digest verifies with the course's ``secret``;
+    None where the course has none yet, which verifies nothing), are read: a file student code could have left is named in ``warnings`` and left out (see
+    write_manifest above); a listed file that does not verify refuses the folder (UntrustedResults:
+    someone rewrote it, and maybe the manifest). A folder of result files without a manifest, or with
+    one no secret keyed, is refused: its files cannot be told from forged ones. So are results of
     one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``."""
     found: dict[str, tuple[float, dict, Path]] = {}
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
         manifest = read_manifest(folder)
-        believed, others = sort_results(folder, manifest)
+        believed, others = sort_results(folder, manifest, secret=secret)
         if manifest is None and others:
             raise UsageError(f"{folder} has no {MANIFEST} (results not written by grade autograde, or by a "
                              f"version before it kept one): grade the class again into it (grade autograde "
                              f"SUBMISSIONS --out {folder})")
+        _verified(folder, manifest, others, secret)
         if warnings is not None:
-            warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}, or changed since): left out"
-                         for path in others]
+            warnings += [f"{path}: not as grade autograde wrote it (not in {MANIFEST}): left out" for path in others]
         waiting = pending(folder)
         if waiting and warnings is not None:  # an interrupted run: what it graded is exported, and said so
             names = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
@@ -263,6 +326,24 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, mixed
                 found[name] = (stamp, data, folder)
     _one_seed(found, warnings, mixed_seeds)
     return {name: data for name, (_, data, _) in sorted(found.items())}
+
+
+def _verified(folder: Path, manifest: dict[str, str] | None, others: list[Path], secret: bytes | None) -> None:
+    """Refuse ``folder`` where its manifest lists results but no key made it, or the course has no secret to
+    verify them with, or where a result file it lists does not verify (``others``: the files not believed)."""
+    if manifest and secret is None:
+        raise UntrustedResults(f"{folder}'s results are verified with the course's secret, and the course has "
+                               f"none (no .grade-secret in its folder; grade autograde makes it): is this the "
+                               f"course that graded them? (--course)")
+    if manifest and not keyed(folder):
+        raise UntrustedResults(f"{folder / MANIFEST} is not keyed by the course's secret (written by a grader "
+                               f"before manifests were keyed, or by someone else): its results are refused; grade "
+                               f"the class again (grade autograde SUBMISSIONS --out NEW_FOLDER)")
+    for path in others:
+        if manifest and path.name in manifest:
+            raise UntrustedResults(f"{path}: not as grade autograde wrote it (its digest in {MANIFEST} does not "
+                                   f"verify with the course's secret): refused; grade it again (grade autograde "
+                                   f"... --out {folder} --resume)")
 
 
 def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) -> None:

@@ -11,6 +11,7 @@ import pytest
 from grader.batch.autograde import autograde, parse_shard
 from grader.errors import UsageError
 from grader.batch.discover import discover
+from grader.reporting.course_secret import course_secret
 from grader.reporting.result_folder import read_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -268,9 +269,11 @@ def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(
     from grader.reporting.result_folder import collect
 
     warnings: list[str] = []
-    assert set(collect([out], warnings)) == {"aaron", "zed"} and collect([out])["aaron"]["score"] == 0
+    secret = course_secret(course.root)
+    assert set(collect([out], warnings, secret=secret)) == {"aaron", "zed"}
+    assert collect([out], secret=secret)["aaron"]["score"] == 0
     assert [line for line in warnings if "zz-extra.json" in line]
-    write_summary(out, course)
+    write_summary(out, course, secret=secret)
     assert [row.split(",")[0] for row in (out / "summary.csv").read_text().splitlines()[1:]] == ["aaron", "zed"]
 
 
@@ -422,7 +425,7 @@ def test_ctrl_c_keeps_every_finished_result_and_resume_grades_only_the_rest(tmp_
     rest = run.stderr.read()
     assert run.wait(timeout=60) == 130, rest
     assert "interrupted" in rest and "--resume" in rest and "Traceback" not in rest and "Aborted" not in rest
-    graded = {p.stem for p in sort_results(out)[0]}
+    graded = {p.stem for p in sort_results(out, secret=course_secret(ROOT))[0]}
     assert {"aaa", "bea", "cy"} <= graded and graded | set(pending(out)) == {"aaa", "bea", "cy", "di", "ed", "flo"}
     assert not graded & set(pending(out))
     summary = (out / "summary.csv").read_text()
@@ -436,7 +439,7 @@ def test_ctrl_c_keeps_every_finished_result_and_resume_grades_only_the_rest(tmp_
     assert again.returncode == 0, err
     regraded = {line.split("]", 1)[1].split(":", 1)[0].strip() for line in err.splitlines() if line.startswith("[")}
     assert regraded == {"aaa", "bea", "cy", "di", "ed", "flo"} - graded  # only what was missing
-    assert pending(out) == [] and len(sort_results(out)[0]) == 6 and not sort_results(out)[1]
+    assert pending(out) == [] and len(sort_results(out, secret=course_secret(ROOT))[0]) == 6 and not sort_results(out, secret=course_secret(ROOT))[1]
     assert "interrupted" not in _export(out).stderr
 
 
@@ -456,7 +459,7 @@ def test_a_second_ctrl_c_still_leaves_a_folder_export_reads(tmp_path):
     run.stderr.read()
     assert run.wait(timeout=60) == 130
     assert read_manifest(out) is not None and (out / "summary.csv").is_file()
-    assert not sort_results(out)[1]  # every result file listed and as written
+    assert not sort_results(out, secret=course_secret(ROOT))[1]  # every result file listed and as written
     assert _export(out).returncode == 0
 
 
@@ -481,12 +484,12 @@ def test_a_run_killed_with_sigkill_leaves_its_results_listed_and_no_process_and_
     while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in children)
-    listed = {p.stem for p in sort_results(out)[0]}
+    listed = {p.stem for p in sort_results(out, secret=course_secret(ROOT))[0]}
     assert {"aaa", "bea"} <= listed and listed | set(pending(out)) == {"aaa", "bea", "cy", "di"}
     again = _start(root, out, "--resume", tmp=tmp)
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
-    assert pending(out) == [] and len(sort_results(out)[0]) == 4
+    assert pending(out) == [] and len(sort_results(out, secret=course_secret(ROOT))[0]) == 4
     assert list(tmp.iterdir()) == []  # what the killed run left, removed by the next
     assert os.path.exists(out / "summary.csv")
 
@@ -557,13 +560,13 @@ def test_names_that_clean_to_one_are_flagged_in_every_result_summary_export_and_
     jobs = discover([root], course, tmp_path / "scratch")
     out = tmp_path / "results"
     out.mkdir()
-    batch = _Batch(out, {}, trust_meanwhile=True, progress=Progress(len(jobs)), seed=1)
+    batch = _Batch(out, {}, trust_meanwhile=True, progress=Progress(len(jobs)), seed=1, secret=course_secret(ROOT))
     batch.collisions = {job.name: job.collision for job in jobs if job.collision}
     for score, job in zip((0.0, 600.0, 600.0), sorted(jobs, key=lambda job: str(job.path))):
         data = failed_result(course.assignments, job.name, "failed", "graded", 1).to_json() | {"score": score}
         batch.record(job.name, data)
     batch.finish(course)
-    results = collect([out])
+    results = collect([out], secret=course_secret(ROOT))
     assert "jane_doe" not in results and set(results) >= {"alice"} and len(results) == 3
     raw = {data["name_collision"]["raw"]: name for name, data in results.items() if "name_collision" in data}
     assert set(raw) == {"jane\\doe", "jane_doe"} and "name_collision" not in results["alice"]
@@ -584,3 +587,38 @@ def test_names_that_clean_to_one_are_flagged_in_every_result_summary_export_and_
     assert "name collided" in render(summarise(list(results.values())), "html")
     hidden = summarise(list(results.values()), secret=bytes(32))
     assert "jane" not in json.dumps(hidden) and sum("cleaned to the same" in row["what"] for row in hidden["help"]) == 2
+
+
+# --- results folders are the grader's (issue 44) -----------------------------------------------------------
+def test_an_out_folder_that_another_user_owns_or_can_write_is_refused_in_one_line(tmp_path, monkeypatch):
+    """A co-tenant who made --out before root graded into it rewrote every result and the manifest."""
+    import os
+
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    root = student(tmp_path / "class" / "alice", only="01_attention_basics").parent
+    out = tmp_path / "results"
+    out.mkdir(mode=0o755)
+    out.chmod(0o755)
+
+    def refused(said):
+        outcome = CliRunner().invoke(cli, ["--course", str(ROOT), "autograde", str(root), "--out", str(out),
+                                           "--assignment", "01_attention_basics", "--device", "cpu"])
+        assert outcome.exit_code == 2 and "Traceback" not in outcome.stderr, outcome.stderr
+        (line,) = outcome.stderr.splitlines()
+        assert line.startswith("grade: error: ") and said in line, line
+        assert {p.name for p in out.glob("*.json")} <= {"alice.json"} and not (out / "summary.csv").exists()
+
+    real = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: real + 4242)  # as if another user owned it (tests run as root)
+    refused(f"belongs to uid {real}, not to you")
+    monkeypatch.undo()
+    for mode, who in ((0o777, "group and others"), (0o775, "group"), (0o757, "others")):
+        out.chmod(mode)
+        refused(f"can be written by {who}")
+    out.chmod(0o755)
+    (out / "alice.json").write_text("{}")  # a file it would read back (--resume)
+    (out / "alice.json").chmod(0o646)
+    refused("alice.json (in --out) can be written by others")

@@ -20,6 +20,7 @@ def shards(course, tmp_path):
     import json
 
     from grader.config import load_course
+    from grader.reporting.course_secret import course_secret
     from grader.reporting.result_folder import write_manifest
 
     root = tmp_path / "course"
@@ -33,7 +34,7 @@ def shards(course, tmp_path):
     data = json.loads(failed.read_text())
     data["assignments"][0]["exercises"][0]["status"] = "grader-error"
     failed.write_text(json.dumps(data))
-    write_manifest(tmp_path / "shard-2", {"yan": json.dumps(data)})
+    write_manifest(tmp_path / "shard-2", {"yan": json.dumps(data)}, secret=course_secret(root))
     return copy, [tmp_path / "shard-1", tmp_path / "shard-2"]
 
 

@@ -41,9 +41,9 @@ def graded(course, tmp_path_factory):
 
 
 def _results(out: Path) -> list[dict]:
-    from grader.reporting.class_report import gather
+    from grader.reporting.class_report import course_secret, gather
 
-    return gather([out], [])
+    return gather([out], [], secret=course_secret(ROOT))
 
 
 def test_every_misconception_is_named_with_its_students_and_ranked_by_points_lost(graded):
@@ -334,6 +334,7 @@ def _course(root: Path, results: list[dict]) -> Path:
     """A course folder (course.toml) holding a results folder that grade autograde could have written."""
     import shutil
 
+    from grader.reporting.course_secret import course_secret
     from grader.reporting.result_folder import write_manifest
 
     (root / "grades").mkdir(parents=True)
@@ -341,7 +342,7 @@ def _course(root: Path, results: list[dict]) -> Path:
     texts = {f"r{index}": json.dumps(data) for index, data in enumerate(results)}
     for stem, text in texts.items():
         (root / "grades" / f"{stem}.json").write_text(text)
-    write_manifest(root / "grades", texts)
+    write_manifest(root / "grades", texts, secret=course_secret(root))
     return root
 
 
@@ -371,6 +372,7 @@ def test_grade_report_anonymise_says_in_one_line_when_the_secret_cannot_be_kept(
     from grader.reporting.class_report import SECRET_FILE
 
     root = _course(tmp_path / "course", [_result("zelda-xq", [("a", 0, 10, "failed", ())])])
+    (root / SECRET_FILE).unlink()
     (root / SECRET_FILE).mkdir()  # unreadable as a secret, even to root
     done = subprocess.run([sys.executable, "-m", "grader", "report", "grades", "--anonymise", "--format", "json"],
                           cwd=root, capture_output=True, text=True)

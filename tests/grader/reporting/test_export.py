@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader.config import load_course
-from grader.errors import UsageError
+from grader.errors import UntrustedResults, UsageError
 from grader.reporting.export import export_csv
+from grader.reporting.course_secret import course_secret
 from grader.reporting.result_folder import write_manifest
 
 ASSIGNMENT = "01_attention_basics"
@@ -55,7 +56,7 @@ def result_file(folder, name, course, score, seed=1, assignment_id=ASSIGNMENT, s
             "duration_s": 1.0, "assignments": [{"id": assignment_id, "score": score, "max_score": top, "exercises": [
                 {"name": n, "score": p * score / 100, "max_score": p, "status": "passed"} for n, p in assignment.points]}]}
     (folder / f"{stem or name}.json").write_text(json.dumps(data))
-    write_manifest(folder, {stem or name: json.dumps(data)})  # as grade autograde lists what it wrote
+    write_manifest(folder, {stem or name: json.dumps(data)}, secret=course_secret(course.root))  # as autograde does
 
 
 def rows(text):
@@ -165,7 +166,8 @@ def test_a_result_file_left_or_changed_by_student_code_is_not_believed(course_co
     assert list(got) == [("zoe", "autograde")] and float(got[("zoe", "autograde")]["score"]) == 50
     assert len(warnings) == 2 and all("left out" in line for line in warnings)
     (tmp_path / "grades" / "zoe.json").write_text(json.dumps(forged | {"submission": "zoe"}))  # changed
-    assert list(rows(export_csv(course_copy, [tmp_path / "grades"], None, []))) == []
+    with pytest.raises(UntrustedResults, match="zoe.json: not as grade autograde wrote it"):  # issue 44: refused
+        export_csv(course_copy, [tmp_path / "grades"], None, [])
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "zoe.json").write_text(json.dumps(forged))  # result files, and no manifest
     with pytest.raises(UsageError, match="grade-manifest"):
@@ -212,7 +214,7 @@ def test_the_export_holds_only_the_assignments_graded_with_each_rows_seed_and_wo
     data["assignments"][0]["exercises"][0]["status"] = "timeout"
     data["assignments"][0]["exercises"][1]["status"] = "failed"
     (tmp_path / "grades" / "yan.json").write_text(json.dumps(data))
-    write_manifest(tmp_path / "grades", {"yan": json.dumps(data)})
+    write_manifest(tmp_path / "grades", {"yan": json.dumps(data)}, secret=course_secret(course_copy.root))
     text = export_csv(course_copy, [tmp_path / "grades"])
     header = next(csv.reader(text.splitlines()))
     assert header[3] == ASSIGNMENT and not any(h.startswith("02_") for h in header)  # a week's export
@@ -315,3 +317,53 @@ def test_format_csv_is_the_default_export_and_an_lms_gradebook_is_one_registry_l
     title = course_copy.assignment(ASSIGNMENT).title
     assert text == "lms,csv\n" and sources == ["autograde"]
     assert seen == {"columns": ((title, 100.0),), "scores": {"zoe": (50.0,)}, "roster": None}
+
+
+# --- issue 44: the manifest is keyed by the course's secret ---------------------------------------------------
+def _rewritten_by_a_co_tenant(folder, keep_marker: bool):
+    """What a co-tenant who may write ``folder`` does: zoe's result rewritten to 0 and mallory's to 100, and
+    the manifest's digests recomputed, unkeyed (it has no secret)."""
+    from grader.reporting.result_folder import MANIFEST, sha256
+
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for name, score in (("zoe", 0.0), ("mallory", 100.0)):
+        data = json.loads((folder / f"{name}.json").read_text()) | {"score": score}
+        text = json.dumps(data)
+        (folder / f"{name}.json").write_text(text)
+        manifest["results"][f"{name}.json"] = sha256(text)
+    if not keep_marker:
+        manifest.pop("digests")
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("keep_marker", [True, False])
+def test_results_rewritten_with_their_manifest_are_refused_by_export_and_report(course_copy, tmp_path, keep_marker):
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    grades = tmp_path / "grades"
+    result_file(grades, "zoe", course_copy, 100.0)
+    result_file(grades, "mallory", course_copy, 0.0)
+    assert {r[0]: r[1] for r in csv.reader(export_csv(course_copy, [grades]).splitlines()[1:])} == {
+        "mallory": "0.0", "zoe": "100.0"}
+    _rewritten_by_a_co_tenant(grades, keep_marker)
+    for verb in (["export"], ["report", "--format", "json"], ["export", "--format", "canvas"]):
+        outcome = CliRunner().invoke(cli, ["--course", str(course_copy.root), *verb[:1], str(grades), *verb[1:]])
+        assert outcome.exit_code == 2 and outcome.stdout == "", (verb, outcome.stdout)
+        (line,) = outcome.stderr.splitlines()
+        assert line.startswith("grade: error: ") and "Traceback" not in outcome.stderr
+        assert ("mallory.json" in line if keep_marker else "not keyed" in line), line
+
+
+def test_results_of_another_course_or_of_a_course_without_a_secret_are_refused(course_copy, tmp_path):
+    from grader.reporting.course_secret import SECRET_FILE
+
+    grades = tmp_path / "grades"
+    result_file(grades, "zoe", course_copy, 100.0)
+    (course_copy.root / SECRET_FILE).write_text(bytes(range(32)).hex() + "\n")  # another course's secret
+    with pytest.raises(UntrustedResults, match="zoe.json"):
+        export_csv(course_copy, [grades])
+    (course_copy.root / SECRET_FILE).unlink()
+    with pytest.raises(UntrustedResults, match="has none"):
+        export_csv(course_copy, [grades])

@@ -69,13 +69,11 @@ def test_grade_report_html_of_a_class_whose_figures_hold_extreme_values(tmp_path
     """The attacker's figure of ±1.7e308 failed the whole class's page (plain and --anonymise)."""
     from grader.api import report
     from grader.config import load_course
-    from grader.reporting.class_report import SECRET_FILE
 
     ids = ["softmax-wrong-dim", "missing-scale", "wrong-scale", "scores-transposed"]
     results = [_result(f"s{index}", figure, ids[index]) for index, figure in enumerate(FIGURES.values())]
     results += [_result(f"t{index}", figure, "values-not-used") for index, figure in enumerate(NOT_WRITTEN.values())]
     root = _course(tmp_path / "course", results)
-    (root / SECRET_FILE).write_text(bytes(range(32)).hex() + "\n")
     out = tmp_path / "report.html"
     assert report(course=load_course(root), result_dirs=(root / "grades",), out=out, fmt="html",
                   anonymise=anonymise) == 0

@@ -14,19 +14,22 @@ def result_text(name: str, score: float = 1.0) -> str:
                        "assignments": []}, indent=2) + "\n"
 
 
+SECRET = bytes(range(32))  # the course's (grader/reporting/course_secret.py)
+
+
 def run(folder, names, **options):
     """What grade autograde does at the end of a run: write each result, then the manifest."""
     written = {name: result_text(name) for name in names}
     for name, text in written.items():
         write_atomically(folder / f"{name}.json", text)
-    return write_manifest(folder, written, **options)
+    return write_manifest(folder, written, secret=SECRET, **options)
 
 
 def test_only_listed_unchanged_files_are_believed(tmp_path):
     run(tmp_path, ["alice", "bob"])
     (tmp_path / "mallory.json").write_text(result_text("mallory", 100))  # dropped by student code
     (tmp_path / "bob.json").write_text(result_text("bob", 100))  # changed by student code
-    believed, others = sort_results(tmp_path)
+    believed, others = sort_results(tmp_path, secret=SECRET)
     assert [p.name for p in believed] == ["alice.json"]
     assert [p.name for p in others] == ["bob.json", "mallory.json"]
     assert MANIFEST not in {p.name for p in [*believed, *others]}  # never taken for a result
@@ -46,9 +49,9 @@ def test_a_manifest_forged_during_a_run_lists_nothing_when_student_code_ran_as_t
     forged = result_text("mallory", 100)
     (tmp_path / "mallory.json").write_text(forged)
     manifest = json.loads((tmp_path / MANIFEST).read_text())
-    from grader.reporting.result_folder import sha256
+    from grader.reporting.result_folder import digest
 
-    manifest["results"]["mallory.json"] = sha256(forged)
+    manifest["results"]["mallory.json"] = digest(SECRET, "mallory.json", forged)  # even with the secret
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))  # student code, as the grader's user
     assert run(tmp_path, ["bob"], earlier=earlier, trust_meanwhile=False) == ["mallory.json"]
     assert set(read_manifest(tmp_path)) == {"alice.json", "bob.json"}
@@ -95,8 +98,8 @@ def test_summary_has_the_status_of_each_submission_last(course, tmp_path):
              "erin": json.dumps(failed_result(course.assignments, "erin", "crashed", "crashed twice", 1).to_json())}
     for name, text in texts.items():
         (tmp_path / f"{name}.json").write_text(text)
-    write_manifest(tmp_path, texts)
-    write_summary(tmp_path, course)
+    write_manifest(tmp_path, texts, secret=SECRET)
+    write_summary(tmp_path, course, secret=SECRET)
     rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
     exercises = [f"{a.id}:{e}" for a in course.assignments for e in a.exercises]
     assert rows[0] == ["submission", "score", "max_score", "seed", *exercises, "status"]
@@ -118,8 +121,8 @@ def test_summary_takes_a_name_that_is_a_formula_as_text_and_keeps_numbers_number
     texts = {f"s{index}": result_text(name, 0.5) for index, name in enumerate(names)}
     for stem, text in texts.items():
         (tmp_path / f"{stem}.json").write_text(text)
-    write_manifest(tmp_path, texts)
-    write_summary(tmp_path, course)
+    write_manifest(tmp_path, texts, secret=SECRET)
+    write_summary(tmp_path, course, secret=SECRET)
     rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
     assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ann"]
     assert [row[1:4] for row in rows[1:]] == [["0.5", "1.0", "1"]] * len(names)
