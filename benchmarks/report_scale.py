@@ -26,6 +26,7 @@ def make_class(out: Path, students: int, seed: int = 1) -> None:
     """``students`` results in ``out``, listed in its manifest."""
     from grader.catalogue import CATALOGUE
     from grader.config import load_course
+    from grader.reporting.course_secret import course_secret
     from grader.reporting.result_folder import write_manifest
 
     course = load_course(ROOT)
@@ -58,7 +59,7 @@ def make_class(out: Path, students: int, seed: int = 1) -> None:
                 "started": "", "isolation": "separate-user", "assignments": assignments}
         written[name] = json.dumps(data, indent=2) + "\n"
         (out / f"{name}.json").write_text(written[name])
-    write_manifest(out, written, {})
+    write_manifest(out, written, {}, secret=course_secret(ROOT))  # keyed, as autograde writes it
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ import ast
 import builtins
 import hashlib
 import importlib
+import re
 import types
 from pathlib import Path
 
@@ -95,14 +96,19 @@ def unobserved(paths, *, course_modules=frozenset(), own=frozenset(), entry_poin
     imported unread; ``entry_points``: the names the grader calls (the exercises), whose code runs
     whatever else the file does (with the file's top-level code: the code read; a function nothing
     of that names never runs)."""
+    codes = []
     for path in paths:
         try:
-            code, places = kept_code(path)
+            codes.append((path, *kept_code(path)))
         except _Unread as why:
             return f"{why}, which is more than the grader reads"
         except (OSError, ValueError):  # NotebookError too: the worker cannot import it either, and says why
             continue
-        found = _reading(code, frozenset(course_modules), frozenset(own), frozenset(entry_points))
+    words = [frozenset(re.findall(r"[A-Za-z_]\w*", code)) for _, code, _ in codes]
+    for index, (path, code, places) in enumerate(codes):
+        # what the other files may call of this one: every name they write (``from causal_attention import x``)
+        called = frozenset(entry_points).union(*(w for i, w in enumerate(words) if i != index))
+        found = _reading(code, frozenset(course_modules), frozenset(own), called)
         if found is not None:
             line, what = found
             name, first = path.name, 1
@@ -241,6 +247,8 @@ class _Reader:
                     mention(node.id)
                 elif isinstance(node, ast.Attribute):
                     mention(node.attr)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    mention(node.value)  # getattr(obj, "name"), a name a loop or a caller gives as a string
                 stack.extend(ast.iter_child_nodes(node))
 
         for name in [*self.entry_points, *(n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))

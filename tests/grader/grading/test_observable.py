@@ -165,6 +165,19 @@ def test_a_file_of_the_students_own_beside_the_module_is_not_imported_unread(tmp
     assert reading(tmp_path, "from causal_attention import CausalAttention\n") is None  # the course's: read too
 
 
+def test_what_another_file_of_the_course_imports_runs(tmp_path):
+    """A function of 03's file that only 04's names (``from causal_attention import helper``) runs when
+    04's checks do: it is read as 03's own exercises are."""
+    helper = tmp_path / "causal_attention.py"
+    helper.write_text("import numpy as np\ndef helper(x):\n    return np.exp(x.numpy())\n")
+    user = tmp_path / "multi_head_attention.py"
+    user.write_text("from causal_attention import helper\ndef split_heads(x, num_heads):\n    return helper(x)\n")
+    why = unobserved([user, helper], course_modules=MODULES, entry_points=EXERCISES)
+    assert why and why.startswith("causal_attention.py line 3"), why
+    user.write_text("import causal_attention\ndef split_heads(x, num_heads):\n    return getattr(causal_attention, 'helper')(x)\n")
+    assert unobserved([user, helper], course_modules=MODULES, entry_points=EXERCISES)
+
+
 def test_plain_python_torch_and_math_pass(tmp_path):
     assert reading(tmp_path, """
         import math
