@@ -650,6 +650,11 @@ class ModulePair:
         self.what = f"{name}{_signature(args, kwargs)}"
         self._load_reference_weights(ours, loaded=self.state.get("loaded") is True)
 
+    def release(self):
+        """The student's process lets go of its instance (the worker drops its handle and collects
+        garbage): what the instance held is given back to the kernel, which grade.held_bytes reads."""
+        self.grade.student.request({"op": "drop", "handle": self.handle.id})
+
     def use_weights_of(self, module):
         """Give both instances ``module``'s weights (a reference module of the same class), e.g. one head
         of a reference wrapper, and take it as this pair's reference."""

@@ -850,6 +850,12 @@ class Server:
             return {"ok": True}
         if op == "stand_in":
             return self.stand_in(request)
+        if op == "drop":  # the grader lets go of an instance: what it held is given back (grade.held_bytes reads it)
+            self.handles[int(request["handle"])] = None
+            import gc
+
+            gc.collect()
+            return {"ok": True}
         if op == "attr":  # what an instance keeps (a KV cache): the tensors themselves, for the grader to measure
             instance = self.handles[request["handle"]]
             return {"ok": True, "values": {name: _plain(getattr(instance, name, None)) for name in request["names"]

@@ -740,6 +740,28 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
                           f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")
     if model.window:
         expect_window_cache_trimmed(pair, model, batch, chunk)
+    expect_given_back(grade, pair, model, batch, chunk, chunk * chunks, every_head)
+
+
+def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
+    """What the instance gives back when the student's process lets go of it (grade.held_bytes before and
+    after: the kernel's account, not growth): at most the right cache after ``tokens`` tokens in chunks of
+    ``chunk`` (GQA: its groups' keys and values; SWA: the window, as a slice of the last call's window +
+    chunk keys), its weights, and the same room as the growth's. A cache that hides its growth behind a
+    reserve the instance shrinks as it grows gives back both (issue 44)."""
+    held = grade.held_bytes()
+    pair.release()
+    given_back = held - grade.held_bytes()
+    kept_tokens = min(tokens, model.window + chunk) if model.window else tokens
+    heads_kept = model.groups if pair.name == GQA else model.num_heads
+    right = batch * kept_tokens * 2 * model.head_dim * heads_kept * 8  # float64 keys and values
+    weights = sum(w.numel() for w in pair.weights.values()) * 8
+    if given_back > right + weights + every_head * 0.5:
+        raise CheckFailed(f"{pair.name}: letting go of your instance after {tokens} cached tokens of a batch of "
+                          f"{batch} gave back {given_back / 2**20:.1f} MiB; its cache should hold at most "
+                          f"{right / 2**20:.1f} MiB (the keys and values of "
+                          + (f"its {model.groups} key/value group(s)" if pair.name == GQA else
+                             f"the last sliding_window_size = {model.window} positions") + ")")
 
 
 def expect_window_cache_trimmed(pair, model, batch, chunk):
