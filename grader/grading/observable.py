@@ -72,7 +72,10 @@ DUNDER_DEFS = frozenset({"__init__", "__call__", "__repr__", "__str__", "__len__
 DUNDER_READS = frozenset({"__init__", "__name__", "__doc__", "__qualname__", "__file__"})
 # methods of a tensor that hand its values to code the grader cannot watch (or make a tensor subclass)
 ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "untyped_storage", "apply_", "map_",
-                     "map2_", "__array__", "share_memory_", "pin_memory", "from_dlpack", "to_dlpack", "__dlpack__"})
+                     "map2_", "__array__", "share_memory_", "pin_memory", "from_dlpack", "to_dlpack", "__dlpack__"}
+                    # and the public ways to a frame, whose globals and builtins hold every name of the process
+                    | {"gi_frame", "cr_frame", "ag_frame", "gi_code", "cr_code", "ag_code", "tb_frame", "tb_next",
+                       "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "co_consts"})
 # classes a student's class may derive from (besides its own classes and torch's nn.Module family)
 BASES = frozenset({"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NamedTuple", "Enum", "ABC"})
 
@@ -202,6 +205,7 @@ class _Reader:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._imports(node)
         self.bound -= set(self.imported) | set(self.foreign) | self.students
+        self.chained = {id(n.value) for n in every if isinstance(n, ast.Attribute)}  # x in x.attr
         for node in self._runs(body):
             self._node(node)
 
@@ -369,7 +373,7 @@ class _Reader:
             raise _Found(node, f"the name {name}")
         if name in self.imported:
             if isinstance(node.ctx, ast.Load):
-                self._path(node, self.imported[name])
+                self._value(node, name, self._path(node, self.imported[name]))
         elif name in self.foreign:
             raise _Found(node, f"{self.foreign[name]} (the grader watches only code that uses torch, math and "
                                "plain Python)")
@@ -390,7 +394,13 @@ class _Reader:
         if path is not None:
             if not isinstance(node.ctx, ast.Load):
                 raise _Found(node, f"an assignment to {path}")
-            self._path(node, path)
+            self._value(node, path, self._path(node, path))
+
+    def _value(self, node, path: str, obj) -> None:
+        """A module is only ever the start of a dotted name read here: kept in a variable or passed on
+        (``t = torch``), what code did with it next would not be read."""
+        if isinstance(obj, types.ModuleType) and id(node) not in self.chained:
+            raise _Found(node, f"the module {path} as a value (write {path}.<name> where you use it)")
 
     def _dotted(self, node: ast.Attribute) -> str | None:
         """``torch.nn.functional.softmax`` for an attribute chain rooted at an imported name, else None."""
@@ -437,7 +447,7 @@ class _Reader:
             raise _Found(node, f"{module_name}, which the grader cannot read") from None
         where = module_name
         for part in parts[len(module_name.split(".")):]:
-            where_module = where if isinstance(obj, types.ModuleType) else None
+            where_module = obj.__name__ if isinstance(obj, types.ModuleType) else None  # the module, however reached
             if part.startswith("_") and not (part.startswith("__") and part in DUNDER_READS):
                 raise _Found(node, f"{where}.{part} (a private name)")
             if where_module is not None and (part in NOT_THESE.get(where_module, ()) or

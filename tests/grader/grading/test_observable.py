@@ -145,6 +145,25 @@ ROUTES = {
         def softmax(x, dim=-1):
             return __builtins__
         """,
+    "a module kept in a variable": """
+        def softmax(x, dim=-1):
+            t = torch
+            return t.library
+        """,
+    "a module passed on": """
+        def softmax(x, dim=-1):
+            return (lambda m: m.library)(torch)
+        """,
+    "a module reached through typing": """
+        import typing
+        def softmax(x, dim=-1):
+            return typing.functools.singledispatch
+        """,
+    "a generator's frame": """
+        def softmax(x, dim=-1):
+            g = (i for i in range(1))
+            return g.gi_frame.f_builtins["getattr"](torch, "_C")
+        """,
     "torch.load": """
         def softmax(x, dim=-1):
             return torch.load("weights.pt", weights_only=False)
