@@ -28,7 +28,9 @@ import ast
 import builtins
 import hashlib
 import importlib
+import io
 import re
+import tokenize
 import types
 from pathlib import Path
 
@@ -64,6 +66,9 @@ BUILTINS = frozenset("""
     reversed round set slice sorted staticmethod str sum super tuple zip hasattr id NotImplemented Ellipsis
     True False None
 """.split()) | {n for n in dir(builtins) if n.endswith(("Error", "Exception", "Warning")) or n in ("StopIteration",)}
+# modules the grading process may import to look at a base class (torch's, and pure ones of the standard library)
+SAFE_TO_IMPORT = frozenset({"torch", "enum", "abc", "typing", "collections", "dataclasses", "functools", "numbers",
+                            "types"})
 # builtins that look a name up, allowed with a public name written in the file (see _named_plainly)
 BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
 # dunder names a submission may use: defining the usual protocol methods, reading a name or a docstring
@@ -104,7 +109,7 @@ def unobserved(paths, *, course_modules=frozenset(), own=frozenset(), entry_poin
         try:
             codes.append((path, *kept_code(path)))
         except _Unread as why:
-            return f"{why}, which is more than the grader reads"
+            return str(why)
         except (OSError, ValueError):  # NotebookError too: the worker cannot import it either, and says why
             continue
     words = [frozenset(re.findall(r"[A-Za-z_]\w*", code)) for _, code, _ in codes]
@@ -196,8 +201,9 @@ class _Reader:
                 self.bound.add(node.arg)
                 self.loop_strings[node.arg] = False
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
-                    node.attr.startswith("_") and not node.attr.startswith("__"):
-                self.own_private.add(node.attr)
+                    node.attr.startswith("_") and not node.attr.startswith("__") and \
+                    isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                self.own_private.add(node.attr)  # self._cache = ...: the instance's own
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.bound.update(node.names)
             elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -246,6 +252,15 @@ class _Reader:
                 if isinstance(node, ast.ClassDef):  # its body runs; its bases matter once it is used
                     stack += node.decorator_list + [k.value for k in node.keywords] + node.body
                     stack += [b for b in node.bases if not _plain_reference(b)]
+                    for base in node.bases:  # making it calls its bases' hooks (__init_subclass__): theirs run
+                        root = base
+                        while isinstance(root, ast.Attribute):
+                            root = root.value
+                        if isinstance(root, ast.Name):
+                            mention(root.id)
+                    if any(not self._plain_base(b) for b in node.bases) or node.keywords:
+                        # made by a metaclass of a library's (Enum's calls _generate_next_value_): all may run
+                        queue.extend(i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)))
                     continue
                 if isinstance(node, ast.Name):
                     mention(node.id)
@@ -273,6 +288,33 @@ class _Reader:
             else:
                 visit(item)  # a base of a class used
         return nodes
+
+    def _plain_base(self, base) -> bool:
+        """A base whose making of a subclass calls none of the subclass's methods: the student's own
+        classes (whose hooks are read, as theirs), object and the exceptions, and classes of torch and of
+        the standard library's pure modules made by plain ``type`` (nn.Module's family). A library's
+        metaclass (Enum's, ABC's) may call a class's methods as it makes it."""
+        if isinstance(base, ast.Name) and (base.id in self.classes or base.id in BASES - {"Enum", "ABC", "NamedTuple"}
+                                           and base.id not in self.imported and base.id not in self.foreign):
+            return True
+        parts = []
+        while isinstance(base, ast.Attribute):
+            parts.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return False
+        path = self.imported.get(base.id) or self.foreign.get(base.id)
+        if path is None:
+            return False
+        path = ".".join([path, *reversed(parts)])
+        module, _, name = path.rpartition(".")
+        if module.split(".")[0] not in SAFE_TO_IMPORT:
+            return False
+        try:
+            obj = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            return False
+        return isinstance(obj, type) and type(obj) is type
 
     # imports --------------------------------------------------------------------------------------
     def _imports(self, node) -> None:
@@ -369,8 +411,8 @@ class _Reader:
 
     def _name(self, node: ast.Name) -> None:
         name = node.id
-        if name.startswith("__") and name not in DUNDER_READS:
-            raise _Found(node, f"the name {name}")
+        if name.startswith("__") and (name not in DUNDER_READS or not isinstance(node.ctx, ast.Load)):
+            raise _Found(node, f"the name {name}" + ("" if isinstance(node.ctx, ast.Load) else " bound"))
         if name in self.imported:
             if isinstance(node.ctx, ast.Load):
                 self._value(node, name, self._path(node, self.imported[name]))
@@ -386,8 +428,9 @@ class _Reader:
         if attr.startswith("__") and attr.endswith("__"):
             if attr not in DUNDER_READS:
                 raise _Found(node, f".{attr}")
-        elif attr.startswith("_") and attr not in self.own_private:
-            raise _Found(node, f".{attr} (a private name)")
+        elif attr.startswith("_") and not (attr in self.own_private and isinstance(node.value, ast.Name)
+                                           and node.value.id in ("self", "cls")):
+            raise _Found(node, f".{attr} (a private name{'' if attr in self.own_private else ''})")
         if attr in ESCAPES:
             raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
         path = self._dotted(node)
@@ -450,6 +493,8 @@ class _Reader:
             where_module = obj.__name__ if isinstance(obj, types.ModuleType) else None  # the module, however reached
             if part.startswith("_") and not (part.startswith("__") and part in DUNDER_READS):
                 raise _Found(node, f"{where}.{part} (a private name)")
+            if where_module == "torch" and part.endswith("Storage"):  # UntypedStorage.from_file: memory off the books
+                raise _Found(node, f"{where}.{part}, which the grader does not follow")
             if where_module is not None and (part in NOT_THESE.get(where_module, ()) or
                                              (where_module in SOME_OF and part not in SOME_OF[where_module])):
                 raise _Found(node, f"{where}.{part}, which the grader does not follow")
@@ -502,15 +547,22 @@ def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
 
     data = read_bounded(path)
     if path.suffix != ".ipynb":
+        try:  # Python reads a module in the encoding its first lines declare (a utf-7 one hides code in a comment)
+            encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        except SyntaxError:  # an unknown encoding: the import fails, and says so
+            encoding = "utf-8"
+        if encoding not in ("utf-8", "utf-8-sig"):
+            raise _Unread(f"{path.name} declares the source encoding {encoding}, which the grader does not read "
+                          "(write it in UTF-8)")
         text = data.decode("utf-8")
         problem = code_problem(text)
         if problem is not None:
-            raise _Unread(f"{path.name} holds {problem}")
+            raise _Unread(f"{path.name} holds {problem}, which is more than the grader reads")
         return text, []
     pieces, places, line = [], [], 1
     for cell, kept, problem in parsed_cells(data, path.name, cell_chars=LIMITS.cell_chars):
         if kept is None and not problem.startswith("a syntax error"):  # (one that does not compile stops the import)
-            raise _Unread(f"{cell.filename} holds {problem}")
+            raise _Unread(f"{cell.filename} holds {problem}, which is more than the grader reads")
         code = "" if kept is None else cell.code
         places.append((line, cell.filename))
         pieces.append(code)

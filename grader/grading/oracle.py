@@ -103,6 +103,53 @@ class Raised(Exception):
 
 
 # --- answers from the reference ---------------------------------------------------------------------
+# how large an answer the reference computes in the grading process for a stand-in's question: at most this
+# many elements, or GROWTH times the question's largest tensor (a right exercise asks for nothing larger than
+# what the check gave it; a question of sizes 24000 x 24000 is refused before anything is computed)
+MAX_ELEMENTS = 1 << 23
+GROWTH = 16
+MAX_INT = 1 << 14  # where the size cannot be worked out beforehand, no integer argument past this
+
+
+def _sized(name: str, count, question: dict) -> None:
+    """Refuses (Unanswerable) a question whose answer would hold more than the bound: ``count()`` works
+    it out without computing it (on torch's meta device); where that fails, its integers are bounded."""
+    import torch
+
+    largest = max([t.numel() for t in flatten((question.get("args"), question.get("kwargs"), question.get("params")))
+                   if isinstance(t, torch.Tensor)] + [0])
+    bound = max(MAX_ELEMENTS, GROWTH * largest)
+    try:
+        size = count()
+    except Exception:  # noqa: BLE001 - not computable on meta: the plain bound on its integers
+        numbers = [v for v in flatten((question.get("args"), question.get("kwargs"), question.get("new_args"),
+                                       question.get("new_kwargs"))) if isinstance(v, int) and not isinstance(v, bool)]
+        if any(abs(v) > MAX_INT for v in numbers):
+            raise Unanswerable(f"a call of {name} with sizes past {MAX_INT}") from None
+        return
+    if size > bound:
+        raise Unanswerable(f"a call of {name} whose answer holds {size:,} elements (a right exercise asks for at most "
+                           f"{bound:,})")
+
+
+def _on_meta(target, question: dict):
+    """The reference's answer to ``question`` on torch's meta device: shapes, no memory."""
+    import torch
+
+    meta = on_device((question.get("args", ()), question.get("kwargs", {}), question.get("params") or []), "meta")
+    args, kwargs, params = meta
+    with torch.device("meta"), torch.no_grad():
+        if "new_args" in question:
+            target = target(*question["new_args"], **question["new_kwargs"])
+        return target(*args, **kwargs)
+
+
+def _elements(out) -> int:
+    import torch
+
+    return sum(t.numel() for t in flatten(out) if isinstance(t, torch.Tensor))
+
+
 class LiveAnswers:
     """The reference's helpers (``functions``: name -> the reference's function or class), run on
     ``device`` in the grading process."""
@@ -119,7 +166,13 @@ class LiveAnswers:
     def new(self, question: dict) -> dict:
         import torch
 
-        instance = self._target(question["name"])(*question.get("args", ()), **question.get("kwargs", {}))
+        target = self._target(question["name"])
+        def parameters():  # made on the meta device: counted, not allocated
+            with torch.device("meta"):
+                return sum(p.numel() for p in target(*question.get("args", ()), **question.get("kwargs", {})).parameters())
+
+        _sized(question["name"], parameters, question)
+        instance = target(*question.get("args", ()), **question.get("kwargs", {}))
         linears = {path: [m.in_features, m.out_features, m.bias is not None]
                    for path, m in instance.named_modules() if path and type(m) is torch.nn.Linear}
         answer = {"linears": linears, "params": on_device(dict(instance.named_parameters()), "cpu")}
@@ -158,6 +211,7 @@ class LiveAnswers:
                 if i < len(tensors) and slots[i].is_floating_point():
                     slots[i].requires_grad_(True)
             wanted = [i for i in wanted if slots[i].requires_grad]
+            _sized(question["name"], lambda: _elements(_on_meta(target, question)), question)
             try:
                 out = fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a right helper's raise, which the stand-in repeats

@@ -164,6 +164,41 @@ ROUTES = {
             g = (i for i in range(1))
             return g.gi_frame.f_builtins["getattr"](torch, "_C")
         """,
+    "a module as a default argument": """
+        def softmax(x, dim=-1, t=torch):
+            return t.utils
+        """,
+    "__name__ rebound to run the __main__ block": """
+        __name__ = "__main__"
+        if __name__ == "__main__":
+            import ctypes
+        """,
+    "another object's private name the file assigns to itself": """
+        class Names:
+            def __init__(self):
+                self._C = None
+        def softmax(x, dim=-1):
+            return [torch][0]._C
+        """,
+    "a base class's __init_subclass__": """
+        class Base:
+            def __init_subclass__(cls):
+                global softmax
+                softmax = None
+        class Child(Base):
+            pass
+        """,
+    "an Enum's _generate_next_value_": """
+        from enum import Enum, auto
+        class Kind(Enum):
+            def _generate_next_value_(name, start, count, last):
+                return torch._C
+            PLAIN = auto()
+        """,
+    "a storage made from a file": """
+        def softmax(x, dim=-1):
+            return torch.UntypedStorage.from_file("cache", True, 100)
+        """,
     "torch.load": """
         def softmax(x, dim=-1):
             return torch.load("weights.pt", weights_only=False)
@@ -176,6 +211,15 @@ def test_every_route_around_the_watching_is_refused_with_its_line(tmp_path, rout
     why = reading(tmp_path, ROUTES[route])
     assert why is not None and why.startswith("attention_basics.py line "), (route, why)
     assert int(why.split(" line ")[1].split()[0]) > 3  # the student's line, not the header of this test
+
+
+def test_a_module_in_another_encoding_is_not_read_as_utf8(tmp_path):
+    """A utf-7 cookie: read as UTF-8, the hidden code is one comment; Python imports it as code."""
+    path = tmp_path / "attention_basics.py"
+    hidden = "def softmax(x, dim=-1):\n    return torch._C\n"
+    path.write_bytes(b"# -*- coding: utf-7 -*-\nimport torch\n# end " + hidden.encode("utf-7").replace(b"\n", b"+AAo-"))
+    why = unobserved([path], course_modules=MODULES, entry_points=EXERCISES)
+    assert why and "utf-7" in why
 
 
 def test_a_file_of_the_students_own_beside_the_module_is_not_imported_unread(tmp_path):

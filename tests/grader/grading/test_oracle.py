@@ -13,12 +13,23 @@ import corpus  # noqa: E402
 
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, budget  # noqa: E402
 
+@pytest.fixture
+def boundary_alone(monkeypatch):
+    """These attackers name gc, sys and globals(), so since issue 44 the checks that watch their computation
+    are not observed and earn nothing before any verification runs (grader/grading/observable.py). Set
+    aside here: what they show is that the answers stay outside even where that first line let them by."""
+    from grader.grading.pytest_session import GradingSession
+
+    monkeypatch.setattr(GradingSession, "unobserved", lambda self, assignment_id: None)
+
+
 HUNTER = '"""scaled_dot_product_attention: an attacker that searches its own process for the grader\'s answers while\nits kept case is verified (issue 43), and reports what it finds through its feedback"""\nimport gc\nimport sys\n\nimport torch\n\n\ndef attention_weights(queries, keys, mask=None):\n    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # wrong on purpose: divided by d_k\n    if mask is not None:\n        scores = scores.masked_fill(mask, float("-inf"))\n    return torch.softmax(scores, dim=-1)\n\n\ndef _found():\n    """Every code object in the process that this file did not bring and Python or torch did not either."""\n    import inspect\n    import os\n    import types\n\n    mine = os.path.realpath(__file__)\n    bases = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.__file__.rsplit("/", 1)[0])})\n    seen, found = set(), set()\n\n    def visit(code):\n        if id(code) in seen:\n            return\n        seen.add(id(code))\n        name = code.co_filename\n        path = os.path.realpath(name) if name.startswith("/") else name\n        if path != mine and not path.startswith(bases) and not name.startswith("<frozen"):\n            found.add(f"{name}:{code.co_name}")\n        for const in code.co_consts:\n            if isinstance(const, types.CodeType):\n                visit(const)\n\n    for obj in gc.get_objects():\n        try:\n            code = getattr(obj, "__code__", None) if callable(obj) else None\n        except Exception:\n            continue\n        if isinstance(obj, types.CodeType):\n            visit(obj)\n        elif isinstance(code, types.CodeType):\n            visit(code)\n    frame = sys._getframe()\n    while frame is not None:\n        visit(frame.f_code)\n        frame = frame.f_back\n    for module in list(sys.modules.values()):\n        for value in list(getattr(module, "__dict__", {}).values()):\n            try:\n                code = getattr(value, "__code__", None)\n            except Exception:\n                continue\n            if isinstance(code, types.CodeType):\n                visit(code)\n    modules = sorted(n for n in sys.modules if n.startswith(("grader.grading", "lesson", "solutions", "suites")))\n    stand_in = globals()["attention_weights"]\n    source = ""\n    try:\n        source = inspect.getsource(stand_in)\n    except (OSError, TypeError):\n        pass\n    return sorted(found), modules, source\n\n\ndef scaled_dot_product_attention(queries, keys, values, mask=None):\n    if getattr(globals()["attention_weights"], "__code__", None) is None or globals()["attention_weights"].__code__.co_filename != __file__:  # a stand-in is in place: the grader is verifying\n        found, modules, source = _found()\n        foreign = sorted({f.rsplit(":", 1)[0] for f in found if "/grader/inside/" not in f})\n        words = [w for w in ("sqrt", "softmax", "masked_fill", "transpose", "exp(") if w in source]\n        stand_in = globals()["attention_weights"]\n        where = getattr(getattr(stand_in, "__code__", None), "co_filename", "")\n        raise ValueError("HUNT" + repr({"foreign": foreign, "modules": modules, "words": words, "where": where}) + "HUNT")\n    return attention_weights(queries, keys, mask) @ values\n'
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["hidden", "public"])
-def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(course, grader, tmp_path, suite):
+def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(course, grader, tmp_path, suite,
+                                                                              boundary_alone):
     """Issue 43: a wrong attention_weights, and a scaled_dot_product_attention that, once a stand-in is in
     place (the grader verifying "right, given your attention_weights"), searches its process (gc, frames,
     sys.modules, its own module) for code it did not bring and reports it in its feedback. It finds the
@@ -126,7 +137,7 @@ def scaled_dot_product_attention(queries, keys, values, mask=None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["hidden", "public"])
-def test_a_question_no_right_call_makes_is_refused_and_keeps_no_case(course, grader, tmp_path, suite):
+def test_a_question_no_right_call_makes_is_refused_and_keeps_no_case(course, grader, tmp_path, suite, boundary_alone):
     """Review of issue 43: a question the reference cannot answer (not a tensor; a function built as a
     class) raised out of the oracle into the grading (a grader error: the check neither cost nor earned);
     and an unanswered question could have made a wrong exercise's case stand as kept. Now it is refused,
@@ -181,3 +192,39 @@ def test_a_gap_keeps_the_case_only_where_nothing_on_record_was_missed(course):
     nothing = Oracle(RecordedAnswers([], course.tolerance), ["softmax"], {"softmax": 8})
     nothing({**call, "args": (x,)})
     assert nothing.unanswered and nothing.gap_keeps_the_case()
+
+
+def test_a_question_of_sizes_no_right_exercise_asks_is_refused_before_anything_is_computed():
+    """The red team's memory bomb: sliding_window_mask(24000, 24000, 3) asked of the stand-in made the
+    grading process compute three 576-million-element masks (8 GB). Sizes are worked out on torch's meta
+    device first: answers past 2**23 elements, or 16 times the question's largest tensor, are refused."""
+    import resource
+
+    import torch
+
+    def mask(num_queries, num_keys, window, q_start=0, k_start=0, device=None):
+        rows = torch.arange(q_start, q_start + num_queries, device=device)[:, None]
+        cols = torch.arange(k_start, k_start + num_keys, device=device)[None, :]
+        return (cols > rows) | (cols <= rows - window)
+
+    def repeat(x, group_size):
+        return x.repeat_interleave(group_size, dim=1)
+
+    class Linear(torch.nn.Module):
+        def __init__(self, d_in, d_out):
+            super().__init__()
+            self.W = torch.nn.Linear(d_in, d_out)
+
+        def forward(self, x):
+            return self.W(x)
+
+    oracle = Oracle(LiveAnswers({"mask": mask, "repeat": repeat, "Linear": Linear}, "cpu"), ["mask", "repeat", "Linear"],
+                    {"mask": 8, "repeat": 8, "Linear": 8})
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert "576,000,000 elements" in oracle({"op": "forward", "name": "mask", "args": [24000, 24000, 3], "kwargs": {}})["refused"]
+    assert "refused" in oracle({"op": "forward", "name": "repeat", "args": [torch.ones(1, 2, 1000, 64), 5000], "kwargs": {}})
+    assert "refused" in oracle({"op": "new", "name": "Linear", "args": [24000, 24000], "kwargs": {}})
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: nothing of it was made
+    assert oracle.unanswered == []  # a refusal, never a recording's gap
+    right = oracle({"op": "forward", "name": "mask", "args": [6, 6, 3], "kwargs": {}})
+    assert torch.equal(right["out"], mask(6, 6, 3))
