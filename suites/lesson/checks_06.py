@@ -729,7 +729,9 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
         raise diagnose.name_mistake(grade, failure, reply.out, window_cache_too_small(model, x, last, chunk)) from None
     every_head = batch * chunk * (chunks - 2) * 2 * model.d_out * 8  # every head's keys and values of those tokens
     share = model.groups / model.num_heads
-    if grown > every_head * (0.35 + share if pair.name == GQA else 0.5):  # GQA's groups hold `share` of it, SWA none
+    # GQA's groups hold `share` of it (honest: share + 0.0 to 0.13), SWA none (honest: 0 on every seed measured;
+    # a float16 copy of every token grows by 0.13 to 0.19 of it)
+    if grown > every_head * (0.35 + share if pair.name == GQA else 0.1):
         kept = (f"the keys and values of its {model.groups} key/value group(s), not of the {model.num_heads} query "
                 "heads they serve (repeat them only when attending)") if pair.name == GQA else \
             f"only the last sliding_window_size = {model.window} positions" + (
@@ -756,7 +758,7 @@ def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
     heads_kept = model.groups if pair.name == GQA else model.num_heads
     right = batch * kept_tokens * 2 * model.head_dim * heads_kept * 8  # float64 keys and values
     weights = sum(w.numel() for w in pair.weights.values()) * 8
-    if given_back > right + weights + every_head * 0.5:
+    if given_back > right + weights + every_head * 0.1:
         raise CheckFailed(f"{pair.name}: letting go of your instance after {tokens} cached tokens of a batch of "
                           f"{batch} gave back {given_back / 2**20:.1f} MiB; its cache should hold at most "
                           f"{right / 2**20:.1f} MiB (the keys and values of "
