@@ -55,3 +55,14 @@ def submission_dir(tmp_path):
             for source in folder.glob("*.py"):
                 shutil.copy(source, target / folder.name / source.name)
     return target
+
+
+@pytest.fixture
+def boundary_alone(monkeypatch):
+    """The observation gate set aside (grader/grading/observable.py, issue 44): a file naming os, sys, gc or
+    globals() is not observed, and the checks that watch its computation earn nothing before anything else
+    is tried. Tests of the second line (the kernel's boundary, the worker's own refusals, the oracle) grade
+    such files to show that line holding alone."""
+    from grader.grading.pytest_session import GradingSession
+
+    monkeypatch.setattr(GradingSession, "unobserved", lambda self, assignment_id: None)

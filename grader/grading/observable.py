@@ -46,7 +46,14 @@ SOME_OF = {
     "dataclasses": {"dataclass", "field", "fields", "replace", "asdict", "astuple", "InitVar"},
     "functools": {"partial", "reduce", "lru_cache", "cache", "wraps", "cached_property", "total_ordering"},
     "collections": {"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"},
+    "time": {"sleep", "time", "perf_counter", "perf_counter_ns", "monotonic", "process_time"},
+    "warnings": {"warn"},
+    "copy": {"copy", "deepcopy"},
+    "random": {"random", "seed", "randint", "uniform", "gauss", "choice", "shuffle", "sample"},
     "torch.cuda": {"is_available", "device_count", "manual_seed", "manual_seed_all"},
+    # the worker runs TorchScript and torch.compile eagerly (grader.inside.worker.switch_off_compilers): what
+    # they are given is the student's Python, read here like the rest; a saved program (torch.jit.load) is not
+    "torch.jit": {"script", "trace", "ignore", "unused", "export", "is_scripting", "is_tracing", "Final", "annotate"},
     "torch.backends": {"mps", "cuda"},
     "torch.backends.mps": {"is_available", "is_built"},
     "torch.backends.cuda": {"is_built"},
@@ -55,7 +62,7 @@ SOME_OF = {
 NOT_THESE = {
     "typing": {"get_type_hints", "ForwardRef", "evaluate_forward_ref"},
     "operator": {"attrgetter", "methodcaller"},
-    "torch": {"load", "save", "compile", "cond", "from_numpy", "frombuffer", "from_file", "fork", "wait",
+    "torch": {"load", "save", "cond", "from_numpy", "frombuffer", "from_file", "fork", "wait",
               "vmap", "set_default_tensor_type", "import_ir_module", "import_ir_module_from_buffer", "parse_ir",
               "Tensor.as_subclass"},
 }

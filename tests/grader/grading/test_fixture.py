@@ -73,7 +73,8 @@ def _grade(course, grader, tmp_path, source: str, assignment="01_attention_basic
     return {e.name: e for e in result.assignments[0].exercises}
 
 
-def test_a_reply_that_drops_the_gradients_fails_the_gradient_checks_it_would_fail_anyway(course, grader, tmp_path):
+def test_a_reply_that_drops_the_gradients_fails_the_gradient_checks_it_would_fail_anyway(course, grader, tmp_path,
+                                                                                         boundary_alone):
     honest = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX, exercises=("softmax",))["softmax"]
     forged = _grade(course, grader, tmp_path, SOLUTION_01 + ZERO_BACKWARD_SOFTMAX + DROP_GRADIENTS,
                     exercises=("softmax",))["softmax"]

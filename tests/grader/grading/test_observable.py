@@ -244,8 +244,10 @@ def test_what_another_file_of_the_course_imports_runs(tmp_path):
 def test_plain_python_torch_and_math_pass(tmp_path):
     assert reading(tmp_path, """
         import math
+        import time
         from typing import Optional
         from functools import partial
+        START = time.perf_counter()
         def softmax(x, dim=-1):
             shifted = x - x.amax(dim=dim, keepdim=True)
             e = shifted.exp()
