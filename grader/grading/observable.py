@@ -28,6 +28,8 @@ import ast
 import builtins
 import hashlib
 import importlib
+import importlib.util
+import sys
 import io
 import re
 import tokenize
@@ -76,6 +78,24 @@ BUILTINS = frozenset("""
 # modules the grading process may import to look at a base class (torch's, and pure ones of the standard library)
 SAFE_TO_IMPORT = frozenset({"torch", "enum", "abc", "typing", "collections", "dataclasses", "functools", "numbers",
                             "types"})
+# torch's ignored functions (torch.overrides) that make or describe tensors, or switch gradients: allowed
+IGNORED_BUT_PLAIN = frozenset("""
+    arange as_tensor asarray empty empty_like empty_strided eye fill full linspace logspace normal ones rand
+    rand_like randint randint_like randn randn_like randperm range scalar_tensor tensor tril_indices triu_indices
+    zeros finfo iinfo is_tensor get_default_dtype is_grad_enabled is_inference_mode_enabled manual_seed seed
+    initial_seed promote_types result_type can_cast broadcast_shapes no_grad enable_grad inference_mode
+    set_grad_enabled hann_window hamming_window bartlett_window blackman_window kaiser_window compile
+    calculate_gain get_num_threads set_num_threads get_num_interop_threads get_default_device
+    are_deterministic_algorithms_enabled use_deterministic_algorithms get_float32_matmul_precision
+    set_float32_matmul_precision typename is_storage
+""".split())
+# torch's classes a submission may name (nn.Module's family besides)
+TORCH_CLASSES = ("Tensor", "Size", "Generator", "dtype", "device", "finfo", "iinfo", "no_grad", "enable_grad",
+                 "inference_mode", "set_grad_enabled")
+# builtins that reach any name, code or file: never bound by a file (a name bound anywhere would stand for
+# the builtin everywhere else to this reading)
+LOOKUPS = frozenset({"exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "vars", "globals", "locals",
+                     "breakpoint", "memoryview", "dir", "__import__", "type", "object", "super"})
 # builtins that look a name up, allowed with a public name written in the file (see _named_plainly)
 BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
 # dunder names a submission may use: defining the usual protocol methods, reading a name or a docstring
@@ -103,27 +123,39 @@ class _Found(Exception):
         self.line, self.what = getattr(node, "lineno", 0), what
 
 
-def unobserved(paths, *, course_modules=frozenset(), own=frozenset(), entry_points=frozenset()) -> str | None:
+def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=frozenset(),
+               entry_points=frozenset()) -> str | None:
     """None when every file of ``paths`` (a submission's, as they run in the worker) is observable;
     else one line: the first thing found, where (the file as the student knows it, and its line).
-    ``course_modules``: the course's module names, which a file may import (the student's own code, read
-    here too when among ``paths``); ``own``: names of modules the submission's folders hold, never
-    imported unread; ``entry_points``: the names the grader calls (the exercises), whose code runs
-    whatever else the file does (with the file's top-level code: the code read; a function nothing
-    of that names never runs)."""
-    codes = []
-    for path in paths:
+    ``course_files``: the course's module names -> the submission's files of each (module, notebook laid
+    over it), read too where a file read imports that module (as its syntax says, never its bytes);
+    ``course_modules``: names a file may import as the student's own code (those of ``course_files`` too);
+    ``own``: names of modules the submission's folders hold, never imported unread; ``entry_points``: the
+    names the grader calls (the exercises), whose code runs whatever else the file does (with the file's
+    top-level code: the code read; a function nothing of that names never runs). Whatever a file holds,
+    this raises nothing: what cannot be read is not observed."""
+    course_files = dict(course_files or {})
+    course_modules = frozenset(course_modules) | frozenset(course_files)
+    codes, queue, seen = [], list(paths), set()
+    while queue:
+        path = queue.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
         try:
-            codes.append((path, *kept_code(path)))
+            code, places = kept_code(path)
+            imported = _course_imports(code, course_modules)
         except _Unread as why:
             return str(why)
-        except (OSError, ValueError):  # NotebookError too: the worker cannot import it either, and says why
-            continue
-    words = [frozenset(re.findall(r"[A-Za-z_]\w*", code)) for _, code, _ in codes]
+        except Exception as error:  # noqa: BLE001 - whatever cannot be read here is not trusted
+            return f"{path.name}, which the grader could not read ({type(error).__name__})"
+        codes.append((path, code, places))
+        queue += [p for module in sorted(imported) for p in course_files.get(module, ())]
+    words = [frozenset(re.findall(r"\w+", code)) for _, code, _ in codes]
     for index, (path, code, places) in enumerate(codes):
         # what the other files may call of this one: every name they write (``from causal_attention import x``)
         called = frozenset(entry_points).union(*(w for i, w in enumerate(words) if i != index))
-        found = _reading(code, frozenset(course_modules), frozenset(own), called)
+        found = _reading(code, course_modules, frozenset(own), called)
         if found is not None:
             line, what = found
             name, first = path.name, 1
@@ -132,6 +164,21 @@ def unobserved(paths, *, course_modules=frozenset(), own=frozenset(), entry_poin
                     name, first = label, start
             return f"{name}" + (f" line {line - first + 1}" if line else "") + f" uses {what}"
     return None
+
+
+def _course_imports(code: str, course_modules) -> set[str]:
+    """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # not read: _reading says why
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+    return found & set(course_modules)
 
 
 _READ: dict = {}  # by the code's digest and the names given: a class hands in the same files again
@@ -145,8 +192,8 @@ def _reading(code: str, course_modules, own, entry_points) -> tuple[int, str] | 
             _READ.pop(next(iter(_READ)))
         try:
             tree = ast.parse(code)
-        except (SyntaxError, ValueError):  # nor does it compile in the worker, which says where
-            _READ[key] = None
+        except (SyntaxError, ValueError):  # (the worker's import fails too, and says so first)
+            _READ[key] = (0, "code that does not parse")
         except (RecursionError, MemoryError):  # nested past what is read here: not read, not trusted
             _READ[key] = (0, "code nested too deeply to read")
         else:
@@ -155,6 +202,8 @@ def _reading(code: str, course_modules, own, entry_points) -> tuple[int, str] | 
                 _READ[key] = None
             except _Found as found:
                 _READ[key] = (found.line, found.what)
+            except Exception as error:  # noqa: BLE001 - RecursionError included: what is not read is not trusted
+                _READ[key] = (0, f"code the grader could not read ({type(error).__name__})")
     return _READ[key]
 
 
@@ -178,7 +227,9 @@ class _Reader:
         self.checked: dict[str, object] = {}  # dotted path -> its object, for paths found allowed
 
     def read(self) -> None:
-        body = [n for n in self.tree.body if not _runs_as_main(n)]  # `if __name__ == "__main__":` never runs here
+        body = []  # `if __name__ == "__main__":` never runs in the worker (its else does)
+        for node in self.tree.body:
+            body += node.orelse if _runs_as_main(node) else [node]
         every = [n for top in body for n in ast.walk(top)]
         methods = {id(item) for n in every if isinstance(n, ast.ClassDef) for item in n.body}
         over_strings = {id(n.target) for n in every if isinstance(n, (ast.For, ast.comprehension))
@@ -186,6 +237,8 @@ class _Reader:
                         and all(isinstance(e, ast.Constant) and _public(e.value) for e in n.iter.elts)}
         for node in every:  # what the file binds, first: a name is the student's wherever it is bound
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if node.name in LOOKUPS:
+                    raise _Found(node, f"a definition named {node.name}")
                 self.bound.add(node.name)
                 if isinstance(node, ast.ClassDef):
                     self.classes.add(node.name)
@@ -200,11 +253,15 @@ class _Reader:
                 for arg in node.args.kwonlyargs + [a for a in (node.args.vararg, node.args.kwarg) if a]:
                     self.parameters.setdefault(arg.arg, []).append((node.name, -1, method))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                if node.id in LOOKUPS:
+                    raise _Found(node, f"the name {node.id} bound (it would stand for the builtin elsewhere)")
                 self.stored.add(node.id)
                 self.bound.add(node.id)
                 self.loop_strings.setdefault(node.id, True)
                 self.loop_strings[node.id] &= id(node) in over_strings
             elif isinstance(node, ast.arg):
+                if node.arg in LOOKUPS:
+                    raise _Found(node, f"a parameter named {node.arg}")
                 self.bound.add(node.arg)
                 self.loop_strings[node.arg] = False
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
@@ -238,15 +295,19 @@ class _Reader:
         bodies = {id(n) for defs in functions.values() for n in defs}
         nodes, named, queue = [], set(), []
 
+        def mention_class(cls):
+            if id(cls) not in self.used_classes:
+                self.used_classes.add(id(cls))
+                queue.extend(cls.bases)  # a class that may be made: what it is built on matters
+                queue.extend(item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
         def mention(name):
             if name in named:
                 return
             named.add(name)
             queue.extend(functions.get(name, ()))
             for cls in classes.get(name, ()):
-                self.used_classes.add(id(cls))
-                queue.extend(cls.bases)  # a class that may be made: what it is built on matters
-                queue.extend(item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+                mention_class(cls)
 
         def visit(root):  # the nodes of ``root`` that run, not entering function bodies (queued by name)
             stack = [root]
@@ -255,8 +316,12 @@ class _Reader:
                 nodes.append(node)
                 if id(node) in bodies:
                     stack += node.decorator_list + [node.args] + ([node.returns] if node.returns else [])
+                    if node.decorator_list:  # a decorator is handed the function itself: it may call it
+                        queue.append(node)
                     continue
                 if isinstance(node, ast.ClassDef):  # its body runs; its bases matter once it is used
+                    if node.decorator_list:  # a decorator is handed the class itself
+                        mention_class(node)
                     stack += node.decorator_list + [k.value for k in node.keywords] + node.body
                     stack += [b for b in node.bases if not _plain_reference(b)]
                     for base in node.bases:  # making it calls its bases' hooks (__init_subclass__): theirs run
@@ -277,9 +342,10 @@ class _Reader:
                     mention(node.value)  # getattr(obj, "name"), a name a loop or a caller gives as a string
                 stack.extend(ast.iter_child_nodes(node))
 
-        for name in [*self.entry_points, *(n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                                      and n.name.startswith("__"))]:
-            mention(name)  # and a module's __getattr__ and its kind, which Python calls unasked
+        methods = {id(item) for defs in classes.values() for cls in defs for item in cls.body}
+        for name in [*self.entry_points, *(n.name for defs in functions.values() for n in defs
+                                             if n.name.startswith("__") and id(n) not in methods)]:
+            mention(name)  # and a module's __getattr__ and its kind (under an if too), which Python calls unasked
         for top in body:
             visit(top)
         done = set()
@@ -315,11 +381,12 @@ class _Reader:
             return False
         path = ".".join([path, *reversed(parts)])
         module, _, name = path.rpartition(".")
-        if module.split(".")[0] not in SAFE_TO_IMPORT:
+        loaded = sys.modules.get(module)  # looked at only where loaded already: nothing is imported for it
+        if module.split(".")[0] not in SAFE_TO_IMPORT or loaded is None:
             return False
         try:
-            obj = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
+            obj = getattr(loaded, name)
+        except Exception:  # noqa: BLE001
             return False
         return isinstance(obj, type) and type(obj) is type
 
@@ -474,7 +541,7 @@ class _Reader:
                 self._dotted(base) if isinstance(base, ast.Attribute) else None
             target = self._path(base, self.imported.get(path, path)) if path else None
             if not _module_class(target) and not (path and path.rsplit(".", 1)[-1] in BASES):
-                raise _Found(node, f"class {node.name} built on {ast.unparse(base)} (only nn.Module and your own "
+                raise _Found(node, f"class {node.name} built on {_shown(base)} (only nn.Module and your own "
                                    "classes)")
 
     # what a dotted path stands for ------------------------------------------------------------------
@@ -511,6 +578,10 @@ class _Reader:
                 obj = getattr(obj, part)
             except AttributeError:
                 return None  # no such name: the student's import fails there, and nothing runs
+            except Exception as error:  # noqa: BLE001 - a name torch will not give (torch.qint8.is_signed)
+                raise _Found(node, f"{where}.{part}, which the grader could not read ({type(error).__name__})") from None
+            if where_module is not None and where_module.split(".")[0] == "torch" and not _torch_object(obj):
+                raise _Found(node, f"{where}.{part}, which the grader does not follow (not a tensor operation)")
             where = f"{where}.{part}"
             if isinstance(obj, types.ModuleType) and obj.__name__ not in MODULES and obj.__name__ not in SOME_OF \
                     and where not in MODULES and where not in SOME_OF:
@@ -521,11 +592,52 @@ class _Reader:
         return obj
 
 
+def _shown(node) -> str:
+    """A base as the student wrote it, read without recursion and cut short."""
+    parts = []
+    while isinstance(node, ast.Attribute) and len(parts) < 8:
+        parts.append(node.attr)
+        node = node.value
+    root = node.id if isinstance(node, ast.Name) else "..."
+    return ".".join([root, *reversed(parts)])
+
+
 def _plain_reference(node) -> bool:
     """A name or a dotted name (``nn.Module``): evaluating it calls nothing."""
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
+
+
+_TORCH_FUNCTIONS: set = set()  # ids of torch's tensor operations (overridable), made once
+
+
+def _torch_object(obj) -> bool:
+    """What torch's namespaces may give a submission: its modules on the list, tensor operations (those
+    torch.overrides can watch, and the factories and switches of its ignored ones that make or describe
+    tensors), the classes a lesson builds on or names, dtypes, devices and plain constants. Not the
+    classes and switches of torch._C it re-exports under public names (DisableTorchFunction,
+    ExcludeDispatchKeyGuard, DispatchKeySet), which take the watching off."""
+    import torch
+
+    if not _TORCH_FUNCTIONS:
+        from torch.overrides import get_ignored_functions, get_overridable_functions
+
+        _TORCH_FUNCTIONS.update(id(f) for fs in get_overridable_functions().values() for f in fs)
+        _TORCH_FUNCTIONS.update(id(f) for f in get_ignored_functions()
+                                if getattr(f, "__name__", "") in IGNORED_BUT_PLAIN)
+        _TORCH_FUNCTIONS.update(id(getattr(torch, n)) for n in TORCH_CLASSES if hasattr(torch, n))
+        _TORCH_FUNCTIONS.update(id(getattr(torch.jit, n)) for n in ("script", "trace", "ignore", "unused", "export",
+                                                                   "is_scripting", "is_tracing") if hasattr(torch.jit, n))
+    if isinstance(obj, types.ModuleType):
+        return True  # judged as a module (MODULES)
+    if isinstance(obj, (bool, int, float, complex, str, type(None), torch.dtype, torch.device, torch.layout,
+                        torch.memory_format)):
+        return True
+    if isinstance(obj, type):
+        return issubclass(obj, torch.nn.Module) or obj in (torch.nn.Parameter, getattr(torch.nn, "Buffer", None)) \
+            or id(obj) in _TORCH_FUNCTIONS
+    return id(obj) in _TORCH_FUNCTIONS or getattr(obj, "__module__", "") in ("torch.nn.init", "math")
 
 
 def _public(value) -> bool:
@@ -542,7 +654,7 @@ def _module_class(obj) -> bool:
 def _runs_as_main(node: ast.stmt) -> bool:
     test = node.test if isinstance(node, ast.If) else None
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" \
-        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
+        and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) \
         and test.comparators[0].value == "__main__"
 
 
@@ -556,12 +668,15 @@ def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
     if path.suffix != ".ipynb":
         try:  # Python reads a module in the encoding its first lines declare (a utf-7 one hides code in a comment)
             encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        except SyntaxError:  # an unknown encoding: the import fails, and says so
-            encoding = "utf-8"
+        except SyntaxError:
+            encoding = "unknown"
         if encoding not in ("utf-8", "utf-8-sig"):
             raise _Unread(f"{path.name} declares the source encoding {encoding}, which the grader does not read "
                           "(write it in UTF-8)")
-        text = data.decode("utf-8")
+        try:
+            text = importlib.util.decode_source(data)  # as the importer reads it (a BOM dropped)
+        except (SyntaxError, ValueError):
+            raise _Unread(f"{path.name} is not UTF-8 text, which the grader does not read") from None
         problem = code_problem(text)
         if problem is not None:
             raise _Unread(f"{path.name} holds {problem}, which is more than the grader reads")

@@ -192,17 +192,6 @@ def _listed(folder: Path) -> list[Path]:
         return []
 
 
-def _head(path: Path) -> bytes:
-    """A file's bytes, up to what grader.inside.notebook_source reads of one (b"" where it cannot be read)."""
-    from grader.inside.notebook_source import LIMITS
-
-    try:
-        with open(path, "rb") as file:
-            return file.read(LIMITS.file_bytes)
-    except OSError:
-        return b""
-
-
 class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
@@ -228,25 +217,20 @@ class GradingSession:
     def unobserved(self, assignment_id: str) -> str | None:
         """Why the grader cannot trust what it watches of this assignment's computation, in one line, or
         None (grader/grading/observable.py): read from the files the worker runs, in this process, before
-        any of it runs. Its file, the notebook beside it, and every other file of the submission that the
-        course's modules are (which it may import)."""
+        any of it runs. Its file, the notebook laid over it, and the files of every other course module
+        they import (as their syntax says)."""
         if assignment_id not in self._unobserved:
             from grader.grading.observable import unobserved
 
             overlaid = {a: p for a, p in self.copy.overlays.items()  # a notebook whose definitions are laid over
                         if a in self.choices and self.choices[a].from_notebook}
             files = {a: [p for p in (self.copy.sources.get(a), overlaid.get(a)) if p] for a in self.copy.sources}
-            read, queue = [], [assignment_id]
-            while queue:  # its files, and those of the course's modules their text names (it may import them)
-                current = queue.pop()
-                read += files.get(current, [])
-                text = b"".join(_head(p) for p in files.get(current, []))
-                queue += [a.id for a in self.course.assignments if a.id in files and a.id != current and
-                          a.module_name.encode() in text and not set(files[a.id]) & set(read)]
-            own = {p.stem for folder in {p.parent for p in read} for p in _listed(folder)}
+            names = {a.id: a.module_name for a in self.course.assignments}
+            own = {p.stem for folder in {p.parent for ps in files.values() for p in ps} for p in _listed(folder)}
             self._unobserved[assignment_id] = unobserved(
-                read, course_modules=frozenset(a.module_name for a in self.course.assignments),
-                own=frozenset(own), entry_points=frozenset(e for a in self.course.assignments for e in a.exercises))
+                files.get(assignment_id, []), course_files={names[a]: ps for a, ps in files.items() if a in names},
+                course_modules=frozenset(names.values()), own=frozenset(own),
+                entry_points=frozenset(e for a in self.course.assignments for e in a.exercises))
         return self._unobserved[assignment_id]
 
     def timeout(self) -> float:

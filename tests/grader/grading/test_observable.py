@@ -195,6 +195,58 @@ ROUTES = {
                 return torch._C
             PLAIN = auto()
         """,
+    "torch._C's switches under public names": """
+        def softmax(x, dim=-1):
+            with torch.DisableTorchFunction(), torch.ExcludeDispatchKeyGuard(torch.DispatchKeySet(torch.DispatchKey.Python)):
+                return torch.softmax(x, dim)
+        """,
+    "the else of the __main__ guard": """
+        if __name__ == "__main__":
+            pass
+        else:
+            def softmax(x, dim=-1):
+                return torch._C
+        """,
+    "a guard that is not ==": """
+        if __name__ != "__main__":
+            import ctypes
+            ctypes.CDLL(None)
+        """,
+    "a decorator handed the function": """
+        registry = []
+        @registry.append
+        def payload(x, dim=-1):
+            return torch._C
+        def softmax(x, dim=-1):
+            return registry[0](x, dim)
+        """,
+    "a decorator handed a class": """
+        box = []
+        @box.append
+        class Payload:
+            def __call__(self, x):
+                return torch._C
+        """,
+    "a module __getattr__ under an if": """
+        if True:
+            def __getattr__(name):
+                return torch._C
+        """,
+    "a builtin's name bound elsewhere": """
+        def unused(exec):
+            return exec
+        def softmax(x, dim=-1):
+            exec("y = 1")
+        """,
+    "a torch name that raises when read": """
+        SIGNED = torch.qint8.is_signed
+        """,
+    "a base 500 attributes deep": """
+        class Deep(thing""" + ".a" * 500 + """):
+            pass
+        def softmax(x, dim=-1):
+            return Deep()
+        """,
     "a storage made from a file": """
         def softmax(x, dim=-1):
             return torch.UntypedStorage.from_file("cache", True, 100)
@@ -211,6 +263,28 @@ def test_every_route_around_the_watching_is_refused_with_its_line(tmp_path, rout
     why = reading(tmp_path, ROUTES[route])
     assert why is not None and why.startswith("attention_basics.py line "), (route, why)
     assert int(why.split(" line ")[1].split()[0]) > 3  # the student's line, not the header of this test
+
+
+def test_a_module_is_read_as_the_importer_reads_it(tmp_path):
+    """A byte-order mark (read as UTF-8 it made the file not parse, taken as observed) and a cookie naming
+    an encoding Python knows but this reading could not."""
+    path = tmp_path / "attention_basics.py"
+    path.write_bytes(b"\xef\xbb\xbfimport torch\ndef softmax(x, dim=-1):\n    return torch._C\n")
+    assert "._C" in unobserved([path], course_modules=MODULES, entry_points=EXERCISES)
+    path.write_bytes(b"# -*- coding: latin-1 -*- \xff\nimport torch\n")
+    assert unobserved([path], course_modules=MODULES, entry_points=EXERCISES)
+
+
+def test_another_course_file_is_read_where_the_syntax_imports_it(tmp_path):
+    """A fullwidth letter (from ｃausal_attention import ...) is the same module to Python: found by the
+    syntax, not by searching the bytes, and 03's file is read."""
+    helper = tmp_path / "causal_attention.py"
+    helper.write_text("import torch\ndef fast(x, dim):\n    return torch._C\n")
+    user = tmp_path / "attention_basics.py"
+    user.write_text("from \uff43ausal_attention import fast\ndef softmax(x, dim=-1):\n    return fast(x, dim)\n")
+    why = unobserved([user], course_files={"causal_attention": [helper]}, course_modules=MODULES,
+                     entry_points=EXERCISES)
+    assert why and why.startswith("causal_attention.py line 3"), why
 
 
 def test_a_module_in_another_encoding_is_not_read_as_utf8(tmp_path):
