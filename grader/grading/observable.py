@@ -40,13 +40,23 @@ from pathlib import Path
 # them, e.g. ``typing.sys``, must be on this list too)
 MODULES = frozenset({
     "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.special", "torch.fft",
-    "math", "typing", "__future__", "itertools", "operator", "numbers", "enum", "abc", "cmath",
-    "einops", "einops.layers", "einops.layers.torch",
+    "math", "__future__", "itertools", "operator", "cmath",
 })
 # modules of which only some names may be used
 SOME_OF = {
     "dataclasses": {"dataclass", "field", "fields", "replace", "asdict", "astuple", "InitVar"},
-    "functools": {"partial", "reduce", "lru_cache", "cache", "wraps", "cached_property", "total_ordering"},
+    # (not functools.wraps: its assigned= and updated= read and write any attribute named by a string)
+    "functools": {"partial", "reduce", "lru_cache", "cache", "cached_property", "total_ordering"},
+    "typing": {"Optional", "Union", "Tuple", "List", "Dict", "Any", "Callable", "Sequence", "Iterable", "Iterator",
+               "Mapping", "TYPE_CHECKING", "NamedTuple", "Literal", "cast", "Final", "ClassVar", "Type", "Set",
+               "FrozenSet", "overload"},
+    # (not enum.global_enum, nor the functional API's module=: they write into any module named by a string)
+    "enum": {"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum", "auto", "unique"},
+    "abc": {"ABC", "abstractmethod"},
+    "numbers": {"Number", "Real", "Integral", "Complex"},
+    "einops": {"rearrange", "repeat", "reduce", "einsum", "pack", "unpack", "parse_shape", "layers"},
+    "einops.layers": {"torch"},
+    "einops.layers.torch": {"Rearrange", "Reduce", "EinMix"},
     "collections": {"namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"},
     "time": {"sleep", "time", "perf_counter", "perf_counter_ns", "monotonic", "process_time"},
     "warnings": {"warn"},
@@ -272,6 +282,10 @@ class _Reader:
                 self.bound.update(node.names)
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 self.bound.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                self.bound.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                self.bound.add(node.rest)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._imports(node)
         self.bound -= set(self.imported) | set(self.foreign) | self.students
@@ -496,6 +510,10 @@ class _Reader:
         elif name not in self.bound and name not in self.students and hasattr(builtins, name) \
                 and name not in BUILTINS and id(node) not in self.plain_lookups:
             raise _Found(node, f"{name}(), which the grader does not follow")
+        elif name not in self.bound and name not in self.students and not hasattr(builtins, name) \
+                and isinstance(node.ctx, ast.Load):
+            # a name nothing here defines: a NameError, or one put into the module's globals by a way round
+            raise _Found(node, f"{name}, which nothing in the file defines")
 
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr

@@ -247,6 +247,24 @@ ROUTES = {
         def softmax(x, dim=-1):
             return Deep()
         """,
+    "functools.wraps copying a module's globals": """
+        import functools
+        from torch import Tensor
+        def holder():
+            pass
+        functools.wraps(Tensor.backward, assigned=(), updated=("__globals__",))(holder)
+        def softmax(x, dim=-1):
+            return torch.softmax(x, dim)
+        """,
+    "enum.global_enum writing into another module": """
+        import enum
+        enum.global_enum(enum.Enum("Modes", {"_MODES": (1, 2)}, type=tuple, module="grader.inside.worker"))
+        """,
+    "a name nothing in the file defines": """
+        def softmax(x, dim=-1):
+            with _C.DisableTorchFunction():
+                return torch.softmax(x, dim)
+        """,
     "a storage made from a file": """
         def softmax(x, dim=-1):
             return torch.UntypedStorage.from_file("cache", True, 100)
