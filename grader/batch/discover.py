@@ -122,7 +122,11 @@ def named(paths: list[Path]) -> dict[Path, tuple[str, dict | None]]:
 
 def raw_name(path: Path) -> str:
     """A submission's file or folder name as it is, shown as text (bytes that are not UTF-8 as ``\\xNN``)."""
-    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+    return _as_text(path.name)
+
+
+def _as_text(name: str) -> str:
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def safe_name(path: Path) -> str:
@@ -132,8 +136,7 @@ def safe_name(path: Path) -> str:
         if raw.endswith(suffix) and len(raw) > len(suffix):
             raw = raw[: -len(suffix)]
             break
-    text = os.fsencode(raw).decode("utf-8", "backslashreplace")
-    text = "".join("_" if ord(c) < 32 or c in "/\\~\x7f" or c in INVISIBLE else c for c in text)
+    text = "".join("_" if ord(c) < 32 or c in "/\\~\x7f" or c in INVISIBLE else c for c in _as_text(raw))
     text = text.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore")  # a part character cut is dropped
     return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
 

@@ -382,7 +382,7 @@ class Grade:
         wide, how much memory it holds) earns nothing where the grader cannot trust the watching: the
         submission's files name something that could switch it off or compute out of its sight, read in
         the grading process before any of it ran (grader/grading/observable.py)."""
-        why = getattr(self.session, "unobserved", lambda _: None)(self.student.assignment.id)
+        why = self.session.unobserved(self.student.assignment.id)
         if why:
             raise CheckFailed(f"not observed: {why}, so this check, which watches how your code computes, "
                               "earns nothing")

@@ -29,12 +29,15 @@ import builtins
 import hashlib
 import importlib
 import importlib.util
-import sys
 import io
 import re
+import sys
 import tokenize
 import types
 from pathlib import Path
+
+from grader.inside.notebook_source import LIMITS, code_problem, parsed_cells, read_bounded
+from grader.inside.notebook_source import _root  # the name a dotted name starts from (None: not a name)
 
 # modules a submission may name, all of whose public names it may use (a module found behind one of
 # them, e.g. ``typing.sys``, must be on this list too)
@@ -78,6 +81,7 @@ NOT_THESE = {
               "vmap", "set_default_tensor_type", "import_ir_module", "import_ir_module_from_buffer", "parse_ir",
               "Tensor.as_subclass"},
 }
+_REFUSED_PATHS = frozenset(f"{module}.{name}" for module, names in NOT_THESE.items() for name in names)
 # builtins a submission may name (any other builtin, e.g. getattr, exec, open, vars, is refused)
 BUILTINS = frozenset("""
     abs all any bool bytes callable chr classmethod complex dict divmod enumerate filter float format frozenset
@@ -85,8 +89,9 @@ BUILTINS = frozenset("""
     reversed round set slice sorted staticmethod str sum super tuple zip hasattr id NotImplemented Ellipsis
     True False None
 """.split()) | {n for n in dir(builtins) if n.endswith(("Error", "Exception", "Warning")) or n in ("StopIteration",)}
-# modules the grading process may import to look at a base class (torch's, and pure ones of the standard library)
-SAFE_TO_IMPORT = frozenset({"torch", "enum", "abc", "typing", "collections", "dataclasses", "functools", "numbers",
+# modules whose classes may be looked at as bases where the grading process has loaded them already (torch's,
+# and pure ones of the standard library): nothing is imported for a base
+BASE_MODULES = frozenset({"torch", "enum", "abc", "typing", "collections", "dataclasses", "functools", "numbers",
                             "types"})
 # torch's ignored functions (torch.overrides) that make or describe tensors, or switch gradients: allowed
 IGNORED_BUT_PLAIN = frozenset("""
@@ -290,22 +295,21 @@ class _Reader:
                 self._imports(node)
         self.bound -= set(self.imported) | set(self.foreign) | self.students
         self.chained = {id(n.value) for n in every if isinstance(n, ast.Attribute)}  # x in x.attr
-        for node in self._runs(body):
+        for node in self._runs(body, every):
             self._node(node)
 
-    def _runs(self, body: list) -> list:
+    def _runs(self, body: list, every: list) -> list:
         """The nodes of the code that may run: the top-level statements (a definition's decorators and
         defaults, a class's body run at import), the bodies of the functions the grader calls (the
         entry points) and of every function or method whose name code that runs mentions, and every
         method and base of a class that code that runs mentions. Nothing else can be called: no name
         is looked up by a string (getattr with a computed name, globals() are refused)."""
         functions, classes = {}, {}  # name -> its definitions (functions and methods), its classes
-        for top in body:
-            for node in ast.walk(top):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    functions.setdefault(node.name, []).append(node)
-                elif isinstance(node, ast.ClassDef):
-                    classes.setdefault(node.name, []).append(node)
+        for node in every:  # (every node of ``body``)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append(node)
         bodies = {id(n) for defs in functions.values() for n in defs}
         nodes, named, queue = [], set(), []
 
@@ -339,11 +343,7 @@ class _Reader:
                     stack += node.decorator_list + [k.value for k in node.keywords] + node.body
                     stack += [b for b in node.bases if not _plain_reference(b)]
                     for base in node.bases:  # making it calls its bases' hooks (__init_subclass__): theirs run
-                        root = base
-                        while isinstance(root, ast.Attribute):
-                            root = root.value
-                        if isinstance(root, ast.Name):
-                            mention(root.id)
+                        mention(_root(base))
                     if any(not self._plain_base(b) for b in node.bases) or node.keywords:
                         # made by a metaclass of a library's (Enum's calls _generate_next_value_): all may run
                         queue.extend(i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -396,7 +396,7 @@ class _Reader:
         path = ".".join([path, *reversed(parts)])
         module, _, name = path.rpartition(".")
         loaded = sys.modules.get(module)  # looked at only where loaded already: nothing is imported for it
-        if module.split(".")[0] not in SAFE_TO_IMPORT or loaded is None:
+        if module.split(".")[0] not in BASE_MODULES or loaded is None:
             return False
         try:
             obj = getattr(loaded, name)
@@ -522,7 +522,7 @@ class _Reader:
                 raise _Found(node, f".{attr}")
         elif attr.startswith("_") and not (attr in self.own_private and isinstance(node.value, ast.Name)
                                            and node.value.id in ("self", "cls")):
-            raise _Found(node, f".{attr} (a private name{'' if attr in self.own_private else ''})")
+            raise _Found(node, f".{attr} (a private name)")
         if attr in ESCAPES:
             raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
         path = self._dotted(node)
@@ -590,7 +590,7 @@ class _Reader:
             if where_module is not None and (part in NOT_THESE.get(where_module, ()) or
                                              (where_module in SOME_OF and part not in SOME_OF[where_module])):
                 raise _Found(node, f"{where}.{part}, which the grader does not follow")
-            if f"{where}.{part}" in {f"{m}.{n}" for m, names in NOT_THESE.items() for n in names}:
+            if f"{where}.{part}" in _REFUSED_PATHS:
                 raise _Found(node, f"{where}.{part}, which the grader does not follow")
             try:
                 obj = getattr(obj, part)
@@ -622,9 +622,7 @@ def _shown(node) -> str:
 
 def _plain_reference(node) -> bool:
     """A name or a dotted name (``nn.Module``): evaluating it calls nothing."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
+    return _root(node) is not None
 
 
 _TORCH_FUNCTIONS: set = set()  # ids of torch's tensor operations (overridable), made once
@@ -645,8 +643,7 @@ def _torch_object(obj) -> bool:
         _TORCH_FUNCTIONS.update(id(f) for f in get_ignored_functions()
                                 if getattr(f, "__name__", "") in IGNORED_BUT_PLAIN)
         _TORCH_FUNCTIONS.update(id(getattr(torch, n)) for n in TORCH_CLASSES if hasattr(torch, n))
-        _TORCH_FUNCTIONS.update(id(getattr(torch.jit, n)) for n in ("script", "trace", "ignore", "unused", "export",
-                                                                   "is_scripting", "is_tracing") if hasattr(torch.jit, n))
+        _TORCH_FUNCTIONS.update(id(getattr(torch.jit, n)) for n in SOME_OF["torch.jit"] if hasattr(torch.jit, n))
     if isinstance(obj, types.ModuleType):
         return True  # judged as a module (MODULES)
     if isinstance(obj, (bool, int, float, complex, str, type(None), torch.dtype, torch.device, torch.layout,
@@ -680,8 +677,6 @@ def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
     """The code of a submission's file that runs in the worker: a module's text, or a notebook's kept
     statements (grader.inside.notebook_source), its cells joined; and where each cell starts (line,
     the cell's name as tracebacks show it)."""
-    from grader.inside.notebook_source import LIMITS, code_problem, parsed_cells, read_bounded
-
     data = read_bounded(path)
     if path.suffix != ".ipynb":
         try:  # Python reads a module in the encoding its first lines declare (a utf-7 one hides code in a comment)

@@ -111,16 +111,17 @@ GROWTH = 16
 MAX_INT = 1 << 14  # where the size cannot be worked out beforehand, no integer argument past this
 
 
-def _sized(name: str, count, question: dict) -> None:
-    """Refuses (Unanswerable) a question whose answer would hold more than the bound: ``count()`` works
-    it out without computing it (on torch's meta device); where that fails, its integers are bounded."""
+def _sized(name: str, target, question: dict) -> None:
+    """Refuses (Unanswerable) a question whose answer, with what the reference makes to give it (a class's
+    parameters), would hold more than the bound: worked out on torch's meta device, without computing it;
+    where that fails, its integers are bounded."""
     import torch
 
     largest = max([t.numel() for t in flatten((question.get("args"), question.get("kwargs"), question.get("params")))
                    if isinstance(t, torch.Tensor)] + [0])
     bound = max(MAX_ELEMENTS, GROWTH * largest)
     try:
-        size = count()
+        size = sum(t.numel() for t in flatten(_on_meta(target, question)) if isinstance(t, torch.Tensor))
     except Exception:  # noqa: BLE001 - not computable on meta: the plain bound on its integers
         numbers = [v for v in flatten((question.get("args"), question.get("kwargs"), question.get("new_args"),
                                        question.get("new_kwargs"))) if isinstance(v, int) and not isinstance(v, bool)]
@@ -132,22 +133,19 @@ def _sized(name: str, count, question: dict) -> None:
                            f"{bound:,})")
 
 
-def _on_meta(target, question: dict):
-    """The reference's answer to ``question`` on torch's meta device: shapes, no memory."""
+def _on_meta(target, question: dict) -> list:
+    """What the reference makes to answer ``question``, on torch's meta device (shapes, no memory): a new
+    instance's parameters; a call's output, and for a class's forward its instance's parameters too."""
     import torch
 
-    meta = on_device((question.get("args", ()), question.get("kwargs", {}), question.get("params") or []), "meta")
-    args, kwargs, params = meta
+    args, kwargs = on_device((question.get("args", ()), question.get("kwargs", {})), "meta")
     with torch.device("meta"), torch.no_grad():
+        if question.get("op") == "new":
+            return list(target(*args, **kwargs).parameters())
         if "new_args" in question:
-            target = target(*question["new_args"], **question["new_kwargs"])
-        return target(*args, **kwargs)
-
-
-def _elements(out) -> int:
-    import torch
-
-    return sum(t.numel() for t in flatten(out) if isinstance(t, torch.Tensor))
+            instance = target(*question["new_args"], **question["new_kwargs"])
+            return [instance(*args, **kwargs), list(instance.parameters())]
+        return [target(*args, **kwargs)]
 
 
 class LiveAnswers:
@@ -167,11 +165,7 @@ class LiveAnswers:
         import torch
 
         target = self._target(question["name"])
-        def parameters():  # made on the meta device: counted, not allocated
-            with torch.device("meta"):
-                return sum(p.numel() for p in target(*question.get("args", ()), **question.get("kwargs", {})).parameters())
-
-        _sized(question["name"], parameters, question)
+        _sized(question["name"], target, question)
         instance = target(*question.get("args", ()), **question.get("kwargs", {}))
         linears = {path: [m.in_features, m.out_features, m.bias is not None]
                    for path, m in instance.named_modules() if path and type(m) is torch.nn.Linear}
@@ -184,6 +178,7 @@ class LiveAnswers:
         import torch
 
         target = self._target(question["name"])
+        _sized(question["name"], target, question)  # before anything is made of it (a class's instance too)
         # the reference's leaves: copies, never the tensors asked about (in a recording, the reference's own)
         args = on_device(question.get("args", ()), self.device, copy=True)
         kwargs = on_device(question.get("kwargs", {}), self.device, copy=True)
@@ -211,7 +206,6 @@ class LiveAnswers:
                 if i < len(tensors) and slots[i].is_floating_point():
                     slots[i].requires_grad_(True)
             wanted = [i for i in wanted if slots[i].requires_grad]
-            _sized(question["name"], lambda: _elements(_on_meta(target, question)), question)
             try:
                 out = fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a right helper's raise, which the stand-in repeats

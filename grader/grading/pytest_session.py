@@ -367,16 +367,14 @@ class GradingPlugin:
                 item.obj(**{**args, "grade": grade})
             except RightGivenHelper as again:  # another helper of theirs is at fault too
                 if oracle.unanswered and again.helper in helpers:  # a stand-in refused (no record): not the helper
-                    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
-                    raise _not_checked_here(verdict, helpers) from None
+                    raise _not_checked_here(given, oracle, helpers) from None
                 if not again.helper or again.helper in helpers:
                     raise given.unverified or given from None
                 helpers.append(again.helper)
                 continue
             except (CheckFailed, StudentFault) as failure:
                 if oracle.unanswered:  # a student distribution without the record of a call it made
-                    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
-                    raise _not_checked_here(verdict, helpers) from None
+                    raise _not_checked_here(given, oracle, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
             finally:
                 _restore(grade.student)
@@ -451,9 +449,11 @@ def _restore(student) -> None:
         pass
 
 
-def _not_checked_here(verdict: Exception, helpers: list[str]) -> Exception:
-    """``verdict`` (the case as it stands without the run with right helpers), saying that run could not
-    be had on the student's side: the instructor's grading runs it."""
+def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str]) -> Exception:
+    """The case as it stands without the run with right helpers (kept, or its unverified verdict: see
+    Oracle.gap_keeps_the_case), saying that run could not be had on the student's side: the instructor's
+    grading runs it."""
+    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
     which = " and ".join(helpers)
     note = (f" (this case could not be checked with a right {which} on your side; your instructor's grading "
             "checks it)")

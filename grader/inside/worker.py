@@ -7,6 +7,7 @@ with plain tensors and facts it observed (op counts, forbidden ops, mutated inpu
 """
 from __future__ import annotations
 
+import gc
 import importlib.machinery
 import importlib.util
 import linecache
@@ -852,8 +853,6 @@ class Server:
             return self.stand_in(request)
         if op == "drop":  # the grader lets go of an instance: what it held is given back (grade.held_bytes reads it)
             self.handles[int(request["handle"])] = None
-            import gc
-
             gc.collect()
             return {"ok": True}
         if op == "attr":  # what an instance keeps (a KV cache): the tensors themselves, for the grader to measure

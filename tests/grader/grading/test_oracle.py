@@ -214,6 +214,8 @@ def test_a_question_of_sizes_no_right_exercise_asks_is_refused_before_anything_i
     assert "576,000,000 elements" in oracle({"op": "forward", "name": "mask", "args": [24000, 24000, 3], "kwargs": {}})["refused"]
     assert "refused" in oracle({"op": "forward", "name": "repeat", "args": [torch.ones(1, 2, 1000, 64), 5000], "kwargs": {}})
     assert "refused" in oracle({"op": "new", "name": "Linear", "args": [24000, 24000], "kwargs": {}})
+    assert "refused" in oracle({"op": "forward", "name": "Linear", "new_args": [24000, 24000], "new_kwargs": {},
+                                "args": [torch.ones(1, 24000)], "kwargs": {}, "params": [], "param_names": []})
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: nothing of it was made
     assert oracle.unanswered == []  # a refusal, never a recording's gap
     right = oracle({"op": "forward", "name": "mask", "args": [6, 6, 3], "kwargs": {}})
