@@ -61,31 +61,49 @@ def resolve_submission(path: Path, course: Course) -> Submission:
     if not sources:  # one assignment folder, or a folder of loose modules and notebooks
         sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a, path))]
         if not sources:
-            raise SubmissionError(
-                f"{path} holds no assignment of this course: expected assignment folders such as "
-                f"{course.assignments[0].id}/ or a file such as {course.assignments[0].module}"
-            )
+            sources = _by_content(path, course)
+        if not sources:
+            raise SubmissionError(f"{path} holds no assignment of this course{_found_instead(path)}: expected "
+                                  f"assignment folders such as {course.assignments[0].id}/ or a file such as "
+                                  f"{course.assignments[0].module}")
     overlays = [(a, notebook) for a, found in sources  # whatever it is (a link is not followed): WorkingCopy
                 if found.suffix == ".py" and os.path.lexists(notebook := found.parent / course.assignment(a).notebook)]
     return Submission(path.resolve().name, path, tuple(sources), tuple(overlays))
 
 
 FILE_LIMIT = NOTEBOOK_LIMITS.file_bytes  # bytes of one module or notebook
-_RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\(\d+\)|-\d+| copy(?: \d+)?)?(?P<suffix>\.py|\.ipynb)$")
+_RENAMED = re.compile(r"^(?P<stem>.+?)(?: ?\((?P<n>\d+)\)|-(?P<m>\d+)| copy(?: (?P<c>\d+))?)?(?P<suffix>\.py|\.ipynb)$",
+                      re.IGNORECASE)
 
 
 def course_name(name: str, course: Course) -> tuple[str, str] | None:
     """``(assignment id, the file name the course knows)`` for a file's name, forgiving what browsers
     and people do to names (``attention_basics (1).py``, ``attention_basics-2.py``, ``attention_basics
     copy.py``, any case); None for a file of no assignment."""
+    known = course_copy(name, course)
+    return known[:2] if known else None
+
+
+def course_copy(name: str, course: Course) -> tuple[str, str, int] | None:
+    """As :func:`course_name`, with the copy's number (0 for the name itself): of several files of one
+    name, every path grades the name itself, else the latest download (the highest number)."""
+    for assignment in course.assignments:
+        if (known := _renamed(name, assignment)) is not None:
+            return assignment.id, known[0], known[1]
+    return None
+
+
+def _renamed(name: str, assignment) -> tuple[str, int] | None:
+    """``(the assignment's file name, the copy's number)`` where ``name`` is one of its module's or
+    notebook's names as a browser or an LMS renames them (0 for the name itself), else None."""
     match = _RENAMED.match(name)
     if not match:
         return None
     wanted = (match["stem"] + match["suffix"]).lower()
-    for assignment in course.assignments:
-        for known in (assignment.module, assignment.notebook):
-            if known.lower() == wanted:
-                return assignment.id, known
+    number = int(match["n"] or match["m"] or match["c"] or (1 if " copy" in name.lower() else 0))
+    for known in (assignment.module, assignment.notebook):
+        if known.lower() == wanted:
+            return known, number
     return None
 
 
@@ -125,7 +143,57 @@ def _find_in(folder: Path, assignment, top: Path) -> Path | None:
         _no_link(candidate, top)
         if candidate.is_file():
             return candidate
-    return None
+    return _renamed_in(folder, assignment, top)
+
+
+def _renamed_in(folder: Path, assignment, top: Path) -> Path | None:
+    """A file of the assignment that a browser or an LMS renamed (``attention_basics (1).py``,
+    ``attention_basics-2.py``, ``Attention_Basics.py``): the module's before the notebook's, and of several
+    copies the latest download (the highest number), as every path reads an upload."""
+    try:
+        entries = list(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+    except OSError:
+        return None
+    ranked = []
+    for entry in entries:
+        if (known := _renamed(entry.name, assignment)) is not None:
+            _no_link(entry, top)
+            if entry.is_file():
+                ranked.append((known[0] != assignment.module, -known[1], entry.name, entry))
+    return min(ranked)[-1] if ranked else None
+
+
+def _by_content(folder: Path, course: Course) -> list[tuple[str, Path]]:
+    """A folder's modules and notebooks of other names (``my_work.ipynb``), each the assignment whose
+    exercises it defines (:func:`assignment_of_file`); one file an assignment, the module before the
+    notebook, else none of that assignment's."""
+    try:
+        files = sorted(e for e in folder.iterdir() if e.suffix in (".py", ".ipynb") and not e.is_symlink()
+                       and e.is_file())
+    except OSError:
+        return []
+    found: dict[str, list[Path]] = {}
+    for file in files:
+        if (assignment_id := assignment_of_file(file, course)) is not None:
+            found.setdefault(assignment_id, []).append(file)
+    chosen = []
+    for assignment in course.assignments:
+        mine = found.get(assignment.id, [])
+        modules = [f for f in mine if f.suffix == ".py"]
+        if len(modules) == 1 or (not modules and len(mine) == 1):
+            chosen.append((assignment.id, (modules or mine)[0]))
+    return chosen
+
+
+def _found_instead(folder: Path) -> str:
+    """`` (found a.txt, b.pdf)``: what a folder holds instead of an assignment, for the error's line."""
+    try:
+        names = sorted(e.name for e in folder.iterdir() if not e.name.startswith("."))
+    except OSError:
+        return ""
+    if not names:
+        return " (it is empty)"
+    return " (found " + ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") + ")"
 
 
 def _no_link(path: Path, top: Path) -> None:
@@ -153,12 +221,12 @@ class WorkingCopy:
             for assignment_id, source in submission.sources:
                 folder = self.root / assignment_id
                 folder.mkdir()
-                self.sources[assignment_id] = _copy_file(source, folder / source.name)
+                self.sources[assignment_id] = copy_file(source, folder / source.name)
                 self.display[str(folder)] = _relative(source.parent, submission.path) if relative else str(source.parent)
             for assignment_id, notebook in submission.overlays:
                 target = self.root / assignment_id / notebook.name
                 try:
-                    _copy_file(notebook, target)
+                    copy_file(notebook, target)
                 except SubmissionError:  # not a regular file, or too large: not copied, so ignored (and said so)
                     pass
                 self.overlays[assignment_id] = target  # absent when refused: source_choice.choose says why
@@ -183,7 +251,7 @@ def _relative(folder: Path, root: Path) -> str:
         return folder.name
 
 
-def _copy_file(source: Path, target: Path) -> Path:
+def copy_file(source: Path, target: Path) -> Path:
     """Copy a regular file's bytes, never through a link, at most FILE_LIMIT of them."""
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)

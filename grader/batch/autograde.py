@@ -267,7 +267,10 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     with _interruptible():
         try:
             try:
-                jobs = discover(paths, course, scratch)[index - 1::count]
+                notes: list[str] = []
+                jobs = discover(paths, course, scratch, notes)[index - 1::count]
+                for note in notes:  # what the class folder holds besides students: said, never silently dropped
+                    print(f"grade: note: {note}", file=sys.stderr)
             except SubmissionError:  # nothing to grade (a path that is not there, a folder of nothing)
                 if created and not any(out.iterdir()):
                     out.rmdir()

@@ -33,6 +33,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from grader.batch.lms_layouts import owner
 from grader.config import Course
 from grader.errors import SubmissionError
 from grader.results import INVISIBLE
@@ -55,68 +56,219 @@ class Job:
     collision: dict | None = None
 
 
-def discover(paths: list[Path], course: Course, scratch: Path) -> list[Job]:
-    """The submissions under ``paths``: submission folders, .zip files, or folders holding those.
-    Raises only for a path given that does not exist or holds no submission at all."""
-    found: list[Path] = []
-    unreadable: dict[str, str] = {}  # absolute path -> why
+def discover(paths: list[Path], course: Course, scratch: Path, notes: list[str] | None = None) -> list[Job]:
+    """The submissions under ``paths``: submission folders, .zip files, or folders holding those (a class
+    folder). Every entry of a class folder is accounted for (see the module's docstring): a job each, or,
+    for a file that is no submission's (``roster.csv``), a line in ``notes``. Raises only for a path given
+    that does not exist or holds nothing to grade at all."""
+    notes = [] if notes is None else notes
+    found: list[_Entry] = []
     for path in paths:
         if not os.path.lexists(path):
             raise SubmissionError(f"no such file or folder: {path}")
         if path.suffix == ".zip" or (_is_submission(path, course) and not _holds_others(path, course)):
-            found.append(path)
+            found.append(_Entry(_stem(path.name), path, path))
             continue
         if not path.is_dir():
             from grader.submission import resolve_submission
 
             resolve_submission(path, course)  # raises the precise error
-        try:
-            entries = sorted(path.iterdir())
-        except OSError as error:
-            raise SubmissionError(f"{path} cannot be read ({error.strerror or type(error).__name__})") from None
-        inside = []
-        for entry in entries:
-            try:
-                if entry.is_symlink() or entry.suffix == ".zip" or (entry.is_dir() and _is_submission(entry, course)):
-                    inside.append(entry)
-            except OSError as error:  # a folder we may not read: a job, whose error says so
-                unreadable[os.path.abspath(entry)] = f"cannot be read ({error.strerror or type(error).__name__})"
-                inside.append(entry)
+        inside = _class_folder(path, course, notes, depth=0)
         if not inside:
             raise SubmissionError(f"{path} holds no submission (folders like assignments/, or .zip files)")
         found += inside
+    unique = list({os.path.abspath(entry.where): entry for entry in found}.values())
     given = {os.path.abspath(p) for p in paths}
-    unique = [Path(p) for p in dict.fromkeys(os.path.abspath(p) for p in found)]
     jobs = []
-    for path, (name, collision) in named(unique).items():
-        if path.is_symlink() and str(path) not in given:  # a link in a class folder: not followed
+    for entry, (name, collision) in zip(unique, _names(unique)):
+        if entry.path is not None and entry.path.is_symlink() and os.path.abspath(entry.path) not in given:
             jobs.append(Job(name, None, f"{name} is a symbolic link; links are not followed", collision))
-            continue
-        if str(path) in unreadable:
-            jobs.append(Job(name, None, f"{name} {unreadable[str(path)]}", collision))
-            continue
-        jobs.append(_job(name, path, scratch, collision))
+        elif entry.error is not None:
+            jobs.append(Job(name, None, entry.error, collision))
+        elif entry.files:
+            jobs.append(_laid_out(name, entry.files, scratch, collision))
+        else:
+            jobs.append(_job(name, entry.path, scratch, collision))
     return sorted(jobs, key=lambda job: job.name)
 
 
-def named(paths: list[Path]) -> dict[Path, tuple[str, dict | None]]:
-    """Each submission's name and, where its name cleaned to another's too, the collision (see the
-    module's docstring): ``{"name": the name they shared, "raw": its own raw name, "others": theirs}``."""
-    groups: dict[str, list[Path]] = {}
-    for path in paths:
-        groups.setdefault(safe_name(path), []).append(path)
-    found = {}
+@dataclass
+class _Entry:
+    """What a class folder holds for one student: ``raw``, the name it goes by as found (an LMS's owner key,
+    else the file's or folder's name without its suffix); ``where``, what was found; ``path``, what to
+    grade; or ``error``, why nothing can be; or ``files``, an LMS's flat files of one student."""
+
+    raw: str
+    where: Path
+    path: Path | None
+    error: str | None = None
+    files: tuple[Path, ...] = ()
+
+
+IGNORED = ("__MACOSX", "Thumbs.db", "desktop.ini")  # what a zip tool or a file manager adds, never a student's
+NESTED = 2  # class folders inside a class folder (Moodle's download unpacked into a folder of its own)
+
+
+def _class_folder(folder: Path, course: Course, notes: list[str], depth: int) -> list[_Entry]:
+    """Every entry of a class folder as a student's, each once: a submission, a folder that wraps one
+    (``alice/assignments/``, ``repo-main/``), a nested class folder (its entries), an LMS's files of one
+    student, or an error that says what was found instead; other files are noted, not graded."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as error:
+        raise SubmissionError(f"{folder} cannot be read ({error.strerror or type(error).__name__})") from None
+    found: list[_Entry] = []
+    owned: dict[str, list[Path]] = {}  # an LMS's owner key -> the entries its names give that student
+    for entry in entries:
+        if entry.name in IGNORED or entry.name.startswith(".") and not _code(entry.name):  # .DS_Store, .git/
+            continue
+        lms = owner(entry.name)
+        if lms is not None and not entry.is_symlink() and (entry.is_dir() or _code(lms[1]) or _code(entry.name)):
+            owned.setdefault(lms[0], []).append(entry)
+            continue
+        try:
+            kind = _kind(entry, course)
+        except OSError as error:  # a folder we may not read: a job, whose error says so
+            why = f"{_as_text(entry.name)} cannot be read ({error.strerror or type(error).__name__})"
+            found.append(_Entry(_stem(entry.name), entry, None, why))
+            continue
+        if kind == "submission":
+            found.append(_Entry(_stem(entry.name), entry, entry))
+        elif kind == "class" and depth < NESTED:
+            notes.append(f"{entry.name}/ holds submissions of its own: each graded as a student of the class")
+            found += _class_folder(entry, course, notes, depth + 1)
+        elif kind == "other":
+            notes.append(f"{entry.name}: not a submission (a student's folder, .zip, module or notebook): not graded")
+        else:
+            inner = _wrapped(entry, course) if kind == "folder" else None
+            found.append(_Entry(_stem(entry.name), entry, inner, None if inner else _why_not(entry, course)))
+    for key, members in owned.items():
+        found.append(_owned(key, members, course))
+    return found
+
+
+def _kind(entry: Path, course: Course) -> str:
+    """``submission``, ``class`` (a folder of submissions), ``folder`` (any other), ``code`` (a module or
+    notebook of no assignment) or ``other`` (a file that is neither)."""
+    if entry.is_symlink() or entry.suffix == ".zip" or _is_submission(entry, course):
+        return "submission"
+    if entry.is_dir():
+        if (entry / ".grade-manifest").exists() or (entry / "summary.csv").exists():
+            return "other"  # results of grade autograde (an --out inside the class folder)
+        return "class" if _holds_submissions(entry, course) else "folder"
+    return "code" if _code(entry.name) else "other"
+
+
+def _code(name: str) -> bool:
+    return name.lower().endswith((".py", ".ipynb", ".zip"))
+
+
+def _holds_submissions(folder: Path, course: Course) -> bool:
+    """Whether at least two of a folder's entries are submissions: a class folder (one is a student's
+    folder that wraps their submission: :func:`_wrapped`)."""
+    try:
+        entries = [e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in IGNORED]
+        return sum(1 for e in entries if not e.is_symlink() and (e.suffix == ".zip" or _is_submission(e, course))) > 1
+    except OSError:
+        return False
+
+
+def _wrapped(folder: Path, course: Course, depth: int = 3) -> Path | None:
+    """The one submission a student's folder wraps (``alice/assignments/``, GitHub's ``repo-main/``,
+    ``alice/week1.zip``), at most ``depth`` folders down; None where there is none or more than one."""
+    try:
+        entries = [e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in IGNORED]
+    except OSError:
+        return None
+    inner = [e for e in entries if not e.is_symlink() and (e.suffix == ".zip" or _is_submission(e, course))]
+    if len(inner) == 1:
+        return inner[0]
+    folders = [e for e in entries if e.is_dir() and not e.is_symlink()]
+    if not inner and len(folders) == 1 and depth > 1:
+        return _wrapped(folders[0], course, depth - 1)
+    return None
+
+
+def _why_not(entry: Path, course: Course) -> str:
+    """Why a class folder's entry is no submission, with what it holds instead and what was expected."""
+    first = course.assignments[0]
+    expected = f"expected {first.module} or {first.notebook} (or a folder such as {first.id}/ holding one)"
+    if entry.is_dir():
+        try:
+            inside = sorted(e.name for e in entry.rglob("*") if e.is_file() and not e.name.startswith("."))
+        except OSError:
+            inside = []
+        if not inside:
+            return f"{entry.name}/ is empty: nothing was handed in"
+        shown = ", ".join(inside[:5]) + (f" and {len(inside) - 5} more" if len(inside) > 5 else "")
+        return f"{entry.name}/ holds no module or notebook of this course (found {shown}); {expected}"
+    return f"{entry.name} is not a module or notebook of this course; {expected}"
+
+
+def _owned(key: str, members: list[Path], course: Course) -> _Entry:
+    """One student's entries in an LMS's layout: their one folder or archive, or their flat files laid out
+    as one folder (:func:`_laid_out`); an error where none of them is a module or notebook."""
+    where = members[0]
+    gradable = [m for m in members if m.is_dir() and (_is_submission(m, course) or _wrapped(m, course))
+                or m.suffix == ".zip"]
+    files = tuple(m for m in members if m.is_file() and m.suffix.lower() in (".py", ".ipynb"))
+    if len(gradable) == 1 and not files:
+        return _Entry(key, where, _wrapped(gradable[0], course) if gradable[0].is_dir()
+                      and not _is_submission(gradable[0], course) else gradable[0])
+    if files and not gradable:
+        return _Entry(key, where, None, files=files)
+    if not gradable:
+        return _Entry(key, where, None, _why_not(where, course) if len(members) == 1 and where.is_dir() else
+                      f"{key} handed in no module or notebook of this course (found "
+                      + ", ".join(m.name for m in members[:5]) + ")")
+    return _Entry(key, where, None, f"{key} handed in several submissions ("
+                  + ", ".join(m.name for m in members[:5]) + "): keep one folder or archive a student")
+
+
+def _laid_out(name: str, files: tuple[Path, ...], scratch: Path, collision: dict | None) -> Job:
+    """A job for one student's flat files in an LMS's layout: each copied (never through a link) under its
+    own name, the LMS's prefix dropped, into a folder of the scratch; an unreadable one makes it an error."""
+    from grader.submission import copy_file
+
+    target = scratch / "laid-out" / name
+    target.mkdir(parents=True)
+    try:
+        for file in files:
+            own = owner(file.name)[1]
+            destination = target / (own if own and "/" not in own and not own.startswith(".") else file.name)
+            if not destination.exists():  # one name twice: the first in sorted order stays
+                copy_file(file, destination)
+    except SubmissionError as error:
+        return Job(name, None, f"{name}: {error}", collision)
+    return Job(name, target, collision=collision)
+
+
+def _stem(name: str) -> str:
+    for suffix in (".zip", ".py", ".ipynb"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _names(entries: list[_Entry]) -> list[tuple[str, dict | None]]:
+    """Each entry's name and, where its name cleaned to another's too, the collision (see the module's
+    docstring): ``{"name": the name they shared, "raw": its own raw name, "others": theirs}``."""
+    groups: dict[str, list[int]] = {}
+    for index, entry in enumerate(entries):
+        groups.setdefault(_cleaned(entry.raw), []).append(index)
+    found: list[tuple[str, dict | None]] = [("", None)] * len(entries)
     for name, members in groups.items():
         if len(members) == 1:
             found[members[0]] = (name, None)
             continue
-        raws = [raw_name(path) for path in members]
-        for path, raw in zip(members, raws):
+        raws = [_as_text(entries[i].where.name) for i in members]
+        for index, raw in zip(members, raws):
+            where = entries[index].where
             alike = raws.count(raw) > 1  # bob/ in two folders given: told apart by their paths
-            key = os.fsencode(os.path.abspath(path) if alike else path.name)
-            others = sorted(r for other, r in zip(members, raws) if other != path)
-            found[path] = (f"{name}{COLLIDED}{hashlib.sha256(key).hexdigest()[:16]}",
-                           {"name": name, "raw": raw, "others": others})
+            key = os.fsencode(os.path.abspath(where) if alike else where.name)
+            others = sorted(r for other, r in zip(members, raws) if other != index)
+            found[index] = (f"{name}{COLLIDED}{hashlib.sha256(key).hexdigest()[:16]}",
+                            {"name": name, "raw": raw, "others": others})
     return found
 
 
@@ -131,11 +283,10 @@ def _as_text(name: str) -> str:
 
 def safe_name(path: Path) -> str:
     """The name a submission's results go by (see the module's docstring)."""
-    raw = path.name
-    for suffix in (".zip", ".py", ".ipynb"):
-        if raw.endswith(suffix) and len(raw) > len(suffix):
-            raw = raw[: -len(suffix)]
-            break
+    return _cleaned(_stem(path.name))
+
+
+def _cleaned(raw: str) -> str:
     text = "".join("_" if ord(c) < 32 or c in "/\\~\x7f" or c in INVISIBLE else c for c in _as_text(raw))
     text = text.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore")  # a part character cut is dropped
     return "_" + text if text in ("", ".", "..") or text.startswith(".") else text
@@ -148,7 +299,7 @@ def _holds_others(path: Path, course: Course) -> bool:
     ids = {a.id for a in course.assignments}
     try:
         children = [c for c in path.iterdir() if not c.name.startswith(".") and c.name not in ids]
-        return any(c.suffix == ".zip" or (c.is_dir() and not c.is_symlink() and _is_submission(c, course))
+        return any(c.suffix == ".zip" or owner(c.name) is not None or (c.is_dir() and not c.is_symlink() and _is_submission(c, course))
                    for c in children)
     except OSError:
         return False

@@ -105,11 +105,13 @@ def _of_assignment(path: Path, course: Course) -> str | None:
 
 def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:
     """Lay the upload's files out as an ``assignments/`` folder in ``target`` (zips unpacked safely,
-    links ignored); returns what was found, as ``assignment/file <- uploaded name`` lines."""
+    links ignored); returns what was found, as ``assignment/file <- uploaded name`` lines. Of several
+    files of one name (``attention_basics.py``, ``attention_basics (1).py``) the name itself is graded,
+    else the latest download, as a class folder's are (grader/submission.py, course_copy)."""
     from grader.batch.discover import unzip
-    from grader.submission import course_name
+    from grader.submission import course_copy
 
-    found = []
+    found, candidates = [], []
     pending = [upload]
     unpacked = 0
     while pending:
@@ -128,15 +130,18 @@ def collect_upload(upload: Path, course: Course, target: Path) -> list[str]:
                     found.append(f"{path.name}: not read ({error})")
                     continue
                 pending.append(inner)
-            elif (known := course_name(path.name, course)) is not None:
-                assignment_id, name = known
-                destination = target / assignment_id / name
-                if destination.exists():  # the same file twice: the first in sorted order stays
-                    found.append(f"{path.name}: left out, {name} was uploaded already")
-                    continue
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, destination, follow_symlinks=False)
-                found.append(f"{assignment_id}/{name} <- {path.name}")
+            elif (known := course_copy(path.name, course)) is not None:
+                assignment_id, name, number = known
+                candidates.append(((assignment_id, name), (number != 0, -number, len(candidates)), path))
+    for key, _, path in sorted(candidates, key=lambda c: (c[0], c[1])):
+        assignment_id, name = key
+        destination = target / assignment_id / name
+        if destination.exists():  # the same file twice: the one chosen above stays
+            found.append(f"{path.name}: left out, {name} was uploaded already")
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination, follow_symlinks=False)
+        found.append(f"{assignment_id}/{name} <- {path.name}")
     return found
 
 
