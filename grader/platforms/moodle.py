@@ -5,7 +5,9 @@ a header line, then a line per student. On its preview page the teacher maps the
 from": this file's first column, Moodle's default) to a user field ("Map to": useridnumber, useremail
 or username, the column's name says which) and each grade column to a grade item, or to a new one.
 A value Moodle cannot find as a user stops the whole import, so only students it can match are
-written. An empty cell (or "-") is "no grade" and clears a grade the item holds.
+written. An empty cell (or "-") is "no grade" and clears a grade the item holds: a submission without
+a valid score (the grader failed on it, or could not read it: a corrupt upload, an empty folder) is an
+empty cell, never a 0, and a warning names it with why (the import file has no column for a note).
 """
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from grader.errors import RosterError
 
@@ -15,10 +16,15 @@ from grader.errors import RosterError
 class Grades:
     """A class's grades: a column per assignment graded (its title and points possible) and, per
     submission, a score per column: None where it holds no result for that assignment (not handed in),
-    "" where the grader failed on it (no valid score, never a 0)."""
+    "" where it holds no valid score, never a 0: the grader failed on it, or could not read the
+    submission (a corrupt archive, an empty folder, no module of the course), which ``notes`` says
+    why, by submission. Every writer writes "" as an empty cell (the LMS's "no grade") and says each
+    note of a student it writes in its warnings (:func:`students`): an LMS's import file has no
+    column for it."""
 
     columns: tuple[tuple[str, float], ...]
     scores: dict[str, tuple[float | str | None, ...]]
+    notes: dict[str, str] = field(default_factory=dict)
 
 
 # A name is data in every gradebook: no cell of a student's row may read as the gradebook's own control
@@ -54,12 +60,16 @@ def _key(header: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", header.strip().lower()).strip("_")
 
 
-def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...]) -> list[dict[str, str]]:
+def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...],
+                lms_row: Callable[[list[tuple[str, str]]], bool] | None = None) -> list[dict[str, str]]:
     """The roster's rows as {field: value}: its column ``submission`` (our name) and those of its columns
     that ``fields`` names (each header, compared loosely, -> the field it fills). Every row must hold one
     of the fields ``unique`` (those the LMS matches a student on), each value once, as each name. Refused,
     with what to fix: no such file, no ``submission`` column, none of ``unique``'s, a row with none of
-    them, a name or an identifier twice."""
+    them, a name or an identifier twice. ``lms_row``: whether a row (each cell with its header, compared
+    loosely) is one the LMS writes into its own export for itself (Canvas's points possible): such a row
+    is skipped where it names no submission, so that the LMS's export, a column ``submission`` added,
+    is a roster; a row that names one is the instructor's, and read as any other."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 starts with a BOM
     except (OSError, UnicodeDecodeError) as error:
@@ -73,10 +83,13 @@ def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...]) 
         raise RosterError(f"{path}: the roster has none of the columns the LMS matches students on: "
                           + ", ".join(header for header, field in fields.items() if field in unique))
     rows, seen = [], {}
+    headers = [_key(header) for header in table[0]]
     for line, values in enumerate(table[1:], start=2):
         if not any(value.strip() for value in values):
             continue
         row = {field: values[index].strip() for index, field in columns.items() if field and index < len(values)}
+        if lms_row is not None and not row.get("submission") and lms_row(list(zip(headers, values))):
+            continue
         if not any(row.get(field) for field in unique):
             raise RosterError(f"{path}: line {line} has no {' or '.join(unique)}: the LMS could not tell whose "
                               f"grades they are")
@@ -95,8 +108,10 @@ def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...]) 
 def students(grades: Grades, rows: list[dict[str, str]], warnings: list[str], *,
              missing_as_zero: bool) -> list[tuple[dict[str, str], list[float | str]]]:
     """Each roster row with its scores, in the roster's order. A student without a result gets empty
-    cells (an LMS reads one as "no grade"), 0 where ``missing_as_zero``; a cell the grader failed on
-    stays empty either way. A graded submission that the roster lacks is left out and named."""
+    cells (an LMS reads one as "no grade"), 0 where ``missing_as_zero``; a cell without a valid score
+    (the grader failed, or could not read the submission: Grades) stays empty either way, and a
+    submission it could not read is named with why. A graded submission that the roster lacks is left
+    out and named."""
     listed = {row.get("submission") for row in rows}
     unlisted = [name for name in grades.scores if name not in listed]
     if unlisted:
@@ -107,6 +122,8 @@ def students(grades: Grades, rows: list[dict[str, str]], warnings: list[str], *,
         warnings.append(f"in the roster without a result ({len(absent)}): " + ", ".join(absent[:10])
                         + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
                         + (": 0 (--missing-as-zero)" if missing_as_zero else ": an empty grade"))
+    warnings += [f"{row['submission']}: not graded, an empty grade: {grades.notes[row['submission']]}"
+                 for row in rows if row.get("submission") in grades.notes]  # never a 0, --missing-as-zero or not
     empty = (None,) * len(grades.columns)
     return [(row, [(0 if missing_as_zero else "") if score is None else score
                    for score in grades.scores.get(row.get("submission"), empty)]) for row in rows]

@@ -10,11 +10,14 @@ misconception), Markdown (``$GITHUB_STEP_SUMMARY``) or one self-contained HTML p
 A misconception's cost is the points its exercises lost, shared among the misconceptions each
 exercise names. Students are counted once per misconception. Points lost are lost to mistakes: an
 exercise not attempted (``not_implemented``: a stub, or no file handed in) is counted apart, as points
-not attempted, never as a mistake. ``--anonymise`` replaces every name
-with a stable pseudonym, keyed by a secret the course keeps (``.grade-secret`` in the course folder,
-made on first use and never printed), so that two reports of one class agree and no roster recomputes
-them. Names are data everywhere: only a result's name field, and the name where it stands as a word in
-free text (a path in a traceback), is replaced; keys, ids and numbers never are.
+not attempted, never as a mistake (nor are the points of a submission that could not be read).
+``--anonymise`` replaces every name with a stable pseudonym, keyed by a secret the course keeps
+(``.grade-secret`` in the course folder, made on first use and never printed), so that two reports of
+one class agree and no roster recomputes them. Names are data everywhere: a result's name field, and
+the name wherever it stands in any text of the result (feedback, messages, the file graded from, a
+path in a traceback, "jo.zip is not a valid .zip file"), in every form it took (the raw name before
+it was cleaned, a collision's shared name), is replaced, all of it in one place (:func:`_anonymised`),
+before anything is rendered; keys, ids, exercise names, statuses and numbers never are.
 """
 from __future__ import annotations
 
@@ -29,12 +32,22 @@ from grader.catalogue import CATALOGUE
 from grader.figures import valid_figure
 from grader.reporting.course_secret import SECRET_FILE, course_secret  # noqa: F401 - the report's secret
 from grader.reporting.formats import csv_text, markdown_text
+from grader.reporting.result_folder import never_ran, not_graded
 from grader.results import collision_of
 
 FORMATS = ("html", "json", "csv", "markdown")
 OUTCOMES = ("full", "partial", "zero", "not_attempted", "timeout", "error", "grader_error")
 BINS = 10  # histogram bars: tenths of the assignment's points, then full marks in a bar of its own
-_TEXTS = frozenset({"feedback", "message", "grader_error"})  # a result's free text, where a name may stand
+# the fields of a result that are its structure, never text: ids, exercise and check names, statuses,
+# misconception ids, the catalogue's hints, a figure's lesson labels and numbers ("nan", "inf"), how it
+# ran. Every other string of a result (feedback, what grade check showed, the file graded from, the
+# grader's error, any field added later) is text in which a student's name may stand
+_STRUCTURE = frozenset({"id", "name", "status", "misconceptions", "hints", "figure", "device", "isolation",
+                        "started", "schema"})
+# what discover.safe_name writes as "_": a control character (a text shows it as U+FFFD), one that hides
+# or reorders text (shown as <U+202E>), "/", "\\" and "~"; a byte that is not UTF-8 is "_xNN", which a
+# text shows as "\\xNN" (discover's messages) or "\\udcNN" (a path as Python decoded it)
+_CLEANED = r"(?:[_/\\~\ufffd\x00-\x1f\x7f]|<U\+[0-9A-F]{4,6}>)"
 
 
 def gather(result_dirs: list[Path], warnings: list[str], *, secret: bytes | None,
@@ -100,21 +113,53 @@ def _named(data: dict, secret: bytes | None) -> tuple[str, dict]:
 
 
 def _anonymised(data: dict, name: str, alias: str) -> dict:
-    """``data`` with ``name`` replaced by ``alias`` in its name field and, where it stands as a word, in
-    its free text (a path in a traceback). Keys, ids and numbers stay as they are: a student named
-    ``0``, ``id`` or after an exercise changes nothing else."""
-    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])") if name.strip() else None
+    """``data`` with ``name`` replaced by ``alias`` in its name field and, in each of its forms
+    (:func:`name_pattern`), in every text it holds. Keys, ids and numbers stay as they are: a student named
+    ``0``, ``id`` or after an exercise changes nothing else. The one place a report hides a name: each
+    message that could carry one (an archive's, a folder's, a notebook's path, a collision) is caught
+    here, whatever said it, rather than in each message."""
+    word = name_pattern(data, name)
     hidden = {"name_collision": {}} if "name_collision" in data else {}  # it holds other students' raw names
     return {**_replaced(data, word, alias), "submission": alias, **hidden}
 
 
+def name_pattern(data: dict, name: str) -> re.Pattern | None:
+    """Where the name of the submission ``data`` is a result of stands in a text, in any of its forms: the
+    name it was graded under (``bob~collided-…``), the raw name and the name it cleaned to where it
+    collided with another's (``bob.zip``, ``bob``), and the raw forms of a cleaned name (``jo~x`` for
+    ``jo_x``, ``caf\\xe9`` for ``caf_xe9``). It stands where no letter, digit, "." or "-" is before
+    it and no letter, digit or "-" after it: ``jo.zip``, ``/tmp/…/jo/``, ``jo_week1.ipynb`` hide
+    ``jo``; ``john``, ``1.0`` (a student named ``0``) and ``softmax-wrong-dim`` keep theirs."""
+    found = data.get("name_collision") if isinstance(data.get("name_collision"), dict) else {}
+    forms = {name, str(found.get("name") or ""), str(found.get("raw") or "")}
+    forms = sorted((form for form in forms if form.strip()), key=len, reverse=True)  # the longest first
+    if not forms:
+        return None
+    return re.compile(rf"(?<![^\W_]|[.-])(?:{'|'.join(map(_raw_forms, forms))})(?![^\W_]|-)")
+
+
+def _raw_forms(name: str) -> str:
+    """A regular expression of ``name`` and each raw name that cleans to it (see _CLEANED)."""
+    parts = []
+    for token in re.findall(r"_x[0-9a-f]{2}|.", name, re.DOTALL):
+        if len(token) == 4:  # _xNN
+            parts.append(rf"(?:{_CLEANED}x{token[2:]}|\\udc{token[2:]})")
+        else:
+            parts.append(_CLEANED if token == "_" else re.escape(token))
+    if name.startswith("_."):  # ".hidden" was written "_.hidden"
+        parts[0] += "?"
+    return "".join(parts)
+
+
 def _replaced(value, word: re.Pattern | None, alias: str, key: str = ""):
-    """``value`` copied, ``word`` replaced by ``alias`` in the strings of the free-text fields."""
+    """``value`` copied, ``word`` replaced by ``alias`` in every string but those of its structure."""
+    if key in _STRUCTURE or word is None:
+        return value
     if isinstance(value, dict):
         return {k: _replaced(v, word, alias, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_replaced(v, word, alias, key) for v in value]
-    if isinstance(value, str) and key in _TEXTS and word is not None:
+    if isinstance(value, str):
         return word.sub(lambda _: alias, value)
     return value
 
@@ -149,9 +194,11 @@ def _assignment(spec: dict, named) -> dict:
 
 def _missed(exercise: dict) -> str:
     """Why an exercise's missing points are missing: ``not_attempted`` (a stub, or no file handed in),
-    ``mistake``, or ``""`` where the grader could not grade it (no valid score, so no points lost)."""
+    ``mistake``, or ``""`` where the grader could not grade it (no valid score, so no points lost): it
+    failed, or the submission could not be read (its one check, ``submission``, an ``error``)."""
     status = exercise.get("status")
-    if status == "grader-error":
+    unread = status == "error" and [c.get("name") for c in exercise.get("checks", ())] == ["submission"]
+    if status == "grader-error" or unread:
         return ""
     return "not_attempted" if status == "not_implemented" else "mistake"
 
@@ -241,9 +288,12 @@ def _help(named, collided: dict[str, str]) -> list[dict]:
         exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
         statuses = {e.get("status") for e in exercises}
         what = [collided[student]] if collided.get(student) else []
+        unread = not_graded(data)
         if "grader-error" in statuses:
             what.append("grader error: not a score, grade again")
-        if exercises and statuses == {"not_implemented"}:
+        if unread:
+            what.append(f"not graded, its submission could not be read: {unread}")
+        elif exercises and statuses == {"not_implemented"}:
             what.append("stubs only: nothing attempted")
         elif data.get("score", 0) == 0 and "grader-error" not in statuses:
             what.append("0 points")
@@ -258,10 +308,13 @@ def _help(named, collided: dict[str, str]) -> list[dict]:
 
 
 def _run(named) -> dict:
-    durations = sorted(((data.get("duration_s") or 0.0, student) for student, data in named), reverse=True)
+    """How the run went: its seeds, and, of the submissions whose code ran (never_ran: a result made
+    without grading, such as a corrupt zip's, holds placeholders), how and where it ran and how long."""
+    ran = [(student, data) for student, data in named if not never_ran(data)]
+    durations = sorted(((data.get("duration_s") or 0.0, student) for student, data in ran), reverse=True)
     return {"seeds": sorted({data.get("seed") for _, data in named if data.get("seed") is not None}),
-            "isolation": sorted({data.get("isolation", "") for _, data in named} - {""}),
-            "devices": sorted({data.get("device", "") for _, data in named} - {""}),
+            "isolation": sorted({data.get("isolation", "") for _, data in ran} - {""}),
+            "devices": sorted({data.get("device", "") for _, data in ran} - {""}),
             "median_duration_s": round(statistics.median([d for d, _ in durations]), 2) if durations else 0,
             "slowest": [{"student": s, "duration_s": round(d, 2)} for d, s in durations[:5]]}
 

@@ -14,10 +14,12 @@ from grader.config import Course
 from grader.errors import UsageError
 from grader.reporting.course_secret import kept_secret
 from grader.reporting.formats import csv_text
-from grader.reporting.result_folder import collect, graded_assignments
+from grader.reporting.result_folder import collect, graded_assignments, not_graded
 from grader.results import GRADER_ERROR, WORST_FIRST, collision_of
 
 DEFAULT_RESULTS = Path("grades")
+# the export's note columns, each where some row has one: what to know of a row that its scores cannot say
+NOTES = {"name_collision": collision_of, "not_graded": not_graded}
 
 
 def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
@@ -75,18 +77,22 @@ def disagreements(autograded: dict[str, dict], gradebook: dict[str, dict]) -> li
 def export_csv(course: Course, result_dirs: list[Path], gradebook: Path | None = None,
                warnings: list[str] | None = None, *, mixed_seeds: bool = False) -> str:
     """A row per submission and source: total, each assignment, each exercise (then, where some name
-    collided, ``name_collision``), then the seed, the status and the source.
+    collided, ``name_collision``; where some submission could not be read, ``not_graded``), then the
+    seed, the status and the source.
     Without result folders: ./grades, unless there is a gradebook and no ./grades. Exercises that the
-    two sources score differently for one student are appended to ``warnings``."""
+    two sources score differently for one student are appended to ``warnings``, and so is each
+    submission that could not be read (a corrupt archive, an empty folder, no module: status ``error``):
+    its score cells are empty, never a 0, and its ``not_graded`` cell says why."""
     sources = _sources(course, result_dirs, gradebook, warnings, mixed_seeds)
     graded = graded_assignments(course, [data for _, grades in sources for data in grades.values()])
     assignments = [a.id for a in graded]  # those some result holds: a week's export holds that week's
     exercises = [f"{a.id}:{name}" for a in graded for name in a.exercises]
-    collided = any(collision_of(data) for _, grades in sources for data in grades.values())
-    noted = ["name_collision"] if collided else []
+    results = [data for _, grades in sources for data in grades.values()]
+    noted = [column for column, said in NOTES.items() if any(map(said, results))]
     rows = [["submission", "score", "max_score", *assignments, *exercises, *noted, "seed", "status", "source"]]
-    rows += [_row(name, data, source, assignments, exercises, collided) for source, grades in sources
+    rows += [_row(name, data, source, assignments, exercises, noted) for source, grades in sources
              for name, data in grades.items()]
+    _say_unread([(name, data) for _, grades in sources for name, data in grades.items()], warnings)
     return csv_text(rows)  # names as data: none is a formula in a spreadsheet
 
 
@@ -111,7 +117,9 @@ def export_gradebook(course: Course, result_dirs: list[Path], gradebook: Path | 
                      mixed_seeds: bool = False) -> tuple[str, list[str]]:
     """An LMS's gradebook CSV (``fmt``, a name of grader/platforms' GRADEBOOKS) of the same grades, a
     row per student: where autograde and the gradebook both hold a name, autograde's result. With the
-    source of each submission's grades (as the CSV's column ``source`` says them)."""
+    source of each submission's grades (as the CSV's column ``source`` says them). A submission the
+    grader failed on or could not read gets an empty grade (Grades: ""), never a 0; the writer says
+    why in ``warnings`` for each student of its file (Grades.notes)."""
     from grader.platforms import GRADEBOOKS
     from grader.platforms.roster import Grades
 
@@ -123,30 +131,47 @@ def export_gradebook(course: Course, result_dirs: list[Path], gradebook: Path | 
                  in sorted(chosen.items()) if (line := collision_of(data))]  # the LMS's file has no column for it
     graded = graded_assignments(course, [data for _, data in chosen.values()])
     table = Grades(columns=tuple((a.title, a.max_score) for a in graded),
-                   scores={name: _scores(data, [a.id for a in graded]) for name, (_, data) in sorted(chosen.items())})
+                   scores={name: _scores(data, [a.id for a in graded]) for name, (_, data) in sorted(chosen.items())},
+                   notes={name: why for name, (_, data) in sorted(chosen.items()) if (why := not_graded(data))})
     text = GRADEBOOKS[fmt](table, roster, warnings, missing_as_zero=missing_as_zero)
     return text, [source for source, _ in chosen.values()]
 
 
 def _scores(data: dict, assignments: list[str]) -> tuple:
-    """A submission's score per assignment: None where it holds no result, "" where the grader failed."""
-    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+    """A submission's score per assignment: None where it holds no result, "" where it holds no score
+    (the grader failed, or could not read the submission)."""
+    failed = _scoreless(data)
     held = {a["id"]: a["score"] for a in data["assignments"]}
     return tuple("" if a in failed else held.get(a) for a in assignments)
 
 
-def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str], collided: bool) -> list:
-    """One submission's row of the export. A result the grader failed on holds no valid score: its
-    cells stay empty, never a 0. ``collided``: the export has a column ``name_collision`` (some
-    submission's name cleaned to another's; grader/batch/discover.py)."""
-    failed = {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+def _scoreless(data: dict) -> set[str]:
+    """The assignments of a result that hold no valid score: every one of a submission that could not be
+    read (result_folder.not_graded), and those with an exercise the grader failed on."""
+    if not_graded(data):
+        return {a["id"] for a in data["assignments"]}
+    return {a["id"] for a in data["assignments"] if any(e.get("status") == GRADER_ERROR for e in a["exercises"])}
+
+
+def _row(name: str, data: dict, source: str, assignments: list[str], exercises: list[str], noted: list[str]) -> list:
+    """One submission's row of the export. A result the grader failed on, or of a submission it could
+    not read, holds no valid score: its cells stay empty, never a 0. ``noted``: the export's columns
+    ``name_collision`` (some submission's name cleaned to another's; grader/batch/discover.py) and
+    ``not_graded`` (why a submission could not be read), where it has them."""
+    failed, unread = _scoreless(data), bool(not_graded(data))
     by_assignment = {a["id"]: a for a in data["assignments"]}
-    scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == GRADER_ERROR else e["score"]
+    scores = {f"{a['id']}:{e['name']}": "" if unread or e.get("status") == GRADER_ERROR else e["score"]
               for a in data["assignments"] for e in a["exercises"]}
     return [name, "" if failed else data["score"], data["max_score"],
             *[by_assignment[a]["score"] if a in by_assignment and a not in failed else "" for a in assignments],
-            *[scores.get(e, "") for e in exercises], *([collision_of(data)] if collided else []),
+            *[scores.get(e, "") for e in exercises], *[NOTES[column](data) for column in noted],
             data.get("seed", ""), worst_status(data), source]
+
+
+def _say_unread(results: list[tuple[str, dict]], warnings: list[str] | None) -> None:
+    """A line in ``warnings`` for each submission that could not be read: its grade is empty, and why."""
+    if warnings is not None:
+        warnings += [f"{name}: not graded, an empty grade: {why}" for name, data in results if (why := not_graded(data))]
 
 
 def worst_status(data: dict) -> str:

@@ -246,12 +246,31 @@ def overall_status(data: dict) -> str:
     ``crashed``...): every exercise failed by the one ``submission`` check of that status."""
     if grader_error_of(data):  # no valid score: the grader's own failure (grader.results)
         return "grader-error"
-    exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
-    statuses = {e.get("status") for e in exercises}
-    whole = all([c.get("name") for c in e.get("checks", ())] == ["submission"] for e in exercises)
-    if exercises and whole and len(statuses) == 1 and statuses != {"passed"}:
+    statuses = {e.get("status") for a in data.get("assignments", ()) for e in a.get("exercises", ())}
+    if never_ran(data) and len(statuses) == 1 and statuses != {"passed"}:
         return str(statuses.pop())
     return "graded"
+
+
+def never_ran(data: dict) -> bool:
+    """Whether ``data`` was made without grading the submission (grader/batch/autograde.py, failed_result):
+    every exercise holds the one ``submission`` check. Its isolation, device and duration say nothing
+    of how student code runs, so the report's run header leaves it out."""
+    exercises = [e for a in data.get("assignments", ()) for e in a.get("exercises", ())]
+    return bool(exercises) and all([c.get("name") for c in e.get("checks", ())] == ["submission"] for e in exercises)
+
+
+def not_graded(data: dict) -> str:
+    """Why a submission could not be graded because it could not be read (a corrupt archive, an empty
+    folder, no module of the course: grader/batch/discover.py, grader/submission.py), in one line, or "".
+    Such a result reads 0 points, but it holds no score: every export writes an empty grade and this
+    reason, never a 0 the LMS would keep. (A submission whose code crashed the grader twice ran: its 0 is
+    a score.)"""
+    if overall_status(data) != "error":
+        return ""
+    exercise = data["assignments"][0]["exercises"][0]
+    said = str(exercise.get("feedback") or "").removeprefix("submission: ")
+    return (said.splitlines() or ["it could not be read"])[0]
 
 
 def graded_assignments(course, results) -> list:
@@ -265,14 +284,17 @@ def write_summary(out: Path, course, *, secret: bytes | None) -> Path:
     """``summary.csv``: a row per believed result file, a column per exercise of the assignments they
     hold, and the submission's overall ``status`` last (so that the exercise columns keep their
     positions); after it, where some submission's name cleaned to another's too, ``name_collision``
-    (grader/batch/discover.py: every raw name that cleaned to its name; empty in the other rows)."""
+    (grader/batch/discover.py: every raw name that cleaned to its name; empty in the other rows). A
+    result the grader failed on, or of a submission it could not read (status ``error``, :func:`not_graded`),
+    holds no score: its cells stay empty."""
     results = [data for path in sort_results(out, secret=secret)[0] if (data := read_result(path)) is not None]
     exercise_columns = [f"{a.id}:{name}" for a in graded_assignments(course, results) for name in a.exercises]
     rows = []
     for data in results:
-        scores = {f"{a['id']}:{e['name']}": "" if e.get("status") == "grader-error" else e["score"]
+        unread = bool(not_graded(data))  # no score either: its cells stay empty, its status says "error"
+        scores = {f"{a['id']}:{e['name']}": "" if unread or e.get("status") == "grader-error" else e["score"]
                   for a in data["assignments"] for e in a["exercises"]}
-        total = "" if grader_error_of(data) else data["score"]  # never a 0 the student did not earn
+        total = "" if unread or grader_error_of(data) else data["score"]  # never a 0 the student did not earn
         rows.append([data["submission"], total, data["max_score"], data["seed"]] +
                     [scores.get(column, "") for column in exercise_columns] + [overall_status(data)])
     header = SUMMARY_FIRST + exercise_columns + ["status"]
@@ -293,8 +315,10 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secre
     write_manifest above); a listed file that does not verify refuses the folder (UntrustedResults:
     someone rewrote it, and maybe the manifest). A folder of result files without a manifest, or with
     one no secret keyed, is refused: its files cannot be told from forged ones. So are results of
-    one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``."""
+    one assignment graded on different seeds (a class is graded on one), unless ``mixed_seeds``: every
+    result read counts, also one a later result of its name replaces (two full classes on two seeds)."""
     found: dict[str, tuple[float, dict, Path]] = {}
+    read: list[tuple[dict, Path]] = []  # every result believed, kept or replaced: their seeds must agree
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
@@ -317,6 +341,7 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secre
             data = read_result(path)
             if data is None:
                 continue
+            read.append((data, folder))
             stamp, name = times.get(path.name, 0.0), data["submission"]
             if name in found and warnings is not None and found[name][1]["score"] != data["score"]:
                 kept, other = (data, found[name][1]) if stamp > found[name][0] else (found[name][1], data)
@@ -324,7 +349,7 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secre
                                 f"{other['score']:g}); the later, {kept['score']:g}, is kept ({path})")
             if name not in found or stamp > found[name][0]:
                 found[name] = (stamp, data, folder)
-    _one_seed(found, warnings, mixed_seeds)
+    _one_seed(read, warnings, mixed_seeds)
     return {name: data for name, (_, data, _) in sorted(found.items())}
 
 
@@ -346,11 +371,13 @@ def _verified(folder: Path, manifest: dict[str, str] | None, others: list[Path],
                                    f"... --out {folder} --resume)")
 
 
-def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) -> None:
-    """Refuse (or, ``mixed``, warn of) an assignment whose results were graded on different seeds: two
-    shards or runs of one class that drew different cases. Different weeks' batches may differ."""
+def _one_seed(read: list[tuple[dict, Path]], warnings: list[str] | None, mixed: bool) -> None:
+    """Refuse (or, ``mixed``, warn of) an assignment whose results (``read``: each with its folder) were
+    graded on different seeds: two shards or runs of one class that drew different cases, whether they
+    graded other students or the same ones again (where a later run's results would replace all of an
+    earlier run's, the merge looked like one seed). Different weeks' batches may differ."""
     seeds: dict[str, dict[int, set[str]]] = {}
-    for _, data, folder in found.values():
+    for data, folder in read:
         for assignment in data.get("assignments", ()):
             seeds.setdefault(str(assignment.get("id")), {}).setdefault(data.get("seed"), set()).add(str(folder))
     for assignment, by_seed in seeds.items():
@@ -360,7 +387,8 @@ def _one_seed(found: dict[str, tuple], warnings: list[str] | None, mixed: bool) 
                          sorted(by_seed.items(), key=lambda item: str(item[0])))
         line = f"{assignment} was graded on {len(by_seed)} seeds: {told}"
         if not mixed:
-            raise UsageError(f"{line}; a class is graded on one seed (give every shard the same --seed), or "
-                             f"--mixed-seeds merges them anyway")
+            raise UsageError(f"{line}; a class is graded on one seed (give every shard and run the same --seed), "
+                             f"so give one of those folders alone, or --mixed-seeds merges them (the later result of "
+                             f"a name wins)")
         if warnings is not None:
             warnings.append(f"{line}: merged as asked (--mixed-seeds)")

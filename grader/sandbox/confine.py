@@ -346,16 +346,19 @@ def prepare_workdir(path: str, uid: int, gid: int) -> None:
 
 
 def describe(confinement: Confinement) -> str:
-    """One line for the instructor's log: how student code runs, and the first thing that does not hold."""
+    """One line for the instructor's log: how student code runs, and every protection that does not hold
+    here, each said (a count of "more" left the instructor to guess what else was missing)."""
     line = {"separate-user": "grade: student code runs sandboxed (bubblewrap), each submission as a uid of its own "
                              "in namespaces of its own",
             "user-namespace": "grade: student code runs sandboxed (bubblewrap, user namespaces), each submission "
                               "in namespaces of its own",
             "separate-user-only": "grade: student code runs with no sandbox, each submission as a uid of its own",
             }.get(confinement.mode, "grade: student code runs as the grader's own user, with no sandbox")
-    if confinement.problems:
-        more = f" (and {len(confinement.problems) - 1} more)" if len(confinement.problems) > 1 else ""
-        line += f"; not protected: {confinement.problems[0]}{more}"
+    if len(confinement.problems) == 1:
+        line += f"; not protected: {confinement.problems[0]}"
+    elif confinement.problems:
+        line += f"; not protected ({len(confinement.problems)}): " + "; ".join(
+            f"{number}) {problem}" for number, problem in enumerate(confinement.problems, start=1))
     return line
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporting"))  # test_export's helpers
-from test_export import ASSIGNMENT, FORMULAS, result_file  # noqa: E402
+from test_export import ASSIGNMENT, FORMULAS, result_file, unreadable_file  # noqa: E402
 
 FORMULA = FORMULAS[0]  # a folder name a spreadsheet would run as a formula
 
@@ -42,6 +42,23 @@ def shards(course, tmp_path):
 def export(shards, tmp_path):
     """``grade export SHARDS --output out.csv *options``: (exit code, the CSV, stderr)."""
     return _exporting(*shards, tmp_path)
+
+
+@pytest.fixture
+def export_unread(course, tmp_path):
+    """``grade export`` (as ``export``) of a class of three: zoe (100), jo's corrupt zip (not graded: a
+    result of status ``error``) and kim, whose code crashed the grader twice (a score of 0)."""
+    from grader.config import load_course
+
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(course.root / "course.toml", root)
+    copy = load_course(root)
+    folder = tmp_path / "class"
+    result_file(folder, "zoe", copy, 100.0)
+    unreadable_file(folder, "jo", copy, "jo.zip is not a valid .zip file (BadZipFile)")
+    unreadable_file(folder, "kim", copy, "grading this submission crashed the grader twice", "crashed")
+    return _exporting(copy, [folder], tmp_path)
 
 
 @pytest.fixture

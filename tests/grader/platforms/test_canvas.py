@@ -124,3 +124,72 @@ def test_a_rosters_student_name_never_becomes_a_control_row_either(export_named,
     assert [row[:5] for row in table[2:]] == [["(student) Points_Possible", "101", "", "", "(student) Muted"],
                                               ["(student) Read_Only", "102", "", "", "Lab A"]]
     assert students == {("ID", "101"): {export_named.title: 10.0}, ("ID", "102"): {export_named.title: 20.0}}
+
+
+# --- issue 45: Canvas's own gradebook export is a roster; a submission not read is an empty grade -----------
+TOTALS = [f"{group}{kind}" for group in ("Assignments ", "") for kind in (
+    "Current Points", "Final Points", "Current Score", "Unposted Current Score", "Final Score", "Unposted Final Score")]
+ZOE = ["Zhang, Zoe", "101", "S-1", "zoe@uni.example", "Lab A", "", "", "8.00", *["8.00"] * len(TOTALS), "zoe"]
+AMY = ["Adams, Amy", "103", "S-3", "amy@uni.example", "Lab B", "late", "N/A", "EX", *["0.00"] * len(TOTALS), "amy"]
+TEST_STUDENT = ["Student, Test", "9001", "", "", "Lab A", "", "", "", *["0.00"] * len(TOTALS), ""]
+
+
+def canvas_gradebook_export(path, *students, first=("Student",)):
+    """Canvas's own gradebook export (Grades -> Export) with a column ``submission`` added, as
+    lib/gradebook_exporter.rb writes it (instructure/canvas-lms): a BOM, CRLF lines, the student columns, a
+    custom column (Notes), each assignment as "Title (id)", the totals; then its posting row (an assignment
+    that posts manually), its points-possible row ("    Points Possible", "(read only)" under the totals and
+    a read-only custom column), the students by name, and the Test Student of Student View last."""
+    import csv
+
+    header = [*first, "ID", "SIS User ID", "SIS Login ID", "Section", "Notes", "Week 1: Attention basics (48213)",
+              "Quiz 1 (48214)", *TOTALS, "submission"]
+    posting = ["", "", "", "", "", "", "Manual Posting (scores hidden from instructors)", "", *[""] * len(TOTALS), ""]
+    points = ["    Points Possible", "", "", "", "", "(read only)", "100.00", "10.00", *["(read only)"] * len(TOTALS), ""]
+    with path.open("w", newline="", encoding="utf-8-sig") as handle:
+        csv.writer(handle, lineterminator="\r\n").writerows([header, posting, points, *students])
+    return path
+
+
+def test_canvass_own_gradebook_export_is_a_roster_its_control_rows_and_test_student_skipped(export, tmp_path):
+    """Issue 45: "line 2 has no id" (its posting and points-possible rows), though the docs say Canvas's
+    export can be pasted in; its Test Student was written back as a student "(no name)" without a result."""
+    path = canvas_gradebook_export(tmp_path / "canvas-export.csv", ZOE, AMY, TEST_STUDENT)
+    code, text, err = export("--format", "canvas", "--roster", path)
+    assert code == 0, err
+    header, points, students, table = canvas_reads(text)
+    assert points == {export.title: 100.0}
+    assert students == {("ID", "101"): {export.title: 100.0}, ("ID", "103"): {export.title: None}}
+    assert [row[:5] for row in table[2:]] == [ZOE[:5], AMY[:5]]  # the roster's students, in its order
+    assert "(no name)" not in err and "Test" not in text
+    assert "in the roster without a result (1): amy: an empty grade" in err
+    split = [["Zhang", "Zoe", *ZOE[1:]], ["Student", "Test", *TEST_STUDENT[1:]]]  # "first and last names" setting
+    code, text, err = export("--format", "canvas", "--roster",
+                             canvas_gradebook_export(tmp_path / "split.csv", *split, first=("LastName", "FirstName")))
+    assert code == 0 and set(canvas_reads(text)[2]) == {("ID", "101")}, err
+
+
+def test_a_canvas_export_with_a_row_that_names_no_student_is_still_refused(export, tmp_path):
+    """Only Canvas's own rows are skipped: a row that names nobody, or names a submission and no id, is broken."""
+    nobody = ["", "", "", "", "Lab B", "", "", "", *[""] * len(TOTALS), ""]
+    unmatched = ["Lee, Kim", "", "", "", "Lab B", "", "", "", *[""] * len(TOTALS), "kim"]
+    mapped = ["    Points Possible", "", "", "", "", "", "100.00", "", *[""] * len(TOTALS), "zoe"]
+    for row in (nobody, unmatched, mapped):
+        path = canvas_gradebook_export(tmp_path / "export.csv", ZOE, row)
+        code, text, err = export("--format", "canvas", "--roster", path)
+        assert code == 2 and text == "" and err.count("\n") == 1, (row, err)
+        assert "line 5 has no id or sis_user_id or sis_login_id" in err, err
+
+
+def test_a_submission_that_could_not_be_read_is_an_empty_canvas_grade_said_with_why(export_unread):
+    """Issue 45: jo's corrupt zip went to Canvas as 0.0; kim's code ran (it crashed the grader): 0 is a score."""
+    for options in ((), ("--missing-as-zero",)):
+        code, text, err = export_unread("--format", "canvas", *options)
+        assert code == 0, err
+        _, _, students, _ = canvas_reads(text)
+        assert students == {("SIS Login ID", "jo"): {export_unread.title: None},
+                            ("SIS Login ID", "kim"): {export_unread.title: 0.0},
+                            ("SIS Login ID", "zoe"): {export_unread.title: 100.0}}
+        assert "grade: warning: jo: not graded, an empty grade: jo.zip is not a valid .zip file (BadZipFile)" \
+            in err.splitlines()
+        assert "kim: not graded" not in err

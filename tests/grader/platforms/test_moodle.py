@@ -83,3 +83,15 @@ def test_a_name_never_reads_as_one_of_moodles_headers(export_named):
     assert grades["(student) ID_number"] == {export_named.title: 30.0}
     assert grades["zoe"] == {export_named.title: 70.0} and len(grades) == len(names)
     assert "'Username' reads as the gradebook's own row or header" in err
+
+
+def test_a_submission_that_could_not_be_read_is_an_empty_moodle_grade_said_with_why(export_unread, roster):
+    """Issue 45: jo's corrupt zip went to Moodle as 0.0, a grade it keeps; its code never ran."""
+    path = roster(["submission", "ID number"], ["jo", "2001"], ["kim", "2002"], ["zoe", "2003"])
+    code, text, err = export_unread("--format", "moodle", "--roster", path, "--missing-as-zero")
+    assert code == 0, err
+    _, grades, _ = moodle_reads(text, "useridnumber")
+    assert grades == {"2001": {export_unread.title: None}, "2002": {export_unread.title: 0.0},
+                      "2003": {export_unread.title: 100.0}}
+    assert "grade: warning: jo: not graded, an empty grade: jo.zip is not a valid .zip file (BadZipFile)" \
+        in err.splitlines()

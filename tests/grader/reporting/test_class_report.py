@@ -590,3 +590,92 @@ def test_the_misconception_figures_render_in_a_real_browser_labelled_and_as_the_
         labels = dict(drawn[m["id"] + " labels"])
         assert all(labels.get(word, 0) > 0 for word in figure["row_labels"] + ["yours", "right"])
         assert drawn[m["id"] + " title"] == figure["title"]
+
+
+# --- issue 45: --anonymise hides a name in every text of a result; the run header counts what ran ------------
+# a class whose every name can reach a text: corrupt zips (one a name cleaning changes), a folder with no
+# module, a notebook named after its student that no grader reads, a folder and a zip whose names clean to one
+# (a collision), and a right answer in a module named after its student (the file it was graded from)
+LEAKY = ("xavier_quill", "ignatz~park", "ignatz_park", "yolanda_rook", "wrenna_hale", "umberto_vance", "quinn_moss")
+
+
+def _leaky_class(root: Path) -> None:
+    for zipped in ("xavier_quill.zip", "ignatz~park.zip", "umberto_vance.zip"):
+        (root / zipped).parent.mkdir(parents=True, exist_ok=True)
+        (root / zipped).write_text("not a zip")
+    (root / "yolanda_rook").mkdir()
+    (root / "yolanda_rook" / "notes.txt").write_text("I could not finish")
+    (root / "wrenna_hale").mkdir()
+    (root / "wrenna_hale" / "wrenna_hale_attention_basics.ipynb").write_text('{"cells": [')
+    (root / "umberto_vance").mkdir()
+    (root / "umberto_vance" / "README.md").write_text("see the zip")
+    (root / "quinn_moss").mkdir()
+    (root / "quinn_moss" / "quinn_moss_attention_basics.py").write_text(MODULE.read_text())
+
+
+def test_anonymise_hides_every_name_in_every_text_of_a_class_as_lmses_hand_it_out(course, tmp_path):
+    """Issue 45: the feedback of unreadable submissions leaked their names ("jo.zip is not a valid .zip
+    file", a path ending in the student's folder), and what grade check showed carried them into the page."""
+    from grader.batch.autograde import autograde
+    from grader.reporting.class_page import page, students_page
+
+    _leaky_class(tmp_path / "class")
+    out = tmp_path / "results"
+    autograde(course=course, paths=[tmp_path / "class"], out=out, workers=1, shard=None, resume=False,
+              device="cpu", seed=3, assignments=(course.assignment("01_attention_basics"),))
+    results = _results(out)
+    plain = json.dumps(results)
+    assert all(name in plain for name in ("xavier_quill.zip", "ignatz~park.zip", "yolanda_rook", "wrenna_hale_",
+                                          "umberto_vance.zip", "quinn_moss"))  # each name reached some text
+    hidden = summarise(results, secret=SECRET)
+    shown = (render(hidden, "json") + render(hidden, "csv") + render(hidden, "markdown") + page(hidden)
+             + page(hidden, "each.html") + students_page(hidden))
+    for name in LEAKY:
+        for part in name.replace("~", "_").split("_"):
+            assert part not in shown.lower(), (part, [line for line in shown.splitlines() if part in line.lower()])
+    aliases = {result["submission"]: pseudonym(result["submission"], SECRET) for result in results}
+    assert {entry["student"] for entry in hidden["feedback"]} == set(aliases.values())
+    texts = {entry["student"]: entry["text"] for entry in hidden["feedback"]}
+    assert f"{aliases['xavier_quill']}.zip is not a valid .zip file" in texts[aliases["xavier_quill"]]
+    assert f"{aliases['ignatz_park']}.zip is not a valid .zip file" in texts[aliases["ignatz_park"]]
+    assert hidden["assignments"] == summarise(results)["assignments"]  # the numbers are the same
+
+
+def test_a_name_is_hidden_in_its_raw_and_cleaned_forms_and_nothing_else_is_touched():
+    from grader.reporting.class_report import name_pattern
+
+    def hide(name, text, collision=None):
+        data = {"name_collision": collision} if collision else {}
+        return name_pattern(data, name).sub("S", text)
+
+    assert hide("jo_smith", "jo~smith.zip; /c/jo_smith/x.py; jo\\smith; jo_smith_week1.ipynb") == \
+        "S.zip; /c/S/x.py; S; S_week1.ipynb"
+    assert hide("caf_xe9", "caf\\xe9.zip is not valid; /c/caf\\udce9/a.py") == "S.zip is not valid; /c/S/a.py"
+    assert hide("_.hidden", ".hidden.zip, _.hidden") == "S.zip, S"
+    assert hide("bob~collided-0123456789abcdef", "bob.zip is bad; /t/bob~collided-0123456789abcdef/a",
+                {"name": "bob", "raw": "bob.zip", "others": ["bob"]}) == "S is bad; /t/S/a"
+    assert hide("jo", "john, major, jo-ann, softmax-wrong-jo, 1.jo") == "john, major, jo-ann, softmax-wrong-jo, 1.jo"
+    assert hide("0", "dim=0 in 1.0, (2, 0)") == "dim=S in 1.0, (2, S)"
+    assert hide("_", "a_b, _") == "a_b, S" and name_pattern({}, " ") is None
+
+
+def test_the_run_header_counts_only_submissions_that_ran_and_help_says_why_one_was_not_graded(course):
+    """Issue 45: a zip that never ran added "same-user" (its placeholder) to the run's isolation, and was told
+    apart from a 0 nowhere: its points counted as lost to mistakes, and help said "0 points"."""
+    from grader.batch.autograde import failed_result
+
+    week = (course.assignment("01_attention_basics"),)
+    ran = _result("ann", [("softmax", 0, 25, "failed", ())]) | {"isolation": "separate-user", "device": "cuda",
+                                                                "duration_s": 4.0}
+    unread = failed_result(week, "jo", "error", "jo.zip is not a valid .zip file (BadZipFile)", 1).to_json()
+    crashed = failed_result(week, "kim", "crashed", "grading this submission crashed the grader twice", 1).to_json()
+    summary = summarise([ran, unread, crashed])
+    assert summary["run"]["isolation"] == ["separate-user"] and summary["run"]["devices"] == ["cuda"]
+    assert summary["run"]["median_duration_s"] == 4.0 and summary["run"]["seeds"] == [1]
+    helped = {row["student"]: row["what"] for row in summary["help"]}
+    assert helped["jo"] == "not graded, its submission could not be read: jo.zip is not a valid .zip file (BadZipFile)"
+    assert helped["kim"].startswith("0 points") and helped["ann"] == "0 points"
+    (assignment,) = summary["assignments"]
+    lost = {e["name"]: e["points_lost"] for e in assignment["exercises"]}
+    assert lost["softmax"] == 25 + 25  # ann's mistake and kim's crash; jo's corrupt zip lost nothing
+    assert assignment["counts"]["error"] == 2 and assignment["counts"]["zero"] == 1  # jo and kim; ann

@@ -367,3 +367,79 @@ def test_results_of_another_course_or_of_a_course_without_a_secret_are_refused(c
     (course_copy.root / SECRET_FILE).unlink()
     with pytest.raises(UntrustedResults, match="has none"):
         export_csv(course_copy, [grades])
+
+
+# --- issue 45: every student accounted for -------------------------------------------------------------------
+def unreadable_file(folder, name, course, why, status="error"):
+    """``name``'s result as grade autograde writes one for a submission it could not grade at all (a corrupt
+    zip, an empty folder: ``error`` with ``why``; code that crashed the grader twice: ``crashed``)."""
+    from grader.batch.autograde import failed_result
+
+    folder.mkdir(exist_ok=True)
+    text = json.dumps(failed_result([course.assignment(ASSIGNMENT)], name, status, why, 1).to_json())
+    (folder / f"{name}.json").write_text(text)
+    write_manifest(folder, {name: text}, secret=course_secret(course.root))
+
+
+# the students of week1 and of week1b, graded on two seeds: the whole class again, part of it, others, more
+SEED_CASES = {"the same class": (("zoe", "yan"), ("zoe", "yan")), "part of it": (("zoe", "yan"), ("yan",)),
+              "other students": (("zoe",), ("yan",)), "more students": (("zoe",), ("zoe", "yan"))}
+EXPORTS = (["export"], ["export", "--format", "canvas"], ["export", "--format", "moodle"],
+           ["report", "--format", "json"])
+
+
+@pytest.mark.parametrize("case", SEED_CASES)
+def test_two_folders_of_one_assignment_on_two_seeds_are_refused_in_every_combination(course_copy, tmp_path, case):
+    """Issue 45: ``grade export week1 week1b``, each a full class on a seed of its own, exited 0 with week1b's
+    rows: every name of week1 was replaced, so the merge held one seed. Every export format and the report
+    refuse it, in one line naming both folders and both seeds, unless --mixed-seeds."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    first, second = SEED_CASES[case]
+    for name in first:
+        result_file(tmp_path / "week1", name, course_copy, 100.0, seed=11)
+    for name in second:
+        result_file(tmp_path / "week1b", name, course_copy, 40.0, seed=22)
+    folders = [str(tmp_path / "week1"), str(tmp_path / "week1b")]
+    for verb in EXPORTS:
+        outcome = CliRunner().invoke(cli, ["--course", str(course_copy.root), verb[0], *folders, *verb[1:]])
+        assert outcome.exit_code == 2 and outcome.stdout == "", (verb, outcome.stdout)
+        (line,) = outcome.stderr.splitlines()
+        assert line.startswith(f"grade: error: {ASSIGNMENT} was graded on 2 seeds: ") and "--mixed-seeds" in line
+        assert f"seed 11 ({folders[0]})" in line and f"seed 22 ({folders[1]})" in line, line
+        merged = CliRunner().invoke(cli, ["--course", str(course_copy.root), verb[0], *folders, *verb[1:],
+                                          "--mixed-seeds"])
+        assert merged.exit_code == 0 and "merged as asked (--mixed-seeds)" in merged.stderr, (verb, merged.stderr)
+
+
+def test_one_folder_and_folders_on_one_seed_still_export(course_copy, tmp_path):
+    result_file(tmp_path / "week1", "zoe", course_copy, 100.0, seed=11)
+    result_file(tmp_path / "again", "zoe", course_copy, 40.0, seed=11)  # graded again on the class's seed
+    warnings = []
+    got = rows(export_csv(course_copy, [tmp_path / "week1", tmp_path / "again"], warnings=warnings))
+    assert float(got[("zoe", "autograde")]["score"]) == 40 and not [w for w in warnings if "seeds" in w]
+
+
+def test_a_submission_that_could_not_be_read_exports_empty_with_why_never_a_zero(course_copy, tmp_path):
+    """Issue 45: a corrupt upload went to the export as 0.0, a grade the LMS keeps. Its cells are empty,
+    its not_graded cell and a warning say why; a submission whose code crashed the grader ran: its 0 stays."""
+    grades = tmp_path / "grades"
+    result_file(grades, "zoe", course_copy, 100.0)
+    unreadable_file(grades, "jo", course_copy, "jo.zip is not a valid .zip file (BadZipFile)")
+    unreadable_file(grades, "kim", course_copy, "grading this submission crashed the grader twice", "crashed")
+    warnings: list[str] = []
+    text = export_csv(course_copy, [grades], warnings=warnings)
+    header = next(csv.reader(text.splitlines()))
+    assert header[-4:] == ["not_graded", "seed", "status", "source"]
+    got = rows(text)
+    jo, kim, zoe = (got[(name, "autograde")] for name in ("jo", "kim", "zoe"))
+    scores = ["score", ASSIGNMENT, *(f"{ASSIGNMENT}:{name}" for name in course_copy.assignment(ASSIGNMENT).exercises)]
+    assert [jo[column] for column in scores] == [""] * len(scores)  # no 0 anywhere
+    assert jo["not_graded"] == "jo.zip is not a valid .zip file (BadZipFile)" and jo["status"] == "error"
+    assert float(kim["score"]) == 0 and kim["not_graded"] == "" and kim["status"] == "crashed"
+    assert float(zoe["score"]) == 100 and zoe["not_graded"] == ""
+    assert warnings == ["jo: not graded, an empty grade: jo.zip is not a valid .zip file (BadZipFile)"]
+    result_file(tmp_path / "fine", "zoe", course_copy, 100.0)
+    assert "not_graded" not in next(csv.reader(export_csv(course_copy, [tmp_path / "fine"]).splitlines()))

@@ -104,6 +104,23 @@ def test_summary_has_the_status_of_each_submission_last(course, tmp_path):
     exercises = [f"{a.id}:{e}" for a in course.assignments for e in a.exercises]
     assert rows[0] == ["submission", "score", "max_score", "seed", *exercises, "status"]
     assert {row[0]: row[-1] for row in rows[1:]} == {"alice": "graded", "bob": "error", "erin": "crashed"}
+    # issue 45: bob's corrupt zip holds no score (empty cells, never 0); erin's code ran and crashed: 0 is hers
+    by_name = {row[0]: row for row in rows[1:]}
+    assert by_name["bob"][1] == "" and by_name["bob"][4:-1] == [""] * len(exercises) and by_name["bob"][2] == "600.0"
+    assert by_name["erin"][1] == "0.0" and by_name["erin"][4:-1] == ["0.0"] * len(exercises)
+
+
+def test_a_result_made_without_grading_says_why_it_was_not_graded_and_that_it_never_ran(course):
+    from grader.reporting.result_folder import never_ran, not_graded
+
+    unread = failed_result(course.assignments, "bob", "error", "bob.zip is not a valid .zip file (BadZipFile)", 1)
+    assert not_graded(unread.to_json()) == "bob.zip is not a valid .zip file (BadZipFile)"
+    assert never_ran(unread.to_json())
+    crashed = failed_result(course.assignments, "erin", "crashed", "crashed twice", 1).to_json()
+    assert not_graded(crashed) == "" and never_ran(crashed)
+    graded = SubmissionResult("alice", 1, "cpu", 1.0, [AssignmentResult("01_attention_basics", "Basics", [
+        ExerciseResult("softmax", 25.0, [CheckOutcome("softmax_random", 1, "error", "boom")])])]).to_json()
+    assert not_graded(graded) == "" and not never_ran(graded)  # its code ran and raised: a score of 0
 
 
 def test_overall_status_is_graded_unless_the_submission_check_failed_everything(course):

@@ -286,9 +286,20 @@ def test_where_bubblewrap_works_auto_and_required_sandbox_student_code():
 
 def test_the_instructors_log_says_how_student_code_runs():
     line = describe(Confinement(problems=("bubblewrap (bwrap) is not installed", "b")))
-    assert "no sandbox" in line and "not protected: bubblewrap (bwrap) is not installed (and 1 more)" in line
+    assert "no sandbox" in line and "not protected (2): 1) bubblewrap (bwrap) is not installed; 2) b" in line
     assert "uid of its own" in describe(Confinement("separate-user", "/usr/bin/bwrap"))
     assert "user namespaces" in describe(Confinement("user-namespace", "/usr/bin/bwrap"))
+
+
+def test_the_banner_names_every_protection_that_does_not_hold_not_a_count_of_more():
+    """Issue 45: "not protected: X (and 1 more)" never said what the one more was."""
+    problems = ("bubblewrap (bwrap) is not installed: no sandbox", "not root: submissions share the grader's uid",
+                "no cgroup v2: memory is limited per process")
+    line = describe(Confinement(problems=problems))
+    assert "more" not in line and "\n" not in line
+    assert "not protected (3): 1) bubblewrap (bwrap) is not installed: no sandbox; 2) not root: submissions " \
+           "share the grader's uid; 3) no cgroup v2: memory is limited per process" in line
+    assert describe(Confinement(problems=problems[:1])).endswith(f"; not protected: {problems[0]}")
 
 
 def test_the_sandbox_view_holds_the_runtime_but_never_the_course_root(tmp_path):
