@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from grader.config import Course, find_course_root, load_course, parse_seed  # noqa: F401 (parse_seed: the CLI's)
-from grader.errors import GraderFailed, NothingToDo, UsageError
+from grader.errors import DeviceError, GraderFailed, NothingToDo, SubmissionError, UsageError
 from grader.results import grader_error_of
 
 
@@ -44,23 +44,56 @@ def open_course(course_dir: Path | None) -> Course:
     return load_course(course_dir if course_dir else find_course_root())
 
 
+def default_submission(course: Course, cwd: Path) -> Path:
+    """What `grade check` grades when no --submission is given: the course's assignments/; where the course
+    has none (a course installed by pip, the packaged one) the working folder, or the assignments/ in it,
+    which is what the released ``assignments.zip`` unpacks to (docs/instructors.md)."""
+    if course.layout.assignments.is_dir():
+        return course.layout.assignments
+    unpacked = cwd / course.layout.assignments.name
+    return unpacked if unpacked.is_dir() else cwd
+
+
+# what a GPU driver makes in /dev on Linux: NVIDIA's (containers included), ROCm's (torch.cuda on AMD), WSL's
+_GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
+
+
+def refuse_cuda_early(device: str) -> None:
+    """``--device cuda`` on a Linux machine with no GPU driver's device file: refused in one line before torch
+    is imported (seconds on a cold machine) or a sandbox started. Wherever such a file exists, or on another
+    system, torch decides later (grader.grading.run.pick_device), as it always did."""
+    import glob
+
+    if device == "cuda" and sys.platform.startswith("linux") and not any(map(glob.glob, _GPU_DEVICE_FILES)):
+        raise DeviceError("--device cuda: no CUDA device is available on this machine (use --device cpu or auto)")
+
+
+def refuse_missing_paths(paths) -> None:
+    """A path to grade that does not exist: refused in one line before torch is imported, a sandbox
+    started or --out made (grader.batch.discover says the same, later)."""
+    import os
+
+    for path in paths:
+        if not os.path.lexists(path):
+            raise SubmissionError(f"no such file or folder: {path}")
+
+
 def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path | None, fmt: str,
           output: Path | None, device: str, seed: int | None, colour: bool, debug: bool = False,
           watching: bool = False, figures: Path | None = None) -> int:
     """Grade one submission; write the report; 0 for full marks, 1 otherwise. ``watching``: then again on
     every save, until Ctrl-C (grader/watch.py). ``figures``: a folder for the PNG of each wrong pictured
     exercise (grader/figures.py), its own output beside the right one."""
+    refuse_cuda_early(device)  # before torch is imported or a sandbox started
     from grader.reporting.formats import render
     from grader.grading.run import Grader
     from grader.submission import resolve_submission
 
-    # by default the course's assignments/; a course installed by pip has none: the working folder
-    default = course.layout.assignments if course.layout.assignments.is_dir() else Path.cwd()
+    default = default_submission(course, Path.cwd())
     found = resolve_submission(submission or default, course)
-    if assignment_ids:
-        chosen = course.select(assignment_ids)
-    else:  # what the submission holds; a whole course when it holds a folder per assignment
-        chosen = course.select(tuple(a for a, _ in found.sources)) if len(found.sources) == 1 else course.assignments
+    # the named assignments, else those the submission holds: a folder of 01 and 02 is scored out of their
+    # points, never out of the course's (GitHub Classroom showed 37.35/600 for a week of 100)
+    chosen = course.select(assignment_ids or tuple(a for a, _ in found.sources))
     if figures is not None:  # before any grading: drawing needs matplotlib, an optional dependency
         import importlib.util
 
@@ -102,6 +135,8 @@ def autograde(*, course: Course, paths: tuple[Path, ...], out: Path, workers: in
               fresh: bool = False) -> int:
     """Grade many submissions into ``out`` on the named assignments (all when none is named); 0 when
     every one of them has a result."""
+    refuse_missing_paths(paths)  # both before anything heavy: an instant one-line error
+    refuse_cuda_early(device)
     from grader.batch.autograde import autograde as run
 
     code = run(course=course, paths=list(paths), out=out, workers=workers, shard=shard, resume=resume,
@@ -245,14 +280,19 @@ def gradescope(*, course: Course, assignment_ids: tuple[str, ...], out: Path, se
     return 0
 
 
-def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None) -> int:
+def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool, out: Path | None = None,
+            force: bool = False) -> int:
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
-    With ``out``: write (or verify) the student distribution of the named assignments (default all) there."""
+    With ``out``: write (or verify) the student distribution of the named assignments (default all) there.
+    ``force``: overwrite edits in assignments/, a copy of each kept first (grader/course/release.py)."""
     from grader.course.release import release as run_release
 
     if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
                          "`grade release` runs in the instructor's course")
+    if force and (check_only or out is not None):
+        raise UsageError("--force goes with writing assignments/ (it keeps a copy of the edits it overwrites); "
+                         "leave out --check and --out")
     if out is not None and not check_only:
         return release_distribution(course=course, assignment_ids=assignment_ids, out=out)
     if out is not None:
@@ -264,9 +304,10 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     else:
         root = course.root
         chosen = course.select(assignment_ids)
-        stale = run_release(course, chosen, check=check_only)
+        stale = run_release(course, chosen, check=True) if check_only else []
         hint = "run `grade release` to regenerate assignments/ from solutions/"
-        if not check_only:  # what it wrote, one line
+        if not check_only:  # what it kept and what it wrote, a line each
+            _said_kept(run_release(course, chosen, check=False, force=force), course.root)
             target = course.layout.assignments
             written = sum(1 for a in chosen for p in (target / a.id).rglob("*") if p.is_file())
             print(f"grade: wrote {written} files into {_shown(target, root)}, the stubs and release notebooks of "
@@ -280,6 +321,13 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
         what = "the distribution" if out is not None else "assignments/"
         print(f"grade: {what} is up to date with solutions/ and leaks nothing", file=sys.stderr)
     return 1 if stale else 0
+
+
+def _said_kept(kept: list, root: Path) -> None:
+    """The one line that says where ``--force`` kept the edits it overwrote (grader/course/release.py)."""
+    if kept:
+        print(f"grade: kept a copy of {', '.join(str(k.original.relative_to(root)) for k in kept)} in "
+              f"{_shown(kept[0].folder, root)} before overwriting", file=sys.stderr)
 
 
 def _shown(path: Path, root: Path) -> str:

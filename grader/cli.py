@@ -19,6 +19,11 @@ class _Group(click.Group):
         except GraderError as error:  # the user's mistake: one line, no traceback
             click.echo(f"grade: error: {error}", err=True)
             sys.exit(error.exit_code)
+        except KeyboardInterrupt:  # where grader/interrupt.py's handler is not in place: never Click's exit 1
+            from grader.interrupt import EXIT_CODE, LINE
+
+            click.echo(LINE, err=True)
+            sys.exit(EXIT_CODE)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,13 +140,16 @@ def gradescope(course_dir, assignments, out, seed):
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
               help="Write the student distribution here instead (a new or empty folder, or a previous "
                    "distribution, all of it replaced but .git).")
+@click.option("--force", is_flag=True,
+              help="Overwrite files in assignments/ that release did not write (someone's edits), keeping a copy of "
+                   "each in .grade-kept/ first (without it, release refuses and names them).")
 @click.pass_obj
-def release(course_dir, assignments, check_only, out):
+def release(course_dir, assignments, check_only, out, force):
     """Regenerate assignments/ (stubs, release notebooks) from solutions/, or write the student distribution."""
     from grader import api
 
     sys.exit(api.release(course=api.open_course(course_dir), assignment_ids=assignments, check_only=check_only,
-                         out=out))
+                         out=out, force=force))
 
 
 @cli.command("new-exercise")
@@ -186,4 +194,7 @@ def classroom(result):
 
 
 def main():
+    from grader import interrupt
+
+    interrupt.install()  # Ctrl-C: exit 130 and one line, never an abort inside torch
     cli(prog_name="grade")

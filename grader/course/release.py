@@ -1,46 +1,155 @@
 """``grade release``: regenerate the student's ``assignments/`` from ``solutions/``: each module's
 stub (grader/course/stubs.py) and each release notebook (nbgrader's own preprocessors, grader/course/notebooks.py);
 ``--check`` says what is stale and what leaks (grader/course/leaks.py).
+
+Release never destroys work: a file in an assignment's folder that it would overwrite or remove, and
+that is neither what it last wrote there nor what it writes now, is someone's edit (the README invites
+a student to try ``grade check`` in this checkout): release refuses, naming it, and ``--force`` keeps a
+copy in ``.grade-kept/`` first. What release last wrote is recorded beside the files, in
+``assignments/.grade-release.sha256`` (``sha256sum``'s format: ``sha256sum -c`` checks it there). It is
+committed with the files it describes, so a fresh clone knows them too (a record kept outside git would
+leave every clone with none, and an instructor's first release after changing a solution refused); and
+it lies outside every assignment's folder, so neither the distribution (which copies those folders) nor
+``--check`` (which compares them) sees it.
 """
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Assignment, Course
 from grader.course.leaks import Stale, leaks
 from grader.course.stubs import stub_source
+from grader.errors import GraderError
 
-def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool) -> list[Stale]:
+RECORD = ".grade-release.sha256"  # in assignments/: what release last wrote there, a digest per file
+KEPT = ".grade-kept"  # in the course folder (outside assignments/, whose leak scan a right answer would fail)
+_JUNK = ("__pycache__", ".ipynb_checkpoints")  # what tools remake; nobody's work
+
+
+class WorkWouldBeLost(GraderError):
+    """``grade release`` would overwrite or remove files in assignments/ that are not what it wrote there."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    original: Path  # a file release overwrote or removed
+    folder: Path  # the copy's folder, ``.grade-kept/<time>/``, in which it lies as it lay in assignments/
+
+
+def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool, force: bool = False) -> list:
     """Regenerate ``assignments/<id>/`` (release notebook, then stub module) for each assignment.
 
-    With ``check``, write nothing: generate into a scratch folder and report what differs from the
-    committed files, and any committed file that leaks a solution, a hidden test or a reference path.
+    With ``check``, write nothing: generate into a scratch folder and return what differs from the
+    committed files (:class:`Stale`), and any committed file that leaks a solution, a hidden test or a
+    reference path. Without it, raise :class:`WorkWouldBeLost` before writing anything where work would be
+    lost (module docstring); with ``force`` keep a copy of it first, and return those copies (:class:`Kept`).
     """
     import tempfile
 
     from grader.course.notebooks import generate_release_notebooks
 
     target_root = course.layout.assignments
-    stale = []
     # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/ as
     # it was, never an assignment folder emptied; --check compares what was generated
     with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
         generate_release_notebooks(course, assignments, Path(scratch))
+        planned = {a.id: _planned(course, a, Path(scratch) / a.id) for a in assignments}
+        if check:
+            stale = [item for a in assignments for item in _compare(
+                target_root / a.id, {name: data.decode("utf-8") for name, data in planned[a.id].items()})]
+            return stale + leaks(target_root)
+        work = at_risk(target_root, planned)
+        if work and not force:
+            raise WorkWouldBeLost(_refusal(course, work))
+        kept = _keep(course, work)
         for assignment in assignments:
-            generated = Path(scratch) / assignment.id
-            if not check:
-                _replace(generated, target_root / assignment.id)
-                course.layout.release_module(assignment).write_text(_expected_stub(course, assignment),
-                                                                    encoding="utf-8")
+            _replace(Path(scratch) / assignment.id, target_root / assignment.id)
+            course.layout.release_module(assignment).write_bytes(planned[assignment.id][assignment.module])
+        _write_record(target_root, planned)
+    return kept
+
+
+def _planned(course: Course, assignment: Assignment, generated: Path) -> dict[str, bytes]:
+    """What release writes into ``assignments/<id>/``: each file's name there and its bytes."""
+    files = {str(p.relative_to(generated)): p.read_bytes() for p in generated.rglob("*") if p.is_file()}
+    files[assignment.module] = _expected_stub(course, assignment).encode("utf-8")
+    return files
+
+
+# --- what release last wrote, and what it must not destroy -----------------------------------------------
+def at_risk(target_root: Path, planned: dict[str, dict[str, bytes]]) -> list[Path]:
+    """The files of the planned assignments' folders that writing ``planned`` would overwrite or remove and
+    that are someone's work: neither what release last wrote (the record) nor what it writes now (a file
+    nbgrader's own ``generate_assignment`` regenerated, or one of a checkout without a record yet)."""
+    record = read_record(target_root)
+    work = []
+    for assignment_id, files in planned.items():
+        folder = target_root / assignment_id
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if not path.is_file() or path.is_symlink() or set(_JUNK) & set(path.relative_to(folder).parts):
                 continue
-            expected = {assignment.module: _expected_stub(course, assignment)}
-            for path in generated.rglob("*"):
-                if path.is_file():
-                    expected[str(path.relative_to(generated))] = path.read_text(encoding="utf-8")
-            stale += _compare(target_root / assignment.id, expected)
-    if not check:
+            data, name = path.read_bytes(), str(path.relative_to(folder))
+            if record.get(_key(target_root, path)) != _digest(data) and files.get(name) != data:
+                work.append(path)
+    return work
+
+
+def read_record(target_root: Path) -> dict[str, str]:
+    """The record of what release last wrote into ``target_root``: its path there -> sha256 hex digest."""
+    try:
+        lines = (target_root / RECORD).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {name: digest for digest, _, name in (line.partition("  ") for line in lines) if name}
+
+
+def _write_record(target_root: Path, planned: dict[str, dict[str, bytes]]) -> None:
+    """The record, with the entries of the assignments just written replaced by what was written."""
+    record = {k: v for k, v in read_record(target_root).items() if k.split("/")[0] not in planned}
+    for assignment_id, files in planned.items():
+        record.update({f"{assignment_id}/{Path(name).as_posix()}": _digest(data) for name, data in files.items()})
+    text = "".join(f"{digest}  {name}\n" for name, digest in sorted(record.items()))
+    temporary = target_root / f"{RECORD}.tmp"
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(target_root / RECORD)
+
+
+def _key(target_root: Path, path: Path) -> str:
+    return path.relative_to(target_root).as_posix()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _refusal(course: Course, work: list[Path]) -> str:
+    names = ", ".join(_key(course.layout.assignments, p) for p in work)
+    return (f"release would overwrite edits in assignments/ (not what it last wrote there): {names}; move them "
+            f"away, or `grade release --force` keeps a copy of each in {KEPT}/ and writes the assignments")
+
+
+def _keep(course: Course, work: list[Path]) -> list[Kept]:
+    """A copy of each file of ``work`` in a new folder ``.grade-kept/<time>/`` of the course, as it lay in
+    assignments/."""
+    import shutil
+    import time
+
+    if not work:
         return []
-    return stale + leaks(target_root)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    folder, n = course.root / KEPT / stamp, 1
+    while folder.exists():  # two releases within a second
+        n += 1
+        folder = course.root / KEPT / f"{stamp}-{n}"
+    kept = []
+    for path in work:
+        copy = folder / _key(course.layout.assignments, path)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+        kept.append(Kept(path, folder))
+    return kept
 
 
 def _replace(generated: Path, folder: Path) -> None:

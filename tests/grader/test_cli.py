@@ -62,6 +62,80 @@ def test_device_cuda_without_a_gpu_is_one_line_and_exit_2():
     assert result.returncode == 2 and "no CUDA device" in result.stderr and "Traceback" not in result.stderr
 
 
+def no_gpu_driver() -> bool:
+    import glob
+
+    from grader.api import _GPU_DEVICE_FILES
+
+    return sys.platform.startswith("linux") and not any(map(glob.glob, _GPU_DEVICE_FILES))
+
+
+@pytest.mark.skipif(not no_gpu_driver(), reason="a GPU driver's device file is here: torch decides, as it should")
+def test_autograde_of_a_missing_path_and_cuda_without_a_gpu_fail_at_once_in_one_line(tmp_path):
+    """Each took ~10 s on a fresh machine before its one line (torch imported, the sandbox planned), and the
+    missing path said the sandbox's line first (issue 45)."""
+    import time
+
+    out = tmp_path / "out"
+    for args, words in [(["autograde", "/nonexistent", "--out", str(out)], ["no such file or folder: /nonexistent"]),
+                        (["autograde", "solutions", "--out", str(out), "--device", "cuda"], ["--device cuda"]),
+                        (["check", "--device", "cuda"], ["no CUDA device"])]:
+        began = time.monotonic()
+        result = grade(*args)
+        took = time.monotonic() - began
+        one_line_exit_2(result, *words)
+        assert took < 2, (args, took)
+        assert not out.exists()
+
+
+def test_cuda_is_refused_early_only_where_no_gpu_driver_is(monkeypatch):
+    import glob
+
+    from grader import api
+    from grader.errors import DeviceError
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(glob, "glob", lambda pattern: [])
+    with pytest.raises(DeviceError):
+        api.refuse_cuda_early("cuda")
+    api.refuse_cuda_early("auto")  # auto and cpu never: CPU it is
+    monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/nvidia0"] if pattern == "/dev/nvidia*" else [])
+    api.refuse_cuda_early("cuda")  # a driver is there: torch decides (grader.grading.run.pick_device)
+    monkeypatch.setattr(glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(sys, "platform", "win32")  # no /dev to read: torch decides
+    api.refuse_cuda_early("cuda")
+
+
+@pytest.mark.gpu
+def test_cuda_is_never_refused_early_on_a_machine_with_a_gpu():
+    from grader import api
+
+    api.refuse_cuda_early("cuda")
+    result = grade("check", "01_attention_basics", "--submission", "solutions", "--device", "cuda", "--format", "json")
+    assert result.returncode == 0 and json.loads(result.stdout)["device"] == "cuda", result.stderr
+
+
+def test_check_grades_what_the_released_assignments_zip_unpacks_to(tmp_path):
+    """A student unpacked `assignments.zip` (docs/instructors.md: ``python -m zipfile -c dist/assignments.zip
+    assignments/``) and ran `grade check` there, with the course the installed package carries (which has no
+    assignments/): "holds no assignment" (issue 45)."""
+    course = tmp_path / "course"  # the course without assignments/, as the packaged one is
+    course.mkdir()
+    for name in ("course.toml", "solutions", "suites"):
+        (course / name).symlink_to(ROOT / name)
+    made = tmp_path / "made"
+    (made / "assignments" / "01_attention_basics").mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py",
+                made / "assignments" / "01_attention_basics")
+    subprocess.run([sys.executable, "-m", "zipfile", "-c", "assignments.zip", "assignments/"], cwd=made, check=True)
+    unpacked = tmp_path / "unpacked"
+    subprocess.run([sys.executable, "-m", "zipfile", "-e", str(made / "assignments.zip"), str(unpacked)], check=True)
+    assert [p.name for p in unpacked.iterdir()] == ["assignments"]  # what the zip unpacks to
+    result = grade("--course", str(course), "check", "--format", "json", cwd=unpacked)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["score"] == 100
+
+
 def test_check_writes_a_json_report_and_exits_0_on_full_marks(tmp_path):
     out = tmp_path / "report.json"
     result = grade("check", "01_attention_basics", "--submission", "solutions", "--format", "json",

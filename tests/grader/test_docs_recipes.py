@@ -100,3 +100,18 @@ def test_the_nbgrader_recipe_autogrades_the_week_that_nbgrader_grades():
     ours = [line for line in block.splitlines() if line.startswith("grade autograde")]
     assert len(weeks) == 1 and ours, block
     assert all(f"--assignment {next(iter(weeks))}" in line for line in ours), ours
+
+
+def test_every_page_and_template_makes_its_venv_with_python3():
+    """Stock Debian and Ubuntu have `python3` and no `python`: the student README said `python -m venv`, which
+    fails there at the first step (issue 45). Every command shown (a page's code blocks, every template)."""
+    shown = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "templates").rglob("*"))]:
+        if not page.is_file():
+            continue
+        text = page.read_text(encoding="utf-8")
+        blocks = re.findall(r"^```.*?\n(.*?)^```", text, re.S | re.M) if page.suffix == ".md" else [text]
+        shown += [(page.relative_to(ROOT), line) for block in blocks for line in block.splitlines()]
+    assert any("python3 -m venv" in line for _, line in shown)  # the blocks are found (docs/students.md's)
+    told = [f"{page}: {line.strip()}" for page, line in shown if re.search(r"(?:^|[\s;&|(])python -m venv", line)]
+    assert not told, told
