@@ -342,7 +342,7 @@ def their(grade, name, *args, **kwargs):
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
           helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None,
-          call: tuple | None = None) -> Exception | None:
+          call: tuple | None = None, provisional: bool = False) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
@@ -359,11 +359,18 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
 
     ``call``: the helper's arguments (numbers, None) that gave ``theirs``, where they are plain: the case
     is then kept only if the helper's own exercise grades that very call and finds it wrong (a helper
-    call outside what its exercise checks is the caller's; grader.grading.run.charged_once)."""
+    call outside what its exercise checks is the caller's; grader.grading.run.charged_once).
+
+    ``provisional``: ``composed`` itself calls another of the student's helpers (two wrong helpers, the
+    output their composition): the case is kept only once the run with right helpers in place of both
+    confirms it (grader.grading.pytest_session._verify stands in for one, then the other); without that
+    run, ``failure`` stands."""
     called = plain_call(helper, call) if call is not None else None
     found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain)
     if isinstance(found, RightGivenHelper) and called:
         found.call = called
+    if isinstance(found, RightGivenHelper) and provisional and found.unverified is None:
+        found.unverified = failure
     return found
 
 

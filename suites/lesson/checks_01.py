@@ -192,11 +192,24 @@ def simple_attention_root_cause(grade, x):
             grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1), weights,
             lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
             chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1}, mistaken.safe_softmax))
+        their_scores = diagnose.their(grade, "attention_scores", x)
         return given_softmax or diagnose.blame(
-            grade, failure, out, "attention_scores", diagnose.their(grade, "attention_scores", x), scores,
+            grade, failure, out, "attention_scores", their_scores, scores,
             lambda s: mistaken.safe_softmax(s) @ x,
             chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {},
-                   lambda x: x @ x.transpose(-2, -1)))
+                   lambda x: x @ x.transpose(-2, -1))) or given_both(failure, out, their_scores)
+
+    def given_both(failure, out, their_scores):
+        """Both helpers wrong, the output their composition: attention_scores blamed provisionally; the
+        run with its stand-in (grader.grading.pytest_session._verify) then finds the softmax at fault and
+        stands in for it too, and only the run with both right decides."""
+        def with_their_softmax(s):
+            weights = diagnose.their(grade, "softmax", s, dim=-1)
+            if not isinstance(weights, torch.Tensor):
+                raise ValueError("their softmax gave no tensor")
+            return weights.to(s.device, s.dtype) @ x
+        return diagnose.blame(grade, failure, out, "attention_scores", their_scores, scores, with_their_softmax,
+                              provisional=True)
     return root_cause
 
 

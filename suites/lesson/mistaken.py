@@ -28,7 +28,26 @@ def softmax_mistakes(x, dim=-1) -> list:
     if x.dim() > 1:
         mistakes.append(Mistake("softmax-wrong-dim", "your output is normalised over the whole tensor, not along "
                                 "one dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
+    for other in range(x.dim()):  # the maximum subtracted along dim, the sum taken along another (issue 45)
+        if other != dim:
+            said = (f"your softmax subtracts each slice's maximum along dimension {dim} but sums the exponentials "
+                    f"along dimension {other}: sum along the same dimension, {dim}")
+            mistakes += [Mistake("softmax-wrong-dim", said, lambda other=other, guarded=guarded:
+                                 _summed_along(x, dim, other, guarded)) for guarded in (False, True)]
     return mistakes
+
+
+def _summed_along(x, dim: int, other: int, guarded: bool):
+    """exp(x - max along ``dim``) / its sum along ``other``: plainly, or ``guarded`` as the lesson's stable
+    softmax is (an all -inf slice shifted by 0, the sum clamped to at least 1)."""
+    import torch
+
+    shift = x.amax(dim=dim, keepdim=True)
+    if guarded:
+        shift = torch.where(torch.isinf(shift), torch.zeros_like(shift), shift)
+    exp = torch.exp(x - shift)
+    total = exp.sum(dim=other, keepdim=True)
+    return exp / (total.clamp_min(1.0) if guarded else total)
 
 
 def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,

@@ -412,3 +412,40 @@ def test_a_learners_helper_mistake_costs_its_own_exercise_only(course, grader, t
         charged = {e.name: e.feedback[:300] for e in assignment.exercises if e.name != entry.exercise
                    and e.score < e.max_score}
         assert charged == {}, entry.name
+
+
+TWO_WRONG_HELPERS = '''"""simple_self_attention: both helpers wrong (issue 45)"""
+import torch
+
+
+def softmax(x, dim=-1):
+    exp = torch.exp(x)
+    return exp / exp.sum(dim=0, keepdim=True)
+
+
+def attention_scores(inputs):
+    return inputs @ inputs.transpose(-2, -1) / inputs.shape[-1] ** 0.5
+
+
+def simple_self_attention(inputs):
+    return softmax(attention_scores(inputs), dim=-1) @ inputs{own}
+'''
+
+
+@pytest.mark.slow
+def test_a_right_exercise_on_two_wrong_helpers_costs_once_and_its_own_mistake_does_not_hide(course, grader,
+                                                                                             tmp_path):
+    """Issue 45: a right simple_self_attention scored 3.81/20 when both softmax and attention_scores were
+    wrong (20/20 with one). It keeps its points once verified with right helpers in place of both; the same
+    code with a mistake of its own (a factor) is not forgiven."""
+    entries = []
+    for name, own in (("right", ""), ("own_mistake", " * 1.5")):
+        path = tmp_path / name / "two.py"
+        path.parent.mkdir()
+        path.write_text(TWO_WRONG_HELPERS.replace("{own}", own))
+        entries.append(corpus._entry(path, None))
+    right = corpus.grade_all(entries[:1], course, grader, tmp_path / "run")[entries[0].name][0]
+    assert right.score == right.max_score, right.feedback[:600]
+    assert "given your attention_scores" in right.feedback and "given your softmax" in right.feedback
+    wrong = corpus.grade_all(entries[1:], course, grader, tmp_path / "run2")[entries[1].name][0]
+    assert wrong.score < wrong.max_score / 2, wrong.feedback[:600]
