@@ -66,3 +66,16 @@ def boundary_alone(monkeypatch):
     from grader.grading.pytest_session import GradingSession
 
     monkeypatch.setattr(GradingSession, "unobserved", lambda self, assignment_id: None)
+
+
+@pytest.fixture(scope="session")
+def released(course, tmp_path_factory) -> Path:
+    """What `grade release` writes into assignments/ (stubs and release notebooks), made afresh from
+    solutions/: never the live assignments/, where a course in use holds a student's or an instructor's
+    edits (issue 45: the suite failed in a course folder that had been used)."""
+    from grader.course.release import render
+
+    root = tmp_path_factory.mktemp("released") / "assignments"
+    root.mkdir()
+    render(course, course.assignments, root)
+    return root

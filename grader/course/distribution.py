@@ -1,7 +1,7 @@
 """``grade release --out DIR``: the student distribution, the folder students clone.
 
-It holds ``assignments/`` (the committed stubs and release notebooks), the ``grader`` package,
-``course.toml``, the public suites with the reference outputs they need, recorded once here as
+It holds ``assignments/`` (the stubs and release notebooks as ``grade release`` writes them, made from
+solutions/ afresh), the ``grader`` package, ``course.toml``, the public suites with the reference outputs they need, recorded once here as
 plain tensors (``suites/public/reference.pt``), a student README, CI templates (GitHub Classroom,
 GitLab) from ``templates/distribution/`` and a ``pyproject.toml``. Never ``solutions/`` nor the
 hidden suites: everything is built in a scratch folder and scanned for leaks before DIR is touched.
@@ -210,10 +210,13 @@ def _expect_full_marks(result, problem: str) -> None:
 
 
 def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> None:
+    from grader.course.release import render
+
     ignore = shutil.ignore_patterns(*_JUNK)
-    for assignment in assignments:
-        shutil.copytree(course.layout.release_folder(assignment), Layout(build).release_folder(assignment),
-                        ignore=ignore)
+    # what release writes, made from solutions/ here: never the live assignments/, where a course in use
+    # holds edits (a stub someone filled in to try grade check would have shipped as every student's stub)
+    Layout(build).assignments.mkdir(parents=True, exist_ok=True)
+    render(course, assignments, Layout(build).assignments)
     shutil.copytree(Path(__file__).resolve().parents[1], build / "grader", ignore=ignore)
     ours, theirs = course.layout, Layout(build)
     theirs.suite_folder("public").mkdir(parents=True)

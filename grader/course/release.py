@@ -48,14 +48,11 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool,
     """
     import tempfile
 
-    from grader.course.notebooks import generate_release_notebooks
-
     target_root = course.layout.assignments
     # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/ as
     # it was, never an assignment folder emptied; --check compares what was generated
     with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
-        generate_release_notebooks(course, assignments, Path(scratch))
-        planned = {a.id: _planned(course, a, Path(scratch) / a.id) for a in assignments}
+        planned = render(course, assignments, Path(scratch))
         if check:
             stale = [item for a in assignments for item in _compare(
                 target_root / a.id, {name: data.decode("utf-8") for name, data in planned[a.id].items()})]
@@ -66,15 +63,27 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool,
         kept = _keep(course, work)
         for assignment in assignments:
             _replace(Path(scratch) / assignment.id, target_root / assignment.id)
-            course.layout.release_module(assignment).write_bytes(planned[assignment.id][assignment.module])
         _write_record(target_root, planned)
     return kept
+
+
+def render(course: Course, assignments: tuple[Assignment, ...], into: Path) -> dict[str, dict[str, bytes]]:
+    """What release writes, written into ``into/<id>/`` (never assignments/): each assignment's release
+    notebook and stub module; returns, per assignment, each file's name and bytes. The tests grade stubs
+    from here, not from assignments/, where a course in use holds its edits (issue 45)."""
+    from grader.course.notebooks import generate_release_notebooks
+
+    generate_release_notebooks(course, assignments, into)
+    planned = {a.id: _planned(course, a, into / a.id) for a in assignments}
+    for assignment in assignments:
+        (into / assignment.id / assignment.module).write_bytes(planned[assignment.id][assignment.module])
+    return planned
 
 
 def _planned(course: Course, assignment: Assignment, generated: Path) -> dict[str, bytes]:
     """What release writes into ``assignments/<id>/``: each file's name there and its bytes."""
     files = {str(p.relative_to(generated)): p.read_bytes() for p in generated.rglob("*") if p.is_file()}
-    files[assignment.module] = _expected_stub(course, assignment).encode("utf-8")
+    files[assignment.module] = stub_of(course, assignment).encode("utf-8")
     return files
 
 
@@ -161,7 +170,8 @@ def _replace(generated: Path, folder: Path) -> None:
     shutil.copytree(generated, folder)
 
 
-def _expected_stub(course: Course, assignment: Assignment) -> str:
+def stub_of(course: Course, assignment: Assignment) -> str:
+    """The stub module release writes for ``assignment``, from its reference solution."""
     source = course.layout.solution_module(assignment)
     return stub_source(source.read_text(encoding="utf-8"), str(source))
 

@@ -133,9 +133,10 @@ def solution(monkeypatch):
 
 
 @pytest.fixture
-def stub(monkeypatch):
-    """``stub(assignment_id)``: the generated student module from ``assignments/``."""
-    return _loader(REPO / "assignments", monkeypatch)
+def stub(monkeypatch, released):
+    """``stub(assignment_id)``: the generated student module, as ``grade release`` writes it (the
+    ``released`` fixture: never the live ``assignments/``, which a course in use holds edits in)."""
+    return _loader(released, monkeypatch)
 
 
 @pytest.fixture(params=[torch.float32, torch.float64], ids=["float32", "float64"])

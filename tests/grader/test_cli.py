@@ -146,8 +146,8 @@ def test_check_writes_a_json_report_and_exits_0_on_full_marks(tmp_path):
     assert "100/100" in result.stderr
 
 
-def test_check_on_the_stubs_exits_1_with_nothing_attempted():
-    result = grade("check", "01_attention_basics", "--format", "json")
+def test_check_on_the_stubs_exits_1_with_nothing_attempted(released):
+    result = grade("check", "01_attention_basics", "--format", "json", "--submission", str(released))
     assert result.returncode == 1
     data = json.loads(result.stdout)
     statuses = {e["status"] for a in data["assignments"] for e in a["exercises"]}

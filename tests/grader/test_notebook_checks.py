@@ -276,7 +276,7 @@ def test_check_draws_a_wrong_exercise_beside_the_right_one_and_nothing_for_a_rig
         assert image.format == "PNG" and image.width > 2 * image.height > 200, name
 
 
-def test_a_refusal_in_a_notebook_is_one_line_naming_what_the_notebook_set(monkeypatch):
+def test_a_refusal_in_a_notebook_is_one_line_naming_what_the_notebook_set(monkeypatch, tmp_path):
     """Issue 35, a newcomer's run: check() with GRADE_DEVICE=cuda and no GPU showed a traceback through
     the grader's files, naming --device, a flag the notebook's user never typed; GRADE_SEED=abc named
     --seed."""
@@ -296,6 +296,6 @@ def test_a_refusal_in_a_notebook_is_one_line_naming_what_the_notebook_set(monkey
     course = load_course(ROOT)
     with pytest.raises(DeviceError) as refused:
         notebook_grading.grade_cells(course, course.assignment("01_attention_basics"), "softmax", [],
-                                     cwd=ROOT / "assignments" / "01_attention_basics")
+                                     cwd=tmp_path)
     assert refused.value._render_traceback_() == [
         "DeviceError: GRADE_DEVICE=cuda: no CUDA device is available on this machine (set GRADE_DEVICE to cpu or auto)"]

@@ -10,8 +10,8 @@ from grader.submission import WorkingCopy, resolve_submission
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_folder_like_assignments_holds_every_assignment(course):
-    found = resolve_submission(ROOT / "assignments", course)
+def test_a_folder_like_assignments_holds_every_assignment(course, released):
+    found = resolve_submission(released, course)
     assert [a for a, _ in found.sources] == [a.id for a in course.assignments]
     assert all(path.suffix == ".py" for _, path in found.sources)  # the module wins over the notebook
 

@@ -172,7 +172,7 @@ def test_check_says_when_grade_check_takes_the_module(tmp_path):
     assert module_wins(tmp_path / "missing.py", "softmax", ["", written]) is None
 
 
-def test_a_notebook_submission_grades_like_the_module(course, grader):
+def test_a_notebook_submission_grades_like_the_module(course, grader, released):
     from grader.submission import resolve_submission
 
     assignment = course.assignment("02_self_attention")
@@ -181,8 +181,7 @@ def test_a_notebook_submission_grades_like_the_module(course, grader):
     as_module = grader.grade(resolve_submission(ROOT / "solutions" / assignment.id / assignment.module, course),
                              chosen, seed=9)
     assert as_notebook.score == as_module.score == 100
-    released = ROOT / "assignments" / assignment.id / assignment.notebook
-    stub = grader.grade(resolve_submission(released, course), chosen, seed=9)
+    stub = grader.grade(resolve_submission(released / assignment.id / assignment.notebook, course), chosen, seed=9)
     assert stub.score == 0 and {e.status for e in stub.assignments[0].exercises} == {"not_implemented"}
 
 

@@ -17,8 +17,8 @@ from grader.reporting.result_folder import read_manifest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def student(folder: Path, source: str = "solutions", only: str | None = None) -> Path:
-    for assignment in sorted((ROOT / source).iterdir()):
+def student(folder: Path, source: str | Path = "solutions", only: str | None = None) -> Path:
+    for assignment in sorted((ROOT / source).iterdir()):  # (an absolute source: ROOT / source is it)
         if assignment.is_dir() and (only is None or assignment.name == only):
             (folder / assignment.name).mkdir(parents=True)
             for module in assignment.glob("*.py"):
@@ -53,10 +53,10 @@ def alice_and_a_killer(course, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def klass(tmp_path_factory):
+def klass(tmp_path_factory, released):
     root = tmp_path_factory.mktemp("class")
     student(root / "alice")
-    student(root / "bob", "assignments")
+    student(root / "bob", released)  # the stubs as release writes them, never the live assignments/
     student(root / "carol", only="01_attention_basics")
     with zipfile.ZipFile(root / "dan.zip", "w") as archive:
         for path in (root / "alice").rglob("*.py"):

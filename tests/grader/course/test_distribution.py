@@ -61,7 +61,7 @@ def verdicts(data):
 
 
 # --- what is in it, what never is ---------------------------------------------------------------------------
-def test_it_holds_what_students_need(course, distribution):
+def test_it_holds_what_students_need(course, distribution, released):
     assert {p.name for p in distribution.iterdir()} == SHIPPED
     assert {p.name for p in (distribution / "suites").iterdir()} == {"pytest.ini", "public", "lesson"}
     # the lesson's data, its known mistakes and the checks both suites share (the same rules on both sides);
@@ -73,7 +73,7 @@ def test_it_holds_what_students_need(course, distribution):
     for assignment in course.assignments:
         for name in (assignment.module, assignment.notebook):
             shipped = distribution / "assignments" / assignment.id / name
-            assert shipped.read_bytes() == (ROOT / "assignments" / assignment.id / name).read_bytes()
+            assert shipped.read_bytes() == (released / assignment.id / name).read_bytes()
         assert (distribution / "suites" / "public" / f"test_{assignment.id}.py").is_file()
     project = tomllib.loads((distribution / "pyproject.toml").read_text())
     assert project["project"]["scripts"] == {"grade": "grader.cli:main"}
@@ -410,3 +410,27 @@ def test_the_student_side_verifies_kept_cases_as_the_instructor_does(course, gra
     assert ours == theirs
     assert abs(data["assignments"][0]["score"] - hidden.assignments[0].score) <= 0.05 * hidden.assignments[0].max_score
     assert hidden.assignments[0].score < hidden.assignments[0].max_score - 15  # the hidden mistake costs
+
+
+@pytest.mark.nbgrader
+def test_the_distribution_ships_the_stubs_release_writes_never_an_edited_assignments_folder(course, tmp_path):
+    """Issue 45: the distribution copied the live assignments/, so a stub someone filled in (to try grade
+    check in the instructor's checkout, as the README invites) would have shipped as every student's stub."""
+    from grader.course.distribution import _build
+    from grader.course.release import stub_of
+
+    root = tmp_path / "course"
+    for name in ("solutions", "suites", "templates"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
+    for name in ("course.toml", "nbgrader_config.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, root / name)
+    assignment = course.assignment("01_attention_basics")
+    (root / "assignments" / assignment.id).mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / assignment.id / assignment.module, root / "assignments" / assignment.id)
+    copy = load_course(root)
+    build = tmp_path / "build"
+    _build(copy, (copy.assignment(assignment.id),), build)
+    shipped = (build / "assignments" / assignment.id / assignment.module).read_text()
+    assert shipped == stub_of(copy, copy.assignment(assignment.id)) and "### BEGIN SOLUTION" not in shipped
+    assert "raise NotImplementedError" in shipped
+    assert (build / "assignments" / assignment.id / assignment.notebook).is_file()

@@ -62,12 +62,20 @@ def test_a_lessons_demo_helpers_alone_take_nothing_from_the_notebook_but_a_missi
     assert choice is not None and choice.source_of("softmax") == "attention_basics.ipynb"
 
 
+def stub_of(assignment) -> str:
+    """The stub module release writes, made from solutions/ (never the live assignments/: issue 45)."""
+    from grader.config import load_course
+    from grader.course.release import stub_of as released_stub
+
+    return released_stub(load_course(ROOT), assignment)
+
+
 def release_with(tmp_path, assignment, notebook_cells, module_text=None) -> Path:
     """The released assignment folder (stub module), with a notebook of ``notebook_cells``."""
     folder = tmp_path / "assignments" / assignment.id
     folder.mkdir(parents=True)
     module = folder / assignment.module
-    shutil.copy(ROOT / "assignments" / assignment.id / assignment.module, module)
+    module.write_text(stub_of(assignment))
     if module_text is not None:
         module.write_text(module_text)
     notebook(folder / assignment.notebook, *notebook_cells)
@@ -95,7 +103,7 @@ def test_half_in_the_module_half_in_the_notebook_each_uses_the_other(course, gra
     beside a stub softmax: both are graded as written, and the notebook's function calls the
     module's softmax."""
     assignment = course.assignment("01_attention_basics")
-    stub = (ROOT / "assignments" / assignment.id / assignment.module).read_text()
+    stub = stub_of(assignment)
     solution = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
     import ast
 
@@ -134,7 +142,7 @@ def test_every_released_stub_reads_as_a_stub_and_every_solution_as_written(cours
     from grader.grading.graded_source import definitions
 
     for assignment in course.assignments:
-        released = definitions(ast.parse((ROOT / "assignments" / assignment.id / assignment.module).read_text()))
+        released = definitions(ast.parse(stub_of(assignment)))
         solved = definitions(ast.parse((ROOT / "solutions" / assignment.id / assignment.module).read_text()))
         for exercise in assignment.exercises:
             assert released[exercise] is None, (assignment.id, exercise)

@@ -13,8 +13,8 @@ def test_the_solutions_get_full_marks_on_every_exercise(solutions_result):
     assert solutions_result.score == solutions_result.max_score == 600
 
 
-def test_the_stubs_get_zero_and_not_implemented(course, grader):
-    result = grader.grade(resolve_submission(ROOT / "assignments", course), course.assignments, seed=3)
+def test_the_stubs_get_zero_and_not_implemented(course, grader, released):
+    result = grader.grade(resolve_submission(released, course), course.assignments, seed=3)
     assert result.score == 0
     assert {e.status for a in result.assignments for e in a.exercises} == {"not_implemented"}
 
