@@ -62,6 +62,10 @@ def resolve_submission(path: Path, course: Course) -> Submission:
         sources = [(a.id, found) for a in course.assignments if (found := _find_in(path, a, path))]
         if not sources:
             sources = _by_content(path, course)
+        inner = path / course.layout.assignments.name
+        if not sources and inner.is_dir() and not inner.is_symlink():  # a checkout's root, an unpacked assignments.zip
+            found = resolve_submission(inner, course)
+            return Submission(path.resolve().name, path, found.sources, found.overlays)
         if not sources:
             raise SubmissionError(f"{path} holds no assignment of this course{_found_instead(path)}: expected "
                                   f"assignment folders such as {course.assignments[0].id}/ or a file such as "

@@ -152,3 +152,13 @@ def test_gradescope_reads_several_copies_as_a_class_folder_does(course, tmp_path
         kept = (target / "01_attention_basics" / "attention_basics.py").read_text()
         assert kept == f"# {graded}\n"
         assert resolve_submission(upload, course).source("01_attention_basics").name == graded
+
+
+def test_a_folder_that_wraps_assignments_is_graded_as_its_assignments(course, tmp_path):
+    """grade check --submission . in a student's checkout, or in the folder assignments.zip unpacked into."""
+    inner = tmp_path / "checkout" / "assignments" / "01_attention_basics"
+    inner.mkdir(parents=True)
+    shutil.copy(MODULE, inner)
+    (tmp_path / "checkout" / "README.md").write_text("mine")
+    found = resolve_submission(tmp_path / "checkout", course)
+    assert found.name == "checkout" and found.source("01_attention_basics") == inner / "attention_basics.py"
