@@ -163,7 +163,7 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     existing = [d for d in result_dirs if Path(d).is_dir()]
     for missing in (d for d in result_dirs if not Path(d).is_dir()):  # an unmatched shell glob (shard-*/)
         warnings.append(f"{missing}: no such folder, left out")
-    if result_dirs and not existing and gradebook is None:
+    if result_dirs and not existing and not gradebook:
         raise UsageError(f"no results folder found: {', '.join(map(str, result_dirs))}")
     if fmt == "csv":
         text = export_csv(course, existing, gradebook, warnings, mixed_seeds=mixed_seeds)
@@ -306,6 +306,12 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
         chosen = course.select(assignment_ids)
         stale = run_release(course, chosen, check=True) if check_only else []
         hint = "run `grade release` to regenerate assignments/ from solutions/"
+        if check_only and stale:
+            from grader.course.release import at_risk_now
+
+            if edited := at_risk_now(course, chosen):  # release would refuse these: say how it goes on
+                hint += (f" (it refuses to overwrite edits: {', '.join(str(p.relative_to(root)) for p in edited[:5])}; "
+                         "`grade release --force` keeps a copy of them first)")
         if not check_only:  # what it kept and what it wrote, a line each
             _said_kept(run_release(course, chosen, check=False, force=force), course.root)
             target = course.layout.assignments

@@ -90,6 +90,7 @@ def autograde(course_dir, paths, out, workers, shard, resume, fresh, device, see
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the CSV here (default: stdout).")
 @click.option("--gradebook", type=click.Path(path_type=Path, dir_okay=False),
               help="nbgrader's gradebook (default: gradebook.db at the course root, where there is one).")
+@click.option("--no-gradebook", is_flag=True, help="The autograde results alone: leave the course's gradebook.db out.")
 @click.option("--mixed-seeds", is_flag=True, help="Merge results of one assignment graded on different seeds "
                                                   "(refused by default: a class is graded on one seed).")
 @click.option("--format", "fmt", type=click.Choice(("csv", *GRADEBOOKS)), default="csv", show_default=True,
@@ -100,10 +101,13 @@ def autograde(course_dir, paths, out, workers, shard, resume, fresh, device, see
 @click.option("--missing-as-zero", is_flag=True,
               help="With canvas or moodle: 0 for a student without a result (default: an empty grade).")
 @click.pass_obj
-def export(course_dir, results, output, gradebook, mixed_seeds, fmt, roster, missing_as_zero):
+def export(course_dir, results, output, gradebook, no_gradebook, mixed_seeds, fmt, roster, missing_as_zero):
     """One CSV of all grades: autograde result folders (every shard's; default ./grades) and nbgrader's gradebook."""
     from grader import api
 
+    if no_gradebook and gradebook is not None:
+        raise click.UsageError("--gradebook and --no-gradebook say opposite things")
+    gradebook = False if no_gradebook else gradebook
     course = api.open_course(course_dir)
     sys.exit(api.export(course=course, result_dirs=results, output=output, gradebook=gradebook,
                         mixed_seeds=mixed_seeds, fmt=fmt, roster=roster, missing_as_zero=missing_as_zero))

@@ -199,10 +199,14 @@ def class_seed(out: Path, *, seed: int | None, resume: bool, fresh: bool, sharde
     """The seed this run grades on: a class is graded on one seed. A folder that holds results (or a run's
     pending submissions) keeps the seed its first run recorded: ``--resume`` takes it, as does another shard
     of the class (given that same ``--seed``); any other run into it is refused, unless ``fresh`` (every
-    earlier result of the folder is then dropped). A new folder takes ``seed``, or a fresh one."""
+    earlier result of the folder is then dropped, and the class graded again on the folder's seed unless
+    ``seed`` names another: a newcomer's --fresh drew a new seed silently and moved scores). A new folder
+    takes ``seed``, or a fresh one."""
     held = bool(read_manifest(out) or pending(out) or any(out.glob("*.json")))
-    recorded = recorded_seed(out, secret) if held and not fresh else None
-    if held and not (resume or fresh or (sharded and seed is not None and seed == recorded)):
+    recorded = recorded_seed(out, secret) if held else None
+    if fresh:
+        return recorded if seed is None and recorded is not None else secrets.randbelow(10**6) if seed is None else seed
+    if held and not (resume or (sharded and seed is not None and seed == recorded)):
         told = f" (seed {recorded})" if recorded is not None else ""
         raise UsageError(f"{out} already holds a run's results{told}: --resume grades what has no result there on "
                          f"the same seed, --fresh grades the whole class again (or give another --out)")

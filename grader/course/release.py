@@ -28,6 +28,10 @@ KEPT = ".grade-kept"  # in the course folder (outside assignments/, whose leak s
 _JUNK = ("__pycache__", ".ipynb_checkpoints")  # what tools remake; nobody's work
 
 
+class ReleaseNeedsNbgrader(GraderError):
+    """``grade release`` (and ``--out``, ``--check``) on a machine without nbgrader (the notebooks extra)."""
+
+
 class WorkWouldBeLost(GraderError):
     """``grade release`` would overwrite or remove files in assignments/ that are not what it wrote there."""
 
@@ -71,6 +75,11 @@ def render(course: Course, assignments: tuple[Assignment, ...], into: Path) -> d
     """What release writes, written into ``into/<id>/`` (never assignments/): each assignment's release
     notebook and stub module; returns, per assignment, each file's name and bytes. The tests grade stubs
     from here, not from assignments/, where a course in use holds its edits (issue 45)."""
+    import importlib.util
+
+    if importlib.util.find_spec("nbgrader") is None:  # one line, not a traceback (a newcomer's first release)
+        raise ReleaseNeedsNbgrader("grade release makes the release notebooks with nbgrader, which is not installed: "
+                                   "pip install -e '.[notebooks]' in the course folder (the test extras have it too)")
     from grader.course.notebooks import generate_release_notebooks
 
     generate_release_notebooks(course, assignments, into)
@@ -103,6 +112,15 @@ def at_risk(target_root: Path, planned: dict[str, dict[str, bytes]]) -> list[Pat
             if record.get(_key(target_root, path)) != _digest(data) and files.get(name) != data:
                 work.append(path)
     return work
+
+
+def at_risk_now(course: Course, assignments: tuple[Assignment, ...]) -> list[Path]:
+    """The edits `grade release` of ``assignments`` would refuse to overwrite (:func:`at_risk`), for
+    ``--check``'s advice."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
+        return at_risk(course.layout.assignments, render(course, assignments, Path(scratch)))
 
 
 def read_record(target_root: Path) -> dict[str, str]:

@@ -95,7 +95,7 @@ def _assignment(a: dict) -> str:
         + "".join(f"<td class=\"n\">{e['counts'][k]}</td>" for k in outcomes) + "</tr>" for e in a["exercises"])
     head = "".join(f"<th class=\"n\">{_OUTCOME_WORDS[k]}</th>" for k in outcomes)
     return (f"<section id=\"{anchor}\"><h3>{escape(a['id'])}: median {a['median']:g}/{top:g} "
-            f"({a['students']} students)</h3><div class=\"charts\">{chart}"
+            f"({a['students']} students{_not_graded(a)})</h3><div class=\"charts\">{chart}"
             f"<table><caption class=\"muted\">Students by outcome</caption>{counts}</table></div>"
             f"{_missed_chart(a)}"
             f"<table><thead><tr><th>exercise</th><th class=\"n\">points</th><th class=\"n\">mean</th>"
@@ -264,3 +264,9 @@ def _bars(ident: str, title: str, description: str, labels: list[str], values: l
             f"height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
             f"<title id=\"{key}-t\">{escape(title)}</title><desc id=\"{key}-d\">{escape(description)}</desc>"
             f"{''.join(shapes)}</svg>")
+
+
+def _not_graded(assignment: dict) -> str:
+    """", and N not graded": the submissions that could not be read, left out of the numbers."""
+    count = assignment.get("not_graded", 0)
+    return f", and {count} not graded: their submission could not be read" if count else ""

@@ -174,7 +174,10 @@ def _counts(outcomes: list[str]) -> dict[str, int]:
 
 def _assignment(spec: dict, named) -> dict:
     top = sum(spec["exercises"].values())
-    taking = [(name, _of(data, spec["id"])) for name, data in named if _of(data, spec["id"])]
+    # a submission that could not be read has no score (exported empty, never a 0): it is counted apart,
+    # never in the median, the histogram or the means (a newcomer's class of 13 showed three such as 0/100)
+    unread = [name for name, data in named if _of(data, spec["id"]) and not_graded(data)]
+    taking = [(name, _of(data, spec["id"])) for name, data in named if _of(data, spec["id"]) and not not_graded(data)]
     scores = [sum(e.get("score", 0) for e in exercises) for _, exercises in taking]
     histogram = [0] * (BINS + 1)
     for score in scores:
@@ -187,7 +190,7 @@ def _assignment(spec: dict, named) -> dict:
         exercises.append({"name": name, "points": points, "counts": _counts([_outcome([e]) for e in graded]),
                           "points_lost": missed["mistake"], "points_not_attempted": missed["not_attempted"],
                           "mean": round(statistics.fmean([e.get("score", 0) for e in graded]), 2) if graded else 0})
-    return {"id": spec["id"], "max_score": top, "students": len(taking),
+    return {"id": spec["id"], "max_score": top, "students": len(taking), "not_graded": len(unread),
             "median": round(statistics.median(scores), 2) if scores else 0, "histogram": histogram,
             "bins": bin_labels(top), "counts": _counts([_outcome(ex) for _, ex in taking]), "exercises": exercises}
 
@@ -371,7 +374,8 @@ def _markdown(summary: dict) -> str:
               "| grader error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for a in summary["assignments"]:
         c = a["counts"]
-        lines.append(f"| {md(a['id'])} | {a['students']} | {a['median']:g}/{a['max_score']:g} | "
+        unread = f" (+{a['not_graded']} not graded)" if a.get("not_graded") else ""
+        lines.append(f"| {md(a['id'])} | {a['students']}{unread} | {a['median']:g}/{a['max_score']:g} | "
                      + " | ".join(str(c[k]) for k in OUTCOMES) + " |")
     lines += ["", "| exercise | points lost to mistakes | points not attempted | mean |", "|---|---:|---:|---:|"]
     lines += [f"| {md(a['id'])}:{md(e['name'])} | {e['points_lost']:g} | {e.get('points_not_attempted', 0):g} | "

@@ -22,8 +22,11 @@ DEFAULT_RESULTS = Path("grades")
 NOTES = {"name_collision": collision_of, "not_graded": not_graded}
 
 
-def gradebook_path(course: Course, gradebook: Path | None) -> Path | None:
-    """The gradebook named, which must exist, or the course's own where there is one."""
+def gradebook_path(course: Course, gradebook: Path | None | bool) -> Path | None:
+    """The gradebook named, which must exist, or the course's own where there is one; none where
+    ``gradebook`` is False (``--no-gradebook``: the autograde results alone)."""
+    if gradebook is False:
+        return None
     if gradebook is not None:
         if not Path(gradebook).is_file():
             raise UsageError(f"no such gradebook: {gradebook}")

@@ -520,17 +520,21 @@ FIRST_CHUNK_MISTAKES = (
 )
 
 
-def chunk_mistakes(pair, x, start, size):
+def chunk_mistakes(pair, x, start, size, cached=False):
     """What a mistaken cache, or a mistake of 04's classes, gives for the chunk x[:, start:start+size]
     after x[:, :start] was fed (each computed with the weights both instances hold, only when the check
-    failed)."""
+    failed). ``cached``: the chunk was fed with use_cache=True (see :func:`unmasked_or_misplaced`)."""
     prefix = x[:, :start + size].cpu()
     window = design(pair)[2]
     model = Model(pair)
     num_heads, groups = model.num_heads, model.groups
     table = CLASS_MISTAKES + (FIRST_CHUNK_MISTAKES if start == 0 else ())
+    if cached and window is None:  # "no mask" is also what queries placed after every key give
+        table = tuple(row for row in table if row[2] != {"relation": None})
     found = [Mistake(m, what, lambda changes=changes: variant_of(model, prefix, size, q_start=start, window=window,
                                                                  **changes)) for m, what, changes in table]
+    if cached and window is None:
+        found += unmasked_or_misplaced(pair, model, prefix, start, size)
     found += keys_as_values(pair, lambda: variant_of(model, prefix, size, q_start=start, window=window,
                                                      roles=KEYS_AS_VALUES))
     if start:
@@ -556,6 +560,44 @@ def chunk_mistakes(pair, x, start, size):
         found += window_off_by_one_over_the_kept_keys(model, prefix, start, size)
         found += window_cache_too_small(model, prefix, start, size)
     return found
+
+
+def unmasked_or_misplaced(pair, model, prefix, start, size):
+    """A cached call whose every query sees every key (its own future included): the same instance's call
+    without the cache, on the same tokens, says which case this is. Where that one is wrong too, no mask
+    is applied at all. Where it is right, the class masks, and only the cached path hides nothing: its
+    mask is skipped there, or its queries sit after every key (a position read after this call advanced
+    it, or counted too far). Those two give one output, so the message says both, positions first (issue
+    46: a position read after it was advanced was told only masked_fill's hint)."""
+    torch = _torch()
+    said = {}
+
+    def uncached_right() -> bool:
+        if "right" not in said:
+            try:
+                theirs = pair.call(prefix.to(pair.grade.device), use_cache=False).out
+                right = attention_of(model, prefix, prefix.shape[1], q_start=0)
+                said["right"] = (isinstance(theirs, torch.Tensor) and theirs.shape == right.shape
+                                 and torch.allclose(theirs.detach().cpu().to(right.dtype), right, rtol=1e-3, atol=1e-4))
+            except Exception:  # noqa: BLE001 - a call without the cache that fails tells nothing here
+                said["right"] = False
+        return said["right"]
+
+    def unmasked(want):
+        def output():
+            if uncached_right() is not want:
+                raise RuntimeError("not this case's explanation")  # diagnose.first_match: no output here
+            return variant_of(model, prefix, size, q_start=start, relation=None)
+        return output
+
+    end = start + size
+    return [Mistake("mask-not-applied", "no mask: every token sees the tokens after it", unmasked(False)),
+            Mistake("mask-not-applied", f"with use_cache=True your mask has no effect: this call's queries see "
+                    f"every key, their own future included, though the same tokens without the cache are masked "
+                    f"right. Either the mask places its queries after every key (at position {end} or later: a "
+                    f"position read after this call advanced it, or counted too far), where they sit at {start} "
+                    f"to {end - 1} (q_start = the number of tokens cached before this call), or the cached path "
+                    f"skips the mask", unmasked(True))]
 
 
 def cache_overwritten(model, prefix, start, size):
@@ -644,7 +686,7 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
     ``recomputed=False`` where the usual mistakes cannot be recomputed from the inputs (the weights
     changed since the cached tokens came: ``stale``, see :func:`projected`)."""
     torch = _torch()
-    found = [*chunk_mistakes(pair, x, start, size)] if recomputed else []
+    found = [*chunk_mistakes(pair, x, start, size, cached=True)] if recomputed else []
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
                   root_cause=helper_faults(grade, pair, x, start, size, stale))

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUNNABLE = re.compile(r"^<!-- runnable(?:: exit (\d+))? -->\n```sh\n(.*?)^```", re.S | re.M)
 COURSE = ("course.toml", "pyproject.toml", "README.md", "nbgrader_config.py", "grader", "solutions", "suites",
-          "assignments", "templates")
+          "templates")  # and assignments/ as release writes them (the released fixture), never the live ones
 STUDENTS = ("ada", "bo", "cy")
 # the blocks each page marks today: a marker lost in an edit fails here, never silently
 MARKED = {"instructors.md": 5, "students.md": 1}
@@ -25,7 +25,7 @@ def runnable_blocks(page: str) -> list[tuple[int, str]]:
     return [(int(code or 0), block) for code, block in RUNNABLE.findall((ROOT / "docs" / page).read_text())]
 
 
-def scratch_course(folder: Path) -> Path:
+def scratch_course(folder: Path, released: Path) -> Path:
     """A copy of the course (never the checkout itself: a recipe may write anywhere in it) and a class of
     three in submissions/ and submitted/, each student's folder the reference modules."""
     course = folder / "course"
@@ -36,6 +36,8 @@ def scratch_course(folder: Path) -> Path:
             shutil.copytree(source, course / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, course / name)
+    shutil.copytree(released, course / "assignments")
+    shutil.copy(ROOT / "assignments" / ".grade-release.sha256", course / "assignments")  # the committed record
     for klass in ("submissions", "submitted"):
         for student in STUDENTS:
             shutil.copytree(ROOT / "solutions", course / klass / student,
@@ -43,10 +45,10 @@ def scratch_course(folder: Path) -> Path:
     return course
 
 
-def run_page(page: str, tmp_path: Path) -> tuple[Path, list[subprocess.CompletedProcess]]:
+def run_page(page: str, tmp_path: Path, released: Path) -> tuple[Path, list[subprocess.CompletedProcess]]:
     blocks = runnable_blocks(page)
     assert len(blocks) == MARKED[page], [b for _, b in blocks]
-    course = scratch_course(tmp_path)
+    course = scratch_course(tmp_path, released)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # this install's grade
     ran = []
     for expected, block in blocks:
@@ -66,8 +68,8 @@ def test_the_marked_blocks_are_found_and_each_is_a_recipe_of_its_own():
 
 
 @pytest.mark.slow  # the class graded six times, a student distribution and its wheel, the report
-def test_the_instructors_runnable_recipes_run_as_written(tmp_path):
-    course, _ = run_page("instructors.md", tmp_path)
+def test_the_instructors_runnable_recipes_run_as_written(tmp_path, released):
+    course, _ = run_page("instructors.md", tmp_path, released)
     assert sorted(p.stem for p in (course / "class").glob("*.json")) == sorted(STUDENTS)
     assert (course / "report.html").read_text().startswith("<!DOCTYPE html>")
     assert zipfile.ZipFile(course / "week1-autograder.zip").getinfo("setup.sh")
@@ -87,8 +89,8 @@ def test_the_instructors_runnable_recipes_run_as_written(tmp_path):
 
 
 @pytest.mark.slow  # a grading
-def test_the_students_runnable_recipes_run_as_written(tmp_path):
-    _, (first,) = run_page("students.md", tmp_path)
+def test_the_students_runnable_recipes_run_as_written(tmp_path, released):
+    _, (first,) = run_page("students.md", tmp_path, released)
     assert "01_attention_basics" in first.stdout and "not attempted" in first.stdout, first.stdout
 
 

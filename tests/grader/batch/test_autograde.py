@@ -156,6 +156,9 @@ def test_one_folder_one_seed_a_second_run_refuses_and_resume_keeps_the_recorded_
     assert autograde(**run, resume=False, fresh=True, seed=seed + 1) == 0
     assert {json.loads((out / f"{n}.json").read_text())["seed"] for n in ("ann", "ben")} == {seed + 1}
     assert json.loads((out / ".grade-manifest").read_text())["seed"] == seed + 1
+    # --fresh without --seed grades again on the folder's seed (a newcomer's drew a new one and moved scores)
+    assert autograde(**run, resume=False, fresh=True, seed=None) == 0
+    assert {json.loads((out / f"{n}.json").read_text())["seed"] for n in ("ann", "ben")} == {seed + 1}
 
 
 def test_grade_autograde_into_a_folder_with_results_says_so_in_one_line(tmp_path):
@@ -179,7 +182,7 @@ def test_export_merges_shards_into_one_csv(course, klass, tmp_path):
     first, second = tmp_path / "one", tmp_path / "two"
     autograde(course=course, paths=[klass], out=first, workers=1, shard="1/2", resume=False, device="cpu", seed=5)
     autograde(course=course, paths=[klass], out=second, workers=1, shard="2/2", resume=False, device="cpu", seed=5)
-    rows = list(csv.reader(export_csv(course, [first, second]).splitlines()))
+    rows = list(csv.reader(export_csv(course, [first, second], False).splitlines()))
     assert [r[0] for r in rows[1:]] == ["alice", "bob", "carol", "dan", "erin"]
     header = rows[0]
     assert header[:3] == ["submission", "score", "max_score"] and "01_attention_basics" in header
@@ -208,7 +211,7 @@ def test_a_weeks_batch_is_graded_and_scored_out_of_that_weeks_assignments_only(c
     assert dan["max_score"] == 100 and dan["score"] == 0  # handed in another week's work
     rows = list(csv.reader((out / "summary.csv").read_text().splitlines()))
     assert len(rows[0]) == 5 + len(week1[0].exercises) and all(":" not in h or h.startswith("01_") for h in rows[0])
-    header = next(csv.reader(export_csv(course, [out]).splitlines()))
+    header = next(csv.reader(export_csv(course, [out], False).splitlines()))
     assert not any(h.startswith(("02_", "03_", "04_", "05_")) for h in header)
     week4 = tmp_path / "week4"
     assert autograde(course=course, paths=[root / "dan"], out=week4, workers=1, shard=None, resume=False,
@@ -251,10 +254,10 @@ def test_a_submission_that_kills_its_grading_process_is_retried_once_then_record
     assert list(scratch.iterdir()) == []  # the killed processes' sandboxes went with the run
 
 
-def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(course, tmp_path):
+def test_a_result_forged_by_a_later_submission_is_overwritten_with_the_real_one(course, tmp_path, released):
     root = tmp_path / "class"
     out = tmp_path / "results"
-    student(root / "aaron", "assignments", only="01_attention_basics")  # graded first: 0 points
+    student(root / "aaron", released, only="01_attention_basics")  # graded first: 0 points
     forged = json.dumps({"schema": 1, "submission": "aaron", "score": 500.0, "max_score": 500.0, "seed": 5,
                          "assignments": []})
     (root / "zed" / "01_attention_basics").mkdir(parents=True)
@@ -575,7 +578,7 @@ def test_names_that_clean_to_one_are_flagged_in_every_result_summary_export_and_
     for name in raw.values():
         note = summary[name]["name_collision"]
         assert "'jane\\\\doe'" in note and "'jane_doe'" in note and "neither takes it" in note
-    exported = {row["submission"]: row for row in csv.DictReader(io.StringIO(export_csv(course, [out])))}
+    exported = {row["submission"]: row for row in csv.DictReader(io.StringIO(export_csv(course, [out], False)))}
     assert {name: row["name_collision"] for name, row in exported.items()} == {
         name: row["name_collision"] for name, row in summary.items()}
     for fmt in ("canvas", "moodle"):

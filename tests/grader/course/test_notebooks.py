@@ -55,11 +55,13 @@ def nbgrader(root: Path, *args: str, seed: int | None = None) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def course_copy_for_nbgrader(root: Path) -> None:
-    """A copy of the course at ``root`` as an instructor keeps it, where nbgrader released 01."""
+def course_copy_for_nbgrader(root: Path, released: Path) -> None:
+    """A copy of the course at ``root`` as an instructor keeps it, where nbgrader released 01; its
+    assignments/ are what release writes (``released``), never the live ones, which a course in use edits."""
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
-    for name in ("solutions", "suites", "assignments"):
+    for name in ("solutions", "suites"):
         shutil.copytree(ROOT / name, root / name, ignore=ignore)
+    shutil.copytree(released, root / "assignments", ignore=ignore)
     for name in ("course.toml", "nbgrader_config.py"):
         shutil.copy(ROOT / name, root / name)
     (root / "assignments" / ASSIGNMENT / "attention_basics.py").unlink()  # nbgrader's hook writes it back
@@ -67,10 +69,10 @@ def course_copy_for_nbgrader(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def classroom(tmp_path_factory):
+def classroom(tmp_path_factory, released):
     """A copy of the course where nbgrader released 01, three students handed it in and were autograded."""
     root = tmp_path_factory.mktemp("course")
-    course_copy_for_nbgrader(root)
+    course_copy_for_nbgrader(root, released)
     for name, notebook in {"ada": student_notebook(root, fill=True),  # the solution
                            "bo": student_notebook(root, fill=False),  # the release notebook untouched
                            "cy": student_notebook(root, fill=True, mistake=True)}.items():
@@ -229,13 +231,13 @@ def test_grade_release_and_nbgrader_config_share_the_feedback_guard(course, tmp_
 
 @pytest.mark.nbgrader
 @pytest.mark.slow
-def test_autograde_prints_no_kernel_noise_into_the_instructors_terminal(tmp_path):
+def test_autograde_prints_no_kernel_noise_into_the_instructors_terminal(tmp_path, released):
     """Issue 35: every notebook's kernel printed ipykernel's "Ctrl-C will not work" banner (no parent
     known in the sandbox's clean environment) and a "Fontconfig error" (no /etc/fonts in the sandbox,
     as matplotlib built its font cache) into nbgrader autograde's output. Now only nbgrader's own lines."""
     root = tmp_path / "course"
     root.mkdir()
-    course_copy_for_nbgrader(root)
+    course_copy_for_nbgrader(root, released)
     folder = root / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)
     (folder / "attention_basics.ipynb").write_text(json.dumps(student_notebook(root, fill=True)))

@@ -173,3 +173,18 @@ def test_grade_release_says_the_refusal_in_one_line_exit_2_and_where_force_kept_
     assert said.startswith("grade: kept a copy of assignments/01_attention_basics/attention_basics.py in .grade-kept/")
     folder = course_copy.root / said.split(" in ")[-1].split()[0]
     assert (folder / "01_attention_basics" / "attention_basics.py").read_text().endswith("# mine\n")
+
+
+def test_release_without_nbgrader_says_what_to_install_in_one_line(course_copy, monkeypatch):
+    """A newcomer's `grade release` after the Quickstart's first command (no notebook extras) ended in a
+    ModuleNotFoundError traceback."""
+    import importlib.util
+
+    from grader.course.release import ReleaseNeedsNbgrader
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nbgrader" else real(name, *a))
+    for check in (True, False):
+        with pytest.raises(ReleaseNeedsNbgrader, match=r"pip install -e '\.\[notebooks\]'"):
+            release(course_copy, course_copy.assignments, check=check)
+    assert not (course_copy.root / "assignments").exists()  # nothing written

@@ -76,10 +76,10 @@ def test_grade_new_exercise_says_what_it_wrote(course_copy):
 
 
 @pytest.mark.nbgrader
-def test_grade_release_then_gives_students_its_stub_and_notebook_cells(course_copy):
-    for name in ("assignments", "nbgrader_config.py"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, course_copy.root / name)
+def test_grade_release_then_gives_students_its_stub_and_notebook_cells(course_copy, released):
+    shutil.copytree(released, course_copy.root / "assignments")  # what release writes: never the live ones
+    shutil.copy(ROOT / "assignments" / ".grade-release.sha256", course_copy.root / "assignments")  # its record
+    shutil.copy(ROOT / "nbgrader_config.py", course_copy.root)
     new_exercise(course=course_copy, assignment_id="01_attention_basics", name="double_scores")
     ran = subprocess.run([sys.executable, "-m", "grader", "--course", str(course_copy.root), "release",
                           "01_attention_basics"], capture_output=True, text=True, cwd=course_copy.root)
