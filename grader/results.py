@@ -76,6 +76,7 @@ class CheckOutcome:
     forgiven_raise: bool = False  # ... and the helper raised there: nothing of this exercise's own was seen
     verified: bool = False  # an output of the student's was compared and found right in this check
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
+    kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)
@@ -100,7 +101,7 @@ class ExerciseResult:
         total = sum(c.weight for c in graded)
         if not total:
             return 0.0
-        earned = sum(c.weight for c in graded if c.status == "passed")
+        earned = sum(c.weight * (1.0 if c.status == "passed" else c.kept) for c in graded)
         return round(self.max_score * earned / total, 2)
 
     @property
@@ -182,7 +183,8 @@ class ExerciseResult:
                 "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
                           for e in self.explanations],
                 "duration_s": round(self.duration_s, 3), "source": self.source,
-                "checks": [{"name": c.name, "status": c.status, "weight": c.weight} for c in self.checks],
+                "checks": [{"name": c.name, "status": c.status, "weight": c.weight, **({"kept": c.kept} if c.kept else {})}
+                           for c in self.checks],
                 **({"figure": self.figure} if self.figure and self.status != "passed" else {})}
 
 

@@ -125,6 +125,7 @@ class Grade:
         self.diagnosing = 0  # inside a root cause (grader.grading.diagnose.cause): a replay may use no recorded output
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.verified = 0  # outputs of the student's found right in this check (expect)
+        self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
         self.nodeid = nodeid
         self._events = 0
         self.device = session.device
@@ -265,6 +266,7 @@ class Grade:
         sees a GradientFailure and may blame the helper (see grader.grading.diagnose.blame's ``chain``)."""
         from grader.grading.diagnose import cause
 
+        self.gradients_alone_failed = True  # the output was right: the check keeps the forward's share
         if root_cause is None:
             raise problem
         blamed = cause(self, root_cause, GradientFailure(problem, reply, grad_out), reply.out)

@@ -18,6 +18,11 @@ from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
 from grader.grading.stand_ins import HELPERS, verifiable
 from grader.results import CheckOutcome
+
+# the share of a check's weight that a right output keeps where only its gradients fail (the forward is earned;
+# docs/course-spec.md: "a partly right exercise earns part of its points")
+FORWARD_SHARE = 0.5
+FORWARD_KEPT = "; your output is right, so this check keeps half its points (the forward's share)"
 from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
 from grader.grading.graded_source import choose
@@ -411,23 +416,32 @@ class GradingPlugin:
         weight = float(marker.kwargs.get("weight", 1))
         error = call.excinfo.value if call.excinfo else None
         wrong_calls = tuple(sorted(self.session.wrong_calls.pop(item.nodeid, ())))
-        verified = bool(getattr((getattr(item, "funcargs", None) or {}).get("grade"), "verified", 0))
+        grade = (getattr(item, "funcargs", None) or {}).get("grade")
+        verified = bool(getattr(grade, "verified", 0))
+        forward_right = bool(getattr(grade, "gradients_alone_failed", False))  # Grade._blame_gradients
         if error is None:
             check = CheckOutcome(name, weight, "passed", verified=verified)
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
                                  forgiven_call=error.call, forgiven_raise=error.raised)
         elif isinstance(error, CheckFailed):
-            check = CheckOutcome(name, weight, "failed", error.message, error.misconceptions,
+            # a right output whose gradients alone fail keeps the forward's share (issue 46: a right forward
+            # with an in-place change that breaks autograd kept 8/40)
+            kept = FORWARD_SHARE if forward_right else 0.0
+            message = error.message + (FORWARD_KEPT if kept else "")
+            check = CheckOutcome(name, weight, "failed", message, error.misconceptions,
                                  ruled_out=tuple(getattr(error, "ruled_out", ())),
-                                 unexplained=str(getattr(error, "unexplained", error.message)))
+                                 unexplained=str(getattr(error, "unexplained", error.message)) + (FORWARD_KEPT if kept else ""),
+                                 kept=kept)
         elif isinstance(error, GraderFault):  # the grader's own failure: no points taken or given
             check = CheckOutcome(name, weight, "grader-error", f"{error.message}; this is not your fault, and "
                                  "costs you nothing: tell your instructor")
         elif isinstance(error, StudentFault):
             message = "not attempted yet" if error.kind == "not_implemented" else error.message
             misconceptions = ("forbidden-op",) if error.kind == "forbidden" else ()
-            check = CheckOutcome(name, weight, error.kind, message, misconceptions)
+            kept = FORWARD_SHARE if forward_right and error.kind == "error" else 0.0  # its backward raised
+            check = CheckOutcome(name, weight, error.kind, message + (FORWARD_KEPT if kept else ""), misconceptions,
+                                 kept=kept)
         else:  # a bug in the suite or the grader: not the student's fault, and no internals shown
             message = (f"the grader could not run this check ({type(error).__name__}); this is not your fault, "
                        "please report it")

@@ -449,3 +449,26 @@ def test_a_right_exercise_on_two_wrong_helpers_costs_once_and_its_own_mistake_do
     assert "given your attention_scores" in right.feedback and "given your softmax" in right.feedback
     wrong = corpus.grade_all(entries[1:], course, grader, tmp_path / "run2")[entries[1].name][0]
     assert wrong.score < wrong.max_score / 2, wrong.feedback[:600]
+
+
+IN_PLACE_SOFTMAX = '''"""softmax: right output, but an in-place division of exp's output breaks autograd (issue 46)"""
+import torch
+
+
+def softmax(x, dim=-1):
+    shift = x.amax(dim=dim, keepdim=True)
+    shift = torch.where(torch.isinf(shift), torch.zeros_like(shift), shift)
+    exp = torch.exp(x - shift)
+    exp /= exp.sum(dim=dim, keepdim=True).clamp_min(1.0)
+    return exp
+'''
+
+
+@pytest.mark.slow
+def test_a_right_forward_whose_backward_fails_keeps_the_forwards_share(course, grader, tmp_path):
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE_SOFTMAX)
+    entry = corpus._entry(path, None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run")[entry.name]
+    assert 0.4 * exercise.max_score <= exercise.score < exercise.max_score, exercise.feedback[:600]
+    assert "keeps half its points (the forward's share)" in exercise.feedback

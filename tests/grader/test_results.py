@@ -45,3 +45,15 @@ def test_a_check_right_given_the_students_helper_scores_and_its_note_is_said_onc
     assert note in shown["simple_self_attention"]
     quiet = ExerciseResult("softmax", 25.0, [CheckOutcome("lesson", 1, "passed")])
     assert AssignmentResult("01", "Basics", [quiet]).feedback_said_once() == {}
+
+
+def test_a_check_whose_output_is_right_and_gradients_wrong_keeps_the_forwards_share():
+    """Issue 46: a right forward whose backward fails (an in-place change on exp's output) kept 8/40: each
+    such check now keeps half its weight, said in the check's message and in the JSON's checks."""
+    from grader.results import CheckOutcome, ExerciseResult
+
+    exercise = ExerciseResult("softmax", 20.0, [CheckOutcome("a", 1.0, "passed"),
+                                                CheckOutcome("b", 1.0, "failed", "gradients", kept=0.5),
+                                                CheckOutcome("c", 2.0, "failed", "wrong")])
+    assert exercise.score == 20.0 * 1.5 / 4
+    assert [c.get("kept") for c in exercise.to_json()["checks"]] == [None, 0.5, None]
