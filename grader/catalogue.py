@@ -83,9 +83,11 @@ _ENTRIES = (
         "mask-inverted",
         "Your mask is the wrong way round: it hides what should be visible (the past, or the real tokens) "
         "and shows what should be hidden. Masks here are boolean and True means hidden.",
-        "True marks the future, j > i (torch.triu(ones, diagonal=1)), or the padding, position >= length: "
-        "03 section 1, \"Hiding the future\", and section 4, \"Padding\".",
-        "mask = torch.tril(torch.ones(T, T, dtype=torch.bool))"),
+        "Hide the positions where the mask you are given is True, scores.masked_fill(mask, float('-inf')), never "
+        "where it is False (not ~mask): 02 section 2, \"Masks\". A mask you build yourself (from 03 on) is True "
+        "on the future, j > i (torch.triu(ones, diagonal=1)), or on the padding, position >= length: 03 section "
+        "1, \"Hiding the future\", and section 4, \"Padding\".",
+        "scores = scores.masked_fill(~mask, float('-inf'))  # or, from 03 on, mask = torch.tril(ones)"),
     Misconception(
         "mask-hides-diagonal",
         "Your causal mask hides the diagonal too, so a token cannot attend to itself (and the first token "

@@ -2,16 +2,21 @@
 
 An exercise whose output is attention weights, scores, a mask, or a context built from them is
 *pictured*: after grading, for each such exercise that failed, the student's function runs once more
-in its worker (the same sandbox and request as every graded call) on a *picture case*, the inputs of
-a public check on the lesson's own data ("Your journey starts with one step", see suites/lesson),
-never a hidden case. The right output comes from the reference where it is present, else from the
-public recording (``grade release --out`` records the picture cases beside the public suites' uses,
-under ``picture:<assignment>:<exercise>``). Where the two differ beyond the float32 tolerance, the
-exercise's result carries a small figure (``ExerciseResult.figure``, at most 16 x 16 entries, numbers
-rounded, NaN and infinities as strings): a notebook's ``check()`` shows it, ``grade check --figures DIR``
-writes it as PNG files, and the class report draws one per misconception. A right answer, a call that
-raises or times out, or an output of another shape draws nothing. Grading that finds nothing wrong
-does no extra work.
+in its worker (the same sandbox and requests as every graded call) on its *picture cases*, calls on
+the lesson's own data ("Your journey starts with one step", see suites/lesson), never a hidden case,
+tried in order until one shows the output wrong: the plain call first, then the lesson's data with its
+mask (02's mask, a causal one), so that a mistake that shows only once something is hidden (an inverted
+mask, a fully hidden row) is drawn where it shows. A class (``CausalAttention``, ``MultiHeadAttention``)
+is built with weights under which its output *is* its attention weights (one-hot values), and called in
+evaluation mode. The right output comes from the reference where it is present, else from the public
+recording (``grade release --out`` records every picture case beside the public suites' uses, under
+``picture:<assignment>:<exercise>``, the later cases numbered ``...:<exercise>:1``). Where the two differ
+beyond the float32 tolerance, the exercise's result carries a small figure (``ExerciseResult.figure``,
+at most 16 x 16 entries, numbers rounded, NaN and infinities as strings): a notebook's ``check()``
+shows it, ``grade check --figures DIR`` writes it as PNG files, and the class report draws one per
+misconception. A right answer on every case, a call that raises or times out, an output of another
+shape, or a class whose parameters are not the contract's draws nothing. Grading that finds nothing
+wrong does no extra work.
 
 Drawing is here too: :func:`png` (matplotlib, Agg) and :func:`svg` (hand-made, for the HTML report,
 each cell's number in ``data-value``).
@@ -32,21 +37,35 @@ PICTURED_STATUSES = ("failed", "error")  # a wrong output, or a raise on some ot
 
 @dataclass(frozen=True)
 class Case:
-    """One pictured exercise: its call on the lesson's data, and how its output is drawn."""
+    """One picture case of a pictured exercise: its call on the lesson's data, and how its output is drawn.
+    ``also``: further cases, tried in order where the student's output is right on this one (the lesson's
+    data with its mask, where the code is wrong only once something is hidden). A class's case
+    (``module``) builds the class with these constructor arguments, loads ``weights`` by parameter name,
+    and calls ``forward(*inputs)`` in evaluation mode."""
 
-    title: str  # the call, as the student reads it
+    title: str  # the call, as the student reads it: the lesson notebook's own names
     inputs: Callable  # lesson package -> the call's positional arguments
     rows: Callable  # lesson -> row labels
     cols: Callable  # lesson -> column labels
     kind: str = "weights"  # weights, scores, mask or values: how it is coloured
     view: Callable = None  # the output -> the 2-D matrix drawn (None: the output itself)
+    kwargs: Callable = None  # lesson -> the call's keyword arguments (None: none)
+    module: tuple = None  # a class's case: (constructor args, constructor kwargs)
+    weights: Callable = None  # lesson -> {parameter name: tensor}, every parameter of the class
+    also: tuple = ()  # the cases tried next, in order, while this one shows nothing wrong
+
+    def each(self):
+        """This case, then those tried after it."""
+        yield self
+        for case in self.also:
+            yield from case.each()
 
 
 def _words(lesson):
     return list(lesson.JOURNEY_WORDS)
 
 
-def _weights_of(lesson):  # the lesson's projections (suites/public/test_02: W_query, W_key, W_value)
+def _weights_of(lesson):  # the lesson's projections (02 section 1: W_query, W_key, W_value; suites/public/test_02)
     import torch
 
     generator = torch.Generator().manual_seed(123)
@@ -55,48 +74,107 @@ def _weights_of(lesson):  # the lesson's projections (suites/public/test_02: W_q
     return x @ w_query, x @ w_key, x @ w_value
 
 
+def _lesson_mask(lesson):
+    """02 section 2's mask (True = hidden): the keys "one" and "step" hidden from every query, and every key
+    from the query "step" (a row with nothing visible, whose weights are all zero)."""
+    import torch
+
+    mask = torch.zeros(6, 6, dtype=torch.bool)  # [6, 6]
+    mask[:, 4:] = True
+    mask[5, :] = True
+    return mask
+
+
+def _causal(lesson):
+    import torch
+
+    return torch.ones(6, 6, dtype=torch.bool).triu(1)  # [6, 6], True above the diagonal: the future
+
+
 def _softmaxed(scores):
     return scores.softmax(-1)  # the input of renormalize_causal_weights: weights whose rows sum to 1
+
+
+# A class's picture: the output shows the attention weights. Each token is its 3 features followed by a
+# one-hot of its position ([1, 6, 9]); queries and keys read the features through the lesson's projections
+# (02 section 1, doubled so that the weights are not all alike), each head's values are the one-hot part,
+# and out_proj is the identity, so row i of the output is query i's weights over the six keys, head by head.
+_SHOWN_TOKENS, _SHARPER = 6, 2.0
+
+
+def _shown_inputs(lesson):
+    import torch
+
+    return (torch.cat((lesson.journey(), torch.eye(_SHOWN_TOKENS)), dim=-1)[None],)  # [1, 6, 3 + 6]
+
+
+def _shown_weights(num_heads: int, out_proj: bool):
+    def weights(lesson):
+        import torch
+
+        generator = torch.Generator().manual_seed(123)
+        w_query, w_key = (torch.rand(3, 2, generator=generator) for _ in range(2))  # [3, 2] each
+        d_out = _SHOWN_TOKENS * num_heads
+        query, key, value = (torch.zeros(d_out, 3 + _SHOWN_TOKENS) for _ in range(3))  # nn.Linear's [out, in]
+        for h in range(num_heads):
+            sign = 1.0 if h % 2 == 0 else -1.0  # head 1 prefers the keys head 0 likes least
+            start = h * _SHOWN_TOKENS
+            query[start:start + 2, :3] = sign * _SHARPER * w_query.T
+            key[start:start + 2, :3] = _SHARPER * w_key.T
+            value[start:start + _SHOWN_TOKENS, 3:] = torch.eye(_SHOWN_TOKENS)
+        found = {"W_query.weight": query, "W_key.weight": key, "W_value.weight": value}
+        if out_proj:
+            found.update({"out_proj.weight": torch.eye(d_out), "out_proj.bias": torch.zeros(d_out)})
+        return found
+
+    return weights
 
 
 _FEATURES = lambda n: (lambda lesson: [f"dim {i}" for i in range(n)])  # noqa: E731
 _SCORES = dict(rows=_words, cols=_words, kind="scores")
 _WEIGHTS = dict(rows=_words, cols=_words, kind="weights")
+_MASKED = "with the lesson's mask (02 section 2: \"one\" and \"step\" hidden, and all from \"step\")"
 
 CASES: dict[tuple[str, str], Case] = {
     ("01_attention_basics", "attention_scores_for_query"): Case(
-        'attention_scores_for_query(journey, journey[1]): the query "journey" against each token',
+        'attention_scores_for_query(inputs, inputs[1]): the query "journey" against each token',
         lambda lesson: (lesson.journey(), lesson.journey()[1]), lambda lesson: ["journey"], _words,
         kind="scores", view=lambda out: out.reshape(1, -1)),
     ("01_attention_basics", "attention_scores_loop"): Case(
-        "attention_scores_loop(journey): each query (row) against each key (column)",
+        "attention_scores_loop(inputs): each query (row) against each key (column)",
         lambda lesson: (lesson.journey(),), **_SCORES),
     ("01_attention_basics", "attention_scores"): Case(
-        "attention_scores(journey): each query (row) against each key (column)",
+        "attention_scores(inputs): each query (row) against each key (column)",
         lambda lesson: (lesson.journey(),), **_SCORES),
     ("01_attention_basics", "softmax_naive"): Case(
-        "softmax_naive(journey @ journey.T): each row's weights should sum to 1",
+        "softmax_naive(inputs @ inputs.T): each row's weights should sum to 1",
         lambda lesson: (lesson.journey() @ lesson.journey().T,), **_WEIGHTS),
     ("01_attention_basics", "softmax"): Case(
-        "softmax(journey @ journey.T): each row's weights should sum to 1",
+        "softmax(inputs @ inputs.T): each row's weights should sum to 1",
         lambda lesson: (lesson.journey() @ lesson.journey().T,), **_WEIGHTS),
     ("01_attention_basics", "simple_self_attention"): Case(
-        "simple_self_attention(journey): each token's context vector",
+        "simple_self_attention(inputs): each token's context vector",
         lambda lesson: (lesson.journey(),), _words, _FEATURES(3), kind="values"),
     ("02_self_attention", "attention_weights"): Case(
-        "attention_weights(journey @ W_query, journey @ W_key): each query's weights over the keys",
-        lambda lesson: _weights_of(lesson)[:2], **_WEIGHTS),
+        "attention_weights(queries, keys): each query's weights over the keys",
+        lambda lesson: _weights_of(lesson)[:2], **_WEIGHTS,
+        also=(Case(f"attention_weights(queries, keys, mask) {_MASKED}: each query's weights over the keys",
+                   lambda lesson: _weights_of(lesson)[:2], **_WEIGHTS,
+                   kwargs=lambda lesson: {"mask": _lesson_mask(lesson)}),)),
     ("02_self_attention", "scaled_dot_product_attention"): Case(
-        "scaled_dot_product_attention(journey @ W_query, journey @ W_key, journey @ W_value): each context",
-        _weights_of, _words, _FEATURES(2), kind="values"),
+        "scaled_dot_product_attention(queries, keys, values): each token's context",
+        _weights_of, _words, _FEATURES(2), kind="values",
+        also=(Case(f"scaled_dot_product_attention(queries, keys, values, mask) {_MASKED}: each token's context",
+                   _weights_of, _words, _FEATURES(2), kind="values",
+                   kwargs=lambda lesson: {"mask": _lesson_mask(lesson)}),)),
     ("03_causal_attention", "causal_mask"): Case(
         "causal_mask(6): True (dark) where a query (row) may not see a key (column)",
         lambda lesson: (6,), _words, _words, kind="mask"),
     ("03_causal_attention", "apply_causal_mask"): Case(
-        "apply_causal_mask(the journey's scaled scores): the future set to -inf",
+        "apply_causal_mask(the sentence's scaled scores): the future set to -inf",
         lambda lesson: (lesson.journey_scores(),), **_SCORES),
     ("03_causal_attention", "renormalize_causal_weights"): Case(
-        "renormalize_causal_weights(softmax of the journey's scaled scores)",
+        "renormalize_causal_weights(softmax of the sentence's scaled scores)",
         lambda lesson: (_softmaxed(lesson.journey_scores()),), **_WEIGHTS),
     ("03_causal_attention", "padding_mask"): Case(
         "padding_mask(lengths=[6, 4], max_len=6): True (dark) at padded positions",
@@ -104,15 +182,51 @@ CASES: dict[tuple[str, str], Case] = {
     ("03_causal_attention", "causal_padding_mask"): Case(
         "causal_padding_mask(lengths=[6, 4], 6), the sequence of length 4: True (dark) where hidden",
         lambda lesson: (_lengths(), 6), _words, _words, kind="mask", view=lambda out: out[1]),
+    ("03_causal_attention", "CausalAttention"): Case(
+        "CausalAttention(9, 6, context_length=8, dropout=0.5) in eval mode on the sentence, each token's 3 "
+        "features followed by a one-hot of its position; its values are that one-hot, so each output row is "
+        "one query's attention weights",
+        _shown_inputs, **_WEIGHTS, view=lambda out: out[0],
+        module=((3 + _SHOWN_TOKENS, _SHOWN_TOKENS), {"context_length": 8, "dropout": 0.5}),
+        weights=_shown_weights(1, out_proj=False)),
     ("04_multi_head_attention", "split_heads"): Case(
-        "split_heads(journey[None], num_heads=3): head (row) by token (column), one feature each",
+        "split_heads(inputs[None], num_heads=3): the whole sentence as a batch of one; head (row) by token "
+        "(column), one feature each",
         lambda lesson: (lesson.journey()[None], 3), lambda lesson: ["head 0", "head 1", "head 2"], _words,
         kind="values", view=lambda out: out[0, :, :, 0]),
     ("04_multi_head_attention", "merge_heads"): Case(
-        "merge_heads(journey_batch()[None]): two heads of the journey merged, token (row) by feature",
+        "merge_heads(batch[None]): the lesson's batch (two copies of the sentence) merged as two heads, token "
+        "(row) by feature",
         lambda lesson: (lesson.journey_batch()[None],), _words,
         lambda lesson: [f"h{h}·{i}" for h in range(2) for i in range(3)], kind="values",
         view=lambda out: out[0]),
+    ("04_multi_head_attention", "MultiHeadAttention"): Case(
+        "MultiHeadAttention(9, 12, context_length=8, dropout=0.5, num_heads=2) in eval mode on the sentence, "
+        "each token's 3 features followed by a one-hot of its position; each head's values are that one-hot "
+        "and out_proj is the identity, so each output row is one query's weights in head 0, then head 1",
+        _shown_inputs, _words, lambda lesson: [f"h{h}·{w}" for h in range(2) for w in _words(lesson)],
+        view=lambda out: out[0],
+        module=((3 + _SHOWN_TOKENS, 2 * _SHOWN_TOKENS), {"context_length": 8, "dropout": 0.5, "num_heads": 2}),
+        weights=_shown_weights(2, out_proj=True)),
+    ("05_efficient_attention", "online_softmax"): Case(
+        "online_softmax(inputs @ inputs.T, block_size=2): each row's weights should sum to 1",
+        lambda lesson: (lesson.journey() @ lesson.journey().T, 2), **_WEIGHTS,
+        also=(Case("online_softmax(masked, block_size=2), the scores with the future set to -inf: each row's "
+                   "weights over the keys it sees",
+                   lambda lesson: ((lesson.journey() @ lesson.journey().T).masked_fill(_causal(lesson), float("-inf")),
+                                   2), **_WEIGHTS),
+              Case("online_softmax(inputs @ inputs.T with the keys \"one\" and \"step\" set to -inf, and every key "
+                   "of the query \"step\", block_size=2): a row with nothing visible gets zeros",
+                   lambda lesson: ((lesson.journey() @ lesson.journey().T).masked_fill(_lesson_mask(lesson),
+                                                                                       float("-inf")), 2),
+                   **_WEIGHTS))),
+    ("05_efficient_attention", "flash_attention"): Case(
+        "flash_attention(inputs, inputs, inputs, block_size=2): each token's context",
+        lambda lesson: (lesson.journey(), lesson.journey(), lesson.journey()), _words, _FEATURES(3),
+        kind="values", kwargs=lambda lesson: {"block_size": 2},
+        also=(Case("flash_attention(inputs, inputs, inputs, block_size=2, causal=True): each token's context",
+                   lambda lesson: (lesson.journey(), lesson.journey(), lesson.journey()), _words, _FEATURES(3),
+                   kind="values", kwargs=lambda lesson: {"block_size": 2, "causal": True}),)),
 }
 
 
@@ -139,59 +253,106 @@ def lesson_data(course):
 # --- the picture case, after grading ---------------------------------------------------------------
 def pictures(session, outcomes, assignments, only=None) -> dict[tuple[str, str], dict]:
     """``{(assignment, exercise): figure}`` for the pictured exercises that ``outcomes`` (the plugin's
-    ``(assignment, exercise, CheckOutcome)``) show wrong; while the public suites are being recorded
-    (``grade release --out``), every pictured exercise's right output is recorded too. Student code
-    runs in its worker, through the session's own requests; nothing here costs a grade."""
+    ``(assignment, exercise, CheckOutcome)``) show wrong, each drawn on its first picture case where the
+    student's output is wrong (a mask the code gets wrong, where it is right without one); while the
+    public suites are being recorded (``grade release --out``), the right output of every picture case
+    is recorded too. Student code runs in its worker, through the session's own requests; nothing here
+    costs a grade."""
     recording = session.recording
     recording_now = recording is not None and not recording.replaying
     wrong = {(a, e) for a, e, check in outcomes
              if check.status in PICTURED_STATUSES or (check.status == "passed" and check.forgiven_by)}
     found = {}
     for assignment in assignments:
-        for (aid, exercise), case in CASES.items():
+        for (aid, exercise), first in CASES.items():
             if aid != assignment.id or (only is not None and exercise not in only):
                 continue
-            if (aid, exercise) not in wrong and not recording_now:
+            draw = (aid, exercise) in wrong
+            if not draw and not recording_now:
                 continue
-            try:
-                figure = _picture(session, aid, exercise, case, draw=(aid, exercise) in wrong)
-            except Exception:  # noqa: BLE001 - a figure is a courtesy: it never costs a grade
-                if session.debug:
-                    raise
-                figure = None
-            if figure is not None:
-                found[(aid, exercise)] = figure
+            for number, case in enumerate(first.each()):
+                try:
+                    figure = _picture(session, aid, exercise, case, draw=draw, key=_key(aid, exercise, number))
+                except Exception:  # noqa: BLE001 - a figure is a courtesy: it never costs a grade
+                    if session.debug:
+                        raise
+                    figure = None
+                if figure is not None:
+                    found[(aid, exercise)] = figure
+                    if not recording_now:
+                        break
     return found
 
 
-def _picture(session, aid, exercise, case, *, draw) -> dict | None:
+def _key(aid: str, exercise: str, number: int) -> str:
+    """A picture case's name in the public recording: the first case's as it always was, the others numbered."""
+    return f"picture:{aid}:{exercise}" + (f":{number}" if number else "")
+
+
+def _picture(session, aid, exercise, case, *, draw, key) -> dict | None:
     import torch
 
-    from grader.grading.fixture import reply_of
     from grader.grading.outcomes import GraderFault, StudentFault
     from grader.grading.recorded_outputs import NotReplayable, _on_cpu
 
     lesson = lesson_data(session.course)
     args = case.inputs(lesson)
+    kwargs = case.kwargs(lesson) if case.kwargs else {}
+    weights = case.weights(lesson) if case.module else None
 
     def compute():
+        target = getattr(session.references[aid], exercise)
         with torch.no_grad():
-            return _on_cpu(getattr(session.references[aid], exercise)(*args), copy=True)
+            if case.module:
+                with torch.random.fork_rng(devices=[]):  # its random initial weights, all replaced below
+                    instance = target(*case.module[0], **case.module[1])
+                for name, parameter in instance.named_parameters():
+                    parameter.copy_(weights[name])
+                target = instance.train(False)
+            return _on_cpu(target(*args, **kwargs), copy=True)
 
     try:
-        right = session.recording.event(f"picture:{aid}:{exercise}", compute) if session.recording else compute()
+        right = session.recording.event(key, compute) if session.recording else compute()
     except (NotReplayable, KeyError, AttributeError):  # an older recording, or no reference at hand
         return None
     if not draw:
         return None
     try:
-        reply = session.student(aid).request({"op": "call", "target": exercise, "args": args, "kwargs": {},
-                                              "grad_enabled": False})
-        theirs = reply_of(reply).out
+        theirs = _their_output(session.student(aid), exercise, case, args, kwargs, weights)
     except (StudentFault, GraderFault):
+        return None
+    if theirs is None:
         return None
     tolerance = session.course.tolerance("float32")
     return figure_of(case, lesson, theirs, right, rtol=tolerance.rtol, atol=tolerance.atol)
+
+
+def _their_output(student, exercise, case, args, kwargs, weights):
+    """The student's output on the picture case, from its worker: a function's call, or (a class) an
+    instance holding the case's weights, in evaluation mode, called once and let go. None where the
+    instance's parameters are not the contract's (names, shapes): its checks say so in words."""
+    from grader.grading.fixture import reply_of
+    from grader.inside.protocol import HandleRef
+
+    if not case.module:
+        reply = student.request({"op": "call", "target": exercise, "args": args, "kwargs": kwargs,
+                                 "grad_enabled": False})
+        return reply_of(reply).out
+    made = student.request({"op": "new", "name": exercise, "args": case.module[0], "kwargs": case.module[1],
+                            "dtype": None, "state": True, "training": False, "params": weights})
+    handle = made.get("handle")
+    if not isinstance(handle, int):
+        return None
+    try:
+        params = made.get("params") if isinstance(made.get("params"), dict) else {}
+        shapes = {name: tuple(getattr(value, "shape", ())) for name, value in params.items()}
+        if made.get("loaded") is not True or shapes != {name: tuple(w.shape) for name, w in weights.items()}:
+            return None
+        reply = student.request({"op": "call", "target": HandleRef(handle), "args": args, "kwargs": kwargs,
+                                 "name": exercise, "grad_enabled": False, "seed": 0})
+        return reply_of(reply).out
+    finally:
+        student.request({"op": "drop", "handle": handle})
 
 
 def figure_of(case: Case, lesson, theirs, right, *, rtol: float, atol: float) -> dict | None:
@@ -318,7 +479,9 @@ def png(figure: dict) -> bytes:
     cmap = matplotlib.colormaps["Greys" if figure.get("kind", "values") == "mask" else "Blues"].with_extremes(
         bad="#d9d9d9")
     cell = 0.5 if max(n, m) <= 8 else 0.3
-    fig = Figure(figsize=(3 * (m * cell + 1.4), n * cell + 1.6), dpi=100, layout="constrained")
+    width = 3 * (m * cell + 1.4)
+    title = _wrapped(figure["title"], width)
+    fig = Figure(figsize=(width, n * cell + 1.6 + 0.17 * title.count("\n")), dpi=100, layout="constrained")
     axes = fig.subplots(1, 3)
     differs = numpy.array(figure["differs"], dtype=bool)
     for axis, (key, name) in zip(axes, (*PANELS, ("differs", "where they differ"))):
@@ -340,12 +503,19 @@ def png(figure: dict) -> bytes:
         axis.set_title(name, fontsize=10)
         axis.set_xticks(range(m), cols, rotation=45, ha="right", fontsize=8)
         axis.set_yticks(range(n), rows if key == "theirs" else [""] * n, fontsize=8)
-    fig.suptitle(figure["title"], fontsize=9)
+    fig.suptitle(title, fontsize=9)
     if note := non_finite_note(figure):
         fig.supxlabel(note, fontsize=8)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def _wrapped(title: str, inches: float) -> str:
+    """The title in lines that fit a figure ``inches`` wide at 9 points (about 15 characters an inch)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, width=max(40, int(inches * 15)))) or title
 
 
 def _dark(value, low, high) -> bool:

@@ -119,3 +119,12 @@ def test_lookup_names_an_unknown_id():
         assert "mask-upside-down" in str(error)
     else:
         raise AssertionError("an unknown id was accepted")
+
+
+def test_the_mask_inverted_hint_of_02_points_to_02_first():
+    """Issue 46: 02's attention_weights is handed its mask; the hint pointed its learner to 03's triu/tril,
+    a lesson not yet read. It leads with 02's section on masks and the slip an 02 learner makes (~mask)."""
+    entry = lookup("mask-inverted")
+    first = re.search(r"\b(0\d) section \d+", entry.hint)
+    assert first and first.group(1) == "02" and '02 section 2, "Masks"' in entry.hint
+    assert "~mask" in entry.hint and "~mask" in entry.example

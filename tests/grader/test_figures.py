@@ -106,7 +106,9 @@ def test_the_public_recording_holds_the_picture_cases_and_a_distribution_draws_f
     assignment = course.assignment("03_causal_attention")
     recording, _ = record_public_suites(course, (assignment,))
     assert {k for k in recording.events if k.startswith("picture:")} == {
-        f"picture:{a}:{e}" for a, e in CASES if a == assignment.id}
+        figures._key(a, e, n) for (a, e), case in CASES.items() if a == assignment.id
+        for n, _ in enumerate(case.each())}
+    assert "picture:03_causal_attention:CausalAttention" in recording.events
     recording.save(tmp_path / "reference.pt")
     replayed = Recording.load(tmp_path / "reference.pt")
     folder = mutated(tmp_path / "assignments", MUTANTS[1:2])
@@ -192,3 +194,148 @@ def test_the_picture_cases_ship_to_students_without_a_line_of_a_solution(course)
 
     lines = solution_lines(course)
     assert [line for line in Path(figures.__file__).read_text().splitlines() if line.strip() in lines] == []
+
+
+# --- issue 46: pictures where the code is wrong ------------------------------------------------------
+SELF_ATTENTION = ROOT / "solutions" / "02_self_attention" / "self_attention.py"
+CAUSAL_ATTENTION = ROOT / "solutions" / "03_causal_attention" / "causal_attention.py"
+WRONG_WEIGHTS = {  # attention_weights: (right text, wrong text), each replaced wherever it stands
+    "inverted mask": ('scores = scores.masked_fill(mask, float("-inf"))',
+                      'scores = scores.masked_fill(~mask, float("-inf"))'),
+    "wrong softmax dim": ("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)"),
+    "wrong scale": ("/ math.sqrt(keys.shape[-1])", "/ keys.shape[-1]"),
+}
+WRONG_CAUSAL = {  # CausalAttention.forward
+    "inverted mask": ("scores.masked_fill(self.mask[:num_tokens, :num_tokens]",
+                      "scores.masked_fill(~self.mask[:num_tokens, :num_tokens]"),
+    "no mask": ('scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens], float("-inf"))', "pass"),
+    "wrong scale": ("torch.softmax(scores / keys.shape[-1] ** 0.5", "torch.softmax(scores / keys.shape[-1]"),
+    "dropout in eval mode": ("weights = self.dropout(weights)",
+                             "weights = torch.nn.functional.dropout(weights, self.dropout.p, training=True)"),
+}
+
+
+def _one_wrong(folder: Path, source: Path, right: str, wrong: str) -> Path:
+    """``source``'s assignment folder (its module only) in ``folder``, with ``right`` made ``wrong``."""
+    target = folder / source.parent.name
+    target.mkdir(parents=True)
+    text = source.read_text()
+    assert right in text
+    (target / source.name).write_text(text.replace(right, wrong))
+    return target
+
+
+@pytest.mark.parametrize("mistake", WRONG_WEIGHTS)
+def test_grade_check_figures_draws_a_wrong_attention_weights_on_a_case_where_it_fails(course, grader, tmp_path,
+                                                                                       mistake):
+    """An inverted mask is right where nothing is hidden: it is drawn on the lesson's data with 02's mask."""
+    from grader.figures import write_pngs
+    from grader.submission import resolve_submission
+
+    folder = _one_wrong(tmp_path / "assignments", SELF_ATTENTION, *WRONG_WEIGHTS[mistake])
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("02_self_attention"),), seed=5)
+    exercise = exercise_of(result, "attention_weights")
+    assert exercise.status == "failed" and valid_figure(exercise.figure), exercise.feedback
+    figure = exercise.figure
+    assert any(any(row) for row in figure["differs"]) and figure["row_labels"] == WORDS
+    if mistake == "inverted mask":
+        assert "mask" in figure["title"]
+        assert [row[4:] for row in figure["right"]] == [[0, 0]] * 6 and figure["right"][5] == [0] * 6
+    assert [p.name for p in write_pngs(result, tmp_path / "figs")] == ["02_self_attention-attention_weights.png"]
+
+
+@pytest.mark.parametrize("mistake", WRONG_CAUSAL)
+def test_a_wrong_causal_attention_is_drawn_as_its_attention_weights(course, grader, tmp_path, mistake):
+    """The class runs in its worker with weights under which its output is its weights (one-hot values), in
+    evaluation mode: the right ones hide the future, row by row."""
+    from grader.submission import resolve_submission
+
+    folder = _one_wrong(tmp_path / "assignments", CAUSAL_ATTENTION, *WRONG_CAUSAL[mistake])
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("03_causal_attention"),), seed=5)
+    exercise = exercise_of(result, "CausalAttention")
+    assert exercise.status == "failed" and valid_figure(exercise.figure), exercise.feedback
+    figure = exercise.figure
+    assert figure["row_labels"] == figure["col_labels"] == WORDS and figure["kind"] == "weights"
+    right = torch.tensor(figure["right"], dtype=torch.float64)
+    assert torch.equal(right.triu(1), torch.zeros(6, 6))
+    assert torch.allclose(right.sum(-1), torch.ones(6, dtype=torch.float64), atol=1e-3)
+    assert any(any(row) for row in figure["differs"])
+    assert {e.name for e in result.assignments[0].exercises if e.figure} == {"CausalAttention"}
+
+
+def test_grade_check_figures_writes_the_inverted_mask_and_the_class_report_draws_it(course, grader, tmp_path):
+    """The issue's run: `grade check --figures` on an inverted-mask attention_weights and CausalAttention said
+    "no figures: no pictured exercise is wrong"; and the class report's picture of mask-inverted."""
+    import os
+    import subprocess
+    import sys
+
+    from grader.reporting.class_report import render, summarise
+    from grader.submission import resolve_submission
+
+    folder = tmp_path / "assignments"
+    _one_wrong(folder, SELF_ATTENTION, *WRONG_WEIGHTS["inverted mask"])
+    _one_wrong(folder, CAUSAL_ATTENTION, *WRONG_CAUSAL["inverted mask"])
+    done = subprocess.run([sys.executable, "-m", "grader", "--course", str(ROOT), "check", "--submission", str(folder),
+                           "--seed", "5", "--figures", str(tmp_path / "figs")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COLUMNS": "120"})
+    assert done.returncode == 1 and "2 figure(s) of wrong exercises" in done.stderr, done.stderr
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == [
+        "02_self_attention-attention_weights.png", "03_causal_attention-CausalAttention.png"]
+    results = []
+    for student in ("ann", "ben"):
+        graded = grader.grade(resolve_submission(folder, course), course.select(("02_self_attention",)), seed=5)
+        results.append({**graded.to_json(), "submission": student})
+    summary = summarise(results)
+    inverted = next(m for m in summary["misconceptions"] if m["id"] == "mask-inverted")
+    assert valid_figure(inverted["figure"]) and "mask" in inverted["figure"]["title"]
+    assert '<svg id="figure-mask-inverted"' in render(summary, "html")
+
+
+WRONG_KERNEL = """
+import math
+
+import torch
+from torch import nn
+
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # the visible keys hidden: inverted
+    return torch.softmax(scores, dim=-1)
+"""
+
+
+def test_check_draws_an_inverted_mask_where_it_fails(course, grader, tmp_path):
+    """A notebook's check() on the inverted-mask attention_weights: what it grades (the kernel's cells, as
+    grade_cells takes them) carries the figure that check() shows (it had none)."""
+    from grader.platforms.notebook_grading import grade_cells
+
+    result = grade_cells(course, course.assignment("02_self_attention"), "attention_weights", ["", WRONG_KERNEL],
+                         cwd=tmp_path, seed=5, grader=grader)
+    [graded] = result.assignments[0].exercises
+    assert graded.status == "failed" and "mask-inverted" in graded.misconceptions, graded.feedback
+    assert valid_figure(graded.figure) and "mask" in graded.figure["title"]
+    assert png(graded.figure)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_each_picture_title_calls_with_the_lesson_notebooks_own_names():
+    """A title names its call's data as the lesson notebook does (04's `inputs[None]`, never the grader's
+    `journey[None]`, which a learner read as the token "journey")."""
+    import ast
+    import json
+
+    for (aid, exercise), first in CASES.items():
+        defined = set()
+        for notebook in (ROOT / "solutions" / aid).glob("*.ipynb"):
+            for cell in json.loads(notebook.read_text())["cells"]:
+                source = "".join(cell["source"])
+                if cell["cell_type"] == "code" and not source.lstrip().startswith(("%", "!")):
+                    defined |= {node.id for node in ast.walk(ast.parse(source))
+                                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        for case in first.each():
+            call = case.title.split(": ")[0]
+            assert call.startswith(exercise + "("), case.title
+            used = set(re.findall(r"\b([A-Za-z_]\w*)(?=\[|\s*@|\.T\b)", call))
+            assert used <= defined, f"{aid}:{exercise}: {sorted(used - defined)} in {case.title!r}"
