@@ -124,7 +124,8 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
 
         drawn = write_pngs(result, figures)
         print(f"{len(drawn)} figure(s) of wrong exercises -> {figures}" if drawn else
-              "no figures: no pictured exercise is wrong", file=sys.stderr)
+              "no figures: no wrong pictured exercise could be drawn (each is right on the lesson's data, with "
+              "and without its mask, or it raised there)", file=sys.stderr)
     if result.grader_error:  # no valid score: the grader's own failure, said once, exit 2
         raise GraderFailed(result.grader_error)
     return 0 if result.full_marks else 1
