@@ -32,9 +32,11 @@ _ENTRIES = (
     Misconception(
         "softmax-unstable",
         "Your softmax gives inf or NaN: large scores overflow exp(), or a slice that is all -inf gives NaN "
-        "(0/0, or -inf - -inf in a shift or an online softmax's rescale) instead of zeros.",
-        "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0; in an online "
-        "softmax the rescale too, exp(m_old - _shift(m_new))), and give "
+        "(0/0, or -inf - -inf in a shift or an online softmax's rescale) instead of zeros; or zeros where "
+        "exp() underflows, scores shifted by something other than their own maximum (an online softmax's "
+        "running maximum left at the 0 that stood in for -inf).",
+        "Subtract each slice's maximum before exp() (a slice that is all -inf: shift it by 0, but keep the "
+        "maximum itself -inf; in an online softmax the rescale too, exp(m_old - _shift(m_new))), and give "
         "such a slice zeros rather than 0/0 (divide by a sum that cannot be 0, e.g. s.clamp_min(tiny): a "
         "torch.where placed after a 0/0 hides it from the output but not from the gradient): "
         "01 section 3, \"Where the naive formula breaks\", and section 4, \"A softmax that does not overflow\".",

@@ -11,7 +11,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import journey, journey_batch
-from lesson.checks_05 import (expect_blockwise_statistics, expect_vectorised_within_a_block,
+from lesson.checks_05 import (expect_blockwise_statistics, expect_key_tiles, expect_vectorised_within_a_block,
                               expect_within_memory_bound, flash_same, growing_maximum, growing_scores,
                               online_softmax_same)
 
@@ -58,6 +58,21 @@ def test_online_softmax_minus_infinity(grade):
     for row in (0, 2, 3):  # and the maximum grows in the last block, on every seed: the sum must be rescaled
         x[row, -1] = x[row].amax() + 1.0
     online_softmax_same(grade, x, 4, grad=True)  # zero gradients where every entry is hidden, never NaN
+
+
+@exercise("online_softmax", weight=2)
+def test_online_softmax_hidden_first_block_then_far_below(grade):
+    """A row whose first block is all -inf and whose other entries lie far below float32's exp range (about
+    -88): its running maximum must become its own, never stay at the 0 that _shift gives -inf
+    (flash-attention#2082: the running maximum overwritten by its shift gives such a row zeros)."""
+    x = grade.randn(4, 14, scale=3.0)  # float32, as the underflow is float32's
+    x[0, :4] = float("-inf")  # the first block all hidden,
+    x[0, 4:] = x[0, 4:] - 150.0  # the rest far below 0 on every seed: exp(x - 0) underflows, exp(x - m) does not
+    x[1, :8] = float("-inf")  # the first two blocks hidden, the rest far below
+    x[1, 8:] = x[1, 8:] - 150.0
+    x[2, :4] = float("-inf")  # the first block hidden, the rest ordinary
+    x[3] = x[3] - 150.0  # far below with nothing hidden: the first block sets the running maximum
+    online_softmax_same(grade, x, 4, grad=True)
 
 
 @exercise("online_softmax", weight=2)
@@ -118,6 +133,15 @@ def test_flash_memory_bound(grade, causal):
     [Tq, Tk] causal mask neither); one block row of scores, [64, 512], is half of that. (64 tiles: every
     operation is watched, so the tiles, not the sizes, set this check's cost.)"""
     expect_within_memory_bound(grade, 512, 64, 64, causal)
+
+
+@exercise("flash_attention", weight=10)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_key_tiles(grade, causal):
+    """32 queries against 32 and then 96 keys, in blocks of 16: no operation may reduce more than 16 keys
+    at once (the contract's block rule: a query-block loop with a softmax over every key at once is not
+    flash-style, whatever its memory)."""
+    expect_key_tiles(grade, 32, 32, 96, 16, causal)
 
 
 @exercise("flash_attention", weight=2)

@@ -77,6 +77,41 @@ def shift_nan_rows_zeroed(x, block_size):
     return torch.where(lost, torch.zeros_like(out), out)
 
 
+def maximum_overwritten_by_shift(x, block_size):
+    """The running maximum overwritten by its _shift-ed value (m = _shift(m_new), as flash-attention's
+    sm90 softmax did, Dao-AILab/flash-attention#2082): a row whose first block is all -inf keeps a running
+    maximum of 0 until an entry above 0 comes, so where its other entries are all below 0 they are
+    shifted by 0, not by their maximum, and those below the exp range (about -88 in float32) underflow:
+    the row's sum is 0 and the row comes out as zeros. Computed in ``x``'s dtype (the underflow is its).
+    None where no row has its first block all -inf and every other entry below 0 (the same output as the
+    right one)."""
+    import torch
+
+    first = x[..., :block_size]
+    if not bool((torch.isneginf(first).all(dim=-1) & (x.amax(dim=-1) < 0)).any()):
+        return None
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        new_max = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)  # overwritten
+        running_sum = running_sum * torch.exp(running_max - new_max) + \
+            torch.exp(block - new_max[..., None]).sum(dim=-1)
+        running_max = new_max
+    total = torch.where(running_sum > 0, running_sum, torch.ones_like(running_sum))
+    return torch.exp(x - running_max[..., None]) / total[..., None]
+
+
+MAXIMUM_OVERWRITTEN = (
+    "the rows whose first block is all -inf and whose other entries are all far below 0 come out as zeros: "
+    "your running maximum is overwritten by its _shift-ed value (m = _shift(m_new), 0 while nothing is "
+    "visible), so such a row keeps a running maximum of 0 instead of its own, its entries are shifted by 0, "
+    "and exp(x - 0) underflows to 0 below about -88 (float32's exp range): the running sum stays 0. Keep the "
+    "true running maximum, m = m_new (-inf until something is visible), and use _shift(m_new) only where "
+    "you subtract it, in the rescale exp(m_old - _shift(m_new)) and in exp(block - _shift(m_new))")
+
+
 def full_blocks_only(x, block_size):
     """The running statistics of the whole blocks only (range(N // block_size)): the last, shorter block
     of N % block_size entries never reaches the running maximum and sum; every entry is then divided by
@@ -189,6 +224,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
                 "running sum stays 0, and 0/0 gives NaN; such a row must come out as zeros, as 01's softmax: divide "
                 "only where the sum is > 0 (torch.where, or sum.clamp_min(tiny))",
                 lambda: torch.softmax(x.double(), dim=-1)),
+        Mistake("softmax-unstable", MAXIMUM_OVERWRITTEN, lambda: maximum_overwritten_by_shift(x, block_size)),
         Mistake(None, "the rows whose first blocks are all -inf come out as zeros: your running sum is rescaled "
                 "by exp(m_old - m_new) without _shift, which is exp(-inf - -inf) = NaN while the running maximum "
                 "is still -inf, and the NaN sum then counts as no sum at all. Rescale by exp(m_old - "
@@ -533,6 +569,36 @@ def expect_within_memory_bound(grade, tokens, dim, block_size, causal):
     expected = expected.to(q.dtype).to(grade.device)
     grade.expect(reply, expected, f"flash_attention(<[{tokens}, {dim}]> x 3, block_size={block_size}, "
                                   f"causal={causal})")
+
+
+def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
+    """flash_attention tiles the keys too: no operation it runs reduces over more than ``block_size``
+    keys at once (the contract's block rule; a reduction over the feature dimension d is free, and d is
+    kept within a block here). Read from the aten operators the worker's tracer sees (the widest reduction,
+    as :func:`expect_reductions_within` reads it) on ``queries`` queries against ``short`` and then
+    ``long`` keys: a query-block loop that takes a softmax (or the maximum, the sum, the product with the
+    values) over every key at once reduces more than a block, and more as the keys grow, whatever its
+    memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Both
+    outputs must be right (a measured property earns only with a right answer)."""
+    q = grade.randn(2, queries, dim)
+
+    def measured(keys):
+        k, v = grade.randn(2, keys, dim), grade.randn(2, keys, dim)
+        return grade.measured("flash_attention", q, k, v, block_size=block_size, causal=causal,
+                              root_cause=flash_crash(q, block_size, k, v))
+
+    few, many = measured(short), measured(long)
+    narrow, wide = few.widest or 0, many.widest or 0
+    if wide > block_size and wide > narrow:
+        every = f"every one of the {long} keys" if wide == long else f"{wide} entries"
+        raise CheckFailed(f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys and values, "
+                          f"block_size={block_size}, causal={causal}): an operation ({many.widest_op}, as torch runs "
+                          f"it) reduced {every} at once ({narrow} with {short} keys): a softmax, a maximum, a sum or "
+                          "a product with the values over every key of a query at once is not flash attention, "
+                          f"whatever its memory. With block_size={block_size} each operation may reduce at most "
+                          f"{block_size} keys: inside each query tile, loop over the key tiles "
+                          "keys[..., ks:ks + block_size, :], keeping each query's running maximum, running sum and "
+                          "running output, rescaled by exp(m_old - m_new) whenever the maximum grows")
 
 
 def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):

@@ -59,6 +59,20 @@ def test_online_softmax_with_hidden_entries(grade):
 
 
 @exercise("online_softmax", weight=2)
+def test_online_softmax_when_the_first_block_is_hidden_and_the_rest_far_below(grade):
+    """The first block all -inf, every other entry below float32's exp range (about -88): the running maximum
+    must be the row's own, not the 0 that _shift gives -inf, or exp underflows and the row is all zeros."""
+    x = grade.randn(4, 15, scale=2.0)  # float32
+    x[0, :5] = float("-inf")  # a hidden first block,
+    x[0, 5:] = x[0, 5:] - 200.0  # then entries far below 0, on every seed
+    x[1] = x[1] - 130.0  # far below, nothing hidden: the first block sets the running maximum
+    x[2, :10] = float("-inf")  # two hidden blocks, then far below
+    x[2, 10:] = x[2, 10:] - 120.0
+    x[3, :5] = float("-inf")  # a hidden first block, then ordinary entries
+    checks.online_softmax_same(grade, x, 5, grad=True)
+
+
+@exercise("online_softmax", weight=2)
 def test_online_softmax_works_block_by_block(grade):
     """One block of 48 costs no more operations than one of 6 (no loop over entries); blocks of 6 cost more."""
     checks.expect_blockwise_statistics(grade, grade.randn(3, 48), 6, 6)
@@ -115,6 +129,14 @@ def test_flash_attention_never_builds_the_score_matrix(grade, causal):
     """384 tokens in blocks of 48: no intermediate tensor may hold 384*384/4 elements or more (a whole
     causal mask neither); one block row of scores, [48, 384], is half of that."""
     checks.expect_within_memory_bound(grade, 384, 32, 48, causal)
+
+
+@exercise("flash_attention", weight=10)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_tiles_the_keys_too(grade, causal):
+    """24 queries against 24 and then 72 keys, in blocks of 12: no operation may reduce more than 12 keys
+    at once (a query-block loop with one softmax over every key is not flash-style, whatever its memory)."""
+    checks.expect_key_tiles(grade, 24, 24, 72, 12, causal, dim=6)
 
 
 @exercise("flash_attention", weight=2)
