@@ -18,7 +18,9 @@ a notebook run top to bottom grades like the same notebook given to ``grade chec
 ``.py`` module holding the same definitions. Cells that import the grader (the graded cells
 themselves) and cells that do not parse (they defined nothing in the kernel either) are left out.
 Sibling assignments next to the kernel's folder (``../03_causal_attention/``) go along, as
-``grade check`` on a whole ``assignments/`` folder would take them.
+``grade check`` on a whole ``assignments/`` folder would take them, and so does the assignment's own
+module beside the notebook where a cell imports from it (``from attention_basics import softmax``):
+that import gives the graded code the module's function, as it gave the kernel.
 
 This module is the client only (a confined kernel holds it and nothing of the grading): the grading
 is grader.platforms.notebook_grading's, in the kernel's process or in the grading service outside its sandbox.
@@ -94,12 +96,14 @@ def _show(figure) -> None:
 
 
 def defines(cells: list[str], name: str) -> bool:
-    """Whether one of ``cells`` (that parses) defines ``name`` at the top level."""
+    """Whether one of ``cells`` (that parses) defines ``name`` at the top level, or imports it (``from
+    attention_basics import softmax``: the module's, which the kernel ran and check() grades)."""
     from grader.inside.notebook_source import history_notebook, without_magics
 
     for cell in history_notebook(cells)["cells"]:  # those left hold no syntax error once magics are out
         tree = ast.parse(without_magics(cell["source"]))
-        if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
+        if any((isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name)
+               or (isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names))
                for node in tree.body):
             return True
     return False
@@ -116,12 +120,19 @@ def module_wins(module: Path, exercise: str, cells: list[str]) -> str | None:
         theirs = definitions(ast.parse(text), text).get(exercise)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return None
-    ours = None
+    ours, imported = None, False
     for cell in history_notebook(cells)["cells"]:
         source = without_magics(cell["source"])
-        ours = definitions(ast.parse(source), source).get(exercise, ours)
-    if theirs is None or (ours is not None and ours.same_as(theirs)):
-        return None
+        tree = ast.parse(source)
+        ours = definitions(tree, source).get(exercise, ours)
+        for node in tree.body:  # the last of a definition and an import of the module's own wins
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == exercise:
+                imported = False
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module == module.stem and \
+                    any(a.name == exercise and (a.asname or a.name) == exercise for a in node.names):
+                imported = True
+    if theirs is None or imported or (ours is not None and ours.same_as(theirs)):
+        return None  # (imported: check() grades the module's own, as grade check does)
     return (f"Note: `grade check` on this folder grades {exercise} from {module.name}, not from this notebook: "
             f"{module.name} has its own {exercise} written, and the module wins.")
 

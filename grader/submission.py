@@ -34,6 +34,10 @@ class Submission:
     path: Path
     sources: tuple[tuple[str, Path], ...]  # (assignment id, module or notebook), for what was found
     overlays: tuple[tuple[str, Path], ...] = ()  # (assignment id, the notebook beside its module)
+    # (assignment id, the assignment's module file, named as the course names it, beside a notebook graded alone,
+    # whose cells import it by that name): a kernel's module, which check() hands in with the kernel's history
+    # (grader.inside.worker.exec_as_module); copied beside the notebook, never graded as the module
+    beside: tuple[tuple[str, Path], ...] = ()
 
     def source(self, assignment_id: str) -> Path | None:
         return dict(self.sources).get(assignment_id)
@@ -234,6 +238,13 @@ class WorkingCopy:
                 except SubmissionError:  # not a regular file, or too large: not copied, so ignored (and said so)
                     pass
                 self.overlays[assignment_id] = target  # absent when refused: source_choice.choose says why
+            for assignment_id, module in submission.beside:
+                source = self.sources.get(assignment_id)
+                if source is not None and source.suffix == ".ipynb":
+                    try:  # not a regular file, or too large: not copied (the notebook is then its own module)
+                        copy_file(module, source.with_name(module.name))
+                    except SubmissionError:
+                        pass
         except BaseException:
             self.close()
             raise

@@ -166,6 +166,10 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
             return f"{path.name}, which the grader could not read ({type(error).__name__})"
         codes.append((path, code, places))
         queue += [p for module in sorted(imported) for p in course_files.get(module, ())]
+        # and a course module's file beside the notebook that imports it (a kernel's module beside its
+        # history, which the notebook's cells import by their own name: grader.inside.worker.exec_as_module)
+        if path.suffix == ".ipynb":
+            queue += [beside for module in sorted(imported) if (beside := path.with_name(module + ".py")).is_file()]
     words = [frozenset(re.findall(r"\w+", code)) for _, code, _ in codes]
     for index, (path, code, places) in enumerate(codes):
         # what the other files may call of this one: every name they write (``from causal_attention import x``)

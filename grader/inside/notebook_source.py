@@ -90,7 +90,9 @@ def without_magics(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
-def _kept(node: ast.stmt, scope: "_Scope") -> bool:
+def _kept(node: ast.stmt, scope: "_Scope", own: str | None = None) -> bool:
+    if own is not None and _imports_from(node, own):
+        return False
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         return scope.defines_safely(node)
     if not isinstance(node, _KEEP):
@@ -100,6 +102,11 @@ def _kept(node: ast.stmt, scope: "_Scope") -> bool:
     if isinstance(node, ast.ImportFrom):
         return (node.module or "").split(".")[0] not in _NOT_GRADED
     return True
+
+
+def _imports_from(node: ast.stmt, module: str) -> bool:
+    """``from <module> import ...`` (absolute): names taken from that module."""
+    return isinstance(node, ast.ImportFrom) and not node.level and node.module == module
 
 
 class _Scope:
@@ -167,9 +174,11 @@ def _root(func: ast.expr) -> str | None:
     return func.id if isinstance(func, ast.Name) else None
 
 
-def read_cells(path: Path) -> list[Cell]:
-    """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole."""
-    return cells_of(read_bounded(Path(path)), Path(path).name)
+def read_cells(path: Path, own: str | None = None) -> list[Cell]:
+    """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole.
+    ``own``: the notebook's own module name, when the notebook is that module and no file of it lies
+    beside (grader.inside.worker.exec_as_module): its ``from <own> import ...`` statements are left out."""
+    return cells_of(read_bounded(Path(path)), Path(path).name, own)
 
 
 def read_bounded(path: Path, limit: int = LIMITS.file_bytes) -> bytes:
@@ -181,18 +190,19 @@ def read_bounded(path: Path, limit: int = LIMITS.file_bytes) -> bytes:
     return data
 
 
-def cells_of(data: bytes, name: str = "notebook.ipynb") -> list[Cell]:
+def cells_of(data: bytes, name: str = "notebook.ipynb", own: str | None = None) -> list[Cell]:
     """:func:`read_cells` of a notebook's bytes; ``name`` is the file's, for tracebacks."""
-    return [cell for cell, _, _ in parsed_cells(data, name)]
+    return [cell for cell, _, _ in parsed_cells(data, name, own=own)]
 
 
 def parsed_cells(data: bytes, name: str = "notebook.ipynb", limits: NotebookLimits = LIMITS, *,
-                 cell_chars: int | None = None) -> Iterator[tuple[Cell, list | None, str | None]]:
+                 cell_chars: int | None = None,
+                 own: str | None = None) -> Iterator[tuple[Cell, list | None, str | None]]:
     """Each code cell kept, one at a time: ``(cell, its kept statements, None)``, or ``(cell kept whole,
     None, why it is not parsed)``: it does not parse, or it is longer than ``cell_chars`` (None: no
     bound). The list of statements is emptied when the next cell is asked for (read what you need of
     them before). The whole notebook is checked first (NotebookError), so nothing is parsed of one
-    that is refused."""
+    that is refused. ``own``: as :func:`read_cells`."""
     sources = _code_sources(_loaded(data, name, limits), name, limits)
     scope = _Scope()
     for index, raw in sources:
@@ -217,7 +227,7 @@ def parsed_cells(data: bytes, name: str = "notebook.ipynb", limits: NotebookLimi
             continue
         kept = []
         for node in tree.body:
-            if _kept(node, scope):
+            if _kept(node, scope, own):
                 kept.append(node)
                 scope.add(node)
         del tree  # what is not kept goes now

@@ -61,13 +61,52 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(resolved == root or resolved.startswith(root + os.sep) for root in roots)
 
 
-def _exec_notebook(module: types.ModuleType, path: str) -> None:
+def _exec_notebook(module: types.ModuleType, path: str, own: str | None = None) -> None:
+    """Run a notebook's kept code in ``module``; ``own``: the module name whose ``from own import ...``
+    statements are left out (see :func:`exec_as_module`)."""
     from grader.inside.notebook_source import read_cells
 
     module.__file__ = path
-    for cell in read_cells(Path(path)):
+    for cell in read_cells(Path(path), own=own):
         linecache.cache[cell.filename] = (len(cell.source), None, cell.source.splitlines(True), cell.filename)
         exec(compile(cell.code, cell.filename, "exec"), module.__dict__)
+
+
+class _ModuleBeside:
+    """Finds the ``.py`` module beside a notebook under its own name, while the notebook runs."""
+
+    def __init__(self, name: str, path: Path):
+        self.name, self.path = name, path
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.util.spec_from_file_location(name, str(self.path)) if name == self.name else None
+
+
+def exec_as_module(module: types.ModuleType, path: str) -> None:
+    """Run a notebook graded as its assignment's module (``module``, named ``attention_basics``), whose
+    cells may import that very name (``from attention_basics import softmax``), as a kernel beside the
+    module does. Where the module's ``.py`` file lies beside the notebook (a kernel's, which check()
+    hands in), those imports get it, a module of its own, as the kernel got it: ``softmax`` is the
+    module's function, graded as the module's, and a later cell of the notebook that defines it again
+    wins, as in the kernel. Where no module lies beside it, the notebook is the module: its
+    ``from attention_basics import ...`` statements are left out, so that what the notebook defines is
+    its own, anywhere in it, and what it never defines is missing (never a failed import that costs
+    every exercise). ``import attention_basics`` binds the notebook's module either way."""
+    name = module.__name__
+    beside = Path(path).with_name(name + ".py")
+    if not beside.is_file():
+        sys.modules[name] = module
+        _exec_notebook(module, path, own=name)
+        return
+    finder = _ModuleBeside(name, beside)
+    if sys.modules.get(name) is module:
+        del sys.modules[name]  # imported from the file, lazily, as the kernel imported it
+    sys.meta_path.insert(0, finder)
+    try:
+        _exec_notebook(module, path)
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules[name] = module
 
 
 class _NotebookFinder:
@@ -85,7 +124,7 @@ class _NotebookFinder:
         return None
 
     def exec_module(self, module):
-        _exec_notebook(module, self.notebooks[module.__name__])
+        exec_as_module(module, self.notebooks[module.__name__])
 
 
 class GraderShield:
@@ -146,7 +185,7 @@ def import_submission(spec: WorkerSpec) -> types.ModuleType:
     if spec.source.endswith(".ipynb"):
         module = types.ModuleType(spec.module_name)
         sys.modules[spec.module_name] = module
-        _exec_notebook(module, spec.source)
+        exec_as_module(module, spec.source)
         return module
     loader_spec = overlays.find_spec(spec.module_name) or \
         importlib.util.spec_from_file_location(spec.module_name, spec.source)

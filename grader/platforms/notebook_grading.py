@@ -3,7 +3,8 @@
 The code graded is the kernel's input history (every cell run so far, in the order it ran), reduced
 to its imports, functions and classes exactly as a ``.ipynb`` submission is
 (grader.inside.notebook_source): written out as a submission folder with the sibling assignments
-found beside the kernel's folder, and graded by a :class:`grader.grading.run.Grader`. Where the kernel is
+found beside the kernel's folder (and the assignment's own module beside it, where the cells import
+from it: :func:`kernels_module`), and graded by a :class:`grader.grading.run.Grader`. Where the kernel is
 confined (nbgrader's kernels, grader.sandbox.kernel_boundary), this runs in the grading service outside
 its sandbox (grader.platforms.notebook_service); elsewhere in the kernel's own process, with one Grader kept per
 kernel and the kernel left as it was: its imports (no reference module stays importable by name),
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -79,7 +81,37 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
                           .replace("use --device", "set GRADE_DEVICE to")) from None
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
-        return grader.grade(resolve_submission(root, course), (assignment,), seed=seed, exercises=(exercise,))
+        submission = resolve_submission(root, course)
+        module = kernels_module(course, assignment, cells, cwd)
+        if module is not None:
+            submission = dataclasses.replace(submission, beside=((assignment.id, module),))
+        return grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,))
+
+
+def kernels_module(course, assignment, cells: list[str], cwd: Path) -> Path | None:
+    """The assignment's module beside the kernel (``cwd``), where its cells import it by its own name
+    (``from attention_basics import softmax``): what those imports gave the kernel, handed in with its
+    history so that they give the graded code the same (grader.inside.worker.exec_as_module). None where
+    no cell imports it, where there is none (a link is not followed), or where it is the reference's
+    (an instructor's kernel in solutions/: no right implementation goes into a student's process)."""
+    import ast
+
+    from grader.inside.notebook_source import without_magics
+    from grader.sandbox.confine import blocked_paths
+
+    module = cwd / assignment.module
+    if not module.is_file() or module.is_symlink():
+        return None
+    secret = tuple(folder + os.sep for folder in blocked_paths(course))
+    if os.path.realpath(module).startswith(secret):
+        return None
+    name = assignment.module_name
+    for cell in history_notebook(cells)["cells"]:  # those left parse, once magics are out
+        for node in ast.walk(ast.parse(without_magics(cell["source"]))):
+            if (isinstance(node, ast.ImportFrom) and not node.level and node.module == name) or \
+                    (isinstance(node, ast.Import) and any(alias.name == name for alias in node.names)):
+                return module
+    return None
 
 
 def describe(exercise, result) -> str:

@@ -299,3 +299,83 @@ def test_a_refusal_in_a_notebook_is_one_line_naming_what_the_notebook_set(monkey
                                      cwd=tmp_path)
     assert refused.value._render_traceback_() == [
         "DeviceError: GRADE_DEVICE=cuda: no CUDA device is available on this machine (set GRADE_DEVICE to cpu or auto)"]
+
+
+def _with_softmax_from_the_module(course, tmp_path, module_text):
+    """A kernel's folder holding the assignment's module (``module_text``), and the history of a notebook
+    whose cells import softmax from it, write the rest, and use softmax (issue 46)."""
+    import ast
+
+    assignment = course.assignment("01_attention_basics")
+    solution = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+    rest = "\n\n".join(ast.get_source_segment(solution, node) for node in ast.parse(solution).body
+                       if isinstance(node, ast.FunctionDef) and node.name != "softmax")
+    here = tmp_path / "assignments" / assignment.id
+    here.mkdir(parents=True)
+    (here / assignment.module).write_text(module_text)
+    cells = ["", "import torch\nfrom attention_basics import softmax", rest, CHECK_CELL]
+    return assignment, here, cells
+
+
+def test_a_kernel_that_imports_its_modules_function_grades_it_as_the_module_does(course, grader, tmp_path):
+    """Issue 46: ``from attention_basics import softmax`` in a notebook beside its module gave check()
+    0 points, "importing your module failed" (the history was graded alone, and imported itself). The
+    import now gets the module beside the kernel, as the kernel got it: check() grades the module's
+    softmax as `grade check` on the folder does, and the notebook's own functions beside it."""
+    from grader.submission import resolve_submission
+
+    solution = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    wrong = solution.replace("return exp / total.clamp_min(1.0)", "return exp / total")  # all -inf slice: NaN
+    assert wrong != solution
+    for module_text, full in ((solution, True), (wrong, False)):
+        assignment, here, cells = _with_softmax_from_the_module(course, tmp_path / str(full), module_text)
+        (here / assignment.notebook).write_text(json.dumps(history_notebook(cells)))
+        folder = grader.grade(resolve_submission(here, course), (assignment,), seed=3)
+        for exercise in ("softmax", "simple_self_attention"):
+            kernel = grade_cells(course, assignment, exercise, cells, cwd=here, seed=3, grader=grader)
+            [graded] = kernel.assignments[0].exercises
+            same = next(e for e in folder.assignments[0].exercises if e.name == exercise)
+            assert "importing your module failed" not in graded.feedback, graded.feedback
+            assert (graded.score, graded.status, graded.misconceptions) == (same.score, same.status,
+                                                                            same.misconceptions), exercise
+            if full or exercise == "simple_self_attention":  # (right given its helper: the mistake is softmax's)
+                assert graded.score == graded.max_score, graded.feedback
+            else:
+                assert 0 < graded.score < graded.max_score and graded.status == "failed", graded.feedback
+    # a later cell that defines softmax again wins, as it does in the kernel
+    assignment, here, cells = _with_softmax_from_the_module(course, tmp_path / "later", solution)
+    naive = "import torch\ndef softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)"
+    cells = cells[:-1] + [naive, CHECK_CELL]
+    [graded] = grade_cells(course, assignment, "softmax", cells, cwd=here, seed=3,
+                           grader=grader).assignments[0].exercises
+    assert graded.status == "failed" and "softmax-unstable" in graded.misconceptions, graded.feedback
+
+
+def test_the_module_a_kernel_imports_goes_along_only_where_imported_and_never_the_reference(course, tmp_path):
+    from grader.platforms.notebook_grading import kernels_module
+
+    solution = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    assignment, here, cells = _with_softmax_from_the_module(course, tmp_path, solution)
+    assert kernels_module(course, assignment, cells, here) == here / assignment.module
+    assert kernels_module(course, assignment, ["", "import attention_basics as ab"], here) == here / assignment.module
+    assert kernels_module(course, assignment, ["", "import torch", "def softmax(x, dim=-1):\n    return x"],
+                          here) is None  # not imported: the history alone, as before
+    assert kernels_module(course, assignment, cells, ROOT / "solutions" / assignment.id) is None  # the reference's
+    assert defines(cells, "softmax") and not defines(cells, "context_vector")  # imported counts as defined
+    from grader.notebook_checks import module_wins
+
+    assert module_wins(here / assignment.module, "softmax", cells) is None  # check() grades the module's too
+    assert module_wins(here / assignment.module, "softmax", cells + ["def softmax(x, dim=-1):\n    return x"])
+
+
+def test_a_kernels_module_is_read_before_what_it_computes_is_watched(course, grader, tmp_path):
+    """The module the kernel imports runs in the worker, so the checks that watch the computation read
+    it too (grader/grading/observable.py): a softmax computed in NumPy there earns no watched check."""
+    solution = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    numpy_softmax = "import numpy\n" + solution.replace("def softmax(x, dim=-1):\n",
+                                                        "def softmax(x, dim=-1):\n    numpy.seterr(all='ignore')\n")
+    assignment, here, cells = _with_softmax_from_the_module(course, tmp_path, numpy_softmax)
+    [graded] = grade_cells(course, assignment, "softmax", cells, cwd=here, seed=3,
+                           grader=grader).assignments[0].exercises
+    assert graded.score < graded.max_score and "attention_basics.py line 56 uses numpy" in graded.feedback, \
+        graded.feedback

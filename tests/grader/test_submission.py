@@ -185,3 +185,41 @@ def test_a_batch_names_the_students_files_from_their_own_folder_never_the_grader
     finally:
         batch.close()
         alone.close()
+
+
+def test_a_module_beside_a_notebook_graded_alone_goes_beside_it_in_the_working_copy(course, tmp_path):
+    """Issue 46: check() hands in the kernel's module with its history (Submission.beside), so that the
+    history's ``from attention_basics import softmax`` gets it in the worker; only beside a notebook
+    graded alone, and never through a link."""
+    import dataclasses
+
+    folder = tmp_path / "kernel" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.ipynb").write_text('{"cells": []}')
+    module = tmp_path / "attention_basics.py"
+    module.write_text("def softmax(x, dim=-1):\n    return x\n")
+    found = dataclasses.replace(resolve_submission(tmp_path / "kernel", course),
+                                beside=(("01_attention_basics", module),))
+    copy = WorkingCopy(found)
+    try:
+        notebook = copy.sources["01_attention_basics"]
+        assert notebook.suffix == ".ipynb" and notebook.with_name("attention_basics.py").read_text() == \
+            module.read_text()
+        assert list(copy.sources) == ["01_attention_basics"] and copy.overlays == {}  # still the notebook's
+    finally:
+        copy.close()
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "attention_basics.py").symlink_to(module)
+    linked = WorkingCopy(dataclasses.replace(found, beside=(("01_attention_basics",
+                                                             tmp_path / "link" / "attention_basics.py"),)))
+    try:
+        assert not linked.sources["01_attention_basics"].with_name("attention_basics.py").exists()
+    finally:
+        linked.close()
+    with_module = resolve_submission(ROOT / "solutions" / "01_attention_basics", course)
+    beside_a_module = WorkingCopy(dataclasses.replace(with_module, beside=(("01_attention_basics", module),)))
+    try:  # a module graded as itself is never replaced
+        assert beside_a_module.sources["01_attention_basics"].read_text() == \
+            (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text()
+    finally:
+        beside_a_module.close()

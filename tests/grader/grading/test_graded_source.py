@@ -4,6 +4,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from grader.grading.graded_source import choose, is_stub
 from grader.submission import resolve_submission
 
@@ -219,3 +221,60 @@ def test_a_notebook_that_cannot_be_used_is_ignored_and_each_exercise_says_why_in
     cells.unlink()  # what grader.submission.WorkingCopy leaves of a link, a folder or a device
     note = choose(module, cells, ("softmax",)).notes["softmax"]
     assert note.startswith("attention_basics.ipynb was not read (not a regular file"), note
+
+
+def _import_from_the_module(solution: str, *, define_softmax_later: bool) -> list[str]:
+    """A lesson notebook's cells that take softmax from the module (``from attention_basics import
+    softmax``) and write the other exercises; ``define_softmax_later``: a later cell writes softmax too."""
+    import ast
+
+    tree = ast.parse(solution)
+    functions = {n.name: ast.get_source_segment(solution, n) for n in tree.body if isinstance(n, ast.FunctionDef)}
+    cells = ["import torch\nfrom attention_basics import softmax"]
+    cells += [text for name, text in functions.items() if name != "softmax"]
+    if define_softmax_later:
+        cells.append(functions["softmax"])
+    return cells + ["softmax(torch.ones(3))"]
+
+
+@pytest.mark.slow
+def test_a_notebook_that_imports_its_modules_function_grades_as_the_module_does(course, grader, tmp_path):
+    """Issue 46: ``from attention_basics import softmax`` in the notebook. Beside the module (softmax
+    written there, the rest stubs): softmax is the module's, graded as the module's, by `grade check` on
+    the folder and by `grade autograde` alike. A notebook handed in alone is its own module: the import of
+    its own name no longer fails its import (0 for every exercise, "importing your module failed" before);
+    what it writes is graded, a softmax it writes later too, and a softmax it never writes is missing."""
+    from grader.batch.autograde import autograde
+
+    assignment = course.assignment("01_attention_basics")
+    solution = (ROOT / "solutions" / assignment.id / assignment.module).read_text()
+    stub = stub_of(assignment)
+    import ast
+
+    def body_of(text, name):
+        node = next(n for n in ast.parse(text).body if getattr(n, "name", None) == name)
+        return ast.get_source_segment(text, node)
+
+    module_text = stub.replace(body_of(stub, "softmax"), body_of(solution, "softmax"))
+    classroom = tmp_path / "class"
+    release_with(classroom / "alice", assignment, _import_from_the_module(solution, define_softmax_later=False),
+                 module_text)
+    for name, later in (("bob", True), ("carol", False)):  # notebooks alone
+        folder = classroom / name / "assignments" / assignment.id
+        folder.mkdir(parents=True)
+        notebook(folder / assignment.notebook, *_import_from_the_module(solution, define_softmax_later=later))
+    checked = {}
+    for name in ("alice", "bob", "carol"):
+        result = grader.grade(resolve_submission(classroom / name / "assignments", course), (assignment,), seed=4)
+        checked[name] = {e.name: (e.score, e.status) for e in result.assignments[0].exercises}
+        assert not any("importing your module failed" in e.feedback for e in result.assignments[0].exercises)
+    full = {name: (points, "passed") for name, points in assignment.points}
+    assert checked["alice"] == full and checked["bob"] == full, checked
+    assert checked["carol"]["softmax"][0] == 0 and checked["carol"]["attention_scores"] == full["attention_scores"]
+    assert sum(score for score, _ in checked["carol"].values()) >= 100 - 25 - 20, checked["carol"]
+    out = tmp_path / "results"
+    assert autograde(course=course, paths=[classroom], out=out, workers=1, shard=None, resume=False,
+                     device="cpu", seed=4, assignments=(assignment,)) == 0
+    for name in ("alice", "bob", "carol"):
+        graded = json.loads((out / f"{name}.json").read_text())["assignments"][0]["exercises"]
+        assert {e["name"]: (e["score"], e["status"]) for e in graded} == checked[name], name

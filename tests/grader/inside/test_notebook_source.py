@@ -84,3 +84,22 @@ def test_a_notebook_nested_past_the_parsers_limits_is_read_as_what_it_is(tmp_pat
     path.write_text('{"cells": ' + "[" * 100_000 + "]" * 100_000 + "}")
     with pytest.raises(RecursionError):
         read_cells(path)
+
+
+def test_a_notebook_that_is_its_own_module_leaves_out_its_imports_from_that_name(tmp_path):
+    """Issue 46: a notebook graded as attention_basics (no module beside it) whose cell says
+    ``from attention_basics import softmax``: that import is left out (what the notebook defines is its
+    own, wherever it is), so it never fails the notebook's import; other imports stay, and so does
+    ``import attention_basics`` (the module itself, whole by the time a function uses it)."""
+    path = notebook(tmp_path, ("code", "import torch\nfrom attention_basics import softmax, attention_scores\n"
+                                       "import attention_basics\nfrom causal_attention import causal_mask\n"
+                                       "from attention_basics_extra import x", {}),
+                    ("code", "def softmax(x, dim=-1):\n    return x.softmax(dim)", {}))
+    kept = "\n".join(c.code for c in read_cells(path))
+    assert "from attention_basics import softmax" in kept  # read as written, for grading from the file
+    own = "\n".join(c.code for c in read_cells(path, own="attention_basics"))
+    assert "from attention_basics import" not in own
+    for line in ("import torch", "import attention_basics", "from causal_attention import causal_mask",
+                 "from attention_basics_extra import x", "def softmax(x, dim=-1):"):
+        assert line in own, line
+    assert own.count("\n") == kept.count("\n")  # lines keep their numbers
