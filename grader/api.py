@@ -286,7 +286,7 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     """Regenerate (or with ``check_only``, verify) assignments/ from solutions/. 1 when stale or leaking.
     With ``out``: write (or verify) the student distribution of the named assignments (default all) there.
     ``force``: overwrite edits in assignments/, a copy of each kept first (grader/course/release.py)."""
-    from grader.course.release import release as run_release
+    from grader.course.release import check_release, release as run_release
 
     if not course.layout.has_reference():
         raise UsageError(f"{course.root} has no solutions/ or suites/hidden/ (a student distribution?): "
@@ -305,14 +305,11 @@ def release(*, course: Course, assignment_ids: tuple[str, ...], check_only: bool
     else:
         root = course.root
         chosen = course.select(assignment_ids)
-        stale = run_release(course, chosen, check=True) if check_only else []
+        stale, edited = check_release(course, chosen) if check_only else ([], [])
         hint = "run `grade release` to regenerate assignments/ from solutions/"
-        if check_only and stale:
-            from grader.course.release import at_risk_now
-
-            if edited := at_risk_now(course, chosen):  # release would refuse these: say how it goes on
-                hint += (f" (it refuses to overwrite edits: {', '.join(str(p.relative_to(root)) for p in edited[:5])}; "
-                         "`grade release --force` keeps a copy of them first)")
+        if edited:  # release would refuse these: say how it goes on
+            hint += (f" (it refuses to overwrite edits: {', '.join(str(p.relative_to(root)) for p in edited[:5])}; "
+                     "`grade release --force` keeps a copy of them first)")
         if not check_only:  # what it kept and what it wrote, a line each
             _said_kept(run_release(course, chosen, check=False, force=force), course.root)
             target = course.layout.assignments

@@ -199,9 +199,13 @@ def _found_instead(folder: Path) -> str:
         names = sorted(e.name for e in folder.iterdir() if not e.name.startswith("."))
     except OSError:
         return ""
-    if not names:
-        return " (it is empty)"
-    return " (found " + ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") + ")"
+    return f" (found {listed(names)})" if names else " (it is empty)"
+
+
+def listed(names: list[str], shown: int = 5) -> str:
+    """``a, b, c and 2 more``: the first ``shown`` of ``names``, for a one-line message."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _no_link(path: Path, top: Path) -> None:

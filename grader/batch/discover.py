@@ -37,6 +37,7 @@ from grader.batch.lms_layouts import owner
 from grader.config import Course
 from grader.errors import SubmissionError
 from grader.results import INVISIBLE
+from grader.submission import listed
 
 ZIP_LIMIT = 50 << 20  # bytes a submission's archive may unpack to
 MAX_MEMBERS = 10_000
@@ -163,12 +164,21 @@ def _code(name: str) -> bool:
     return name.lower().endswith((".py", ".ipynb", ".zip"))
 
 
+def _visible(folder: Path) -> list[Path]:
+    """A folder's entries but hidden ones and what tools add (IGNORED); raises OSError."""
+    return [e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in IGNORED]
+
+
+def _gradable(entry: Path, course: Course) -> bool:
+    """An archive, or a folder or file that is a submission itself (never a link)."""
+    return not entry.is_symlink() and (entry.suffix == ".zip" or _is_submission(entry, course))
+
+
 def _holds_submissions(folder: Path, course: Course) -> bool:
     """Whether at least two of a folder's entries are submissions: a class folder (one is a student's
     folder that wraps their submission: :func:`_wrapped`)."""
     try:
-        entries = [e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in IGNORED]
-        return sum(1 for e in entries if not e.is_symlink() and (e.suffix == ".zip" or _is_submission(e, course))) > 1
+        return sum(1 for e in _visible(folder) if _gradable(e, course)) > 1
     except OSError:
         return False
 
@@ -177,10 +187,10 @@ def _wrapped(folder: Path, course: Course, depth: int = 3) -> Path | None:
     """The one submission a student's folder wraps (``alice/assignments/``, GitHub's ``repo-main/``,
     ``alice/week1.zip``), at most ``depth`` folders down; None where there is none or more than one."""
     try:
-        entries = [e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in IGNORED]
+        entries = _visible(folder)
     except OSError:
         return None
-    inner = [e for e in entries if not e.is_symlink() and (e.suffix == ".zip" or _is_submission(e, course))]
+    inner = [e for e in entries if _gradable(e, course)]
     if len(inner) == 1:
         return inner[0]
     folders = [e for e in entries if e.is_dir() and not e.is_symlink()]
@@ -200,8 +210,7 @@ def _why_not(entry: Path, course: Course) -> str:
             inside = []
         if not inside:
             return f"{entry.name}/ is empty: nothing was handed in"
-        shown = ", ".join(inside[:5]) + (f" and {len(inside) - 5} more" if len(inside) > 5 else "")
-        return f"{entry.name}/ holds no module or notebook of this course (found {shown}); {expected}"
+        return f"{entry.name}/ holds no module or notebook of this course (found {listed(inside)}); {expected}"
     return f"{entry.name} is not a module or notebook of this course; {expected}"
 
 
@@ -209,20 +218,21 @@ def _owned(key: str, members: list[Path], course: Course) -> _Entry:
     """One student's entries in an LMS's layout: their one folder or archive, or their flat files laid out
     as one folder (:func:`_laid_out`); an error where none of them is a module or notebook."""
     where = members[0]
-    gradable = [m for m in members if m.is_dir() and (_is_submission(m, course) or _wrapped(m, course))
-                or m.suffix == ".zip"]
+    # each folder or archive as what it is graded by: itself, or the one submission it wraps
+    targets = [m if m.suffix == ".zip" or _is_submission(m, course) else _wrapped(m, course)
+               for m in members if m.is_dir() or m.suffix == ".zip"]
+    gradable = [t for t in targets if t is not None]
     files = tuple(m for m in members if m.is_file() and m.suffix.lower() in (".py", ".ipynb"))
     if len(gradable) == 1 and not files:
-        return _Entry(key, where, _wrapped(gradable[0], course) if gradable[0].is_dir()
-                      and not _is_submission(gradable[0], course) else gradable[0])
+        return _Entry(key, where, gradable[0])
     if files and not gradable:
         return _Entry(key, where, None, files=files)
+    found = listed([m.name for m in members])
     if not gradable:
         return _Entry(key, where, None, _why_not(where, course) if len(members) == 1 and where.is_dir() else
-                      f"{key} handed in no module or notebook of this course (found "
-                      + ", ".join(m.name for m in members[:5]) + ")")
-    return _Entry(key, where, None, f"{key} handed in several submissions ("
-                  + ", ".join(m.name for m in members[:5]) + "): keep one folder or archive a student")
+                      f"{key} handed in no module or notebook of this course (found {found})")
+    return _Entry(key, where, None, f"{key} handed in several submissions ({found}): keep one folder or archive "
+                  "a student")
 
 
 def _laid_out(name: str, files: tuple[Path, ...], scratch: Path, collision: dict | None) -> Job:
@@ -272,12 +282,8 @@ def _names(entries: list[_Entry]) -> list[tuple[str, dict | None]]:
     return found
 
 
-def raw_name(path: Path) -> str:
-    """A submission's file or folder name as it is, shown as text (bytes that are not UTF-8 as ``\\xNN``)."""
-    return _as_text(path.name)
-
-
 def _as_text(name: str) -> str:
+    """A file or folder name as it is, shown as text (bytes that are not UTF-8 as ``\\xNN``)."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 

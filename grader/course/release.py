@@ -55,12 +55,10 @@ def release(course: Course, assignments: tuple[Assignment, ...], *, check: bool,
     target_root = course.layout.assignments
     # every notebook generated aside first: a failure (nbgrader's, a missing tool) leaves assignments/ as
     # it was, never an assignment folder emptied; --check compares what was generated
+    if check:
+        return check_release(course, assignments)[0]
     with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
         planned = render(course, assignments, Path(scratch))
-        if check:
-            stale = [item for a in assignments for item in _compare(
-                target_root / a.id, {name: data.decode("utf-8") for name, data in planned[a.id].items()})]
-            return stale + leaks(target_root)
         work = at_risk(target_root, planned)
         if work and not force:
             raise WorkWouldBeLost(_refusal(course, work))
@@ -114,13 +112,19 @@ def at_risk(target_root: Path, planned: dict[str, dict[str, bytes]]) -> list[Pat
     return work
 
 
-def at_risk_now(course: Course, assignments: tuple[Assignment, ...]) -> list[Path]:
-    """The edits `grade release` of ``assignments`` would refuse to overwrite (:func:`at_risk`), for
-    ``--check``'s advice."""
+def check_release(course: Course, assignments: tuple[Assignment, ...]) -> tuple[list, list[Path]]:
+    """``--check`` from one generation, writing nothing: what differs from the committed files
+    (:class:`Stale`) and any committed file that leaks, and, where something differs, the edits a release
+    would refuse to overwrite (:func:`at_risk`), for ``--check``'s advice."""
     import tempfile
 
+    target_root = course.layout.assignments
     with tempfile.TemporaryDirectory(prefix="grade-release-") as scratch:
-        return at_risk(course.layout.assignments, render(course, assignments, Path(scratch)))
+        planned = render(course, assignments, Path(scratch))
+    stale = [item for a in assignments for item in _compare(
+        target_root / a.id, {name: data.decode("utf-8") for name, data in planned[a.id].items()})]
+    stale += leaks(target_root)
+    return stale, at_risk(target_root, planned) if stale else []
 
 
 def read_record(target_root: Path) -> dict[str, str]:

@@ -569,16 +569,14 @@ def unmasked_or_misplaced(pair, model, prefix, start, size):
     mask is skipped there, or its queries sit after every key (a position read after this call advanced
     it, or counted too far). Those two give one output, so the message says both, positions first (issue
     46: a position read after it was advanced was told only masked_fill's hint)."""
-    torch = _torch()
     said = {}
 
     def uncached_right() -> bool:
         if "right" not in said:
             try:
                 theirs = pair.call(prefix.to(pair.grade.device), use_cache=False).out
-                right = attention_of(model, prefix, prefix.shape[1], q_start=0)
-                said["right"] = (isinstance(theirs, torch.Tensor) and theirs.shape == right.shape
-                                 and torch.allclose(theirs.detach().cpu().to(right.dtype), right, rtol=1e-3, atol=1e-4))
+                said["right"] = diagnose.matches(pair.grade, theirs, attention_of(model, prefix, prefix.shape[1],
+                                                                                  q_start=0))
             except Exception:  # noqa: BLE001 - a call without the cache that fails tells nothing here
                 said["right"] = False
         return said["right"]
