@@ -110,7 +110,8 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
                 out = rerun()
             except StudentFault:
                 raise failure from None
-        if root_cause is not None and (blamed := cause(grade, root_cause, failure, out)):
+        blamed = cause(grade, root_cause, failure, out) if root_cause is not None else None
+        if blamed is not None and not getattr(blamed, "by_stand_in_only", False):
             raise blamed from None  # first: a helper's mistake seen again here is the helper's
         try:
             right_out = right() if right else None
@@ -122,7 +123,10 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
         named = name_mistake(grade, failure, out, candidates, right_out)
         if named is failure and explain_output is not None and (found := explain_output(out)):
             misconception, explanation = found
-            raise CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ()) from None
+            named = CheckFailed(f"{failure.message}; {explanation}", (misconception,) if misconception else ())
+        if blamed is not None:  # a wrong helper that does not explain the output: the run with a right one decides
+            blamed.unverified = named
+            raise blamed from None
         raise named from None
 
 
@@ -381,19 +385,43 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
         return _blame_gradients(grade, failure, helper, chain) if chain else None
     if isinstance(failure, RaisedFailure):
         return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
-    if not within(theirs, right) or _right(grade, theirs, right):
+    if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
-    with torch.no_grad():
-        try:  # the student's helper's result as it is, dtype included: what their own exercise was given
-            again = composed(theirs.to(right.device))
-        except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
-            return None
-    if not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
+    if within(theirs, right) and _right(grade, theirs, right):
         return None
+    again = None
+    if within(theirs, right):
+        with torch.no_grad():
+            try:  # the student's helper's result as it is, dtype included: what their own exercise was given
+                again = composed(theirs.to(right.device))
+            except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
+                again = None
+    if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
+        return _unexplained(grade, failure, helper, theirs, right, helper_mistakes)
     # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
     found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
+
+
+def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes) -> Exception | None:
+    """The helper is wrong on this case's inputs, and the grader's own computation from its result is not
+    the student's output: the exercise may be wrong too, or use the helper in a way the grader does not
+    model (twice, on other arguments). Where the helper has a stand-in, the check is run again with a
+    right one (issue 46: a helper's breakage never hides the exercise's own mistake, nor silences its
+    name; nor, right with a right helper, is the exercise charged for the helper's): right then, the case
+    keeps its points as any right-given-your-helper case; wrong, that run names the exercise's own
+    mistake. Only that run decides (``by_stand_in_only``: a student distribution that cannot have it
+    keeps the failure). None without a stand-in: the failure stays this exercise's."""
+    if not has_stand_in(helper) or grade.cascades != "once":
+        return None
+    found = first_match(grade, theirs, helper_mistakes, right) if within(theirs, right) else None
+    misconception, detail = found if found else (None, f"it returns {_described(theirs)} on this case's inputs"
+                                                 if not within(theirs, right) or theirs.shape != right.shape
+                                                 else "it gives a wrong result on this case's inputs")
+    blamed = helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
+    blamed.by_stand_in_only = True
+    return blamed
 
 
 GROWTH = 8  # how much larger than the right result a student's may be for the grader to compute with it

@@ -32,7 +32,9 @@ class RightGivenHelper(Exception):
     ``helper``: its name, for the check to be run again with a right version in its place
     (grader.grading.stand_ins); ``verified``: it was, and the exercise was right then. ``unverified``:
     the verdict should that run not be had (no stand-in, or none placed), where nothing else of the
-    grader's shows the case right given the helper (a blame the stand-in alone can confirm)."""
+    grader's shows the case right given the helper (a blame the stand-in alone can confirm).
+    ``by_stand_in_only``: the helper is wrong on the case but the grader's own computation from its result is
+    not the student's output (grader.grading.diagnose._unexplained): nothing but that run keeps the case."""
 
     def __init__(self, message: str, call: str | None = None, raised: bool = False, helper: str = "",
                  unverified: Exception | None = None):
@@ -43,6 +45,7 @@ class RightGivenHelper(Exception):
         self.helper = helper
         self.verified = False
         self.unverified = unverified
+        self.by_stand_in_only = False  # the helper does not explain the output: only that run keeps the case
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

@@ -354,7 +354,7 @@ class GradingPlugin:
         with no stand-in, or one the exercise does not reach by its name, leaves ``given`` as it was
         (bounded where the helper raised: run.charged_once), or its ``unverified`` verdict where only that
         run could confirm it; so does a run whose calls a student distribution has no record of, saying so."""
-        helpers = [given.helper]
+        helpers, said = [given.helper], [given.message]
         while len(helpers) <= depth:
             if not verifiable(helpers):
                 raise given.unverified or given
@@ -376,6 +376,7 @@ class GradingPlugin:
                 if not again.helper or again.helper in helpers:
                     raise given.unverified or given from None
                 helpers.append(again.helper)
+                said.append(again.message)
                 continue
             except (CheckFailed, StudentFault) as failure:
                 if oracle.unanswered:  # a student distribution without the record of a call it made
@@ -384,6 +385,7 @@ class GradingPlugin:
             finally:
                 _restore(grade.student)
             given.verified, given.raised = True, False
+            given.message = "; and ".join(said)  # every helper the run stood in for, the first named first
             raise given
         raise given.unverified or given
 
@@ -467,7 +469,7 @@ def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str
     """The case as it stands without the run with right helpers (kept, or its unverified verdict: see
     Oracle.gap_keeps_the_case), saying that run could not be had on the student's side: the instructor's
     grading runs it."""
-    verdict = given if oracle.gap_keeps_the_case() else (given.unverified or given)
+    verdict = given if oracle.gap_keeps_the_case() and not given.by_stand_in_only else (given.unverified or given)
     which = " and ".join(helpers)
     note = (f" (this case could not be checked with a right {which} on your side; your instructor's grading "
             "checks it)")

@@ -129,6 +129,34 @@ def full_blocks_only(x, block_size):
     return torch.where(total > 0, out, torch.zeros_like(out))
 
 
+def stale_numerators(x, block_size, stale_sum=False):
+    """Each block's exponentials kept as they were computed, against the running maximum of that moment,
+    and never brought up to the final maximum: the running sum right (``stale_sum``: each block divided by
+    the running sum of that moment too). The entries before the row's maximum grew come out too large."""
+    import torch
+
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    numerators, sums = [], []
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        shift = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
+        running_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(dim=-1)
+        running_max = new_max
+        numerators.append(torch.exp(block - shift[..., None]))
+        sums.append(running_sum.clamp_min(1.0)[..., None].expand_as(block))
+    total = torch.cat(sums, dim=-1) if stale_sum else running_sum.clamp_min(1.0)[..., None]
+    return torch.cat(numerators, dim=-1) / total
+
+
+STALE_NUMERATORS = (
+    "each block's exponentials are kept as computed against the running maximum of that moment: when the "
+    "maximum grows later, the earlier blocks' exp(x - m_old) are never rescaled by exp(m_old - m_new), so "
+    "the entries before the maximum grew come out too large. Gather the statistics first and compute "
+    "exp(x - m_final) / s_final in a second pass (or rescale what you kept whenever m grows)")
+
+
 def softmax_of_last_block(x, block_size):
     """Normalised with the statistics of the last block only (the running values overwritten)."""
     import torch
@@ -211,6 +239,9 @@ def online_softmax_same(grade, x, block_size, grad=False):
     grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True, mistakes=[
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: softmax_not_rescaled(x, block_size)),
+        Mistake(None, STALE_NUMERATORS, lambda: stale_numerators(x, block_size)),
+        Mistake(None, STALE_NUMERATORS.replace("come out too large.", "come out too large, and you divide each block "
+                "by the running sum of its moment, not the final one."), lambda: stale_numerators(x, block_size, True)),
         matching(None, "a sum over the last block only: add each block's exponentials to the running sum",
                  lambda: softmax_of_last_block(x, block_size)),
         matching(None, "a running sum rescaled upside down, by exp(m_new - m_old): when the running maximum grows, "

@@ -17,7 +17,22 @@ def safe_softmax(x, dim=-1):
     """A softmax whose all -inf slices give zeros, as the course asks (torch.softmax gives NaN there)."""
     import torch
 
+    if isinstance(dim, tuple):  # several dimensions normalised together, as one flattened dimension
+        return _softmax_together(x, dim)
     return torch.softmax(x, dim=dim).masked_fill(torch.isneginf(x).all(dim=dim, keepdim=True), 0.0)
+
+
+def _softmax_together(x, dims: tuple):
+    """safe_softmax over ``dims`` at once: what a softmax of ``x`` viewed with those dimensions flattened
+    into one gives (``scores.view(-1, Tk).softmax(0)`` normalises the batch and the queries together)."""
+    import torch
+
+    dims = tuple(sorted(d % x.dim() for d in dims))
+    rest = [d for d in range(x.dim()) if d not in dims]
+    moved = x.permute(*rest, *dims)
+    flat = moved.reshape(*moved.shape[:len(rest)], -1)
+    out = safe_softmax(flat, -1).reshape(moved.shape)
+    return out.permute(*torch.argsort(torch.tensor([*rest, *dims])).tolist())
 
 
 def softmax_mistakes(x, dim=-1) -> list:
@@ -75,7 +90,7 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
     scores = drop("scores", scores)
     if rows == "uniform":
         scores = scores.masked_fill(torch.isneginf(scores), -1e9)
-    weights = safe_softmax(scores, dim) if rows == "zero" else torch.softmax(scores, dim)
+    weights = safe_softmax(scores, dim) if rows == "zero" or isinstance(dim, tuple) else torch.softmax(scores, dim)
     if hidden is not None and mask == "after":
         weights = weights.masked_fill(hidden, 0.0)
     weights = drop("weights", weights)
@@ -83,6 +98,20 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
 
 
 HIDDEN_ROWS = ("zero", "nan", "uniform")  # see attend's ``rows``
+
+
+def _joint_dims(rank: int) -> list[tuple]:
+    """The sets of two or more of the scores' ``rank`` dimensions a softmax may wrongly normalise together
+    (the batch and the queries flattened, the queries and the keys, everything)."""
+    import itertools
+
+    return [dims for size in range(2, rank + 1) for dims in itertools.combinations(range(rank), size)]
+
+
+def _dims_said(dims: tuple, rank: int) -> str:
+    names = {rank - 1: "the keys", rank - 2: "the queries", 0: "the batch"}
+    said = [names.get(d, f"batch dimension {d}") for d in dims]
+    return ", ".join(said[:-1]) + " and " + said[-1]
 
 
 def causal_variants(tq, tk, device=None) -> dict:
@@ -124,6 +153,9 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                           variant(dim=-2, rows=rows))]
         found += [Mistake("softmax-wrong-dim", f"your softmax runs over dimension {dim} (a batch dimension), not "
                           "the keys", variant(dim=dim, rows=rows)) for dim in range(q.dim() - 2)]
+    found += [Mistake("softmax-wrong-dim", f"your softmax normalises {_dims_said(dims, q.dim())} together, as one "
+                      "flattened dimension: it must run over the keys alone, each query's row on its own",
+                      variant(dim=dims)) for dims in _joint_dims(q.dim())]
     if hidden is not None:
         found.append(Mistake("mask-not-applied", "the mask has no effect on your output", variant(hidden=None)))
         if causal:

@@ -470,6 +470,31 @@ def test_issue_34_each_failure_is_explained_in_the_exercise_s_terms(course, grad
             assert phrase in exercise.feedback, (name, exercise.feedback[:600])
 
 
+# issue 46: a helper's breakage never hides the exercise's own mistake nor silences its name (the check run
+# again with right helpers names it), and mistakes said as what they are
+ISSUE_46 = {
+    "wrong-scale/learner_mha_dout_scale_behind_split_without_transpose": (
+        "with a right split_heads in place of yours", "scaled by 1/sqrt(d_out)"),
+    "softmax-wrong-dim/learner_cross_softmax_batch_and_queries_flattened": ("the batch and the queries together",),
+    "unnamed/learner_causal_padding_mask_pads_queries_both_helpers_wrong": (
+        "with a right causal_mask and padding_mask in place of yours", "hides queries (rows) instead of keys"),
+    "unnamed/learner_online_softmax_stale_numerators": ("against the running maximum of that moment",),
+}
+
+
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_issue_46_a_broken_helper_never_silences_the_exercise_s_own_mistake(course, grader, tmp_path, suite):
+    entries = [e for e in corpus.mistakes() + corpus.unnamed() if e.name in ISSUE_46]
+    assert len(entries) == len(ISSUE_46)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=7, suite=suite)
+    for name, phrases in ISSUE_46.items():
+        exercise, _ = results[name]
+        assert exercise.score < exercise.max_score, name
+        said = "\n".join([exercise.feedback, *(c.message for c in exercise.checks)])  # (one check's case may be 2-d)
+        for phrase in phrases:
+            assert phrase in said, (name, said[:1500])
+
+
 def test_issue_34_two_stacked_mistakes_in_the_fused_block_name_the_one_that_separates(graded):
     for name in ("wrong-scale/issue34_04_fused_per_head_split_and_inverse_scale",
                  "wrong-scale/issue34_04_fused_own_split_per_head_and_inverse_scale"):
