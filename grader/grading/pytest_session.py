@@ -7,6 +7,7 @@ import dataclasses
 import re
 import time
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -18,14 +19,14 @@ from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
 from grader.grading.stand_ins import HELPERS, verifiable
 from grader.results import CheckOutcome
+from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
+from grader.sandbox.client import WorkerFault, ZygoteClient
+from grader.grading.graded_source import choose
 
 # the share of a check's weight that a right output keeps where only its gradients fail (the forward is earned;
 # docs/course-spec.md: "a partly right exercise earns part of its points")
 FORWARD_SHARE = 0.5
 FORWARD_KEPT = "; your output is right, so this check keeps half its points (the forward's share)"
-from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
-from grader.sandbox.client import WorkerFault, ZygoteClient
-from grader.grading.graded_source import choose
 
 
 class Student:

@@ -95,7 +95,9 @@ def prctl(option: int, value: int = 0, arg3: int = 0) -> int:
 
 
 def _mount(source, target, kind, flags=0, options=None) -> None:
-    encode = (lambda text: text.encode() if text is not None else None)
+    def encode(text):
+        return text.encode() if text is not None else None
+
     _check(_libc.mount(encode(source), encode(target), encode(kind), ctypes.c_ulong(flags), encode(options)),
            f"mount {kind or source} on {target}")
 

@@ -93,12 +93,12 @@ def read_roster(path: Path, fields: dict[str, str], *, unique: tuple[str, ...],
         if not any(row.get(field) for field in unique):
             raise RosterError(f"{path}: line {line} has no {' or '.join(unique)}: the LMS could not tell whose "
                               f"grades they are")
-        for field in ("submission", *unique):
-            value = row.get(field, "")
-            if value and (field, value) in seen:
-                raise RosterError(f"{path}: {field} {value!r} is on lines {seen[field, value]} and {line}: a "
+        for key in ("submission", *unique):
+            value = row.get(key, "")
+            if value and (key, value) in seen:
+                raise RosterError(f"{path}: {key} {value!r} is on lines {seen[key, value]} and {line}: a "
                                   f"student a line, each name and identifier once")
-            seen[field, value] = line
+            seen[key, value] = line
         rows.append(row)
     if not rows:
         raise RosterError(f"{path}: the roster holds no student (a header line, then a line per student)")
