@@ -110,7 +110,14 @@ TORCH_CLASSES = ("Tensor", "Size", "Generator", "dtype", "device", "finfo", "iin
 # builtins that reach any name, code or file: never bound by a file (a name bound anywhere would stand for
 # the builtin everywhere else to this reading)
 LOOKUPS = frozenset({"exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "vars", "globals", "locals",
-                     "breakpoint", "memoryview", "dir", "__import__", "type", "object", "super"})
+                     "breakpoint", "memoryview", "dir", "__import__", "type", "object", "super",
+                     # help() imports any module by its name (pydoc); the site's others reach help or end the
+                     # process; __build_class__, __loader__, __spec__ make classes and load code (issue 44)
+                     "help", "exit", "quit", "copyright", "credits", "license", "__build_class__", "__loader__",
+                     "__spec__", "__builtins__"})
+# names a submission may give an object only as a method's first parameter: private attributes are read
+# on them (self._cache), so ``cls = torch.Tensor`` or ``def f(cls=torch.Tensor)`` would reach torch's
+OWNERS = ("self", "cls")
 # builtins that look a name up, allowed with a public name written in the file (see _named_plainly)
 BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
 # dunder names a submission may use: defining the usual protocol methods, reading a name or a docstring
@@ -125,6 +132,48 @@ ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "u
                        "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "co_consts"})
 # classes a student's class may derive from (besides its own classes and torch's nn.Module family)
 BASES = frozenset({"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NamedTuple", "Enum", "ABC"})
+
+
+def _owners_only_first(function, method: bool) -> None:
+    """``self`` and ``cls`` (OWNERS) are a method's first positional parameter, with no default, and nothing
+    else: any other parameter of that name could be given any object, whose private names would be read."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    defaulted = {id(a) for a in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
+    defaulted |= {id(a) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+    every = positional + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    for index, arg in enumerate(every):
+        if arg.arg in OWNERS and not (method and index == 0 and arg in positional and id(arg) not in defaulted):
+            raise _Found(arg, f"a parameter named {arg.arg} that is not a method's first (private names are read "
+                              f"on {arg.arg})")
+
+
+def _format_looks_up(call: ast.Call) -> str | None:
+    """What a ``str.format`` (or ``format_map``) call looks up by text: a field with an attribute or an
+    index (``"{0.__class__}"``, ``"{x[k]}"``), or a format string not written in the file. None for plain
+    fields (``"{:.3f}"``, ``"{name}"``)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("format", "format_map")):
+        return None
+    if not (isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
+        return f".{func.attr}() of a format string the file does not write"
+    import string
+
+    def fields(text: str, depth: int = 0) -> list[str]:  # a field's spec may hold fields of its own
+        found = []
+        for _, name, spec, _ in string.Formatter().parse(text):
+            found += [name] if name else []
+            found += fields(spec, depth + 1) if spec and depth < 2 else []
+        return found
+
+    try:
+        fields = fields(func.value.value)
+    except ValueError:
+        return None  # (it raises when called)
+    for name in fields:
+        if "." in name or "[" in name:
+            return f"a format field {{{name}}}, which looks up a name by text"
+    return None
 
 
 class _Unread(Exception):
@@ -265,6 +314,8 @@ class _Reader:
                     self.own_private.add(node.name)
             elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
                 self.calls.append(node)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                _owners_only_first(node, id(node) in methods)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 method = id(node) in methods
                 for index, arg in enumerate(node.args.posonlyargs + node.args.args):
@@ -274,6 +325,9 @@ class _Reader:
             elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 if node.id in LOOKUPS:
                     raise _Found(node, f"the name {node.id} bound (it would stand for the builtin elsewhere)")
+                if node.id in OWNERS:
+                    raise _Found(node, f"the name {node.id} assigned (only a method's first parameter may be "
+                                       f"{node.id}: private names are read on it)")
                 self.stored.add(node.id)
                 self.bound.add(node.id)
                 self.loop_strings.setdefault(node.id, True)
@@ -457,6 +511,8 @@ class _Reader:
                 raise _Found(node, f"a method named {node.name}")
         elif isinstance(node, ast.ClassDef) and id(node) in self.used_classes:
             self._class(node)
+        elif isinstance(node, ast.Call) and (looked_up := _format_looks_up(node)):
+            raise _Found(node, looked_up)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.bound:
             if node.func.id == "type" and (len(node.args) != 1 or node.keywords):
                 raise _Found(node, "type(...) to make a class")

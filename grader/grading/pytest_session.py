@@ -219,11 +219,14 @@ class GradingSession:
         self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
         self.choices = {a: choice for a, notebook in copy.overlays.items()
                         if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
+        for assignment_id in copy.sources:  # read now, before any worker runs a line of it (issue 44)
+            self.unobserved(assignment_id)
 
     def unobserved(self, assignment_id: str) -> str | None:
         """Why the grader cannot trust what it watches of this assignment's computation, in one line, or
-        None (grader/grading/observable.py): read from the files the worker runs, in this process, before
-        any of it runs. Its file, the notebook laid over it, and the files of every other course module
+        None (grader/grading/observable.py): read from the files the worker runs, in this process, when
+        the session starts, before any of it runs (and the workers see the working copy read-only:
+        grader.inside.zygote._read_only_copy). Its file, the notebook laid over it, and the files of every other course module
         they import (as their syntax says)."""
         if assignment_id not in self._unobserved:
             from grader.grading.observable import unobserved

@@ -156,6 +156,20 @@ def _private_mounts() -> None:
         _mount(None, top, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
     if os.path.isdir("/grade/cgroup"):
         _mount("tmpfs", "/grade/cgroup", "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, "mode=000,size=4k")
+    _no_ipc_objects()
+
+
+def _no_ipc_objects() -> None:
+    """No System V shared memory segment or message queue in the worker's own IPC namespace: a segment
+    detached, or a queue, holds memory that no process maps and no file shows (issue 44: what a submission
+    holds is read from the kernel's account of its processes and files). Where the kernel does not let
+    this namespace set its limits, they stay as they were."""
+    for name in ("shmmni", "msgmni"):
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as limit:
+                limit.write("0")
+        except OSError:
+            pass
 
 
 class _CapHeader(ctypes.Structure):
@@ -571,7 +585,28 @@ def counts_per_user_namespace() -> bool:
     return (major, minor) >= (5, 14)
 
 
-def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
+def _read_only_copy(root: str, workdir: str, uid: int | None, gid: int) -> None:
+    """In the worker's mount namespace, before any student code: the submission's working copy bound
+    read-only over itself (issue 44: a module rewrote its own file, or another assignment's, after the
+    grading process had read it, so that what was judged observable was not what ran). What the grader
+    read before any of it ran is then what every worker imports. The stack file the worker's watchdog
+    writes (protocol.STACK_FILE) is bound back writable, opened here without following a link."""
+    from grader.inside.protocol import STACK_FILE
+
+    root = os.path.realpath(root)
+    stack = os.path.join(os.path.realpath(workdir), STACK_FILE)
+    fd = os.open(stack, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    try:
+        if uid is not None:
+            os.fchown(fd, uid, gid)
+        _mount(root, root, None, _MS_BIND | _MS_REC)
+        _mount(None, root, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+        _mount(f"/proc/self/fd/{fd}", stack, None, _MS_BIND)
+    finally:
+        os.close(fd)
+
+
+def _confine(namespaces: bool, uid: int | None, gid: int, copy: tuple[str, str] | None = None) -> None:
     """What confines a worker before any student code runs (and the zygote's probe, the same way):
     its own mounts in its namespaces (else a session of its own), a process limit (as root the
     submission's uid's; for an ordinary user, in the user namespace of its sandbox, that of every
@@ -583,6 +618,8 @@ def _confine(namespaces: bool, uid: int | None, gid: int) -> None:
     if namespaces:  # PID 1 of its own PID namespace already (fork_worker): the others, its own from here
         _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
         _private_mounts()
+        if copy is not None:  # (root, workdir): the submission's working copy, read-only from here
+            _read_only_copy(*copy, uid, gid)
     else:
         os.setsid()
     if uid is not None:
@@ -611,7 +648,7 @@ def _worker_main(sock: socket.socket, spec: protocol.WorkerSpec, namespaces: boo
             if os.environ.get(FAULT_INJECTION) == "confine":
                 raise ConfinementError(f"forced by {FAULT_INJECTION}")
             close_fds(keep=[sock.fileno(), confined])
-            _confine(namespaces, spec.uid, spec.gid)
+            _confine(namespaces, spec.uid, spec.gid, (spec.student_root, spec.workdir))
         except (ConfinementError, OSError) as exc:  # told by the pipe, which no student code ever holds
             os.write(confined, _told(exc))
             return

@@ -309,8 +309,8 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
     asked of the processes: the anonymous and shared resident memory of ``root_pid`` and all its
     descendants (the zygote, the workers, anything they started: orphans are reaped by the zygote, so
     stay in the tree), the files
-    in the tmpfs mounts they see (``/tmp``, the sandbox's root), and the files under ``folder`` (the
-    submission's working folder)."""
+    in the tmpfs mounts they see (``/tmp``, the sandbox's root), the memfds they hold open, and the files
+    under ``folder`` (the submission's working folder)."""
     import os
 
     children_of = _children_reader()
@@ -327,6 +327,7 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
         # call maps in, are the kernel's to drop and no cache of the student's)
         total += sum(int(line.split()[1]) * 1024 for line in status.splitlines()
                      if line.startswith(("RssAnon:", "RssShmem:")))
+        total += _unmapped_files(pid, seen_tmpfs)
         for line in mounts:  # "id parent major:minor root mountpoint options - fstype source ..."
             before, _, after = line.partition(" - ")
             if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen_tmpfs:
@@ -342,6 +343,30 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
                 total += path.stat().st_size
         except OSError:
             continue
+    return total
+
+
+def _unmapped_files(pid: int, seen: set) -> int:
+    """What the memory-backed files ``pid`` holds open take, where no mount shows them: memfds (issue 44: a
+    cache kept by os.write into an unmapped memfd grew in none of the readings above), counted once each by
+    the blocks the kernel gave them (``seen`` holds their (device, inode) after)."""
+    import os
+
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
+                continue
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
     return total
 
 

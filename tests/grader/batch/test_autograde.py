@@ -625,3 +625,44 @@ def test_an_out_folder_that_another_user_owns_or_can_write_is_refused_in_one_lin
     (out / "alice.json").write_text("{}")  # a file it would read back (--resume)
     (out / "alice.json").chmod(0o646)
     refused("alice.json (in --out) can be written by others")
+
+
+def test_a_results_folder_inside_a_folder_another_user_controls_is_refused(tmp_path):
+    """Issue 44, round 4: a co-tenant who owned the folder above --out swapped in an older results folder the
+    grader had written (its manifest verifies), and a bystander's export went from 600 to 100. autograde
+    refuses such an --out, export and report such a results folder, in one line; so does a folder above
+    that others can write without the sticky bit."""
+    import os
+
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    root = student(tmp_path / "class" / "alice", only="01_attention_basics").parent
+    theirs = tmp_path / "cotenant"
+    theirs.mkdir(mode=0o755)
+    out = theirs / "results"
+
+    def refused(*args, said):
+        outcome = CliRunner().invoke(cli, ["--course", str(ROOT), *args])
+        assert outcome.exit_code == 2 and "Traceback" not in outcome.stderr, outcome.stderr
+        (line,) = outcome.stderr.splitlines()
+        assert line.startswith("grade: error: ") and said in line, line
+
+    grade = ["autograde", str(root), "--out", str(out), "--assignment", "01_attention_basics", "--device", "cpu"]
+    outcome = CliRunner().invoke(cli, ["--course", str(ROOT), *grade])  # graded while the folder above is ours
+    assert outcome.exit_code == 0, outcome.stderr
+    os.chown(theirs, 4243, 4243)
+    refused(*grade, said=f"is inside {theirs}, which belongs to uid 4243")
+    refused("export", str(out), "--no-gradebook", "--output", str(tmp_path / "grades.csv"),
+            said=f"is inside {theirs}, which belongs to uid 4243")
+    refused("report", str(out), "--out", str(tmp_path / "report.html"), said=f"is inside {theirs}")
+    os.chown(theirs, 0, 0)
+    theirs.chmod(0o777)
+    refused(*grade, said=f"is inside {theirs}, which others can write")
+    theirs.chmod(0o1777)  # /tmp's way: others may add entries, never rename ours
+    outcome = CliRunner().invoke(cli, ["--course", str(ROOT), "export", str(out), "--no-gradebook", "--output",
+                                       str(tmp_path / "grades.csv")])
+    assert outcome.exit_code == 0, outcome.stderr

@@ -273,6 +273,40 @@ ROUTES = {
         def softmax(x, dim=-1):
             return torch.load("weights.pt", weights_only=False)
         """,
+    # issue 44, round 4: help() imports any module by name (pydoc); a parameter named help elsewhere made the
+    # top-level call look like the student's own name
+    "help bound as a parameter, called as the builtin": """
+        def _keep(help):
+            return help
+        help("causal_attention")
+        def softmax(x, dim=-1):
+            return torch.softmax(x, dim)
+        """,
+    "torch's class kept in a name private names are read on": """
+        class Own:
+            def _disabled_torch_function_impl(self):
+                return None
+        cls = torch.Tensor
+        def softmax(x, dim=-1):
+            return cls._disabled_torch_function_impl(x)
+        """,
+    "torch's class as a default of cls": """
+        class Own:
+            def _disabled_torch_function_impl(self):
+                return None
+        def softmax(x, dim=-1, cls=torch.Tensor):
+            return cls._disabled_torch_function_impl(x)
+        """,
+    "a format string that looks up an attribute": """
+        def softmax(x, dim=-1):
+            kind = "{0.__class__.__mro__}".format(x)
+            return torch.softmax(x, dim)
+        """,
+    "a format string the file does not write": """
+        def softmax(x, dim=-1, text="{0}"):
+            kind = text.format(x)
+            return torch.softmax(x, dim)
+        """,
 }
 
 

@@ -477,12 +477,12 @@ def softmax(x, dim=-1):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "user-namespace"])
-def test_a_submission_that_fills_its_working_folder_fills_its_own_quota_only(course, tmp_path, monkeypatch, mode):
+def test_a_submission_that_writes_its_working_folder_writes_nothing(course, tmp_path, monkeypatch, mode):
     """Issue 33, item 2: abel writes into its working folder until it is stopped (at most 600 MB, so that a
-    grader without a quota is shown up without filling its disk), then a sparse file of 1 TiB. Its
-    working folder is a file system of WORK_QUOTA bytes of the sandbox's own: ENOSPC past it, EFBIG for
-    a file larger (RLIMIT_FSIZE), both in its own code, which keeps its score. alice, graded next by the
-    same zygote in the same batch, keeps full marks."""
+    grader without a quota is shown up without filling its disk), then a sparse file of 1 TiB. Since issue
+    44 every worker sees its working copy read-only: EROFS at once, in its own code, which keeps its score
+    (the working folder is still a file system of WORK_QUOTA bytes of the sandbox's own underneath). alice,
+    graded next by the same zygote in the same batch, keeps full marks."""
     import ast
 
     from grader.sandbox import confine
@@ -504,30 +504,84 @@ def test_a_submission_that_fills_its_working_folder_fills_its_own_quota_only(cou
     assert results["abel"]["score"] == 75
     feedback = {e["name"]: e["feedback"] for a in results["abel"]["assignments"] for e in a["exercises"]}["softmax"]
     found = ast.literal_eval(feedback.split("DISK:")[1].split(":DISK")[0])
-    assert found["stopped"] == "ENOSPC" and found["written"] <= confine.WORK_QUOTA, found
-    assert found["sparse"] == "EFBIG", found
+    assert found["stopped"] == "EROFS" and found["written"] == 0, found
+    assert found["sparse"] == "EROFS", found
 
 
-def test_the_grader_still_reads_what_a_submission_keeps_in_its_working_folder(course, tmp_path):
-    """Issue 33: the working folder is the sandbox's own file system now, reached by the grader through
-    a descriptor; held_bytes, read from outside, still counts what a submission keeps there."""
+KEPT = {  # what a module keeps at import, 64 MiB, where no process of it maps the memory
+    "tmp": "\nopen('/tmp/kept.bin', 'wb').write(b'x' * (64 << 20))\n",
+    "memfd": "\nimport os as _os\n_kept = _os.memfd_create('kept')\n_os.write(_kept, b'x' * (64 << 20))\n",
+}
+
+
+@pytest.mark.parametrize("where", sorted(KEPT))
+def test_the_grader_reads_what_a_submission_keeps_where_no_process_maps_it(course, tmp_path, where):
+    """Issues 33 and 44: held_bytes, read from outside, counts the files a submission keeps in its sandbox's
+    tmpfs and the memfds it holds open (a cache written into an unmapped memfd grew in no reading before):
+    the same solution holds 60 MiB more for keeping 64 MiB there."""
     from test_cells import worker_spec
 
     from grader.sandbox.cells import Sandbox
     from grader.sandbox.confine import plan
 
+    if not plan("auto").sandboxed:
+        pytest.skip("no sandbox on this machine")
+    sandbox = Sandbox(course, plan("auto"))
+
+    def held(name, text):
+        module = tmp_path / name / "attention_basics.py"
+        module.parent.mkdir()
+        module.write_text(text)
+        cell = sandbox.cell(resolve_submission(module, course))
+        worker = sandbox.zygote.spawn(worker_spec(sandbox, cell), timeout=60)
+        try:
+            assert worker.import_error is None, worker.import_error
+            return worker.held_bytes()
+        finally:
+            worker.kill()
+            sandbox.end(cell, gone=sandbox.zygote.end_submission())
+
+    try:
+        plain = held("plain", SOLUTION)
+        assert held("kept", SOLUTION + KEPT[where]) - plain >= 60 << 20
+    finally:
+        sandbox.close()
+
+
+def test_a_submission_cannot_change_its_working_copy(course, tmp_path):
+    """Issue 44: a module rewrote its own file after the grader had read it (the reading then judged the
+    honest text it put back), or another assignment's before that one was imported. Every worker sees the
+    working copy read-only: the module's own file, a new file beside it, a folder that would shadow a
+    sibling module; its stack file alone is written."""
+    from test_cells import worker_spec
+
+    from grader.sandbox.cells import Sandbox
+    from grader.sandbox.confine import plan
+
+    if not plan("auto").sandboxed:
+        pytest.skip("no sandbox on this machine")
+    probe = '''
+import errno as _errno, os as _os
+def _try(action):
+    try:
+        action()
+        return "done"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, str(exc.errno))
+_FOUND = {"own": _try(lambda: open(__file__, "a").write("#")),
+          "beside": _try(lambda: open("beside.py", "w").write("x = 1")),
+          "package": _try(lambda: _os.mkdir("causal_attention"))}
+raise RuntimeError("FO" + "UND" + repr(_FOUND) + "FO" + "UND")
+'''
     module = tmp_path / "attention_basics.py"
-    module.write_text(SOLUTION + "\nopen('kept.bin', 'wb').write(b'x' * (64 << 20))\n")
+    module.write_text(SOLUTION + probe)
     sandbox = Sandbox(course, plan("auto"))
     try:
         cell = sandbox.cell(resolve_submission(module, course))
-        source = cell.copy.sources["01_attention_basics"]
         worker = sandbox.zygote.spawn(worker_spec(sandbox, cell), timeout=60)
-        assert worker.import_error is None, worker.import_error
-        held = worker.held_bytes()
-        (source.parent / "kept.bin").unlink()  # where the grader sees the working copy
-        assert held - worker.held_bytes() >= 60 << 20
+        found = str(worker.import_error).split("FOUND")[-2]
         worker.kill()
         sandbox.end(cell, gone=sandbox.zygote.end_submission())
     finally:
         sandbox.close()
+    assert found.replace("\\'", "'") == repr({"own": "EROFS", "beside": "EROFS", "package": "EROFS"})
