@@ -102,7 +102,10 @@ CLASS_CALLS = [(1, 1, None, 0, 0), (1, 1, 3, 0, 0), (1, 2, None, 1, 0), (1, 2, 3
                (6, 6, 3, 0, 0), (7, 7, None, 0, 0), (7, 7, 3, 0, 0), (11, 11, None, 0, 0), (11, 11, 3, 0, 0),
                (16, 16, None, 0, 0), (16, 16, 1, 0, 0), (16, 16, 1, 16, 16), (16, 16, 1, 32, 32), (16, 16, 1, 48, 48),
                (16, 16, 4, 0, 0), (16, 19, 4, 16, 13), (16, 19, 4, 32, 29), (16, 19, 4, 48, 45),
-               (16, 32, None, 16, 0), (16, 48, None, 32, 0), (16, 64, None, 48, 0)]
+               (16, 32, None, 16, 0), (16, 48, None, 32, 0), (16, 64, None, 48, 0),
+               # test_swa_a_wider_window_token_by_token: the full pass, then one token at a time (window 5)
+               (9, 9, 5, 0, 0), (1, 1, 5, 0, 0), (1, 2, 5, 1, 0), (1, 3, 5, 2, 0), (1, 4, 5, 3, 0), (1, 5, 5, 4, 0),
+               (1, 5, 5, 5, 1), (1, 5, 5, 6, 2), (1, 5, 5, 7, 3), (1, 5, 5, 8, 4)]
 
 
 @exercise("sliding_window_mask", weight=2)
@@ -231,6 +234,15 @@ def test_gqa_groups_of_another_size_than_their_number(grade):
     """8 heads in 2 groups: each group serves 4 query heads (the group size is not the number of groups)."""
     pair = make(grade, GQA, 16, 32, 8, 2, None, 64)
     decoded_in_groups_of_another_size(grade, pair, grade.randn(2, 4, 16), (2, 1, 1), 8, 2)
+
+
+@exercise(SWA)
+def test_swa_a_wider_window_token_by_token(grade):
+    """A window of 5, token by token over 9 tokens (the other cases have a window of 3): a cache trimmed with
+    a slice whose start goes negative while the cache is shorter than the window drops keys still inside
+    it, which a window of 3 cannot show (a porter's slip, caught only by the public suite's window of 4)."""
+    pair = make(grade, SWA, 16, 24, 4, 2, 5, 64)
+    decoded(grade, pair, grade.randn(2, 9, 16), (1,) * 9)
 
 
 @exercise(SWA)

@@ -43,21 +43,35 @@ def global_max(x, dim):
     """The softmax shifted by the maximum of the whole tensor, x.max(), instead of each slice's: offered only
     where that gives NaN on a slice that a shift by each slice's own maximum keeps finite (elsewhere the two
     agree, and a NaN is the all -inf slices', which softmax-unstable's own words explain)."""
-    def output():
-        e = torch.exp(x - x.max())
-        return e / e.sum(dim=dim, keepdim=True)
+    def output(guarded=False):
+        top = x.max()
+        e = torch.exp(x - (torch.where(torch.isinf(top), torch.zeros_like(top), top) if guarded else top))
+        total = e.sum(dim=dim, keepdim=True)
+        return e / (torch.where(total == 0, torch.ones_like(total), total) if guarded else total)
 
     try:
-        if x.dim() == 0 or x.numel() == 0 or not (output().isnan() & ~torch.softmax(x, dim=dim).isnan()).any():
+        if x.dim() == 0 or x.numel() == 0:
             return []
+        nan = bool((output().isnan() & ~torch.softmax(x, dim=dim).isnan()).any())
+        # guarded (a -inf maximum shifted by 0, a zero sum divided by 1): a slice far below loses entries to
+        # underflow, or gives zeros, not NaN
+        guarded, right = output(True), mistaken.safe_softmax(x, dim)
+        zeros = not bool(torch.isclose(guarded, right, rtol=1e-3, atol=1e-6, equal_nan=True).all())
     except RuntimeError:  # a dtype these have no kernel for here
         return []
     hidden = bool(torch.isneginf(x).all(dim=dim).any())
-    return [Mistake("softmax-unstable", "you subtract the maximum of the whole tensor, x.max(), not each slice's "
-                   "maximum along dim: a slice whose scores are far below that maximum underflows to exp() = 0 "
-                   "everywhere and gives 0/0 = NaN. Subtract x.amax(dim=dim, keepdim=True)" +
-                   ("; and a slice that is all -inf gives 0/0 = NaN too: give it zeros (shift it by 0, divide by "
-                    "a sum that cannot be 0)" if hidden else ""), output)]
+    said = ("you subtract the maximum of the whole tensor, x.max(), not each slice's maximum along dim: a slice "
+            "whose scores are far below that maximum underflows to exp() = 0 everywhere and gives {what}. Subtract "
+            "x.amax(dim=dim, keepdim=True)")
+    found = [Mistake("softmax-unstable", said.format(what="0/0 = NaN") +
+                     ("; and a slice that is all -inf gives 0/0 = NaN too: give it zeros (shift it by 0, divide by "
+                      "a sum that cannot be 0)" if hidden else ""), output)] if nan else []
+    if zeros:
+        found.append(Mistake("softmax-unstable", said.format(what="zeros (your guard turns its 0/0 into 0), or loses "
+                                                              "its smaller entries, where its own entries must sum "
+                                                              "to 1"),
+                             lambda: output(True)))
+    return found
 
 
 def sum_crash_explained(grade, name, x, dim, kwargs):
@@ -141,9 +155,15 @@ def context_vector_same(grade, inputs, weights, grad=False):
             f"raised on {tokens} tokens of size {width}: something shaped like the weights, [{tokens}], meets an "
             f"input row, [{width}]. The context vector has the shape of one input row: start the sum from "
             "torch.zeros_like(inputs[0]) (not zeros_like(weights)), and add weights[i] * inputs[i]")
-    mistakes = [Mistake(None, "your sum starts from inputs[0] itself, unweighted: the first term must be weights[0] * "
-                              "inputs[0] like every other. Start from torch.zeros_like(inputs[0]) and loop over every "
-                              "token, i = 0 included", lambda: inputs[0] + weights[1:] @ inputs[1:])]
+    mistakes = [Mistake(None, "your context vector is divided by the sum of the weights (weights.sum()): the weights "
+                              "come from a softmax, so they sum to 1 already, and the context vector is the plain "
+                              "weighted sum of weights[i] * inputs[i]; whatever weights it is given, do not "
+                              "renormalise them", lambda: (weights @ inputs) / weights.sum())]
+    if tokens > 1:  # (with one token, the unweighted start is what the division by the sum gives too)
+        mistakes.append(Mistake(None, "your sum starts from inputs[0] itself, unweighted: the first term must be "
+                                      "weights[0] * inputs[0] like every other. Start from torch.zeros_like(inputs[0]) "
+                                      "and loop over every token, i = 0 included",
+                                lambda: inputs[0] + weights[1:] @ inputs[1:]))
     if tokens > width:  # a loop over the features sums the first d tokens only (with more features it raises)
         mistakes.append(Mistake(None, FEATURES.format(tokens=tokens, width=width),
                                 lambda: weights[:width] @ inputs[:width]))

@@ -146,6 +146,9 @@ def renormalize_slips(weights):
         Mistake("sum-without-keepdim", "your row sums are taken without keepdim=True: their shape [..., T] "
                 "broadcasts along the last dimension, so entry (i, j) is divided by the sum of row j, not of row i. "
                 "Keep the dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
+        Mistake(None, "each entry is divided by its column's sum (a sum along dim=-2, the queries), not its row's: "
+                "each query's row must sum to 1, so divide by weights.sum(dim=-1, keepdim=True)",
+                lambda: kept / kept.sum(dim=-2, keepdim=True)),
         Mistake(None, "you take a softmax again of the weights with the future zeroed: exp(0) = 1 gives the future "
                       "weight back and exp() distorts the past. Renormalise by dividing each row by its sum instead",
                 lambda: torch.softmax(kept, dim=-1)),
@@ -254,6 +257,9 @@ def causal_padding_same(grade, lengths, tokens):
         Mistake("mask-inverted", "your padding part marks the real tokens, not the padding",
                 lambda: combined(pad=~padding)),
         Mistake(None, "your padding hides queries (rows) instead of keys (columns)", lambda: combined(keys=False)),
+        Mistake(None, "your causal and padding parts are combined with & (and): a key is then hidden only where it is "
+                "both in the future and padding, so the future of the real tokens shows. A key is hidden where "
+                "either hides it: combine them with | (or)", lambda: masks["future"][None] & padding[:, None, :]),
         Mistake(None, "your mask is only the padding: the future is not hidden",
                 lambda: combined(future=torch.zeros_like(masks["future"]))),
         *([Mistake(None, UNBROADCAST.format(batch=lengths.numel(), tokens=tokens), lambda: masks["future"] | padding)]

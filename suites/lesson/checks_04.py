@@ -382,6 +382,10 @@ MHA_MISTAKES = ATTENTION_MISTAKES + (
      {"split_transpose": False}),
     ("heads-merged-without-transpose", "heads merged back without transposing [B, H, T, hd] to [B, T, H, hd]",
      {"merge_transpose": False}),
+    ("heads-split-without-transpose", "heads split with a reshape straight from [B, T, d_out] (to [B, H, T, hd] or "
+     "[B*H, T, hd]) and merged back with one straight to [B, T, d_out]: neither moves the heads past the tokens; "
+     "reshape to [B, T, H, hd] and transpose(1, 2), and transpose back before merging",
+     {"split_transpose": False, "merge_transpose": False}),
 ) + tuple((m, what.removeprefix("your "), {"roles": roles}) for roles, (m, what) in mistaken.wrong_roles())
 
 

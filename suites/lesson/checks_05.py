@@ -157,6 +157,34 @@ STALE_NUMERATORS = (
     "exp(x - m_final) / s_final in a second pass (or rescale what you kept whenever m grows)")
 
 
+def maximum_not_running(x, block_size):
+    """The running maximum replaced by each block's own maximum (m_new = block.amax(-1), the old maximum
+    forgotten): the sum is rescaled by exp(m_old - m_new) even when the new block's maximum is lower (a factor
+    above 1), and the final exponentials are shifted by the last block's maximum. Computed in ``x``'s dtype,
+    guarded as the lesson's _shift and a zero sum (divided by 1)."""
+    import torch
+
+    def shifted(m):
+        return torch.where(torch.isinf(m), torch.zeros_like(m), m)
+
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for first in range(0, x.shape[-1], block_size):
+        block = x[..., first:first + block_size]
+        new_max = block.amax(dim=-1)
+        running_sum = running_sum * torch.exp(running_max - shifted(new_max)) + \
+            torch.exp(block - shifted(new_max)[..., None]).sum(dim=-1)
+        running_max = new_max
+    total = torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)
+    return torch.exp(x - shifted(running_max)[..., None]) / total[..., None]
+
+
+MAXIMUM_NOT_RUNNING = (
+    "your running maximum is each block's own maximum (block.amax(-1)), not the largest so far: when a block's "
+    "maximum is lower than an earlier one, exp(m_old - m_new) is above 1 (it overflows for a far lower block) and "
+    "the final shift is the last block's maximum, not the row's. Keep m = torch.maximum(m_old, block.amax(-1))")
+
+
 def softmax_of_last_block(x, block_size):
     """Normalised with the statistics of the last block only (the running values overwritten)."""
     import torch
@@ -239,6 +267,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
     grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True, mistakes=[
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: softmax_not_rescaled(x, block_size)),
+        Mistake(None, MAXIMUM_NOT_RUNNING, lambda: maximum_not_running(x, block_size)),
         Mistake(None, STALE_NUMERATORS, lambda: stale_numerators(x, block_size)),
         Mistake(None, STALE_NUMERATORS.replace("come out too large.", "come out too large, and you divide each block "
                 "by the running sum of its moment, not the final one."), lambda: stale_numerators(x, block_size, True)),
@@ -367,6 +396,18 @@ def tile_local_causal(q, k, v, block_size, *, skip):
     hidden = k_local[None, :] > q_local[:, None]
     if skip:
         hidden = hidden | (k_first[None, :] > q_last[:, None])
+    return masked_attention(q, k, v, hidden)
+
+
+def last_key_tile_dropped(q, k, v, block_size, causal):
+    """Attention over the whole key tiles only: the keys of a shorter last tile never attended (a query that
+    then sees no key gets zeros, as a loop dividing by a zero sum guarded gives)."""
+    import torch
+
+    tq, tk = q.shape[-2], k.shape[-2]
+    hidden = (torch.arange(tk) >= tk // block_size * block_size)[None, :].expand(tq, tk)
+    if causal:
+        hidden = hidden | (torch.arange(tk)[None, :] > torch.arange(tq)[:, None])
     return masked_attention(q, k, v, hidden)
 
 
@@ -524,6 +565,13 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
                  "unnormalised across the key tiles and divide once, acc / l, after the key loop",
                  lambda: normalised_every_tile(q, k, v, block_size, causal)),
     ]
+    if k.shape[-2] % block_size:
+        mistakes.append(matching(None, f"a key loop over the whole tiles only (range(0, Tk - block_size + 1, ...) or "
+                                 f"Tk // block_size tiles): the last {k.shape[-2] % block_size} key(s), a shorter last "
+                                 f"tile ({k.shape[-2]} keys not being a multiple of block_size = {block_size}), are "
+                                 f"never attended; loop over range(0, Tk, block_size), whose last tile "
+                                 f"keys[..., ks:ks + block_size, :] is shorter",
+                                 lambda: last_key_tile_dropped(q, k, v, block_size, causal)))
     if causal:
         mistakes.append(matching(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
                                  "counted from the top-left", lambda: plain_attention(q, k, v, True, bottom_right=True)))

@@ -85,12 +85,15 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
     if seed is not None:
         manual_seed(seed)
     scores = drop("raw-scores", (k @ q.transpose(-2, -1) if transposed else q @ k.transpose(-2, -1)) * scale)
-    if hidden is not None and mask in ("before", "zero"):
+    if hidden is not None and mask == "before" and rows == "additive":  # BERT's (1 - m) * -10000 added
+        scores = scores + hidden.to(scores.dtype) * -10000.0
+    elif hidden is not None and mask in ("before", "zero"):
         scores = scores.masked_fill(hidden, float("-inf") if mask == "before" else 0.0)
     scores = drop("scores", scores)
     if rows == "uniform":
         scores = scores.masked_fill(torch.isneginf(scores), -1e9)
-    weights = safe_softmax(scores, dim) if rows == "zero" or isinstance(dim, tuple) else torch.softmax(scores, dim)
+    weights = safe_softmax(scores, dim) if rows in ("zero", "additive") or isinstance(dim, tuple) \
+        else torch.softmax(scores, dim)
     if hidden is not None and mask == "after":
         weights = weights.masked_fill(hidden, 0.0)
     weights = drop("weights", weights)
@@ -169,7 +172,7 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                           variant(hidden=masks["past"])))
         else:
             found += [Mistake("mask-inverted", "the positions marked True are the visible ones in your code",
-                       variant(hidden=~hidden, rows=rows)) for rows in HIDDEN_ROWS]
+                       variant(hidden=~hidden, rows=rows)) for rows in (*HIDDEN_ROWS, "additive")]
         found.append(Mistake("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
         found.append(Mistake("mask-fill-finite", "your hidden scores are filled with a large finite negative number, "
@@ -177,6 +180,10 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                              "it must get all-zero weights (and a zero output). Fill with -inf, and give such a row "
                              "zeros",
                              variant(rows="uniform")))
+        found.append(Mistake("mask-fill-finite", "your mask adds a finite -10000 to the hidden scores (BERT's "
+                             "additive mask), not -inf: a query whose keys are all hidden keeps the softmax of its "
+                             "own scores, where it must get all-zero weights (and large scores outweigh it). Fill "
+                             "with -inf, and give such a row zeros", variant(rows="additive")))
         if mask_fill_zero:
             found.append(Mistake(None, "your hidden scores are set to 0 instead of -inf, so they still get weight",
                           variant(mask="zero")))

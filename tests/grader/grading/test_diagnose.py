@@ -479,6 +479,18 @@ ISSUE_46 = {
     "unnamed/learner_causal_padding_mask_pads_queries_both_helpers_wrong": (
         "with a right causal_mask and padding_mask in place of yours", "hides queries (rows) instead of keys"),
     "unnamed/learner_online_softmax_stale_numerators": ("against the running maximum of that moment",),
+    # round 7's blind learner: misleading or numbers only before
+    "unnamed/learner7_context_vector_divides_by_weight_sum": ("divided by the sum of the weights",),
+    "unnamed/learner7_flash_last_partial_key_tile_dropped": ("a key loop over the whole tiles only",),
+    "unnamed/learner7_renormalize_by_column_sums": ("divided by its column's sum",),
+    "unnamed/learner7_causal_padding_mask_combined_with_and": ("combined with & (and)",),
+    "unnamed/learner7_online_softmax_maximum_not_running": ("each block's own maximum",),
+    "softmax-unstable/learner7_softmax_global_max_guarded": ("x.max(), not each slice's maximum",),
+    "cache-position-not-advanced/learner7_window_mask_ignores_q_start": ("positions start at 0",),
+    # round 7's blind porter: numbers only before
+    "mask-fill-finite/port_bert_additive_minus10000": ("adds a finite -10000",),
+    "mask-inverted/port_jiant_bert_mask_sign": ("marked True are the visible ones",),
+    "heads-split-without-transpose/port_chinesetextcls_mha_reshape_only": ("merged back with one straight",),
 }
 
 
