@@ -94,8 +94,8 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
         scores = scores.masked_fill(torch.isneginf(scores), -1e9)
     weights = safe_softmax(scores, dim) if rows in ("zero", "additive") or isinstance(dim, tuple) \
         else torch.softmax(scores, dim)
-    if hidden is not None and mask == "after":
-        weights = weights.masked_fill(hidden, 0.0)
+    if hidden is not None and mask in ("after", "after-inf"):
+        weights = weights.masked_fill(hidden, 0.0 if mask == "after" else float("inf"))
     weights = drop("weights", weights)
     return weights if v is None else drop("output", weights @ v)
 
@@ -175,6 +175,9 @@ def attention_mistakes(q, k, v=None, *, scale, hidden=None, causal=False, dropou
                        variant(hidden=~hidden, rows=rows)) for rows in (*HIDDEN_ROWS, "additive")]
         found.append(Mistake("mask-after-softmax-not-renormalized", "you zero the hidden weights after the softmax "
                       "without renormalising", variant(mask="after")))
+        found.append(Mistake(None, "you fill the hidden weights after the softmax, and with +inf (-float('-inf') is "
+                             "+inf): every query that has a hidden key gets inf or NaN. Fill the scores with "
+                             "float('-inf') before the softmax", variant(mask="after-inf")))
         found.append(Mistake("mask-fill-finite", "your hidden scores are filled with a large finite negative number, "
                              "not -inf: a query whose keys are all hidden then gets uniform weights over them, where "
                              "it must get all-zero weights (and a zero output). Fill with -inf, and give such a row "

@@ -487,7 +487,10 @@ ISSUE_46 = {
     "unnamed/learner7_online_softmax_maximum_not_running": ("each block's own maximum",),
     "softmax-unstable/learner7_softmax_global_max_guarded": ("x.max(), not each slice's maximum",),
     "cache-position-not-advanced/learner7_window_mask_ignores_q_start": ("positions start at 0",),
-    # round 7's blind porter: numbers only before
+    # round 7's blind porter: numbers only, or a misleading id, before
+    "unnamed/port_memcompressed_mask_after_softmax_plus_inf": ("with +inf (-float('-inf') is +inf)",),
+    "unnamed/learner_pointer_read_after_advancing": ("a position read after this call advanced it",),
+    "unnamed/port_3_lagllama_CachedMultiHeadAttention_not_causal_with_cache": ("the cached path skips the mask",),
     "mask-fill-finite/port_bert_additive_minus10000": ("adds a finite -10000",),
     "mask-inverted/port_jiant_bert_mask_sign": ("marked True are the visible ones",),
     "heads-split-without-transpose/port_chinesetextcls_mha_reshape_only": ("merged back with one straight",),
