@@ -146,6 +146,11 @@ def renormalize_slips(weights):
         Mistake("sum-without-keepdim", "your row sums are taken without keepdim=True: their shape [..., T] "
                 "broadcasts along the last dimension, so entry (i, j) is divided by the sum of row j, not of row i. "
                 "Keep the dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
+        Mistake(None, "you fill the future with -inf after the softmax, on the weights: the row sums become -inf, "
+                "so every entry is 0 or NaN (-inf / -inf). -inf belongs on scores, before a softmax; here zero the "
+                "future, weights.masked_fill(mask, 0.0), and divide each row by its sum",
+                lambda: weights.masked_fill(future, float("-inf")) / weights.masked_fill(future, float("-inf")).sum(
+                    dim=-1, keepdim=True)),
         Mistake(None, "each entry is divided by its column's sum (a sum along dim=-2, the queries), not its row's: "
                 "each query's row must sum to 1, so divide by weights.sum(dim=-1, keepdim=True)",
                 lambda: kept / kept.sum(dim=-2, keepdim=True)),

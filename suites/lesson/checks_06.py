@@ -130,6 +130,12 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
                                 f"first token of x sits at position offset = {offset}, so its rows are "
                                 "cos[offset:offset + T] and sin[offset:offset + T]",
                                 lambda: rope(x, cos, sin, offset + 1)))
+    if x.dim() == 4 and offset + x.shape[1] <= cos.shape[0]:  # open_lm #4: [B, T, H, hd] read as [B, H, T, hd]
+        mistakes.append(Mistake(None, "your rotation is along the heads, not the tokens: x is [B, H, T, hd] and each "
+                                "token t of it takes the rows cos[offset + t], sin[offset + t]; your code gives head h "
+                                "the angles of position offset + h (a permute to [B, T, H, hd], or a sequence "
+                                "dimension of 1, reads the heads as positions)",
+                                lambda: rope(x.transpose(1, 2), cos, sin, offset).transpose(1, 2)))
     if offset:
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",

@@ -489,6 +489,8 @@ ISSUE_46 = {
     "cache-position-not-advanced/learner7_window_mask_ignores_q_start": ("positions start at 0",),
     # round 7's blind porter: numbers only, or a misleading id, before
     "unnamed/port_memcompressed_mask_after_softmax_plus_inf": ("with +inf (-float('-inf') is +inf)",),
+    "unnamed/port_nisqa_minus_inf_on_weights_then_renormalised": ("fill the future with -inf after the softmax",),
+    "unnamed/port_openlm_rope_along_the_heads": ("your rotation is along the heads",),
     "unnamed/learner_pointer_read_after_advancing": ("a position read after this call advanced it",),
     "unnamed/port_3_lagllama_CachedMultiHeadAttention_not_causal_with_cache": ("the cached path skips the mask",),
     "mask-fill-finite/port_bert_additive_minus10000": ("adds a finite -10000",),
