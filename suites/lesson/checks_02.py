@@ -42,7 +42,35 @@ def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False, gr
             (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
 
     grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
-               right=right, explain=explain, grad_scale=grad_scale, **kwargs)
+               right=right, explain=explain, grad_scale=grad_scale,
+               root_cause=batched_weights_crash(grade, queries, keys, mask), **kwargs)
+
+
+def batched_weights_crash(grade, queries, keys, mask):
+    """A raise of attention_weights on batched queries and keys ([..., T, d]) explained when the student's
+    code is right on one sequence of them: its transpose swaps the wrong dimensions (keys.T reverses every
+    one; transpose(0, 1) swaps the batch with the tokens), as 01's attention_scores can (round 7's learner:
+    a traceback alone here, where 01 explained the same slip)."""
+    import torch
+
+    def explain(failure, out):
+        if not isinstance(failure, RaisedFailure) or queries.dim() < 3 or keys.dim() != queries.dim():
+            return None
+        lead = (0,) * (queries.dim() - 2)
+        one_mask = mask if mask is None or mask.dim() <= 2 else mask[(0,) * (mask.dim() - 2)]
+        one_q, one_k = queries[lead].clone(), keys[lead].clone()
+        theirs = diagnose.their(grade, "attention_weights", one_q, one_k,
+                                **({} if one_mask is None else {"mask": one_mask}))
+        if not isinstance(theirs, torch.Tensor) or \
+                not diagnose.matches(grade, theirs, right_attention(one_q, one_k, None, one_mask)):
+            return None
+        return CheckFailed(
+            f"{failure.message}\nyour attention_weights is right on one sequence {list(one_q.shape)} but raised on "
+            f"the batch {list(queries.shape)}: work over the last two dimensions only, whatever comes before them. "
+            "Transpose only the keys' last two dimensions, keys.transpose(-2, -1) (or keys.mT): keys.T reverses "
+            f"every dimension of a batched tensor ({list(keys.shape)} becomes {list(reversed(keys.shape))}), and "
+            "read sizes from the end (keys.shape[-1])")
+    return explain
 
 
 def sdpa_same(grade, queries, keys, values, mask=None, grad=False):

@@ -481,6 +481,7 @@ ISSUE_46 = {
     "unnamed/learner_online_softmax_stale_numerators": ("against the running maximum of that moment",),
     # round 7's blind learner: misleading or numbers only before
     "unnamed/learner7_context_vector_divides_by_weight_sum": ("divided by the sum of the weights",),
+    "unnamed/learner7_attention_weights_keys_dot_T": ("keys.T reverses every dimension",),
     "unnamed/learner7_flash_last_partial_key_tile_dropped": ("a key loop over the whole tiles only",),
     "unnamed/learner7_renormalize_by_column_sums": ("divided by its column's sum",),
     "unnamed/learner7_causal_padding_mask_combined_with_and": ("combined with & (and)",),
