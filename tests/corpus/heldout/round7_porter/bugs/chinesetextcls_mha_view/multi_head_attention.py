@@ -1,0 +1,89 @@
+"""Bug port: 649453932/Chinese-Text-Classification-Pytorch, models/Transformer.py Multi_Head_Attention
+(https://github.com/649453932/Chinese-Text-Classification-Pytorch/issues/53 and issue #10: Q = Q.view(
+batch_size * self.num_head, -1, self.dim_head) and context.view(batch_size, -1, dim_head * num_head),
+i.e. heads split and merged with view alone). Ported into MultiHeadAttention (04) with its own inline
+split/merge (the module's split_heads/merge_heads are correct and unused by this class).
+"""
+import torch
+from torch import nn
+
+from causal_attention import CausalAttention
+
+
+def split_heads(x, num_heads):
+    b, t, d = x.shape
+    if d % num_heads:
+        raise ValueError("D must be divisible by num_heads")
+    return x.reshape(b, t, num_heads, d // num_heads).transpose(1, 2)
+
+
+def merge_heads(x):
+    b, h, t, hd = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * hd)
+
+
+def split_qkv(qkv, num_heads):
+    b, t, d3 = qkv.shape
+    if d3 % (3 * num_heads):
+        raise ValueError("3D must be 3 * a multiple of num_heads")
+    qkv = qkv.reshape(b, t, 3, num_heads, d3 // (3 * num_heads)).permute(2, 0, 3, 1, 4)
+    return qkv[0], qkv[1], qkv[2]
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        if d_out % num_heads:
+            raise ValueError("d_out must be divisible by num_heads")
+        self.num_head = num_heads
+        self.dim_head = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        batch_size, T, _ = x.shape
+        Q = self.W_query(x).reshape(batch_size * self.num_head, -1, self.dim_head)
+        K = self.W_key(x).reshape(batch_size * self.num_head, -1, self.dim_head)
+        V = self.W_value(x).reshape(batch_size * self.num_head, -1, self.dim_head)
+        scale = K.size(-1) ** -0.5
+        attention = torch.matmul(Q, K.permute(0, 2, 1)) * scale
+        attention = attention.masked_fill(self.mask.bool()[:T, :T], float("-inf"))
+        attention = torch.softmax(attention, dim=-1)
+        attention = self.dropout(attention)
+        context = torch.matmul(attention, V)
+        context = context.reshape(batch_size, -1, self.dim_head * self.num_head)
+        return self.out_proj(context)
+
+
+class FusedQKVAttention(nn.Module):
+    def __init__(self, dim, chan, num_heads=1, qkv_bias=False, qk_scale=None):
+        super().__init__()
+        if chan % num_heads:
+            raise ValueError("chan must be divisible by num_heads")
+        self.num_heads = num_heads
+        self.chan = chan
+        self.head_dim = chan // num_heads
+        self.scale = qk_scale or self.head_dim ** -0.5
+        self.qkv = nn.Linear(dim, chan * 3, bias=qkv_bias)
+        self.proj = nn.Linear(chan, chan)
+
+    def forward(self, x):
+        q, k, v = split_qkv(self.qkv(x), self.num_heads)
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        attn = attn.softmax(dim=-1)
+        out = merge_heads(attn @ v)
+        return self.proj(out) + merge_heads(v)

@@ -1,0 +1,86 @@
+"""Correct port: huggingface/transformers, src/transformers/models/bart/modeling_bart.py, BartAttention
+(eager path, one head):
+
+    self.scaling = self.head_dim ** -0.5
+    query_states = self.q_proj(hidden_states) * self.scaling
+    key_states = self.k_proj(hidden_states); value_states = self.v_proj(hidden_states)
+    attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+    attn_output = torch.bmm(attn_probs, value_states)
+
+with q_proj/k_proj/v_proj renamed to the course's W_query/W_key/W_value and one head (head_dim = d_out).
+Covers: SelfAttention_v2 (02).
+"""
+import math
+
+import torch
+from torch import nn
+
+
+def attention_weights(queries, keys, mask=None):
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    m = scores.amax(dim=-1, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m).detach()
+    e = torch.exp(scores - m)
+    s = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(s == 0, torch.ones_like(s), s)
+
+
+def scaled_dot_product_attention(queries, keys, values, mask=None):
+    return attention_weights(queries, keys, mask) @ values
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        q, k, v = x @ self.W_query, x @ self.W_key, x @ self.W_value
+        w = torch.softmax(q @ k.T / k.shape[-1] ** 0.5, dim=-1)
+        return w @ v
+
+
+class SelfAttention_v2(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.head_dim = d_out
+        self.scaling = self.head_dim ** -0.5
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        hidden_states = x
+        query_states = self.W_query(hidden_states) * self.scaling
+        key_states = self.W_key(hidden_states)
+        value_states = self.W_value(hidden_states)
+        attn_weights = torch.matmul(query_states, key_states.transpose(-1, -2))
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        return torch.matmul(attn_weights, value_states)
+
+
+def copy_v2_weights_into_v1(v2, v1):
+    for name in ("W_query", "W_key", "W_value"):
+        if getattr(v2, name).bias is not None:
+            raise ValueError("v2 has biases; v1 has none")
+    with torch.no_grad():
+        for name in ("W_query", "W_key", "W_value"):
+            getattr(v1, name).copy_(getattr(v2, name).weight.T)
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, d_in_q, d_in_kv, d_k, d_v, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in_q, d_k, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in_kv, d_k, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in_kv, d_v, bias=qkv_bias)
+
+    def forward(self, x_q, x_kv):
+        q, k, v = self.W_query(x_q), self.W_key(x_kv), self.W_value(x_kv)
+        w = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
+        return w @ v
