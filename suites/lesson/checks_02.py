@@ -58,11 +58,13 @@ def batched_weights_crash(grade, queries, keys, mask):
             return None
         lead = (0,) * (queries.dim() - 2)
         one_mask = mask if mask is None or mask.dim() <= 2 else mask[(0,) * (mask.dim() - 2)]
-        one_q, one_k = queries[lead].clone(), keys[lead].clone()
+        one_q, one_k = queries[lead].detach().clone(), keys[lead].detach().clone()
         theirs = diagnose.their(grade, "attention_weights", one_q, one_k,
                                 **({} if one_mask is None else {"mask": one_mask}))
-        if not isinstance(theirs, torch.Tensor) or \
-                not diagnose.matches(grade, theirs, right_attention(one_q, one_k, None, one_mask)):
+        if not isinstance(theirs, torch.Tensor):
+            return None
+        right = right_attention(one_q.double(), one_k.double(), None, one_mask)  # (scores in the hundreds too)
+        if not diagnose.matches(grade, theirs, right.to(theirs.dtype)):
             return None
         return CheckFailed(
             f"{failure.message}\nyour attention_weights is right on one sequence {list(one_q.shape)} but raised on "
