@@ -553,6 +553,19 @@ def flash_crash(q, block_size, k=None, v=None):
     return root_cause
 
 
+DIAGONAL_SKIPPED = ("a causal loop that skips the key tile on the diagonal: it stops at ks >= qs, but that tile holds "
+                    "each query's own key and the earlier keys of its tile; only the key tiles after the query tile's "
+                    "last query are all future: stop when ks > qs + bq - 1 (ks >= qe), and mask inside the diagonal "
+                    "tile")
+
+
+def _same(a, b) -> bool:
+    """Two candidates' outputs alike (zeros where a query sees nothing in both)."""
+    import torch
+
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True))
+
+
 def flash_mistakes(q, k, v, block_size, causal) -> list:
     """What flash_attention's usual mistakes give on these inputs, each computed in float64."""
     mistakes = [
@@ -565,13 +578,15 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
                  "unnormalised across the key tiles and divide once, acc / l, after the key loop",
                  lambda: normalised_every_tile(q, k, v, block_size, causal)),
     ]
-    if k.shape[-2] % block_size:
-        mistakes.append(matching(None, f"a key loop over the whole tiles only (range(0, Tk - block_size + 1, ...) or "
-                                 f"Tk // block_size tiles): the last {k.shape[-2] % block_size} key(s), a shorter last "
-                                 f"tile ({k.shape[-2]} keys not being a multiple of block_size = {block_size}), are "
-                                 f"never attended; loop over range(0, Tk, block_size), whose last tile "
-                                 f"keys[..., ks:ks + block_size, :] is shorter",
-                                 lambda: last_key_tile_dropped(q, k, v, block_size, causal)))
+    if k.shape[-2] % block_size:  # a shorter last key tile never attended
+        said = (f"a key loop over the whole tiles only (range(0, Tk - block_size + 1, ...) or Tk // block_size "
+                f"tiles): the last {k.shape[-2] % block_size} key(s), a shorter last tile ({k.shape[-2]} keys not "
+                f"being a multiple of block_size = {block_size}), are never attended; loop over range(0, Tk, "
+                f"block_size), whose last tile keys[..., ks:ks + block_size, :] is shorter")
+        if causal and _same(last_key_tile_dropped(q, k, v, block_size, causal),
+                            diagonal_tile_skipped(q, k, v, block_size, first_tile_kept=True)):
+            said = f"{DIAGONAL_SKIPPED}; or, the same on these inputs, {said}"  # (6 tokens in tiles of 4)
+        mistakes.append(matching(None, said, lambda: last_key_tile_dropped(q, k, v, block_size, causal)))
     if causal:
         mistakes.append(matching(None, "a causal mask aligned to the bottom-right corner; query i sees keys j <= i, "
                                  "counted from the top-left", lambda: plain_attention(q, k, v, True, bottom_right=True)))
@@ -580,10 +595,7 @@ def flash_mistakes(q, k, v, block_size, causal) -> list:
                               "positions in the whole sequence, qs + i against ks + j",
                               lambda skip=skip: tile_local_causal(q, k, v, block_size, skip=skip))
                      for skip in (True, False)]
-        mistakes += [matching(None, "a causal loop that skips the key tile on the diagonal: it stops at ks >= qs, "
-                              "but that tile holds each query's own key and the earlier keys of its tile; only the "
-                              "key tiles after the query tile's last query are all future: stop when ks > qs + bq - 1 "
-                              "(ks >= qe), and mask inside the diagonal tile",
+        mistakes += [matching(None, DIAGONAL_SKIPPED,
                               lambda kept=kept: diagonal_tile_skipped(q, k, v, block_size, first_tile_kept=kept))
                      for kept in (True, False)]
         mistakes.append(matching("mask-hides-diagonal", "a causal mask inside the tiles that hides the diagonal too "

@@ -179,16 +179,18 @@ def mask_same(grade, *args):
                         "distance is the query's position minus the key's", mirrored),
                 Mistake("mask-hides-diagonal", "your mask hides each query's own position: a token sees itself",
                         right | (queries == keys))]
-    if starts and starts[0]:
+    if len(starts) > 1 and starts[1]:
+        mistakes.append(Mistake(None, f"your keys' positions start at 0, not at k_start = {starts[1]}: key j sits at "
+                                "position k_start + j (the queries at q_start + i), torch.arange(k_start, k_start + "
+                                "num_keys)", lambda: window_mask(num_queries, num_keys, window, starts[0], 0)))
+    if starts and starts[0] and not (len(starts) > 1 and starts[1] and bool(
+            (window_mask(num_queries, num_keys, window, 0, *starts[1:]) ==
+             window_mask(num_queries, num_keys, window, starts[0], 0)).all())):  # (where the keys' slip is not alike)
         mistakes.append(Mistake("cache-position-not-advanced", f"your queries' positions start at 0, not at q_start = "
                                 f"{starts[0]}: query i "
                                 "sits at position q_start + i (the keys at k_start + j), torch.arange(q_start, "
                                 "q_start + num_queries)", lambda: window_mask(num_queries, num_keys, window, 0,
                                                                               *starts[1:])))
-    if len(starts) > 1 and starts[1]:
-        mistakes.append(Mistake(None, f"your keys' positions start at 0, not at k_start = {starts[1]}: key j sits at "
-                                "position k_start + j (the queries at q_start + i), torch.arange(k_start, k_start + "
-                                "num_keys)", lambda: window_mask(num_queries, num_keys, window, starts[0], 0)))
     if window:
         mistakes += [
             Mistake("mask-not-applied", "your mask is the causal mask alone: the window is not applied (was the "

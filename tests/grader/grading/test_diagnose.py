@@ -487,7 +487,7 @@ ISSUE_46 = {
     "unnamed/learner7_causal_padding_mask_combined_with_and": ("combined with & (and)",),
     "unnamed/learner7_online_softmax_maximum_not_running": ("each block's own maximum",),
     "softmax-unstable/learner7_softmax_global_max_guarded": ("x.max(), not each slice's maximum",),
-    "cache-position-not-advanced/learner7_window_mask_ignores_q_start": ("positions start at 0",),
+    "unnamed/learner7_window_mask_ignores_q_start": ("positions start at 0",),
     # round 7's blind porter: numbers only, or a misleading id, before
     "unnamed/port_memcompressed_mask_after_softmax_plus_inf": ("with +inf (-float('-inf') is +inf)",),
     "unnamed/port_nisqa_minus_inf_on_weights_then_renormalised": ("fill the future with -inf after the softmax",),

@@ -7,29 +7,26 @@ from grader.submission import resolve_submission
 
 RESERVE = '''
 
-_plain_forward = MultiHeadAttentionWithSWA.forward
-_plain_reset = MultiHeadAttentionWithSWA.reset_cache
+
+class _Reserved(MultiHeadAttentionWithSWA):  # (methods of a class: since round 4 a module-level function whose
+    # first parameter is self is not observed, and this one must be, to be measured)
+    def forward(self, x, use_cache=False):
+        out = super().forward(x, use_cache)
+        if use_cache:
+            if self.reserve is None:  # as much as every token's keys and values will take
+                self.total = x.shape[0] * 64 * 2 * 128
+                self.reserve = torch.ones(self.total, dtype=torch.float64)
+            self.hold += [self.W_key(x).detach().clone(), self.W_value(x).detach().clone()]
+            self.reserve = None
+            self.reserve = torch.ones(max(self.total - sum(t.numel() for t in self.hold), 1), dtype=torch.float64)
+        return out
+
+    def reset_cache(self):
+        super().reset_cache()
+        self.hold, self.reserve, self.total = [], None, 0
 
 
-def _forward(self, x, use_cache=False):
-    out = _plain_forward(self, x, use_cache)
-    if use_cache:
-        if self.reserve is None:  # as much as every token's keys and values will take
-            self.total = x.shape[0] * 64 * 2 * 128
-            self.reserve = torch.ones(self.total, dtype=torch.float64)
-        self.hold += [self.W_key(x).detach().clone(), self.W_value(x).detach().clone()]
-        self.reserve = None
-        self.reserve = torch.ones(max(self.total - sum(t.numel() for t in self.hold), 1), dtype=torch.float64)
-    return out
-
-
-def _reset(self):
-    _plain_reset(self)
-    self.hold, self.reserve, self.total = [], None, 0
-
-
-MultiHeadAttentionWithSWA.forward = _forward
-MultiHeadAttentionWithSWA.reset_cache = _reset
+MultiHeadAttentionWithSWA = _Reserved
 '''
 
 
