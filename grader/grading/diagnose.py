@@ -387,24 +387,25 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
         return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
-    if within(theirs, right) and _right(grade, theirs, right):
+    fits = within(theirs, right)
+    if fits and _right(grade, theirs, right):
         return None
     again = None
-    if within(theirs, right):
+    if fits:
         with torch.no_grad():
             try:  # the student's helper's result as it is, dtype included: what their own exercise was given
                 again = composed(theirs.to(right.device))
             except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
                 again = None
     if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
-        return _unexplained(grade, failure, helper, theirs, right, helper_mistakes)
+        return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, fits)
     # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
     found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
 
 
-def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes) -> Exception | None:
+def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes, fits: bool) -> Exception | None:
     """The helper is wrong on this case's inputs, and the grader's own computation from its result is not
     the student's output: the exercise may be wrong too, or use the helper in a way the grader does not
     model (twice, on other arguments). Where the helper has a stand-in, the check is run again with a
@@ -415,10 +416,11 @@ def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes) ->
     keeps the failure). None without a stand-in: the failure stays this exercise's."""
     if not has_stand_in(helper) or grade.cascades != "once":
         return None
-    found = first_match(grade, theirs, helper_mistakes, right) if within(theirs, right) else None
-    misconception, detail = found if found else (None, f"it returns {_described(theirs)} on this case's inputs"
-                                                 if not within(theirs, right) or theirs.shape != right.shape
-                                                 else "it gives a wrong result on this case's inputs")
+    found = first_match(grade, theirs, helper_mistakes, right) if fits else None
+    if found is None:  # (fits: within(theirs, right), which _blame worked out)
+        found = (None, "it gives a wrong result on this case's inputs" if fits and theirs.shape == right.shape
+                 else f"it returns {_described(theirs)} on this case's inputs")
+    misconception, detail = found
     blamed = helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
     blamed.by_stand_in_only = True
     return blamed

@@ -314,7 +314,7 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
     import os
 
     children_of = _children_reader()
-    total, todo, seen_tmpfs = 0, [root_pid], set()
+    total, todo, seen = 0, [root_pid], set()  # tmpfs mounts by device, memfds by (device, inode): once each
     while todo:
         pid = todo.pop()
         todo += children_of(pid)
@@ -327,11 +327,11 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
         # call maps in, are the kernel's to drop and no cache of the student's)
         total += sum(int(line.split()[1]) * 1024 for line in status.splitlines()
                      if line.startswith(("RssAnon:", "RssShmem:")))
-        total += _unmapped_files(pid, seen_tmpfs)
+        total += _unmapped_files(pid, seen)
         for line in mounts:  # "id parent major:minor root mountpoint options - fstype source ..."
             before, _, after = line.partition(" - ")
-            if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen_tmpfs:
-                seen_tmpfs.add(before.split()[2])
+            if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen:
+                seen.add(before.split()[2])
                 try:
                     stats = os.statvfs(f"/proc/{pid}/root{before.split()[4]}")
                 except OSError:
