@@ -26,7 +26,7 @@ from grader.grading.forbidden import forbidden_operations
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHelper, StudentFault,  # noqa: F401
                                      explained, plain_call)
 from grader.grading.recorded_outputs import NotReplayable
-from grader.inside.protocol import HandleRef, flatten, sent_from
+from grader.inside.protocol import HandleRef, clip, flatten, sent_from
 
 
 
@@ -187,6 +187,13 @@ class Grade:
                             modules=any(isinstance(a, HandleRef) for a in args)) from None
         if self.forbidden or measure:  # after the call: a stub, or a raise, says so first
             self.expect_observed()
+        if measure and isinstance(reply.get("as_text"), dict):  # (grader.inside.worker.watch_text)
+            written = reply["as_text"]
+            where = f" at {clip(str(written.get('line')), 200)}" if written.get("line") else ""
+            raise CheckFailed(f"not observed: your code wrote a tensor of {_count(written.get('values'))} values "
+                              f"out as text during the call{where} (print, str, repr or an f-string), and what "
+                              "Python does with text cannot be counted; this check, which counts how your code "
+                              "computes, earns nothing until that is gone")
         return reply_of(reply)
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,

@@ -225,6 +225,7 @@ class Tracer:
         self.widest = 0
         self.widest_op = ""
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
+        self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
         # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
         # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
         # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
@@ -445,6 +446,40 @@ def _sentry_classes() -> tuple:
         setattr(raw, "__dynamo_disable", raw)
     _SENTRIES = (FunctionSentry, OperatorSentry)
     return _SENTRIES
+
+
+# --- a tensor's values as text during a measured call ---------------------------------------------
+# str(t), repr(t), f"{t}" and print(t) hand every value of t to Python at once, as text the student's code
+# can read back (float() of its pieces) and compute with in plain Python, where no operation is counted:
+# a Python loop would pass for vectorised, a whole row for a block. A measure during which a tensor of
+# more than one value was written out is not observed (grader.grading.fixture.Grade.call says so). One
+# value (a 0-dimensional format is .item(), an operator) costs what an operator costs. All formatting of
+# a tensor goes through torch._tensor_str._str; an observable file names nothing private, so cannot undo this.
+def watch_text(spec: WorkerSpec) -> None:
+    """Note, in the measured call in progress, the first tensor written out as text and where. Called once,
+    before the student's import."""
+    import torch._tensor_str as tensor_str
+
+    written = tensor_str._str
+
+    def _str(self, *args, **kwargs):
+        tracer = _CALL[0]
+        if tracer is not None and tracer.measure and tracer.as_text is None and self.numel() > 1:
+            tracer.as_text = {"values": int(self.numel()), "line": _student_line(spec)}
+        return written(self, *args, **kwargs)
+
+    tensor_str._str = _str
+
+
+def _student_line(spec: WorkerSpec) -> str:
+    """The innermost line of the student's code on the stack, as the student knows the file."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(spec.student_root) or ".ipynb [cell " in filename:
+            return f"{_shown(filename, spec)}, line {frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 # --- how many entries one operator combines --------------------------------------------------------
@@ -1031,6 +1066,8 @@ class Server:
             if tracer.elsewhere:
                 raise Elsewhere(tracer.elsewhere)
         if measure:
+            if tracer.as_text is not None:
+                reply["as_text"] = tracer.as_text
             reply.update(ops=tracer.count, op_names=tracer.names, max_numel=tracer.max_numel,
                          widest=tracer.widest, widest_op=tracer.widest_op)
         reply["mutated"] = [
@@ -1100,6 +1137,7 @@ def serve(sock, spec: WorkerSpec) -> None:
     torch.set_num_threads(1)
     switch_off_compilers()
     watch_threads()
+    watch_text(spec)
 
     watch = StackWatch()
     watch.arm(spec.import_timeout_s)

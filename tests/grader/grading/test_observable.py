@@ -466,3 +466,31 @@ def test_a_check_that_watches_earns_nothing_where_the_file_is_not_observed(submi
     assert said and all(m.startswith("not observed: attention_basics.py line ") for m in said)
     assert "_disable_current_modes" in said[0] or "_C" in said[0]
     assert by_name["attention_scores_loop"].score == by_name["attention_scores_loop"].max_score
+
+
+def test_a_tensor_written_out_as_text_during_a_measure_is_not_observed(submission_dir, grader, course):
+    """attention_scores as a Python loop over the text of its inputs (each value scaled to an integer, so that
+    str() writes it exactly): a handful of operators for any length, so it passed for vectorised before
+    round 5 of issue 44. Its values are right, so the checks that compare them pass; the vectorised one
+    says what it could not count and where."""
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text() + textwrap.dedent('''
+
+        def attention_scores(inputs):
+            text = str((inputs.double() * 2**40).round().long())
+            rows = [r.strip(" [],\\n") for r in text[text.index("["):text.rindex("]") + 1].split("]")]
+            flat = [float(v) / 2**40 for r in rows for v in r.replace("[", "").split(",") if v.strip()]
+            T, d = inputs.shape[-2], inputs.shape[-1]
+            out = []
+            for b in range(len(flat) // (T * d)):
+                m = [flat[b * T * d + t * d:b * T * d + (t + 1) * d] for t in range(T)]
+                out.append([[sum(x * y for x, y in zip(m[i], m[j])) for j in range(T)] for i in range(T)])
+            return torch.tensor(out, dtype=inputs.dtype).reshape(*inputs.shape[:-1], T)
+        '''))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=5).assignments[0]
+    checks = {c.name: c for c in {e.name: e for e in result.exercises}["attention_scores"].checks}
+    said = checks["attention_scores_vectorised"]
+    assert said.status == "failed", said.message
+    assert said.message.startswith("not observed: your code wrote a tensor of ")
+    assert "attention_basics.py, line " in said.message and "as text" in said.message
