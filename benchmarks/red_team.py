@@ -190,6 +190,26 @@ def _spawn_sleepers():  # posix_spawn (a vfork): thousands a second, where a for
 _spawn_sleepers()
 _time.sleep({HOLD_S})
 """),
+    BatchAttack("CPU flood: spinners, each in a session of its own and unpinned, held (issue 44, round 5)", """
+import os as _os, time as _time
+for _ in range(110):  # each its own scheduling group (setsid), free of the grading process's processor
+    try:
+        if _os.fork() == 0:
+            _time.sleep(3.0)
+            try:
+                _os.setsid()
+                _os.sched_setaffinity(0, set(range(_os.cpu_count() or 2)))
+            except OSError:
+                pass
+            while True:
+                pass
+    except OSError:
+        break
+_right_softmax = softmax
+def softmax(x, dim=-1):  # every call holds the worker, and its spinners, for 9 s (the limit is 10)
+    _time.sleep(9.0)
+    return _right_softmax(x, dim)
+"""),
     BatchAttack("fork bomb at import", """
 import os as _os, time as _time
 while True:  # every process forks until it cannot, then waits: until the import's time limit

@@ -190,7 +190,8 @@ class Grade:
         if measure and isinstance(reply.get("as_text"), dict):  # (grader.inside.worker.watch_text)
             written = reply["as_text"]
             where = f" at {clip(str(written.get('line')), 200)}" if written.get("line") else ""
-            raise CheckFailed(f"not observed: your code wrote a tensor of {_count(written.get('values'))} values "
+            values = _count(written.get("values"))
+            raise CheckFailed(f"not observed: your code wrote a tensor ({values} value{'' if values == 1 else 's'}) "
                               f"out as text during the call{where} (print, str, repr or an f-string), and what "
                               "Python does with text cannot be counted; this check, which counts how your code "
                               "computes, earns nothing until that is gone")

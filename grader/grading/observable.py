@@ -412,6 +412,9 @@ class _Reader:
                     mention(node.attr)
                 elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                     mention(node.value)  # getattr(obj, "name"), a name a loop or a caller gives as a string
+                elif isinstance(node, ast.MatchClass):
+                    for attr in node.kwd_attrs:  # case Point(x=...) reads subject.x
+                        mention(attr)
                 stack.extend(ast.iter_child_nodes(node))
 
         methods = {id(item) for defs in classes.values() for cls in defs for item in cls.body}
@@ -506,6 +509,9 @@ class _Reader:
             self._name(node)
         elif isinstance(node, ast.Attribute):
             self._attribute(node)
+        elif isinstance(node, ast.MatchClass):
+            for attr in node.kwd_attrs:  # ``case object(__globals__=g)`` reads the attribute as subject.__globals__
+                self._attribute_name(node, attr)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) in self.running:
             if node.name.startswith("__") and node.name.endswith("__") and node.name not in DUNDER_DEFS:
                 raise _Found(node, f"a method named {node.name}")
@@ -577,19 +583,24 @@ class _Reader:
 
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        if attr.startswith("__") and attr.endswith("__"):
-            if attr not in DUNDER_READS:
-                raise _Found(node, f".{attr}")
-        elif attr.startswith("_") and not (attr in self.own_private and isinstance(node.value, ast.Name)
-                                           and node.value.id in ("self", "cls")):
-            raise _Found(node, f".{attr} (a private name)")
-        if attr in ESCAPES:
-            raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
+        owner = isinstance(node.value, ast.Name) and node.value.id in OWNERS
+        self._attribute_name(node, attr, owner)
         path = self._dotted(node)
         if path is not None:
             if not isinstance(node.ctx, ast.Load):
                 raise _Found(node, f"an assignment to {path}")
             self._value(node, path, self._path(node, path))
+
+    def _attribute_name(self, node, attr: str, owner: bool = False) -> None:
+        """An attribute read or written by name: ``x.attr``, or a class pattern's keyword (``case C(attr=...)``).
+        ``owner``: read on a method's ``self`` or ``cls`` (the file's own private names may be)."""
+        if attr.startswith("__") and attr.endswith("__"):
+            if attr not in DUNDER_READS:
+                raise _Found(node, f".{attr}")
+        elif attr.startswith("_") and not (attr in self.own_private and owner):
+            raise _Found(node, f".{attr} (a private name)")
+        if attr in ESCAPES:
+            raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
 
     def _value(self, node, path: str, obj) -> None:
         """A module is only ever the start of a dotted name read here: kept in a variable or passed on

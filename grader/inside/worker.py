@@ -450,11 +450,13 @@ def _sentry_classes() -> tuple:
 
 # --- a tensor's values as text during a measured call ---------------------------------------------
 # str(t), repr(t), f"{t}" and print(t) hand every value of t to Python at once, as text the student's code
-# can read back (float() of its pieces) and compute with in plain Python, where no operation is counted:
-# a Python loop would pass for vectorised, a whole row for a block. A measure during which a tensor of
-# more than one value was written out is not observed (grader.grading.fixture.Grade.call says so). One
-# value (a 0-dimensional format is .item(), an operator) costs what an operator costs. All formatting of
-# a tensor goes through torch._tensor_str._str; an observable file names nothing private, so cannot undo this.
+# can read back (float() of its pieces) and compute with in plain Python, where no operation is counted
+# (torch formats with every mode switched off, so not even the formatting's own operators are seen): a
+# Python loop would pass for vectorised, a whole row for a block. A measure during which any tensor was
+# written out, even one value (repr of each element of a loop, round 5), is not observed
+# (grader.grading.fixture.Grade.call says so). f"{t:.3f}" of a 0-dimensional tensor is .item(), an
+# operator, counted. All formatting of a tensor goes through torch._tensor_str._str; an observable file
+# names nothing private, so cannot undo this.
 def watch_text(spec: WorkerSpec) -> None:
     """Note, in the measured call in progress, the first tensor written out as text and where. Called once,
     before the student's import."""
@@ -464,7 +466,7 @@ def watch_text(spec: WorkerSpec) -> None:
 
     def _str(self, *args, **kwargs):
         tracer = _CALL[0]
-        if tracer is not None and tracer.measure and tracer.as_text is None and self.numel() > 1:
+        if tracer is not None and tracer.measure and tracer.as_text is None:
             tracer.as_text = {"values": int(self.numel()), "line": _student_line(spec)}
         return written(self, *args, **kwargs)
 

@@ -307,6 +307,23 @@ ROUTES = {
             kind = text.format(x)
             return torch.softmax(x, dim)
         """,
+    # round 5: a class pattern's keyword is an attribute read, written as a string in the syntax tree
+    "a class pattern that reads a dunder": """
+        def helper(x):
+            return x
+        def softmax(x, dim=-1):
+            match helper:
+                case object(__globals__=g):
+                    b = g["__builtins__"]
+            with b["__import__"]("torch._C", None, None, ["x"]).DisableTorchFunction():
+                return torch.softmax(x, dim)
+        """,
+    "a class pattern that reads a private name": """
+        def softmax(x, dim=-1):
+            match torch.Tensor:
+                case type(_disabled_torch_function_impl=impl):
+                    return impl(torch.softmax, (), (x, dim))
+        """,
 }
 
 
@@ -492,5 +509,5 @@ def test_a_tensor_written_out_as_text_during_a_measure_is_not_observed(submissio
     checks = {c.name: c for c in {e.name: e for e in result.exercises}["attention_scores"].checks}
     said = checks["attention_scores_vectorised"]
     assert said.status == "failed", said.message
-    assert said.message.startswith("not observed: your code wrote a tensor of ")
+    assert said.message.startswith("not observed: your code wrote a tensor (")
     assert "attention_basics.py, line " in said.message and "as text" in said.message

@@ -585,3 +585,61 @@ raise RuntimeError("FO" + "UND" + repr(_FOUND) + "FO" + "UND")
     finally:
         sandbox.close()
     assert found.replace("\\'", "'") == repr({"own": "EROFS", "beside": "EROFS", "package": "EROFS"})
+
+
+SLEEPS_ONCE = """
+import time as _time
+_right_softmax, _slept = softmax, []
+def softmax(x, dim=-1):
+    if not _slept:
+        _slept.append(1)
+        _time.sleep(3.0)
+    return _right_softmax(x, dim)
+"""
+
+
+def test_a_worker_starved_of_processors_is_given_the_time_it_waited(tight, tmp_path, monkeypatch):
+    """Round 5 of issue 44: another submission's spinners, each in a session of its own, starved a bystander's
+    call past its limit (frank 200 -> 140). A call's deadline moves by the time its worker waited for a
+    processor, read from the kernel: here the reading says it waited all along, so a 3 s call within a 2 s
+    limit is graded, where without that reading it runs out of time."""
+    from grader.sandbox import client
+
+    result, ex = grade_module(tight, tmp_path, SLEEPS_ONCE)
+    assert ex["softmax"].status == "timeout"  # its own 3 s: no processor was waited for
+    started = time.monotonic()
+    monkeypatch.setattr(client, "_run_queue_wait", lambda fd: time.monotonic() - started)
+    result, ex = grade_module(tight, tmp_path, SLEEPS_ONCE)
+    assert ex["softmax"].status == "passed", ex["softmax"].feedback
+
+
+def test_a_starved_call_still_stops_at_its_bound(tight, tmp_path, monkeypatch):
+    """The deadline moves at most to STARVED_FACTOR times the limit: a loop that never ends stops there."""
+    from grader.sandbox import client
+
+    started = time.monotonic()
+    monkeypatch.setattr(client, "_run_queue_wait", lambda fd: time.monotonic() - started)
+    monkeypatch.setattr(client, "STARVED_FACTOR", 2)
+    began = time.monotonic()
+    result, ex = grade_module(tight, tmp_path, "def softmax(x, dim=-1):\n    while True:\n        pass\n")
+    assert ex["softmax"].status == "timeout"
+    assert time.monotonic() - began < 20
+
+
+def test_the_run_queue_read_is_the_workers_own(tight, tmp_path, monkeypatch):
+    """The wait is read from the worker's own /proc/PID/schedstat, found by the pid its zygote gave."""
+    from grader.sandbox import client
+
+    found = []
+    opened = client.run_queue_file
+
+    def recorded(root_pid, pid):
+        fd = opened(root_pid, pid)
+        path = os.readlink(f"/proc/self/fd/{fd}") if fd is not None else ""
+        comm = Path(path).with_name("comm").read_text().strip() if path else ""
+        found.append((fd is not None, comm, client._run_queue_wait(fd) >= 0))
+        return fd
+
+    monkeypatch.setattr(client, "run_queue_file", recorded)
+    grade_module(tight, tmp_path, "")
+    assert found and all(f == (True, "grade-worker", True) for f in found), found
