@@ -485,18 +485,36 @@ def test_a_check_that_watches_earns_nothing_where_the_file_is_not_observed(submi
     assert by_name["attention_scores_loop"].score == by_name["attention_scores_loop"].max_score
 
 
-def test_a_tensor_written_out_as_text_during_a_measure_is_not_observed(submission_dir, grader, course):
-    """attention_scores as a Python loop over the text of its inputs (each value scaled to an integer, so that
-    str() writes it exactly): a handful of operators for any length, so it passed for vectorised before
-    round 5 of issue 44. Its values are right, so the checks that compare them pass; the vectorised one
-    says what it could not count and where."""
-    module = submission_dir / "01_attention_basics" / "attention_basics.py"
-    module.write_text(module.read_text() + textwrap.dedent('''
-
-        def attention_scores(inputs):
+AS_TEXT = {
+    # the whole tensor at once, each value scaled to an integer so that str() writes it exactly
+    "str of the whole tensor": """
+        def values_of(inputs):
             text = str((inputs.double() * 2**40).round().long())
             rows = [r.strip(" [],\\n") for r in text[text.index("["):text.rindex("]") + 1].split("]")]
-            flat = [float(v) / 2**40 for r in rows for v in r.replace("[", "").split(",") if v.strip()]
+            return [float(v) / 2**40 for r in rows for v in r.replace("[", "").split(",") if v.strip()]
+        """,
+    # round 5's: repr of each element's mantissa and exponent (iterating is one unbind; torch formats with its
+    # modes switched off, so not even an .item() is counted)
+    "repr of each element": """
+        def values_of(inputs):
+            whole, power = torch.frexp(inputs.double().reshape(-1))
+            whole = (whole * 2.0**53).to(torch.int64)
+            return [math.ldexp(int(repr(m)[7:-1]), int(repr(e)[7:].split(",")[0].rstrip(")")) - 53)
+                    for m, e in zip(whole, power)]
+        """,
+}
+
+
+@pytest.mark.parametrize("how", AS_TEXT)
+def test_a_tensor_written_out_as_text_during_a_measure_is_not_observed(submission_dir, grader, course, how):
+    """attention_scores as a Python loop over the values of its inputs read from their text: a handful of
+    operators for any length, so it passed for vectorised before round 5 of issue 44. Its values are
+    right, so the checks that compare them pass; the vectorised one says what it could not count and where."""
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text() + "\n\nimport math\n" + textwrap.dedent(AS_TEXT[how]) + textwrap.dedent('''
+
+        def attention_scores(inputs):
+            flat = values_of(inputs)
             T, d = inputs.shape[-2], inputs.shape[-1]
             out = []
             for b in range(len(flat) // (T * d)):
