@@ -135,6 +135,7 @@ class Grade:
         self.forbidden = forbidden_operations(str(marker.args[0])) if marker.args else ()
         # "once": a case right but for the student's own faulty helper keeps its points (course.toml)
         self.cascades = session.course.grading.cascades
+        self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
 
     # inputs ------------------------------------------------------------------------------------------
     def randn(self, *shape, dtype=None, scale=1.0):
@@ -324,9 +325,38 @@ class Grade:
         the cascade policy "once", one right given the student's own helper (``root_cause(failure,
         out)``, as for grader.grading.diagnose.diagnosed)."""
         expected, _, _, _ = self._reference(name, args, kwargs, False)
+        self.count_reference(name, getattr(self.ref, name), args, kwargs)
         reply = self._call_blaming(root_cause, name, *args, measure=True, **kwargs)
         self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
         return reply
+
+    def count_reference(self, name, fn, args, kwargs) -> None:
+        """Keep how many operators the reference's ``fn`` runs on these inputs (grader.grading.operation_count),
+        the measure of ``name``'s counts. Not on a student distribution (no reference: no bound)."""
+        if self.replaying:
+            return
+        from grader.grading.operation_count import operations
+
+        import torch
+
+        with torch.random.fork_rng(devices=[]):  # a dropout of the reference's draws nothing of what follows
+            count = operations(fn, _on_args(self.device, _cloned(args), False),
+                               _on(self.device, _cloned(kwargs), False))
+        self.reference_ops[name] = max(self.reference_ops.get(name, 0), count)
+
+    def expect_few_operations(self, name, *counts: int) -> None:
+        """Counts that do not grow with the sequence are a vectorised answer's only where they are about the
+        reference's (grader.grading.operation_count): a loop padded with operations that do nothing, fewer
+        as the sequence grows, is not."""
+        from grader.grading.operation_count import bound
+
+        reference = self.reference_ops.get(name)
+        most = max((c for c in counts if c is not None), default=0)
+        if reference is not None and most > bound(reference):
+            raise CheckFailed(f"{name} made {most} torch operations for one call, where the computation takes "
+                              f"{reference} and a vectorised one at most {bound(reference)}: it runs operations "
+                              "for each token in Python (with others that do nothing); use matrix products "
+                              "instead", ("not-vectorised",))
 
     def _call_blaming(self, root_cause, target, *args, **kwargs) -> Reply:
         """:meth:`call`; should the student's code raise, the raise is their helper's when the right
@@ -585,6 +615,7 @@ class Grade:
         ``helpers``: ``(helper, args_short, args_long)`` for the student's own functions it uses; when
         their growth accounts for all of it, the loop is theirs and is charged there (cascade policy)."""
         if long_ops <= short_ops:
+            self.expect_few_operations(name, short_ops, long_ops)
             return
         message = (f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a longer "
                    "one: it loops over tokens in Python; use matrix products instead")
@@ -792,6 +823,7 @@ class ModulePair:
     def measured(self, *args, root_cause=None) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
         expected = self.reference(*args)
+        self.grade.count_reference(self.name, self.ref, args, {})
         reply = self.grade._call_blaming(root_cause, self.handle, *args, label=self.name, measure=True)
         self.grade.expect_right(reply, expected, f"{self.what} forward{_signature(args, {})}", root_cause)
         return reply

@@ -226,6 +226,7 @@ def expect_vectorised(grade, name, short_args, long_args, what):
         raise CheckFailed(f"{name} made {short} torch operations for {what[0]} but {long} for {what[1]}: a Python "
                           "loop over positions; build the whole tensor at once (arange, broadcasting)",
                           ("not-vectorised",))
+    grade.expect_few_operations(name, short, long)
 
 
 # --- the cached classes: the lesson's attention from the weights both instances hold --------------------

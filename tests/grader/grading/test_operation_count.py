@@ -1,0 +1,44 @@
+"""A vectorised count is held to the reference's (grader/grading/operation_count.py)."""
+import textwrap
+
+import torch
+
+from grader.grading.operation_count import FACTOR, FLOOR, bound, operations
+from grader.submission import resolve_submission
+
+
+def test_operators_are_counted_as_the_dispatcher_runs_them():
+    x = torch.randn(2, 3, 4)
+    assert operations(lambda a: a @ a.transpose(-2, -1), (x,), {}) == operations(torch.matmul, (x, x.mT), {}) + 1
+    assert operations(lambda a: a, (x,), {}) == 0
+    assert bound(2) == FLOOR and bound(1000) == FACTOR * 1000
+
+
+PADDED = '''
+
+def attention_scores(inputs):
+    t = inputs.shape[-2]
+    rows = []
+    for i in range(t):
+        rows.append(torch.stack([(inputs[..., i, :] * inputs[..., j, :]).sum(-1) for j in range(t)], -1))
+    out = torch.stack(rows, -2)
+    dummy = inputs.new_zeros(())
+    for _ in range(max(0, 40000 - 5 * t * t)):  # fewer as the sequence grows: a flat count
+        dummy = dummy + 1
+    return out
+'''
+
+
+def test_a_loop_padded_to_a_flat_count_is_not_vectorised(submission_dir, grader, course):
+    """Issue 44, round 6: attention_scores as a loop over token pairs, padded with operations that do nothing
+    to 40,000 a call whatever the length, kept its count from growing and scored 15/15; its outputs are
+    right, so only the vectorised check fails, saying what the reference takes."""
+    module = submission_dir / "01_attention_basics" / "attention_basics.py"
+    module.write_text(module.read_text() + textwrap.dedent(PADDED))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=5).assignments[0]
+    exercise = {e.name: e for e in result.exercises}["attention_scores"]
+    failed = [c for c in exercise.checks if c.status != "passed"]
+    assert [c.name for c in failed] == ["attention_scores_vectorised"]
+    assert failed[0].misconceptions == ("not-vectorised",)
+    assert "torch operations for one call, where the computation takes" in failed[0].message
