@@ -36,6 +36,7 @@ from grader.grading.dropout import expect_dropout_on_weights, judged
 from grader.errors import UsageError
 from grader.inside.protocol import HandleRef
 from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
+from grader.grading.shape_errors import ShapeMismatch, shape_mismatch
 
 exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grading/forbidden.py)
 
@@ -60,6 +61,7 @@ ScaleSearch = ScaleFit  # a mistake whose scores are scaled by some constant: th
 
 # all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
-__all__ = ["CheckFailed", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ScaleSearch", "StudentFault",
-           "UsageError", "assignment", "diagnose", "difference", "exercise", "expect_dropout_on_weights", "judged",
-           "low_precision", "manual_seed", "name_mistake", "shape_str", "stand_ins", "unstable_unless_named"]
+__all__ = ["CheckFailed", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ScaleSearch", "ShapeMismatch",
+           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise",
+           "expect_dropout_on_weights", "judged", "low_precision", "manual_seed", "name_mistake", "shape_mismatch",
+           "shape_str", "stand_ins", "unstable_unless_named"]

@@ -325,16 +325,18 @@ class Grade:
         the cascade policy "once", one right given the student's own helper (``root_cause(failure,
         out)``, as for grader.grading.diagnose.diagnosed)."""
         expected, _, _, _ = self._reference(name, args, kwargs, False)
-        self.count_reference(name, getattr(self.ref, name), args, kwargs)
+        self.count_reference(name, lambda: getattr(self.ref, name), args, kwargs)
         reply = self._call_blaming(root_cause, name, *args, measure=True, **kwargs)
         self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
         return reply
 
-    def count_reference(self, name, fn, args, kwargs) -> None:
-        """Keep how many operators the reference's ``fn`` runs on these inputs (grader.grading.operation_count),
-        the measure of ``name``'s counts. Not on a student distribution (no reference: no bound)."""
-        if self.replaying:
+    def count_reference(self, name, reference, args, kwargs) -> None:
+        """Keep how many operators the reference's function (``reference()`` gives it) runs on these inputs
+        (grader.grading.operation_count), the measure of ``name``'s counts. Not where outputs are recorded or
+        replayed (a student distribution has no reference: no bound there)."""
+        if self.session.recording is not None:
             return
+        fn = reference()
         from grader.grading.operation_count import operations
 
         import torch
@@ -823,7 +825,7 @@ class ModulePair:
     def measured(self, *args, root_cause=None) -> Reply:
         """forward(*args), its output checked against the reference's (see Grade.measured)."""
         expected = self.reference(*args)
-        self.grade.count_reference(self.name, self.ref, args, {})
+        self.grade.count_reference(self.name, lambda: self.ref, args, {})
         reply = self.grade._call_blaming(root_cause, self.handle, *args, label=self.name, measure=True)
         self.grade.expect_right(reply, expected, f"{self.what} forward{_signature(args, {})}", root_cause)
         return reply

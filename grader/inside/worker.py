@@ -780,6 +780,18 @@ class ForbiddenOperation(Exception):
         self.name = name
 
 
+def _containers(value):
+    """The lists and tuples of a student's return value, as plain lists and tuples, read as the base type
+    stores them: a subclass's own ``__iter__`` (a NamedTuple's), which the reading of the reply would
+    otherwise call after the tracer has stopped watching, never runs (round 6 of issue 44: compute_rope_params
+    returned a NamedTuple whose __iter__ built the tables in a Python loop, and its count was 2)."""
+    if isinstance(value, list):
+        return [_containers(item) for item in list.__iter__(value)]
+    if isinstance(value, tuple):
+        return tuple(_containers(item) for item in tuple.__iter__(value))
+    return value
+
+
 def _plain(value):
     """Encode a student's return value as plain data: tensors detached to plain tensors, where they
     are (the encoder notes each tensor's device as it copies the bytes)."""
@@ -1047,7 +1059,7 @@ class Server:
         try:
             try:
                 with tracer, torch.set_grad_enabled(grad_mode):
-                    out = fn(*args, **kwargs)
+                    out = _containers(fn(*args, **kwargs))
             except BaseException:
                 if tracer.forbidden:  # whatever the student's code made of the refusal
                     raise ForbiddenOperation(tracer.forbidden[0]) from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from grader.authoring import (CheckFailed, HandleRef, Mistake, RaisedFailure, StudentFault, diagnose, difference,
-                              shape_str)
+                              shape_mismatch, shape_str)
 from lesson import mistaken
 
 
@@ -218,7 +218,6 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
     cross-attention); or the raise is a projection built for one input's width fed the other's. None
     when neither explains it."""
     import itertools
-    import re
 
     import torch
 
@@ -245,10 +244,10 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
                         f"{failure.message}\nyour code computes the {' and the '.join(wrong)} (it gives that output "
                         f"when x_kv is as long as x_q): the queries come from x_q, the keys and values from x_kv, "
                         f"which may have another number of tokens ({tk} here, against x_q's {tq})", ("qkv-swapped",))
-    found = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", failure.message)
+    found = shape_mismatch(failure.message, "matmul")
     if found is None or d_q == d_kv:
         return None
-    _, given, takes, gives = map(int, found.groups())
+    _, given, takes, gives = found.sizes
     widths = {role: tuple(pair.weights[f"W_{role}.weight"].shape) for role in mistaken.ROLES}  # [d_out, d_in]
     if (given, takes) == (d_q, d_kv):
         fed, built = "x_q", [r for r in ("key", "value") if widths[r] == (gives, takes)] or ["key", "value"]

@@ -16,7 +16,7 @@ import itertools
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, ScaleSearch, StudentFault,
-                              UsageError, diagnose, expect_dropout_on_weights, judged)
+                              UsageError, diagnose, expect_dropout_on_weights, judged, shape_mismatch)
 from lesson import mistaken
 from lesson.checks_03 import eval_dropout_named, linear, student_module
 
@@ -441,14 +441,10 @@ def keys_transposed_as_3d(pair, x, failure):
     """A raise that met the heads against the tokens at dimension 1 of a batched matmul: the 4-d keys
     [B, H, T, hd] transposed with transpose(1, 2), the single head's 3-d habit, which swaps heads and
     tokens ([B, T, H, hd]) instead of tokens and features. None otherwise."""
-    import re
-
     heads, tokens = argument(pair, "num_heads"), x.shape[1]
-    last = diagnose.last_line(failure.message)
-    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-                      r"dimension (-?\d+)", last)
-    if found is None or heads == tokens or {int(found[1]), int(found[2])} != {heads, tokens} \
-            or int(found[3]) not in (1, -3):
+    found = shape_mismatch(diagnose.last_line(failure.message), "broadcast")
+    if found is None or found.dim is None or heads == tokens or set(found.sizes) != {heads, tokens} \
+            or found.dim not in (1, -3):
         return None
     return CheckFailed(f"{failure.message}\nthe {heads} heads met the {tokens} tokens at dimension 1: with heads, "
                        f"q and k are [B, H, T, hd], and k.transpose(1, 2) (the single head's [B, T, d] habit) swaps "
@@ -573,14 +569,10 @@ SKIP_X = "proj(attention) + x: the skip connection adds v (merged back to [B, N,
 def skip_through_x(pair, x, failure):
     """A raise that broadcast the block's chan features against x's dim features (dim != chan) at the
     last dimension: the input added as the skip connection, in place of v. None otherwise."""
-    import re
-
     chan, dim = fused_sizes(pair)[0], argument(pair, "dim")
-    last = diagnose.last_line(failure.message)
-    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-                      r"dimension (-?\d+)", last)
-    if found is None or dim == chan or {int(found[1]), int(found[2])} != {chan, dim} \
-            or int(found[3]) % x.dim() != x.dim() - 1:
+    found = shape_mismatch(diagnose.last_line(failure.message), "broadcast")
+    if found is None or found.dim is None or dim == chan or set(found.sizes) != {chan, dim} \
+            or found.dim % x.dim() != x.dim() - 1:
         return None
     return CheckFailed(f"{failure.message}\nthe block's chan = {chan} features met x's dim = {dim} at the last "
                        f"dimension: the output is [B, N, chan], and its skip connection adds v (merged back to "
@@ -591,15 +583,11 @@ def skip_v_unmerged(pair, x, failure):
     """A raise that broadcast the block's [B, N, chan] output against v still split into heads, [B, H, N,
     head_dim] (chan != head_dim, at the last of four dimensions): v added before it is merged back. None
     otherwise."""
-    import re
-
     chan, heads, _ = fused_sizes(pair)
     head_dim = chan // heads
-    last = diagnose.last_line(failure.message)
-    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-                      r"dimension (-?\d+)", last)
-    if found is None or head_dim == chan or {int(found[1]), int(found[2])} != {chan, head_dim} \
-            or int(found[3]) % 4 != 3:
+    found = shape_mismatch(diagnose.last_line(failure.message), "broadcast")
+    if found is None or found.dim is None or head_dim == chan or set(found.sizes) != {chan, head_dim} \
+            or found.dim % 4 != 3:
         return None
     return CheckFailed(f"{failure.message}\nthe block's output, [B, N, chan = {chan}], met v still split into heads, "
                        f"[B, H, N, head_dim = {head_dim}]: the skip connection adds v merged back to [B, N, chan], "

@@ -10,7 +10,7 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, StudentFault, shape_str
+from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, StudentFault, shape_mismatch, shape_str
 from lesson import mistaken
 
 
@@ -508,8 +508,8 @@ def flash_crash(q, block_size, k=None, v=None):
     import re
 
     def sizes(message):
-        found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", message)
-        return None if found is None else {int(found[1]), int(found[2])}
+        found = shape_mismatch(message, "broadcast")
+        return None if found is None else set(found.sizes)
 
     def root_cause(failure, out):
         if not isinstance(failure, RaisedFailure):
@@ -517,11 +517,10 @@ def flash_crash(q, block_size, k=None, v=None):
         lines = failure.message.strip().splitlines()
         last = lines[-1] if lines else ""
         tq, rest = q.shape[-2], q.shape[-2] % block_size
-        found = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)", last)
-        if found is not None and int(found[2]) == block_size and int(found[3]) == rest and \
-                int(found[1]) % q.dim() != q.dim() - 2:
+        found = shape_mismatch(last, "cat")
+        if found is not None and found.sizes == (block_size, rest) and found.dim % q.dim() != q.dim() - 2:
             return CheckFailed(f"{failure.message}\ntorch.cat joined the query tiles' outputs along dimension "
-                               f"{found[1]}, where they all have the same size; they differ in their number of "
+                               f"{found.dim}, where they all have the same size; they differ in their number of "
                                f"queries ({block_size}, and {rest} in the last of the {tq}): concatenate them along "
                                "the queries, torch.cat(outs, dim=-2)")
         pair = sizes(last) if "RuntimeError" in last else None

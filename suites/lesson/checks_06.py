@@ -13,7 +13,7 @@ under changed weights, the memory the kernel counts), never read from what the s
 from __future__ import annotations
 
 from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
-                              judged)
+                              judged, shape_mismatch)
 from lesson import every_call, mistaken
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -389,17 +389,15 @@ def cache_appended_crash(pair, start, size):
     [B, H, T, hd]): torch.cat itself refuses cached and new keys whose token counts differ ("except in
     dimension d. Expected size <cached> but got size <size>"), or, where the counts agree, the keys come
     out with twice the heads, which the queries' H heads cannot be multiplied with."""
-    import re
-
     def root_cause(failure, out):
         fault = getattr(failure, "fault", None)
         if fault is None or not start or fault.kind != "error":
             return None
         heads_ = design(pair)[0]
         last = diagnose.last_line(fault.message)
-        refused = re.search(r"except in dimension (-?\d+)\. Expected size (\d+) but got size (\d+)", last)
-        if refused and int(refused[3]) == size and 0 < int(refused[2]) <= start and int(refused[2]) != size:
-            told = (f"torch.cat along dimension {refused[1]} refused the {refused[2]} cached and the {size} new "
+        refused = shape_mismatch(last, "cat")
+        if refused and refused.sizes[1] == size and 0 < refused.sizes[0] <= start and refused.sizes[0] != size:
+            told = (f"torch.cat along dimension {refused.dim} refused the {refused.sizes[0]} cached and the {size} new "
                     f"tokens' keys, whose dimension of tokens differs")
         elif start == size and diagnose.mentions(fault, heads_) and diagnose.mentions(fault, 2 * heads_):
             told = (f"the keys of this call came out with {2 * heads_} heads for the queries' {heads_}: the "
@@ -953,14 +951,12 @@ def groups_of_another_size(run, heads_, groups):
     (heads_ // groups) is not its number of groups: a raise whose error sets the heads against
     groups * groups key/value heads is each group repeated num_kv_groups times, not num_heads //
     num_kv_groups (repeat_kv's group_size)."""
-    import re
-
     try:
         return run()
     except (StudentFault, CheckFailed) as failure:
         last = diagnose.last_line(failure.message)
-        found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", last)
-        if found is None or {int(found[1]), int(found[2])} != {heads_, groups * groups} or \
+        found = shape_mismatch(last, "broadcast")
+        if found is None or set(found.sizes) != {heads_, groups * groups} or \
                 heads_ == groups * groups:
             raise
         raise CheckFailed(f"{failure}\nyour keys and values have num_kv_groups x num_kv_groups = {groups * groups} "

@@ -529,3 +529,44 @@ def test_a_tensor_written_out_as_text_during_a_measure_is_not_observed(submissio
     assert said.status == "failed", said.message
     assert said.message.startswith("not observed: your code wrote a tensor (")
     assert "attention_basics.py, line " in said.message and "as text" in said.message
+
+
+LAZY_TABLES = '''
+
+import math
+from typing import NamedTuple
+
+
+class Tables(NamedTuple):
+    cos: object
+    sin: object
+
+    def __iter__(self):  # what a reader of the reply would call: a Python loop over positions
+        hd, theta, length, dtype = self.cos
+        rows_c, rows_s = [], []
+        for pos in range(length):
+            angles = [pos * theta ** (-(2 * i) / hd) for i in range(hd // 2)]
+            rows_c.append([math.cos(a) for a in angles + angles])
+            rows_s.append([math.sin(a) for a in angles + angles])
+        yield torch.tensor(rows_c, dtype=dtype)
+        yield torch.tensor(rows_s, dtype=dtype)
+
+
+def compute_rope_params(head_dim, theta_base=10_000, context_length=4096, dtype=torch.float32):
+    if head_dim % 2:
+        raise ValueError("head_dim must be even")
+    return Tables((head_dim, theta_base, context_length, dtype), None)
+'''
+
+
+def test_a_returned_tuple_is_read_as_a_tuple_stores_it(submission_dir, grader, course):
+    """Round 6 of issue 44: compute_rope_params returned a NamedTuple whose own __iter__ built the tables in a
+    Python loop; the worker read the reply after its tracer stopped watching, so the call counted two
+    operations and scored 10/10. The reply is read as the tuple stores it (the arguments it was made with):
+    not the tables, so no check of it passes."""
+    module = submission_dir / "06_decoding_attention" / "decoding_attention.py"
+    module.write_text(module.read_text() + LAZY_TABLES)
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("06_decoding_attention"),),
+                          seed=5, exercises=("compute_rope_params",)).assignments[0]
+    exercise = {e.name: e for e in result.exercises}["compute_rope_params"]
+    assert [c.name for c in exercise.checks if c.status == "passed"] == ["rope_params_odd_head_dim"]
