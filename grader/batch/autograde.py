@@ -19,8 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
-import queue
+import pickle
 import secrets
 import shutil
 import signal
@@ -67,7 +68,8 @@ def failed_result(assignments, name: str, status: str, message: str, seed: int) 
 # --- the grading processes -----------------------------------------------------------------------
 def _grading_process(course: Course, assignments, device: str, seed: int | None, confinement, tasks,
                      results, sandboxes: Path, parent: int, cpu: int | None = None) -> None:
-    """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results``. Its
+    """Grade the jobs handed out on ``tasks`` until a None arrives; report on ``results`` (this process's own
+    end of a pipe: a process killed in the middle of a report breaks its own channel only). Its
     temporary folders go under ``sandboxes``, which the run removes even if this process is killed;
     it dies with the run (``parent``), however the run ends. With ``cpu``, it and every process it
     starts run on that processor only."""
@@ -86,19 +88,19 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
 
     def jobs():
         while (job := tasks.get()) is not None:
-            results.put(("started", os.getpid(), job.name))
+            results.send(("started", os.getpid(), job.name))
             current[:] = [job]
             yield job
 
     def report(job, outcome):
         current[:] = []
         if isinstance(outcome, SubmissionError):  # the submission's own fault (no assignment in it...)
-            results.put(("invalid", os.getpid(), job.name, str(outcome)))
+            results.send(("invalid", os.getpid(), job.name, str(outcome)))
         elif isinstance(outcome, GraderError):  # the grader's: the sandbox cannot start, the suites cannot run
-            results.put((GRADER_ERROR, os.getpid(), job.name, str(outcome)))
+            results.send((GRADER_ERROR, os.getpid(), job.name, str(outcome)))
         else:
             outcome.submission = job.name
-            results.put(("done", os.getpid(), job.name, outcome.to_json()))
+            results.send(("done", os.getpid(), job.name, outcome.to_json()))
 
     queued = jobs()
     try:  # one pytest session grades every submission this process is handed
@@ -333,7 +335,11 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
     import grader.grading.pytest_session  # noqa: F401 - and pytest with the grading side, likewise
 
     context = multiprocessing.get_context("fork")
-    tasks, results = context.Queue(), context.Queue()
+    # the tasks on one queue; the results on a pipe of each grading process's own: a queue's writers share a
+    # lock, which a process killed while its feeder thread held it (its own submission's code killing it,
+    # where student code runs as the grader's user) kept for ever, and every later result waited on it
+    tasks = context.Queue()
+    readers: dict[int, object] = {}  # position -> the parent's end of that grading process's pipe
     for job in todo:
         tasks.put(job)
     parent = os.getpid()
@@ -343,11 +349,32 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
     pinned = len(cpus) > 1 and workers <= len(cpus)
 
     def start(position):
+        if position in readers:
+            readers.pop(position).close()
+        reader, writer = context.Pipe(duplex=False)
         process = context.Process(target=_grading_process, daemon=True,
-                                  args=(course, assignments, device, seed, confinement, tasks, results, sandboxes,
+                                  args=(course, assignments, device, seed, confinement, tasks, writer, sandboxes,
                                         parent, cpus[position] if pinned else None))
         process.start()
+        writer.close()  # the child's alone: its death ends the pipe
+        readers[position] = reader
         return process
+
+    unread: list = []  # messages read, not yet handled
+
+    def next_message():
+        """The next report of any grading process, or None after half a second without one. A pipe that
+        ends (its process died) or breaks mid-message is dropped: its process is restarted below."""
+        if not unread:
+            for reader in multiprocessing.connection.wait(list(readers.values()), timeout=0.5):
+                try:
+                    unread.append(reader.recv())
+                except (EOFError, OSError, ValueError, pickle.UnpicklingError, AttributeError, ImportError,
+                        IndexError, TypeError):
+                    for position, own in list(readers.items()):
+                        if own is reader:
+                            readers.pop(position).close()
+        return unread.pop(0) if unread else None
 
     processes = [start(position) for position in range(workers)]
     by_name = {job.name: job for job in todo}
@@ -362,10 +389,7 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
 
     try:
         while remaining:
-            try:
-                message = results.get(timeout=0.5)
-            except queue.Empty:
-                message = None
+            message = next_message()
             if message is not None:
                 kind, pid, name = message[:3]
                 if kind == "started":
@@ -408,4 +432,6 @@ def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, con
                 process.kill()
         for process in processes:
             process.join()
+        for reader in readers.values():
+            reader.close()
         leftovers.sweep([sandboxes], pids={process.pid for process in processes})

@@ -612,15 +612,18 @@ class Grade:
             said = "" if misconceptions else float32_only(actual, expected)
             raise CheckFailed(f"{what}: {problem}{self.case()}{said}", misconceptions)
 
-    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=()):
-        """A vectorised exercise makes as many torch operations for a long sequence as for a short one.
-        ``helpers``: ``(helper, args_short, args_long)`` for the student's own functions it uses; when
-        their growth accounts for all of it, the loop is theirs and is charged there (cascade policy)."""
+    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=(), *,
+                           cases=("on a short sequence", "on a longer one"),
+                           hint="it loops over tokens in Python; use matrix products instead"):
+        """A vectorised exercise makes as many torch operations for a long sequence as for a short one, and
+        about as many as the reference (:meth:`expect_few_operations`). ``helpers``: ``(helper, args_short,
+        args_long)`` for the student's own functions it uses; when their growth accounts for all of it, the
+        loop is theirs and is charged there (cascade policy). ``cases`` and ``hint``: the two cases and what
+        to do, as the failure says them."""
         if long_ops <= short_ops:
             self.expect_few_operations(name, short_ops, long_ops)
             return
-        message = (f"{name} made {short_ops} torch operations on a short sequence but {long_ops} on a longer "
-                   "one: it loops over tokens in Python; use matrix products instead")
+        message = f"{name} made {short_ops} torch operations {cases[0]} but {long_ops} {cases[1]}: {hint}"
         grown = {}
         for helper, args_short, args_long in helpers:
             try:

@@ -234,6 +234,22 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
     return None
 
 
+def _class_scoped_imports(every) -> set[int]:
+    """The imports whose names a class body binds (directly, or under an ``if``, ``try`` or ``with`` there; not
+    in a method): they become the class's attributes, reached as ``Quiet.name`` or ``self.name``, where the
+    names an import binds are followed only as names."""
+    found = set()
+    for cls in (n for n in every if isinstance(n, ast.ClassDef)):
+        stack = list(cls.body)
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (ast.Import, ast.ImportFrom)):
+                found.add(id(item))
+            elif not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.extend(ast.iter_child_nodes(item))
+    return found
+
+
 def _course_imports(code: str, course_modules) -> set[str]:
     """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it)."""
     try:
@@ -300,6 +316,7 @@ class _Reader:
             body += node.orelse if _runs_as_main(node) else [node]
         every = [n for top in body for n in ast.walk(top)]
         methods = {id(item) for n in every if isinstance(n, ast.ClassDef) for item in n.body}
+        in_classes = _class_scoped_imports(every)
         over_strings = {id(n.target) for n in every if isinstance(n, (ast.For, ast.comprehension))
                         and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List))
                         and all(isinstance(e, ast.Constant) and _public(e.value) for e in n.iter.elts)}
@@ -350,6 +367,8 @@ class _Reader:
             elif isinstance(node, ast.MatchMapping) and node.rest:
                 self.bound.add(node.rest)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                if id(node) in in_classes:  # its names are the class's attributes, never read as names (round 7)
+                    raise _Found(node, "an import inside a class (import at the top of the file)")
                 self._imports(node)
         self.bound -= set(self.imported) | set(self.foreign) | self.students
         self.chained = {id(n.value) for n in every if isinstance(n, ast.Attribute)}  # x in x.attr

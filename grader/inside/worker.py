@@ -714,6 +714,43 @@ def _counted(func):
     return rule
 
 
+def _pooled(func):
+    """A pooling: each output entry combines a window of ``kernel_size`` entries in each pooled dimension
+    (round 7 of issue 44: a row folded into a cube and max-pooled with a kernel of the cube's side, padded so
+    that the output is no smaller than the input, reduced the whole row in one operator that the widest
+    rule took for the cube's side)."""
+    import math
+
+    kernel = _argument(func, ("kernel_size",))
+    pooled = next((int(c) for c in func.overloadpacket.__name__ if c.isdigit()), 1)
+
+    def rule(args, kwargs, result):
+        if kernel is None:
+            return _at_widest(args, kwargs, result)
+        size = _read(kernel, args, kwargs)
+        sizes = [int(size)] * pooled if isinstance(size, int) else [int(s) for s in size]
+        if len(sizes) == 1:
+            sizes = sizes * pooled
+        return max(math.prod(sizes), _at_widest(args, kwargs, result))  # never less than an unknown one
+    return rule
+
+
+def _adaptively_pooled(func):
+    """An adaptive pooling: each output entry combines about input size over output size entries of each
+    pooled dimension (rounded up, and one more where the windows overlap)."""
+    def rule(args, kwargs, result):
+        tensor = args[0] if args else None
+        out = result[0] if isinstance(result, (list, tuple)) else result
+        if getattr(tensor, "ndim", 0) == 0 or getattr(out, "ndim", 0) != tensor.ndim:
+            return _at_widest(args, kwargs, result)
+        pooled = next((int(c) for c in func.overloadpacket.__name__ if c.isdigit()), 1)
+        width = 1
+        for inside, outside in zip(tensor.shape[-pooled:], out.shape[-pooled:]):
+            width *= -(-inside // max(1, outside)) + (1 if outside and inside % outside else 0)
+        return max(width, _at_widest(args, kwargs, result))
+    return rule
+
+
 def _renormed(func):
     """``renorm``: each slice along ``dim`` is scaled by a norm over all its other entries."""
     def rule(args, kwargs, result):
@@ -747,6 +784,14 @@ SPECIAL = {
     **dict.fromkeys(("histc", "bincount", "histogram", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors"),
                     _counted),
     "renorm": _renormed,
+    **dict.fromkeys(("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                     "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
+                     "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool3d", "mkldnn_max_pool2d",
+                     "mkldnn_max_pool3d", "quantized_max_pool1d", "quantized_max_pool2d", "quantized_max_pool3d"),
+                    _pooled),
+    **dict.fromkeys(("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d",
+                     "_adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+                     "mkldnn_adaptive_avg_pool2d"), _adaptively_pooled),
 }
 
 

@@ -318,6 +318,21 @@ ROUTES = {
             with b["__import__"]("torch._C", None, None, ["x"]).DisableTorchFunction():
                 return torch.softmax(x, dim)
         """,
+    # round 7: an import in a class body binds the class's attributes, read as Quiet.off, never as a name
+    "an import inside a class": """
+        class Quiet:
+            from torch._C import DisableTorchFunction as off
+        def softmax(x, dim=-1):
+            with Quiet.off():
+                return torch.softmax(x, dim)
+        """,
+    "an import under an if in a class": """
+        class Quiet:
+            if True:
+                import numpy as np
+        def softmax(x, dim=-1):
+            return torch.from_dlpack(Quiet.np.exp(x))
+        """,
     "a class pattern that reads a private name": """
         def softmax(x, dim=-1):
             match torch.Tensor:

@@ -51,6 +51,12 @@ FULL_ROW = {  # each reduces a whole row of 64 at once, by some path or other
     "rfft": lambda: torch.fft.rfft(X.exp())[..., 0],
     "avg_pool1d": lambda: F.avg_pool1d(X.exp()[:, None], 64),
     "max_pool1d, stride 1": lambda: F.max_pool1d(X[:, None], 63, 1, 31),
+    # round 7 of issue 44: a row folded into a 4 x 4 x 4 cube, pooled with a kernel of its side, padded so
+    # that the output is larger than the input (the widest rule took it for 4)
+    "max_pool3d over a cube": lambda: F.max_pool3d(X.reshape(2, 1, 4, 4, 4), 4, 1, 2),
+    "avg_pool3d over a cube, summed": lambda: F.avg_pool3d(X.exp().reshape(2, 1, 4, 4, 4), 4, 1, 2,
+                                                           divisor_override=1),
+    "adaptive_max_pool2d to one": lambda: F.adaptive_max_pool2d(X.reshape(2, 1, 8, 8), 1),
     "layer_norm": lambda: F.layer_norm(X, (64,)),
     "cdist": lambda: torch.cdist(X.exp()[:, None], torch.zeros(2, 1, 64), p=1),
     "renorm": lambda: torch.renorm(X.exp(), 1, 0, 1.0),
