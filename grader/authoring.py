@@ -6,7 +6,7 @@ from the check's own seed::
 
     from grader.authoring import Mistake, assignment, exercise
     from lesson import journey                       # the lesson's data (suites/lesson/)
-    from lesson.mistakes import softmax_mistakes     # known wrong computations
+    from lesson.mistaken import softmax_mistakes     # known wrong computations
 
     pytestmark = assignment("01_attention_basics")
 

@@ -234,6 +234,19 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
     return None
 
 
+# the module's own names, which a definition at module level would replace (``__name__`` decides the main guard)
+MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__spec__", "__loader__", "__builtins__", "__package__",
+                          "__path__", "__dict__", "__qualname__", "__class__", "__annotations__"})
+
+
+def _bindable(node, name: str) -> None:
+    """A name a match pattern, an ``except ... as``, or an import binds: never a builtin that looks things up,
+    a method's owner, or a dunder (round 8: ``case __name__:`` made the main guard true at import, so code
+    the reading skips as never running ran)."""
+    if name in LOOKUPS or name in OWNERS or (name.startswith("__") and name.endswith("__")):
+        raise _Found(node, f"the name {name} bound")
+
+
 def _class_scoped_imports(every) -> set[int]:
     """The imports whose names a class body binds (directly, or under an ``if``, ``try`` or ``with`` there; not
     in a method): they become the class's attributes, reached as ``Quiet.name`` or ``self.name``, where the
@@ -322,7 +335,7 @@ class _Reader:
                         and all(isinstance(e, ast.Constant) and _public(e.value) for e in n.iter.elts)}
         for node in every:  # what the file binds, first: a name is the student's wherever it is bound
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if node.name in LOOKUPS:
+                if node.name in LOOKUPS or (node.name in MODULE_NAMES and id(node) not in methods):
                     raise _Found(node, f"a definition named {node.name}")
                 self.bound.add(node.name)
                 if isinstance(node, ast.ClassDef):
@@ -361,15 +374,29 @@ class _Reader:
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.bound.update(node.names)
             elif isinstance(node, ast.ExceptHandler) and node.name:
+                _bindable(node, node.name)
                 self.bound.add(node.name)
             elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                _bindable(node, node.name)
                 self.bound.add(node.name)
             elif isinstance(node, ast.MatchMapping) and node.rest:
+                _bindable(node, node.rest)
                 self.bound.add(node.rest)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 if id(node) in in_classes:  # its names are the class's attributes, never read as names (round 7)
                     raise _Found(node, "an import inside a class (import at the top of the file)")
                 self._imports(node)
+        # a library's name bound again (assigned, a parameter, a definition): read as the library, it runs
+        # as something else (round 8: F.X resolved against torch.nn.functional where F was torch._C)
+        twice = sorted(self.bound & (set(self.imported) | set(self.foreign)))
+        if twice:
+            where = next((n for n in every if (isinstance(n, ast.Name) and n.id == twice[0] and
+                                                 not isinstance(n.ctx, ast.Load)) or
+                          (isinstance(n, ast.arg) and n.arg == twice[0]) or
+                          (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == twice[0])),
+                         body[0] if body else self.tree)
+            raise _Found(where, f"the name {twice[0]}, which is both imported and bound otherwise (give one of them "
+                                "another name)")
         self.bound -= set(self.imported) | set(self.foreign) | self.students
         self.chained = {id(n.value) for n in every if isinstance(n, ast.Attribute)}  # x in x.attr
         for node in self._runs(body, every):
@@ -489,6 +516,8 @@ class _Reader:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 name = alias.asname or alias.name.split(".")[0]
+                _bindable(node, name)
+                self._imported_once(node, name, alias.name if alias.asname else name)
                 if self._allowed_module(node, alias.name):
                     self.imported[name] = alias.name if alias.asname else name
                 elif alias.name in self.course_modules:
@@ -506,12 +535,21 @@ class _Reader:
             if alias.name == "*":
                 raise _Found(node, f"`from {node.module} import *` (name what you import)")
             path = f"{node.module}.{alias.name}"
+            _bindable(node, alias.asname or alias.name)
+            self._imported_once(node, alias.asname or alias.name, path)
             if allowed:
                 self.imported[alias.asname or alias.name] = path
                 if node.module != "__future__":
                     self._path(node, path)
             else:
                 self.foreign[alias.asname or alias.name] = path
+
+    def _imported_once(self, node, name: str, path: str) -> None:
+        """A name is imported from one place only: ``import torch.nn.functional as F`` then ``import torch._C as
+        F`` was read as the first and ran as the second (round 8)."""
+        earlier = self.imported.get(name) or self.foreign.get(name) or (name if name in self.students else None)
+        if earlier is not None and earlier != path:
+            raise _Found(node, f"the name {name} imported twice ({earlier} and {path}): give each its own name")
 
     def _allowed_module(self, node, name: str) -> bool:
         """Whether the names of module ``name`` are read (else they are foreign: refused where used). A
@@ -684,8 +722,8 @@ class _Reader:
                 raise _Found(node, f"{where}.{part}, which the grader does not follow")
             try:
                 obj = getattr(obj, part)
-            except AttributeError:
-                return None  # no such name: the student's import fails there, and nothing runs
+            except AttributeError:  # (round 8: a name shadowed by another import was read here as missing)
+                raise _Found(node, f"{where}.{part}, which {where} does not have") from None
             except Exception as error:  # noqa: BLE001 - a name torch will not give (torch.qint8.is_signed)
                 raise _Found(node, f"{where}.{part}, which the grader could not read ({type(error).__name__})") from None
             if where_module is not None and where_module.split(".")[0] == "torch" and not _torch_object(obj):

@@ -682,19 +682,49 @@ def _attended(func):
     return rule
 
 
+def _repeated(index) -> int:
+    """The most times one slot is named by ``index`` (an integer tensor, or index_put's list of them): a plain
+    write to a slot named n times keeps one of n values, which makes the write an "any" over them (round 8
+    of issue 44: index_fill of every position beaten by another one marked each row's maximum)."""
+    import torch
+
+    tensors = [t for t in (index if isinstance(index, (list, tuple)) else (index,)) if isinstance(t, torch.Tensor)]
+    if not tensors or any(t.dtype == torch.bool for t in tensors):
+        return 1 if tensors else 0
+    try:
+        grid = torch.stack([t.long() for t in torch.broadcast_tensors(*tensors)]).flatten(1)  # [indices, entries]
+        if grid.shape[1] < 2:
+            return grid.shape[1]
+        return int(torch.unique(grid, dim=1, return_counts=True)[1].max())
+    except Exception:  # noqa: BLE001 - indices no rule foresaw: every entry may land in one slot
+        return max(t.numel() for t in tensors)
+
+
+def _written(index_at: int):
+    """A plain write into slots picked by an index (``index_fill``, ``index_copy``): combines as many
+    entries into one slot as the index names it times (:func:`_repeated`)."""
+    def make(func):
+        def rule(args, kwargs, result):
+            return _repeated(args[index_at]) if len(args) > index_at else 0
+        return rule
+    return make
+
+
 def _scattered(index_at: int, along_dim: bool, switch: tuple[str, ...] = ()):
     """Sums (or other reductions) into slots picked by an index, ``index_add`` or ``scatter_add``: up to
     every index entry (along the dimension named, with ``along_dim``) may land in one slot. ``switch``:
-    the argument that turns the combining on (``accumulate``, ``reduce``), where there is one."""
+    the argument that turns the combining on (``accumulate``, ``reduce``), where there is one; without it,
+    a plain write, which combines as many entries as a slot is named times (:func:`_repeated`)."""
     def make(func):
         dim = _argument(func, ("dim",))
         on = _argument(func, switch) if switch else None
         if switch and on is None:  # an overload without it: plain writes (scatter.src, index_put's)
-            return None
+            return None if along_dim else _written(index_at)(func)
 
         def rule(args, kwargs, result):
             if on is not None and not _read(on, args, kwargs):
-                return 0
+                index = args[index_at] if len(args) > index_at else None
+                return 0 if index is None or along_dim else _repeated(index)
             index = args[index_at] if len(args) > index_at else None
             if index is None:
                 return 0
@@ -784,6 +814,7 @@ SPECIAL = {
     **dict.fromkeys(("histc", "bincount", "histogram", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors"),
                     _counted),
     "renorm": _renormed,
+    "index_fill": _written(2), "index_copy": _written(2),
     **dict.fromkeys(("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
                      "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
                      "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool3d", "mkldnn_max_pool2d",

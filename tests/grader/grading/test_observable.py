@@ -333,6 +333,36 @@ ROUTES = {
         def softmax(x, dim=-1):
             return torch.from_dlpack(Quiet.np.exp(x))
         """,
+    # round 8: a capture pattern bound __name__, so the main guard's body (never read) ran at import
+    "a capture pattern that binds __name__": """
+        match "__main__":
+            case __name__:
+                pass
+        if __name__ == "__main__":
+            def softmax(x, dim=-1):
+                with torch._C.DisableTorchFunction():
+                    return torch.softmax(x, dim)
+        """,
+    "an import that binds __name__": """
+        from math import pi as __name__
+        def softmax(x, dim=-1):
+            return torch.softmax(x, dim)
+        """,
+    # round 8: a name imported twice was read as the first import and ran as the second
+    "a name imported twice": """
+        import torch.nn.functional as F
+        import torch._C as F
+        def softmax(x, dim=-1):
+            with F.DisableTorchFunction():
+                return torch.softmax(x, dim)
+        """,
+    "a library's name given to something else": """
+        import math
+        class Quiet:
+            pass
+        def softmax(x, dim=-1, math=Quiet):
+            return math.off(x, dim)
+        """,
     "a class pattern that reads a private name": """
         def softmax(x, dim=-1):
             match torch.Tensor:
