@@ -673,12 +673,18 @@ def _convolved(func):
 
 
 def _attended(func):
-    """A fused attention kernel: a softmax over the keys, a product over the queries' features."""
+    """A fused attention kernel: a softmax over the keys, a product over the queries' features. The keys
+    are the second to last dimension ([B, H, S, E]), but for the flash and memory-efficient kernels' own
+    entry points, which take [B, S, H, E] (and [S, H, E] packed): the third to last (round 8 of issue 44,
+    read from their schemas; CUDA only)."""
+    tokens_at = -3 if func.overloadpacket.__name__ in ("_flash_attention_forward", "_efficient_attention_forward") \
+        else -2
+
     def rule(args, kwargs, result):
         query, key = (args + (None, None))[:2]
-        if getattr(query, "ndim", 0) < 2 or getattr(key, "ndim", 0) < 2:
+        if getattr(query, "ndim", 0) < -tokens_at or getattr(key, "ndim", 0) < -tokens_at:
             return _at_widest(args, kwargs, result)
-        return max(key.shape[-2], query.shape[-1])
+        return max(key.shape[tokens_at], query.shape[-1])
     return rule
 
 

@@ -93,3 +93,18 @@ def test_a_stack_written_before_a_call_ended_is_gone_when_the_next_call_is_armed
                          env={**os.environ, "PYTHONPATH": str(Path(grader.__file__).resolve().parent.parent)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["True", "''"]
+
+
+def test_a_fused_kernel_reduces_over_its_keys_in_its_own_layout():
+    """The SDPA kernels take [B, H, S, E]; the flash and memory-efficient entry points [B, S, H, E]: in each,
+    the width is the number of keys (round 8 of issue 44 read the latter as the number of heads)."""
+    import torch
+
+    from grader.inside.worker import rule_of
+
+    q, k = torch.zeros(2, 8, 4, 16), torch.zeros(2, 64, 4, 16)  # [B, S, H, E]: 64 keys, 4 heads
+    for name in ("_flash_attention_forward", "_efficient_attention_forward"):
+        rule = rule_of(getattr(torch.ops.aten, name).default)
+        assert rule((q, k, k), {}, None) == 64, name
+    rule = rule_of(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
+    assert rule((q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2)), {}, None) == 64
