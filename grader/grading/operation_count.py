@@ -24,6 +24,8 @@ def _counter_class():
         return _COUNTER[0]
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from grader.inside.worker import uncompiled
+
     class Counting(TorchDispatchMode):
         def __init__(self):
             super().__init__()
@@ -33,12 +35,7 @@ def _counter_class():
             self.count += 1
             return func(*args, **(kwargs or {}))
 
-    # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, importing torch._dynamo
-    # (a second and a half) at its first call; nothing here compiles (as grader.inside.worker._mode_classes)
-    raw = getattr(Counting.__torch_dispatch__, "__wrapped__", None)
-    if raw is not None:
-        setattr(raw, "__dynamo_disable", raw)
-    _COUNTER.append(Counting)
+    _COUNTER.append(uncompiled(Counting))
     return Counting
 
 

@@ -305,14 +305,19 @@ def _mode_classes() -> tuple:
                     tracer.widest, tracer.widest_op = width, name
             return result
 
-    # torch wraps a mode's __torch_dispatch__ to keep torch.compile out of it, importing torch._dynamo
-    # (a second and a half, and memory) at its first call; the worker compiles nothing (see
-    # switch_off_compilers), so the wrapper may call the method as it is
-    raw = getattr(Operators.__torch_dispatch__, "__wrapped__", None)
+    _MODES = (Functions, uncompiled(Operators))
+    return _MODES
+
+
+def uncompiled(mode_class):
+    """``mode_class`` (a TorchDispatchMode) with its ``__torch_dispatch__`` called as it is: torch wraps it
+    to keep torch.compile out of it, importing torch._dynamo (a second and a half, and memory) at its first
+    call; neither the worker (see switch_off_compilers) nor the grader's counting of the reference
+    (grader.grading.operation_count) compiles anything."""
+    raw = getattr(mode_class.__torch_dispatch__, "__wrapped__", None)
     if raw is not None:
         setattr(raw, "__dynamo_disable", raw)
-    _MODES = (Functions, Operators)
-    return _MODES
+    return mode_class
 
 
 def make_tracer(forbidden: frozenset[str], measure: bool = True) -> Tracer:
@@ -441,10 +446,7 @@ def _sentry_classes() -> tuple:
                 _seen_elsewhere(_operator_facts(func)[0])
             return func(*args, **(kwargs or {}))
 
-    raw = getattr(OperatorSentry.__torch_dispatch__, "__wrapped__", None)
-    if raw is not None:  # as for the tracer's (see _mode_classes)
-        setattr(raw, "__dynamo_disable", raw)
-    _SENTRIES = (FunctionSentry, OperatorSentry)
+    _SENTRIES = (FunctionSentry, uncompiled(OperatorSentry))
     return _SENTRIES
 
 
@@ -478,10 +480,15 @@ def _student_line(spec: WorkerSpec) -> str:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename.startswith(spec.student_root) or ".ipynb [cell " in filename:
+        if _students(filename, spec):
             return f"{_shown(filename, spec)}, line {frame.f_lineno}"
         frame = frame.f_back
     return ""
+
+
+def _students(filename: str, spec: WorkerSpec) -> bool:
+    """Whether code of ``filename`` is the student's: their working copy, or a cell of their notebook."""
+    return filename.startswith(spec.student_root) or ".ipynb [cell " in filename
 
 
 # --- how many entries one operator combines --------------------------------------------------------
@@ -728,12 +735,11 @@ def _scattered(index_at: int, along_dim: bool, switch: tuple[str, ...] = ()):
             return None if along_dim else _written(index_at)(func)
 
         def rule(args, kwargs, result):
-            if on is not None and not _read(on, args, kwargs):
-                index = args[index_at] if len(args) > index_at else None
-                return 0 if index is None or along_dim else _repeated(index)
             index = args[index_at] if len(args) > index_at else None
             if index is None:
                 return 0
+            if on is not None and not _read(on, args, kwargs):  # a plain write
+                return 0 if along_dim else _repeated(index)
             if isinstance(index, (list, tuple)):  # index_put's indices: as many as they and the values hold
                 return max((t.numel() for t in _tensors(args[index_at:])), default=0)
             if along_dim and dim is not None and index.ndim:
@@ -758,7 +764,7 @@ def _pooled(func):
     import math
 
     kernel = _argument(func, ("kernel_size",))
-    pooled = next((int(c) for c in func.overloadpacket.__name__ if c.isdigit()), 1)
+    pooled = _pooled_dimensions(func)
 
     def rule(args, kwargs, result):
         if kernel is None:
@@ -771,15 +777,21 @@ def _pooled(func):
     return rule
 
 
+def _pooled_dimensions(func) -> int:
+    """How many trailing dimensions a pooling operator pools: the digit of its name (``max_pool3d``: 3)."""
+    return next((int(c) for c in func.overloadpacket.__name__ if c.isdigit()), 1)
+
+
 def _adaptively_pooled(func):
     """An adaptive pooling: each output entry combines about input size over output size entries of each
     pooled dimension (rounded up, and one more where the windows overlap)."""
+    pooled = _pooled_dimensions(func)
+
     def rule(args, kwargs, result):
         tensor = args[0] if args else None
         out = result[0] if isinstance(result, (list, tuple)) else result
         if getattr(tensor, "ndim", 0) == 0 or getattr(out, "ndim", 0) != tensor.ndim:
             return _at_widest(args, kwargs, result)
-        pooled = next((int(c) for c in func.overloadpacket.__name__ if c.isdigit()), 1)
         width = 1
         for inside, outside in zip(tensor.shape[-pooled:], out.shape[-pooled:]):
             width *= -(-inside // max(1, outside)) + (1 if outside and inside % outside else 0)
@@ -904,7 +916,7 @@ def _student_traceback(exc: BaseException, spec: WorkerSpec) -> str:
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if frame.filename.startswith(spec.student_root) or ".ipynb [cell " in frame.filename
+        if _students(frame.filename, spec)
     ]
     lines = [f"  ... {len(frames) - MAX_FRAMES} earlier frames of your code"] if len(frames) > MAX_FRAMES else []
     for frame in frames[-MAX_FRAMES:]:  # a deep recursion shows where it ended
@@ -1218,8 +1230,7 @@ def _is_stub(exc: BaseException, spec: WorkerSpec) -> bool:
     if not frames:
         return False
     last = frames[-1]
-    own = last.filename.startswith(spec.student_root) or ".ipynb [cell " in last.filename
-    return own and (last.line or "").lstrip().startswith("raise NotImplementedError")
+    return _students(last.filename, spec) and (last.line or "").lstrip().startswith("raise NotImplementedError")
 
 
 def serve(sock, spec: WorkerSpec) -> None:
