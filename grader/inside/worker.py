@@ -713,6 +713,22 @@ def _repeated(index) -> int:
         return max(t.numel() for t in tensors)
 
 
+def _repeated_along(index, dim) -> int:
+    """The most times one slot is named by a scatter's ``index`` along ``dim`` (each slice across the other
+    dimensions writes its own slots): a plain scatter keeps one of that many values, an "any" over them."""
+    import torch
+
+    if not isinstance(index, torch.Tensor) or not index.ndim or index.numel() < 2:
+        return 1 if isinstance(index, torch.Tensor) and index.numel() else 0
+    try:
+        values = index.long().movedim(dim, -1)
+        slices = torch.arange(values[..., 0].numel()).reshape(values.shape[:-1]).unsqueeze(-1).expand_as(values)
+        grid = torch.stack([slices.flatten(), values.flatten()])  # [2, entries]: (slice, slot)
+        return int(torch.unique(grid, dim=1, return_counts=True)[1].max())
+    except Exception:  # noqa: BLE001 - indices no rule foresaw: every entry along dim may land in one slot
+        return index.shape[dim] if -index.ndim <= dim < index.ndim else index.numel()
+
+
 def _written(index_at: int):
     """A plain write into slots picked by an index (``index_fill``, ``index_copy``): combines as many
     entries into one slot as the index names it times (:func:`_repeated`)."""
@@ -732,14 +748,19 @@ def _scattered(index_at: int, along_dim: bool, switch: tuple[str, ...] = ()):
         dim = _argument(func, ("dim",))
         on = _argument(func, switch) if switch else None
         if switch and on is None:  # an overload without it: plain writes (scatter.src, index_put's)
-            return None if along_dim else _written(index_at)(func)
+            if not along_dim:
+                return _written(index_at)(func)
+            if dim is None:
+                return None
+            return lambda args, kwargs, result: (_repeated_along(args[index_at], _read(dim, args, kwargs))
+                                                 if len(args) > index_at else 0)
 
         def rule(args, kwargs, result):
             index = args[index_at] if len(args) > index_at else None
             if index is None:
                 return 0
             if on is not None and not _read(on, args, kwargs):  # a plain write
-                return 0 if along_dim else _repeated(index)
+                return _repeated_along(index, _read(dim, args, kwargs)) if along_dim else _repeated(index)
             if isinstance(index, (list, tuple)):  # index_put's indices: as many as they and the values hold
                 return max((t.numel() for t in _tensors(args[index_at:])), default=0)
             if along_dim and dim is not None and index.ndim:

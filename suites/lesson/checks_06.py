@@ -13,7 +13,7 @@ under changed weights, the memory the kernel counts), never read from what the s
 from __future__ import annotations
 
 from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
-                              judged, shape_mismatch)
+                              judged, shape_mismatch, shape_str)
 from lesson import every_call, mistaken
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -794,6 +794,39 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     if model.window:
         expect_window_cache_trimmed(pair, model, batch, chunk)
     expect_given_back(grade, pair, model, batch, chunk, chunk * chunks, every_head)
+    if model.window:
+        expect_window_attended(grade, model.window)
+
+
+def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
+    """SWA: a cached call of T tokens attends over at most sliding_window_size + T keys (the window the
+    cache keeps and the call's own; course-spec: up to window + T - 1 of them are seen), however long
+    the sequence before it. Read from the widest reduction the worker's tracer saw in the last of
+    ``chunks`` cached calls (a softmax, a maximum, a sum, a product with the values over the keys), on
+    a batch, features and heads narrower than that, so that only the keys can be wider: a history kept
+    whole where no memory reading shows it (a buffer allocated at import, written in place) and
+    attended under a mask is seen by what it attends (issue 44). The last output must be right too."""
+    torch = _torch()
+    pair = make(grade, SWA, d, d, 2, None, window, None)
+    x = grade.randn(batch, chunk * chunks, d)
+    last = chunk * (chunks - 1)
+    with torch.no_grad():  # as a decoder generates
+        for start in range(0, last, chunk):
+            pair.call(x[:, start:start + chunk], use_cache=True,
+                      root_cause=helper_faults(grade, pair, x, start, chunk))
+        reply = pair.call(x[:, last:], use_cache=True, measure=True,
+                          root_cause=helper_faults(grade, pair, x, last, chunk))
+        expected = attention_of(Model(pair), x, chunk, q_start=last, window=window).to(grade.device)
+    what = f"{pair.what} forward(<the last of {chunks} chunks: {shape_str((batch, chunk, d))}>, use_cache=True)"
+    grade.expect_right(reply, expected, what, helper_faults(grade, pair, x, last, chunk))
+    allowed = window + chunk
+    if (reply.widest or 0) > max(allowed, batch, d):
+        raise CheckFailed(f"{what}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} "
+                          f"entries at once, after {last} earlier tokens: the call attends over more keys than the "
+                          f"sliding_window_size = {window} positions kept before it and its own {chunk} tokens "
+                          f"(at most {allowed}). Keep only the last sliding_window_size positions' keys and values "
+                          "and attend over those and the new tokens' own, rather than over the whole history "
+                          "under a mask")
 
 
 def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):

@@ -200,22 +200,27 @@ def _class_of_06(tmp_path, hostile: dict[str, str]) -> Path:
 def test_the_hostile_patterns_gain_nothing_beside_an_honest_bystander(course, tmp_path):
     """Issue 19, items 7 and 8, in one batch: a helper that hides nothing for window=None, used by the
     classes for their causal mask; an SWA that keeps every token while cache_k/cache_v show the window;
-    a GQA that caches every head while its properties show the groups. Each loses points where its
+    a GQA that caches every head while its properties show the groups; an SWA that keeps every token in
+    a buffer written at import (no memory reading moves) and attends over them all under a mask. Each loses points where its
     mistake is (memory measured from outside, the helper's own exercise); alice keeps all of hers."""
     from grader.batch.autograde import autograde
 
     root = _class_of_06(tmp_path, {"mallory": "window_none_hides_nothing.py", "trudy": "swa_property_cache.py",
-                                   "eve": "gqa_heads_cache.py"})
+                                   "eve": "gqa_heads_cache.py", "oscar": "swa_static_history.py"})
     out = tmp_path / "results"
     assert autograde(course=course, paths=[root], out=out, workers=2, shard=None, resume=False, device="cpu",
                      seed=7, assignments=(course.assignment("06_decoding_attention"),)) == 0
-    results = {name: json.loads((out / f"{name}.json").read_text()) for name in ("alice", "mallory", "trudy", "eve")}
+    results = {name: json.loads((out / f"{name}.json").read_text())
+               for name in ("alice", "mallory", "trudy", "eve", "oscar")}
     scores = {name: {e["name"]: e for e in r["assignments"][0]["exercises"]} for name, r in results.items()}
     assert results["alice"]["score"] == 100, json.dumps(results["alice"])[:3000]
     assert scores["mallory"]["sliding_window_mask"]["score"] < 15
     swa, gqa = scores["trudy"]["MultiHeadAttentionWithSWA"], scores["eve"]["GroupedQueryAttention"]
     assert swa["score"] < 15 and "grew by" in swa["feedback"], swa["feedback"]
     assert gqa["score"] < 15 and "grew by" in gqa["feedback"], gqa["feedback"]
+    # issue 44, round 7: the whole history in a buffer written at import, attended under a mask
+    static = scores["oscar"]["MultiHeadAttentionWithSWA"]
+    assert static["score"] < 15 and "attends over more keys" in static["feedback"], static["feedback"]
     assert all(r["score"] < 100 for name, r in results.items() if name != "alice")
 
 

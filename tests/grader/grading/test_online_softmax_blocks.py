@@ -46,6 +46,14 @@ FULL_ROW = {  # each reduces a whole row of 64 at once, by some path or other
     "histc": lambda: torch.histc(X[0], bins=4),
     "scatter_add to one slot": lambda: torch.zeros(2, 64).scatter_add(-1, torch.zeros(2, 64, dtype=torch.long),
                                                                      X.exp()),
+    # round 8 of issue 44 and after: a plain indexed write to a slot named n times keeps one of n values
+    "index_fill to one slot": lambda: X.clone().index_fill(1, torch.zeros(64, dtype=torch.long), 0.0),
+    "index_copy to one slot": lambda: torch.zeros(2, 1).index_copy(1, torch.zeros(64, dtype=torch.long), X),
+    "index_put to one slot": lambda: torch.zeros(2, 1).index_put((torch.arange(2)[:, None],
+                                                                 torch.zeros(2, 64, dtype=torch.long)), X),
+    "scatter to one slot": lambda: torch.zeros(2, 64).scatter(-1, torch.zeros(2, 64, dtype=torch.long), X),
+    "scatter of a value to one slot": lambda: torch.zeros(2, 64).scatter(-1, torch.zeros(2, 64, dtype=torch.long),
+                                                                         1.0),
     "index_add to one slot": lambda: torch.zeros(2, 1).index_add(1, torch.zeros(64, dtype=torch.long), X.exp()),
     "cumsum": lambda: X.exp().cumsum(-1)[..., -1],
     "rfft": lambda: torch.fft.rfft(X.exp())[..., 0],
@@ -85,6 +93,8 @@ def test_blocks_elementwise_steps_and_joins_reduce_no_more_than_a_block():
         torch.logaddexp(X[:, :1], X[:, 1:2]), torch.exp(X - 3.0) / 2.0, torch.where(X > 0, X, -X).clamp_min(1.0)
         F.pad(X, (0, 3), value=float("-inf")).unflatten(-1, (-1, 67)), X.unfold(-1, 8, 8).logsumexp(-1)
         X.clone().mul_(2).abs_().masked_fill_(X > 0, 0.0), torch.exp(X, out=torch.empty(2, 64)), X.to(torch.float64)
+        torch.zeros(2, 64).scatter(-1, torch.arange(64).expand(2, 64), X)  # a permutation: one value a slot
+        X.clone().index_fill(1, torch.arange(0, 64, 2), 0.0), torch.zeros(2, 64).index_copy(1, torch.arange(64), X)
     assert widest(steps) == (8, "amax")
 
 
