@@ -29,16 +29,15 @@ import pytest
 
 from grader.grading import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ...
 from grader.grading.compare import difference, manual_seed, shape_str
-from grader.grading.diagnose import ScaleFit, name_mistake, unstable_unless_named
+from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_named
 from grader.grading.fixture import low_precision
 from grader.grading.stand_ins import stand_ins
-from grader.grading.dropout import expect_dropout_on_weights, judged
 from grader.errors import UsageError
 from grader.inside.protocol import HandleRef
 from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
 from grader.grading.shape_errors import ShapeMismatch, shape_mismatch
 
-exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grading/forbidden.py)
+exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grader/inside/forbidden.py)
 
 
 def assignment(assignment_id: str):
@@ -57,11 +56,10 @@ class Mistake(NamedTuple):
     output: Any
 
 
-ScaleSearch = ScaleFit  # a mistake whose scores are scaled by some constant: the constant is searched for
+FactorSearch = FactorFit  # a mistake off by some constant factor: the constant is searched for
 
 # all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
-__all__ = ["CheckFailed", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ScaleSearch", "ShapeMismatch",
-           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise",
-           "expect_dropout_on_weights", "judged", "low_precision", "manual_seed", "name_mistake", "shape_mismatch",
-           "shape_str", "stand_ins", "unstable_unless_named"]
+__all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ShapeMismatch",
+           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "low_precision",
+           "manual_seed", "name_mistake", "non_finite_unless_named", "shape_mismatch", "shape_str", "stand_ins"]

@@ -15,6 +15,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from grader.catalogue import Misconception, catalogue, load_misconceptions
 from grader.errors import ConfigError, UsageError
 from grader.layout import Layout
 
@@ -78,6 +79,8 @@ class Assignment:
     module: str
     notebook: str
     points: tuple[tuple[str, float], ...]  # (exercise, points), in course order
+    # (exercise, the library calls it may not make, in grader.inside.forbidden's words): [assignments.forbidden]
+    forbidden: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def exercises(self) -> tuple[str, ...]:
@@ -106,6 +109,17 @@ class Course:
     isolation: Isolation = Isolation()
     grading: Grading = Grading()
     gradescope: Gradescope = Gradescope()
+    misconceptions: tuple[Misconception, ...] = ()  # the course's own, from the file [course] misconceptions names
+    misconceptions_file: str = ""  # that file, relative to the course's folder ("": none)
+
+    @property
+    def catalogue(self) -> dict[str, Misconception]:
+        """Every misconception this course's feedback can name: its own, then the grader's generic ones."""
+        return catalogue(self.misconceptions)
+
+    def forbidden_calls(self, exercise: str) -> tuple[str, ...]:
+        """What the course says ``exercise`` may not call (empty: nothing is forbidden)."""
+        return next((dict(a.forbidden).get(exercise, ()) for a in self.assignments if exercise in a.exercises), ())
 
     def assignment(self, assignment_id: str) -> Assignment:
         for assignment in self.assignments:
@@ -135,10 +149,11 @@ class Course:
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
 _OPTIONAL_TOP_KEYS = {"isolation", "grading", "gradescope"}
-_COURSE_KEYS = {"id": str, "title": str}
+_COURSE_KEYS = {"id": str, "title": str, "misconceptions": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
-_ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "points": dict}
+_ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "points": dict, "forbidden": dict}
+_OPTIONAL_KEYS = ("misconceptions", "forbidden")  # of [course] and [[assignments]]
 _DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -215,7 +230,7 @@ class _Parser:
             expected = allowed[name]
             if not isinstance(item, expected) or isinstance(item, bool):
                 self.fail(dotted, f"must be {_describe(expected)}, not {_kind(item)}", index)
-        missing = [name for name in allowed if name not in value]
+        missing = [name for name in allowed if name not in value and name not in _OPTIONAL_KEYS]
         if missing and not optional:
             self.fail(key, f"missing key {missing[0]!r}", index)
         return value
@@ -254,7 +269,22 @@ class _Parser:
                                                           Isolation.separate_user)),
             grading=Grading(cascades=self.choice(data, "grading", "cascades", CASCADES, Grading.cascades)),
             gradescope=self.gradescope(data, parsed),
+            misconceptions=self.misconceptions(course.get("misconceptions")),
+            misconceptions_file=course.get("misconceptions", ""),
         )
+
+    def misconceptions(self, where: str | None) -> tuple[Misconception, ...]:
+        """The course's own misconceptions, from the TOML file ``[course] misconceptions`` names (a path
+        relative to course.toml's folder, inside it)."""
+        if where is None:
+            return ()
+        import os
+
+        inside = os.path.normpath(where)
+        path = self.path.parent / inside
+        if os.path.isabs(inside) or inside.split(os.sep)[0] == os.pardir or not path.is_file():
+            self.fail("course.misconceptions", f"no file {where!r} in the course's folder")
+        return load_misconceptions(path)
 
     def gradescope(self, data: dict, assignments: tuple[Assignment, ...]) -> Gradescope:
         """``[gradescope]``: ``visibility`` for every exercise, ``exercises = {softmax = "after_due_date"}``
@@ -332,8 +362,28 @@ class _Parser:
             if not entry[name].endswith(suffix) or "/" in entry[name]:
                 self.fail(f"{key}.{name}", f"must be a file name ending in {suffix}", index)
         return Assignment(
-            id=entry["id"], title=entry["title"], module=entry["module"], notebook=entry["notebook"], points=tuple(points)
+            id=entry["id"], title=entry["title"], module=entry["module"], notebook=entry["notebook"], points=tuple(points),
+            forbidden=self.forbidden(entry.get("forbidden", {}), key, index, {name for name, _ in points}),
         )
+
+    def forbidden(self, table: dict, key: str, index: int, exercises: set[str]) -> tuple:
+        """``[assignments.forbidden]``: exercise -> the library calls it may not make, each a word
+        grader.inside.forbidden knows (``"F.softmax"``, ``"F.scaled_dot_product_attention"``, ...)."""
+        from grader.inside.forbidden import OPERATIONS_OF
+
+        result = []
+        for exercise, calls in table.items():
+            dotted = f"{key}.forbidden.{exercise}"
+            if exercise not in exercises:
+                self.fail(dotted, "not an exercise of this assignment's points", index)
+            if not isinstance(calls, list) or not all(isinstance(call, str) for call in calls):
+                self.fail(dotted, f"must be an array of strings, not {_kind(calls)}", index)
+            unknown = [call for call in calls if call not in OPERATIONS_OF]
+            if unknown:
+                self.fail(dotted, f"{unknown[0]!r} is not a call the grader can forbid (it knows: "
+                          f"{', '.join(OPERATIONS_OF)})", index)
+            result.append((exercise, tuple(calls)))
+        return tuple(result)
 
 
 def _kind(value: Any) -> str:

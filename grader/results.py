@@ -92,6 +92,8 @@ class ExerciseResult:
     source: str = ""  # the file it was graded from, as the student knows it
     source_note: str = ""  # where the module and the notebook beside it both had it (or one as a stub)
     figure: dict | None = None  # wrong on the lesson's data: theirs beside the right output (grader/figures.py)
+    # the course's catalogue (Course.catalogue), whose words explain the ids named; None: the generic ones
+    known: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def score(self) -> float:
@@ -175,7 +177,8 @@ class ExerciseResult:
         """The catalogue's entries (explanation, hint, example) for the misconceptions named."""
         from grader.catalogue import CATALOGUE
 
-        return [CATALOGUE[m] for m in self.misconceptions if m in CATALOGUE]
+        known = CATALOGUE if self.known is None else self.known
+        return [known[m] for m in self.misconceptions if m in known]
 
     def to_json(self) -> dict:
         return {"name": self.name, "score": self.score, "max_score": self.max_score, "status": self.status,

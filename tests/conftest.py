@@ -29,6 +29,27 @@ def course():
 
 
 @pytest.fixture(scope="session")
+def course_toml():
+    """``course_toml(folder, text=None)``: the course's course.toml (or ``text``) written into ``folder``,
+    with the misconceptions file it names beside it, as a course folder has them; ``folder``."""
+    def write(folder: Path, text: str | None = None) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "course.toml").write_text((ROOT / "course.toml").read_text() if text is None else text)
+        words = folder / "suites" / "lesson" / "misconceptions.toml"
+        if not words.exists():
+            words.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", words)
+        return folder
+    return write
+
+
+@pytest.fixture(scope="session")
+def course_toml_file(course_toml):
+    """:func:`course_toml`, where a test's own name for course.toml text is ``course_toml``."""
+    return course_toml
+
+
+@pytest.fixture(scope="session")
 def grader(course):
     """One zygote for the whole test session, as `grade autograde` would share it."""
     from grader.grading.run import Grader

@@ -90,6 +90,9 @@ def _prepared(course: Course, assignments: tuple[Assignment, ...]):
         # in Colab) grades in any folder: course.toml and the public suites with their recording
         shutil.copytree(Layout(build).suites, Layout(build / "grader" / "_course").suites)
         shutil.copy(build / "course.toml", build / "grader" / "_course" / "course.toml")
+        if course.misconceptions_file and not (build / "grader" / "_course" / course.misconceptions_file).is_file():
+            (build / "grader" / "_course" / course.misconceptions_file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(build / course.misconceptions_file, build / "grader" / "_course" / course.misconceptions_file)
         found = leaks_in(course, build)
         if found:
             raise DistributionError(f"refusing to write a distribution that leaks: "
@@ -227,6 +230,9 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
     for assignment in assignments:
         shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
+    if course.misconceptions_file and not (build / course.misconceptions_file).is_file():  # words the feedback uses
+        (build / course.misconceptions_file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(course.root / course.misconceptions_file, build / course.misconceptions_file)
     (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
 
     templates = course.root / TEMPLATES

@@ -64,10 +64,11 @@ def _with_points(text: str, assignment: Assignment, name: str, points: float) ->
             head, sep, table = block.partition("[assignments.points]")
             if not sep:
                 break
-            lines = table.rstrip("\n").split("\n")
-            last = max(i for i, line in enumerate(lines) if "=" in line and not line.lstrip().startswith("#"))
-            lines.insert(last + 1, f"{name} = {points:g}")
-            blocks[index] = head + sep + "\n".join(lines) + "\n" + ("\n" if index < len(blocks) - 1 else "")
+            lines = table.split("\n")
+            stop = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+            last = max(i for i, line in enumerate(lines[:stop]) if "=" in line and not line.lstrip().startswith("#"))
+            lines.insert(last + 1, f"{name} = {points:g}")  # after the table's last entry, whatever follows it
+            blocks[index] = head + sep + "\n".join(lines)
             return "".join(blocks)
     raise UsageError(f"course.toml: no [assignments.points] table found for {assignment.id}")
 

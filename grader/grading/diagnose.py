@@ -175,7 +175,7 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
         return None
     found, fits, tried, open_ = [], [], set(), set()
     for candidate in _until_unreplayable(candidates):
-        if isinstance(candidate, ScaleFit):  # given as such (grader.authoring.ScaleSearch)
+        if isinstance(candidate, FactorFit):  # given as such (grader.authoring.FactorSearch)
             fits.append(candidate)
             continue
         misconception, explanation, wrong = candidate
@@ -186,7 +186,7 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
                 except (RuntimeError, NotReplayable):  # a mistake these shapes do not allow; no reference
                     open_.add(misconception)
                     continue
-        if isinstance(wrong, ScaleFit):
+        if isinstance(wrong, FactorFit):
             fits.append(wrong)  # a search: only when no fixed candidate explains the output
             open_.add(misconception)
             continue
@@ -213,13 +213,16 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
     return found[0]
 
 
-class ScaleFit:
-    """A candidate for scores scaled by some constant: ``make(c)`` is the computation with the scores
-    multiplied by ``c``; :meth:`fit` finds the ``c`` that comes closest to the student's output (any
-    constant, such as 1/8 written by hand or 1/sqrt of the input width), for first_match to compare."""
+class FactorFit:
+    """A candidate for a computation off by one constant factor: ``make(c)`` is the computation with
+    ``c`` in place of the ``right`` factor (written ``named``, e.g. "1/sqrt(d_k)"); :meth:`fit` finds the
+    ``c`` that comes closest to the student's output (any constant, such as 1/8 written by hand), for
+    first_match to compare. ``ids``: the misconception named when the best ``c`` is 1 (the factor left
+    out) and when it is another one; ``what``: what the factor multiplies, as the feedback says it."""
 
-    def __init__(self, make: Callable, right: float, named: str = "1/sqrt(d_k)"):
+    def __init__(self, make: Callable, right: float, named: str, *, ids: tuple[str, str], what: str):
         self.make, self.right, self.named = make, right, named
+        self.ids, self.what = ids, what
 
     def fit(self, out):
         import math
@@ -249,9 +252,9 @@ class ScaleFit:
         if abs(c / self.right - 1) < 1e-3:  # the right scale: the mistake is elsewhere
             raise RuntimeError("no wrong scale explains this output")
         if abs(c - 1) < 1e-3:
-            return "missing-scale", "your scores are not scaled", torch.as_tensor(self.make(1.0))
-        return ("wrong-scale", f"your scores are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
-                               f"{self.named} = {self.right:.4g}", self.make(c))
+            return self.ids[0], f"{self.what} are not scaled", torch.as_tensor(self.make(1.0))
+        return (self.ids[1], f"{self.what} are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
+                             f"{self.named} = {self.right:.4g}", self.make(c))
 
 
 def _until_unreplayable(candidates):
@@ -273,25 +276,10 @@ def mentions(fault: StudentFault, size: int) -> bool:
     return bool(lines) and re.search(rf"(?<![\w.]){size}(?![\w.])", lines[-1]) is not None
 
 
-def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_when_as_long: Callable):
-    """A crash on ``tokens`` < ``context_length`` tokens that names the context length and goes away
-    with a class built for a context just as long (``runs_when_as_long()`` builds and calls it) is a
-    mask buffer used whole: mask-not-truncated. Otherwise ``fault`` itself."""
-    if fault.kind != "error" or tokens >= context_length or not mentions(fault, context_length):
-        return fault
-    try:
-        runs_when_as_long()
-    except (StudentFault, CheckFailed):
-        return fault
-    return CheckFailed(f"it fails on {tokens} tokens with context_length = {context_length} but runs with "
-                       f"context_length = {tokens}: use only the top-left [:T, :T] corner of the causal mask "
-                       f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
-
-
-def unstable_unless_named(check: Callable):
+def non_finite_unless_named(check: Callable, named: tuple[str, str]):
     """``check()``; a failure that names no mistake, on an output with inf or NaN (where the suite knows
-    the right one is finite), is softmax-unstable. Named after the candidates, never before: a mask
-    that hides a whole row gives NaN too, and is named as such."""
+    the right one is finite), names ``named`` (the course's id for it, and what to say). Named after the
+    candidates, never before: a mistake of another kind may give NaN too, and is named as such."""
     import torch
 
     try:
@@ -300,7 +288,7 @@ def unstable_unless_named(check: Callable):
         out = failure.out
         if failure.misconceptions or not isinstance(out, torch.Tensor) or bool(torch.isfinite(out).all()):
             raise
-        raise CheckFailed(f"{failure.message}; {UNSTABLE[1]}", (UNSTABLE[0],)) from None
+        raise CheckFailed(f"{failure.message}; {named[1]}", (named[0],)) from None
 
 
 def unstable(out, expected) -> bool:
@@ -311,10 +299,6 @@ def unstable(out, expected) -> bool:
             or not out.is_floating_point():
         return False
     return bool((~torch.isfinite(out) & torch.isfinite(expected.to(out.device))).any())
-
-
-UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answer is finite: exp() overflowed, "
-                                "or an all -inf slice gave 0/0")
 
 
 class Raised:
@@ -346,13 +330,15 @@ def their(grade, name, *args, **kwargs):
 
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
           helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None,
-          call: tuple | None = None, provisional: bool = False) -> Exception | None:
+          call: tuple | None = None, provisional: bool = False,
+          non_finite: tuple[str, str] | None = None) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
     be, ``composed(h)`` this exercise's right computation with ``h`` as the helper's result. When the
     student's ``out`` is ``composed(theirs)`` and ``theirs`` is wrong, the mistake is the helper's,
-    named with the mistake in it (from ``helper_mistakes``, or inf/NaN) if one explains it: under the
+    named with the mistake in it (from ``helper_mistakes``, or inf/NaN where the right result is finite:
+    the course's ``non_finite`` id and words) if one explains it: under the
     cascade policy "once" (the default) the case keeps its points (:class:`RightGivenHelper`), under
     "every" it fails. None when the helper does not explain ``out``: the failure stays this exercise's.
 
@@ -370,7 +356,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     confirms it (grader.grading.pytest_session._verify stands in for one, then the other); without that
     run, ``failure`` stands."""
     called = plain_call(helper, call) if call is not None else None
-    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain)
+    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite)
     if isinstance(found, RightGivenHelper) and called:
         found.call = called
     if isinstance(found, RightGivenHelper) and provisional and found.unverified is None:
@@ -378,7 +364,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     return found
 
 
-def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain):
+def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite):
     import torch
 
     if isinstance(failure, GradientFailure):
@@ -400,7 +386,8 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
     if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
         return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, fits)
     # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
-    found = first_match(grade, theirs, helper_mistakes, right) or (UNSTABLE if unstable(theirs, right) else None)
+    found = first_match(grade, theirs, helper_mistakes, right) or \
+        (non_finite if non_finite and unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     return helper_at_fault(grade, failure, helper, detail, misconception)
 

@@ -22,7 +22,7 @@ import pytest
 
 from grader.grading.compare import (difference, float32_precision, manual_seed, rounded_in_float32, shape_str,
                                     widen)
-from grader.grading.forbidden import forbidden_operations
+from grader.inside.forbidden import forbidden_operations
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHelper, StudentFault,  # noqa: F401
                                      explained, plain_call)
 from grader.grading.recorded_outputs import NotReplayable
@@ -131,8 +131,9 @@ class Grade:
         self.device = session.device
         self.seed = int.from_bytes(hashlib.sha256(f"{session.seed}:{nodeid}".encode()).digest()[:4], "little")
         self.generator = torch.Generator().manual_seed(self.seed)
-        # what the exercise's row in the contract forbids, and nothing else (grader/grading/forbidden.py)
-        self.forbidden = forbidden_operations(str(marker.args[0])) if marker.args else ()
+        # what the course forbids the exercise to call, and nothing else (course.toml, grader/inside/forbidden.py)
+        self.forbidden = forbidden_operations(session.course.forbidden_calls(str(marker.args[0]))) \
+            if marker.args else ()
         # "once": a case right but for the student's own faulty helper keeps its points (course.toml)
         self.cascades = session.course.grading.cascades
         self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
@@ -420,6 +421,15 @@ class Grade:
         self.expect_observed()
         self.student.request({"op": "ping"})
         return self.student._worker().held_bytes()
+
+    def own_bytes(self) -> int | None:
+        """What the worker that runs the student's code holds of its own now, however long it has held it
+        (grader.sandbox.client.own_bytes: beyond what it got from the process it was forked from, its
+        memfds and the sandbox's tmpfs files included): an absolute amount, where held_bytes is read as
+        growth. None where the kernel's account of that process cannot be read."""
+        self.expect_observed()
+        self.student.request({"op": "ping"})
+        return self.student._worker().own_bytes()
 
     def expect_observed(self):
         """A check that watches how the student's code computes (what it calls, how many operations, how
@@ -722,7 +732,7 @@ class ModulePair:
 
     def set_weights(self, values: dict):
         """Give both instances these parameter values (name -> tensor; the others are kept), e.g. a
-        design that makes the output show the attention weights (grader/grading/dropout.py)."""
+        design that makes the output show the attention weights (suites/lesson/dropout.py)."""
         import torch
 
         if not self.grade.replaying:

@@ -86,7 +86,9 @@ class Oracle:
         try:
             answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
         except Raised as raised:
-            return {"raises": raised.kind, "message": raised.message}
+            # the kind only: a right helper's own words would say how it computes (red team round 9: the
+            # reference's messages named the torch functions it calls); recordings made before keep theirs out too
+            return {"raises": raised.kind, "message": f"a right {name} raises {raised.kind} on these arguments"}
         self.answered += 1
         if handle is not None:
             self.calls[len(self.calls) + 1] = handle
@@ -212,7 +214,7 @@ class LiveAnswers:
                 kind = type(exc).__name__
                 if kind not in RAISES:
                     raise Unanswerable(f"the right {question['name']} fails here ({kind})") from None
-                raised = Raised(kind, str(exc).splitlines()[0][:500] if str(exc) else "")
+                raised = Raised(kind, "")  # its kind alone crosses: its message is the reference's text
                 if self.record is not None:
                     self.record.append({"q": on_device(question, "cpu", copy=True), "raises": [raised.kind, raised.message]})
                 raise raised from None

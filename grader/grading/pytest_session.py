@@ -479,13 +479,13 @@ class GradingPlugin:
 
 
 def _restore(student) -> None:
-    """The student's own helpers back in place (a worker that died meanwhile is started afresh anyway);
-    from now on the stand-ins' questions are refused."""
+    """The student's own helpers back: the worker that held the stand-ins ends, and the next check imports
+    the module afresh, so that nothing a stand-in answered outlives its verification in the student's
+    memory (red team round 9: a module-level list kept the answers for a later call's error message to
+    show); from now on the stand-ins' questions are refused."""
     student.oracle = None
-    try:
-        student.request({"op": "stand_in", "helpers": []})
-    except (StudentFault, WorkerFault):
-        pass
+    if student.worker is not None:
+        student.worker.kill()
 
 
 def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str]) -> Exception:
@@ -502,9 +502,14 @@ def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str
 
 
 def _with_right_helpers(failure: Exception, helpers: list[str]) -> Exception:
-    """``failure`` of a check run with right versions of the student's ``helpers``, saying so."""
+    """``failure`` of a check run with right versions of the student's ``helpers``, saying so. What the
+    student's code raised in that run is said by its kind only: its text could carry what the stand-ins
+    answered out of the verification (red team round 9); the first run, without them, showed it whole."""
     which = " and ".join(helpers)
     prefix = f"with a right {which} in place of yours (fix yours too), this exercise is still wrong: "
+    if isinstance(failure, StudentFault) and failure.kind == "error":
+        failure.message = f"your code raised {failure.exception or 'an exception'} (run it with your own {which} " \
+                          "fixed to see where)"
     failure.message = prefix + failure.message
     failure.args = (failure.message,)
     if hasattr(failure, "unexplained"):

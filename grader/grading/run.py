@@ -320,7 +320,8 @@ class Grader:
             if not checks:
                 checks = [CheckOutcome("suite", 1.0, "error", "the grading suite has no check for this exercise")]
             source, note = session.source_of(assignment.id, name)
-            exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note))
+            exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note,
+                                            known=self.course.catalogue))
         return AssignmentResult(assignment.id, assignment.title, charged_once(exercises))
 
     def close(self):

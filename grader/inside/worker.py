@@ -296,11 +296,17 @@ def _mode_classes() -> tuple:
             for item in result if isinstance(result, (tuple, list)) else (result,):
                 if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
                     tracer.max_numel = item.numel()
-            if rule is not None and tracer.measure:
-                try:
-                    width = rule(args, kwargs or {}, result)
-                except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
-                    width = _at_widest(args, kwargs or {}, result)
+            if tracer.measure:
+                width = 0
+                if rule is not None:
+                    try:
+                        width = rule(args, kwargs or {}, result)
+                    except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
+                        width = _at_widest(args, kwargs or {}, result)
+                if name.endswith("_") and args and _overlapping(args[0]):
+                    width = max(width, args[0].numel())
+                if width and _complex(args):
+                    width *= 2
                 if width > tracer.widest:
                     tracer.widest, tracer.widest_op = width, name
             return result
@@ -711,6 +717,41 @@ def _repeated(index) -> int:
         return int(torch.unique(grid, dim=1, return_counts=True)[1].max())
     except Exception:  # noqa: BLE001 - indices no rule foresaw: every entry may land in one slot
         return max(t.numel() for t in tensors)
+
+
+def _overlapping(written) -> bool:
+    """Whether an in-place write's tensor holds some memory more than once (an ``as_strided`` view of
+    stride 0, an expanded one): every entry written there may land in one slot, an "any" over them all
+    (red team round 9: a masked_fill_ into such a view took a whole row's maximum in one operator)."""
+    import torch
+
+    if not isinstance(written, torch.Tensor) or written.numel() < 2:
+        return False
+    said = torch._debug_has_internal_overlap(written)  # 0: it does not; 1: it does; 2: too hard for torch to tell
+    if said != 2:
+        return said == 1
+    extent = 1  # a slice and the like: no two entries share memory where, in order of stride, each
+    for stride, size in sorted((st, sz) for sz, st in zip(written.shape, written.stride()) if sz > 1):
+        if stride < extent:  # dimension's stride steps past every offset the ones before it reach
+            break
+        extent += (size - 1) * stride
+    else:
+        return False
+    if written.numel() > 1 << 20:
+        return True
+    offsets = torch.zeros((), dtype=torch.long)
+    for dim, (size, stride) in enumerate(zip(written.shape, written.stride())):
+        offsets = offsets.unsqueeze(-1) + torch.arange(size) * stride
+    return torch.unique(offsets).numel() < written.numel()
+
+
+def _complex(args) -> bool:
+    """Whether a complex tensor takes part: each of its entries holds two real ones (round 9: a block of
+    2b reals viewed as b complex entries summed as b)."""
+    import torch
+
+    return any(isinstance(t, torch.Tensor) and t.is_complex()
+               for item in args for t in (item if isinstance(item, (list, tuple)) else (item,)))
 
 
 def _repeated_along(index, dim) -> int:

@@ -28,7 +28,6 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.catalogue import CATALOGUE
 from grader.figures import valid_figure
 from grader.reporting.course_secret import SECRET_FILE, course_secret  # noqa: F401 - the report's secret
 from grader.reporting.formats import csv_text, markdown_text
@@ -227,13 +226,20 @@ def bin_labels(top: float) -> list[str]:
 
 
 def _misconceptions(named) -> list[dict]:
+    """Each id named, with the points it cost, the students and exercises, and its words as the results
+    recorded them (the course's catalogue when it was graded: ``hints``)."""
     found: dict[str, dict] = {}
+    words: dict[str, dict] = {}
     for student, data in named:
         for assignment in data.get("assignments", ()):
             for exercise in assignment.get("exercises", ()):
                 ids = list(dict.fromkeys(exercise.get("misconceptions") or ()))
                 if not ids or _missed(exercise) != "mistake":
                     continue
+                for hint in exercise.get("hints") or ():
+                    if isinstance(hint, dict) and isinstance(hint.get("misconception"), str):
+                        words.setdefault(hint["misconception"], {k: str(hint.get(k) or "") for k in
+                                                                 ("explanation", "hint")})
                 lost = (exercise.get("max_score", 0) - exercise.get("score", 0)) / len(ids)
                 for misconception in ids:
                     entry = found.setdefault(misconception, {"id": misconception, "points_lost": 0.0,
@@ -248,14 +254,14 @@ def _misconceptions(named) -> list[dict]:
                         entry.setdefault("figures", []).append((student, assignment.get("id"), exercise))
     ranked = []
     for entry in found.values():
-        known = CATALOGUE.get(entry["id"])
+        known = words.get(entry["id"]) or {}
         ranked.append({"id": entry["id"], "points_lost": round(entry["points_lost"], 2),
                        "students": len(entry["students"]), "names": sorted(entry["students"]),
                        "exercises": [{"exercise": where, "students": n["students"],
                                       "points_lost": round(n["points_lost"], 2)}
                                      for where, n in sorted(entry["exercises"].items())],
-                       "explanation": known.explanation if known else "", "hint": known.hint if known else "",
-                       "section": _section(known.hint) if known else "",
+                       "explanation": known.get("explanation", ""), "hint": known.get("hint", ""),
+                       "section": _section(known.get("hint", "")),
                        **({"figure": _typical(entry["figures"])} if entry.get("figures") else {})})
     return sorted(ranked, key=lambda e: (-e["points_lost"], -e["students"], e["id"]))
 

@@ -315,39 +315,15 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
     stay in the tree), the files
     in the tmpfs mounts they see (``/tmp``, the sandbox's root), the memfds they hold open, and the files
     under ``folder`` (the submission's working folder)."""
-    import os
-
     children_of = _children_reader()
     total, todo, seen = 0, [root_pid], set()  # tmpfs mounts by device, memfds by (device, inode): once each
     while todo:
         pid = todo.pop()
         todo += children_of(pid)
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
-        except OSError:
-            continue
         # anonymous and shared memory resident: what code allocates (file pages, the libraries a first
         # call maps in, are the kernel's to drop and no cache of the student's)
-        total += sum(int(line.split()[1]) * 1024 for line in status.splitlines()
-                     if line.startswith(("RssAnon:", "RssShmem:")))
-        total += _unmapped_files(pid, seen)
-        for line in mounts:  # "id parent major:minor root mountpoint options - fstype source ..."
-            before, _, after = line.partition(" - ")
-            if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen:
-                seen.add(before.split()[2])
-                try:
-                    stats = os.statvfs(f"/proc/{pid}/root{before.split()[4]}")
-                except OSError:
-                    continue
-                total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
-    for path in (folder.rglob("*") if folder is not None else ()):
-        try:
-            if path.is_file() and not path.is_symlink():
-                total += path.stat().st_size
-        except OSError:
-            continue
-    return total
+        total += _resident(pid) + _unmapped_files(pid, seen) + _tmpfs_files(pid, seen)
+    return total + _folder_files(folder)
 
 
 def _unmapped_files(pid: int, seen: set) -> int:
@@ -404,10 +380,10 @@ def _children_reader():
     return lambda pid: parents.get(pid, [])
 
 
-def run_queue_file(root_pid: int, pid: int) -> int | None:
-    """``/proc/<pid>/schedstat``, opened, of the process the zygote (a descendant of ``root_pid``, the
-    shallowest named grade-zygote: student code runs deeper) knows as ``pid`` in its PID namespace; None
-    where it cannot be found. Its second field is the time the process has waited for a processor."""
+def host_pid(root_pid: int, pid: int) -> int | None:
+    """The process (as this machine numbers it) that the zygote, a descendant of ``root_pid`` (the
+    shallowest named grade-zygote: student code runs deeper), knows as ``pid`` in its PID namespace;
+    None where it cannot be found."""
     children_of = _children_reader()
     level, todo = None, [root_pid]
     while todo:
@@ -419,10 +395,85 @@ def run_queue_file(root_pid: int, pid: int) -> int | None:
             if level is None and Path(f"/proc/{process}/comm").read_text().strip() == "grade-zygote":
                 level = len(pids) - 1
             if level is not None and len(pids) > level and pids[level] == str(pid):
-                return os.open(f"/proc/{process}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+                return process
         except (OSError, StopIteration):
             continue
     return None
+
+
+def run_queue_file(root_pid: int, pid: int) -> int | None:
+    """``/proc/<pid>/schedstat``, opened, of the worker the zygote knows as ``pid`` (:func:`host_pid`); None
+    where it cannot be found. Its second field is the time the process has waited for a processor."""
+    process = host_pid(root_pid, pid)
+    try:
+        return None if process is None else os.open(f"/proc/{process}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def own_bytes(root_pid: int, pid: int, folder: Path | None = None) -> int | None:
+    """What the worker the zygote knows as ``pid`` holds of its own, as the kernel counts it, whenever it
+    took it (issue 44, red team round 9: a cache kept in a pool allocated and written at import grew in no
+    reading, and no instance gave it back): the anonymous and shared memory resident in it and in its
+    descendants beyond what the process it was forked from holds (the pages it got at the fork count in
+    both), the memfds they hold, the files in the tmpfs mounts it sees and under ``folder``. None where the
+    worker cannot be found."""
+    process = host_pid(root_pid, pid)
+    if process is None:
+        return None
+    try:
+        parent = int(Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    children_of = _children_reader()
+    total, todo, seen = -_resident(parent), [process], set()
+    while todo:
+        pid_ = todo.pop()
+        todo += children_of(pid_)
+        total += _resident(pid_) + _unmapped_files(pid_, seen)
+    return total + _tmpfs_files(process, seen) + _folder_files(folder)
+
+
+def _resident(pid: int) -> int:
+    """The anonymous and shared memory resident in ``pid`` (0 where it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return sum(int(line.split()[1]) * 1024 for line in status.splitlines()
+               if line.startswith(("RssAnon:", "RssShmem:")))
+
+
+def _tmpfs_files(pid: int, seen: set) -> int:
+    """What the files in the tmpfs mounts ``pid`` sees take (each mount once: ``seen`` holds their devices)."""
+    import os
+
+    total = 0
+    try:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+    except OSError:
+        return 0
+    for line in mounts:  # "id parent major:minor root mountpoint options - fstype source ..."
+        before, _, after = line.partition(" - ")
+        if after.split(" ", 1)[0] == "tmpfs" and before.split()[2] not in seen:
+            seen.add(before.split()[2])
+            try:
+                stats = os.statvfs(f"/proc/{pid}/root{before.split()[4]}")
+            except OSError:
+                continue
+            total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+    return total
+
+
+def _folder_files(folder: Path | None) -> int:
+    total = 0
+    for path in (folder.rglob("*") if folder is not None else ()):
+        try:
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+        except OSError:
+            continue
+    return total
 
 
 def _run_queue_wait(fd: int | None) -> float:
@@ -455,6 +506,11 @@ class Worker:
         counted file by file."""
         work = self.zygote.work
         return held_bytes(self.zygote.process.pid, None if work != self.zygote.host_work else work)
+
+    def own_bytes(self) -> int | None:
+        """What this worker holds of its own, however long it has held it: :func:`own_bytes`."""
+        work = self.zygote.work
+        return own_bytes(self.zygote.process.pid, self.pid, None if work != self.zygote.host_work else work)
 
     def request(self, payload: dict, *, timeout: float) -> dict:
         if not self.alive:

@@ -10,8 +10,8 @@ shares: the same file gets the same verdict on both sides.
 import pytest
 import torch
 
-from grader.authoring import assignment, diagnose, exercise, low_precision
-from lesson import journey_batch, journey_scores, near_one_another
+from grader.authoring import assignment, exercise, low_precision
+from lesson import journey_batch, journey_scores, mistaken, near_one_another
 from lesson.checks_03 import (apply_causal_mask_same, causal_mask_same, causal_masks_as_called, causal_padding_same,
                               causal_same, expect_causal_dropout, expect_eval_deterministic, expect_masked_below_any_fill,
                               expect_structure, mask_root_cause,
@@ -152,7 +152,7 @@ def test_causal_attention_large_scores(grade):
     tolerance)."""
     pair = grade.module("CausalAttention", 6, 6, 8, 0.0, dtype=torch.float64)
     x = near_one_another(grade, 2, 5, 6, norm=250.0, spread=0.05, dtype=torch.float64)  # near one another: scores past exp()'s range, spread within a row on every seed
-    diagnose.unstable_unless_named(lambda: causal_same(grade, pair, x))
+    mistaken.unstable_unless_named(lambda: causal_same(grade, pair, x))
 
 
 @exercise("CausalAttention")
@@ -182,7 +182,7 @@ def test_causal_attention_non_contiguous(grade):
     causal_same(grade, pair, grade.randn(6, 2, 5).transpose(0, 1))
 
 
-# (d_in, d_out, context_length, B, T, dtype): d_in >= T one-hot tokens, d_out = 2T (grader/grading/dropout.py)
+# (d_in, d_out, context_length, B, T, dtype): d_in >= T one-hot tokens, d_out = 2T (lesson/dropout.py)
 DROPOUT_CASES = {
     "batch2-T6-float32": (6, 12, 8, 2, 6, torch.float32),
     "batch3-T5-float64": (7, 10, 5, 3, 5, torch.float64),

@@ -9,8 +9,8 @@ suite shares: the same file gets the same verdict on both sides.
 import pytest
 import torch
 
-from grader.authoring import assignment, diagnose, exercise
-from lesson import journey_batch, near_one_another
+from grader.authoring import assignment, exercise
+from lesson import journey_batch, mistaken, near_one_another
 from lesson.checks_04 import (diagnosed_same, expect_deterministic_eval, expect_module_dropout, expect_vectorised,
                               merge_heads_same, random_module_check, split_heads_same, split_qkv_raises,
                               split_qkv_same)
@@ -129,7 +129,7 @@ def test_wrapper_dropout(grade):
 
 @exercise(WRAPPER, weight=2)
 def test_wrapper_dropout_on_each_heads_weights(grade):
-    """Dropout by its effect (grader/grading/dropout.py): two heads of 2T = 12 features on T = 6 one-hot tokens."""
+    """Dropout by its effect (lesson/dropout.py): two heads of 2T = 12 features on T = 6 one-hot tokens."""
     expect_module_dropout(grade, grade.module(WRAPPER, 6, 12, 8, 0.5, 2), tokens=6)
 
 
@@ -162,7 +162,7 @@ def test_mha_large_scores(grade):
     (float64 throughout, so that the rounding of so large scores stays far below the tolerance)."""
     pair = grade.module(MHA, 6, 6, 10, 0.0, 3, dtype=F64)
     x = near_one_another(grade, 2, 5, 6, norm=250.0, spread=0.05, dtype=F64)  # near one another: scores past exp()'s range, spread within a row on every seed
-    diagnose.unstable_unless_named(lambda: diagnosed_same(grade, pair, x))
+    mistaken.unstable_unless_named(lambda: diagnosed_same(grade, pair, x))
 
 
 @exercise(MHA, weight=2)
@@ -178,7 +178,7 @@ def test_mha_eval_is_deterministic(grade):
 
 @exercise(MHA, weight=2)
 def test_mha_dropout_on_weights(grade):
-    """Dropout by its effect (grader/grading/dropout.py): heads of 2T = 12 features on T = 6 one-hot tokens."""
+    """Dropout by its effect (lesson/dropout.py): heads of 2T = 12 features on T = 6 one-hot tokens."""
     expect_module_dropout(grade, grade.module(MHA, 6, 24, 8, 0.5, 2), tokens=6)
 
 
@@ -199,7 +199,7 @@ def test_fused_large_scores(grade):
     """As test_mha_large_scores, for the fused projection."""
     pair = grade.module(FUSED, 6, 8, num_heads=4, qk_scale=0.7, dtype=F64)
     x = near_one_another(grade, 2, 5, 6, norm=250.0, spread=0.05, dtype=F64)  # near one another: scores past exp()'s range, spread within a row on every seed
-    diagnose.unstable_unless_named(lambda: diagnosed_same(grade, pair, x))
+    mistaken.unstable_unless_named(lambda: diagnosed_same(grade, pair, x))
 
 
 @exercise(FUSED, weight=2)

@@ -2,7 +2,7 @@
 
 Every check compares the student's function with the reference on the same inputs (see
 grader/grading/fixture.py). Inputs come from the check's own seed, fresh each run unless --seed is given.
-The contract's rows for 05 forbid no operation (grader/grading/forbidden.py): online_softmax must gather its
+The contract's rows for 05 forbid no operation (grader/inside/forbidden.py): online_softmax must gather its
 statistics block by block (more blocks, more steps), and flash_attention must stay within a memory
 bound: it may never build the whole [Tq, Tk] score matrix.
 """

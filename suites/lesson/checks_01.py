@@ -25,7 +25,7 @@ def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
     right = mistaken.safe_softmax(x, dim)
 
     def overflowed(out):
-        return diagnose.UNSTABLE if diagnose.unstable(out, right) else None
+        return mistaken.UNSTABLE if diagnose.unstable(out, right) else None
 
     gradient = nan_gradient_explained(x, dim) if grad else None
     crash = sum_crash_explained(grade, name, x, dim, kwargs)
@@ -208,12 +208,12 @@ def simple_attention_root_cause(grade, x):
     weights = mistaken.safe_softmax(scores)
 
     def root_cause(failure, out):
-        given_softmax = diagnose.blame(
+        given_softmax = mistaken.blame(
             grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1), weights,
             lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
             chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1}, mistaken.safe_softmax))
         their_scores = diagnose.their(grade, "attention_scores", x)
-        return given_softmax or diagnose.blame(
+        return given_softmax or mistaken.blame(
             grade, failure, out, "attention_scores", their_scores, scores,
             lambda s: mistaken.safe_softmax(s) @ x,
             chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {},
@@ -228,7 +228,7 @@ def simple_attention_root_cause(grade, x):
             if not isinstance(weights, torch.Tensor):
                 raise ValueError("their softmax gave no tensor")
             return weights.to(s.device, s.dtype) @ x
-        return diagnose.blame(grade, failure, out, "attention_scores", their_scores, scores, with_their_softmax,
+        return mistaken.blame(grade, failure, out, "attention_scores", their_scores, scores, with_their_softmax,
                               provisional=True)
     return root_cause
 
@@ -251,7 +251,7 @@ def simple_attention_same(grade, x, grad=False):
     attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
     right = mistaken.safe_softmax(x @ x.transpose(-2, -1)) @ x
     grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
-               explain=lambda out: diagnose.UNSTABLE if diagnose.unstable(out, right) else None,
+               explain=lambda out: mistaken.UNSTABLE if diagnose.unstable(out, right) else None,
                mistakes=simple_attention_mistakes(x))
 
 

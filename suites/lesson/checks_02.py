@@ -38,7 +38,7 @@ def weights_same(grade, queries, keys, mask=None, grad=False, overflow=False, gr
     def explain(out):
         if not diagnose.unstable(out, right()):
             return None
-        return diagnose.UNSTABLE if overflow else \
+        return mistaken.UNSTABLE if overflow else \
             (None, "a query whose keys are all hidden must get all-zero weights, not NaN")
 
     grade.same("attention_weights", queries, keys, grad=grad, mistakes=attention_mistakes(queries, keys, None, mask),
@@ -93,14 +93,14 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
     kwargs = {} if mask is None else {"mask": mask}
     with torch.no_grad():
         right_weights = right_attention(q, k, None, mask)
-        blamed = diagnose.blame(grade, failure, out, "attention_weights",
+        blamed = mistaken.blame(grade, failure, out, "attention_weights",
                                 diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
                                 lambda w: w @ v, attention_mistakes(q, k, None, mask),
                                 chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs,
                                        lambda q, k, mask=None: right_attention(q, k, None, mask)))
         if blamed or not via_sdpa:
             return blamed
-        return diagnose.blame(grade, failure, out, "scaled_dot_product_attention",
+        return mistaken.blame(grade, failure, out, "scaled_dot_product_attention",
                               diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs),
                               right_weights @ v, lambda o: o, attention_mistakes(q, k, v, mask))
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
-                              judged, name_mistake)
+from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, name_mistake
 from lesson import every_call, mistaken
+from lesson.dropout import expect_dropout_on_weights, judged
 
 
 def future_mask(tokens):
@@ -46,7 +46,7 @@ def causal_mask_root_cause(grade, failure, out, tokens, compose, exercise=None):
     with that mask) gives the student's output, or (on a GPU) when ``exercise = (name, args)`` raised
     only because that mask was left on the CPU."""
     masks = causal_masks(tokens)
-    return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
+    return mistaken.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                           masks["future"], compose, mask_mistakes(lambda name: masks[name] if name else masks["future"]),
                           call=(tokens,)) or \
         (exercise and diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens), *exercise,
@@ -228,10 +228,10 @@ def causal_padding_same(grade, lengths, tokens):
 
     def root_cause(failure, out):
         their_padding = diagnose.their(grade, "padding_mask", lengths, tokens)
-        return diagnose.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
+        return mistaken.blame(grade, failure, out, "causal_mask", diagnose.their(grade, "causal_mask", tokens),
                               masks["future"], lambda m: combined(future=m),
                               mask_mistakes(lambda name: masks[name] if name else masks["future"]), call=(tokens,)) or \
-            diagnose.blame(grade, failure, out, "padding_mask", their_padding,
+            mistaken.blame(grade, failure, out, "padding_mask", their_padding,
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",
                                     lambda: positions[None, :] < lengths[:, None])]) or \
@@ -309,7 +309,7 @@ def not_truncated(grade, pair, x, fault):
     """A crash for T < context_length that goes away with context_length = T is mask-not-truncated
     (the student's class alone is built again: no reference is needed, so a replay names it too)."""
     args, tokens = pair.args, x.shape[1]
-    return diagnose.not_truncated(fault, tokens, args[2], lambda: student_module(
+    return mistaken.not_truncated(fault, tokens, args[2], lambda: student_module(
         grade, pair.name, args[0], args[1], tokens, *args[3:], params=pair.weights, dtype=pair.dtype,
         training=False, **pair.kwargs)(x))
 
@@ -396,7 +396,7 @@ def causal_right(pair, x):
 def eval_dropout_named(grade, pair, p, tokens, same, right):
     """``same(x)``, the evaluation-mode check of a dropout case; an unnamed failure whose output is the
     right one, ``right(x)`` (from the pair's weights), with weights dropped as training mode would drop
-    them is dropout-in-eval (grader.grading.dropout names it so live, where the reference is at hand)."""
+    them is dropout-in-eval (lesson.dropout names it so live, where the reference is at hand)."""
     def check(x):
         try:
             return same(x)
@@ -415,7 +415,7 @@ def eval_dropout_named(grade, pair, p, tokens, same, right):
 
 
 def expect_causal_dropout(grade, pair, *, tokens, p, batch=2):
-    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as causal_same."""
+    """Dropout by its effect (lesson/dropout.py), the evaluation-mode output diagnosed as causal_same."""
     expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, batch=batch,
                               eval_same=eval_dropout_named(grade, pair, p, tokens, lambda x: causal_same(grade, pair, x),
                                                            lambda x: causal_right(pair, x)))

@@ -15,9 +15,11 @@ import itertools
 
 import torch
 
-from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, ScaleSearch, StudentFault,
-                              UsageError, diagnose, expect_dropout_on_weights, judged, shape_mismatch)
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
+                              shape_mismatch)
 from lesson import mistaken
+from lesson.dropout import expect_dropout_on_weights, judged
+from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import eval_dropout_named, linear, student_module
 
 WRAPPER, MHA, FUSED = "MultiHeadAttentionWrapper", "MultiHeadAttention", "FusedQKVAttention"
@@ -113,7 +115,7 @@ def causal_module_check(grade, pair, x, check):
     try:
         return check()
     except StudentFault as fault:
-        raise diagnose.not_truncated(fault, x.shape[1], context, lambda: student_module(
+        raise mistaken.not_truncated(fault, x.shape[1], context, lambda: student_module(
             grade, pair.name, argument(pair, "d_in"), argument(pair, "d_out"), x.shape[1], 0.0,
             argument(pair, "num_heads"), qkv_bias=argument(pair, "qkv_bias"), params=pair.weights, dtype=pair.dtype,
             training=False)(x)) from None
@@ -163,7 +165,7 @@ def expect_deterministic_eval(grade, pair, x):
 
 
 def expect_module_dropout(grade, pair, *, tokens, p=0.5):
-    """Dropout by its effect (grader/grading/dropout.py), the evaluation-mode output diagnosed as the class's.
+    """Dropout by its effect (lesson/dropout.py), the evaluation-mode output diagnosed as the class's.
     The wrapper, whose heads are the student's CausalAttention: a training-mode mistake that the student's
     own CausalAttention makes just so, alone, is that exercise's (charged once, there)."""
     _, right, _ = DIAGNOSES[pair.name]
@@ -190,7 +192,7 @@ def nothing_dropped(grade, pair, tokens, p):
     otherwise."""
     dtype = pair.dtype or torch.float32
     d_in = next(shape[1] for name, shape in pair.parameter_shapes().items() if name.endswith("W_query.weight"))
-    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (grader/grading/dropout.py)
+    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (lesson/dropout.py)
     x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
     try:
         own = pair.train(False).call(x).out
@@ -216,7 +218,7 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     params = {n[len(head):]: t for n, t in pair.weights.items() if n.startswith(head)}
     d_in = params["W_query.weight"].shape[1]
     dtype = pair.dtype or torch.float32
-    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (grader/grading/dropout.py)
+    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (lesson/dropout.py)
     x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
     try:
         other = pair.grade.sibling("03_causal_attention")
@@ -339,7 +341,7 @@ def heads_root_cause(grade, pair, x, seed):
         if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
                 or sum(t.numel() for t in theirs) > right.numel():  # never a concatenation larger than the answer
             return None
-        return diagnose.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
+        return mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
                               right, lambda h: h, [(m, f"your CausalAttention gives {what}", lambda make=make: make(xc, seed))
                                                    for m, what, make in wrapper_mistakes(pair)])
     return blame
@@ -423,13 +425,13 @@ def split_merge_root_cause(grade, pair, x, seed):
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
             # (a shape that no right computation takes is still blamed on a raise: the stand-in decides)
             if raised or all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs):
-                blamed = diagnose.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
+                blamed = mistaken.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
                                         attend_and_merge,
                                         [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
                                           lambda: projected.reshape(3, batch, heads, tokens, head_dim))])
                 if blamed:
                     return blamed
-            return diagnose.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context),
+            return mistaken.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context),
                                   context.transpose(1, 2).reshape(batch, tokens, d_out),
                                   lambda merged: linear(pair.weights, "out_proj", merged),
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, T, hd]",
@@ -615,7 +617,7 @@ def fused_root_cause(grade, pair, x, seed):
             theirs = diagnose.their(grade, "split_qkv", linear(pair.weights, "qkv", xc), heads)
             if isinstance(theirs, tuple) and len(theirs) == 3 and all(diagnose.within(t, parts[0]) for t in theirs) \
                     and len({t.shape for t in theirs}) == 1:
-                blamed = diagnose.blame(
+                blamed = mistaken.blame(
                     grade, failure, out, "split_qkv", torch.stack(theirs), parts,
                     lambda split: fused_variant(pair, xc, parts=split),
                     [("qkv-swapped", f"it returns them in the order {', '.join('qkv'[i] for i in order)}",
@@ -640,7 +642,7 @@ def fused_root_cause(grade, pair, x, seed):
             right = both.transpose(2, 3).reshape(2, batch, tokens, chan)  # [2, B, N, C]
             if raised is None and not all(diagnose.within(t, right[0]) and t.shape == theirs[0].shape for t in theirs):
                 return None
-            return diagnose.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
+            return mistaken.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
                                   lambda merged: linear(pair.weights, "proj", merged[0]) + merged[1],
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])

@@ -3,15 +3,16 @@ own cases, these say what is checked and which mistakes are named (so both sides
 
 Every wrong computation here is computed from the inputs alone, in plain torch (the lesson's formulas),
 never from the reference: a replayed run (a student distribution) names the same mistakes as live
-grading. The contract's rows for 05 forbid no operation (grader/grading/forbidden.py): online_softmax must
+grading. The contract's rows for 05 forbid no operation (grader/inside/forbidden.py): online_softmax must
 gather its statistics block by block (no operation reduces more than a block's entries at once; more
 blocks, more steps), and flash_attention must stay within a memory bound: it may never build the whole
 [Tq, Tk] score matrix.
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, Mistake, RaisedFailure, ScaleSearch, StudentFault, shape_mismatch, shape_str
+from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, shape_mismatch, shape_str
 from lesson import mistaken
+from lesson.mistaken import ScaleSearch
 
 
 def non_finite(out):

@@ -12,9 +12,9 @@ under changed weights, the memory the kernel counts), never read from what the s
 """
 from __future__ import annotations
 
-from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, expect_dropout_on_weights,
-                              judged, shape_mismatch, shape_str)
+from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
 from lesson import every_call, mistaken
+from lesson.dropout import expect_dropout_on_weights, judged
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
 
@@ -328,9 +328,9 @@ def repeat_kv_root_cause(grade, pair, x, start, size, stale=None):
             theirs_v = diagnose.their(grade, "repeat_kv", values, group_size)
         raised = next((t for t in (theirs_k, theirs_v) if isinstance(t, diagnose.Raised)), None)
         if raised or not isinstance(theirs_v, torch.Tensor):
-            return raised and diagnose.blame(grade, failure, out, "repeat_kv", raised, None, None)
+            return raised and mistaken.blame(grade, failure, out, "repeat_kv", raised, None, None)
         theirs_v = theirs_v.cpu()  # in its own dtype, as the student's class was given it
-        return diagnose.blame(
+        return mistaken.blame(
             grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
             lambda k: attend_masked(model, queries, k, theirs_v, window_mask(size, k.shape[2], None, start)),
             [Mistake("kv-heads-tiled", "it tiles the groups ([K1, K2, K1, K2]) instead of repeating each in a row",
@@ -350,7 +350,7 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
         with torch.no_grad():
             queries, keys, values = last_keys(model, x, start, size, num_keys, stale)
             right = window_mask(size, num_keys, window, start, k_start)
-            return diagnose.blame(grade, failure, out, "sliding_window_mask", theirs, right,
+            return mistaken.blame(grade, failure, out, "sliding_window_mask", theirs, right,
                                   lambda hidden: attend_masked(model, queries, keys, values, hidden),
                                   call=(size, num_keys, window, start, k_start), helper_mistakes=[
                 Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
@@ -745,7 +745,7 @@ def uncached_same(grade, pair, x, **kwargs):
     except StudentFault as fault:
         if pair.name != MHA:
             raise
-        raise diagnose.not_truncated(fault, x.shape[1], pair.args[2],
+        raise mistaken.not_truncated(fault, x.shape[1], pair.args[2],
                                      lambda: runs_built_as_long(grade, pair, x)) from None
 
 
@@ -793,6 +793,7 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
                           f"take {every_head / 2**20:.0f} MiB): the cache should keep {kept}")
     if model.window:
         expect_window_cache_trimmed(pair, model, batch, chunk)
+    expect_held_in_all(grade, pair, model, batch, chunk, chunk * chunks)
     expect_given_back(grade, pair, model, batch, chunk, chunk * chunks, every_head)
     if model.window:
         expect_window_attended(grade, model.window)
@@ -829,6 +830,37 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
                           "under a mask")
 
 
+OWN_ROOM = 8 << 20  # what an honest worker holds beyond its cache and weights (its module, torch's first calls:
+# 0.6 to 2 MiB measured, lesson notebooks included), with room to spare
+
+
+def right_cache_bytes(pair, model, batch, chunk, tokens) -> int:
+    """The float64 keys and values the right cache holds after ``tokens`` tokens in chunks of ``chunk`` (GQA:
+    its groups'; SWA: the window, as a slice of the last call's window + chunk keys)."""
+    kept_tokens = min(tokens, model.window + chunk) if model.window else tokens
+    heads_kept = model.groups if pair.name == GQA else model.num_heads
+    return batch * kept_tokens * 2 * model.head_dim * heads_kept * 8
+
+
+def expect_held_in_all(grade, pair, model, batch, chunk, tokens):
+    """What the worker holds of its own after ``tokens`` cached tokens (grade.own_bytes: the kernel's
+    account of it, however long it has held it, not growth): at most the right cache, the weights and
+    OWN_ROOM. A cache kept in a pool allocated and written at import grew in no reading and is given back by
+    no instance (red team round 9: every head's keys for GQA, every token's for SWA); this reading holds it."""
+    held = grade.own_bytes()
+    if held is None:  # no account of the worker to read here: the readings of growth stand alone
+        return
+    right = right_cache_bytes(pair, model, batch, chunk, tokens)
+    weights = sum(w.numel() for w in pair.weights.values()) * 8
+    if held > right + weights + OWN_ROOM:
+        kept = (f"the keys and values of its {model.groups} key/value group(s)" if pair.name == GQA else
+                f"the last sliding_window_size = {model.window} positions")
+        raise CheckFailed(f"{pair.name}: after {tokens} cached tokens of a batch of {batch} your process holds "
+                          f"{held / 2**20:.1f} MiB of its own (the right cache takes {right / 2**20:.1f} MiB, the "
+                          f"weights {weights / 2**20:.1f} MiB): the cache should keep {kept}, and nothing else "
+                          "should hold them (a tensor your module makes at import counts too)")
+
+
 def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
     """What the instance gives back when the student's process lets go of it (grade.held_bytes before and
     after: the kernel's account, not growth): at most the right cache after ``tokens`` tokens in chunks of
@@ -838,9 +870,7 @@ def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
     held = grade.held_bytes()
     pair.release()
     given_back = held - grade.held_bytes()
-    kept_tokens = min(tokens, model.window + chunk) if model.window else tokens
-    heads_kept = model.groups if pair.name == GQA else model.num_heads
-    right = batch * kept_tokens * 2 * model.head_dim * heads_kept * 8  # float64 keys and values
+    right = right_cache_bytes(pair, model, batch, chunk, tokens)
     weights = sum(w.numel() for w in pair.weights.values()) * 8
     if given_back > right + weights + every_head * 0.1:
         raise CheckFailed(f"{pair.name}: letting go of your instance after {tokens} cached tokens of a batch of "
@@ -912,7 +942,7 @@ def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):
 
 
 def expect_dropout(grade, pair, tokens):
-    """Dropout 0.5 by its effect (grader/grading/dropout.py): one-hot tokens, heads of 2 * tokens features; any
+    """Dropout 0.5 by its effect (lesson/dropout.py): one-hot tokens, heads of 2 * tokens features; any
     draws, in any order (one call, one per head or group, SDPA's dropout_p), pass. An evaluation-mode
     output that is the right one with weights dropped is dropout-in-eval (judged against the lesson's
     attention on the weights both instances hold)."""
@@ -961,7 +991,7 @@ def expect_large_scores(grade, pair, x):
     finite and right, as a softmax that subtracts each row's maximum gives."""
     torch = _torch()
     with torch.no_grad():
-        diagnose.unstable_unless_named(lambda: uncached_same(grade, pair, x))
+        mistaken.unstable_unless_named(lambda: uncached_same(grade, pair, x))
 
 
 def expect_layers_in_dtype(grade, pair, x):

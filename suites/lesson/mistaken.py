@@ -10,7 +10,47 @@ from __future__ import annotations
 
 from typing import Callable
 
-from grader.authoring import Mistake, ScaleSearch, manual_seed
+from grader.authoring import CheckFailed, FactorSearch, Mistake, StudentFault, diagnose, manual_seed
+
+# an output with inf or NaN where the right one is finite, once no other mistake explains it
+UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answer is finite: exp() overflowed, "
+                                "or an all -inf slice gave 0/0")
+
+
+class ScaleSearch(FactorSearch):
+    """Attention whose scores are scaled by some constant, ``make(c)``: missing-scale when the closest
+    constant is 1, wrong-scale for any other (1/8 written by hand, 1/sqrt of the input width)."""
+
+    def __init__(self, make: Callable, right: float, named: str = "1/sqrt(d_k)"):
+        super().__init__(make, right, named, ids=("missing-scale", "wrong-scale"), what="your scores")
+
+
+def unstable_unless_named(check: Callable):
+    """``check()``; a failure that names no mistake, on an output with inf or NaN (where the suite knows
+    the right one is finite), is softmax-unstable. Named after the candidates, never before: a mask
+    that hides a whole row gives NaN too, and is named as such."""
+    return diagnose.non_finite_unless_named(check, UNSTABLE)
+
+
+def blame(*args, **kwargs):
+    """grader's diagnose.blame: the root cause, when an exercise is right but for a helper it uses; a
+    helper's inf or NaN where the right result is finite is softmax-unstable."""
+    return diagnose.blame(*args, non_finite=UNSTABLE, **kwargs)
+
+
+def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_when_as_long: Callable):
+    """A crash on ``tokens`` < ``context_length`` tokens that names the context length and goes away
+    with a class built for a context just as long (``runs_when_as_long()`` builds and calls it) is a
+    mask buffer used whole: mask-not-truncated. Otherwise ``fault`` itself."""
+    if fault.kind != "error" or tokens >= context_length or not diagnose.mentions(fault, context_length):
+        return fault
+    try:
+        runs_when_as_long()
+    except (StudentFault, CheckFailed):
+        return fault
+    return CheckFailed(f"it fails on {tokens} tokens with context_length = {context_length} but runs with "
+                       f"context_length = {tokens}: use only the top-left [:T, :T] corner of the causal mask "
+                       f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
 
 
 def safe_softmax(x, dim=-1):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import lesson.checks_03 as checks
-from grader.authoring import assignment, exercise, low_precision, unstable_unless_named
-from lesson import journey_batch, journey_scores, near_one_another
+from grader.authoring import assignment, exercise, low_precision
+from lesson import journey_batch, journey_scores, mistaken, near_one_another
 
 pytestmark = assignment("03_causal_attention")
 
@@ -140,7 +140,7 @@ def test_causal_attention_on_large_scores(grade):
     """Inputs of size 100 give scores far past where exp overflows: the output stays finite."""
     pair = grade.module("CausalAttention", 5, 5, 7, 0.0, dtype=F64)
     x = near_one_another(grade, 3, 4, 5, norm=250.0, spread=0.05, dtype=F64)
-    unstable_unless_named(lambda: checks.causal_same(grade, pair, x))
+    mistaken.unstable_unless_named(lambda: checks.causal_same(grade, pair, x))
 
 
 @exercise("CausalAttention")
@@ -176,7 +176,7 @@ def test_causal_attention_on_a_strided_batch(grade):
     pytest.param(5, 8, 4, 3, 4, F64, id="T4-float64"),
 ])
 def test_causal_attention_drops_attention_weights_in_training(grade, d_in, d_out, context, batch, tokens, dtype):
-    """One-hot tokens and value heads of 2T features make the output show the weights (grader/grading/dropout.py)."""
+    """One-hot tokens and value heads of 2T features make the output show the weights (lesson/dropout.py)."""
     pair = grade.module("CausalAttention", d_in, d_out, context, 0.5, dtype=dtype)
     checks.expect_causal_dropout(grade, pair, tokens=tokens, p=0.5, batch=batch)
 

@@ -1,4 +1,6 @@
-"""The misconception catalogue: the spec's ids, each explained with a hint into the lessons."""
+"""The misconception catalogue: the spec's ids, each explained with a hint into the lessons; the course's
+words in the course (suites/lesson/misconceptions.toml, named by course.toml), the generic ones in the
+grader, and no id of this course's attention written in grader/."""
 import ast
 import json
 import re
@@ -6,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalogue import CATALOGUE, lookup
+from grader.catalogue import GENERIC, lookup
+from grader.config import load_course
+from grader.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = load_course(ROOT).catalogue
 
 # the course spec's "Misconception catalogue", in its order
 SPEC_IDS = (
@@ -112,9 +117,9 @@ def test_every_entry_explains_hints_and_shows_the_slip():
 
 
 def test_lookup_names_an_unknown_id():
-    assert lookup("mask-inverted").id == "mask-inverted"
+    assert lookup("mask-inverted", CATALOGUE).id == "mask-inverted"
     try:
-        lookup("mask-upside-down")
+        lookup("mask-upside-down", CATALOGUE)
     except KeyError as error:
         assert "mask-upside-down" in str(error)
     else:
@@ -124,7 +129,58 @@ def test_lookup_names_an_unknown_id():
 def test_the_mask_inverted_hint_of_02_points_to_02_first():
     """Issue 46: 02's attention_weights is handed its mask; the hint pointed its learner to 03's triu/tril,
     a lesson not yet read. It leads with 02's section on masks and the slip an 02 learner makes (~mask)."""
-    entry = lookup("mask-inverted")
+    entry = lookup("mask-inverted", CATALOGUE)
     first = re.search(r"\b(0\d) section \d+", entry.hint)
     assert first and first.group(1) == "02" and '02 section 2, "Masks"' in entry.hint
     assert "~mask" in entry.hint and "~mask" in entry.example
+
+
+GENERIC_IDS = ("input-mutated", "wrong-dtype", "wrong-device", "not-vectorised", "view-on-non-contiguous", "forbidden-op")
+
+
+def test_the_grader_knows_the_generic_pytorch_mistakes_and_no_course_s_own():
+    """Issue 48: the grader holds only the generic ids (in words of no course's lessons); every other id
+    the course names is the course's, and no file under grader/ writes one."""
+    assert tuple(entry.id for entry in GENERIC) == GENERIC_IDS
+    assert all(not re.search(r"\d\d section", entry.hint) for entry in GENERIC)
+    assert set(lookup(m).id for m in GENERIC_IDS) == set(GENERIC_IDS)
+    course_ids = [m for m in CATALOGUE if m not in GENERIC_IDS]
+    assert len(course_ids) == 27
+    for path in sorted((ROOT / "grader").rglob("*.py")):
+        text = path.read_text()
+        written = [m for m in course_ids if f'"{m}"' in text or f"'{m}'" in text]
+        assert not written, f"{path.relative_to(ROOT)} writes the course's ids {written}"
+
+
+def test_the_course_gives_the_generic_ids_in_its_own_words():
+    """The course's file may word a generic id its own way, pointing into its lessons: its words win."""
+    assert CATALOGUE["not-vectorised"].hint != lookup("not-vectorised").hint
+    assert "01 section 6" in CATALOGUE["not-vectorised"].hint
+
+
+def _course_with(tmp_path, toml: str | None):
+    text = (ROOT / "course.toml").read_text()
+    if toml is not None:
+        (tmp_path / "words.toml").write_text(toml)
+        text = text.replace('misconceptions = "suites/lesson/misconceptions.toml"', 'misconceptions = "words.toml"')
+    (tmp_path / "course.toml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("toml,said", [
+    ('[mask-sideways]\nexplanation = "a"\nhint = "b"\nexample = "c"\ncolour = "red"\n', "unknown key 'colour'"),
+    ('[mask-sideways]\nexplanation = "a"\nhint = "b"\n', "[mask-sideways]: example must be a non-empty string"),
+    ('mask-sideways = "a"\n', "'mask-sideways' must be a table"),
+    ('[mask-sideways\n', "not valid TOML"),
+    (None, "course.misconceptions: no file 'suites/lesson/misconceptions.toml'"),
+])
+def test_a_misconceptions_file_that_is_not_right_is_refused_naming_the_key(tmp_path, toml, said):
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_course(_course_with(tmp_path, toml))
+
+
+def test_a_course_s_own_misconception_is_known_beside_the_generic_ones(tmp_path):
+    course = load_course(_course_with(tmp_path, '[mask-sideways]\nexplanation = "Sideways."\nhint = "Turn it."\n'
+                                                'example = "m.T"\n'))
+    assert list(course.catalogue) == ["mask-sideways", *GENERIC_IDS]
+    assert course.catalogue["mask-sideways"].feedback().startswith("mask-sideways: Sideways.")

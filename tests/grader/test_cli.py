@@ -53,7 +53,7 @@ def test_a_user_mistake_is_one_line_and_exit_2(args, message):
 def test_a_broken_course_toml_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "course.toml").write_text((ROOT / "course.toml").read_text().replace("memory_mb", "memroy_mb"))
     result = grade("--course", str(tmp_path), "list")
-    assert result.returncode == 2 and "memroy_mb: unknown key" in result.stderr and "course.toml:11" in result.stderr
+    assert result.returncode == 2 and "memroy_mb: unknown key" in result.stderr and "course.toml:12" in result.stderr
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")
@@ -155,11 +155,11 @@ def test_check_on_the_stubs_exits_1_with_nothing_attempted(released):
     assert all(e["feedback"] == "not attempted yet" for e in data["assignments"][0]["exercises"])
 
 
-def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path):
+def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path, course_toml):
     (tmp_path / "thesis.tex").write_text("mine")
     student = tmp_path / "student"
     student.mkdir()
-    shutil.copy(ROOT / "course.toml", student)  # a course without solutions/, as students have it
+    course_toml(student)  # a course without solutions/, as students have it
     for args, message in [
         (["release", "--out", "assignments/student"], "outside the course folder"),
         (["release", "--out", str(tmp_path)], "not a student distribution"),
@@ -248,15 +248,14 @@ def test_autograde_of_a_folder_of_nothing_leaves_no_results_folder_behind(tmp_pa
 
 @pytest.mark.nbgrader
 @pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader's own, as test_export.py quiets them
-def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export_the_gradebook_alone(tmp_path):
+def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export_the_gradebook_alone(tmp_path, course_toml):
     sys.path.insert(0, str(ROOT / "tests" / "grader" / "reporting"))  # test_export's helpers
     from test_export import write_gradebook
 
     from grader.config import load_course
 
     course = tmp_path / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "course.toml", course)
+    course_toml(course)
     write_gradebook(course / "gradebook.db", load_course(course), {"zoe": {"softmax": 0}})
     (course / "grades").mkdir()
     one_line_exit_2(grade("export", "grades/", "--output", "all.csv", cwd=course), "grades", "nothing exported")
@@ -267,7 +266,7 @@ def test_export_of_an_empty_folder_beside_a_gradebook_refuses_rather_than_export
 
 
 @pytest.mark.slow  # a grading and a release
-def test_every_verb_that_writes_says_what_it_wrote(tmp_path):
+def test_every_verb_that_writes_says_what_it_wrote(tmp_path, course_toml):
     klass = tmp_path / "submissions" / "ada" / "01_attention_basics"
     klass.mkdir(parents=True)
     shutil.copy(ROOT / "solutions" / "01_attention_basics" / "attention_basics.py", klass)
@@ -282,7 +281,7 @@ def test_every_verb_that_writes_says_what_it_wrote(tmp_path):
     course = tmp_path / "course"
     for name in ("solutions/01_attention_basics", "suites/hidden"):
         shutil.copytree(ROOT / name, course / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "course.toml", course)
+    course_toml(course)
     released = grade("--course", str(course), "release", "01_attention_basics")
     assert released.returncode == 0, released.stderr
     assert "wrote 2 files into assignments/, the stubs and release notebooks of 01_attention_basics" in released.stderr

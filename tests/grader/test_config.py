@@ -11,11 +11,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def with_misconceptions(tmp_path):
+    """The course's misconceptions file, where course.toml names it, beside a copy of course.toml."""
+    (tmp_path / "suites" / "lesson").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", tmp_path / "suites" / "lesson")
+    return tmp_path
+
+
 def broken_course(tmp_path, old, new):
     text = (ROOT / "course.toml").read_text()
     assert old in text, old
     (tmp_path / "course.toml").write_text(text.replace(old, new, 1))
-    return tmp_path
+    return with_misconceptions(tmp_path)
 
 
 def test_the_course_loads_with_100_points_per_assignment(course):
@@ -35,8 +42,8 @@ def test_configuration_is_frozen(course):
 
 
 @pytest.mark.parametrize("old,new,expected", [
-    ("exercise_timeout_s = 10.0", "exercise_timout_s = 10.0", ":9: limits.exercise_timout_s: unknown key"),
-    ("memory_mb = 6144", 'memory_mb = "lots"', ":11: limits.memory_mb: must be an integer, not a string"),
+    ("exercise_timeout_s = 10.0", "exercise_timout_s = 10.0", ":10: limits.exercise_timout_s: unknown key"),
+    ("memory_mb = 6144", 'memory_mb = "lots"', ":12: limits.memory_mb: must be an integer, not a string"),
     ("SelfAttention_v2 = 15", 'SelfAttention_v2 = "x"', "assignments.1.points.SelfAttention_v2: must be a positive"),
     ('module = "self_attention.py"', 'module = "self_attention.txt"', "assignments.1.module: must be a file name"),
     ("[tolerances.float16]", "[tolerances.float8]", "tolerances.float8: unknown key"),
@@ -97,7 +104,8 @@ def test_an_unknown_assignment_is_a_usage_error(course):
 @pytest.mark.parametrize("old, new, expected", [
     ('module = "attention_basics.py"', 'module = "attention_basic.py"',
      "assignments.0.module: no attention_basic.py in"),
-    ("\nsoftmax = ", "\nsoftmaxx = ", "assignments.0.points.softmaxx: attention_basics.py defines no function or class"),
+    ("\nattention_scores = ", "\nattention_scoress = ",
+     "assignments.0.points.attention_scoress: attention_basics.py defines no function or class"),
 ])
 def test_a_module_or_exercise_the_reference_does_not_have_is_a_config_error(tmp_path, old, new, expected):
     """Issue 35, a newcomer's run: a misspelt module made `grade check` crash (FileNotFoundError, a
@@ -105,6 +113,7 @@ def test_a_module_or_exercise_the_reference_does_not_have_is_a_config_error(tmp_
     text = (ROOT / "course.toml").read_text()
     assert old in text
     (tmp_path / "course.toml").write_text(text.replace(old, new, 1))
+    with_misconceptions(tmp_path)
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     with pytest.raises(ConfigError, match=expected):
         load_course(tmp_path)

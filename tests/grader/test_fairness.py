@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from grader.config import Tolerance
-from grader.grading.dropout import judged
+from lesson.dropout import judged
 from grader.results import CheckOutcome, ExerciseResult
 from grader.grading.run import charged_once
 from grader.submission import resolve_submission
@@ -147,6 +147,33 @@ def test_a_right_exercise_on_a_raising_helper_keeps_its_points_once_verified(cou
     exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path / "run")[entry.name]
     assert exercise.score == exercise.max_score and "right, given your softmax" in exercise.feedback
     assert {e.name: e.score for e in assignment.exercises}["softmax"] == 0
+
+
+def test_what_a_stand_in_answers_never_outlives_its_verification_nor_reaches_the_feedback(course, grader, tmp_path):
+    """Red team round 9 (issue 44): while a right sliding_window_mask stood in for an off-by-one one, the SWA
+    class asked it calls of its own choosing, kept the answers (and the reference's own error messages) in
+    a module-level list, and raised them from a later call, into the feedback. The stand-ins' worker now
+    ends with the verification, a right helper's raise crosses as its kind alone, and what the student's
+    code raised in a verification run is said by its kind."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / "stand_in_answers_kept.py", None)
+    _, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    said = "\n".join(e.feedback for e in assignment.exercises)
+    assert "KEPT" not in said and "swm(" not in said and "not supported between" not in said, said
+    exercises = {e.name: e for e in assignment.exercises}
+    assert exercises["sliding_window_mask"].misconceptions == ["window-off-by-one"]
+    assert exercises["MultiHeadAttentionWithSWA"].score < exercises["MultiHeadAttentionWithSWA"].max_score
+
+
+def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(course, grader, tmp_path):
+    """Red team round 9 (issue 44): GroupedQueryAttention keeping every head's keys and values in a pool
+    allocated and written at import, just as large as the hidden memory case needs, grew in no reading
+    and was given back by no instance (100/100). What the worker holds of its own is read now: 16.7 MiB
+    where the right cache and weights take 4.1 (and the module's other memory checks see the pool too)."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / "gqa_pool_at_import.py", None)
+    _, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    gqa = next(e for e in assignment.exercises if e.name == "GroupedQueryAttention")
+    assert gqa.score < gqa.max_score and "of its own" in gqa.feedback, gqa.feedback
+    assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
 SNEAKY_WINDOW = """import torch

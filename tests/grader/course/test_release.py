@@ -26,10 +26,10 @@ def test_the_committed_assignments_are_up_to_date_and_leak_nothing(course, relea
 
 
 @pytest.fixture
-def course_copy(course, tmp_path):
+def course_copy(course, tmp_path, course_toml):
     root = tmp_path / "course"
     shutil.copytree(course.root / "solutions" / "01_attention_basics", root / "solutions" / "01_attention_basics")
-    shutil.copy(course.root / "course.toml", root)
+    course_toml(root)
     return load_course(root)
 
 
@@ -158,6 +158,7 @@ def test_grade_release_says_the_refusal_in_one_line_exit_2_and_where_force_kept_
     def grade(*args):
         return CliRunner().invoke(cli, ["--course", str(course_copy.root), "release", *args, "01_attention_basics"])
 
+    shutil.rmtree(course_copy.root / "suites")  # the misconceptions file alone: the course's suites in its place
     (course_copy.root / "suites").symlink_to(ROOT / "suites")  # a course with its reference: release runs there
 
     assert grade().exit_code == 0

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalogue import CATALOGUE
+from grader.config import load_course
 
 ROOT = Path(__file__).resolve().parents[3]
+CATALOGUE = load_course(ROOT).catalogue
 _spec = importlib.util.spec_from_file_location("corpus", ROOT / "tests" / "corpus" / "corpus.py")
 corpus = sys.modules["corpus"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus)
@@ -344,8 +345,8 @@ def test_a_case_contradicts_an_id_only_when_every_candidate_of_it_is_far():
 def test_non_finite_output_is_softmax_unstable_only_when_no_candidate_named_it():
     import torch
 
-    from grader.grading import diagnose
     from grader.grading.fixture import CheckFailed
+    from lesson import mistaken
 
     def failing(out, ids=()):
         failure = CheckFailed("the output is off", ids)
@@ -353,20 +354,20 @@ def test_non_finite_output_is_softmax_unstable_only_when_no_candidate_named_it()
         raise failure
 
     with pytest.raises(CheckFailed) as unnamed:
-        diagnose.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0])))
+        mistaken.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0])))
     assert unnamed.value.misconceptions == ("softmax-unstable",)
     with pytest.raises(CheckFailed) as named:  # a mask hiding a whole row gives NaN too: its own name stays
-        diagnose.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0]), ("mask-inverted",)))
+        mistaken.unstable_unless_named(lambda: failing(torch.tensor([float("nan"), 1.0]), ("mask-inverted",)))
     assert named.value.misconceptions == ("mask-inverted",)
     with pytest.raises(CheckFailed) as finite:
-        diagnose.unstable_unless_named(lambda: failing(torch.tensor([2.0, 1.0])))
+        mistaken.unstable_unless_named(lambda: failing(torch.tensor([2.0, 1.0])))
     assert finite.value.misconceptions == ()
-    assert diagnose.unstable_unless_named(lambda: 7) == 7
+    assert mistaken.unstable_unless_named(lambda: 7) == 7
 
 
 def test_a_crash_that_a_class_built_for_the_sequence_does_not_have_is_mask_not_truncated():
-    from grader.grading import diagnose
     from grader.grading.fixture import CheckFailed, StudentFault
+    from lesson import mistaken
 
     crash = StudentFault("error", "  File ..., line 10, in forward\nRuntimeError: The size of tensor a (4) must "
                                   "match the size of tensor b (10) at non-singleton dimension 2")
@@ -377,11 +378,11 @@ def test_a_crash_that_a_class_built_for_the_sequence_does_not_have_is_mask_not_t
     def crashes():
         raise StudentFault("error", "RuntimeError: again")
 
-    named = diagnose.not_truncated(crash, 4, 10, runs)
+    named = mistaken.not_truncated(crash, 4, 10, runs)
     assert isinstance(named, CheckFailed) and named.misconceptions == ("mask-not-truncated",)
-    assert diagnose.not_truncated(crash, 4, 10, crashes) is crash  # it fails either way: not the buffer
-    assert diagnose.not_truncated(crash, 10, 10, runs) is crash  # as long as the context: nothing to cut
-    assert diagnose.not_truncated(crash, 4, 12, runs) is crash  # the error does not name the buffer
+    assert mistaken.not_truncated(crash, 4, 10, crashes) is crash  # it fails either way: not the buffer
+    assert mistaken.not_truncated(crash, 10, 10, runs) is crash  # as long as the context: nothing to cut
+    assert mistaken.not_truncated(crash, 4, 12, runs) is crash  # the error does not name the buffer
 
 
 def test_a_scale_written_by_hand_is_found_by_search(graded):

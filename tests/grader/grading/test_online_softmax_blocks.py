@@ -54,6 +54,13 @@ FULL_ROW = {  # each reduces a whole row of 64 at once, by some path or other
     "scatter to one slot": lambda: torch.zeros(2, 64).scatter(-1, torch.zeros(2, 64, dtype=torch.long), X),
     "scatter of a value to one slot": lambda: torch.zeros(2, 64).scatter(-1, torch.zeros(2, 64, dtype=torch.long),
                                                                          1.0),
+    # red team round 9: a write into memory held many times, an "any" over every entry written
+    "masked_fill_ into a view of stride 0": lambda: torch.zeros(2, 1).as_strided((2, 64), (1, 0)).masked_fill_(
+        X > 0, 1.0),
+    "index_put_ of a mask into a view of stride 0": lambda: torch.zeros(2, 1).as_strided((2, 64), (1, 0)).index_put_(
+        (X > 0,), torch.tensor(1.0)),
+    # round 9: complex entries hold two real ones each (32 complex = the row's 64)
+    "sum of a row viewed as complex": lambda: torch.view_as_complex(X.exp().reshape(2, 32, 2)).sum(-1),
     "index_add to one slot": lambda: torch.zeros(2, 1).index_add(1, torch.zeros(64, dtype=torch.long), X.exp()),
     "cumsum": lambda: X.exp().cumsum(-1)[..., -1],
     "rfft": lambda: torch.fft.rfft(X.exp())[..., 0],
@@ -94,6 +101,7 @@ def test_blocks_elementwise_steps_and_joins_reduce_no_more_than_a_block():
         F.pad(X, (0, 3), value=float("-inf")).unflatten(-1, (-1, 67)), X.unfold(-1, 8, 8).logsumexp(-1)
         X.clone().mul_(2).abs_().masked_fill_(X > 0, 0.0), torch.exp(X, out=torch.empty(2, 64)), X.to(torch.float64)
         torch.zeros(2, 64).scatter(-1, torch.arange(64).expand(2, 64), X)  # a permutation: one value a slot
+        torch.empty(2, 64)[..., 4:8].copy_(X[..., 4:8]), torch.empty(64, 2).T[:, ::2].fill_(0.0)  # strided writes
         X.clone().index_fill(1, torch.arange(0, 64, 2), 0.0), torch.zeros(2, 64).index_copy(1, torch.arange(64), X)
     assert widest(steps) == (8, "amax")
 

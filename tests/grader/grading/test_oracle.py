@@ -80,7 +80,13 @@ def test_a_right_helpers_raise_is_answered_as_a_raise_of_the_same_kind():
     oracle = Oracle(LiveAnswers({"split_heads": split}, "cpu"), ["split_heads"], {"split_heads": 4})
     answer = oracle({"op": "forward", "name": "split_heads", "args": (torch.zeros(1, 2, 5), 2), "kwargs": {},
                      "params": [], "grad": []})
-    assert answer == {"raises": "ValueError", "message": "does not split"}
+    # its kind only: the reference's own words ("does not split") would say how it computes (round 9)
+    assert answer == {"raises": "ValueError", "message": "a right split_heads raises ValueError on these arguments"}
+    record: list = []
+    recorded = Oracle(LiveAnswers({"split_heads": split}, "cpu", record), ["split_heads"], {"split_heads": 4})
+    recorded({"op": "forward", "name": "split_heads", "args": (torch.zeros(1, 2, 5), 2), "kwargs": {}, "params": [],
+              "grad": []})
+    assert record[0]["raises"] == ["ValueError", ""]  # nor is it written into a student distribution's recording
 
 
 def test_a_recording_answers_the_calls_it_holds_and_refuses_the_rest(course):

@@ -14,7 +14,7 @@ FORMULA = FORMULAS[0]  # a folder name a spreadsheet would run as a formula
 
 
 @pytest.fixture
-def shards(course, tmp_path):
+def shards(course, tmp_path, course_toml):
     """shard-1: zoe (100) and the formula-named submission (50); shard-2: yan (25), whose softmax the
     grader failed on (no valid score)."""
     import json
@@ -23,9 +23,7 @@ def shards(course, tmp_path):
     from grader.reporting.course_secret import course_secret
     from grader.reporting.result_folder import write_manifest
 
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(course.root / "course.toml", root)
+    root = course_toml(tmp_path / "course")
     copy = load_course(root)
     result_file(tmp_path / "shard-1", "zoe", copy, 100.0)
     result_file(tmp_path / "shard-1", FORMULA, copy, 50.0, stem="s1")
@@ -45,14 +43,12 @@ def export(shards, tmp_path):
 
 
 @pytest.fixture
-def export_unread(course, tmp_path):
+def export_unread(course, tmp_path, course_toml):
     """``grade export`` (as ``export``) of a class of three: zoe (100), jo's corrupt zip (not graded: a
     result of status ``error``) and kim, whose code crashed the grader twice (a score of 0)."""
     from grader.config import load_course
 
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(course.root / "course.toml", root)
+    root = course_toml(tmp_path / "course")
     copy = load_course(root)
     folder = tmp_path / "class"
     result_file(folder, "zoe", copy, 100.0)
@@ -62,14 +58,12 @@ def export_unread(course, tmp_path):
 
 
 @pytest.fixture
-def export_named(course, tmp_path):
+def export_named(course, tmp_path, course_toml):
     """``export_named(names, *options)``: ``grade export`` (as ``export``) of one results folder holding a
     result for each of ``names``, the i-th scored 10 * (i + 1) (each under a file name of its own)."""
     from grader.config import load_course
 
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(course.root / "course.toml", root)
+    root = course_toml(tmp_path / "course")
     copy = load_course(root)
 
     def run(names, *options):

@@ -168,13 +168,13 @@ def test_uploaded_names_are_matched_as_people_and_browsers_write_them(course):
         assert course_name(name, course) is None, name
 
 
-def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result, tmp_path):
+def test_each_exercise_is_shown_as_course_toml_says(course, solutions_result, tmp_path, course_toml):
     from grader.config import load_course
 
     text = (ROOT / "course.toml").read_text().replace(
         '[gradescope]\nvisibility = "visible"\n',
         '[gradescope]\nvisibility = "after_due_date"\nexercises = { softmax = "visible", softmax_naive = "hidden" }\n')
-    (tmp_path / "course.toml").write_text(text)
+    course_toml(tmp_path, text)
     settings = load_course(tmp_path).gradescope
     one = type(solutions_result)(**{**solutions_result.__dict__, "assignments": solutions_result.assignments[:1]})
     data = results_json(one, settings.visibility_of, ["01_attention_basics/attention_basics.py <- attention_basics.py"])

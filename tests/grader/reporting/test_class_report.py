@@ -339,6 +339,8 @@ def _course(root: Path, results: list[dict]) -> Path:
 
     (root / "grades").mkdir(parents=True)
     shutil.copy(ROOT / "course.toml", root)
+    (root / "suites" / "lesson").mkdir(parents=True)
+    shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", root / "suites" / "lesson")
     texts = {f"r{index}": json.dumps(data) for index, data in enumerate(results)}
     for stem, text in texts.items():
         (root / "grades" / f"{stem}.json").write_text(text)

@@ -19,10 +19,8 @@ QUIET_GRADEBOOK = pytest.mark.filterwarnings("ignore:Object of type <Submitted")
 
 
 @pytest.fixture
-def course_copy(course, tmp_path):
-    root = tmp_path / "course"
-    root.mkdir()
-    shutil.copy(course.root / "course.toml", root)
+def course_copy(course, tmp_path, course_toml):
+    root = course_toml(tmp_path / "course")
     return load_course(root)
 
 

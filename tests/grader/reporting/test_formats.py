@@ -4,8 +4,16 @@ from xml.etree import ElementTree
 
 import pytest
 
+from grader.config import load_course
 from grader.reporting.formats import FORMATS, render
-from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
+from grader.results import AssignmentResult, CheckOutcome, SubmissionResult
+from grader.results import ExerciseResult as _ExerciseResult
+
+CATALOGUE = load_course(Path(__file__).resolve().parents[3]).catalogue  # the course's words, as grading gives them
+
+
+def ExerciseResult(*args, **kwargs):  # noqa: N802 - as the grader makes them for this course
+    return _ExerciseResult(*args, known=CATALOGUE, **kwargs)
 
 
 @pytest.fixture
@@ -124,8 +132,6 @@ def test_every_format_renders(result):
 
 
 def test_feedback_explains_each_named_mistake_with_a_hint(result):
-    from grader.catalogue import CATALOGUE
-
     softmax = result.assignments[0].exercises[0]
     entry = CATALOGUE["softmax-unstable"]
     assert softmax.feedback.startswith("softmax_large_values: the output has NaN at 4 entries")
@@ -182,8 +188,6 @@ def test_an_explanation_and_a_traceback_are_said_once_per_assignment():
     result = SubmissionResult("alice", 1, "cpu", 0.1, [AssignmentResult("01_attention_basics", "Basics", broken + masked)])
     text = render(result, "table")
     assert text.count("SyntaxError: invalid syntax") == 1 and text.count("the same as softmax, above") == 2
-    from grader.catalogue import CATALOGUE
-
     explanation = CATALOGUE["mask-inverted"].explanation.split(".")[0]
     assert text.count(explanation[:40]) == 1 and "mask-inverted: explained under a, above" in text
     assert render(result, "markdown").count(explanation[:40]) == 1

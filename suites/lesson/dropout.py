@@ -1,4 +1,4 @@
-"""Dropout graded by its effect, never by the reference's random draws.
+"""Dropout on the attention weights, graded by its effect, never by the reference's random draws.
 
 Which draws a student's code makes, and in what order (``nn.Dropout``, ``F.dropout``, its own Bernoulli
 mask, one call or one per head or group), is the student's. What the contract fixes is the effect: each
@@ -17,7 +17,7 @@ patterns. Module layouts need nothing else: parameter names are the contract's (
 """
 from __future__ import annotations
 
-from grader.grading.outcomes import CheckFailed
+from grader.authoring import CheckFailed
 
 SHARE_SIGMAS = 5.0  # how far from n(1-p) the kept count may fall, in binomial standard deviations
 

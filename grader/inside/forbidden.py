@@ -1,6 +1,6 @@
-"""What each exercise may not call: exactly the operations its row in the contract names ("may not
-call ..."), kept here and nowhere else. An exercise whose row names none forbids nothing, whatever the
-reference happens to call (06's classes may use ``F.scaled_dot_product_attention``).
+"""The library calls a course may forbid, and the operators each stands for. What each exercise may not
+call is the course's to say (course.toml's ``[assignments.forbidden]``, in the words below); an exercise
+that names none forbids nothing, whatever the reference happens to call.
 
 A contract word stands for the torch functions and aten operators it reaches, by bare name (see
 grader.inside.worker.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
@@ -25,18 +25,10 @@ OPERATIONS_OF = {
     "nn.MultiheadAttention": _MULTI_HEAD, "F.multi_head_attention_forward": _MULTI_HEAD,
 }
 
-# exercise -> what its row says it may not call, word for word (tests/grader/grading/test_forbidden.py reads the
-# contract and compares)
-FORBIDDEN_CALLS = {
-    "softmax": ("torch.softmax", "F.softmax", "nn.Softmax", "log_softmax", "torch.special.softmax"),
-    "scaled_dot_product_attention": ("F.scaled_dot_product_attention", "nn.MultiheadAttention",
-                                     "F.multi_head_attention_forward"),
-}
-
-
-def forbidden_operations(exercise: str) -> tuple[str, ...]:
-    """The bare operation names the worker refuses while ``exercise`` runs (empty: nothing is forbidden)."""
+def forbidden_operations(calls: tuple[str, ...]) -> tuple[str, ...]:
+    """The bare operation names the worker refuses for ``calls`` (an exercise's ``[assignments.forbidden]``
+    words in course.toml; empty: nothing is forbidden)."""
     names: list[str] = []
-    for call in FORBIDDEN_CALLS.get(exercise, ()):
+    for call in calls:
         names += [op for op in OPERATIONS_OF[call] if op not in names]
     return tuple(names)

@@ -1,0 +1,79 @@
+"""What an exercise may not call is exactly what its row in the contract names, exercise by exercise, as
+course.toml's [assignments.forbidden] says it; the grader knows only the calls and their operators."""
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.config import load_course
+from grader.errors import ConfigError
+from grader.inside.forbidden import OPERATIONS_OF, forbidden_operations
+
+ROOT = Path(__file__).resolve().parents[3]
+COURSE = load_course(ROOT)
+
+
+def forbidden_of(exercise: str) -> tuple[str, ...]:
+    return forbidden_operations(COURSE.forbidden_calls(exercise))
+
+
+def contract_rows() -> dict[str, str]:
+    """exercise -> the meaning cell of its row in docs/course-spec.md's curriculum tables."""
+    rows = {}
+    for line in (ROOT / "docs" / "course-spec.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and re.fullmatch(r"`\w+`", cells[0]):
+            rows[cells[0].strip("`")] = " | ".join(cells[2:])
+    return rows
+
+
+def forbidden_by_contract(meaning: str) -> tuple[str, ...]:
+    said = re.search(r"may not (?:call|use) (?:any [^(]*\()?([^;)]*)", meaning)
+    return tuple(re.findall(r"`([^`]+)`", said.group(1))) if said else ()
+
+
+def test_every_exercise_forbids_exactly_what_its_row_in_the_contract_names():
+    rows = contract_rows()
+    course = load_course(ROOT)
+    exercises = [e for a in course.assignments for e in a.exercises]
+    assert set(exercises) <= set(rows), "an exercise of course.toml has no row in the contract"
+    library_softmaxes = ("F.scaled_dot_product_attention", "nn.MultiheadAttention", "F.multi_head_attention_forward")
+    for exercise in exercises:
+        # "any library softmax": the attention functions that take a softmax inside too (red team round 9)
+        more = library_softmaxes if "any library softmax" in rows[exercise] else ()
+        assert course.forbidden_calls(exercise) == forbidden_by_contract(rows[exercise]) + more, exercise
+    assert forbidden_by_contract(rows["softmax"]) == ("torch.softmax", "F.softmax", "nn.Softmax", "log_softmax",
+                                                      "torch.special.softmax")
+    assert len(forbidden_by_contract(rows["scaled_dot_product_attention"])) == 3
+
+
+def test_06_and_the_classes_of_02_to_05_forbid_nothing():
+    for exercise in ("CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA",
+                     "MultiHeadAttention", "attention_weights", "flash_attention", "online_softmax", "CausalAttention"):
+        assert forbidden_of(exercise) == ()
+
+
+def test_each_forbidden_call_is_refused_at_the_function_and_at_the_dispatcher():
+    assert {"softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax"} <= set(forbidden_of("softmax"))
+    # round 9: SDPA with a query e0, keys x_j e0, values I and scale 1 is x's softmax, and its CPU kernel
+    # dispatches no _softmax
+    assert {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu"} <= \
+        set(forbidden_of("softmax"))
+    sdpa = set(forbidden_of("scaled_dot_product_attention"))
+    assert {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
+            "multi_head_attention_forward", "_native_multi_head_attention"} <= sdpa
+    assert all(OPERATIONS_OF[call] for a in COURSE.assignments for _, calls in a.forbidden for call in calls)
+
+
+@pytest.mark.parametrize("table,said", [
+    ('[assignments.forbidden]\nsoftmax = ["torch.softmax"]\nnot_an_exercise = ["F.softmax"]\n',
+     "not_an_exercise: not an exercise of this assignment's points"),
+    ('[assignments.forbidden]\nsoftmax = ["torch.argmax"]\n', "'torch.argmax' is not a call the grader can forbid"),
+    ('[assignments.forbidden]\nsoftmax = "F.softmax"\n', "must be an array of strings"),
+])
+def test_a_forbidden_table_the_grader_cannot_enforce_is_refused_naming_the_key(tmp_path, table, said):
+    text = (ROOT / "course.toml").read_text()
+    text = re.sub(r"(?ms)^\[assignments\.forbidden\]\nsoftmax = .*?\n\n", table + "\n", text, count=1)
+    (tmp_path / "course.toml").write_text(text.replace('misconceptions = "suites', '# misconceptions = "suites'))
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_course(tmp_path)
