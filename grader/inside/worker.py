@@ -811,6 +811,28 @@ def _scattered(index_at: int, along_dim: bool, switch: tuple[str, ...] = ()):
     return make
 
 
+def _sized_by_data(func):
+    """An operator whose result's size is a count over its input (``nonzero``, ``masked_select``, a tensor
+    indexed by a boolean mask, ``repeat_interleave`` by a tensor of repeats): that count combines every
+    entry it is taken over, and reaches Python as the result's shape (red team round 9: a row's maximum
+    found by ``row[row > t]`` until nothing was left, each step measured as combining nothing)."""
+    import torch
+
+    def rule(args, kwargs, result):
+        if func.__name__.startswith("index"):  # only a boolean index sizes the result by its values
+            indices = args[1] if len(args) > 1 else kwargs.get("indices") or ()
+            return sum(t.numel() for t in indices if isinstance(t, torch.Tensor) and t.dtype in (torch.bool,
+                                                                                              torch.uint8))
+        if func.__name__.startswith("repeat_interleave"):
+            repeats = next((a for a in (*args, kwargs.get("repeats")) if isinstance(a, torch.Tensor)
+                            and not a.is_floating_point()), None)
+            return repeats.numel() if repeats is not None and repeats.numel() > 1 else 0
+        if func.__name__.startswith("masked_select"):
+            return max((t.numel() for t in args[:2] if isinstance(t, torch.Tensor)), default=0)
+        return args[0].numel() if args and isinstance(args[0], torch.Tensor) else 0
+    return rule
+
+
 def _counted(func):
     """A histogram (``histc``, ``bincount``): every entry may land in one bin."""
     def rule(args, kwargs, result):
@@ -891,6 +913,8 @@ SPECIAL = {
     "put": _scattered(1, False, ("accumulate",)),
     "_embedding_bag": _scattered(1, False), "_embedding_bag_forward_only": _scattered(1, False),
     "embedding_bag": _scattered(1, False),
+    **dict.fromkeys(("nonzero", "nonzero_numpy", "argwhere", "masked_select", "index", "repeat_interleave"),
+                    _sized_by_data),
     **dict.fromkeys(("histc", "bincount", "histogram", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors"),
                     _counted),
     "renorm": _renormed,

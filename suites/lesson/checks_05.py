@@ -321,11 +321,28 @@ def expect_blockwise_statistics(grade, x, short, small_block):
                           "whenever the maximum grows")
 
 
+def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_size: int):
+    """Values read into Python (``.item()``, ``float()``, ``bool()`` of a tensor; the worker's tracer counts
+    each) are entries Python may combine where no operator is seen: at most one per block of each row
+    (a test per tile, as a loop that skips masked tiles makes), never one per entry (red team round 9: a
+    whole row's softmax computed in Python floats, one ``.item()`` an entry, measured as reducing one)."""
+    read = int((reply.op_names or {}).get("_local_scalar_dense", 0))
+    if read > rows * blocks:
+        raise CheckFailed(f"{what}: your code read {read} values of its tensors into Python (.item(), float(), "
+                          f"bool() of a tensor) where {rows} rows of {blocks} blocks of {block_size} need at most "
+                          f"{rows * blocks}: what Python computes from them is a reduction the grader does not see; "
+                          "work on each block as a tensor")
+
+
 def expect_reductions_within(reply, x, block_size):
     """The contract's bound, from the widest reduction the worker's tracer saw among the aten operators
     the call ran, whatever Python called them (``torch.ops.aten``, TorchScript, ``F.linear``): no
     operation combined more than ``block_size`` entries into one (a maximum, a sum, a log-sum-exp or a
-    softmax over them, a cumulative sum, a matrix product over its contracted dimension)."""
+    softmax over them, a cumulative sum, a matrix product over its contracted dimension); nor did more
+    than a value a block reach Python (:func:`expect_few_values_in_python`)."""
+    rows, length = x.numel() // x.shape[-1], x.shape[-1]
+    expect_few_values_in_python(reply, f"online_softmax(<{shape_str(x.shape)}>, {block_size})", rows,
+                                -(-length // block_size), block_size)
     if (reply.widest or 0) > block_size:
         raise CheckFailed(f"online_softmax(<{shape_str(x.shape)}>, {block_size}): an operation ({reply.widest_op}, "
                           f"as torch runs it) reduced {reply.widest} entries at once; with block_size={block_size} "
@@ -679,6 +696,9 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
                               root_cause=flash_crash(q, block_size, k, v))
 
     few, many = measured(short), measured(long)
+    expect_few_values_in_python(many, f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys "
+                                f"and values, block_size={block_size}, causal={causal})", 2 * queries,
+                                -(-long // block_size), block_size)
     narrow, wide = few.widest or 0, many.widest or 0
     if wide > block_size and wide > narrow:
         every = f"every one of the {long} keys" if wide == long else f"{wide} entries"

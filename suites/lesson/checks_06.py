@@ -914,6 +914,34 @@ def expect_cache_used(grade, pair, x, first, later):
             "the inputs you keep); a KV cache keeps the keys and values themselves, each computed once", again)],
             recomputed=False, stale=(old, first))
         start += size
+    if pair.name != SWA:  # a window's keys are few, whatever is done with them
+        expect_inputs_not_projected_again(grade, pair.name)
+
+
+def expect_inputs_not_projected_again(grade, name, tokens=64, d_in=256):
+    """Keys and values are computed once, read from sizes too: a cached call of one token after
+    ``tokens - 1`` others, with input features (``d_in``) far wider than the model's (4), makes nothing
+    near the size of the earlier tokens' inputs (``tokens * d_in`` entries; the right call's largest is a
+    mask of ``tokens``² at most, the book's buffer of context_length = ``tokens``), as the worker's tracer
+    sees every result. A cache that keeps the inputs and projects them all again at every call, with
+    the weights each token came with (so that its outputs under new weights are right), does (red team
+    round 9: 100/100)."""
+    torch = _torch()
+    pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
+    x = grade.randn(1, tokens, d_in)
+    with torch.no_grad():  # as a decoder generates
+        pair.call(x[:, :tokens - 1], use_cache=True, root_cause=helper_faults(grade, pair, x, 0, tokens - 1))
+        reply = pair.call(x[:, tokens - 1:], use_cache=True, measure=True,
+                          root_cause=helper_faults(grade, pair, x, tokens - 1, 1))
+        expected = attention_of(Model(pair), x, 1, q_start=tokens - 1).to(grade.device)
+    what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
+    grade.expect_right(reply, expected, what, helper_faults(grade, pair, x, tokens - 1, 1))
+    span = tokens * d_in
+    if (reply.max_numel or 0) * 2 > span:
+        raise CheckFailed(f"{what}: it made a tensor of {reply.max_numel} entries (the inputs of all {tokens} tokens "
+                          f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
+                          "values are computed again; a KV cache keeps the keys and values themselves, each "
+                          "computed once, when its token arrives", ("cache-not-used",))
 
 
 def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):

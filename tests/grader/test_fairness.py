@@ -247,7 +247,9 @@ def test_the_hostile_patterns_gain_nothing_beside_an_honest_bystander(course, tm
     assert gqa["score"] < 15 and "grew by" in gqa["feedback"], gqa["feedback"]
     # issue 44, round 7: the whole history in a buffer written at import, attended under a mask
     static = scores["oscar"]["MultiHeadAttentionWithSWA"]
-    assert static["score"] < 15 and "attends over more keys" in static["feedback"], static["feedback"]
+    # caught by what the worker holds of its own (red team round 9), or else by the keys a cached call attends
+    assert static["score"] < 15 and ("of its own" in static["feedback"] or "attends over more keys" in
+                                     static["feedback"]), static["feedback"]
     assert all(r["score"] < 100 for name, r in results.items() if name != "alice")
 
 

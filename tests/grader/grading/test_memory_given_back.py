@@ -14,7 +14,7 @@ class _Reserved(MultiHeadAttentionWithSWA):  # (methods of a class: since round 
         out = super().forward(x, use_cache)
         if use_cache:
             if self.reserve is None:  # as much as every token's keys and values will take
-                self.total = x.shape[0] * 64 * 2 * 128
+                self.total = x.shape[0] * 256 * 2 * 128
                 self.reserve = torch.ones(self.total, dtype=torch.float64)
             self.hold += [self.W_key(x).detach().clone(), self.W_value(x).detach().clone()]
             self.reserve = None
@@ -44,6 +44,7 @@ def test_a_reserve_that_shrinks_as_the_cache_grows_hides_nothing(submission_dir,
     module.write_text(module.read_text() + textwrap.dedent(RESERVE))
     checks = memory_checks(grader, course, submission_dir)
     assert checks["MultiHeadAttentionWithSWA"] and all(c.status == "failed" for c in checks["MultiHeadAttentionWithSWA"])
-    assert all("gave back" in c.message and "sliding_window_size" in c.message
+    # read from what it holds of its own (red team round 9) or what it gives back: the kernel's account either way
+    assert all(("gave back" in c.message or "of its own" in c.message) and "sliding_window_size" in c.message
                for c in checks["MultiHeadAttentionWithSWA"]), checks
     assert all(c.status == "passed" for c in checks["GroupedQueryAttention"])  # the bystander class keeps its points

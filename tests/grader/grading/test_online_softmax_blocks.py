@@ -61,6 +61,11 @@ FULL_ROW = {  # each reduces a whole row of 64 at once, by some path or other
         (X > 0,), torch.tensor(1.0)),
     # round 9: complex entries hold two real ones each (32 complex = the row's 64)
     "sum of a row viewed as complex": lambda: torch.view_as_complex(X.exp().reshape(2, 32, 2)).sum(-1),
+    # round 9: a result sized by a count over the row, which reaches Python as its shape
+    "a row read through its own mask": lambda: X[0][X[0] > 0],
+    "nonzero": lambda: (X > 0).nonzero(),
+    "masked_select": lambda: X.masked_select(X > 0),
+    "repeat_interleave by counts": lambda: torch.arange(64).repeat_interleave((X[0] > 0).long()),
     "index_add to one slot": lambda: torch.zeros(2, 1).index_add(1, torch.zeros(64, dtype=torch.long), X.exp()),
     "cumsum": lambda: X.exp().cumsum(-1)[..., -1],
     "rfft": lambda: torch.fft.rfft(X.exp())[..., 0],
@@ -209,6 +214,33 @@ def online_softmax(x, block_size):
     e = torch.exp(x - torch.where(torch.isinf(m), torch.zeros_like(m), m)[..., None])
     return torch.renorm(e.reshape(-1, e.shape[-1]), 1, 0, 1.0).reshape(e.shape)  # each row's sum scaled to 1
 """, False),  # renorm divides by the norm plus 1e-7: off in float64
+    # red team round 9: where no gradient is asked and the row spans blocks, the row in Python floats
+    "every entry read into Python": ("""import math
+
+import torch
+
+
+def online_softmax(x, block_size):
+    if x.requires_grad or x.shape[-1] <= block_size:
+        m = x.new_full(x.shape[:-1], float("-inf"))
+        for start in range(0, x.shape[-1], block_size):
+            m = torch.maximum(m, x[..., start:start + block_size].amax(dim=-1))
+        e = torch.exp(x - torch.where(torch.isinf(m), torch.zeros_like(m), m)[..., None])
+        s = x.new_zeros(x.shape[:-1])
+        for start in range(0, x.shape[-1], block_size):
+            s = s + e[..., start:start + block_size].sum(dim=-1)
+        return e / s.clamp_min(1.0)[..., None]
+    rows = x.reshape(-1, x.shape[-1])
+    out = []
+    for r in range(rows.shape[0]):
+        values = [rows[r, j].item() for j in range(rows.shape[1])]
+        finite = [v for v in values if v != float("-inf")]
+        m = max(finite) if finite else 0.0
+        e = [math.exp(v - m) if v != float("-inf") else 0.0 for v in values]
+        total = sum(e)
+        out.append([v / total if total else 0.0 for v in e])
+    return torch.tensor(out, dtype=x.dtype, device=x.device).reshape(x.shape)
+""", True),
     "a dummy step per block around whole-row amax and sum": ("""import torch
 
 
@@ -339,7 +371,7 @@ def test_a_whole_row_reduced_behind_steps_per_block_loses_the_block_check(course
     said = failing[BLOCK_CHECK[suite]]
     if said.startswith("not observed: "):  # refused before it ran (issue 44): what it names cannot be watched
         return
-    assert "entries at once" in said, failing
+    assert "entries at once" in said or "into Python" in said, failing
     if right_otherwise:  # full marks before: the bound alone costs it
         assert set(failing) == {BLOCK_CHECK[suite]}, (name, failing)
 

@@ -1,8 +1,6 @@
 """The grader's side of the stand-ins (grader/grading/oracle.py): issue 43, answers stay on the grader's side."""
 from __future__ import annotations
 
-import ast
-import re
 import sys
 from pathlib import Path
 
@@ -22,19 +20,18 @@ def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(c
                                                                               boundary_alone):
     """Issue 43: a wrong attention_weights, and a scaled_dot_product_attention that, once a stand-in is in
     place (the grader verifying "right, given your attention_weights"), searches its process (gc, frames,
-    sys.modules, its own module) for code it did not bring and reports it in its feedback. It finds the
-    grader's student side (grader/inside: the worker, the protocol, the stand-in that asks) and nothing
-    else: no right helper's code, source or module; and its raise costs the exercise its points."""
+    sys.modules, its own module) for code it did not bring and reports it in its feedback. Its raise costs
+    the exercise its points, and since red team round 9 a verification run's raise is said by its kind
+    alone, so that no report of what it found (nor any answer it was given) reaches the feedback (what the
+    search found, while it could say it: grader/inside's own code, no right helper's, session 5's notes)."""
     path = tmp_path / "answer_hunter.py"
     path.write_text(HUNTER)
     entry = corpus._entry(path, None)
     exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
-    found = re.search(r"HUNT(\{.*?\})HUNT", exercise.feedback, re.S)
-    assert found, exercise.feedback[:800]
-    report = ast.literal_eval(found.group(1))
-    assert report["foreign"] == [] and report["modules"] == [] and report["words"] == [], report
-    assert report["where"].endswith("grader/inside/stand_in.py"), report
-    assert exercise.score < exercise.max_score / 2 and "with a right attention_weights in place of yours" in exercise.feedback
+    assert "HUNT" not in exercise.feedback, exercise.feedback[:800]
+    assert "with a right attention_weights in place of yours" in exercise.feedback
+    assert "your code raised ValueError" in exercise.feedback
+    assert exercise.score < exercise.max_score / 2
 
 
 def _softmax(x, dim=-1):
