@@ -23,6 +23,8 @@ OPERATIONS_OF = {
     "log_softmax": _LOG_SOFTMAX,
     "F.scaled_dot_product_attention": _SDPA,
     "nn.MultiheadAttention": _MULTI_HEAD, "F.multi_head_attention_forward": _MULTI_HEAD,
+    "F.layer_norm": ("layer_norm", "native_layer_norm"), "nn.LayerNorm": ("layer_norm", "native_layer_norm"),
+    "F.gelu": ("gelu",), "nn.GELU": ("gelu",),
 }
 
 def forbidden_operations(calls: tuple[str, ...]) -> tuple[str, ...]:
