@@ -3,7 +3,7 @@ call is the course's to say (course.toml's ``[assignments.forbidden]``, in the w
 that names none forbids nothing, whatever the reference happens to call.
 
 A contract word stands for the torch functions and aten operators it reaches, by bare name (see
-grader.inside.worker.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
+grader.inside.operators.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
 or ``_safe_softmax`` at the dispatcher, so no spelling of it (``Tensor.softmax``, ``F.softmin``,
 ``torch.ops.aten._softmax``) gets through.
 """

@@ -1,6 +1,6 @@
 """online_softmax's bound (issue 33, item 6; docs/course-spec.md, 05's row): "no operation reduces over
 more than ``block_size`` entries of the last dim at once", decided from the aten operators the worker's
-tracer sees (grader/inside/worker.py, ``rule_of``), whatever Python path called them. A full-row softmax
+tracer sees (grader/inside/operators.py, ``rule_of``), whatever Python path called them. A full-row softmax
 behind one dummy step per block kept the step count growing with the blocks and scored full marks; each
 attack below now loses the block check's points on both suites, and no correct style loses a point."""
 import sys

@@ -100,7 +100,7 @@ def test_a_fused_kernel_reduces_over_its_keys_in_its_own_layout():
     the width is the number of keys (round 8 of issue 44 read the latter as the number of heads)."""
     import torch
 
-    from grader.inside.worker import rule_of
+    from grader.inside.operators import rule_of
 
     q, k = torch.zeros(2, 8, 4, 16), torch.zeros(2, 64, 4, 16)  # [B, S, H, E]: 64 keys, 4 heads
     for name in ("_flash_attention_forward", "_efficient_attention_forward"):
