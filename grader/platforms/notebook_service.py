@@ -89,7 +89,7 @@ def serve(listener: socket.socket, *, course, cwd: Path) -> None:
 
 def main() -> None:
     from grader.config import load_course
-    from grader.inside.zygote import PR_SET_PDEATHSIG, prctl
+    from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
 
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     path, cwd, root, ready = sys.argv[1:5]

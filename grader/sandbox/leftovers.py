@@ -109,7 +109,7 @@ def sweep_cgroups(dead) -> list[Path]:
 def die_with_parent(parent: int) -> None:
     """This process (a child of ``parent``) is killed when its parent dies, however it dies (SIGKILL
     included); Linux only."""
-    from grader.inside.zygote import PR_SET_PDEATHSIG, prctl
+    from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
 
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

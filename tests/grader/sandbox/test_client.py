@@ -368,8 +368,9 @@ def attention_scores(inputs):
                 if str(getattr(type(o), "__module__", "")).startswith(("multiprocessing", "_multiprocessing"))
                 and type(o).__name__ in kinds]
     loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
-    assert not channels and loaded == ["grader.inside", "grader.inside.notebook_source", "grader.inside.protocol",
-                                      "grader.inside.stand_in", "grader.inside.worker"], \
+    assert not channels and loaded == ["grader.inside", "grader.inside.notebook_source", "grader.inside.operators",
+                                      "grader.inside.protocol", "grader.inside.stand_in", "grader.inside.syscalls",
+                                      "grader.inside.worker"], \
         (channels[:5], loaded)
     return inputs @ inputs.transpose(-2, -1)
 """)
