@@ -3,7 +3,7 @@ stream of them graded in one pytest session on one seed (``Grader.grade_each``, 
 suites are collected once and the reference's results kept between submissions).
 
 Student code runs in workers forked by a zygote that this process starts fresh, in a sandbox that
-grader.sandbox.cells keeps, a cell per submission: no worker ever has the reference, the suites or the
+grader.sandbox.submission_sandbox keeps, a cell per submission: no worker ever has the reference, the suites or the
 grader's channels in its memory, whatever this process imported before.
 """
 from __future__ import annotations
@@ -154,7 +154,7 @@ class _Run:
     fixed_cases: bool = False  # replayed from a recording: the public cases, whatever the seed asked
     files: list = dataclasses.field(default_factory=list)
     submission: Submission | None = None
-    cell: object = None  # grader.sandbox.cells.Cell
+    cell: object = None  # grader.sandbox.submission_sandbox.Cell
     session: object = None
     plugin: object = None
 
@@ -174,7 +174,7 @@ class Grader:
         self.references = None
         self.memo = None  # the reference's results, for the next submission on the same cases
         self.submissions = 0
-        from grader.sandbox.cells import Sandbox
+        from grader.sandbox.submission_sandbox import Sandbox
 
         # its zygote imports torch while this process does the same
         self.sandbox = Sandbox(course, confinement or confinement_for(course), batch=batch,

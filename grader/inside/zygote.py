@@ -36,7 +36,7 @@ from grader.inside.syscalls import (ConfinementError, PR_SET_PDEATHSIG, _CLONE_N
                                     _PR_SET_CHILD_SUBREAPER, _check, _libc, _mount, _private_mounts,
                                     _torch_folder, close_fds, drop_privileges, name_process, prctl)
 
-NPROC_LIMIT = 128  # processes and threads a submission may have at once (grader.sandbox.cells: its cgroup's too)
+NPROC_LIMIT = 128  # processes and threads a submission may have at once (grader.sandbox.submission_sandbox: its cgroup's too)
 WORK = "/grade/work"  # the working folder the sandbox shows (grader.sandbox.confine.SANDBOX_ROOT + "/work")
 WORK_INODES = 65536  # files and folders the working folder may hold (each costs kernel memory the size leaves out)
 # a fork, clone or namespace that fails with one of these, once the submission's code has run, failed because

@@ -3,8 +3,8 @@
 - :mod:`grader.sandbox.confine`: which protections this machine offers, and the sandbox's view;
 - :mod:`grader.sandbox.client`: the handles on a zygote and its workers (:class:`ZygoteClient`,
   :class:`Worker`), which speak :mod:`grader.inside.protocol`;
-- :mod:`grader.sandbox.cells`: one grader's sandbox, and a cell per submission (its uid, working
-  copy and cgroup);
+- :mod:`grader.sandbox.submission_sandbox`: one grader's sandbox, and a cell per submission (its uid,
+  working copy and cgroup);
 - :mod:`grader.sandbox.cgroups`: a memory and process limit per submission;
 - :mod:`grader.sandbox.leftovers`: what a killed grader leaves, and who removes it;
 - :mod:`grader.sandbox.kernel_boundary`: a notebook kernel confined as a worker is.

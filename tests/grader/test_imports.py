@@ -92,7 +92,7 @@ def test_no_two_modules_of_the_grader_import_each_other_even_through_others():
     edges = graph()
     assert len(edges) > 30 and "grading.outcomes" in edges["grading.pytest_session"]
     assert "grading.outcomes" in edges["grading.fixture"]
-    assert "inside.protocol" in edges["inside.worker"] and "sandbox.cells" in edges["grading.run"]
+    assert "inside.protocol" in edges["inside.worker"] and "sandbox.submission_sandbox" in edges["grading.run"]
     assert cycles(edges) == [] and cycles(graph(typing_too=True)) == []
 
 
@@ -107,7 +107,7 @@ def test_the_student_side_imports_only_itself_and_the_sandbox_side_only_it_and_t
     inside = {m for m in edges if m.startswith("inside.")}
     sandbox = {m for m in edges if m.startswith("sandbox.")}
     assert {"inside.protocol", "inside.zygote", "inside.worker", "inside.notebook_source"} <= inside
-    assert {"sandbox.client", "sandbox.confine", "sandbox.cgroups", "sandbox.cells"} <= sandbox
+    assert {"sandbox.client", "sandbox.confine", "sandbox.cgroups", "sandbox.submission_sandbox"} <= sandbox
     for module in inside:
         assert edges[module] <= inside, (module, edges[module] - inside)
     for module in sandbox:
@@ -117,10 +117,10 @@ def test_the_student_side_imports_only_itself_and_the_sandbox_side_only_it_and_t
         assert not edges[module] & (sandbox | {m for m in edges if m.startswith("grading")}), (module, edges[module])
 
 
-def test_the_grading_reaches_the_sandbox_through_its_cells_only():
-    """grading/run.py grades; grader/sandbox/cells.py builds sandboxes (zygote, cgroups, uids, working copies)."""
+def test_the_grading_reaches_the_sandbox_through_its_submission_sandbox_only():
+    """grading/run.py grades; grader/sandbox/submission_sandbox.py builds sandboxes (zygote, cgroups, uids, working copies)."""
     edges = graph()
-    assert {m for m in edges["grading.run"] if m.startswith("sandbox.")} <= {"sandbox.cells", "sandbox.confine"}
+    assert {m for m in edges["grading.run"] if m.startswith("sandbox.")} <= {"sandbox.submission_sandbox", "sandbox.confine"}
     assert "sandbox.cgroups" not in edges["grading.run"] and "sandbox.client" not in edges["grading.run"]
 
 

@@ -522,7 +522,7 @@ def test_the_grader_reads_what_a_submission_keeps_where_no_process_maps_it(cours
     the same solution holds 60 MiB more for keeping 64 MiB there."""
     from test_cells import worker_spec
 
-    from grader.sandbox.cells import Sandbox
+    from grader.sandbox.submission_sandbox import Sandbox
     from grader.sandbox.confine import plan
 
     if not plan("auto").sandboxed:
@@ -556,7 +556,7 @@ def test_a_submission_cannot_change_its_working_copy(course, tmp_path):
     sibling module; its stack file alone is written."""
     from test_cells import worker_spec
 
-    from grader.sandbox.cells import Sandbox
+    from grader.sandbox.submission_sandbox import Sandbox
     from grader.sandbox.confine import plan
 
     if not plan("auto").sandboxed:

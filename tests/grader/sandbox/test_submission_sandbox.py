@@ -1,9 +1,9 @@
-"""One grader's sandbox and a cell per submission (grader/sandbox/cells.py): what grading/run.py reaches
+"""One grader's sandbox and a cell per submission (grader/sandbox/submission_sandbox.py): what grading/run.py reaches
 student code through."""
 import os
 from pathlib import Path
 
-from grader.sandbox.cells import Sandbox
+from grader.sandbox.submission_sandbox import Sandbox
 from grader.sandbox.confine import FIRST_UID, plan
 from grader.submission import resolve_submission
 
