@@ -32,7 +32,7 @@ def rss_kib(pid: int) -> int:
 
 
 def measure(course, confinement, rounds: int) -> dict[str, float]:
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.sandbox.confine import blocked_paths
     from grader.grading.pytest_session import GradingSession
     from grader.submission import resolve_submission

@@ -43,7 +43,7 @@ def main() -> int:
     options = parser.parse_args()
 
     from grader.config import load_course
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     corpus = load_corpus()
     course = load_course(ROOT)

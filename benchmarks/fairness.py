@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 def main() -> int:
     import corpus
     from grader.config import load_course
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=50)

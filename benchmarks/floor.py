@@ -28,7 +28,7 @@ def record(seed: int):
     import grader.grading.diagnose as diagnose
     import grader.grading.fixture as harness
     from grader.config import load_course
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.sandbox import client
     from grader.submission import resolve_submission
 
@@ -149,7 +149,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     seed = parser.parse_args().seed
     before = torch_import_times()
-    from grader.grading.run import import_torch
+    from grader.grading.grader import import_torch
 
     import_torch()
     course, requests, compared = record(seed)

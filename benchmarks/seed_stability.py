@@ -44,7 +44,7 @@ def owned(exercise: str) -> set[str]:
 def grade_seeds(seeds: list[int], extra: list[Path], only: str) -> dict:
     """{seed: {case: (assignment score, ((exercise, ids), ...))}}, each case as if graded alone."""
     from grader.config import load_course
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     entries, course = entries_of(extra, only), load_course(ROOT)
     grader, out = Grader(course, device="cpu", batch=True), {}

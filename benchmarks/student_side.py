@@ -75,7 +75,7 @@ def main() -> int:
     options = parser.parse_args()
 
     from grader.config import load_course
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     started = time.monotonic()
     corpus = load_corpus()

@@ -61,7 +61,7 @@ _GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
 def refuse_cuda_early(device: str) -> None:
     """``--device cuda`` on a Linux machine with no GPU driver's device file: refused in one line before torch
     is imported (seconds on a cold machine) or a sandbox started. Wherever such a file exists, or on another
-    system, torch decides later (grader.grading.run.pick_device), as it always did."""
+    system, torch decides later (grader.grading.grader.pick_device), as it always did."""
     import glob
 
     if device == "cuda" and sys.platform.startswith("linux") and not any(map(glob.glob, _GPU_DEVICE_FILES)):
@@ -86,7 +86,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     exercise (grader/figures.py), its own output beside the right one."""
     refuse_cuda_early(device)  # before torch is imported or a sandbox started
     from grader.reporting.formats import render
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
     default = default_submission(course, Path.cwd())

@@ -28,7 +28,7 @@ def watch(*, course: Course, chosen: tuple, submission: Path, device: str, seed:
     """Grade ``submission`` on ``chosen`` assignments, then on each save; 0 when stopped with Ctrl-C."""
     from watchfiles import watch as saves
 
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
     seed = secrets.randbelow(10**6) if seed is None else seed  # one seed: reports that can be compared

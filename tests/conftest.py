@@ -52,7 +52,7 @@ def course_toml_file(course_toml):
 @pytest.fixture(scope="session")
 def grader(course):
     """One zygote for the whole test session, as `grade autograde` would share it."""
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     instance = Grader(course, device="cpu")
     yield instance

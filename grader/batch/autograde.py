@@ -78,7 +78,7 @@ def _grading_process(course: Course, assignments, device: str, seed: int | None,
         os.sched_setaffinity(0, {cpu})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the run's own handler (_interruptible)
     tempfile.tempdir = str(sandboxes)
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -240,7 +240,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
     from grader.sandbox.confine import describe
     from grader.sandbox.confine import confinement_for
     from grader.batch.progress import Progress
-    from grader.grading.run import pick_device
+    from grader.grading.grader import pick_device
 
     if workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -329,7 +329,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
 
 
 def _run(course, assignments, todo, batch: _Batch, *, workers, device, seed, confinement, sandboxes: Path) -> None:
-    from grader.grading.run import import_torch
+    from grader.grading.grader import import_torch
 
     import_torch()  # imported once in this process (by pick_device already), inherited by every grading process
     import grader.grading.pytest_session  # noqa: F401 - and pytest with the grading side, likewise

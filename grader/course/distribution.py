@@ -173,7 +173,7 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
     solutions, and again when replayed from the saved recording (a check that uses the reference
     other than through the ``grade`` fixture's comparisons could not run in the distribution)."""
     from grader.grading.recorded_outputs import Recording
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
     if not course.layout.has_reference():

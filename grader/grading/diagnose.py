@@ -349,7 +349,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
 
     ``call``: the helper's arguments (numbers, None) that gave ``theirs``, where they are plain: the case
     is then kept only if the helper's own exercise grades that very call and finds it wrong (a helper
-    call outside what its exercise checks is the caller's; grader.grading.run.charged_once).
+    call outside what its exercise checks is the caller's; grader.grading.grader.charged_once).
 
     ``provisional``: ``composed`` itself calls another of the student's helpers (two wrong helpers, the
     output their composition): the case is kept only once the run with right helpers in place of both

@@ -36,6 +36,7 @@ class Reply:
     out: object
     ops: int | None = None  # with Grade.call(measure=True) only
     max_numel: int | None = None
+    max_operand: int | None = None  # with measure: the most entries one operator read from one tensor
     device: str | None = None
     mutated: tuple[int, ...] = ()
     grads: list | None = None
@@ -58,6 +59,7 @@ def reply_of(reply: dict) -> Reply:
         param_grads = reply.get("param_grads")
         checked = Reply(
             out=out, ops=_count(reply.get("ops")), max_numel=_count(reply.get("max_numel")),
+            max_operand=_count(reply.get("max_operand")),
             device=sent_from(out) if isinstance(out, torch.Tensor) else None,
             mutated=tuple(_count(i) for i in reply.get("mutated", ())),
             grads=None if grads is None else [decode(g) for g in grads],
@@ -263,7 +265,7 @@ class Grade:
     def _graded_call(self, name, args, kwargs):
         """A call of plain arguments (numbers, None) this check finds wrong (a wrong output, or a raise)
         is recorded as one this exercise grades and the student's code fails: a case of another exercise
-        kept as right given this helper on that very call is forgiven (grader.grading.run.charged_once); on
+        kept as right given this helper on that very call is forgiven (grader.grading.grader.charged_once); on
         any other call, the caller owns the result."""
         try:
             yield
@@ -531,7 +533,7 @@ class Grade:
             if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):
                 failure.out = reply.out
             raise
-        self.verified += 1  # an output of the student's, right (grader.grading.run.charged_once counts them)
+        self.verified += 1  # an output of the student's, right (grader.grading.grader.charged_once counts them)
 
     def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
         import torch

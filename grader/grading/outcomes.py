@@ -27,7 +27,7 @@ class RightGivenHelper(Exception):
     (its output is what a right version gives from that helper): under the cascade policy "once" the
     check keeps its points, and ``message`` names the helper to fix. ``call``: the helper's call on this
     case (:func:`plain_call`) when its arguments are plain, which the helper's own exercise must grade and
-    find wrong for the case to stay kept (grader.grading.run.charged_once). ``raised``: the helper raised,
+    find wrong for the case to stay kept (grader.grading.grader.charged_once). ``raised``: the helper raised,
     so nothing of the exercise's own was seen on this case (charged_once bounds what such cases keep).
     ``helper``: its name, for the check to be run again with a right version in its place
     (grader.grading.stand_ins); ``verified``: it was, and the exercise was right then. ``unverified``:

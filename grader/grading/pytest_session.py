@@ -547,7 +547,7 @@ def suite_problems(items, course: Course) -> list[str]:
 
 def keep_graded(items, course: Course, assignment_ids) -> list[str]:
     """Keep the checks of ``assignment_ids`` in ``items``; when the suites themselves are broken
-    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (grading/run.py)."""
+    (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (grading/grader.py)."""
     problems = suite_problems(items, course)
     items[:] = [] if problems else [i for i in items if i.get_closest_marker("assignment").args[0] in assignment_ids]
     return problems

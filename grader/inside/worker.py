@@ -42,6 +42,8 @@ def lock_down(spec: WorkerSpec) -> None:
     keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
     os.environ.clear()
     os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
+    if not str(spec.device).startswith("cuda"):  # graded on the CPU: no GPU memory to keep anything in
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, spec.blocked)]
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
@@ -214,6 +216,7 @@ class Tracer:
         self.names: dict[str, int] = {}
         self.forbidden: list[str] = []
         self.max_numel = 0
+        self.max_operand = 0  # with measure: the most entries one operator read from one of its tensors
         self.measure = measure
         self.widest = 0
         self.widest_op = ""
@@ -290,6 +293,10 @@ def _mode_classes() -> tuple:
                 if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
                     tracer.max_numel = item.numel()
             if tracer.measure:
+                for item in args:
+                    for t in (item if isinstance(item, (list, tuple)) else (item,)):
+                        if isinstance(t, torch.Tensor) and t.numel() > tracer.max_operand:
+                            tracer.max_operand = t.numel()
                 width = 0
                 if rule is not None:
                     try:
@@ -823,6 +830,7 @@ class Server:
             if tracer.as_text is not None:
                 reply["as_text"] = tracer.as_text
             reply.update(ops=tracer.count, op_names=tracer.names, max_numel=tracer.max_numel,
+                         max_operand=tracer.max_operand,
                          widest=tracer.widest, widest_op=tracer.widest_op)
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)

@@ -207,7 +207,7 @@ def run(root: Path, assignment_ids: tuple[str, ...], seed: int | None = None) ->
 
 
 def _grade(course, chosen, target: Path, visibility: str, found: list[str], seed: int | None = None) -> dict:
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
     grader = Grader(course, device="auto")

@@ -4,7 +4,7 @@ The code graded is the kernel's input history (every cell run so far, in the ord
 to its imports, functions and classes exactly as a ``.ipynb`` submission is
 (grader.inside.notebook_source): written out as a submission folder with the sibling assignments
 found beside the kernel's folder (and the assignment's own module beside it, where the cells import
-from it: :func:`kernels_module`), and graded by a :class:`grader.grading.run.Grader`. Where the kernel is
+from it: :func:`kernels_module`), and graded by a :class:`grader.grading.grader.Grader`. Where the kernel is
 confined (nbgrader's kernels, grader.sandbox.kernel_boundary), this runs in the grading service outside
 its sandbox (grader.platforms.notebook_service); elsewhere in the kernel's own process, with one Grader kept per
 kernel and the kernel left as it was: its imports (no reference module stays importable by name),
@@ -128,7 +128,7 @@ def describe(exercise, result) -> str:
 
 
 def _grader(course, device: str):
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     key = (str(course.root), device)
     grader = _GRADERS.get(key)

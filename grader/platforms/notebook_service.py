@@ -61,7 +61,7 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
 
 
 def serve(listener: socket.socket, *, course, cwd: Path) -> None:
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     grader = None
     try:

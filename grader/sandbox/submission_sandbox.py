@@ -5,7 +5,7 @@ restarted when it dies or cannot vouch that a submission is gone) and its cgroup
 confinement planned for this machine (:mod:`grader.sandbox.confine`). Before each submission it asks
 the zygote's probe whether that confinement holds, and takes the next weaker mode where it does not.
 A :class:`Cell` is one submission's place in it: its working copy (handed to its own uid, as root),
-its uid and its cgroup. The grading (grader.grading.run) reaches student code through these two only.
+its uid and its cgroup. The grading (grader.grading.grader) reaches student code through these two only.
 """
 from __future__ import annotations
 

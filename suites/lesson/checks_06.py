@@ -918,14 +918,34 @@ def expect_cache_used(grade, pair, x, first, later):
         expect_inputs_not_projected_again(grade, pair.name)
 
 
-def expect_inputs_not_projected_again(grade, name, tokens=64, d_in=256):
-    """Keys and values are computed once, read from sizes too: a cached call of one token after
-    ``tokens - 1`` others, with input features (``d_in``) far wider than the model's (4), makes nothing
-    near the size of the earlier tokens' inputs (``tokens * d_in`` entries; the right call's largest is a
-    mask of ``tokens``² at most, the book's buffer of context_length = ``tokens``), as the worker's tracer
-    sees every result. A cache that keeps the inputs and projects them all again at every call, with
-    the weights each token came with (so that its outputs under new weights are right), does (red team
-    round 9: 100/100)."""
+def expect_inputs_not_projected_again(grade, name, d_in=256):
+    """Keys and values are computed once, read from what the call does too: a cached call of one token,
+    with input features (``d_in``) far wider than the model's (4), after 31 and after 63 earlier tokens,
+    makes as many operations either way, and neither it nor any of its operators' operands comes near the
+    size of the earlier tokens' inputs (``tokens * d_in`` entries; the right call's largest is a mask of
+    ``tokens``² at most, the book's buffer of context_length = ``tokens``), as the worker's tracer sees
+    them. A cache that keeps the inputs and projects them all again at every call, with the weights each
+    token came with (so that its outputs under new weights are right), does one or the other (red team
+    rounds 9 and 10: 100/100, the inputs kept as one tensor, then kept per call)."""
+    short, short_reply = _one_token_after(grade, name, 32, d_in)
+    tokens, reply = _one_token_after(grade, name, 64, d_in)
+    span = tokens * d_in
+    largest = max(reply.max_numel or 0, reply.max_operand or 0)
+    if largest * 2 > span:
+        raise CheckFailed(f"{reply.what}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "
+                          f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
+                          "values are computed again; a KV cache keeps the keys and values themselves, each "
+                          "computed once, when its token arrives", ("cache-not-used",))
+    if (reply.ops or 0) > (short_reply.ops or 0):
+        raise CheckFailed(f"{reply.what}: it made {reply.ops} torch operations after {tokens - 1} tokens but "
+                          f"{short_reply.ops} after {short - 1}: each call works on the earlier tokens one by one "
+                          "again; a KV cache keeps the keys and values themselves, each computed once, when its "
+                          "token arrives, and attends over them at once", ("cache-not-used",))
+
+
+def _one_token_after(grade, name, tokens, d_in):
+    """(tokens, the measured reply of a cached call of the last of ``tokens`` tokens after the others in one
+    call), its output checked right; the reply's ``what`` says the call."""
     torch = _torch()
     pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
     x = grade.randn(1, tokens, d_in)
@@ -934,14 +954,9 @@ def expect_inputs_not_projected_again(grade, name, tokens=64, d_in=256):
         reply = pair.call(x[:, tokens - 1:], use_cache=True, measure=True,
                           root_cause=helper_faults(grade, pair, x, tokens - 1, 1))
         expected = attention_of(Model(pair), x, 1, q_start=tokens - 1).to(grade.device)
-    what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
-    grade.expect_right(reply, expected, what, helper_faults(grade, pair, x, tokens - 1, 1))
-    span = tokens * d_in
-    if (reply.max_numel or 0) * 2 > span:
-        raise CheckFailed(f"{what}: it made a tensor of {reply.max_numel} entries (the inputs of all {tokens} tokens "
-                          f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
-                          "values are computed again; a KV cache keeps the keys and values themselves, each "
-                          "computed once, when its token arrives", ("cache-not-used",))
+    reply.what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
+    grade.expect_right(reply, expected, reply.what, helper_faults(grade, pair, x, tokens - 1, 1))
+    return tokens, reply
 
 
 def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):

@@ -100,7 +100,7 @@ def test_cuda_is_refused_early_only_where_no_gpu_driver_is(monkeypatch):
         api.refuse_cuda_early("cuda")
     api.refuse_cuda_early("auto")  # auto and cpu never: CPU it is
     monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/nvidia0"] if pattern == "/dev/nvidia*" else [])
-    api.refuse_cuda_early("cuda")  # a driver is there: torch decides (grader.grading.run.pick_device)
+    api.refuse_cuda_early("cuda")  # a driver is there: torch decides (grader.grading.grader.pick_device)
     monkeypatch.setattr(glob, "glob", lambda pattern: [])
     monkeypatch.setattr(sys, "platform", "win32")  # no /dev to read: torch decides
     api.refuse_cuda_early("cuda")

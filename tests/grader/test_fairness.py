@@ -11,7 +11,7 @@ import torch
 from grader.config import Tolerance
 from lesson.dropout import judged
 from grader.results import CheckOutcome, ExerciseResult
-from grader.grading.run import charged_once
+from grader.grading.grader import charged_once
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[2]

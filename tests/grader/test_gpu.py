@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.gpu
 def test_the_solutions_get_full_marks_on_cuda(course):
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     grader = Grader(course, device="cuda")
     try:
@@ -24,7 +24,7 @@ def test_the_solutions_get_full_marks_on_cuda(course):
 
 @pytest.mark.gpu
 def test_auto_picks_cuda_when_present():
-    from grader.grading.run import pick_device
+    from grader.grading.grader import pick_device
 
     assert pick_device("auto") == "cuda"
 
@@ -42,7 +42,7 @@ def test_a_helper_s_mistake_costs_once_on_cuda(course, tmp_path):
     import importlib.util
     import sys
 
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     spec = importlib.util.spec_from_file_location("corpus", ROOT / "tests" / "corpus" / "corpus.py")
     corpus = sys.modules["corpus"] = importlib.util.module_from_spec(spec)

@@ -92,7 +92,7 @@ def test_no_two_modules_of_the_grader_import_each_other_even_through_others():
     edges = graph()
     assert len(edges) > 30 and "grading.outcomes" in edges["grading.pytest_session"]
     assert "grading.outcomes" in edges["grading.fixture"]
-    assert "inside.protocol" in edges["inside.worker"] and "sandbox.submission_sandbox" in edges["grading.run"]
+    assert "inside.protocol" in edges["inside.worker"] and "sandbox.submission_sandbox" in edges["grading.grader"]
     assert cycles(edges) == [] and cycles(graph(typing_too=True)) == []
 
 
@@ -118,10 +118,10 @@ def test_the_student_side_imports_only_itself_and_the_sandbox_side_only_it_and_t
 
 
 def test_the_grading_reaches_the_sandbox_through_its_submission_sandbox_only():
-    """grading/run.py grades; grader/sandbox/submission_sandbox.py builds sandboxes (zygote, cgroups, uids, working copies)."""
+    """grading/grader.py grades; grader/sandbox/submission_sandbox.py builds sandboxes (zygote, cgroups, uids, working copies)."""
     edges = graph()
-    assert {m for m in edges["grading.run"] if m.startswith("sandbox.")} <= {"sandbox.submission_sandbox", "sandbox.confine"}
-    assert "sandbox.cgroups" not in edges["grading.run"] and "sandbox.client" not in edges["grading.run"]
+    assert {m for m in edges["grading.grader"] if m.startswith("sandbox.")} <= {"sandbox.submission_sandbox", "sandbox.confine"}
+    assert "sandbox.cgroups" not in edges["grading.grader"] and "sandbox.client" not in edges["grading.grader"]
 
 
 def test_the_copy_a_sandbox_holds_is_grader_inside_whole(tmp_path):
@@ -201,18 +201,18 @@ def test_no_folder_imports_what_its_role_forbids():
 def test_the_folder_rules_catch_a_broken_one():
     """The rule test is not vacuous: an import that breaks a rule, added to the real graph, is found."""
     edges = {module: set(imported) for module, imported in graph().items()}
-    assert {"reporting.formats", "grading.run", "batch.autograde", "course.release"} <= set(edges)
-    edges["reporting.formats"].add("grading.run")  # a report that grades
-    edges["grading.run"].add("batch.progress")  # a grading run that knows about batches
-    assert broken_rules(edges) == [("grading.run", "batch.progress"), ("reporting.formats", "grading.run")]
+    assert {"reporting.formats", "grading.grader", "batch.autograde", "course.release"} <= set(edges)
+    edges["reporting.formats"].add("grading.grader")  # a report that grades
+    edges["grading.grader"].add("batch.progress")  # a grading run that knows about batches
+    assert broken_rules(edges) == [("grading.grader", "batch.progress"), ("reporting.formats", "grading.grader")]
     edges["course.release"].add("course.stubs")  # within a folder: allowed
     assert len(broken_rules(edges)) == 2
 
 
 def test_the_cycle_rule_sees_imports_made_only_for_type_checking_too(tmp_path):
     """Issue 37: no cycles, TYPE_CHECKING ones included: a cycle closed only under TYPE_CHECKING counts."""
-    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from grader.grading.run import Grader\n"
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from grader.grading.grader import Grader\n"
     (tmp_path / "m.py").write_text(source)
-    assert imports_of(tmp_path / "m.py", {"grading.run"}, typing_too=True) == {"grading.run"}
+    assert imports_of(tmp_path / "m.py", {"grading.grader"}, typing_too=True) == {"grading.grader"}
     typed = graph(typing_too=True)
     assert cycles(typed) == []

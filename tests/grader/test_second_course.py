@@ -42,7 +42,7 @@ def second():
 
 @pytest.fixture(scope="module")
 def second_grader(second):
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     instance = Grader(second, device="cpu")
     yield instance

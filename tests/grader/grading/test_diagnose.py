@@ -69,7 +69,7 @@ def test_a_correct_implementation_in_another_style_gets_full_marks(graded, entry
 @pytest.mark.parametrize("entry", [e for e in MISTAKES if e.misconception == "wrong-device"],
                          ids=lambda e: e.name)
 def test_a_result_on_the_wrong_device_is_named(course, tmp_path, entry):
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     cuda = Grader(course, device="cuda")
     try:
@@ -181,7 +181,7 @@ def cascades_every(course, tmp_path_factory):
     from dataclasses import replace
 
     from grader.config import Grading
-    from grader.grading.run import Grader
+    from grader.grading.grader import Grader
 
     every = replace(course, grading=Grading(cascades="every"))
     grader = Grader(every, device="cpu")

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader.grading.recorded_outputs import Recording
-from grader.grading.run import Grader
+from grader.grading.grader import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,9 +45,9 @@ def checks(result, *, given_helper_as_failed=False):
 
 
 def test_replaying_needs_no_reference_and_passes_the_solutions(course, recorded, offline, monkeypatch):
-    import grader.grading.run
+    import grader.grading.grader
 
-    monkeypatch.setattr(grader.grading.run, "load_references", lambda course: pytest.fail("the reference was loaded"))
+    monkeypatch.setattr(grader.grading.grader, "load_references", lambda course: pytest.fail("the reference was loaded"))
     result = offline.grade(resolve_submission(ROOT / "solutions", course), course.assignments,
                            recording=Recording.load(recorded[1]))
     assert result.seed == 17

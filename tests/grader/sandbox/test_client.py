@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.config import load_course
-from grader.grading.run import Grader
+from grader.grading.grader import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]

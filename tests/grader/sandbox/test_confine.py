@@ -18,7 +18,7 @@ import pytest
 from grader.config import load_course
 from grader.sandbox.confine import Confinement, describe, find_bwrap, plan, prepare_workdir, runtime_paths
 from grader.errors import IsolationError
-from grader.grading.run import Grader
+from grader.grading.grader import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -71,14 +71,14 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     import os
 
     import grader.sandbox.confine
-    import grader.grading.run
+    import grader.grading.grader
     from grader.sandbox.confine import Confinement, find_bwrap, plan
 
     planned = plan("auto")
     if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
         pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
     chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    for module in (grader.sandbox.confine, grader.grading.run):  # the kernel's sandbox, and the grading service's
+    for module in (grader.sandbox.confine, grader.grading.grader):  # the kernel's sandbox, and the grading service's
         monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("GRADE_DEVICE", "cpu")
@@ -115,7 +115,7 @@ def test_a_notebook_that_fills_its_working_folder_fills_its_own_quota(tmp_path, 
     WORK_QUOTA bytes holding a copy of the notebook's folder, as the kernel's own user."""
     import os
 
-    import grader.grading.run
+    import grader.grading.grader
     import grader.sandbox.confine
     from grader.sandbox.confine import WORK_QUOTA, Confinement, find_bwrap, plan
 
@@ -123,7 +123,7 @@ def test_a_notebook_that_fills_its_working_folder_fills_its_own_quota(tmp_path, 
     if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
         pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
     chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    for module in (grader.sandbox.confine, grader.grading.run):
+    for module in (grader.sandbox.confine, grader.grading.grader):
         monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
     monkeypatch.chdir(ROOT)
     (output,) = run(tmp_path, FILL)

@@ -1,4 +1,4 @@
-"""One grader's sandbox and a cell per submission (grader/sandbox/submission_sandbox.py): what grading/run.py reaches
+"""One grader's sandbox and a cell per submission (grader/sandbox/submission_sandbox.py): what grading/grader.py reaches
 student code through."""
 import os
 from pathlib import Path

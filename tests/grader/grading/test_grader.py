@@ -1,4 +1,4 @@
-"""Grading whole submissions (grader/grading/run.py): solutions, stubs, seeds, broken modules."""
+"""Grading whole submissions (grader/grading/grader.py): solutions, stubs, seeds, broken modules."""
 from pathlib import Path
 
 from grader.submission import resolve_submission
@@ -143,7 +143,7 @@ def test_torch_is_imported_once_and_frozen_out_of_the_collector():
     import subprocess
     import sys
 
-    code = ("import gc, sys; from grader.grading.run import import_torch; "
+    code = ("import gc, sys; from grader.grading.grader import import_torch; "
             "torch = import_torch(); assert import_torch() is torch; "
             "print(gc.get_freeze_count() > 100000, gc.isenabled(), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
