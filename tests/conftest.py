@@ -8,6 +8,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# a course of its own (tests/grader/test_second_course.py grades it): its suites are its grader's to run,
+# never this session's, whose own suites' packages (suites/public) they would shadow
+collect_ignore = ["second_course"]
+
 
 def pytest_collection_modifyitems(config, items):
     """GPU cases stay in the report as skipped where there is no GPU; they never vanish."""

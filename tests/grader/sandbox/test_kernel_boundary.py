@@ -21,7 +21,8 @@ for path in [{str(SOLUTION)!r}, {str(SUITE)!r}, "/proc/1/root" + {str(SOLUTION)!
         print("refused:", type(error).__name__)
 for top in sorted(set(os.listdir("/")) - set(("proc", "sys", "dev", "usr", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "etc"))):
     for name in ("test_01_attention_basics.py", "attention_basics.py", "course.toml"):
-        found += glob.glob(f"/{{top}}/**/{{name}}", recursive=True)
+        found += [p for p in glob.glob(f"/{{top}}/**/{{name}}", recursive=True)
+                  if "/second_course/" not in p]  # tests/second_course: another course, not this one's
 print("FOUND", len(found), found[:3])
 """
 REPLACE_CHECK = f"""
