@@ -520,7 +520,7 @@ def test_the_grader_reads_what_a_submission_keeps_where_no_process_maps_it(cours
     """Issues 33 and 44: held_bytes, read from outside, counts the files a submission keeps in its sandbox's
     tmpfs and the memfds it holds open (a cache written into an unmapped memfd grew in no reading before):
     the same solution holds 60 MiB more for keeping 64 MiB there."""
-    from test_cells import worker_spec
+    from test_submission_sandbox import worker_spec
 
     from grader.sandbox.submission_sandbox import Sandbox
     from grader.sandbox.confine import plan
@@ -554,7 +554,7 @@ def test_a_submission_cannot_change_its_working_copy(course, tmp_path):
     honest text it put back), or another assignment's before that one was imported. Every worker sees the
     working copy read-only: the module's own file, a new file beside it, a folder that would shadow a
     sibling module; its stack file alone is written."""
-    from test_cells import worker_spec
+    from test_submission_sandbox import worker_spec
 
     from grader.sandbox.submission_sandbox import Sandbox
     from grader.sandbox.confine import plan
