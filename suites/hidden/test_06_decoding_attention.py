@@ -158,16 +158,16 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
                                          pytest.param(SWA, 4, marks=exercise(SWA, weight=2), id=SWA),
                                          pytest.param(SWA, 1, marks=exercise(SWA), id="SWA-window-1")])
 def test_the_cache_holds_what_it_should_as_the_kernel_counts_it(grade, name, window):
-    """A batch of 32, 256 tokens of 512 features in chunks of 16, d_out 128, float64 (lesson.checks_06.expect_held_memory):
+    """A batch of 32, 256 tokens of 128 features in chunks of 16, d_out 128, float64 (lesson.checks_06.expect_held_memory):
     GQA with one group for 4 heads grows by a quarter of what every head's keys and values would take
     (measured: exactly 0.25 of it, and 0.0 for SWA, at batches of 32 and 64); SWA, whose cache stays
     within its window, not at all: a window of 4, and the edge, a window of 1 (where a slice
     [-(window - 1):] keeps everything), both with chunks of more tokens than the window."""
-    pair = (grade.module(GQA, 512, 128, 0.0, 4, 1, dtype=F64, training=False) if name == GQA else
-            grade.module(SWA, 512, 128, 0.0, 2, sliding_window_size=window, dtype=F64, training=False))
-    # every head's keys of 256 tokens: 12 MiB past the right cache; their inputs (512 features, wider than the
-    # keys and values they make): 32 MiB (red team round 10: SWA kept every token's input in 0.44 MiB at 16)
-    expect_held_memory(grade, pair, 32, 16, 16, 512)
+    pair = (grade.module(GQA, 128, 128, 0.0, 4, 1, dtype=F64, training=False) if name == GQA else
+            grade.module(SWA, 128, 128, 0.0, 2, sliding_window_size=window, dtype=F64, training=False))
+    # every head's keys of 256 tokens: 12 MiB past the right cache; their inputs (128 features, as wide as the
+    # keys they make): 8 MiB (red team round 10: SWA kept every token's input in 0.44 MiB at 16 features)
+    expect_held_memory(grade, pair, 32, 16, 16, 128)
 
 
 @pytest.mark.parametrize("name", CLASSES)

@@ -830,7 +830,7 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
                           "under a mask")
 
 
-OWN_ROOM = 8 << 20  # what an honest worker holds beyond its cache and weights (its module, torch's first calls:
+OWN_ROOM = 6 << 20  # what an honest worker holds beyond its cache and weights (its module, torch's first calls:
 # 0.6 to 2 MiB measured, lesson notebooks included), with room to spare
 
 

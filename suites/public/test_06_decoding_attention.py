@@ -148,17 +148,17 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
                                          pytest.param(SWA, 5, marks=exercise(SWA, weight=2), id=SWA),
                                          pytest.param(SWA, 1, marks=exercise(SWA), id="SWA-a-window-of-one")])
 def test_the_memory_your_cache_holds(grade, name, window):
-    """A batch of 48, 168 tokens of 384 features in chunks of 12, d_out 128, float64: GQA with 8 heads in 2 groups grows by
+    """A batch of 48, 168 tokens of 128 features in chunks of 12, d_out 128, float64: GQA with 8 heads in 2 groups grows by
     a quarter of what every head's keys and values would take; SWA not at all, with a window of 5 and with
     a window of 1 (each chunk longer than the window)."""
     if name == GQA:
-        pair = grade.module(GQA, 384, 128, 0.0, 8, 2, dtype=DOUBLE, training=False)
+        pair = grade.module(GQA, 128, 128, 0.0, 8, 2, dtype=DOUBLE, training=False)
     else:
-        pair = grade.module(SWA, 384, 128, 0.0, 2, sliding_window_size=window, dtype=DOUBLE, training=False)
+        pair = grade.module(SWA, 128, 128, 0.0, 2, sliding_window_size=window, dtype=DOUBLE, training=False)
     if name == GQA:  # 8 heads in groups of 4: a crash of each group repeated twice (num_kv_groups) is said so
-        checks.groups_of_another_size(lambda: checks.expect_held_memory(grade, pair, 48, 12, 14, 384), 8, 2)
+        checks.groups_of_another_size(lambda: checks.expect_held_memory(grade, pair, 48, 12, 14, 128), 8, 2)
     else:
-        checks.expect_held_memory(grade, pair, 48, 12, 14, 384)
+        checks.expect_held_memory(grade, pair, 48, 12, 14, 128)
 
 
 @pytest.mark.parametrize("name", THRICE)
