@@ -153,7 +153,6 @@ _COURSE_KEYS = {"id": str, "title": str, "misconceptions": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
 _ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "points": dict, "forbidden": dict}
-_OPTIONAL_KEYS = ("misconceptions", "forbidden")  # of [course] and [[assignments]]
 _DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -220,7 +219,9 @@ class _Parser:
         return candidate
 
     def table(self, value: Any, key: str, allowed: Mapping[str, Any], index: int | None = None, *,
-              optional: bool = False) -> dict:
+              optional: bool | tuple[str, ...] = False) -> dict:
+        """``value``, a table of ``allowed`` keys, each of its type; all of them present, but any where
+        ``optional`` is True, or those it names."""
         if not isinstance(value, dict):
             self.fail(key, f"must be a table, not {_kind(value)}", index)
         for name, item in value.items():
@@ -230,8 +231,9 @@ class _Parser:
             expected = allowed[name]
             if not isinstance(item, expected) or isinstance(item, bool):
                 self.fail(dotted, f"must be {_describe(expected)}, not {_kind(item)}", index)
-        missing = [name for name in allowed if name not in value and name not in _OPTIONAL_KEYS]
-        if missing and not optional:
+        may_miss = optional if isinstance(optional, tuple) else ()
+        missing = [name for name in allowed if name not in value and name not in may_miss]
+        if missing and optional is not True:
             self.fail(key, f"missing key {missing[0]!r}", index)
         return value
 
@@ -242,7 +244,7 @@ class _Parser:
         for name in _TOP_KEYS:
             if name not in data:
                 self.fail(name, "missing table")
-        course = self.table(data["course"], "course", _COURSE_KEYS)
+        course = self.table(data["course"], "course", _COURSE_KEYS, optional=("misconceptions",))
         limits = self.table(data["limits"], "limits", _LIMIT_KEYS)
         tolerances = self.tolerances(data["tolerances"])
         assignments = data["assignments"]
@@ -349,7 +351,7 @@ class _Parser:
 
     def assignment(self, value: Any, index: int) -> Assignment:
         key = f"assignments.{index}"
-        entry = self.table(value, key, _ASSIGNMENT_KEYS, index)
+        entry = self.table(value, key, _ASSIGNMENT_KEYS, index, optional=("forbidden",))
         points = []
         for exercise, amount in entry["points"].items():
             if not isinstance(amount, _NUMBER) or isinstance(amount, bool) or amount <= 0:

@@ -263,13 +263,10 @@ def _overlapping(written) -> bool:
     return torch.unique(offsets).numel() < written.numel()
 
 
-def _complex(args) -> bool:
-    """Whether a complex tensor takes part: each of its entries holds two real ones (round 9: a block of
-    2b reals viewed as b complex entries summed as b)."""
-    import torch
-
-    return any(isinstance(t, torch.Tensor) and t.is_complex()
-               for item in args for t in (item if isinstance(item, (list, tuple)) else (item,)))
+def _complex(tensors) -> bool:
+    """Whether a complex tensor takes part (``tensors``: an operator's, its lists' included): each of its
+    entries holds two real ones (round 9: a block of 2b reals viewed as b complex entries summed as b)."""
+    return any(t.is_complex() for t in tensors)
 
 
 def _repeated_along(index, dim) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader.inside import protocol
 from grader.inside.protocol import HandleRef, WorkerSpec, clip, flatten
-from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, op_name
+from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, _tensors, op_name
 from grader.inside.stand_in import stand_ins
 
 _SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -293,10 +293,8 @@ def _mode_classes() -> tuple:
                 if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
                     tracer.max_numel = item.numel()
             if tracer.measure:
-                for item in args:
-                    for t in (item if isinstance(item, (list, tuple)) else (item,)):
-                        if isinstance(t, torch.Tensor) and t.numel() > tracer.max_operand:
-                            tracer.max_operand = t.numel()
+                tensors = list(_tensors(args))  # its operands, a list's included: read once
+                tracer.max_operand = max([tracer.max_operand, *(t.numel() for t in tensors)])
                 width = 0
                 if rule is not None:
                     try:
@@ -305,7 +303,7 @@ def _mode_classes() -> tuple:
                         width = _at_widest(args, kwargs or {}, result)
                 if name.endswith("_") and args and _overlapping(args[0]):
                     width = max(width, args[0].numel())
-                if width and _complex(args):
+                if width and _complex(tensors):
                     width *= 2
                 if width > tracer.widest:
                     tracer.widest, tracer.widest_op = width, name

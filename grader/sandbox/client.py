@@ -411,16 +411,13 @@ def run_queue_file(root_pid: int, pid: int) -> int | None:
         return None
 
 
-def own_bytes(root_pid: int, pid: int, folder: Path | None = None) -> int | None:
-    """What the worker the zygote knows as ``pid`` holds of its own, as the kernel counts it, whenever it
+def own_bytes(process: int, folder: Path | None = None) -> int | None:
+    """What the worker ``process`` (:func:`host_pid`) holds of its own, as the kernel counts it, whenever it
     took it (issue 44, red team round 9: a cache kept in a pool allocated and written at import grew in no
     reading, and no instance gave it back): the anonymous and shared memory resident in it and in its
     descendants beyond what the process it was forked from holds (the pages it got at the fork count in
-    both), the memfds they hold, the files in the tmpfs mounts it sees and under ``folder``. None where the
-    worker cannot be found."""
-    process = host_pid(root_pid, pid)
-    if process is None:
-        return None
+    both), the memfds they hold, the files in the tmpfs mounts it sees and under ``folder``. None where its
+    parent cannot be read."""
     try:
         parent = int(Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
@@ -446,8 +443,6 @@ def _resident(pid: int) -> int:
 
 def _tmpfs_files(pid: int, seen: set) -> int:
     """What the files in the tmpfs mounts ``pid`` sees take (each mount once: ``seen`` holds their devices)."""
-    import os
-
     total = 0
     try:
         mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
@@ -466,6 +461,7 @@ def _tmpfs_files(pid: int, seen: set) -> int:
 
 
 def _folder_files(folder: Path | None) -> int:
+    """What the files under ``folder`` take (none: 0), links left out."""
     total = 0
     for path in (folder.rglob("*") if folder is not None else ()):
         try:
@@ -497,6 +493,7 @@ class Worker:
         self.alive = True
         self.import_error: dict | None = None
         self.run_queue: int | None = None  # its /proc/PID/schedstat (run_queue_file), once found
+        self.host: int | None = None  # its pid as this machine numbers it (host_pid), found at its first reading
         # answers a stand-in's question (grader.grading.oracle) while a verification runs; None: refused
         self.oracle = None
 
@@ -508,9 +505,14 @@ class Worker:
         return held_bytes(self.zygote.process.pid, None if work != self.zygote.host_work else work)
 
     def own_bytes(self) -> int | None:
-        """What this worker holds of its own, however long it has held it: :func:`own_bytes`."""
+        """What this worker holds of its own, however long it has held it: :func:`own_bytes`; None where it
+        cannot be found."""
+        if self.host is None:  # one walk of the sandbox's processes per worker, not one per reading
+            self.host = host_pid(self.zygote.process.pid, self.pid)
+            if self.host is None:
+                return None
         work = self.zygote.work
-        return own_bytes(self.zygote.process.pid, self.pid, None if work != self.zygote.host_work else work)
+        return own_bytes(self.host, None if work != self.zygote.host_work else work)
 
     def request(self, payload: dict, *, timeout: float) -> dict:
         if not self.alive:

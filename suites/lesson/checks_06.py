@@ -807,19 +807,10 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
     a batch, features and heads narrower than that, so that only the keys can be wider: a history kept
     whole where no memory reading shows it (a buffer allocated at import, written in place) and
     attended under a mask is seen by what it attends (issue 44). The last output must be right too."""
-    torch = _torch()
     pair = make(grade, SWA, d, d, 2, None, window, None)
-    x = grade.randn(batch, chunk * chunks, d)
     last = chunk * (chunks - 1)
-    with torch.no_grad():  # as a decoder generates
-        for start in range(0, last, chunk):
-            pair.call(x[:, start:start + chunk], use_cache=True,
-                      root_cause=helper_faults(grade, pair, x, start, chunk))
-        reply = pair.call(x[:, last:], use_cache=True, measure=True,
-                          root_cause=helper_faults(grade, pair, x, last, chunk))
-        expected = attention_of(Model(pair), x, chunk, q_start=last, window=window).to(grade.device)
     what = f"{pair.what} forward(<the last of {chunks} chunks: {shape_str((batch, chunk, d))}>, use_cache=True)"
-    grade.expect_right(reply, expected, what, helper_faults(grade, pair, x, last, chunk))
+    reply = measured_last_call(grade, pair, grade.randn(batch, chunk * chunks, d), (chunk,) * chunks, what)
     allowed = window + chunk
     if (reply.widest or 0) > max(allowed, batch, d):
         raise CheckFailed(f"{what}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} "
@@ -832,6 +823,27 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
 
 OWN_ROOM = 6 << 20  # what an honest worker holds beyond its cache and weights (its module, torch's first calls:
 # 0.6 to 2 MiB measured, lesson notebooks included), with room to spare
+
+
+def measured_last_call(grade, pair, x, sizes, what):
+    """``x`` fed to ``pair`` in cached calls of ``sizes`` tokens, as a decoder generates; the last one
+    measured (grade.call(measure=True)) and its output checked right, said as ``what``: its reply."""
+    torch = _torch()
+    start = 0
+    with torch.no_grad():
+        for size in sizes[:-1]:
+            pair.call(x[:, start:start + size], use_cache=True, root_cause=helper_faults(grade, pair, x, start, size))
+            start += size
+        reply = pair.call(x[:, start:], use_cache=True, measure=True,
+                          root_cause=helper_faults(grade, pair, x, start, sizes[-1]))
+        expected = attention_of(Model(pair), x, sizes[-1], q_start=start, window=design(pair)[2]).to(grade.device)
+    grade.expect_right(reply, expected, what, helper_faults(grade, pair, x, start, sizes[-1]))
+    return reply
+
+
+def weight_bytes(pair) -> int:
+    """What the weights both instances hold take in float64."""
+    return sum(w.numel() for w in pair.weights.values()) * 8
 
 
 def right_cache_bytes(pair, model, batch, chunk, tokens) -> int:
@@ -850,8 +862,7 @@ def expect_held_in_all(grade, pair, model, batch, chunk, tokens):
     held = grade.own_bytes()
     if held is None:  # no account of the worker to read here: the readings of growth stand alone
         return
-    right = right_cache_bytes(pair, model, batch, chunk, tokens)
-    weights = sum(w.numel() for w in pair.weights.values()) * 8
+    right, weights = right_cache_bytes(pair, model, batch, chunk, tokens), weight_bytes(pair)
     if held > right + weights + OWN_ROOM:
         kept = (f"the keys and values of its {model.groups} key/value group(s)" if pair.name == GQA else
                 f"the last sliding_window_size = {model.window} positions")
@@ -870,8 +881,7 @@ def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
     held = grade.held_bytes()
     pair.release()
     given_back = held - grade.held_bytes()
-    right = right_cache_bytes(pair, model, batch, chunk, tokens)
-    weights = sum(w.numel() for w in pair.weights.values()) * 8
+    right, weights = right_cache_bytes(pair, model, batch, chunk, tokens), weight_bytes(pair)
     if given_back > right + weights + every_head * 0.1:
         raise CheckFailed(f"{pair.name}: letting go of your instance after {tokens} cached tokens of a batch of "
                           f"{batch} gave back {given_back / 2**20:.1f} MiB; its cache should hold at most "
@@ -927,36 +937,26 @@ def expect_inputs_not_projected_again(grade, name, d_in=256):
     them. A cache that keeps the inputs and projects them all again at every call, with the weights each
     token came with (so that its outputs under new weights are right), does one or the other (red team
     rounds 9 and 10: 100/100, the inputs kept as one tensor, then kept per call)."""
-    short, short_reply = _one_token_after(grade, name, 32, d_in)
-    tokens, reply = _one_token_after(grade, name, 64, d_in)
+    def one_token_after(tokens):
+        pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
+        what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
+        return measured_last_call(grade, pair, grade.randn(1, tokens, d_in), (tokens - 1, 1), what), what
+
+    short, tokens = 32, 64
+    short_reply, _ = one_token_after(short)
+    reply, what = one_token_after(tokens)
     span = tokens * d_in
     largest = max(reply.max_numel or 0, reply.max_operand or 0)
     if largest * 2 > span:
-        raise CheckFailed(f"{reply.what}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "
+        raise CheckFailed(f"{what}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "
                           f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
                           "values are computed again; a KV cache keeps the keys and values themselves, each "
                           "computed once, when its token arrives", ("cache-not-used",))
     if (reply.ops or 0) > (short_reply.ops or 0):
-        raise CheckFailed(f"{reply.what}: it made {reply.ops} torch operations after {tokens - 1} tokens but "
+        raise CheckFailed(f"{what}: it made {reply.ops} torch operations after {tokens - 1} tokens but "
                           f"{short_reply.ops} after {short - 1}: each call works on the earlier tokens one by one "
                           "again; a KV cache keeps the keys and values themselves, each computed once, when its "
                           "token arrives, and attends over them at once", ("cache-not-used",))
-
-
-def _one_token_after(grade, name, tokens, d_in):
-    """(tokens, the measured reply of a cached call of the last of ``tokens`` tokens after the others in one
-    call), its output checked right; the reply's ``what`` says the call."""
-    torch = _torch()
-    pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
-    x = grade.randn(1, tokens, d_in)
-    with torch.no_grad():  # as a decoder generates
-        pair.call(x[:, :tokens - 1], use_cache=True, root_cause=helper_faults(grade, pair, x, 0, tokens - 1))
-        reply = pair.call(x[:, tokens - 1:], use_cache=True, measure=True,
-                          root_cause=helper_faults(grade, pair, x, tokens - 1, 1))
-        expected = attention_of(Model(pair), x, 1, q_start=tokens - 1).to(grade.device)
-    reply.what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
-    grade.expect_right(reply, expected, reply.what, helper_faults(grade, pair, x, tokens - 1, 1))
-    return tokens, reply
 
 
 def expect_reset_starts_anew(grade, pair, first, uncached, then, chunks):
