@@ -83,7 +83,7 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
           watching: bool = False, figures: Path | None = None) -> int:
     """Grade one submission; write the report; 0 for full marks, 1 otherwise. ``watching``: then again on
     every save, until Ctrl-C (grader/watch.py). ``figures``: a folder for the PNG of each wrong pictured
-    exercise (grader/figures.py), its own output beside the right one."""
+    exercise (grader/grading/pictures.py), its own output beside the right one."""
     refuse_cuda_early(device)  # before torch is imported or a sandbox started
     from grader.reporting.formats import render
     from grader.grading.grader import Grader
@@ -120,9 +120,10 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
     else:
         sys.stdout.write(text)
     if figures is not None:
-        from grader.figures import write_pngs
+        from grader.grading.pictures import course_pictures
+        from grader.reporting.figures import write_pngs
 
-        drawn = write_pngs(result, figures)
+        drawn = write_pngs(result, figures, pictured=course_pictures(course))
         print(f"{len(drawn)} figure(s) of wrong exercises -> {figures}" if drawn else
               "no figures: no wrong pictured exercise could be drawn (each is right on the lesson's data, with "
               "and without its mask, or it raised there)", file=sys.stderr)

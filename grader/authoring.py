@@ -33,6 +33,7 @@ from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_n
 from grader.grading.fixture import low_precision
 from grader.grading.stand_ins import stand_ins
 from grader.errors import UsageError
+from grader.grading.pictures import Picture
 from grader.inside.protocol import HandleRef
 from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
 from grader.grading.shape_errors import ShapeMismatch, shape_mismatch
@@ -60,6 +61,6 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 
 # all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
-__all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "RaisedFailure", "ShapeMismatch",
+__all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "ShapeMismatch",
            "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "low_precision",
            "manual_seed", "name_mistake", "non_finite_unless_named", "shape_mismatch", "shape_str", "stand_ins"]

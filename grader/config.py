@@ -15,6 +15,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from grader.assignment import Assignment
 from grader.catalogue import Misconception, catalogue, load_misconceptions
 from grader.errors import ConfigError, UsageError
 from grader.layout import Layout
@@ -73,32 +74,6 @@ class Gradescope:
 
 
 @dataclass(frozen=True)
-class Assignment:
-    id: str
-    title: str
-    module: str
-    notebook: str
-    points: tuple[tuple[str, float], ...]  # (exercise, points), in course order
-    # (exercise, the library calls it may not make, in grader.inside.forbidden's words): [assignments.forbidden]
-    forbidden: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    @property
-    def exercises(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.points)
-
-    @property
-    def max_score(self) -> float:
-        return float(sum(p for _, p in self.points))
-
-    @property
-    def module_name(self) -> str:
-        return Path(self.module).stem
-
-    def points_for(self, exercise: str) -> float:
-        return dict(self.points)[exercise]
-
-
-@dataclass(frozen=True)
 class Course:
     root: Path
     id: str
@@ -111,6 +86,7 @@ class Course:
     gradescope: Gradescope = Gradescope()
     misconceptions: tuple[Misconception, ...] = ()  # the course's own, from the file [course] misconceptions names
     misconceptions_file: str = ""  # that file, relative to the course's folder ("": none)
+    figures_file: str = ""  # the pictures of wrong outputs, [course] figures (grader/grading/pictures.py; "": none)
 
     @property
     def catalogue(self) -> dict[str, Misconception]:
@@ -149,7 +125,7 @@ class Course:
 _NUMBER = (int, float)
 _TOP_KEYS = {"course", "limits", "tolerances", "assignments"}
 _OPTIONAL_TOP_KEYS = {"isolation", "grading", "gradescope"}
-_COURSE_KEYS = {"id": str, "title": str, "misconceptions": str}
+_COURSE_KEYS = {"id": str, "title": str, "misconceptions": str, "figures": str}
 _LIMIT_KEYS = {"exercise_timeout_s": _NUMBER, "submission_timeout_s": _NUMBER, "memory_mb": int, "output_mb": int}
 _TOLERANCE_KEYS = {"rtol": _NUMBER, "atol": _NUMBER}
 _ASSIGNMENT_KEYS = {"id": str, "title": str, "module": str, "notebook": str, "points": dict, "forbidden": dict}
@@ -244,7 +220,7 @@ class _Parser:
         for name in _TOP_KEYS:
             if name not in data:
                 self.fail(name, "missing table")
-        course = self.table(data["course"], "course", _COURSE_KEYS, optional=("misconceptions",))
+        course = self.table(data["course"], "course", _COURSE_KEYS, optional=("misconceptions", "figures"))
         limits = self.table(data["limits"], "limits", _LIMIT_KEYS)
         tolerances = self.tolerances(data["tolerances"])
         assignments = data["assignments"]
@@ -273,6 +249,7 @@ class _Parser:
             gradescope=self.gradescope(data, parsed),
             misconceptions=self.misconceptions(course.get("misconceptions")),
             misconceptions_file=course.get("misconceptions", ""),
+            figures_file=self.inside(course.get("figures"), "course.figures", ".py"),
         )
 
     def misconceptions(self, where: str | None) -> tuple[Misconception, ...]:
@@ -280,13 +257,22 @@ class _Parser:
         relative to course.toml's folder, inside it)."""
         if where is None:
             return ()
+        return load_misconceptions(self.path.parent / self.inside(where, "course.misconceptions", ".toml"))
+
+    def inside(self, where: str | None, key: str, suffix: str) -> str:
+        """``where``, a file of the course's folder named relative to it (a ``suffix`` file, inside the
+        folder, present): as it is written; "" for None."""
+        if where is None:
+            return ""
         import os
 
         inside = os.path.normpath(where)
         path = self.path.parent / inside
         if os.path.isabs(inside) or inside.split(os.sep)[0] == os.pardir or not path.is_file():
-            self.fail("course.misconceptions", f"no file {where!r} in the course's folder")
-        return load_misconceptions(path)
+            self.fail(key, f"no file {where!r} in the course's folder")
+        if path.suffix != suffix:
+            self.fail(key, f"{where!r} should be a {suffix} file")
+        return where
 
     def gradescope(self, data: dict, assignments: tuple[Assignment, ...]) -> Gradescope:
         """``[gradescope]``: ``visibility`` for every exercise, ``exercises = {softmax = "after_due_date"}``

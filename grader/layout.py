@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-
-class Assignment(Protocol):  # what a layout needs of grader.config.Assignment (which imports this module)
-    id: str
-    module: str
-    notebook: str
+from grader.assignment import Assignment
 
 SUITE_KINDS = ("hidden", "public")
 

@@ -76,19 +76,19 @@ def _check_by_service(path: str, exercise: str, seed: int | None, cells: list[st
     if not reply.get("ok"):
         raise UsageError(reply.get("error", "the grader could not grade this cell"))
     print(reply["text"])
-    _show(reply.get("figure"))  # a service that sends the figure (grader.figures) has it drawn here
+    _show(reply.get("figure"))  # a service that sends the figure (grader/grading/pictures.py) has it drawn here
     if not defines(cells, exercise):
         print(f"This kernel has not run a cell that defines {exercise}: run that cell, then this one.")
     return reply["points"]
 
 
 def _show(figure) -> None:
-    """Draw a wrong exercise's output beside the right one, on the lesson's data (grader/figures.py),
+    """Draw a wrong exercise's output beside the right one, on the lesson's data (grader/grading/pictures.py),
     as the cell's image; nothing where there is none, or where matplotlib is missing."""
     if not isinstance(figure, dict):
         return
     try:
-        from grader.figures import show
+        from grader.reporting.figures import show
 
         show(figure)
     except ImportError:  # no matplotlib or IPython.display here: the text above says it all

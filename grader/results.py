@@ -39,6 +39,7 @@ def collision_of(data: dict, *, names: bool = True) -> str:
 
 MESSAGE_LIMIT = 2_000  # characters of one check's message
 FEEDBACK_LIMIT = 8_000  # characters of one exercise's feedback
+FIGURE_LIMIT = 16  # rows and columns of an exercise's figure at most (grader/grading/pictures.py)
 
 
 _UNPRINTABLE = frozenset(map(chr, [*range(9), *range(11, 32), 127, 0xFFFE, 0xFFFF]))
@@ -91,7 +92,7 @@ class ExerciseResult:
     checks: list[CheckOutcome] = field(default_factory=list)
     source: str = ""  # the file it was graded from, as the student knows it
     source_note: str = ""  # where the module and the notebook beside it both had it (or one as a stub)
-    figure: dict | None = None  # wrong on the lesson's data: theirs beside the right output (grader/figures.py)
+    figure: dict | None = None  # wrong on the lesson's data: theirs beside the right output (grader/grading/pictures.py)
     # the course's catalogue (Course.catalogue), whose words explain the ids named; None: the generic ones
     known: dict | None = field(default=None, repr=False, compare=False)
 

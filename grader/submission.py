@@ -36,7 +36,7 @@ class Submission:
     overlays: tuple[tuple[str, Path], ...] = ()  # (assignment id, the notebook beside its module)
     # (assignment id, the assignment's module file, named as the course names it, beside a notebook graded alone,
     # whose cells import it by that name): a kernel's module, which check() hands in with the kernel's history
-    # (grader.inside.worker.exec_as_module); copied beside the notebook, never graded as the module
+    # (grader.inside.importer.exec_as_module); copied beside the notebook, never graded as the module
     beside: tuple[tuple[str, Path], ...] = ()
 
     def source(self, assignment_id: str) -> Path | None:

@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # a course of its own (tests/grader/test_second_course.py grades it): its suites are its grader's to run,
 # never this session's, whose own suites' packages (suites/public) they would shadow
 collect_ignore = ["second_course"]
+COURSE_FILES = ("suites/lesson/misconceptions.toml", "suites/lesson/figures.py")  # what course.toml names
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,14 +36,15 @@ def course():
 @pytest.fixture(scope="session")
 def course_toml():
     """``course_toml(folder, text=None)``: the course's course.toml (or ``text``) written into ``folder``,
-    with the misconceptions file it names beside it, as a course folder has them; ``folder``."""
+    with the files it names beside it (the misconceptions, the figures), as a course folder has them;
+    ``folder``."""
     def write(folder: Path, text: str | None = None) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "course.toml").write_text((ROOT / "course.toml").read_text() if text is None else text)
-        words = folder / "suites" / "lesson" / "misconceptions.toml"
-        if not words.exists():
-            words.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", words)
+        for name in COURSE_FILES:
+            if not (folder / name).exists():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / name, folder / name)
         return folder
     return write
 

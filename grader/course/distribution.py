@@ -90,9 +90,7 @@ def _prepared(course: Course, assignments: tuple[Assignment, ...]):
         # in Colab) grades in any folder: course.toml and the public suites with their recording
         shutil.copytree(Layout(build).suites, Layout(build / "grader" / "_course").suites)
         shutil.copy(build / "course.toml", build / "grader" / "_course" / "course.toml")
-        if course.misconceptions_file and not (build / "grader" / "_course" / course.misconceptions_file).is_file():
-            (build / "grader" / "_course" / course.misconceptions_file).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(build / course.misconceptions_file, build / "grader" / "_course" / course.misconceptions_file)
+        _copy_course_files(course, build, build / "grader" / "_course")
         found = leaks_in(course, build)
         if found:
             raise DistributionError(f"refusing to write a distribution that leaks: "
@@ -230,9 +228,7 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
     for assignment in assignments:
         shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
-    if course.misconceptions_file and not (build / course.misconceptions_file).is_file():  # words the feedback uses
-        (build / course.misconceptions_file).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(course.root / course.misconceptions_file, build / course.misconceptions_file)
+    _copy_course_files(course, course.root, build)
     (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
 
     templates = course.root / TEMPLATES
@@ -245,6 +241,15 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
             text = source.read_text(encoding="utf-8")
             target.write_text(_fill(text, course, assignments) if source.name == "README.md" else text,
                               encoding="utf-8")
+
+
+def _copy_course_files(course: Course, source: Path, target: Path) -> None:
+    """The files course.toml names (the feedback's words, the figures) from ``source`` into ``target``
+    where the suites' copy has not brought them already."""
+    for name in (course.misconceptions_file, course.figures_file):
+        if name and not (target / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / name, target / name)
 
 
 def course_toml(course: Course, assignments: tuple[Assignment, ...]) -> str:

@@ -27,7 +27,7 @@ from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHel
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.tolerance import (PATTERNS, PERTURBED_NUMEL, _exponent_room, _perturbed,
                                       _room, _widened, _widest)
-from grader.inside.protocol import HandleRef, clip, flatten, sent_from
+from grader.inside.protocol import HandleRef, clip, flatten, mapped, sent_from
 
 
 
@@ -934,26 +934,20 @@ def _signature(args, kwargs) -> str:
 def _cloned(value):
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.clone()  # keeps the strides of a non-contiguous input
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cloned(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _cloned(v) for k, v in value.items()}
-    return value
+    return mapped(lambda leaf: leaf.clone() if isinstance(leaf, torch.Tensor) else leaf,  # keeps the strides
+                  value)
 
 
 def _on(device, value, grad):
     import torch
 
-    if isinstance(value, torch.Tensor):
-        moved = value.to(device)
-        return moved.requires_grad_(True) if grad and moved.is_floating_point() else moved
-    if isinstance(value, (list, tuple)):
-        return type(value)(_on(device, v, grad) for v in value)
-    if isinstance(value, dict):
-        return {k: _on(device, v, grad) for k, v in value.items()}
-    return value
+    def moved(leaf):
+        if not isinstance(leaf, torch.Tensor):
+            return leaf
+        leaf = leaf.to(device)
+        return leaf.requires_grad_(True) if grad and leaf.is_floating_point() else leaf
+
+    return mapped(moved, value)
 
 
 def _on_args(device, args, grad):
@@ -980,12 +974,9 @@ def differentiated(args, grad) -> list[int] | None:
 
 
 def _detached(value):
+    """Every tensor detached, every list a tuple (as outputs come back from a worker)."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    if isinstance(value, (list, tuple)):
-        return tuple(_detached(v) for v in value)
-    return value
+    return mapped(lambda leaf: leaf.detach() if isinstance(leaf, torch.Tensor) else leaf, value, sequence=tuple)
 
 

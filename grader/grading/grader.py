@@ -293,9 +293,9 @@ class Grader:
 
     def _figures(self, run: "_Run") -> dict:
         """The pictured exercises that came out wrong, each drawn beside the right output on the lesson's
-        data (grader/figures.py: one more call of the student's, in its worker, while it still runs);
+        data (grader/grading/pictures.py: one more call of the student's, in its worker, while it still runs);
         no work at all when none did."""
-        from grader.figures import pictures
+        from grader.grading.pictures import pictures
 
         return pictures(run.session, run.plugin.outcomes, run.assignments, run.exercises)
 

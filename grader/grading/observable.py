@@ -98,15 +98,17 @@ IGNORED_BUT_PLAIN = frozenset("""
     arange as_tensor asarray empty empty_like empty_strided eye fill full linspace logspace normal ones rand
     rand_like randint randint_like randn randn_like randperm range scalar_tensor tensor tril_indices triu_indices
     zeros finfo iinfo is_tensor get_default_dtype is_grad_enabled is_inference_mode_enabled manual_seed seed
-    initial_seed promote_types result_type can_cast broadcast_shapes no_grad enable_grad inference_mode
+    initial_seed promote_types result_type can_cast broadcast_shapes no_grad enable_grad
     set_grad_enabled hann_window hamming_window bartlett_window blackman_window kaiser_window compile
     calculate_gain get_num_threads set_num_threads get_num_interop_threads get_default_device
     are_deterministic_algorithms_enabled use_deterministic_algorithms get_float32_matmul_precision
     set_float32_matmul_precision typename is_storage
 """.split())
 # torch's classes a submission may name (nn.Module's family besides)
+# (not inference_mode: under it, and on the tensors made under it, an operator torch would split reaches the
+# watching whole, its insides unseen: red team round 11, see grader/inside/tracer.py)
 TORCH_CLASSES = ("Tensor", "Size", "Generator", "dtype", "device", "finfo", "iinfo", "no_grad", "enable_grad",
-                 "inference_mode", "set_grad_enabled")
+                 "set_grad_enabled")
 # builtins that reach any name, code or file: never bound by a file (a name bound anywhere would stand for
 # the builtin everywhere else to this reading)
 LOOKUPS = frozenset({"exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "vars", "globals", "locals",
@@ -216,7 +218,7 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
         codes.append((path, code, places))
         queue += [p for module in sorted(imported) for p in course_files.get(module, ())]
         # and a course module's file beside the notebook that imports it (a kernel's module beside its
-        # history, which the notebook's cells import by their own name: grader.inside.worker.exec_as_module)
+        # history, which the notebook's cells import by their own name: grader.inside.importer.exec_as_module)
         if path.suffix == ".ipynb":
             queue += [beside for module in sorted(imported) if (beside := path.with_name(module + ".py")).is_file()]
     words = [frozenset(re.findall(r"\w+", code)) for _, code, _ in codes]

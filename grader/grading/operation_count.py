@@ -8,7 +8,7 @@ not depend on the sequence, and is about what the reference runs; so a call may 
 ``FACTOR`` times the reference's count on the same inputs (and ``FLOOR`` in any case): room for every
 honest style (einsum, a loop over heads, a guarded softmax), none for a loop over the tokens of a long
 case, whatever it pads. The count is the dispatcher's, as the worker counts the student's
-(grader.inside.worker.Tracer), in the grading process, on the reference.
+(grader.inside.tracer.Tracer), in the grading process, on the reference.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _counter_class():
         return _COUNTER[0]
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from grader.inside.worker import uncompiled
+    from grader.inside.tracer import uncompiled
 
     class Counting(TorchDispatchMode):
         def __init__(self):

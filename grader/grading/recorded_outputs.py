@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grader.inside.protocol import mapped
+
 
 class NotReplayable(Exception):
     """The check needs the reference itself, or was not recorded."""
@@ -72,10 +74,5 @@ def on_device(value, device: str, copy: bool = False):
     with ``copy``, never sharing memory with the tensors given."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.detach().to(device, copy=copy)
-    if isinstance(value, (list, tuple)):
-        return type(value)(on_device(v, device, copy) for v in value)
-    if isinstance(value, dict):
-        return {k: on_device(v, device, copy) for k, v in value.items()}
-    return value
+    return mapped(lambda leaf: leaf.detach().to(device, copy=copy) if isinstance(leaf, torch.Tensor) else leaf,
+                  value)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
+from grader.inside.protocol import flatten, mapped
+
 MAX_ENTRIES = 20_000
 MAX_BYTES = 256 << 20
 
@@ -79,25 +81,14 @@ def copied(value):
     """``value`` with every tensor in it cloned (containers rebuilt, the rest as it is)."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(copied(v) for v in value)
-    if isinstance(value, dict):
-        return {k: copied(v) for k, v in value.items()}
-    return value
+    return mapped(lambda leaf: leaf.clone() if isinstance(leaf, torch.Tensor) else leaf, value)
 
 
 def _size(value) -> int:
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (list, tuple)):
-        return sum(_size(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_size(v) for v in value.values())
-    return 64
+    return sum(leaf.numel() * leaf.element_size() if isinstance(leaf, torch.Tensor) else 64
+               for leaf in flatten(value))
 
 
 _NOT_KEPT = object()  # a computation that changed what it read: computed again each time

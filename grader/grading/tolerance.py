@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from grader.inside.protocol import mapped
+
 
 SLACK_FACTOR = 8.0  # how much less exactly than the reference a correct implementation may round
 PERTURB_ULPS = 2.0  # how far (units in the last place of float32) the inputs move to measure the conditioning
@@ -89,13 +91,8 @@ def _widened(value):
     """float32 tensors as float64 (the same values), the rest as they are."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.double() if value.dtype == torch.float32 else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_widened(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _widened(v) for k, v in value.items()}
-    return value
+    return mapped(lambda leaf: leaf.double() if isinstance(leaf, torch.Tensor) and leaf.dtype == torch.float32
+                  else leaf, value)
 
 
 def _gap(narrow, wide) -> float:

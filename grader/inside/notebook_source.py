@@ -177,7 +177,7 @@ def _root(func: ast.expr) -> str | None:
 def read_cells(path: Path, own: str | None = None) -> list[Cell]:
     """The code cells of a notebook, reduced to their definitions. SyntaxError keeps the cell whole.
     ``own``: the notebook's own module name, when the notebook is that module and no file of it lies
-    beside (grader.inside.worker.exec_as_module): its ``from <own> import ...`` statements are left out."""
+    beside (grader.inside.importer.exec_as_module): its ``from <own> import ...`` statements are left out."""
     return cells_of(read_bounded(Path(path)), Path(path).name, own)
 
 

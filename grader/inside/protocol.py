@@ -345,6 +345,17 @@ def _tuples(value):
     return value
 
 
+def mapped(function, value, sequence=None):
+    """``value`` with ``function`` applied to every leaf of its lists, tuples and dicts, the containers
+    rebuilt: each list or tuple as its own type, or as ``sequence`` where one is given. The one walk over
+    nested values (the grader's copies, moves and widenings of arguments and outputs all go through it)."""
+    if isinstance(value, (list, tuple)):
+        return (sequence or type(value))(mapped(function, item, sequence) for item in value)
+    if isinstance(value, dict):
+        return {key: mapped(function, item, sequence) for key, item in value.items()}
+    return function(value)
+
+
 def flatten(value):
     """Every leaf of nested lists, tuples and dicts."""
     if isinstance(value, (list, tuple)):

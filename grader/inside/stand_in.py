@@ -11,7 +11,7 @@ side").
 """
 from __future__ import annotations
 
-from grader.inside.protocol import flatten
+from grader.inside.protocol import flatten, mapped
 
 
 class Refused(RuntimeError):
@@ -112,11 +112,9 @@ def _forward(question, args, kwargs, params, wanted) -> dict:
 def _on(value, device: str):
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.to(device) if device != "cpu" else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_on(v, device) for v in value)
-    return value
+    if device == "cpu":
+        return value
+    return mapped(lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, value)
 
 
 def _make_asked():

@@ -10,322 +10,19 @@ from __future__ import annotations
 import gc
 import importlib.machinery
 import importlib.util
-import linecache
 import os
-import resource
 import sys
 import traceback
 import types
-from pathlib import Path
 
 from grader.inside import protocol
-from grader.inside.protocol import HandleRef, WorkerSpec, clip, flatten
-from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, _tensors, op_name
+from grader.inside.protocol import HandleRef, WorkerSpec, clip, flatten, mapped
+from grader.inside.importer import import_submission, lock_down
+from grader.inside.operators import _operator_facts, op_name
+from grader.inside.tracer import ForbiddenOperation, make_tracer, uncompiled
 from grader.inside.stand_in import stand_ins
 
-_SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 MAX_FRAMES = 20  # of a student's traceback, the last ones
-
-
-# --- start-up --------------------------------------------------------------------------------------
-def lock_down(spec: WorkerSpec) -> None:
-    """What the worker does itself before the student's import, once the zygote has confined it
-    (grader.inside.zygote: namespaces, cgroups, capabilities and uid): limits, environment, sys.path."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if spec.memory_bytes:
-        # CUDA reserves far more address space than it uses (its unified address range): under an
-        # address-space limit cuInit fails ("CUDA error: initialization error" on every check). On a
-        # GPU the limit is on the memory a process writes (heap and private mappings) instead, which
-        # still refuses a host allocation past it
-        limit = resource.RLIMIT_DATA if str(spec.device).startswith("cuda") else resource.RLIMIT_AS
-        resource.setrlimit(limit, (spec.memory_bytes, spec.memory_bytes))
-    keep = {name: os.environ[name] for name in _SAFE_ENV if name in os.environ}
-    os.environ.clear()
-    os.environ.update(keep, HOME=spec.workdir, OMP_NUM_THREADS="1")
-    if not str(spec.device).startswith("cuda"):  # graded on the CPU: no GPU memory to keep anything in
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    sys.path[:] = list(spec.search_path) + [p for p in sys.path if p and not _reaches(p, spec.blocked)]
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # nothing the student prints reaches the grader's output
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    os.chdir(spec.workdir)
-
-
-def _reaches(entry: str, blocked: tuple[str, ...]) -> bool:
-    """Whether a sys.path entry lies in a blocked folder or holds one (``import solutions.x`` works
-    from the folder that holds solutions/). Folders beside them, such as a virtualenv, are fine."""
-    resolved = os.path.realpath(entry)
-    return _under(resolved, blocked) or resolved in {os.path.dirname(b) for b in blocked}
-
-
-def _under(path: str, roots: tuple[str, ...]) -> bool:
-    resolved = os.path.realpath(path)
-    return any(resolved == root or resolved.startswith(root + os.sep) for root in roots)
-
-
-def _exec_notebook(module: types.ModuleType, path: str, own: str | None = None) -> None:
-    """Run a notebook's kept code in ``module``; ``own``: the module name whose ``from own import ...``
-    statements are left out (see :func:`exec_as_module`)."""
-    from grader.inside.notebook_source import read_cells
-
-    module.__file__ = path
-    for cell in read_cells(Path(path), own=own):
-        linecache.cache[cell.filename] = (len(cell.source), None, cell.source.splitlines(True), cell.filename)
-        exec(compile(cell.code, cell.filename, "exec"), module.__dict__)
-
-
-class _ModuleBeside:
-    """Finds the ``.py`` module beside a notebook under its own name, while the notebook runs."""
-
-    def __init__(self, name: str, path: Path):
-        self.name, self.path = name, path
-
-    def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_file_location(name, str(self.path)) if name == self.name else None
-
-
-def exec_as_module(module: types.ModuleType, path: str) -> None:
-    """Run a notebook graded as its assignment's module (``module``, named ``attention_basics``), whose
-    cells may import that very name (``from attention_basics import softmax``), as a kernel beside the
-    module does. Where the module's ``.py`` file lies beside the notebook (a kernel's, which check()
-    hands in), those imports get it, a module of its own, as the kernel got it: ``softmax`` is the
-    module's function, graded as the module's, and a later cell of the notebook that defines it again
-    wins, as in the kernel. Where no module lies beside it, the notebook is the module: its
-    ``from attention_basics import ...`` statements are left out, so that what the notebook defines is
-    its own, anywhere in it, and what it never defines is missing (never a failed import that costs
-    every exercise). ``import attention_basics`` binds the notebook's module either way."""
-    name = module.__name__
-    beside = Path(path).with_name(name + ".py")
-    if not beside.is_file():
-        sys.modules[name] = module
-        _exec_notebook(module, path, own=name)
-        return
-    finder = _ModuleBeside(name, beside)
-    if sys.modules.get(name) is module:
-        del sys.modules[name]  # imported from the file, lazily, as the kernel imported it
-    sys.meta_path.insert(0, finder)
-    try:
-        _exec_notebook(module, path)
-    finally:
-        sys.meta_path.remove(finder)
-        sys.modules[name] = module
-
-
-class _NotebookFinder:
-    """Makes a notebook submission importable by its module name (``from causal_attention import ...``)."""
-
-    def __init__(self, notebooks: dict[str, str]):
-        self.notebooks = notebooks
-
-    def find_spec(self, name, path=None, target=None):
-        if name in self.notebooks:
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        exec_as_module(module, self.notebooks[module.__name__])
-
-
-class GraderShield:
-    """Refuses student code the grader's modules that the worker has not loaded itself (the zygote
-    forgot the rest): the harness, the catalogue, and diagnose with its textbook attention."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "grader" or name.startswith("grader."):
-            raise ModuleNotFoundError(f"No module named {name!r} (the grader is not available to your code)",
-                                      name=name)
-        return None
-
-
-def apply_overlay(module: types.ModuleType, notebook: str, names: tuple[str, ...]) -> None:
-    """Lay the notebook's definitions ``names`` (written there, stubs in the module) over the module,
-    and let the notebook's code see the module's own definitions of everything else."""
-    layer = types.ModuleType(module.__name__)
-    _exec_notebook(layer, notebook)
-    for name in names:
-        if name in layer.__dict__:
-            setattr(module, name, layer.__dict__[name])
-    for name, value in list(module.__dict__.items()):
-        if name not in names and not name.startswith("__"):
-            layer.__dict__[name] = value
-
-
-class _OverlayLoader(importlib.machinery.SourceFileLoader):
-    def __init__(self, name: str, path: str, notebook: str, names: tuple[str, ...]):
-        super().__init__(name, path)
-        self.overlay = (notebook, names)
-
-    def exec_module(self, module):
-        super().exec_module(module)
-        apply_overlay(module, *self.overlay)
-
-
-class _OverlayFinder:
-    """Imports a module that has a notebook beside it (its own, or a sibling's) with the overlay."""
-
-    def __init__(self, overlays):
-        self.overlays = {name: (source, notebook, tuple(names)) for name, source, notebook, names in overlays}
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.overlays:
-            return None
-        source, notebook, names = self.overlays[name]
-        return importlib.util.spec_from_file_location(name, source,
-                                                      loader=_OverlayLoader(name, source, notebook, names))
-
-
-def import_submission(spec: WorkerSpec) -> types.ModuleType:
-    sys.meta_path.insert(0, GraderShield())  # asked only for modules not loaded yet
-    if spec.notebooks:
-        sys.meta_path.insert(0, _NotebookFinder(dict(spec.notebooks)))
-    overlays = _OverlayFinder(spec.overlays)
-    if spec.overlays:
-        sys.meta_path.insert(0, overlays)
-    if spec.source.endswith(".ipynb"):
-        module = types.ModuleType(spec.module_name)
-        sys.modules[spec.module_name] = module
-        exec_as_module(module, spec.source)
-        return module
-    loader_spec = overlays.find_spec(spec.module_name) or \
-        importlib.util.spec_from_file_location(spec.module_name, spec.source)
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[spec.module_name] = module
-    loader_spec.loader.exec_module(module)
-    return module
-
-
-# --- observing a call ------------------------------------------------------------------------------
-
-
-class Tracer:
-    """Observes a graded call at two levels. Torch functions (``torch.softmax``, ``F.scaled_dot_product_attention``)
-    are seen before they decompose; aten operators are seen as the dispatcher runs them, whatever called
-    them: ``torch.ops.aten.*`` with any overload, TorchScript and traced functions, ``torch.compile``.
-    Counts and the largest result come from the dispatcher; a forbidden name at either level stops the call.
-    A measure also keeps the widest reduction: the most entries one operator combined into one entry of
-    its result (see :func:`rule_of`), and that operator's name."""
-
-    def __init__(self, forbidden: frozenset[str], measure: bool = True):
-        functions, operators = _mode_classes()
-        self.forbidden_names = forbidden
-        self.count = 0
-        self.names: dict[str, int] = {}
-        self.forbidden: list[str] = []
-        self.max_numel = 0
-        self.max_operand = 0  # with measure: the most entries one operator read from one of its tensors
-        self.measure = measure
-        self.widest = 0
-        self.widest_op = ""
-        self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
-        self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
-        # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
-        # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
-        # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
-        self.modes = (functions(self), operators(self)) if forbidden else (operators(self),) if measure else ()
-
-    def refuse(self, bare: str) -> None:
-        if bare in self.forbidden_names:
-            if bare not in self.forbidden:
-                self.forbidden.append(bare)
-            raise ForbiddenOperation(bare)
-
-    def __enter__(self):
-        for mode in self.modes:
-            mode.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        for mode in reversed(self.modes):
-            mode.__exit__(*exc)
-        return False
-
-
-_MODES: tuple = ()
-
-
-def _mode_classes() -> tuple:
-    """The two torch modes a Tracer enters, made once per process."""
-    global _MODES
-    if _MODES:
-        return _MODES
-    import torch
-    from torch.overrides import TorchFunctionMode, resolve_name
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    names: dict = {}  # id(torch function) -> (it, its bare name): resolve_name costs a warnings filter a call
-    operators: dict = {}  # id(operator) -> (it, its name, its rule_of): its packet's name costs a property a call
-
-    class Functions(TorchFunctionMode):
-        def __init__(self, tracer: Tracer):
-            super().__init__()
-            self.tracer = tracer
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            known = names.get(id(func))  # by identity: no object of the student's can pose as another
-            if known is not None and known[0] is func:
-                bare = known[1]
-            else:
-                bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
-                names[id(func)] = (func, bare)  # the function is kept: its id is never reused
-            self.tracer.refuse(bare)
-            return func(*args, **(kwargs or {}))
-
-    class Operators(TorchDispatchMode):
-        def __init__(self, tracer: Tracer):
-            super().__init__()
-            self.tracer = tracer
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            tracer = self.tracer
-            known = operators.get(id(func))
-            if known is None or known[0] is not func:
-                known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
-            _, name, rule = known
-            tracer.refuse(name)
-            tracer.count += 1
-            tracer.names[name] = tracer.names.get(name, 0) + 1
-            result = func(*args, **(kwargs or {}))
-            for item in result if isinstance(result, (tuple, list)) else (result,):
-                if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
-                    tracer.max_numel = item.numel()
-            if tracer.measure:
-                tensors = list(_tensors(args))  # its operands, a list's included: read once
-                tracer.max_operand = max([tracer.max_operand, *(t.numel() for t in tensors)])
-                width = 0
-                if rule is not None:
-                    try:
-                        width = rule(args, kwargs or {}, result)
-                    except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
-                        width = _at_widest(args, kwargs or {}, result)
-                if name.endswith("_") and args and _overlapping(args[0]):
-                    width = max(width, args[0].numel())
-                if width and _complex(tensors):
-                    width *= 2
-                if width > tracer.widest:
-                    tracer.widest, tracer.widest_op = width, name
-            return result
-
-    _MODES = (Functions, uncompiled(Operators))
-    return _MODES
-
-
-def uncompiled(mode_class):
-    """``mode_class`` (a TorchDispatchMode) with its ``__torch_dispatch__`` called as it is: torch wraps it
-    to keep torch.compile out of it, importing torch._dynamo (a second and a half, and memory) at its first
-    call; neither the worker (see switch_off_compilers) nor the grader's counting of the reference
-    (grader.grading.operation_count) compiles anything."""
-    raw = getattr(mode_class.__torch_dispatch__, "__wrapped__", None)
-    if raw is not None:
-        setattr(raw, "__dynamo_disable", raw)
-    return mode_class
-
-
-def make_tracer(forbidden: frozenset[str], measure: bool = True) -> Tracer:
-    return Tracer(forbidden, measure)
 
 
 # --- other threads and processes during a graded call ---------------------------------------------
@@ -351,8 +48,8 @@ class Elsewhere(Exception):
 
     def __init__(self, where: str):
         super().__init__(f"your code ran {where} during a graded call; the grader must see every operation, so "
-                         "a graded call must compute in the thread that called it (no threads, thread pools or "
-                         "processes)")
+                         "a graded call must compute in the thread that called it, on ordinary tensors (no threads, "
+                         "thread pools, processes or torch.inference_mode)")
 
 
 def watch_threads() -> None:
@@ -519,12 +216,6 @@ class OutputTooLarge(Exception):
     pass
 
 
-class ForbiddenOperation(Exception):
-    def __init__(self, name):
-        super().__init__(f"{name} may not be used in this exercise")
-        self.name = name
-
-
 def _containers(value):
     """The lists and tuples of a student's return value, as plain lists and tuples, read as the base type
     stores them: a subclass's own ``__iter__`` (a NamedTuple's), which the reading of the reply would
@@ -650,15 +341,15 @@ class Server:
         import torch
 
         device = device or self.spec.device
-        if isinstance(value, HandleRef):
-            return self.handles[value.id]
-        if isinstance(value, torch.Tensor):
-            return value.to(device) if device != "cpu" else value
-        if isinstance(value, (list, tuple)):
-            return type(value)(self.resolve(item, device) for item in value)
-        if isinstance(value, dict):
-            return {key: self.resolve(item, device) for key, item in value.items()}
-        return value
+
+        def resolved(leaf):
+            if isinstance(leaf, HandleRef):
+                return self.handles[leaf.id]
+            if isinstance(leaf, torch.Tensor) and device != "cpu":
+                return leaf.to(device)
+            return leaf
+
+        return mapped(resolved, value)
 
     def handle(self, request: dict) -> dict:
         # armed again by the next request (re-arming replaces the deadline), never disarmed in

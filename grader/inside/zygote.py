@@ -506,7 +506,7 @@ def _warm_up() -> None:
     """Pay torch's lazy first-use costs once here instead of in every worker."""
     import torch
 
-    from grader.inside.worker import make_tracer
+    from grader.inside.tracer import make_tracer
 
     torch.set_num_threads(1)
     # autograd's first backward starts its device threads, which counts the CUDA devices: the driver is

@@ -91,7 +91,7 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
 def kernels_module(course, assignment, cells: list[str], cwd: Path) -> Path | None:
     """The assignment's module beside the kernel (``cwd``), where its cells import it by its own name
     (``from attention_basics import softmax``): what those imports gave the kernel, handed in with its
-    history so that they give the graded code the same (grader.inside.worker.exec_as_module). None where
+    history so that they give the graded code the same (grader.inside.importer.exec_as_module). None where
     no cell imports it, where there is none (a link is not followed), or where it is the reference's
     (an instructor's kernel in solutions/: no right implementation goes into a student's process)."""
     import ast

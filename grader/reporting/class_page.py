@@ -165,8 +165,8 @@ def _teach(misconceptions: list[dict]) -> str:
 
 def _pictures(misconceptions: list[dict]) -> str:
     """For each misconception with a figure: a typical student's output beside the right one, on the
-    lesson's data (grader/figures.py), each cell's number in ``data-value`` as in the JSON."""
-    from grader.figures import svg, valid_figure
+    lesson's data (grader/grading/pictures.py), each cell's number in ``data-value`` as in the JSON."""
+    from grader.reporting.figures import svg, valid_figure
 
     drawn = []
     for m in misconceptions:

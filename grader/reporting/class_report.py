@@ -28,7 +28,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.figures import valid_figure
+from grader.reporting.figures import valid_figure
 from grader.reporting.course_secret import SECRET_FILE, course_secret  # noqa: F401 - the report's secret
 from grader.reporting.formats import csv_text, markdown_text
 from grader.reporting.result_folder import never_ran, not_graded
@@ -250,7 +250,7 @@ def _misconceptions(named) -> list[dict]:
                                                           {"students": 0, "points_lost": 0.0})
                     where["students"] += 1
                     where["points_lost"] += lost
-                    if valid_figure(exercise.get("figure")):  # theirs beside the right one (grader/figures.py)
+                    if valid_figure(exercise.get("figure")):  # theirs beside the right one (grader/reporting/figures.py)
                         entry.setdefault("figures", []).append((student, assignment.get("id"), exercise))
     ranked = []
     for entry in found.values():

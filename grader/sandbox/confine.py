@@ -368,7 +368,7 @@ _SUBMISSIONS = itertools.count(1)  # submissions confined by this process, for t
 
 def blocked_paths(course: Course) -> tuple[str, ...]:
     """The real folders of the reference and the suites (also when reached through symbolic links).
-    A worker drops them from sys.path, and the folders that hold them too; see worker.lock_down."""
+    A worker drops them from sys.path, and the folders that hold them too; see importer.lock_down."""
     return tuple(os.path.realpath(folder) for folder in course.layout.reference_folders())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose
+from grader.authoring import CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose, shape_mismatch
 from lesson import mistaken
 
 
@@ -80,8 +80,8 @@ def sum_crash_explained(grade, name, x, dim, kwargs):
     ``dim`` (a 1-d vector): the sum is taken without keepdim=True, so that its shape no longer lines up
     with the exponentials along ``dim``. None for any other failure."""
     def explain(failure, out):
-        if not isinstance(failure, RaisedFailure) or x.dim() < 2 or "must match the size of tensor" not in \
-                failure.fault.message:  # a broadcast of the sums that failed, not any other raise (an in-place op)
+        if not isinstance(failure, RaisedFailure) or x.dim() < 2 or \
+                shape_mismatch(failure.fault.message, "broadcast") is None:  # a broadcast of the sums, not any raise
             return None
         d = dim % x.dim()
         one = x.movedim(d, -1)[(0,) * (x.dim() - 1)]  # one slice along dim, [n]

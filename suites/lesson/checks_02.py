@@ -106,14 +106,6 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
 
 
 # --- the modules: the right projections, from the weights both instances hold -------------------------
-def _linear(weights, name, x):
-    import torch
-
-    bias = weights.get(f"{name}.bias")
-    return torch.nn.functional.linear(x, weights[f"{name}.weight"].to(x.device),
-                                      None if bias is None else bias.to(x.device))
-
-
 def v1_roles(pair):
     """x -> the right {"query", "key", "value"} of a SelfAttention_v1 pair (x @ W)."""
     w = pair.weights
@@ -122,15 +114,15 @@ def v1_roles(pair):
 
 def linear_roles(pair):
     """x -> the right {"query", "key", "value"} of a SelfAttention_v2 pair (nn.Linear projections)."""
-    return lambda x: {role: _linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
+    return lambda x: {role: mistaken.linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
 
 
 def cross_roles(pair):
     """(x_q, x_kv) -> the right projections of a CrossAttention pair: the queries of x_q, the keys and
     values of x_kv."""
     w = pair.weights
-    return lambda x_q, x_kv: {"query": _linear(w, "W_query", x_q), "key": _linear(w, "W_key", x_kv),
-                              "value": _linear(w, "W_value", x_kv)}
+    return lambda x_q, x_kv: {"query": mistaken.linear(w, "W_query", x_q), "key": mistaken.linear(w, "W_key", x_kv),
+                              "value": mistaken.linear(w, "W_value", x_kv)}
 
 
 def projected(grade, project, *inputs) -> dict:
@@ -201,7 +193,7 @@ def weight_untransposed(grade, pair, failure, x):
     except (StudentFault, CheckFailed):
         return None
     wrong = _untransposed_attention(weights, probe)
-    right = right_attention(*(_linear(weights, f"W_{role}", probe) for role in mistaken.ROLES))
+    right = right_attention(*(mistaken.linear(weights, f"W_{role}", probe) for role in mistaken.ROLES))
     if not diagnose.matches(grade, out, wrong) or diagnose.matches(grade, out, right):
         return None
     return CheckFailed(f"{failure.message}\non a SelfAttention_v2({d_in}, {d_in}), where it runs, your forward gives "
@@ -235,7 +227,7 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
                     continue
                 wrong = [f"{mistaken._PLURAL[role]} from {source}" for role, source, right in
                          zip(mistaken.ROLES, chosen, ("x_q", "x_kv", "x_kv")) if source != right]
-                project = {role: _linear(pair.weights, f"W_{role}", sources[CROSS_SOURCES[source]].to(grade.device))
+                project = {role: mistaken.linear(pair.weights, f"W_{role}", sources[CROSS_SOURCES[source]].to(grade.device))
                            for role, source in zip(mistaken.ROLES, chosen)}
                 with torch.no_grad():
                     candidate = right_attention(*(project[r].detach().cpu() for r in mistaken.ROLES))

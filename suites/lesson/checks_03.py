@@ -13,7 +13,8 @@ import torch
 
 from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, name_mistake
 from lesson import every_call, mistaken
-from lesson.dropout import expect_dropout_on_weights, judged
+from lesson.mistaken import linear
+from lesson.dropout import expect_dropout_on_weights
 
 
 def future_mask(tokens):
@@ -278,12 +279,6 @@ UNBROADCAST = ("you combine the [T, T] causal mask and the [B, T] padding mask a
 
 
 # --- CausalAttention ----------------------------------------------------------------------------------
-def linear(weights, prefix, x):
-    """The linear layer ``prefix`` (e.g. "W_query") of a module pair's weights, applied to ``x`` (in the
-    weights' dtype, as the module would: another dtype raises as it does there)."""
-    return torch.nn.functional.linear(x, weights[f"{prefix}.weight"], weights.get(f"{prefix}.bias"))
-
-
 def projections(weights, x, prefix=""):
     """Queries, keys and values of ``x`` from the weights (``prefix``: "heads.0." for one head)."""
     x = x.detach().cpu()
@@ -393,32 +388,10 @@ def causal_right(pair, x):
     return mistaken.attend(q, k, v, scale=k.shape[-1] ** -0.5, hidden=future_mask(x.shape[1]))
 
 
-def eval_dropout_named(grade, pair, p, tokens, same, right):
-    """``same(x)``, the evaluation-mode check of a dropout case; an unnamed failure whose output is the
-    right one, ``right(x)`` (from the pair's weights), with weights dropped as training mode would drop
-    them is dropout-in-eval (lesson.dropout names it so live, where the reference is at hand)."""
-    def check(x):
-        try:
-            return same(x)
-        except CheckFailed as failure:
-            out = failure.out
-            if failure.misconceptions or not isinstance(out, torch.Tensor):
-                raise
-            plain = right(x).double()
-            if out.shape == plain.shape and \
-                    (out.detach().cpu().double() - plain).abs().max() > grade.tolerance(out).atol and \
-                    judged(plain, out, p, tokens, grade.tolerance(plain))[0] is None:
-                raise CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
-                                  f"mode only (self.training){grade.case()}", ("dropout-in-eval",)) from None
-            raise
-    return check
-
-
 def expect_causal_dropout(grade, pair, *, tokens, p, batch=2):
     """Dropout by its effect (lesson/dropout.py), the evaluation-mode output diagnosed as causal_same."""
     expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, batch=batch,
-                              eval_same=eval_dropout_named(grade, pair, p, tokens, lambda x: causal_same(grade, pair, x),
-                                                           lambda x: causal_right(pair, x)))
+                              eval_same=lambda x: causal_same(grade, pair, x), right=lambda x: causal_right(pair, x))
 
 
 def expect_eval_deterministic(grade, pair, x):

@@ -20,7 +20,8 @@ from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailu
 from lesson import mistaken
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
-from lesson.checks_03 import eval_dropout_named, linear, student_module
+from lesson.checks_03 import student_module
+from lesson.mistaken import linear
 
 WRAPPER, MHA, FUSED = "MultiHeadAttentionWrapper", "MultiHeadAttention", "FusedQKVAttention"
 
@@ -170,8 +171,8 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
     own CausalAttention makes just so, alone, is that exercise's (charged once, there)."""
     _, right, _ = DIAGNOSES[pair.name]
     try:
-        expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=eval_dropout_named(
-            grade, pair, p, tokens, lambda x: diagnosed_same(grade, pair, x), lambda x: right(pair)(plain(x), None)))
+        expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=lambda x: diagnosed_same(grade, pair, x),
+                                  right=lambda x: right(pair)(plain(x), None))
     except CheckFailed as failure:
         none = nothing_dropped(grade, pair, tokens, p) if "the weights kept are not scaled by" in failure.message \
             else None

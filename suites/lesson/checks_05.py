@@ -356,14 +356,9 @@ def plain_attention(q, k, v, causal, *, bottom_right=False):
     """Plain attention in float64 (``bottom_right``: the causal mask aligned to the bottom-right corner)."""
     import torch
 
-    q, k, v = q.double(), k.double(), v.double()
-    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
-    if causal:
-        tq, tk = scores.shape[-2], scores.shape[-1]
-        scores = scores.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq + 1 if bottom_right else 1),
-                                    float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-    return weights @ v
+    tq, tk = q.shape[-2], k.shape[-2]
+    future = torch.ones(tq, tk, dtype=torch.bool).triu(tk - tq + 1 if bottom_right else 1) if causal else None
+    return masked_attention(q, k, v, future)
 
 
 def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, rescale_acc=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
 from lesson import every_call, mistaken
-from lesson.dropout import expect_dropout_on_weights, judged
+from lesson.dropout import expect_dropout_on_weights
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
 
@@ -253,9 +253,7 @@ class Model:
         self.head_dim = self.d_out // self.num_heads
 
     def linear(self, name, x):
-        import torch.nn.functional as F
-
-        return F.linear(x.cpu(), self.weights[f"{name}.weight"], self.weights.get(f"{name}.bias"))
+        return mistaken.linear(self.weights, name, x.cpu())
 
     def keys_values(self, tokens):
         """[B, G, T, hd] keys and values of ``tokens`` [B, T, d_in]."""
@@ -293,12 +291,10 @@ def last_keys(model, x, start, size, kept, stale=None):
 def attend_masked(model, queries, keys, values, hidden, scale=None):
     """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
     removed, through out_proj."""
-    torch = _torch()
     scale = keys.shape[-1] ** -0.5 if scale is None else scale
-    scores = (queries @ keys.transpose(2, 3) * scale).masked_fill(hidden.cpu(), float("-inf"))  # [B, H, size, Tk]
-    weights = torch.softmax(scores, dim=-1)  # [B, H, size, Tk]
-    context = (weights @ values).transpose(1, 2).flatten(2)  # [B, size, d_out]
-    return model.linear("out_proj", context)
+    # a row with every key hidden is NaN, as torch.softmax gives it (a mistake's own rows, as the student's code)
+    context = mistaken.attend(queries, keys, values, scale=scale, hidden=hidden.cpu(), rows="nan")  # [B, H, size, hd]
+    return model.linear("out_proj", context.transpose(1, 2).flatten(2))  # [B, size, d_out] through out_proj
 
 
 def attention_of(model, prefix, size, *, q_start, k_start=None, window=None, tiled=False, scale=None):
@@ -989,25 +985,8 @@ def expect_dropout(grade, pair, tokens):
     draws, in any order (one call, one per head or group, SDPA's dropout_p), pass. An evaluation-mode
     output that is the right one with weights dropped is dropout-in-eval (judged against the lesson's
     attention on the weights both instances hold)."""
-    torch = _torch()
-
-    def eval_same(x):
-        try:
-            return uncached_same(grade, pair, x)
-        except CheckFailed as failure:
-            out = failure.out
-            if failure.misconceptions or not isinstance(out, torch.Tensor):
-                raise
-            with torch.no_grad():
-                plain = attention_of(Model(pair), x, x.shape[1], q_start=0, window=design(pair)[2]).double()
-            got = out.detach().cpu().double()
-            if got.shape == plain.shape and (got - plain).abs().max() > 0 and \
-                    judged(plain, got, 0.5, tokens, grade.tolerance(plain))[0] is None:
-                raise CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
-                                  f"mode only (self.training){grade.case()}", ("dropout-in-eval",)) from None
-            raise
-
-    expect_dropout_on_weights(grade, pair, tokens=tokens, p=0.5, eval_same=eval_same)
+    expect_dropout_on_weights(grade, pair, tokens=tokens, p=0.5, eval_same=lambda x: uncached_same(grade, pair, x),
+                              right=lambda x: attention_of(Model(pair), x, x.shape[1], q_start=0, window=design(pair)[2]))
 
 
 def expect_float64_cache(grade, pair, x, first, later):

@@ -50,12 +50,15 @@ def one_hot(batch: int, tokens: int, d_in: int, dtype):
     return x
 
 
-def expect_dropout_on_weights(grade, pair, *, tokens: int, p: float, batch: int = 2, eval_same=None):
+def expect_dropout_on_weights(grade, pair, *, tokens: int, p: float, batch: int = 2, eval_same=None,
+                              right=None):
     """The student's module in ``pair`` (made with dropout ``p``, value heads of ``2 * tokens`` features
     and ``d_in >= tokens``) drops its attention weights as the contract says. Its evaluation-mode
     output on the design must be right first, as ``eval_same(x)`` checks it (default ``pair.same``; a
     suite passes its own to name mistakes and forgive a faulty helper): a property earns points only
-    with a right answer, and a mistake of the weights is charged by the checks of the weights."""
+    with a right answer, and a mistake of the weights is charged by the checks of the weights. A
+    failure there that names nothing is dropout-in-eval where :func:`dropped_in_eval` says so, against
+    ``right(x)``, the right evaluation-mode output (default: the reference's, where it is at hand)."""
     import torch
 
     shapes = pair.parameter_shapes()
@@ -63,23 +66,39 @@ def expect_dropout_on_weights(grade, pair, *, tokens: int, p: float, batch: int 
     d_in = next(shape[1] for name, shape in shapes.items() if name.endswith("W_query.weight"))
     x = one_hot(batch, tokens, d_in, pair.dtype or torch.float32)
     pair.train(False)
+    if right is None and not grade.replaying:
+        right = pair.reference
     try:
         own = (eval_same or pair.same)(x)
     except CheckFailed as failure:
-        out = failure.out
-        if not failure.misconceptions and isinstance(out, torch.Tensor) and not grade.replaying:
-            plain = pair.reference(x).detach().cpu().double()
-            if out.shape == plain.shape and (out.detach().cpu().double() - plain).abs().max() > 0 and \
-                    judged(plain, out, p, tokens, grade.tolerance(plain))[0] is None:
-                raise CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
-                                  f"mode only (self.training){grade.case()}", ("dropout-in-eval",)) from None
-        raise
+        raise dropped_in_eval(grade, pair, failure, (lambda: right(x)) if right else None, p=p,
+                              tokens=tokens) from None
     own = own.detach().cpu().double()
     trained = pair.train(True).call(x, seed=grade.seed).out
     problem, misconceptions = judged(own, trained, p, tokens, grade.tolerance(own.to(pair.dtype or torch.float32)))
     if problem:
         raise CheckFailed(f"{pair.what} in training mode (dropout {p}), on one-hot inputs whose output shows the "
                           f"attention weights: {problem}{grade.case()}", misconceptions)
+
+
+def dropped_in_eval(grade, pair, failure, right, *, p: float, tokens: int):
+    """``failure``, an evaluation-mode check's on the design, or in its place a failure naming
+    dropout-in-eval where ``failure`` names nothing and its output is the right one, ``right()``, with
+    attention weights dropped as training mode drops them (the one test of dropout in evaluation mode,
+    for every class with dropout). ``right`` None: ``failure`` as it is."""
+    import torch
+
+    out = failure.out
+    if right is None or failure.misconceptions or not isinstance(out, torch.Tensor):
+        return failure
+    with torch.no_grad():
+        plain = right().detach().cpu().double()
+    got = out.detach().cpu().double()
+    if got.shape == plain.shape and (got - plain).abs().max() > 0 and \
+            judged(plain, got, p, tokens, grade.tolerance(plain))[0] is None:
+        return CheckFailed(f"{pair.what} in eval mode drops attention weights: dropout must act in training "
+                           f"mode only (self.training){grade.case()}", ("dropout-in-eval",))
+    return failure
 
 
 def judged(own, trained, p: float, tokens: int, tol) -> tuple[str | None, tuple[str, ...]]:

@@ -143,6 +143,17 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
 HIDDEN_ROWS = ("zero", "nan", "uniform")  # see attend's ``rows``
 
 
+def linear(weights, name, x):
+    """The linear layer ``name`` (e.g. "W_query", "heads.0.W_key") of a module pair's ``weights``
+    ({parameter name: tensor}) applied to ``x``, on x's device and in the weights' dtype, as the module
+    computes it (another dtype raises as it does there)."""
+    import torch
+
+    bias = weights.get(f"{name}.bias")
+    return torch.nn.functional.linear(x, weights[f"{name}.weight"].to(x.device),
+                                      None if bias is None else bias.to(x.device))
+
+
 def _joint_dims(rank: int) -> list[tuple]:
     """The sets of two or more of the scores' ``rank`` dimensions a softmax may wrongly normalise together
     (the batch and the queries flattened, the queries and the keys, everything)."""

@@ -163,7 +163,7 @@ def _course_with(tmp_path, toml: str | None):
     if toml is not None:
         (tmp_path / "words.toml").write_text(toml)
         text = text.replace('misconceptions = "suites/lesson/misconceptions.toml"', 'misconceptions = "words.toml"')
-    (tmp_path / "course.toml").write_text(text)
+    (tmp_path / "course.toml").write_text(text.replace('figures = "suites/lesson/figures.py"', ""))
     return tmp_path
 
 

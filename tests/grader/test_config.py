@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def with_misconceptions(tmp_path):
     """The course's misconceptions file, where course.toml names it, beside a copy of course.toml."""
     (tmp_path / "suites" / "lesson").mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", tmp_path / "suites" / "lesson")
+    for name in ("misconceptions.toml", "figures.py"):
+        shutil.copy(ROOT / "suites" / "lesson" / name, tmp_path / "suites" / "lesson")
     return tmp_path
 
 
@@ -42,8 +43,8 @@ def test_configuration_is_frozen(course):
 
 
 @pytest.mark.parametrize("old,new,expected", [
-    ("exercise_timeout_s = 10.0", "exercise_timout_s = 10.0", ":10: limits.exercise_timout_s: unknown key"),
-    ("memory_mb = 6144", 'memory_mb = "lots"', ":12: limits.memory_mb: must be an integer, not a string"),
+    ("exercise_timeout_s = 10.0", "exercise_timout_s = 10.0", ":11: limits.exercise_timout_s: unknown key"),
+    ("memory_mb = 6144", 'memory_mb = "lots"', ":13: limits.memory_mb: must be an integer, not a string"),
     ("SelfAttention_v2 = 15", 'SelfAttention_v2 = "x"', "assignments.1.points.SelfAttention_v2: must be a positive"),
     ('module = "self_attention.py"', 'module = "self_attention.txt"', "assignments.1.module: must be a file name"),
     ("[tolerances.float16]", "[tolerances.float8]", "tolerances.float8: unknown key"),

@@ -176,6 +176,26 @@ def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(co
     assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
+INFERENCE_MODE = {  # red team round 11 (issue 44): (exercise, what the same computation earns written plainly)
+    "softmax_cross_entropy_inference.py": ("softmax", 0.0),  # 25/25; under no_grad, _log_softmax seen: 0
+    "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36),  # 40/40; a two-pass softmax 36.36
+    "flash_in_python_floats_inference.py": ("flash_attention", 38.0),  # 58/60; its reads counted: 38
+}
+
+
+@pytest.mark.parametrize("name", INFERENCE_MODE)
+def test_work_under_inference_mode_is_not_observed_and_its_calls_are_refused(course, grader, tmp_path, name):
+    """Torch's inference mode lets an operator reach the worker's watching whole, its insides unseen. A file
+    that names it is not observed (its watching checks earn nothing, saying so), and a watched call that
+    touches an inference tensor is refused, saying why: the exercise earns no more than its computation
+    written plainly."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / name, None)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    target, plainly = INFERENCE_MODE[name]
+    assert exercise.name == target and exercise.score <= plainly, (exercise.score, exercise.feedback)
+    assert "inference_mode" in exercise.feedback or "inference tensors" in exercise.feedback, exercise.feedback
+
+
 SNEAKY_WINDOW = """import torch
 
 

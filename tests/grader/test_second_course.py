@@ -1,6 +1,6 @@
 """Issue 48: the grader knows grading, the course knows attention. A second course (tests/second_course/:
 layer norm and GELU, its own course.toml, solutions, hidden and public suites, two misconceptions of its
-own, a forbidden call each) is graded by the same grader: its solutions to full marks, its stubs to 0, its
+own, a forbidden call each, figures) is graded by the same grader: its solutions to full marks, its stubs to 0, its
 mistakes named with its ids; `grade check`, `grade release` and `grade autograde` work in it; and nothing
 under grader/ names it."""
 import json
@@ -93,6 +93,23 @@ def test_its_mistakes_are_named_with_its_ids(second, second_grader, tmp_path, mi
     if misconception != "forbidden-op" and misconception != "not-vectorised":  # its own words reach the feedback
         assert second.catalogue[misconception].explanation in named.feedback
     assert all(e.status == "passed" for e in result.exercises if e.name != exercise)
+
+
+def test_a_wrong_exercise_is_drawn_from_the_course_s_own_figures(second, second_grader, tmp_path):
+    """Its figures are its own (suites/figures.py, named by its course.toml): a layer_norm with the unbiased
+    variance is drawn on its four tokens beside the right output; the right gelu draws nothing."""
+    from grader.grading.pictures import course_pictures
+    from grader.reporting.figures import valid_figure
+
+    assert set(course_pictures(second)) == {("01_normalisation", "layer_norm"), ("01_normalisation", "gelu")}
+    exercise, right, wrong = MISTAKES["variance-unbiased"]
+    result = graded(second, second_grader, submission(tmp_path, MODULE.read_text().replace(right, wrong, 1)))
+    named = {e.name: e for e in result.exercises}
+    figure = named["layer_norm"].figure
+    assert valid_figure(figure) and figure["title"].startswith("layer_norm(x, weight=ones(6)")
+    assert figure["row_labels"] == [f"token {i}" for i in range(4)] and len(figure["col_labels"]) == 6
+    assert all(any(row) for row in figure["differs"][:2])  # every token off by sqrt(5/6), the constant one aside
+    assert named["gelu"].status == "passed" and named["gelu"].figure is None
 
 
 @pytest.mark.slow  # three commands, each a grader of its own

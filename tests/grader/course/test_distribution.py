@@ -133,7 +133,7 @@ def test_nothing_of_the_solutions_or_the_hidden_suites_is_shipped(course, distri
 def test_the_recording_is_plain_data_for_the_public_checks_only(distribution):
     data = torch.load(distribution / "suites" / "public" / "reference.pt", weights_only=True)
     assert data["seed"] == PUBLIC_SEED and len(data["events"]) > 100
-    # the public checks' events, and the picture cases on the lesson's own data (grader/figures.py)
+    # the public checks' events, and the picture cases on the lesson's own data (grader/grading/pictures.py)
     assert all(key.startswith(("public/test_", "picture:")) for key in data["events"])
     assert any(key.startswith("public/test_") for key in data["events"])
 

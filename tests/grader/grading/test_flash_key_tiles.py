@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.inside.worker import make_tracer
+from grader.inside.tracer import make_tracer
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))

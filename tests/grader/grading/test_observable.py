@@ -369,6 +369,24 @@ ROUTES = {
                 case type(_disabled_torch_function_impl=impl):
                     return impl(torch.softmax, (), (x, dim))
         """,
+    # round 11: under inference_mode (and on the tensors made there) an operator torch would split reaches the
+    # watching whole: cross_entropy's _log_softmax, layer_norm's sums, item's reads were never seen
+    "torch.inference_mode around the work": """
+        def softmax(x, dim=-1):
+            with torch.inference_mode():
+                return torch.nn.functional.cross_entropy(x, x.argmax(dim), reduction="none")
+        """,
+    "torch.inference_mode as a decorator": """
+        @torch.inference_mode()
+        def softmax(x, dim=-1):
+            return torch.softmax(x, dim)
+        """,
+    "torch.inference_mode under another name": """
+        from torch import inference_mode as quiet
+        def softmax(x, dim=-1):
+            with quiet(True):
+                return torch.softmax(x, dim)
+        """,
 }
 
 

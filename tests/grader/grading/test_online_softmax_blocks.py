@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.grading.fixture import StudentFault, reply_of
-from grader.inside.worker import make_tracer
+from grader.inside.tracer import make_tracer
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))

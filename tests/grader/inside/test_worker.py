@@ -1,8 +1,8 @@
-"""The worker's tracer (grader/inside/worker.py), which sees forbidden functions while the code runs."""
+"""The worker's tracer (grader/inside/tracer.py), which sees forbidden functions while the code runs."""
 import pytest
 import torch
 
-from grader.inside.worker import ForbiddenOperation, make_tracer
+from grader.inside.tracer import ForbiddenOperation, make_tracer
 
 
 def test_a_forbidden_function_is_seen_each_time_it_is_called():
@@ -108,3 +108,24 @@ def test_a_fused_kernel_reduces_over_its_keys_in_its_own_layout():
         assert rule((q, k, k), {}, None) == 64, name
     rule = rule_of(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
     assert rule((q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2)), {}, None) == 64
+
+
+@pytest.mark.parametrize("measure", [True, False])
+def test_an_inference_tensor_in_a_watched_call_is_work_the_tracer_did_not_see_whole(measure):
+    """Red team round 11 (issue 44): under torch.inference_mode, and on any tensor made there after the mode
+    is off, cross_entropy reaches the dispatcher as one operator (its _log_softmax never seen) and .item()
+    as item (no _local_scalar_dense counted). A watched call that touches such a tensor is refused
+    (worker.Elsewhere); the same work on ordinary tensors is seen in its parts."""
+    from grader.inside.tracer import INFERENCE_TENSORS
+
+    x = torch.randn(4, 6)
+    with torch.inference_mode():
+        made = x.clone()  # an inference tensor, used below with the mode off
+    tracer = make_tracer(frozenset({"_log_softmax"}), measure=measure)
+    with tracer:
+        torch.nn.functional.cross_entropy(made, made.argmax(-1), reduction="none")
+    assert tracer.elsewhere == INFERENCE_TENSORS and tracer.forbidden == []
+    plain = make_tracer(frozenset({"_log_softmax"}), measure=measure)
+    with pytest.raises(ForbiddenOperation), plain:
+        torch.nn.functional.cross_entropy(x, x.argmax(-1), reduction="none")
+    assert plain.elsewhere is None and plain.forbidden == ["_log_softmax"]

@@ -340,7 +340,8 @@ def _course(root: Path, results: list[dict]) -> Path:
     (root / "grades").mkdir(parents=True)
     shutil.copy(ROOT / "course.toml", root)
     (root / "suites" / "lesson").mkdir(parents=True)
-    shutil.copy(ROOT / "suites" / "lesson" / "misconceptions.toml", root / "suites" / "lesson")
+    for name in ("misconceptions.toml", "figures.py"):
+        shutil.copy(ROOT / "suites" / "lesson" / name, root / "suites" / "lesson")
     texts = {f"r{index}": json.dumps(data) for index, data in enumerate(results)}
     for stem, text in texts.items():
         (root / "grades" / f"{stem}.json").write_text(text)
@@ -515,11 +516,10 @@ def _class_with_figures():
     import torch
 
     from grader.config import load_course
-    from grader.figures import CASES, figure_of, lesson_data
+    from grader.grading.pictures import course_pictures, figure_of
 
-    lesson = lesson_data(load_course(ROOT))
-    case = CASES[("02_self_attention", "attention_weights")]
-    queries, keys = case.inputs(lesson)
+    case = course_pictures(load_course(ROOT))[("02_self_attention", "attention_weights")]
+    queries, keys = case.inputs()
     scores = queries @ keys.T
     right = torch.softmax(scores / 2 ** 0.5, dim=-1)
     drawn = {"alice": torch.softmax(scores / 2 ** 0.5, dim=0), "bob": torch.softmax(scores / 2 ** 0.5, dim=0),
@@ -529,7 +529,7 @@ def _class_with_figures():
                         ("dave", "softmax-wrong-dim")):
         data = _result(name, [("attention_weights", 5, 20, "failed", [named])], "02_self_attention")
         if name in drawn:
-            data["assignments"][0]["exercises"][0]["figure"] = figure_of(case, lesson, drawn[name], right,
+            data["assignments"][0]["exercises"][0]["figure"] = figure_of(case, drawn[name], right,
                                                                          rtol=1e-4, atol=1e-5)
         results.append(data)
     return results

@@ -10,7 +10,7 @@ import warnings
 import pytest
 from test_class_report import _course  # a course folder holding a results folder, as autograde leaves it
 
-from grader.figures import non_finite_note, png, svg, valid_figure
+from grader.reporting.figures import non_finite_note, png, svg, valid_figure
 
 HUGE = 1.7e308
 

@@ -289,7 +289,7 @@ def test_a_not_implemented_error_raised_by_torch_is_an_error_not_a_stub(tight, t
 
 
 def test_a_virtualenv_inside_the_course_stays_importable_but_the_reference_does_not(tmp_path):
-    from grader.inside.worker import _reaches
+    from grader.inside.importer import _reaches
 
     (tmp_path / "solutions").mkdir()
     (tmp_path / "suites").mkdir()
@@ -368,9 +368,9 @@ def attention_scores(inputs):
                 if str(getattr(type(o), "__module__", "")).startswith(("multiprocessing", "_multiprocessing"))
                 and type(o).__name__ in kinds]
     loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
-    assert not channels and loaded == ["grader.inside", "grader.inside.notebook_source", "grader.inside.operators",
-                                      "grader.inside.protocol", "grader.inside.stand_in", "grader.inside.syscalls",
-                                      "grader.inside.worker"], \
+    assert not channels and loaded == ["grader.inside", "grader.inside.importer", "grader.inside.notebook_source",
+                                      "grader.inside.operators", "grader.inside.protocol", "grader.inside.stand_in",
+                                      "grader.inside.syscalls", "grader.inside.tracer", "grader.inside.worker"], \
         (channels[:5], loaded)
     return inputs @ inputs.transpose(-2, -1)
 """)

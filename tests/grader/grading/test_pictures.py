@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import figures
-from grader.figures import CASES, figure_of, lesson_data, png, svg, valid_figure
+from grader.grading import pictures
+from grader.grading.pictures import course_pictures, figure_of
+from grader.reporting.figures import png, svg, valid_figure
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORDS = ["Your", "journey", "starts", "with", "one", "step"]
 
 # the three mistakes the issue names: (assignment, module, right text, wrong text, exercise, misconception)
@@ -76,7 +77,9 @@ def test_the_three_mistakes_each_get_their_figure_and_nothing_else_does(wrong_re
 
 
 def lesson_data_words():
-    return [list(row) for row in lesson_data_course().JOURNEY]
+    from lesson import JOURNEY
+
+    return [list(row) for row in JOURNEY]
 
 
 def test_the_json_result_holds_the_figure_as_plain_numbers(wrong_result):
@@ -90,8 +93,8 @@ def test_a_right_submission_draws_nothing_and_runs_no_picture_case(course, grade
     from grader.submission import resolve_submission
 
     calls = []
-    original = figures._picture
-    monkeypatch.setattr(figures, "_picture", lambda *a, **k: calls.append(a[1:3]) or original(*a, **k))
+    original = pictures._picture
+    monkeypatch.setattr(pictures, "_picture", lambda *a, **k: calls.append(a[1:3]) or original(*a, **k))
     result = grader.grade(resolve_submission(ROOT / "solutions", course), course.select(PICTURED), seed=5)
     assert result.full_marks and calls == []
     assert all("figure" not in e for a in result.to_json()["assignments"] for e in a["exercises"])
@@ -106,7 +109,7 @@ def test_the_public_recording_holds_the_picture_cases_and_a_distribution_draws_f
     assignment = course.assignment("03_causal_attention")
     recording, _ = record_public_suites(course, (assignment,))
     assert {k for k in recording.events if k.startswith("picture:")} == {
-        figures._key(a, e, n) for (a, e), case in CASES.items() if a == assignment.id
+        pictures._key(a, e, n) for (a, e), case in pictured().items() if a == assignment.id
         for n, _ in enumerate(case.each())}
     assert "picture:03_causal_attention:CausalAttention" in recording.events
     recording.save(tmp_path / "reference.pt")
@@ -118,31 +121,32 @@ def test_the_public_recording_holds_the_picture_cases_and_a_distribution_draws_f
 
 
 def test_a_figure_is_bounded_rounded_and_says_nothing_of_a_right_or_misshapen_output():
-    lesson = lesson_data_course()
-    case = CASES[("03_causal_attention", "apply_causal_mask")]
-    right = lesson.journey_scores().masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), float("-inf"))
-    assert figure_of(case, lesson, right.clone(), right, rtol=1e-4, atol=1e-5) is None  # right: no figure
-    assert figure_of(case, lesson, right[:5], right, rtol=1e-4, atol=1e-5) is None  # another shape
-    assert figure_of(case, lesson, "a string", right, rtol=1e-4, atol=1e-5) is None
+    from lesson import journey_scores
+
+    case = pictured()[("03_causal_attention", "apply_causal_mask")]
+    right = journey_scores().masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), float("-inf"))
+    assert figure_of(case, right.clone(), right, rtol=1e-4, atol=1e-5) is None  # right: no figure
+    assert figure_of(case, right[:5], right, rtol=1e-4, atol=1e-5) is None  # another shape
+    assert figure_of(case, "a string", right, rtol=1e-4, atol=1e-5) is None
     theirs = right.clone()
     theirs[0, 1], theirs[2, 2] = float("nan"), float("inf")
-    figure = figure_of(case, lesson, theirs, right, rtol=1e-4, atol=1e-5)
+    figure = figure_of(case, theirs, right, rtol=1e-4, atol=1e-5)
     assert figure["theirs"][0][1] == "nan" and figure["theirs"][2][2] == "inf" and figure["right"][0][5] == "-inf"
     assert sum(map(sum, figure["differs"])) == 2 and valid_figure(figure)
     assert json.loads(json.dumps(figure, allow_nan=False)) == figure
     assert all(isinstance(v, str) or round(v, 4) == v for row in figure["right"] for v in row)
-    big = figures.Case("big", lambda lesson: (), lambda lesson: [str(i) for i in range(40)],
-                       lambda lesson: [str(i) for i in range(40)])
-    cut = figure_of(big, lesson, torch.zeros(40, 40), torch.ones(40, 40), rtol=0, atol=0)
+    big = pictures.Picture("big", lambda: (), lambda: [str(i) for i in range(40)], lambda: [str(i) for i in range(40)])
+    cut = figure_of(big, torch.zeros(40, 40), torch.ones(40, 40), rtol=0, atol=0)
     assert len(cut["theirs"]) == 16 and len(cut["right"][0]) == 16 and len(cut["row_labels"]) == 16
     assert not valid_figure({**figure, "theirs": figure["theirs"][:3]})
     assert not valid_figure({**figure, "right": [[float("nan")] * 6] * 6})
 
 
-def lesson_data_course():
+def pictured():
+    """The course's pictures (course.toml's [course] figures: suites/lesson/figures.py)."""
     from grader.config import load_course
 
-    return lesson_data(load_course(ROOT))
+    return course_pictures(load_course(ROOT))
 
 
 def test_png_and_svg_draw_both_matrices_labelled(wrong_result):
@@ -189,11 +193,13 @@ def test_grade_check_figures_writes_a_png_for_each_wrong_pictured_exercise_only(
 
 
 def test_the_picture_cases_ship_to_students_without_a_line_of_a_solution(course):
-    """grader/figures.py goes into the student distribution: its inputs may not be built with solution code."""
+    """The course's pictures (suites/lesson/figures.py) and the grader's code that runs them go into the student
+    distribution: their inputs may not be built with solution code."""
     from grader.course.leaks import solution_lines
 
     lines = solution_lines(course)
-    assert [line for line in Path(figures.__file__).read_text().splitlines() if line.strip() in lines] == []
+    for path in (ROOT / course.figures_file, Path(pictures.__file__)):
+        assert [line for line in path.read_text().splitlines() if line.strip() in lines] == [], path
 
 
 # --- issue 46: pictures where the code is wrong ------------------------------------------------------
@@ -229,7 +235,7 @@ def _one_wrong(folder: Path, source: Path, right: str, wrong: str) -> Path:
 def test_grade_check_figures_draws_a_wrong_attention_weights_on_a_case_where_it_fails(course, grader, tmp_path,
                                                                                        mistake):
     """An inverted mask is right where nothing is hidden: it is drawn on the lesson's data with 02's mask."""
-    from grader.figures import write_pngs
+    from grader.reporting.figures import write_pngs
     from grader.submission import resolve_submission
 
     folder = _one_wrong(tmp_path / "assignments", SELF_ATTENTION, *WRONG_WEIGHTS[mistake])
@@ -326,7 +332,7 @@ def test_each_picture_title_calls_with_the_lesson_notebooks_own_names():
     import ast
     import json
 
-    for (aid, exercise), first in CASES.items():
+    for (aid, exercise), first in pictured().items():
         defined = set()
         for notebook in (ROOT / "solutions" / aid).glob("*.ipynb"):
             for cell in json.loads(notebook.read_text())["cells"]:

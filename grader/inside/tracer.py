@@ -1,0 +1,148 @@
+"""What a worker observes of a graded call: the torch functions and the aten operators it reaches,
+through a torch function mode and a dispatch mode entered for the call (the operators' rules, sizes
+and widths are grader/inside/operators.py). Runs in the worker, and in the grading process to count
+the reference's operations (grader/grading/operation_count.py)."""
+from __future__ import annotations
+
+from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, _tensors, op_name
+
+
+# what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
+# operator torch would split into smaller ones (layer_norm, cross_entropy, item) reaches the dispatcher whole,
+# its insides unseen, and a tensor made there keeps that when the mode is off
+INFERENCE_TENSORS = "operations on inference tensors (made under torch.inference_mode), which the grader sees only whole"
+
+
+class ForbiddenOperation(Exception):
+    def __init__(self, name):
+        super().__init__(f"{name} may not be used in this exercise")
+        self.name = name
+
+
+class Tracer:
+    """Observes a graded call at two levels. Torch functions (``torch.softmax``, ``F.scaled_dot_product_attention``)
+    are seen before they decompose; aten operators are seen as the dispatcher runs them, whatever called
+    them: ``torch.ops.aten.*`` with any overload, TorchScript and traced functions, ``torch.compile``.
+    Counts and the largest result come from the dispatcher; a forbidden name at either level stops the call.
+    A measure also keeps the widest reduction: the most entries one operator combined into one entry of
+    its result (see :func:`rule_of`), and that operator's name."""
+
+    def __init__(self, forbidden: frozenset[str], measure: bool = True):
+        functions, operators = _mode_classes()
+        self.forbidden_names = forbidden
+        self.count = 0
+        self.names: dict[str, int] = {}
+        self.forbidden: list[str] = []
+        self.max_numel = 0
+        self.max_operand = 0  # with measure: the most entries one operator read from one of its tensors
+        self.measure = measure
+        self.widest = 0
+        self.widest_op = ""
+        self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
+        self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
+        # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
+        # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
+        # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
+        self.modes = (functions(self), operators(self)) if forbidden else (operators(self),) if measure else ()
+
+    def refuse(self, bare: str) -> None:
+        if bare in self.forbidden_names:
+            if bare not in self.forbidden:
+                self.forbidden.append(bare)
+            raise ForbiddenOperation(bare)
+
+    def __enter__(self):
+        for mode in self.modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
+        return False
+
+
+_MODES: tuple = ()
+
+
+def _mode_classes() -> tuple:
+    """The two torch modes a Tracer enters, made once per process."""
+    global _MODES
+    if _MODES:
+        return _MODES
+    import torch
+    from torch.overrides import TorchFunctionMode, resolve_name
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    names: dict = {}  # id(torch function) -> (it, its bare name): resolve_name costs a warnings filter a call
+    operators: dict = {}  # id(operator) -> (it, its name, its rule_of): its packet's name costs a property a call
+
+    class Functions(TorchFunctionMode):
+        def __init__(self, tracer: Tracer):
+            super().__init__()
+            self.tracer = tracer
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            known = names.get(id(func))  # by identity: no object of the student's can pose as another
+            if known is not None and known[0] is func:
+                bare = known[1]
+            else:
+                bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
+                names[id(func)] = (func, bare)  # the function is kept: its id is never reused
+            self.tracer.refuse(bare)
+            return func(*args, **(kwargs or {}))
+
+    class Operators(TorchDispatchMode):
+        def __init__(self, tracer: Tracer):
+            super().__init__()
+            self.tracer = tracer
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            tracer = self.tracer
+            known = operators.get(id(func))
+            if known is None or known[0] is not func:
+                known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
+            _, name, rule = known
+            tracer.refuse(name)
+            tracer.count += 1
+            tracer.names[name] = tracer.names.get(name, 0) + 1
+            result = func(*args, **(kwargs or {}))
+            for item in result if isinstance(result, (tuple, list)) else (result,):
+                if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
+                    tracer.max_numel = item.numel()
+            tensors = list(_tensors(args))  # its operands, a list's included: read once
+            if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
+                tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
+            if tracer.measure:
+                tracer.max_operand = max([tracer.max_operand, *(t.numel() for t in tensors)])
+                width = 0
+                if rule is not None:
+                    try:
+                        width = rule(args, kwargs or {}, result)
+                    except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
+                        width = _at_widest(args, kwargs or {}, result)
+                if name.endswith("_") and args and _overlapping(args[0]):
+                    width = max(width, args[0].numel())
+                if width and _complex(tensors):
+                    width *= 2
+                if width > tracer.widest:
+                    tracer.widest, tracer.widest_op = width, name
+            return result
+
+    _MODES = (Functions, uncompiled(Operators))
+    return _MODES
+
+
+def uncompiled(mode_class):
+    """``mode_class`` (a TorchDispatchMode) with its ``__torch_dispatch__`` called as it is: torch wraps it
+    to keep torch.compile out of it, importing torch._dynamo (a second and a half, and memory) at its first
+    call; neither the worker (see switch_off_compilers) nor the grader's counting of the reference
+    (grader.grading.operation_count) compiles anything."""
+    raw = getattr(mode_class.__torch_dispatch__, "__wrapped__", None)
+    if raw is not None:
+        setattr(raw, "__dynamo_disable", raw)
+    return mode_class
+
+
+def make_tracer(forbidden: frozenset[str], measure: bool = True) -> Tracer:
+    return Tracer(forbidden, measure)
