@@ -61,7 +61,7 @@ GENERIC = (
         "forbidden-op",
         "Your code calls a library function this exercise asks you to write yourself.",
         "Write it from torch's basic operations: the exercise's docstring lists what is not allowed.",
-        "return torch.softmax(x, dim=dim)"),
+        "return torch.nn.functional.softplus(x)  # in an exercise that asks you to write softplus"),
 )
 
 _FIELDS = ("explanation", "hint", "example")

@@ -32,7 +32,7 @@ class _Group(click.Group):
               help="The course folder (with course.toml). Default: found from the current folder upwards.")
 @click.pass_context
 def cli(ctx, course_dir):
-    """Grade attention-mechanism exercises in PyTorch against the reference, with feedback."""
+    """Grade PyTorch exercises against the reference, with feedback that names the mistake."""
     ctx.obj = course_dir
 
 
@@ -49,8 +49,8 @@ def cli(ctx, course_dir):
 @click.option("--watch", "watching", is_flag=True,
               help="Grade again on every save of the submission's files, from a grader kept warm (Ctrl-C stops).")
 @click.option("--figures", type=click.Path(path_type=Path, file_okay=False),
-              help="Also write, as ASSIGNMENT-EXERCISE.png in this folder, each wrong exercise's attention weights "
-                   "(or mask, or context) beside the right ones on the lesson's data.")
+              help="Also write, as ASSIGNMENT-EXERCISE.png in this folder, each wrong pictured exercise's output "
+                   "beside the right one on the lesson's data (course.toml's [course] figures).")
 @click.pass_obj
 def check(course_dir, assignments, submission, fmt, output, device, seed, debug, watching, figures):
     """Grade one submission (default: assignments/). Exit 0 for full marks, 1 otherwise."""

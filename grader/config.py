@@ -356,8 +356,9 @@ class _Parser:
 
     def forbidden(self, table: dict, key: str, index: int, exercises: set[str]) -> tuple:
         """``[assignments.forbidden]``: exercise -> the library calls it may not make, each a word
-        grader.inside.forbidden knows (``"F.softmax"``, ``"F.scaled_dot_product_attention"``, ...)."""
-        from grader.inside.forbidden import OPERATIONS_OF
+        grader.inside.forbidden knows (``"F.softmax"``, ``"nn.MultiheadAttention"``, ...) or a torch
+        function's dotted name (``"F.rms_norm"``, ``"torch.cumsum"``)."""
+        from grader.inside.forbidden import OPERATIONS_OF, operations_of
 
         result = []
         for exercise, calls in table.items():
@@ -366,10 +367,11 @@ class _Parser:
                 self.fail(dotted, "not an exercise of this assignment's points", index)
             if not isinstance(calls, list) or not all(isinstance(call, str) for call in calls):
                 self.fail(dotted, f"must be an array of strings, not {_kind(calls)}", index)
-            unknown = [call for call in calls if call not in OPERATIONS_OF]
+            unknown = [call for call in calls if operations_of(call) is None]
             if unknown:
-                self.fail(dotted, f"{unknown[0]!r} is not a call the grader can forbid (it knows: "
-                          f"{', '.join(OPERATIONS_OF)})", index)
+                self.fail(dotted, f"{unknown[0]!r} is not a call the grader can forbid (a torch function by its "
+                          f"dotted name, such as F.rms_norm or torch.cumsum, or one of: {', '.join(OPERATIONS_OF)})",
+                          index)
             result.append((exercise, tuple(calls)))
         return tuple(result)
 

@@ -66,10 +66,12 @@ class Layout:
     def pytest_ini(self) -> Path:
         return self.suites / "pytest.ini"
 
-    @property
-    def lesson(self) -> Path:
-        """The suites' shared package: the lesson's data and the known mistakes they name."""
-        return self.suites / "lesson"
+    def shared_with_the_suites(self) -> list[Path]:
+        """What suites/ holds beside its hidden and public suites, all of which goes to students: pytest.ini,
+        and the helpers both suites import, under the course's own names (this course's ``lesson``
+        package: the lesson's data, its known mistakes, the checks both suites share)."""
+        return sorted(p for p in self.suites.iterdir() if p.name not in (*SUITE_KINDS, "__pycache__")
+                      and not p.name.startswith(".") and not p.name.endswith(".pyc"))
 
     @property
     def recording(self) -> Path:

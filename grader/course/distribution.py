@@ -221,10 +221,12 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
     shutil.copytree(Path(__file__).resolve().parents[1], build / "grader", ignore=ignore)
     ours, theirs = course.layout, Layout(build)
     theirs.suite_folder("public").mkdir(parents=True)
-    shutil.copy(ours.pytest_ini, theirs.pytest_ini)
     shutil.copy(ours.suite_folder("public") / "__init__.py", theirs.suite_folder("public") / "__init__.py")
-    if ours.lesson.is_dir():  # the lesson's data and known mistakes, which the public suites import
-        shutil.copytree(ours.lesson, theirs.lesson, ignore=shutil.ignore_patterns(*_JUNK))
+    for shared in ours.shared_with_the_suites():  # pytest.ini, the helpers the public suites import (any name)
+        if shared.is_dir():
+            shutil.copytree(shared, theirs.suites / shared.name, ignore=ignore)
+        else:
+            shutil.copy(shared, theirs.suites / shared.name)
     for assignment in assignments:
         shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")

@@ -13,7 +13,10 @@ them: jupyter/nbgrader#917, #1363), and the tracebacks that would quote them.
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -88,12 +91,35 @@ def generate_release_notebooks(course: Course, assignments: tuple[Assignment, ..
     """
     from nbgrader.apps import NbGraderAPI
 
-    with tempfile.TemporaryDirectory(prefix="grade-nbgrader-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="grade-nbgrader-") as scratch, interpreter_scripts_on_path():
         config = nbgrader_config(course, release_directory=str(release_root), db_path=Path(scratch) / "gradebook.db")
         api = NbGraderAPI(config=config)
         for assignment in assignments:
             result = api.generate_assignment(assignment.id, force=True, create=True)
             if not result.get("success"):
-                detail = (result.get("error") or result.get("log") or "").strip().splitlines()
                 raise GraderError(f"nbgrader could not generate {assignment.id}: "
-                                  f"{detail[-1] if detail else 'no message'}")
+                                  f"{_cause(result.get('error') or result.get('log') or '')}")
+
+
+def _cause(log: str) -> str:
+    """What went wrong, from nbgrader's log: its last error line that is not "see the above traceback"."""
+    lines = [line.strip() for line in log.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if ("Error" in line or "error" in line) and "above traceback" not in line]
+    return (errors or lines or ["no message"])[-1]
+
+
+@contextlib.contextmanager
+def interpreter_scripts_on_path():
+    """The running interpreter's scripts folder (a virtual environment's bin/) first on PATH while nbgrader
+    works: it runs ``alembic`` by name to set up its gradebook, and a grader started as
+    ``.venv/bin/grade`` without the environment activated would otherwise find none."""
+    scripts = str(Path(sys.executable).parent)
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = os.pathsep.join([scripts, *([before] if before else [])])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before

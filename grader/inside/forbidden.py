@@ -5,9 +5,15 @@ that names none forbids nothing, whatever the reference happens to call.
 A contract word stands for the torch functions and aten operators it reaches, by bare name (see
 grader.inside.operators.op_name): ``F.softmax`` is seen as ``softmax`` before it decomposes and as ``_softmax``
 or ``_safe_softmax`` at the dispatcher, so no spelling of it (``Tensor.softmax``, ``F.softmin``,
-``torch.ops.aten._softmax``) gets through.
+``torch.ops.aten._softmax``) gets through. Any other torch function is forbidden by its dotted name
+(``F.rms_norm``, ``torch.cumsum``, ``torch.special.erf``, ``Tensor.logsumexp``): its bare name is refused
+as a torch function (whichever spelling reaches it: ``torch.nn.functional.rms_norm``, ``nn.RMSNorm``'s
+forward) and as an aten operator, with the operator's underscored twin (``_rms_norm``). A module class
+(``nn.RMSNorm``) is forbidden through the function its forward calls, or by a word of the table below.
 """
 from __future__ import annotations
+
+import re
 
 _SOFTMAX = ("softmax", "_softmax", "_safe_softmax")
 _LOG_SOFTMAX = ("log_softmax", "_log_softmax")
@@ -27,10 +33,24 @@ OPERATIONS_OF = {
     "F.gelu": ("gelu",), "nn.GELU": ("gelu",),
 }
 
+# a torch function by its dotted name: the namespaces an observed file may call from (grader/grading/observable.py)
+_FUNCTION = re.compile(r"(?:F|torch|torch\.nn\.functional|torch\.special|torch\.linalg|torch\.fft|Tensor|torch\.Tensor)"
+                       r"\.([a-z][a-z0-9_]*)")
+
+
+def operations_of(call: str) -> tuple[str, ...] | None:
+    """The bare operation names ``call`` (a word of course.toml's ``[assignments.forbidden]``) stands for;
+    None for a word that is neither in the table nor a torch function's dotted name."""
+    if call in OPERATIONS_OF:
+        return OPERATIONS_OF[call]
+    found = _FUNCTION.fullmatch(call)
+    return (found[1], "_" + found[1]) if found else None
+
+
 def forbidden_operations(calls: tuple[str, ...]) -> tuple[str, ...]:
     """The bare operation names the worker refuses for ``calls`` (an exercise's ``[assignments.forbidden]``
     words in course.toml; empty: nothing is forbidden)."""
     names: list[str] = []
     for call in calls:
-        names += [op for op in OPERATIONS_OF[call] if op not in names]
+        names += [op for op in operations_of(call) or () if op not in names]
     return tuple(names)

@@ -53,7 +53,7 @@ def test_a_user_mistake_is_one_line_and_exit_2(args, message):
 def test_a_broken_course_toml_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "course.toml").write_text((ROOT / "course.toml").read_text().replace("memory_mb", "memroy_mb"))
     result = grade("--course", str(tmp_path), "list")
-    assert result.returncode == 2 and "memroy_mb: unknown key" in result.stderr and "course.toml:12" in result.stderr
+    assert result.returncode == 2 and "memroy_mb: unknown key" in result.stderr and "course.toml:13" in result.stderr
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a GPU")

@@ -30,9 +30,9 @@ MISTAKES = {  # misconception -> (exercise, the reference's line, the mistaken l
 }
 
 
-def grade_cli(*args, cwd):
+def grade_cli(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "COLUMNS": "120", "PYTHONPATH": str(ROOT)})
+                          timeout=600, env={**(env or os.environ), "COLUMNS": "120", "PYTHONPATH": str(ROOT)})
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +112,23 @@ def test_a_wrong_exercise_is_drawn_from_the_course_s_own_figures(second, second_
     assert named["gelu"].status == "passed" and named["gelu"].figure is None
 
 
+def test_everything_in_its_suites_folder_but_the_hidden_suites_goes_to_students(tmp_path):
+    """A newcomer's helpers under a name of their own (suites/rmsplus/) were left out of the distribution,
+    which shipped only suites/lesson: what the public suites may import is whatever suites/ holds beside
+    hidden/ and public/, under any name."""
+    from grader.layout import Layout
+
+    suites = tmp_path / "suites"
+    for folder in ("hidden", "public", "rmsplus", "__pycache__", ".pytest_cache"):
+        (suites / folder).mkdir(parents=True)
+    for name in ("pytest.ini", "figures.py", "misconceptions.toml", ".DS_Store"):
+        (suites / name).write_text("")
+    shared = [p.name for p in Layout(tmp_path).shared_with_the_suites()]
+    assert shared == ["figures.py", "misconceptions.toml", "pytest.ini", "rmsplus"]
+    assert [p.name for p in Layout(SECOND).shared_with_the_suites()] == ["figures.py", "misconceptions.toml",
+                                                                          "pytest.ini"]
+
+
 @pytest.mark.slow  # three commands, each a grader of its own
 def test_grade_check_release_and_autograde_work_in_it(tmp_path):
     course = tmp_path / "course"
@@ -119,7 +136,8 @@ def test_grade_check_release_and_autograde_work_in_it(tmp_path):
     checked = grade_cli("check", "--submission", "solutions", "--format", "json", "--seed", "5", cwd=course)
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["score"] == 100
-    released = grade_cli("release", cwd=course)
+    unactivated = {**os.environ, "PATH": "/usr/bin:/bin"}  # .venv/bin/grade without the environment activated
+    released = grade_cli("release", cwd=course, env=unactivated)
     assert released.returncode == 0, released.stderr
     stub = (course / "assignments" / "01_normalisation" / "normalisation.py").read_text()
     assert "NotImplementedError" in stub and "torch.erf" not in stub

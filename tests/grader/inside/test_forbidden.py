@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader.config import load_course
 from grader.errors import ConfigError
@@ -65,10 +66,32 @@ def test_each_forbidden_call_is_refused_at_the_function_and_at_the_dispatcher():
     assert all(OPERATIONS_OF[call] for a in COURSE.assignments for _, calls in a.forbidden for call in calls)
 
 
+def test_any_torch_function_is_forbidden_by_its_dotted_name_at_both_levels():
+    """A course of its own forbids what its exercises would shortcut (a newcomer's RMSNorm course: F.rms_norm,
+    F.softplus) without a word in the grader: the bare name at the function level, whichever spelling or
+    module reaches it, and the operator (and its underscored twin) at the dispatcher."""
+    from grader.inside.forbidden import forbidden_operations, operations_of
+    from grader.inside.tracer import ForbiddenOperation, make_tracer
+
+    assert operations_of("F.rms_norm") == ("rms_norm", "_rms_norm") == operations_of("torch.nn.functional.rms_norm")
+    assert operations_of("Tensor.logsumexp") == ("logsumexp", "_logsumexp") and operations_of("numpy.exp") is None
+    x = torch.randn(3, 8)
+    for spelled in (lambda: torch.nn.functional.rms_norm(x, (8,)), lambda: torch.nn.RMSNorm(8)(x),
+                    lambda: torch.nn.functional.softplus(x), lambda: torch.nn.Softplus()(x)):
+        tracer = make_tracer(frozenset(forbidden_operations(("F.rms_norm", "F.softplus"))))
+        with pytest.raises(ForbiddenOperation), tracer:
+            spelled()
+    allowed = make_tracer(frozenset(forbidden_operations(("F.rms_norm",))))
+    with allowed:
+        (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)).sum()
+    assert allowed.forbidden == []
+
+
 @pytest.mark.parametrize("table,said", [
     ('[assignments.forbidden]\nsoftmax = ["torch.softmax"]\nnot_an_exercise = ["F.softmax"]\n',
      "not_an_exercise: not an exercise of this assignment's points"),
-    ('[assignments.forbidden]\nsoftmax = ["torch.argmax"]\n', "'torch.argmax' is not a call the grader can forbid"),
+    ('[assignments.forbidden]\nsoftmax = ["numpy.exp"]\n', "'numpy.exp' is not a call the grader can forbid"),
+    ('[assignments.forbidden]\nsoftmax = ["nn.RMSNorm"]\n', "'nn.RMSNorm' is not a call the grader can forbid"),
     ('[assignments.forbidden]\nsoftmax = "F.softmax"\n', "must be an array of strings"),
 ])
 def test_a_forbidden_table_the_grader_cannot_enforce_is_refused_naming_the_key(tmp_path, table, said):
