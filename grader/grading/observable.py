@@ -132,6 +132,11 @@ ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "u
                     # and the public ways to a frame, whose globals and builtins hold every name of the process
                     | {"gi_frame", "cr_frame", "ag_frame", "gi_code", "cr_code", "ag_code", "tb_frame", "tb_next",
                        "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "co_consts"})
+# methods that run a backward pass, or Python code during one: its hooks run inside a torch function's handling,
+# where the watching of torch functions is off (red team round 12: F.scaled_dot_product_attention in a tensor
+# hook, fired by a backward inside the graded call, was seen by neither watch)
+BACKWARD = frozenset({"backward", "register_hook", "register_post_accumulate_grad_hook", "register_backward_hook",
+                      "register_full_backward_hook", "register_full_backward_pre_hook"})
 # classes a student's class may derive from (besides its own classes and torch's nn.Module family)
 BASES = frozenset({"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NamedTuple", "Enum", "ABC"})
 
@@ -660,6 +665,9 @@ class _Reader:
             raise _Found(node, f".{attr} (a private name)")
         if attr in ESCAPES:
             raise _Found(node, f".{attr}(), which takes values where the grader cannot watch them")
+        if attr in BACKWARD:
+            raise _Found(node, f".{attr}, a backward pass inside your code, whose hooks run where the grader "
+                               "cannot watch them")
 
     def _value(self, node, path: str, obj) -> None:
         """A module is only ever the start of a dotted name read here: kept in a variable or passed on

@@ -11,6 +11,10 @@ from grader.inside.operators import _at_widest, _complex, _operator_facts, _over
 # operator torch would split into smaller ones (layer_norm, cross_entropy, item) reaches the dispatcher whole,
 # its insides unseen, and a tensor made there keeps that when the mode is off
 INFERENCE_TENSORS = "operations on inference tensors (made under torch.inference_mode), which the grader sees only whole"
+# a backward pass run inside a watched call: its hooks run within Tensor.backward's handling, where torch has
+# switched the watching of torch functions off (red team round 12: a forbidden call in a tensor hook)
+BACKWARD_PASS = "a backward pass (Tensor.backward), whose hooks the grader cannot watch"
+_BACKWARDS = frozenset({"backward", "grad"})  # Tensor.backward, torch.autograd.backward, torch.autograd.grad
 
 
 class ForbiddenOperation(Exception):
@@ -90,6 +94,8 @@ def _mode_classes() -> tuple:
                 bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
                 names[id(func)] = (func, bare)  # the function is kept: its id is never reused
             self.tracer.refuse(bare)
+            if bare in _BACKWARDS and self.tracer.elsewhere is None:
+                self.tracer.elsewhere = BACKWARD_PASS  # the call is refused (worker.Elsewhere)
             return func(*args, **(kwargs or {}))
 
     class Operators(TorchDispatchMode):

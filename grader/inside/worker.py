@@ -49,7 +49,7 @@ class Elsewhere(Exception):
     def __init__(self, where: str):
         super().__init__(f"your code ran {where} during a graded call; the grader must see every operation, so "
                          "a graded call must compute in the thread that called it, on ordinary tensors (no threads, "
-                         "thread pools, processes or torch.inference_mode)")
+                         "thread pools, processes, backward passes or torch.inference_mode)")
 
 
 def watch_threads() -> None:

@@ -176,24 +176,26 @@ def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(co
     assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
-INFERENCE_MODE = {  # red team round 11 (issue 44): (exercise, what the same computation earns written plainly)
-    "softmax_cross_entropy_inference.py": ("softmax", 0.0),  # 25/25; under no_grad, _log_softmax seen: 0
-    "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36),  # 40/40; a two-pass softmax 36.36
-    "flash_in_python_floats_inference.py": ("flash_attention", 38.0),  # 58/60; its reads counted: 38
+UNWATCHED = {  # red team rounds 11 and 12 (issue 44): (exercise, what the computation earns written plainly, said)
+    "softmax_cross_entropy_inference.py": ("softmax", 0.0, "inference"),  # 25/25; under no_grad _log_softmax: 0
+    "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36, "inference"),  # 40/40; two-pass 36.36
+    "flash_in_python_floats_inference.py": ("flash_attention", 38.0, "inference"),  # 58/60; reads counted: 38
+    "sdpa_in_a_backward_hook.py": ("scaled_dot_product_attention", 0.0, "backward"),  # 15/15; called directly 0
 }
 
 
-@pytest.mark.parametrize("name", INFERENCE_MODE)
-def test_work_under_inference_mode_is_not_observed_and_its_calls_are_refused(course, grader, tmp_path, name):
-    """Torch's inference mode lets an operator reach the worker's watching whole, its insides unseen. A file
-    that names it is not observed (its watching checks earn nothing, saying so), and a watched call that
-    touches an inference tensor is refused, saying why: the exercise earns no more than its computation
-    written plainly."""
+@pytest.mark.parametrize("name", UNWATCHED)
+def test_work_where_the_watching_is_off_is_not_observed_and_its_calls_are_refused(course, grader, tmp_path, name):
+    """Torch's inference mode lets an operator reach the worker's watching whole, its insides unseen; a hook
+    fired by a backward inside the call runs where the watching of torch functions is off. A file that
+    names either is not observed (its watching checks earn nothing, saying so), and a watched call that
+    touches an inference tensor or runs a backward pass is refused, saying why: the exercise earns no more
+    than its computation written plainly."""
     entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / name, None)
     exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
-    target, plainly = INFERENCE_MODE[name]
+    target, plainly, said = UNWATCHED[name]
     assert exercise.name == target and exercise.score <= plainly, (exercise.score, exercise.feedback)
-    assert "inference_mode" in exercise.feedback or "inference tensors" in exercise.feedback, exercise.feedback
+    assert said in exercise.feedback, exercise.feedback
 
 
 SNEAKY_WINDOW = """import torch

@@ -381,6 +381,23 @@ ROUTES = {
         def softmax(x, dim=-1):
             return torch.softmax(x, dim)
         """,
+    # round 12: a hook fired by a backward inside the call runs within Tensor.backward's handling, where torch
+    # has switched the watching of torch functions off
+    "a forbidden call in a tensor hook": """
+        def softmax(x, dim=-1):
+            box = {}
+            trigger = torch.zeros(1, requires_grad=True)
+            trigger.register_hook(lambda g: box.setdefault("out", torch.softmax(x, dim)) and g)
+            with torch.enable_grad():
+                (trigger * 1.0).sum().backward()
+            return box["out"]
+        """,
+    "a backward pass alone": """
+        def softmax(x, dim=-1):
+            w = x.detach().requires_grad_()
+            torch.logsumexp(w, dim).sum().backward()
+            return w.grad
+        """,
     "torch.inference_mode under another name": """
         from torch import inference_mode as quiet
         def softmax(x, dim=-1):
