@@ -128,7 +128,8 @@ def name_pattern(data: dict, name: str) -> re.Pattern | None:
     collided with another's (``bob.zip``, ``bob``), and the raw forms of a cleaned name (``jo~x`` for
     ``jo_x``, ``caf\\xe9`` for ``caf_xe9``). It stands where no letter, digit, "." or "-" is before
     it and no letter, digit or "-" after it: ``jo.zip``, ``/tmp/…/jo/``, ``jo_week1.ipynb`` hide
-    ``jo``; ``john``, ``1.0`` (a student named ``0``) and ``softmax-wrong-dim`` keep theirs."""
+    ``jo``; ``john``, ``1.0`` (a student named ``0``) and ``not-vectorised`` (a student named ``not``)
+    keep theirs."""
     found = data.get("name_collision") if isinstance(data.get("name_collision"), dict) else {}
     forms = {name, str(found.get("name") or ""), str(found.get("raw") or "")}
     forms = sorted((form for form in forms if form.strip()), key=len, reverse=True)  # the longest first
