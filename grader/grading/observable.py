@@ -123,8 +123,10 @@ OWNERS = ("self", "cls")
 # builtins that look a name up, allowed with a public name written in the file (see _named_plainly)
 BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
 # dunder names a submission may use: defining the usual protocol methods, reading a name or a docstring
-DUNDER_DEFS = frozenset({"__init__", "__call__", "__repr__", "__str__", "__len__", "__iter__", "__getitem__",
-                         "__contains__", "__post_init__", "__eq__", "__hash__", "__enter__", "__exit__", "__bool__"})
+# (not the protocol methods torch's own Python code calls on an argument, __eq__, __hash__, __bool__, __len__,
+# __iter__, __getitem__, __contains__, __repr__, __str__: they run inside a torch function's handling, where the
+# watching of torch functions is off; red team round 13 ran a forbidden call in each of four)
+DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__enter__", "__exit__"})
 DUNDER_READS = frozenset({"__init__", "__name__", "__doc__", "__qualname__", "__file__"})
 # methods of a tensor that hand its values to code the grader cannot watch (or make a tensor subclass)
 ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "untyped_storage", "apply_", "map_",
@@ -578,7 +580,8 @@ class _Reader:
                 self._attribute_name(node, attr)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) in self.running:
             if node.name.startswith("__") and node.name.endswith("__") and node.name not in DUNDER_DEFS:
-                raise _Found(node, f"a method named {node.name}")
+                raise _Found(node, f"a method named {node.name}, which torch's own code may call where the grader "
+                                   "cannot watch it")
         elif isinstance(node, ast.ClassDef) and id(node) in self.used_classes:
             self._class(node)
         elif isinstance(node, ast.Call) and (looked_up := _format_looks_up(node)):

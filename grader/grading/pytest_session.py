@@ -219,8 +219,11 @@ class GradingSession:
         self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
         self.choices = {a: choice for a, notebook in copy.overlays.items()
                         if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
-        for assignment_id in copy.sources:  # read now, before any worker runs a line of it (issue 44)
-            self.unobserved(assignment_id)
+        # each graded assignment read now, before any worker runs a line of it (issue 44); another of the
+        # submission's when a check first reaches for it (student()), before its own worker starts
+        for assignment_id in copy.sources:
+            if assignment_id in self.assignments:
+                self.unobserved(assignment_id)
 
     def unobserved(self, assignment_id: str) -> str | None:
         """Why the grader cannot trust what it watches of this assignment's computation, in one line, or
@@ -279,6 +282,8 @@ class GradingSession:
         """The handle on one assignment of the submission: one graded in this run, or another that a
         check reaches for to name a root cause there (a class that stacks the student's earlier one)."""
         if assignment_id not in self.students:
+            if assignment_id in self.copy.sources:
+                self.unobserved(assignment_id)
             assignment = self.assignments.get(assignment_id) or self.course.assignment(assignment_id)
             self.students[assignment_id] = Student(self, assignment)
         return self.students[assignment_id]
@@ -502,18 +507,25 @@ def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str
 
 
 def _with_right_helpers(failure: Exception, helpers: list[str]) -> Exception:
-    """``failure`` of a check run with right versions of the student's ``helpers``, saying so. What the
-    student's code raised in that run is said by its kind only: its text could carry what the stand-ins
-    answered out of the verification (red team round 9); the first run, without them, showed it whole."""
+    """``failure`` of a check run with right versions of the student's ``helpers``, saying so in the
+    suites' words only: the mistake it names and that mistake's explanation (chosen among the suite's own
+    candidates), nothing of what the student's code gave in that run (its output's values or shape, what
+    it raised, its exception's name, all the student's to choose), any of which could carry what the
+    stand-ins answered out of the verification (red team rounds 9 and 14: an exception class named after
+    the answers, an empty output whose shape spelled them). The first run, without the stand-ins, showed
+    its failure whole."""
     which = " and ".join(helpers)
-    prefix = f"with a right {which} in place of yours (fix yours too), this exercise is still wrong: "
-    if isinstance(failure, StudentFault) and failure.kind == "error":
-        failure.message = f"your code raised {failure.exception or 'an exception'} (run it with your own {which} " \
-                          "fixed to see where)"
-    failure.message = prefix + failure.message
+    unexplained = getattr(failure, "unexplained", None)
+    named = isinstance(failure, CheckFailed) and isinstance(unexplained, str) and \
+        failure.message.startswith(unexplained + "; ")
+    explanation = failure.message[len(unexplained) + 2:] if named else ""
+    failure.message = (f"with a right {which} in place of yours (fix yours too), this exercise is still wrong"
+                       + (f": {explanation}" if explanation else f" (run it with your own {which} fixed to see where)"))
     failure.args = (failure.message,)
+    if isinstance(failure, StudentFault):
+        failure.exception = None
     if hasattr(failure, "unexplained"):
-        failure.unexplained = prefix + str(failure.unexplained)
+        failure.unexplained = failure.message
     return failure
 
 

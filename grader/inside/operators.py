@@ -428,8 +428,10 @@ SPECIAL = {
     "put": _scattered(1, False, ("accumulate",)),
     "_embedding_bag": _scattered(1, False), "_embedding_bag_forward_only": _scattered(1, False),
     "embedding_bag": _scattered(1, False),
-    **dict.fromkeys(("nonzero", "nonzero_numpy", "argwhere", "masked_select", "index", "repeat_interleave"),
-                    _sized_by_data),
+    # (and masked_scatter, which places each value by a running count of the mask over the whole tensor; red
+    # team round 13 ranked every entry of a row so, measured as combining nothing)
+    **dict.fromkeys(("nonzero", "nonzero_numpy", "nonzero_static", "argwhere", "masked_select", "masked_scatter",
+                     "index", "repeat_interleave"), _sized_by_data),
     **dict.fromkeys(("histc", "bincount", "histogram", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors"),
                     _counted),
     "renorm": _renormed,

@@ -164,6 +164,20 @@ def test_what_a_stand_in_answers_never_outlives_its_verification_nor_reaches_the
     assert exercises["MultiHeadAttentionWithSWA"].score < exercises["MultiHeadAttentionWithSWA"].max_score
 
 
+@pytest.mark.parametrize("name,secret", [("stand_in_answers_as_a_class_name.py", "LEAK_"),
+                                         ("stand_in_answers_as_a_shape.py", "14438")])
+def test_a_verification_run_s_failure_says_nothing_the_student_s_code_chose(course, grader, tmp_path, name, secret):
+    """Red team round 14 (issue 44): in the run with a right softmax standing in, simple_self_attention asked it
+    a call of its own and carried the answer out in what the feedback said of the failure: an exception class
+    named after it, an empty output's shape. The failure of that run is said in the suites' words only (the
+    mistake named, if any): no exception name, shape or value of the student's."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / name, None)
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    said = "\n".join(e.feedback for e in assignment.exercises) + json.dumps(assignment.to_json())
+    assert secret not in said and "0p1443" not in said and "57197" not in said, said[:2000]
+    assert exercise.score < exercise.max_score and "with a right softmax in place of yours" in exercise.feedback
+
+
 def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(course, grader, tmp_path):
     """Red team round 9 (issue 44): GroupedQueryAttention keeping every head's keys and values in a pool
     allocated and written at import, just as large as the hidden memory case needs, grew in no reading
@@ -176,11 +190,14 @@ def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(co
     assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
-UNWATCHED = {  # red team rounds 11 and 12 (issue 44): (exercise, what the computation earns written plainly, said)
+UNWATCHED = {  # red team rounds 11 to 13 (issue 44): (exercise, what the computation earns written plainly, said)
     "softmax_cross_entropy_inference.py": ("softmax", 0.0, "inference"),  # 25/25; under no_grad _log_softmax: 0
     "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36, "inference"),  # 40/40; two-pass 36.36
     "flash_in_python_floats_inference.py": ("flash_attention", 38.0, "inference"),  # 58/60; reads counted: 38
-    "sdpa_in_a_backward_hook.py": ("scaled_dot_product_attention", 0.0, "backward"),  # 15/15; called directly 0
+    # 15/15, called directly 0; refused at the dispatcher since round 13 (its math path), before the backward is
+    "sdpa_in_a_backward_hook.py": ("scaled_dot_product_attention", 0.0, "backward|_safe_softmax"),
+    "sdpa_in_an_iter_torch_calls.py": ("scaled_dot_product_attention", 0.0, "_safe_softmax"),  # round 13: 15/15
+    "online_softmax_masked_scatter_rank.py": ("online_softmax", 36.36, "masked_scatter"),  # round 13: 40/40
 }
 
 
@@ -195,7 +212,7 @@ def test_work_where_the_watching_is_off_is_not_observed_and_its_calls_are_refuse
     exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
     target, plainly, said = UNWATCHED[name]
     assert exercise.name == target and exercise.score <= plainly, (exercise.score, exercise.feedback)
-    assert said in exercise.feedback, exercise.feedback
+    assert any(word in exercise.feedback for word in said.split("|")), exercise.feedback
 
 
 SNEAKY_WINDOW = """import torch

@@ -398,6 +398,44 @@ ROUTES = {
             torch.logsumexp(w, dim).sum().backward()
             return w.grad
         """,
+    # round 13: torch's own Python code calls an argument's protocol methods inside a torch function's handling,
+    # where the watching of torch functions is off: a forbidden call in each ran unseen
+    "an __eq__ that torch's __contains__ calls": """
+        class Probe:
+            def __eq__(self, other):
+                return torch.softmax(other, -1)
+        def softmax(x, dim=-1):
+            return Probe() in x
+        """,
+    "an __iter__ that F.unfold's _pair calls": """
+        class Kernel:
+            def __iter__(self):
+                yield from (1, 1)
+        def softmax(x, dim=-1):
+            return torch.nn.functional.unfold(x, Kernel())
+        """,
+    "a __bool__ that unflatten tests": """
+        class Sizes(tuple):
+            def __bool__(self):
+                return True
+        def softmax(x, dim=-1):
+            return x.unflatten(-1, Sizes((2, 3)))
+        """,
+    "a __contains__ that deepcopy's memo calls": """
+        import copy
+        class Memo(dict):
+            def __contains__(self, key):
+                return False
+        def softmax(x, dim=-1):
+            return copy.deepcopy(x, Memo())
+        """,
+    "a __repr__ that an error message formats": """
+        class Size:
+            def __repr__(self):
+                return "2"
+        def softmax(x, dim=-1):
+            return x.reshape(Size())
+        """,
     "torch.inference_mode under another name": """
         from torch import inference_mode as quiet
         def softmax(x, dim=-1):

@@ -84,6 +84,11 @@ FULL_ROW = {  # each reduces a whole row of 64 at once, by some path or other
     "solve_triangular": lambda: torch.linalg.solve_triangular(torch.ones(64, 64).tril(), X.exp().T, upper=False),
     "sdpa": lambda: F.scaled_dot_product_attention(torch.ones(2, 1, 1), X[..., None], torch.eye(64).expand(2, 64, 64),
                                                    scale=1.0),
+    # red team round 13: every entry ranked by masked_scatter's running count over the whole mask, the first
+    # winner picked by nonzero_static (both measured as combining nothing)
+    "masked_scatter's running count": lambda: torch.zeros(128, dtype=torch.long).masked_scatter(
+        (X > 0).reshape(-1), torch.arange(1, 129)),
+    "nonzero_static": lambda: torch.nonzero_static(X[0] > 0, size=4),
     "autograd's sum": lambda: torch.autograd.grad(X.exp() * (w := torch.ones(2, 1, requires_grad=True)), w,
                                                   torch.ones(2, 64)),
 }

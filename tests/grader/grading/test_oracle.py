@@ -21,16 +21,17 @@ def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(c
     """Issue 43: a wrong attention_weights, and a scaled_dot_product_attention that, once a stand-in is in
     place (the grader verifying "right, given your attention_weights"), searches its process (gc, frames,
     sys.modules, its own module) for code it did not bring and reports it in its feedback. Its raise costs
-    the exercise its points, and since red team round 9 a verification run's raise is said by its kind
-    alone, so that no report of what it found (nor any answer it was given) reaches the feedback (what the
-    search found, while it could say it: grader/inside's own code, no right helper's, session 5's notes)."""
+    the exercise its points, and since red team round 9 a verification run's raise is not said (round 14:
+    not even its exception's name, which the code chooses), so that no report of what it found (nor any
+    answer it was given) reaches the feedback (what the search found, while it could say it: grader/inside's
+    own code, no right helper's, session 5's notes)."""
     path = tmp_path / "answer_hunter.py"
     path.write_text(HUNTER)
     entry = corpus._entry(path, None)
     exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
     assert "HUNT" not in exercise.feedback, exercise.feedback[:800]
     assert "with a right attention_weights in place of yours" in exercise.feedback
-    assert "your code raised ValueError" in exercise.feedback
+    assert "ValueError" not in exercise.feedback and "fixed to see where" in exercise.feedback
     assert exercise.score < exercise.max_score / 2
 
 

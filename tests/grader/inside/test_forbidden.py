@@ -66,6 +66,30 @@ def test_each_forbidden_call_is_refused_at_the_function_and_at_the_dispatcher():
     assert all(OPERATIONS_OF[call] for a in COURSE.assignments for _, calls in a.forbidden for call in calls)
 
 
+def test_sdpa_s_math_path_is_refused_at_the_dispatcher_where_the_function_level_watch_is_off():
+    """Red team round 13: torch's own Python code calls an argument's __eq__, __iter__, __bool__ or
+    __contains__ inside a torch function's handling, where the function-level watching is off; SDPA called
+    there on 3-d inputs took its math path, which reaches the dispatcher as matmul and _safe_softmax. The
+    forbidden SDPA is refused there too (and such methods make a file not observed: test_observable)."""
+    import numbers
+
+    from grader.inside.tracer import ForbiddenOperation, make_tracer
+
+    q = torch.randn(2, 4, 6)
+    ran = []
+
+    class Probe:
+        def __eq__(self, other):
+            ran.append(torch.nn.functional.scaled_dot_product_attention(q, q, q))
+            return False
+
+    numbers.Number.register(Probe)  # Tensor.__contains__ compares a Number with every entry
+    tracer = make_tracer(frozenset(forbidden_of("scaled_dot_product_attention")), measure=False)
+    with pytest.raises(ForbiddenOperation), tracer:
+        Probe() in q
+    assert tracer.forbidden == ["_safe_softmax"] and not ran
+
+
 def test_any_torch_function_is_forbidden_by_its_dotted_name_at_both_levels():
     """A course of its own forbids what its exercises would shortcut (a newcomer's RMSNorm course: F.rms_norm,
     F.softplus) without a word in the grader: the bare name at the function level, whichever spelling or

@@ -133,17 +133,18 @@ def test_an_inference_tensor_in_a_watched_call_is_work_the_tracer_did_not_see_wh
 
 def test_a_backward_pass_in_a_watched_call_is_work_the_tracer_did_not_see():
     """Red team round 12 (issue 44): a tensor hook runs within Tensor.backward's handling, where torch has
-    switched the function-level watching off: F.scaled_dot_product_attention called there went unseen. A
+    switched the function-level watching off: F.scaled_dot_product_attention called there went unseen (a
+    function whose operators are all allowed, as F.rms_norm's, is seen by its name only). A
     watched call that runs a backward pass is refused (worker.Elsewhere); the grader's own backward, after the
     call, is outside the watching."""
     from grader.inside.forbidden import forbidden_operations
     from grader.inside.tracer import BACKWARD_PASS
 
-    q = torch.randn(2, 4, 6)  # not 4-d: the library's math path, _safe_softmax and bmm at the dispatcher
+    x = torch.randn(3, 8)  # F.rms_norm reaches the dispatcher as pow, mean, rsqrt and mul: seen by name only
     seen = []
     trigger = torch.zeros(1, requires_grad=True)
-    trigger.register_hook(lambda g: seen.append(torch.nn.functional.scaled_dot_product_attention(q, q, q)) or g)
-    tracer = make_tracer(frozenset(forbidden_operations(("F.scaled_dot_product_attention",))))
+    trigger.register_hook(lambda g: seen.append(torch.nn.functional.rms_norm(x, (8,))) or g)
+    tracer = make_tracer(frozenset(forbidden_operations(("F.rms_norm",))))
     with tracer:
         (trigger * 1.0).sum().backward()
     assert seen and tracer.forbidden == [] and tracer.elsewhere == BACKWARD_PASS
