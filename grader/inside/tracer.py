@@ -4,6 +4,8 @@ and widths are grader/inside/operators.py). Runs in the worker, and in the gradi
 the reference's operations (grader/grading/operation_count.py)."""
 from __future__ import annotations
 
+import sys
+
 from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, _tensors, op_name
 
 
@@ -15,6 +17,11 @@ INFERENCE_TENSORS = "operations on inference tensors (made under torch.inference
 # switched the watching of torch functions off (red team round 12: a forbidden call in a tensor hook)
 BACKWARD_PASS = "a backward pass (Tensor.backward), whose hooks the grader cannot watch"
 _BACKWARDS = frozenset({"backward", "grad"})  # Tensor.backward, torch.autograd.backward, torch.autograd.grad
+# the student's own code run by torch while it handles a torch function, where torch has switched the watching of
+# torch functions off (red team round 15: a defaultdict's factory, called by copy.deepcopy's memo inside
+# Tensor.__deepcopy__, ran F.multi_head_attention_forward unseen)
+CALLED_BACK = "code of yours that torch called back while it ran {} (a factory, a key, a memo's method), where " \
+              "the grader's watching of torch functions is off"
 
 
 class ForbiddenOperation(Exception):
@@ -44,6 +51,10 @@ class Tracer:
         self.widest_op = ""
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
         self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
+        # filename -> whether it is the student's code (set by the worker): the student's code is watched for
+        # while torch handles a torch function (CALLED_BACK); None: not watched for
+        self.students = None
+        self.handling = ""  # the torch function being handled, while the student's code is watched for
         # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
         # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
         # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
@@ -93,10 +104,18 @@ def _mode_classes() -> tuple:
             else:
                 bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
                 names[id(func)] = (func, bare)  # the function is kept: its id is never reused
-            self.tracer.refuse(bare)
-            if bare in _BACKWARDS and self.tracer.elsewhere is None:
-                self.tracer.elsewhere = BACKWARD_PASS  # the call is refused (worker.Elsewhere)
-            return func(*args, **(kwargs or {}))
+            tracer = self.tracer
+            tracer.refuse(bare)
+            if bare in _BACKWARDS and tracer.elsewhere is None:
+                tracer.elsewhere = BACKWARD_PASS  # the call is refused (worker.Elsewhere)
+            if tracer.students is None or sys.getprofile() is not None:
+                return func(*args, **(kwargs or {}))
+            tracer.handling = bare
+            sys.setprofile(_called_back(tracer))  # the student's code run from inside func is seen
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                sys.setprofile(None)
 
     class Operators(TorchDispatchMode):
         def __init__(self, tracer: Tracer):
@@ -137,6 +156,28 @@ def _mode_classes() -> tuple:
 
     _MODES = (Functions, uncompiled(Operators))
     return _MODES
+
+
+def _called_back(tracer: Tracer):
+    """A profile function noting, in ``tracer``, the first call into the student's code (``tracer.students``
+    of its file) while a torch function is handled; one per tracer, its answers per code object kept."""
+    watch = getattr(tracer, "_watch", None)
+    if watch is not None:
+        return watch
+    theirs: dict = {}
+
+    def watch(frame, event, arg):
+        if event != "call" or tracer.elsewhere is not None:
+            return
+        code = frame.f_code
+        known = theirs.get(code)
+        if known is None:
+            known = theirs[code] = bool(tracer.students(code.co_filename))
+        if known:
+            tracer.elsewhere = CALLED_BACK.format(tracer.handling)
+
+    tracer._watch = watch
+    return watch
 
 
 def uncompiled(mode_class):

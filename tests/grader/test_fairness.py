@@ -190,7 +190,7 @@ def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(co
     assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
-UNWATCHED = {  # red team rounds 11 to 13 (issue 44): (exercise, what the computation earns written plainly, said)
+UNWATCHED = {  # red team rounds 11 to 15 (issue 44): (exercise, what the computation earns written plainly, said)
     "softmax_cross_entropy_inference.py": ("softmax", 0.0, "inference"),  # 25/25; under no_grad _log_softmax: 0
     "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36, "inference"),  # 40/40; two-pass 36.36
     "flash_in_python_floats_inference.py": ("flash_attention", 38.0, "inference"),  # 58/60; reads counted: 38
@@ -198,6 +198,7 @@ UNWATCHED = {  # red team rounds 11 to 13 (issue 44): (exercise, what the comput
     "sdpa_in_a_backward_hook.py": ("scaled_dot_product_attention", 0.0, "backward|_safe_softmax"),
     "sdpa_in_an_iter_torch_calls.py": ("scaled_dot_product_attention", 0.0, "_safe_softmax"),  # round 13: 15/15
     "online_softmax_masked_scatter_rank.py": ("online_softmax", 36.36, "masked_scatter"),  # round 13: 40/40
+    "mha_in_a_deepcopy_memo_factory.py": ("scaled_dot_product_attention", 0.0, "called back"),  # round 15: 15/15
 }
 
 

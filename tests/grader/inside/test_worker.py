@@ -148,3 +148,35 @@ def test_a_backward_pass_in_a_watched_call_is_work_the_tracer_did_not_see():
     with tracer:
         (trigger * 1.0).sum().backward()
     assert seen and tracer.forbidden == [] and tracer.elsewhere == BACKWARD_PASS
+
+
+def test_code_of_the_students_that_torch_calls_back_in_a_watched_call_is_work_the_tracer_did_not_see():
+    """Red team round 15 (issue 44): copy.deepcopy of a tensor with a defaultdict as its memo calls the
+    dict's factory, the student's function, inside Tensor.__deepcopy__'s handling, where torch has switched
+    the watching of torch functions off; F.multi_head_attention_forward called there went unseen. The
+    student's code run while torch handles a torch function is refused (worker.Elsewhere); torch's and the
+    grader's own code there, and the student's code around the call, are not."""
+    import collections
+    import copy
+
+    from grader.inside.forbidden import forbidden_operations
+    from grader.inside.tracer import CALLED_BACK
+
+    x = torch.randn(3, 8)
+    ran = []
+
+    def factory():  # this file stands for the student's
+        ran.append(torch.nn.functional.rms_norm(x, (8,)))
+        return []  # what copy's memo keeps alive
+
+    tracer = make_tracer(frozenset(forbidden_operations(("F.rms_norm",))))
+    tracer.students = lambda filename: filename == __file__
+    with tracer:
+        copy.deepcopy(torch.zeros(1), collections.defaultdict(factory))
+    assert ran and tracer.forbidden == [] and tracer.elsewhere == CALLED_BACK.format("__deepcopy__")
+    plain = make_tracer(frozenset(forbidden_operations(("F.rms_norm",))))
+    plain.students = lambda filename: filename == __file__
+    with plain:
+        rows = [row.exp().sum() for row in x]  # the student's own loop over a tensor, outside torch's handling
+        copy.deepcopy(torch.zeros(1))
+    assert len(rows) == 3 and plain.elsewhere is None and plain.forbidden == []
