@@ -336,13 +336,9 @@ class WorkerSpec:
     @classmethod
     def from_wire(cls, data: dict) -> "WorkerSpec":
         known = {f.name for f in fields(cls)}
-        return cls(**{key: _tuples(value) for key, value in data.items() if key in known})
-
-
-def _tuples(value):
-    if isinstance(value, (list, tuple)):
-        return tuple(_tuples(item) for item in value)
-    return value
+        # (the wire's lists as the tuples the fields are)
+        return cls(**{key: mapped(lambda leaf: leaf, value, sequence=tuple) for key, value in data.items()
+                      if key in known})
 
 
 def mapped(function, value, sequence=None):

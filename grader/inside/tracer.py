@@ -55,10 +55,23 @@ class Tracer:
         # while torch handles a torch function (CALLED_BACK); None: not watched for
         self.students = None
         self.handling = ""  # the torch function being handled, while the student's code is watched for
+        self._theirs: dict = {}  # code object -> whether it is the student's (self.students of its file)
         # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
         # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
         # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
         self.modes = (functions(self), operators(self)) if forbidden else (operators(self),) if measure else ()
+
+    def called_back(self, frame, event, arg) -> None:
+        """The profile function while a torch function is handled: the first call into the student's code
+        (``self.students`` of its file) is noted as work the watching did not see (CALLED_BACK)."""
+        if event != "call" or self.elsewhere is not None:
+            return
+        code = frame.f_code
+        theirs = self._theirs.get(code)
+        if theirs is None:
+            theirs = self._theirs[code] = bool(self.students(code.co_filename))
+        if theirs:
+            self.elsewhere = CALLED_BACK.format(self.handling)
 
     def refuse(self, bare: str) -> None:
         if bare in self.forbidden_names:
@@ -111,7 +124,7 @@ def _mode_classes() -> tuple:
             if tracer.students is None or sys.getprofile() is not None:
                 return func(*args, **(kwargs or {}))
             tracer.handling = bare
-            sys.setprofile(_called_back(tracer))  # the student's code run from inside func is seen
+            sys.setprofile(tracer.called_back)  # the student's code run from inside func is seen
             try:
                 return func(*args, **(kwargs or {}))
             finally:
@@ -156,28 +169,6 @@ def _mode_classes() -> tuple:
 
     _MODES = (Functions, uncompiled(Operators))
     return _MODES
-
-
-def _called_back(tracer: Tracer):
-    """A profile function noting, in ``tracer``, the first call into the student's code (``tracer.students``
-    of its file) while a torch function is handled; one per tracer, its answers per code object kept."""
-    watch = getattr(tracer, "_watch", None)
-    if watch is not None:
-        return watch
-    theirs: dict = {}
-
-    def watch(frame, event, arg):
-        if event != "call" or tracer.elsewhere is not None:
-            return
-        code = frame.f_code
-        known = theirs.get(code)
-        if known is None:
-            known = theirs[code] = bool(tracer.students(code.co_filename))
-        if known:
-            tracer.elsewhere = CALLED_BACK.format(tracer.handling)
-
-    tracer._watch = watch
-    return watch
 
 
 def uncompiled(mode_class):
