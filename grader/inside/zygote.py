@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from grader.inside import protocol
+from grader.inside import heap, protocol
 from grader.inside.syscalls import (ConfinementError, PR_SET_PDEATHSIG, _CLONE_NEWIPC, _CLONE_NEWNET,
                                     _CLONE_NEWNS, _CLONE_NEWPID, _CLONE_NEWUTS, _MS_BIND, _MS_NODEV,
                                     _MS_NOSUID, _MS_PRIVATE, _MS_RDONLY, _MS_REC, _MS_REMOUNT,
@@ -628,21 +628,6 @@ def seed_and_run(seed: str, work: str, quota: int, argv: list[str]) -> None:
     os.execv(argv[0], argv)
 
 
-def fixed_malloc_thresholds() -> None:
-    """Memory the student's code frees goes back to the kernel at once, so that what the kernel counts
-    (grader.sandbox.client.held_bytes) is what the code holds. glibc's malloc otherwise raises its mmap
-    threshold after each large block freed: blocks of a megabyte then come from the heap and stay
-    there when freed, and a process that keeps nothing still grows by a block a call."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD, fixed: no longer raised by what is freed
-        libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD: the heap's free top is given back
-    except (OSError, AttributeError):  # not glibc: its own allocator's accounting holds
-        pass
-
-
 MADV_COLLAPSE = 25  # Linux 6.1 and later
 _HUGE = 2 << 20
 
@@ -699,7 +684,7 @@ def main() -> None:
     protocol.send(control, protocol.encode({"probe": problem}), timeout=30)
     if work is not None:
         os.close(work)
-    fixed_malloc_thresholds()  # before torch: every worker inherits them
+    heap.keep_freed()  # before torch: every worker inherits it
     import gc
 
     gc.disable()  # torch's import makes only objects that live on: no collection need traverse them
@@ -709,6 +694,7 @@ def main() -> None:
     import grader.inside.worker  # noqa: F401
 
     _warm_up()
+    heap.give_back_freed()  # what the warm-up freed: no worker forks with it
     gc.freeze()  # torch's objects: never traversed again by a worker's collections, so never copied
     gc.enable()
     if config["batch"]:

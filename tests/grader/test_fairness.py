@@ -190,6 +190,19 @@ def test_a_cache_kept_in_a_pool_made_at_import_is_held_by_the_kernels_account(co
     assert {e.name: e.status for e in assignment.exercises}["CachedMultiHeadAttention"] == "passed"
 
 
+def test_a_cache_that_stops_the_heaps_trim_gains_nothing(course, grader, tmp_path):
+    """Issue 47: what the student's process frees stays in its heap until the worker gives it back right before
+    a reading (grader/inside/heap.py), the worker's own act in the student's process. A GQA caching every head
+    that stops it (and leaves a freed block for the reading before its sequence to count) names what it reaches
+    for: not observed, its memory checks earn nothing; stopping the trim could only make a reading larger."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / "gqa_heads_cache_untrimmed.py", None)
+    _, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    gqa = next(e for e in assignment.exercises if e.name == "GroupedQueryAttention")
+    memory = next(c for c in gqa.checks if c.name == "the_cache_holds_what_it_should_as_the_kernel_counts_it")
+    assert gqa.score < gqa.max_score and memory.status != "passed", gqa.feedback
+    assert "not observed" in gqa.feedback or "of its own" in gqa.feedback, gqa.feedback
+
+
 UNWATCHED = {  # red team rounds 11 to 15 (issue 44): (exercise, what the computation earns written plainly, said)
     "softmax_cross_entropy_inference.py": ("softmax", 0.0, "inference"),  # 25/25; under no_grad _log_softmax: 0
     "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36, "inference"),  # 40/40; two-pass 36.36

@@ -368,9 +368,10 @@ def attention_scores(inputs):
                 if str(getattr(type(o), "__module__", "")).startswith(("multiprocessing", "_multiprocessing"))
                 and type(o).__name__ in kinds]
     loaded = sorted(m for m in sys.modules if m.startswith(("grader.", "multiprocessing.queues", "pytest")))
-    assert not channels and loaded == ["grader.inside", "grader.inside.importer", "grader.inside.notebook_source",
-                                      "grader.inside.operators", "grader.inside.protocol", "grader.inside.stand_in",
-                                      "grader.inside.syscalls", "grader.inside.tracer", "grader.inside.worker"], \
+    assert not channels and loaded == ["grader.inside", "grader.inside.heap", "grader.inside.importer",
+                                      "grader.inside.notebook_source", "grader.inside.operators",
+                                      "grader.inside.protocol", "grader.inside.stand_in", "grader.inside.syscalls",
+                                      "grader.inside.tracer", "grader.inside.worker"], \
         (channels[:5], loaded)
     return inputs @ inputs.transpose(-2, -1)
 """)
