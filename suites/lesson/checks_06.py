@@ -747,8 +747,8 @@ def uncached_same(grade, pair, x, **kwargs):
 
 # --- the checks of the cached classes -----------------------------------------------------------------
 def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
-    """A cached sequence wide enough to weigh (float64, every tensor of the cache past glibc's 128 KiB
-    mmap threshold, so that the kernel sees what is freed): over the chunks after the first two, the
+    """A cached sequence wide enough to weigh (float64; what the process freed is given back to the kernel
+    before each reading, grader/inside/heap.py): over the chunks after the first two, the
     memory the student's processes hold, as the kernel counts it (grade.held_bytes), grows by the keys
     and values of the key/value groups only (GQA), and not with the sequence at all for SWA, whose
     cache stays within its window. Never read from cache_k or cache_v, which a property could show
@@ -765,7 +765,9 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     model = Model(pair)
     last = chunk * (chunks - 1)
     with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
-        expected = attention_of(model, x, chunk, q_start=last, window=model.window).to(grade.device)
+        expected = grade.worked_out(lambda: attention_of(model, x, chunk, q_start=last, window=model.window),
+                                    model.weights, model.num_heads, model.groups, model.window, x, chunk, last)
+        expected = expected.to(grade.device)
     try:
         grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, "
                                             f"{d_in}] float64>, use_cache=True)",

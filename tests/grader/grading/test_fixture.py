@@ -374,3 +374,51 @@ def test_a_mistake_diagnosis_names_wins_over_the_float32_clause():
     assert named.value.misconceptions == ("wrong-scale",)
     assert named.value.message == "f: the output is off (seed 1); scaled twice", named.value.message
     assert named.value.unexplained.endswith(clause)  # what it says should another case contradict the name
+
+
+def _bare_grade(memo, nodeid="suites/hidden/test_x.py::test_x"):
+    """A Grade with nothing of a grading run but its seed and the batch's memo (``memo``, or None)."""
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(memo=memo, recording=None, device="cpu", seed=7,
+                              course=SimpleNamespace(grading=SimpleNamespace(cascades="once")))
+    return Grade(session, None, None, nodeid, SimpleNamespace(args=()))
+
+
+def test_a_large_draw_is_kept_for_the_batch_and_the_generator_goes_on_as_if_drawn():
+    """Issue 47: 06's memory cases draw a million float64 entries (20 ms) for every submission of a batch.
+    The batch's memo keeps a large draw under the generator's state before it, with the state after it:
+    the next submission's same check gets the same tensor (a copy) and the same draws after it."""
+    import torch
+
+    from grader.grading.reference_cache import ReferenceMemo
+
+    def draws(grade):
+        return grade.randn(64, 32, 128, dtype=torch.float64), grade.randn(3), grade.rand(300, 1000), grade.randn(2, 2)
+
+    alone = draws(_bare_grade(None))
+    memo = ReferenceMemo()
+    first = draws(_bare_grade(memo))
+    first[0].zero_()  # a check that writes into what it was given
+    second = draws(_bare_grade(memo))
+    assert memo.hits == 2 and memo.misses == 2  # the two large draws, kept once and found once
+    assert all(torch.equal(a, b) for a, b in zip(alone, second))
+    other = draws(_bare_grade(memo, "suites/hidden/test_x.py::test_y"))  # another check: its own seed
+    assert not torch.equal(other[0], alone[0]) and memo.misses == 4
+
+
+def test_a_value_worked_out_by_a_check_is_kept_by_the_batch_under_what_it_reads():
+    import torch
+
+    from grader.grading.reference_cache import ReferenceMemo
+
+    memo, calls = ReferenceMemo(), []
+    x = torch.randn(512, 512, dtype=torch.float64)
+
+    def work():
+        calls.append(1)
+        return torch.linalg.matrix_power(x, 8)
+
+    values = [_bare_grade(memo).worked_out(work, x) for _ in range(3)]
+    assert len(calls) == 1 and all(torch.equal(v, values[0]) for v in values)
+    assert _bare_grade(None).worked_out(work, x) is not None and len(calls) == 2  # no batch: computed
