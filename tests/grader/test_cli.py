@@ -332,3 +332,29 @@ def test_release_check_that_finds_nothing_stale_says_so(monkeypatch, capsys):
     monkeypatch.setattr("grader.course.release.release", lambda course, chosen, check: [])
     assert api.release(course=load_course(ROOT), assignment_ids=(), check_only=True) == 0
     assert "assignments/ is up to date with solutions/ and leaks nothing" in capsys.readouterr().err
+
+
+def _compiled_where(env_extra: dict) -> list[str]:
+    """sys.pycache_prefix and sys.dont_write_bytecode after the `grade` process's start (grader/__main__.py)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "XDG_CACHE_HOME")}
+    env.update(PYTHONDONTWRITEBYTECODE="1", **env_extra)
+    code = "import sys; from grader.__main__ import keep_compiled; keep_compiled(); " \
+           "print(sys.pycache_prefix, sys.dont_write_bytecode)"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_where_bytecode_is_not_written_the_grader_keeps_it_in_the_users_own_cache(tmp_path):
+    """PYTHONDONTWRITEBYTECODE=1 (containers) made every run compile the grader and the suites again (0.1 s of a
+    check): they are kept in the user's cache folder, never beside the sources, and only in a folder the user
+    alone can change (compiled code from a folder another user can write would run as the grader)."""
+    cache = tmp_path / "cache"
+    assert _compiled_where({"XDG_CACHE_HOME": str(cache)}) == [str(cache / "attention-course" / "pycache"), "False"]
+    assert (cache / "attention-course" / "pycache").stat().st_mode & 0o077 == 0
+    os.chmod(cache / "attention-course", 0o777)  # another user could swap what it holds
+    assert _compiled_where({"XDG_CACHE_HOME": str(cache)}) == ["None", "True"]
+    (tmp_path / "elsewhere").symlink_to(cache)
+    os.chmod(cache / "attention-course", 0o700)
+    assert _compiled_where({"XDG_CACHE_HOME": str(tmp_path / "elsewhere")}) == ["None", "True"]  # a link: not followed
+    own = str(tmp_path / "own")
+    assert _compiled_where({"XDG_CACHE_HOME": str(cache), "PYTHONPYCACHEPREFIX": own}) == [own, "True"]
