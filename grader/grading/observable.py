@@ -201,13 +201,14 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
     """None when every file of ``paths`` (a submission's, as they run in the worker) is observable;
     else one line: the first thing found, where (the file as the student knows it, and its line).
     ``course_files``: the course's module names -> the submission's files of each (module, notebook laid
-    over it), read too where a file read imports that module (as its syntax says, never its bytes);
+    over it; a Mapping, whose values are asked for only where a file read imports that module), read too
+    there (as its syntax says, never its bytes);
     ``course_modules``: names a file may import as the student's own code (those of ``course_files`` too);
     ``own``: names of modules the submission's folders hold, never imported unread; ``entry_points``: the
     names the grader calls (the exercises), whose code runs whatever else the file does (with the file's
     top-level code: the code read; a function nothing of that names never runs). Whatever a file holds,
     this raises nothing: what cannot be read is not observed."""
-    course_files = dict(course_files or {})
+    course_files = course_files if course_files is not None else {}  # a Mapping: values read when imported
     course_modules = frozenset(course_modules) | frozenset(course_files)
     codes, queue, seen = [], list(paths), set()
     while queue:

@@ -7,6 +7,7 @@ import dataclasses
 import re
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from grader.grading.stand_ins import HELPERS, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
-from grader.grading.graded_source import choose
+from grader.grading.graded_source import Choice, choose
 
 # the share of a check's weight that a right output keeps where only its gradients fail (the forward is earned;
 # docs/course-spec.md: "a partly right exercise earns part of its points")
@@ -198,6 +199,27 @@ def _listed(folder: Path) -> list[Path]:
         return []
 
 
+class _FilesRun(Mapping):
+    """A course module's name -> the files the worker runs for it (GradingSession.files_run), each found when
+    the reading of the submission's code first reaches for it (an import of that module)."""
+
+    def __init__(self, session: "GradingSession", assignments: dict[str, str]):
+        self.session, self.assignments = session, assignments  # module name -> assignment id
+        self.asked: list[str] = []  # the assignments whose files the reading reached for, in order
+
+    def __getitem__(self, module: str) -> list:
+        assignment_id = self.assignments[module]
+        if assignment_id not in self.asked:
+            self.asked.append(assignment_id)
+        return self.session.files_run(assignment_id)
+
+    def __iter__(self):
+        return iter(self.assignments)
+
+    def __len__(self) -> int:
+        return len(self.assignments)
+
+
 class GradingSession:
     """Everything one grading run shares: course, submission copy, zygote, seed, device, deadline."""
 
@@ -217,8 +239,8 @@ class GradingSession:
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
         # an assignment folder with the module and the notebook: each exercise from where it is written
         self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
-        self.choices = {a: choice for a, notebook in copy.overlays.items()
-                        if (choice := choose(copy.sources[a], notebook, course.assignment(a).exercises))}
+        self._choices: dict[str, Choice | None] = {}  # made when first needed (choice()): the graded assignments'
+        self._reached: dict[str, list[str]] = {}  # assignment id -> the others its code imports (reached_from)
         # each graded assignment read now, before any worker runs a line of it (issue 44); another of the
         # submission's when a check first reaches for it (student()), before its own worker starts
         for assignment_id in copy.sources:
@@ -234,16 +256,34 @@ class GradingSession:
         if assignment_id not in self._unobserved:
             from grader.grading.observable import unobserved
 
-            overlaid = {a: p for a, p in self.copy.overlays.items()  # a notebook whose definitions are laid over
-                        if a in self.choices and self.choices[a].from_notebook}
-            files = {a: [p for p in (self.copy.sources.get(a), overlaid.get(a)) if p] for a in self.copy.sources}
             names = {a.id: a.module_name for a in self.course.assignments}
-            own = {p.stem for folder in {p.parent for ps in files.values() for p in ps} for p in _listed(folder)}
+            # a notebook sits in its module's folder (grader.submission.WorkingCopy)
+            own = {p.stem for folder in {p.parent for p in self.copy.sources.values()} for p in _listed(folder)}
+            files = _FilesRun(self, {names[a]: a for a in self.copy.sources if a in names})
             self._unobserved[assignment_id] = unobserved(
-                files.get(assignment_id, []), course_files={names[a]: ps for a, ps in files.items() if a in names},
+                self.files_run(assignment_id), course_files=files,
                 course_modules=frozenset(names.values()), own=frozenset(own),
                 entry_points=frozenset(e for a in self.course.assignments for e in a.exercises))
+            self._reached[assignment_id] = [assignment_id, *(a for a in files.asked if a != assignment_id)]
         return self._unobserved[assignment_id]
+
+    def choice(self, assignment_id: str) -> Choice | None:
+        """Which file each exercise of an assignment folder holding the module and a notebook is graded from
+        (grader/grading/graded_source.py), or None (no notebook beside it, or nothing taken from it); made
+        when first needed: for the assignments graded, and for another only when the submission's code
+        imports it (a class folder of the whole course, graded on one assignment a week, parses one)."""
+        if assignment_id not in self._choices:
+            notebook = self.copy.overlays.get(assignment_id)
+            self._choices[assignment_id] = None if notebook is None else \
+                choose(self.copy.sources[assignment_id], notebook, self.course.assignment(assignment_id).exercises)
+        return self._choices[assignment_id]
+
+    def files_run(self, assignment_id: str) -> list:
+        """The files the worker runs for an assignment: its source, and the notebook whose definitions are laid
+        over it."""
+        choice = self.choice(assignment_id) if assignment_id in self.copy.sources else None
+        overlay = self.copy.overlays.get(assignment_id) if choice is not None and choice.from_notebook else None
+        return [p for p in (self.copy.sources.get(assignment_id), overlay) if p]
 
     def timeout(self) -> float:
         left = self.deadline - time.monotonic()
@@ -266,13 +306,23 @@ class GradingSession:
             uid=self.uid, cgroups=self.cgroups, blocked=self.blocked,
             overlays=tuple((self.course.assignment(a).module_name, inside(self.copy.sources[a]),
                             inside(self.copy.overlays[a]), choice.from_notebook)
-                           for a, choice in self.choices.items() if choice.from_notebook),
+                           for a in self.reached_from(assignment.id)
+                           if (choice := self.choice(a)) is not None and choice.from_notebook),
         )
+
+    def reached_from(self, assignment_id: str) -> list[str]:
+        """The submission's assignments whose modules the worker of ``assignment_id`` may import, each of which
+        gets its notebook laid over its module (choice()): its own, and those the reading of its code followed
+        (unobserved(): an import of a course module, in any spelling Python reads as one, and theirs in turn);
+        every one where its code is not observed (an import the grader could not follow from the syntax)."""
+        if assignment_id not in self.copy.sources or self.unobserved(assignment_id) is not None:
+            return list(self.copy.sources)
+        return self._reached[assignment_id]
 
     def source_of(self, assignment_id: str, exercise: str) -> tuple[str, str]:
         """The file an exercise was graded from (its name as the student knows it), and a note when
         the assignment's module and notebook both had something to say (grader/grading/graded_source.py)."""
-        choice = self.choices.get(assignment_id)
+        choice = self.choice(assignment_id) if assignment_id in self.copy.sources else None
         if choice is not None:
             return choice.source_of(exercise), choice.notes.get(exercise, "")
         source = self.copy.sources.get(assignment_id)

@@ -136,6 +136,26 @@ def test_a_sibling_class_written_in_its_notebook_is_what_the_next_assignment_imp
     shutil.copy(ROOT / "solutions" / four.id / four.module, folder / four.module)
     result = grader.grade(resolve_submission(tmp_path / "assignments", course), (three, four), seed=4)
     assert result.score == 200, [e.feedback for a in result.assignments for e in a.exercises if e.status != "passed"]
+    # 04 graded alone (a week's batch): 03's notebook is read because 04's code imports its module, and only then
+    alone = grader.grade(resolve_submission(tmp_path / "assignments", course), (four,), seed=4)
+    assert alone.score == 100, [e.feedback for a in alone.assignments for e in a.exercises if e.status != "passed"]
+
+
+def test_an_assignment_graded_alone_reads_no_other_notebook_its_code_does_not_import(course, tmp_path, monkeypatch):
+    """Issue 47: a class folder holds the whole course and is graded on one assignment a week; which file each
+    exercise of another assignment is graded from (module or notebook) is read only where the graded code
+    imports that assignment's module (GradingSession.reached_from)."""
+    from grader.grading import pytest_session
+    from grader.submission import WorkingCopy
+
+    chosen = []
+    monkeypatch.setattr(pytest_session, "choose", lambda module, notebook, exercises: chosen.append(module.parent.name))
+    copy = WorkingCopy(resolve_submission(ROOT / "solutions", course), tmp_path)
+    session = pytest_session.GradingSession(course, (course.assignment("01_attention_basics"),), copy, zygote=None,
+                                            seed=1, device="cpu", references={})
+    assert chosen == ["01_attention_basics"] and session.reached_from("01_attention_basics") == ["01_attention_basics"]
+    assert session.reached_from("04_multi_head_attention") == ["04_multi_head_attention", "03_causal_attention"]
+    assert sorted(chosen) == ["01_attention_basics", "03_causal_attention", "04_multi_head_attention"]
 
 
 def test_every_released_stub_reads_as_a_stub_and_every_solution_as_written(course):
