@@ -32,6 +32,15 @@ from grader.inside.protocol import HandleRef, clip, flatten, mapped, sent_from
 
 
 LARGE_DRAW = 1 << 18  # entries: a draw at least this large is kept by the batch's memo (Grade._drawn)
+_BACKGROUND = []  # the grading process's one thread for values worked out ahead (Grade.worked_out_ahead)
+
+
+def _background():
+    if not _BACKGROUND:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _BACKGROUND.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="worked-out"))
+    return _BACKGROUND[0]
 
 
 @dataclass
@@ -175,6 +184,25 @@ class Grade:
         value, after = memo.get(key, lambda: (draw(), self.generator.get_state()))
         self.generator.set_state(after)
         return value
+
+    def worked_out_ahead(self, compute, *reads):
+        """:meth:`worked_out`, begun now and taken later: a callable that gives its value (or raises what it
+        raised). With no batch to keep it for, it is computed on another thread while this one waits for the
+        student's processes (a sequence of calls: the grading process's core is idle meanwhile); in a batch,
+        where the next submissions find it kept, now. ``compute`` must read nothing that changes meanwhile."""
+        if self.session.memo is not None:
+            value = self.worked_out(compute, *reads)
+            return lambda: value
+        import torch
+
+        self._worked += 1
+        grad_enabled = torch.is_grad_enabled()  # a thread's own: the caller's carried over
+
+        def in_its_mode():
+            with torch.set_grad_enabled(grad_enabled):
+                return compute()
+
+        return _background().submit(in_its_mode).result
 
     def worked_out(self, compute, *reads):
         """``compute()``: a value the check works out from what it holds already (a formula on the pair's

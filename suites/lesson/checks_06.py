@@ -756,22 +756,21 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     torch = _torch()
     x = grade.randn(batch, chunk * chunks, d_in, dtype=torch.float64)
     pieces = [x[:, start:start + chunk].contiguous() for start in range(0, x.shape[1], chunk)]
+    model = Model(pair)
+    last = chunk * (chunks - 1)
+    with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
+        expected = grade.worked_out_ahead(lambda: attention_of(model, x, chunk, q_start=last, window=model.window),
+                                          model.weights, model.num_heads, model.groups, model.window, x, chunk, last)
     for number, piece in enumerate(pieces):
         if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
             before = grade.held_bytes()
         with torch.no_grad():  # as a decoder generates (a raise judged given the student's own helpers)
             reply = pair.call(piece, use_cache=True, root_cause=helper_faults(grade, pair, x, chunk * number, chunk))
     grown = grade.held_bytes() - before
-    model = Model(pair)
-    last = chunk * (chunks - 1)
-    with torch.no_grad():  # the last chunk's output, right only if the cache gave it the right keys and values
-        expected = grade.worked_out(lambda: attention_of(model, x, chunk, q_start=last, window=model.window),
-                                    model.weights, model.num_heads, model.groups, model.window, x, chunk, last)
-        expected = expected.to(grade.device)
     try:
-        grade.expect_right(reply, expected, f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, "
-                                            f"{d_in}] float64>, use_cache=True)",
-                           helper_faults(grade, pair, x, last, chunk))
+        grade.expect_right(reply, expected().to(grade.device),
+                           f"{pair.what} forward(<the last of {chunks} chunks: [{batch}, {chunk}, {d_in}] float64>, "
+                           "use_cache=True)", helper_faults(grade, pair, x, last, chunk))
     except CheckFailed as failure:  # a window cache too small for a chunk of more tokens than the window
         if failure.misconceptions or not model.window:
             raise

@@ -422,3 +422,33 @@ def test_a_value_worked_out_by_a_check_is_kept_by_the_batch_under_what_it_reads(
     values = [_bare_grade(memo).worked_out(work, x) for _ in range(3)]
     assert len(calls) == 1 and all(torch.equal(v, values[0]) for v in values)
     assert _bare_grade(None).worked_out(work, x) is not None and len(calls) == 2  # no batch: computed
+
+
+def test_a_value_worked_out_ahead_is_computed_on_another_thread_in_the_callers_grad_mode():
+    """grade check of 06: the memory cases' last-chunk attention (36 ms each) is worked out while the student's
+    processes run the cached sequence; its value and any error are what computing it then would give."""
+    import threading
+
+    import torch
+
+    from grader.grading.reference_cache import ReferenceMemo
+
+    x = torch.randn(8, 8, requires_grad=True)
+    threads = []
+
+    def work():
+        threads.append(threading.current_thread().name)
+        return (x * 2).requires_grad
+
+    with torch.no_grad():
+        later = _bare_grade(None).worked_out_ahead(work, x)
+    assert later() is False and threads[-1].startswith("worked-out")
+    assert _bare_grade(None).worked_out_ahead(work, x)() is True
+
+    def broken():
+        raise ValueError("worked out wrong")
+
+    with pytest.raises(ValueError, match="worked out wrong"):
+        _bare_grade(None).worked_out_ahead(broken)()
+    memo = ReferenceMemo()  # a batch: computed now, on this thread, and kept for the next submission
+    assert _bare_grade(memo).worked_out_ahead(work, x)() is True and threads[-1] == threading.current_thread().name
