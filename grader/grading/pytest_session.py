@@ -213,6 +213,12 @@ class _FilesRun(Mapping):
             self.asked.append(assignment_id)
         return self.session.files_run(assignment_id)
 
+    def __contains__(self, module) -> bool:  # Mapping's would ask __getitem__, and read the files
+        return module in self.assignments
+
+    def get(self, module, default=()):  # Mapping's would take any KeyError from inside for a missing key
+        return self[module] if module in self.assignments else default
+
     def __iter__(self):
         return iter(self.assignments)
 
@@ -317,7 +323,7 @@ class GradingSession:
         every one where its code is not observed (an import the grader could not follow from the syntax)."""
         if assignment_id not in self.copy.sources or self.unobserved(assignment_id) is not None:
             return list(self.copy.sources)
-        return self._reached[assignment_id]
+        return self._reached.get(assignment_id) or list(self.copy.sources)  # not read (no reading): every one
 
     def source_of(self, assignment_id: str, exercise: str) -> tuple[str, str]:
         """The file an exercise was graded from (its name as the student knows it), and a note when
