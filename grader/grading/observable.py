@@ -273,8 +273,20 @@ def _class_scoped_imports(every) -> set[int]:
     return found
 
 
+_IMPORTS: dict = {}  # by the code's digest
+
+
 def _course_imports(code: str, course_modules) -> set[str]:
     """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it)."""
+    key = hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    if key not in _IMPORTS:
+        if len(_IMPORTS) >= 256:
+            _IMPORTS.pop(next(iter(_IMPORTS)))
+        _IMPORTS[key] = frozenset(_imported_names(code))
+    return set(_IMPORTS[key] & set(course_modules))
+
+
+def _imported_names(code: str) -> set[str]:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -285,7 +297,7 @@ def _course_imports(code: str, course_modules) -> set[str]:
             found.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module.split(".")[0])
-    return found & set(course_modules)
+    return found
 
 
 _READ: dict = {}  # by the code's digest and the names given: a class hands in the same files again
@@ -815,11 +827,29 @@ def _runs_as_main(node: ast.stmt) -> bool:
         and test.comparators[0].value == "__main__"
 
 
+_KEPT: dict = {}  # by the file's name and bytes: a class hands in the released stubs and lessons again and again
+
+
 def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
     """The code of a submission's file that runs in the worker: a module's text, or a notebook's kept
     statements (grader.inside.notebook_source), its cells joined; and where each cell starts (line,
-    the cell's name as tracebacks show it)."""
+    the cell's name as tracebacks show it). What was read of the same bytes under the same name is
+    read once in a process."""
     data = read_bounded(path)
+    key = (path.name, hashlib.blake2b(data, digest_size=20).digest())
+    if key not in _KEPT:
+        if len(_KEPT) >= 256:
+            _KEPT.pop(next(iter(_KEPT)))
+        try:
+            _KEPT[key] = _kept_code(path, data)
+        except _Unread as why:
+            _KEPT[key] = why
+    if isinstance(_KEPT[key], _Unread):
+        raise _Unread(str(_KEPT[key]))
+    return _KEPT[key]
+
+
+def _kept_code(path: Path, data: bytes) -> tuple[str, list[tuple[int, str]]]:
     if path.suffix != ".ipynb":
         try:  # Python reads a module in the encoding its first lines declare (a utf-7 one hides code in a comment)
             encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
