@@ -355,17 +355,20 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
     return root_cause
 
 
-def cached_mask_crash(start, size):
+def cached_mask_crash(grade, pair, x, start, size):
     """A cached call of ``size`` > 1 tokens after ``start`` cached ones that crashes on a shape mismatch
     naming both T = ``size`` and a key count past it: the [T, T] causal mask of an uncached call laid on
     the [T, cached + T] scores (``mask[:T, :T]``, a square mask as in LLMs-from-scratch PR #697 and
-    llama issue 899). Its first call and its one-token calls run (a [1, 1] mask broadcasts)."""
+    llama issue 899). Its first call and its one-token calls run (a [1, 1] mask broadcasts), and so does an
+    uncached call of those T tokens, rightly: a class whose own uncached call is wrong (scores K Qᵀ, laid
+    [cached + T, T] against a right mask, crash on the same sizes) has another mistake, which its other
+    checks name."""
     def root_cause(failure, out):
         fault = getattr(failure, "fault", None)
         if fault is None or not start or size < 2 or not diagnose.mentions(fault, size):
             return None
         keys = next((n for n in range(start + size, size, -1) if diagnose.mentions(fault, n)), None)
-        if keys is None:
+        if keys is None or not uncached_right(grade, pair, x[:, start:start + size]):
             return None
         return CheckFailed(f"a call of T = {size} new tokens after {start} cached ones crashed on a shape that "
                            f"names {size} and {keys}: its scores are [T, cached + T] = [{size}, {keys}] (the "
@@ -411,7 +414,7 @@ def helper_faults(grade, pair, x, start, size, stale=None):
     causes = [window_mask_root_cause(grade, pair, x, start, size, stale)]
     if pair.name == GQA:
         causes.append(repeat_kv_root_cause(grade, pair, x, start, size, stale))
-    causes += [cache_appended_crash(pair, start, size), cached_mask_crash(start, size)]
+    causes += [cache_appended_crash(pair, start, size), cached_mask_crash(grade, pair, x, start, size)]
     return lambda failure, out: next((found for cause in causes if (found := cause(failure, out))), None)
 
 
@@ -719,6 +722,23 @@ def make(grade, name, d_in, d_out, heads_, groups, window, context, dtype=None):
     if name == GQA:
         return grade.module(GQA, d_in, d_out, 0.0, heads_, groups, dtype=dtype, training=False)
     return grade.module(SWA, d_in, d_out, 0.0, heads_, sliding_window_size=window, dtype=dtype, training=False)
+
+
+def uncached_right(grade, pair, tokens) -> bool:
+    """Whether the student's class, a new instance with the weights both instances hold, gives the lesson's
+    output for ``tokens`` in one uncached call (a diagnosis's question: no use of the reference)."""
+    torch = _torch()
+    try:
+        state = grade.student.request({"op": "new", "name": pair.name, "args": pair.args, "kwargs": pair.kwargs,
+                                       "dtype": pair.dtype, "training": False, "params": pair.weights})
+        with torch.no_grad():
+            out = grade.call(HandleRef(state["handle"]), tokens, label=pair.name).out
+    except StudentFault:
+        return False
+    with torch.no_grad():
+        expected = attention_of(Model(pair), tokens, tokens.shape[1], q_start=0, window=design(pair)[2])
+    return isinstance(out, torch.Tensor) and out.shape == expected.shape and \
+        torch.allclose(out.detach().cpu().double(), expected.double(), rtol=1e-3, atol=1e-4)
 
 
 def runs_built_as_long(grade, pair, x):

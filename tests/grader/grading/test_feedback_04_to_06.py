@@ -55,3 +55,13 @@ def test_round_4b_each_attempt_is_explained_in_the_exercise_s_terms(course, grad
         assert exercise.score < exercise.max_score, name
         for phrase in phrases:
             assert phrase in exercise.feedback, (name, phrase, exercise.feedback[:800])
+
+
+def test_scores_keys_times_queries_crash_on_a_cached_call_is_not_named_a_square_mask(course, grader, tmp_path):
+    """A GQA computing K Qᵀ with a right mask crashes on cached calls on the same sizes as a square mask laid on
+    [T, cached + T] scores: 'cache-position-not-advanced' was named beside 'scores-transposed' (diagnosis_rate:
+    3 wrong ids on three seeds). The square mask is named only where the class's own uncached call is right."""
+    entry = next(e for e in corpus.mistakes() if e.name.endswith("blind_06_GroupedQueryAttention_keys_times_queries"))
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
+    named = {m for check in exercise.checks for m in check.misconceptions}
+    assert named == {"scores-transposed"}, (named, exercise.feedback)
