@@ -772,7 +772,20 @@ def expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     memory the student's processes hold, as the kernel counts it (grade.held_bytes), grows by the keys
     and values of the key/value groups only (GQA), and not with the sequence at all for SWA, whose
     cache stays within its window. Never read from cache_k or cache_v, which a property could show
-    trimmed while the whole sequence is kept; the last chunk's output must be right too."""
+    trimmed while the whole sequence is kept; the last chunk's output must be right too. However it
+    ends, the instance is let go of: a cache that keeps too much costs this check, never the next class's
+    reading of what the module's worker holds (each mistake costs once)."""
+    try:
+        _expect_held_memory(grade, pair, batch, chunk, chunks, d_in)
+    except BaseException:
+        try:
+            pair.release()
+        except StudentFault:  # the worker is gone: nothing of it is held
+            pass
+        raise
+
+
+def _expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
     torch = _torch()
     x = grade.randn(batch, chunk * chunks, d_in, dtype=torch.float64)
     pieces = [x[:, start:start + chunk].contiguous() for start in range(0, x.shape[1], chunk)]

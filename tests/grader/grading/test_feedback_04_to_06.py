@@ -65,3 +65,13 @@ def test_scores_keys_times_queries_crash_on_a_cached_call_is_not_named_a_square_
     exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
     named = {m for check in exercise.checks for m in check.misconceptions}
     assert named == {"scores-transposed"}, (named, exercise.feedback)
+
+
+def test_a_cache_that_keeps_too_much_costs_its_own_class_not_the_next_ones_memory_reading(course, grader, tmp_path):
+    """A GQA that keeps every chunk it was given failed its memory case and kept its instance (16 MiB of inputs)
+    in the module's worker, where the SWA class's reading of what the worker holds of its own counted it (SWA lost
+    points beside it: diagnosis_rate's collateral). The memory case lets go of its instance however it ends."""
+    entry = next(e for e in corpus.mistakes() if e.name.endswith("cache-not-used/gqa_token_list"))
+    exercise, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
+    swa = next(e for e in assignment.exercises if e.name == "MultiHeadAttentionWithSWA")
+    assert exercise.score < exercise.max_score and swa.status == "passed", swa.feedback
