@@ -17,10 +17,9 @@ def keep_compiled() -> None:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not os.path.isabs(root):
         return
-    folder = root
+    folders = (root, os.path.join(root, "attention-course"), os.path.join(root, "attention-course", "pycache"))
     try:
-        for part in ("", "attention-course", "pycache"):
-            folder = os.path.join(folder, part) if part else folder
+        for folder in folders:
             if not os.path.isdir(folder):
                 os.mkdir(folder, 0o700)
             st = os.lstat(folder)  # a link is not followed: refused
@@ -28,7 +27,7 @@ def keep_compiled() -> None:
                 return
     except OSError:
         return
-    sys.pycache_prefix, sys.dont_write_bytecode = folder, False
+    sys.pycache_prefix, sys.dont_write_bytecode = folders[-1], False
 
 
 def main() -> None:

@@ -273,17 +273,26 @@ def _class_scoped_imports(every) -> set[int]:
     return found
 
 
+def _remembered(cache: dict, key, compute):
+    """``compute()``, or what it gave for ``key`` earlier in this process (a class hands in the same files
+    again and again: the released stubs, the lessons); at most 256 kept, the oldest dropped first."""
+    if key not in cache:
+        if len(cache) >= 256:
+            cache.pop(next(iter(cache)))
+        cache[key] = compute()
+    return cache[key]
+
+
+def _digest(code: str) -> bytes:
+    return hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
 _IMPORTS: dict = {}  # by the code's digest
 
 
 def _course_imports(code: str, course_modules) -> set[str]:
     """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it)."""
-    key = hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=20).digest()
-    if key not in _IMPORTS:
-        if len(_IMPORTS) >= 256:
-            _IMPORTS.pop(next(iter(_IMPORTS)))
-        _IMPORTS[key] = frozenset(_imported_names(code))
-    return set(_IMPORTS[key] & set(course_modules))
+    return set(_remembered(_IMPORTS, _digest(code), lambda: frozenset(_imported_names(code))) & set(course_modules))
 
 
 def _imported_names(code: str) -> set[str]:
@@ -304,26 +313,24 @@ _READ: dict = {}  # by the code's digest and the names given: a class hands in t
 
 
 def _reading(code: str, course_modules, own, entry_points) -> tuple[int, str] | None:
-    key = (hashlib.blake2b(code.encode("utf-8", "surrogatepass"), digest_size=20).digest(), course_modules, own,
-           entry_points)
-    if key not in _READ:
-        if len(_READ) >= 256:
-            _READ.pop(next(iter(_READ)))
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):  # (the worker's import fails too, and says so first)
-            _READ[key] = (0, "code that does not parse")
-        except (RecursionError, MemoryError):  # nested past what is read here: not read, not trusted
-            _READ[key] = (0, "code nested too deeply to read")
-        else:
-            try:
-                _Reader(tree, course_modules, own, entry_points).read()
-                _READ[key] = None
-            except _Found as found:
-                _READ[key] = (found.line, found.what)
-            except Exception as error:  # noqa: BLE001 - RecursionError included: what is not read is not trusted
-                _READ[key] = (0, f"code the grader could not read ({type(error).__name__})")
-    return _READ[key]
+    return _remembered(_READ, (_digest(code), course_modules, own, entry_points),
+                       lambda: _read(code, course_modules, own, entry_points))
+
+
+def _read(code: str, course_modules, own, entry_points) -> tuple[int, str] | None:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):  # (the worker's import fails too, and says so first)
+        return 0, "code that does not parse"
+    except (RecursionError, MemoryError):  # nested past what is read here: not read, not trusted
+        return 0, "code nested too deeply to read"
+    try:
+        _Reader(tree, course_modules, own, entry_points).read()
+        return None
+    except _Found as found:
+        return found.line, found.what
+    except Exception as error:  # noqa: BLE001 - RecursionError included: what is not read is not trusted
+        return 0, f"code the grader could not read ({type(error).__name__})"
 
 
 class _Reader:
@@ -827,7 +834,7 @@ def _runs_as_main(node: ast.stmt) -> bool:
         and test.comparators[0].value == "__main__"
 
 
-_KEPT: dict = {}  # by the file's name and bytes: a class hands in the released stubs and lessons again and again
+_KEPT: dict = {}  # by the file's name and bytes
 
 
 def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
@@ -836,17 +843,17 @@ def kept_code(path: Path) -> tuple[str, list[tuple[int, str]]]:
     the cell's name as tracebacks show it). What was read of the same bytes under the same name is
     read once in a process."""
     data = read_bounded(path)
-    key = (path.name, hashlib.blake2b(data, digest_size=20).digest())
-    if key not in _KEPT:
-        if len(_KEPT) >= 256:
-            _KEPT.pop(next(iter(_KEPT)))
+
+    def read():
         try:
-            _KEPT[key] = _kept_code(path, data)
+            return _kept_code(path, data)
         except _Unread as why:
-            _KEPT[key] = why
-    if isinstance(_KEPT[key], _Unread):
-        raise _Unread(str(_KEPT[key]))
-    return _KEPT[key]
+            return why
+
+    kept = _remembered(_KEPT, (path.name, hashlib.blake2b(data, digest_size=20).digest()), read)
+    if isinstance(kept, _Unread):
+        raise _Unread(str(kept))
+    return kept
 
 
 def _kept_code(path: Path, data: bytes) -> tuple[str, list[tuple[int, str]]]:

@@ -275,9 +275,10 @@ class GradingSession:
 
     def choice(self, assignment_id: str) -> Choice | None:
         """Which file each exercise of an assignment folder holding the module and a notebook is graded from
-        (grader/grading/graded_source.py), or None (no notebook beside it, or nothing taken from it); made
-        when first needed: for the assignments graded, and for another only when the submission's code
-        imports it (a class folder of the whole course, graded on one assignment a week, parses one)."""
+        (grader/grading/graded_source.py), or None (no notebook beside a module of the submission's, or nothing
+        taken from it); made when first needed: for the assignments graded, and for another only when the
+        submission's code imports it (a class folder of the whole course, graded on one assignment a week,
+        parses one)."""
         if assignment_id not in self._choices:
             notebook = self.copy.overlays.get(assignment_id)
             self._choices[assignment_id] = None if notebook is None else \
@@ -287,7 +288,7 @@ class GradingSession:
     def files_run(self, assignment_id: str) -> list:
         """The files the worker runs for an assignment: its source, and the notebook whose definitions are laid
         over it."""
-        choice = self.choice(assignment_id) if assignment_id in self.copy.sources else None
+        choice = self.choice(assignment_id)
         overlay = self.copy.overlays.get(assignment_id) if choice is not None and choice.from_notebook else None
         return [p for p in (self.copy.sources.get(assignment_id), overlay) if p]
 
@@ -328,7 +329,7 @@ class GradingSession:
     def source_of(self, assignment_id: str, exercise: str) -> tuple[str, str]:
         """The file an exercise was graded from (its name as the student knows it), and a note when
         the assignment's module and notebook both had something to say (grader/grading/graded_source.py)."""
-        choice = self.choice(assignment_id) if assignment_id in self.copy.sources else None
+        choice = self.choice(assignment_id)
         if choice is not None:
             return choice.source_of(exercise), choice.notes.get(exercise, "")
         source = self.copy.sources.get(assignment_id)

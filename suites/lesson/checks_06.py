@@ -729,10 +729,8 @@ def uncached_right(grade, pair, tokens) -> bool:
     output for ``tokens`` in one uncached call (a diagnosis's question: no use of the reference)."""
     torch = _torch()
     try:
-        state = grade.student.request({"op": "new", "name": pair.name, "args": pair.args, "kwargs": pair.kwargs,
-                                       "dtype": pair.dtype, "training": False, "params": pair.weights})
         with torch.no_grad():
-            out = grade.call(HandleRef(state["handle"]), tokens, label=pair.name).out
+            out = students_alone(grade, pair, tokens)
     except StudentFault:
         return False
     with torch.no_grad():
@@ -741,14 +739,20 @@ def uncached_right(grade, pair, tokens) -> bool:
         torch.allclose(out.detach().cpu().double(), expected.double(), rtol=1e-3, atol=1e-4)
 
 
+def students_alone(grade, pair, x, args=None):
+    """The output of the student's class, a new instance in evaluation mode with the weights both instances
+    hold (built with ``args``, by default the pair's), called on ``x``; raises StudentFault. The student's
+    instance alone: no use of the reference, which a replayed run does not have."""
+    state = grade.student.request({"op": "new", "name": pair.name, "args": pair.args if args is None else args,
+                                   "kwargs": pair.kwargs, "dtype": pair.dtype, "training": False,
+                                   "params": pair.weights})
+    return grade.call(HandleRef(state["handle"]), x, label=pair.name).out
+
+
 def runs_built_as_long(grade, pair, x):
-    """The student's class built for a context of exactly x's tokens (the weights both instances hold),
-    run on ``x``: raises StudentFault if that fails too. The student's instance alone: no use of the
-    reference, which a replayed run does not have."""
-    args = (*pair.args[:2], x.shape[1], *pair.args[3:])
-    state = grade.student.request({"op": "new", "name": pair.name, "args": args, "kwargs": pair.kwargs,
-                                   "dtype": pair.dtype, "training": False, "params": pair.weights})
-    grade.call(HandleRef(state["handle"]), x, label=pair.name)
+    """The student's class built for a context of exactly x's tokens, run on ``x`` (students_alone): raises
+    StudentFault if that fails too."""
+    students_alone(grade, pair, x, (*pair.args[:2], x.shape[1], *pair.args[3:]))
 
 
 def uncached_same(grade, pair, x, **kwargs):
