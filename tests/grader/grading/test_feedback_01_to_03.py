@@ -108,3 +108,32 @@ def test_round_4a_a_crash_the_grader_explains_is_not_misnamed(course, grader, tm
         assert "input-mutated" not in exercise.misconceptions, (name, exercise.feedback[:600])
         for phrase in phrases:
             assert phrase in exercise.feedback, (name, phrase, exercise.feedback[:1200])
+
+
+@pytest.mark.parametrize("suite", ["hidden", "public"])
+def test_a_v2_that_ignores_qkv_bias_costs_its_own_exercise_not_the_copys(course, grader, tmp_path, suite):
+    """A SelfAttention_v2 that never builds biases (tests/corpus/unnamed/blind_02_SelfAttention_v2_nobias) is
+    charged in SelfAttention_v2; the copy's refusal of biases is asked with a right v2 in its place (the
+    stand-in), and the student's copy, which refuses them, keeps its points (each mistake costs once)."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "unnamed" / "blind_02_SelfAttention_v2_nobias.py", None)
+    own, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=2024, suite=suite)[entry.name]
+    assert own.score < own.max_score and "W_query.bias" in own.feedback, own.feedback[:600]
+    copy = next(e for e in assignment.exercises if e.name == "copy_v2_weights_into_v1")
+    assert copy.score == copy.max_score, copy.feedback[:1200]
+    assert "right, given your SelfAttention_v2" in copy.feedback, copy.feedback[:1200]
+
+
+def test_a_copy_that_drops_biases_beside_a_v2_without_them_still_fails(course, grader, tmp_path):
+    """The same v2 beside a copy that never refuses biases: the run with a right v2 finds the copy wrong, and
+    that decides (the student's v2 does not earn the copy a pass)."""
+    source = (ROOT / "tests" / "corpus" / "unnamed" / "blind_02_SelfAttention_v2_nobias.py").read_text()
+    source += ("\n\ndef copy_v2_weights_into_v1(v2, v1):\n    with torch.no_grad():\n"
+               + "".join(f"        v1.W_{r}.copy_(v2.W_{r}.weight.T)\n" for r in ("query", "key", "value")))
+    path = tmp_path / "both.py"
+    path.write_text(source)
+    entry = corpus._entry(path, None)
+    _, assignment = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
+    copy = next(e for e in assignment.exercises if e.name == "copy_v2_weights_into_v1")
+    failed = [c for c in copy.checks if c.status != "passed"]
+    assert [c.name for c in failed] == ["copy_v2_weights_refuses_biases"], copy.feedback[:1200]
+    assert "with a right SelfAttention_v2 in place of yours" in copy.feedback, copy.feedback[:1200]
