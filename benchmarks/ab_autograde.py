@@ -4,7 +4,7 @@ the solutions, module and notebook), as ratios per submission to a bare `python 
 measured in each round: whether a change made batch grading faster, on a machine too noisy for
 absolute times. Each side imports its own grader (it is run from its own folder).
 
-    python benchmarks/ab_autograde.py --base /tmp/base [--rounds 3] [--copies 40] [--workers 2]
+    python benchmarks/ab_autograde.py --base /tmp/base [--rounds 3] [--copies 40] [--workers 2] [--distinct]
 """
 from __future__ import annotations
 
@@ -28,12 +28,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--copies", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--distinct", action="store_true", help="each student's files their own (a comment)")
     args = parser.parse_args()
     sides = {"base": args.base.resolve(), "this": ROOT}
     times: dict[str, list[float]] = {"import torch": [], **{side: [] for side in sides}}
     with tempfile.TemporaryDirectory() as scratch:
         klass = Path(scratch) / "class"
-        make_class(klass, args.copies)
+        make_class(klass, args.copies, distinct=args.distinct)
         for round_ in range(args.rounds):
             order = list(sides) if round_ % 2 == 0 else list(reversed(sides))  # neither side always first
             started = time.monotonic()

@@ -9,6 +9,7 @@ Also reports the peak memory (RSS) of the grading processes and of the workers r
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -24,7 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.2
 
 
-def make_class(folder: Path, copies: int, notebooks: bool = True) -> None:
+def make_class(folder: Path, copies: int, notebooks: bool = True, distinct: bool = False) -> None:
+    """``copies`` students, each with the solutions' modules (and notebooks); ``distinct``: each student's
+    files their own (a comment, a last cell of their name), as a real class's are, so that nothing the
+    grading process read of one student's files serves the next."""
     for index in range(copies):
         for assignment in sorted((ROOT / "solutions").iterdir()):
             if assignment.is_dir():
@@ -32,6 +36,18 @@ def make_class(folder: Path, copies: int, notebooks: bool = True) -> None:
                 target.mkdir(parents=True)
                 for path in [*assignment.glob("*.py"), *(assignment.glob("*.ipynb") if notebooks else ())]:
                     shutil.copy(path, target)
+                    if distinct:
+                        _own(target / path.name, f"# student {index}\n")
+
+
+def _own(path: Path, comment: str) -> None:
+    if path.suffix == ".py":
+        path.write_text(path.read_text() + "\n" + comment)
+        return
+    notebook = json.loads(path.read_text())
+    notebook["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                              "source": comment})
+    path.write_text(json.dumps(notebook))
 
 
 KINDS = {"grade-zygote": "zygote", "grade-submission": "submission's process", "grade-starter": "worker's starter",
@@ -84,11 +100,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modules-only", action="store_true", help="copy the modules alone, no notebook")
+    parser.add_argument("--distinct", action="store_true", help="each student's files their own (a comment)")
     options = parser.parse_args()
     before = torch_import_times()  # the bare import before and after the run: the machine's pace may drift
     with tempfile.TemporaryDirectory() as scratch:
         klass, out = Path(scratch) / "class", Path(scratch) / "out"
-        make_class(klass, options.copies, notebooks=not options.modules_only)
+        make_class(klass, options.copies, notebooks=not options.modules_only, distinct=options.distinct)
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-m", "grader", "autograde", str(klass), "--out", str(out),
                                     "--workers", str(options.workers)], cwd=ROOT, stderr=subprocess.DEVNULL)

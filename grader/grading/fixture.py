@@ -159,8 +159,8 @@ class Grade:
         import torch
 
         dtype = dtype or torch.float32
-        return self._drawn("randn", shape, dtype, lambda: torch.randn(*shape, generator=self.generator, dtype=dtype)) \
-            * scale
+        drawn = self._drawn("randn", shape, dtype, lambda: torch.randn(*shape, generator=self.generator, dtype=dtype))
+        return drawn if scale == 1.0 else drawn * scale
 
     def rand(self, *shape, dtype=None):
         import torch
@@ -178,12 +178,12 @@ class Grade:
             entries *= int(size)
         if memo is None or entries < LARGE_DRAW:
             return draw()
-        from grader.grading.reference_cache import fingerprint
+        from grader.grading.reference_cache import fingerprint, known_as
 
         key = fingerprint("drawn", kind, tuple(shape), dtype, self.generator.get_state())
         value, after = memo.get(key, lambda: (draw(), self.generator.get_state()))
         self.generator.set_state(after)
-        return value
+        return known_as(value, key)  # a memo's reads name it by its draw, not by its bytes, until it changes
 
     def worked_out_ahead(self, compute, *reads):
         """:meth:`worked_out`, begun now and taken later: a callable that gives its value (or raises what it

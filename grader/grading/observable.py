@@ -211,6 +211,7 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
     course_files = course_files if course_files is not None else {}  # a Mapping: values read when imported
     course_modules = frozenset(course_modules) | frozenset(course_files)
     codes, queue, seen = [], list(paths), set()
+    trees: dict[bytes, ast.Module] = {}  # the code's digest -> its tree, parsed once for both readings here
     while queue:
         path = queue.pop(0)
         if path in seen:
@@ -218,7 +219,7 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
         seen.add(path)
         try:
             code, places = kept_code(path)
-            imported = _course_imports(code, course_modules)
+            imported = _course_imports(code, course_modules, trees)
         except _Unread as why:
             return str(why)
         except Exception as error:  # noqa: BLE001 - whatever cannot be read here is not trusted
@@ -233,7 +234,7 @@ def unobserved(paths, *, course_files=None, course_modules=frozenset(), own=froz
     for index, (path, code, places) in enumerate(codes):
         # what the other files may call of this one: every name they write (``from causal_attention import x``)
         called = frozenset(entry_points).union(*(w for i, w in enumerate(words) if i != index))
-        found = _reading(code, course_modules, frozenset(own), called)
+        found = _reading(code, course_modules, frozenset(own), called, trees)
         if found is not None:
             line, what = found
             name, first = path.name, 1
@@ -290,16 +291,21 @@ def _digest(code: str) -> bytes:
 _IMPORTS: dict = {}  # by the code's digest
 
 
-def _course_imports(code: str, course_modules) -> set[str]:
-    """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it)."""
-    return set(_remembered(_IMPORTS, _digest(code), lambda: frozenset(_imported_names(code))) & set(course_modules))
+def _course_imports(code: str, course_modules, trees: dict | None = None) -> set[str]:
+    """The course's modules ``code`` imports, by its syntax (a name in any spelling Python reads as it);
+    the tree parsed for it goes into ``trees``, by the code's digest, for the reading that follows."""
+    digest = _digest(code)
+    return set(_remembered(_IMPORTS, digest, lambda: frozenset(_imported_names(code, digest, trees)))
+               & set(course_modules))
 
 
-def _imported_names(code: str) -> set[str]:
+def _imported_names(code: str, digest: bytes = b"", trees: dict | None = None) -> set[str]:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()  # not read: _reading says why
+    if trees is not None:
+        trees[digest] = tree
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -312,14 +318,15 @@ def _imported_names(code: str) -> set[str]:
 _READ: dict = {}  # by the code's digest and the names given: a class hands in the same files again
 
 
-def _reading(code: str, course_modules, own, entry_points) -> tuple[int, str] | None:
-    return _remembered(_READ, (_digest(code), course_modules, own, entry_points),
-                       lambda: _read(code, course_modules, own, entry_points))
+def _reading(code: str, course_modules, own, entry_points, trees: dict | None = None) -> tuple[int, str] | None:
+    digest = _digest(code)
+    return _remembered(_READ, (digest, course_modules, own, entry_points),
+                       lambda: _read(code, course_modules, own, entry_points, (trees or {}).get(digest)))
 
 
-def _read(code: str, course_modules, own, entry_points) -> tuple[int, str] | None:
+def _read(code: str, course_modules, own, entry_points, tree: ast.Module | None = None) -> tuple[int, str] | None:
     try:
-        tree = ast.parse(code)
+        tree = tree if tree is not None else ast.parse(code)
     except (SyntaxError, ValueError):  # (the worker's import fails too, and says so first)
         return 0, "code that does not parse"
     except (RecursionError, MemoryError):  # nested past what is read here: not read, not trusted

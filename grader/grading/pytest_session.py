@@ -247,6 +247,7 @@ class GradingSession:
         self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
         self._choices: dict[str, Choice | None] = {}  # made when first needed (choice()): the graded assignments'
         self._reached: dict[str, list[str]] = {}  # assignment id -> the others its code imports (reached_from)
+        self._own: frozenset[str] | None = None  # the names of the modules the submission's folders hold
         # each graded assignment read now, before any worker runs a line of it (issue 44); another of the
         # submission's when a check first reaches for it (student()), before its own worker starts
         for assignment_id in copy.sources:
@@ -263,12 +264,13 @@ class GradingSession:
             from grader.grading.observable import unobserved
 
             names = {a.id: a.module_name for a in self.course.assignments}
-            # a notebook sits in its module's folder (grader.submission.WorkingCopy)
-            own = {p.stem for folder in {p.parent for p in self.copy.sources.values()} for p in _listed(folder)}
+            if self._own is None:  # a notebook sits in its module's folder (grader.submission.WorkingCopy)
+                self._own = frozenset(p.stem for folder in {p.parent for p in self.copy.sources.values()}
+                                      for p in _listed(folder))
             files = _FilesRun(self, {names[a]: a for a in self.copy.sources if a in names})
             self._unobserved[assignment_id] = unobserved(
                 self.files_run(assignment_id), course_files=files,
-                course_modules=frozenset(names.values()), own=frozenset(own),
+                course_modules=frozenset(names.values()), own=self._own,
                 entry_points=frozenset(e for a in self.course.assignments for e in a.exercises))
             self._reached[assignment_id] = [assignment_id, *(a for a in files.asked if a != assignment_id)]
         return self._unobserved[assignment_id]

@@ -24,6 +24,8 @@ import time
 from dataclasses import asdict, dataclass, fields
 
 _HEADER = struct.Struct("!Q")
+SMALL = 64 << 10  # a frame's length and payload are written together below this size, apart above it
+PREALLOCATED = 64 << 20  # a frame announced up to this size is read into one buffer made for it
 REQUEST_LIMIT = 1 << 34  # what the grader may send a worker (inputs; the grader is trusted)
 CONTROL_LIMIT = 1 << 20  # a message to or from the zygote
 MAX_ENTRIES = 4096  # tensors in one message
@@ -49,8 +51,16 @@ class MalformedMessage(Exception):
 # --- framing ---------------------------------------------------------------------------------------
 def send(sock: socket.socket, payload: bytes, *, timeout: float | None) -> None:
     """Send one frame; a peer that stops reading makes it fail after ``timeout`` seconds."""
-    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    head = _HEADER.pack(len(payload))
     deadline = None if timeout is None else time.monotonic() + timeout
+    if len(payload) < SMALL:  # one write; a large payload follows its length without being copied
+        _send_all(sock, memoryview(head + payload), deadline)
+    else:
+        _send_all(sock, memoryview(head), deadline)
+        _send_all(sock, memoryview(payload), deadline)
+
+
+def _send_all(sock: socket.socket, data: memoryview, deadline: float | None) -> None:
     while data:
         if deadline is not None:
             left = deadline - time.monotonic()
@@ -88,24 +98,38 @@ def requests(sock: socket.socket, *, limit: int):
             return
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes:
-    chunks, received = [], 0
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes | bytearray:
+    """``size`` bytes, read straight into one buffer; a frame announced larger than PREALLOCATED is kept
+    as it arrives (a sender that announces much and sends little costs no more than it sent)."""
+    if size > PREALLOCATED:
+        chunks, received = [], 0
+        while received < size:
+            chunks.append(_read(sock, deadline, lambda: sock.recv(min(size - received, 1 << 20))))
+            received += len(chunks[-1])
+        return b"".join(chunks)
+    buffer = bytearray(size)
+    view, received = memoryview(buffer), 0
     while received < size:
+        received += _read(sock, deadline, lambda: sock.recv_into(view[received:], min(size - received, 1 << 20)))
+    return buffer
+
+
+def _read(sock: socket.socket, deadline: float | None, read):
+    """What one ``read()`` gives (bytes, or how many it took) once ``sock`` has something, within the deadline."""
+    while True:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([sock], [], [], left)[0]:
                 raise ChannelTimeout("no complete message in time")
         try:
-            chunk = sock.recv(min(size - received, 1 << 20))
+            got = read()
         except BlockingIOError:
             continue
         except OSError as exc:
             raise ChannelClosed(str(exc)) from None
-        if not chunk:
+        if not got:
             raise ChannelClosed("end of stream")
-        chunks.append(chunk)
-        received += len(chunk)
-    return b"".join(chunks)
+        return got
 
 
 # --- encoding ---------------------------------------------------------------------------------------
@@ -129,7 +153,7 @@ def encode(obj) -> bytes:
     tensors: list[list] = []
     body = _encode(obj, buffers, tensors, 0)
     header = json.dumps({"body": body, "tensors": tensors}, separators=(",", ":")).encode()
-    return _HEAD.pack(len(header)) + header + b"".join(buffers)
+    return b"".join([_HEAD.pack(len(header)), header, *buffers])
 
 
 _SCALARS = frozenset({type(None), bool, int, float, str})
@@ -211,9 +235,9 @@ def decode(payload: bytes, *, limit: int):
     start = _HEAD.size + size
     if start + sum(sizes) != len(payload):
         raise MalformedMessage("the tensors' sizes do not add up to the message")
-    tensors, offset = [], start
+    tensors, offset, view = [], start, memoryview(payload)
     for entry, nbytes in zip(entries, sizes):
-        tensors.append(_tensor(entry, payload[offset:offset + nbytes]))
+        tensors.append(_tensor(entry, view[offset:offset + nbytes]))
         offset += nbytes
     try:
         return _decode(body, tensors, entries, 0)
@@ -243,7 +267,7 @@ _ITEMSIZES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex6
               "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8}
 
 
-def _tensor(entry, data: bytes):
+def _tensor(entry, data: memoryview):
     import torch
 
     name, shape, strides, _, nbytes = entry

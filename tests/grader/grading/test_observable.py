@@ -688,3 +688,23 @@ def test_a_returned_tuple_is_read_as_a_tuple_stores_it(submission_dir, grader, c
                           seed=5, exercises=("compute_rope_params",)).assignments[0]
     exercise = {e.name: e for e in result.exercises}["compute_rope_params"]
     assert [c.name for c in exercise.checks if c.status == "passed"] == ["rope_params_odd_head_dim"]
+
+
+def test_each_file_is_parsed_once_for_its_imports_and_its_reading(tmp_path, monkeypatch):
+    """The imports that decide which files are read, and the reading itself, share one parse of each file
+    (a class of distinct files paid two); what is read is the same: a route in the imported file is found."""
+    import ast
+
+    from grader.grading import observable
+
+    helper = tmp_path / "causal_attention.py"
+    helper.write_text("import torch\ndef fast(x, dim):\n    return torch._C\n# parsed once\n")
+    user = tmp_path / "attention_basics.py"
+    user.write_text("from causal_attention import fast\ndef softmax(x, dim=-1):\n    return fast(x, dim)\n# once\n")
+    parsed = []
+    real = ast.parse
+    monkeypatch.setattr(observable.ast, "parse", lambda code, *a, **k: parsed.append(code) or real(code, *a, **k))
+    why = unobserved([user], course_files={"causal_attention": [helper]}, course_modules=MODULES,
+                     entry_points=EXERCISES)
+    assert why and why.startswith("causal_attention.py line 3"), why
+    assert sorted(parsed) == sorted([helper.read_text(), user.read_text()]), len(parsed)

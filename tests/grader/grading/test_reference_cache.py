@@ -171,3 +171,22 @@ def test_a_use_that_changes_what_it_reads_is_not_fingerprinted_again():
 
     first = memo.lookup("check#0", ("check#0", layer), fills_a_cache, unchanged=layer)
     assert "check#0" in memo.cheap and torch.equal(first, torch.ones(1))
+
+
+def test_a_draw_is_known_by_how_it_was_made_until_it_changes():
+    """A tensor marked known_as (Grade._drawn: a large draw, by its generator's state) fingerprints as its
+    key without reading its bytes; once changed in place (itself or through a view), or asked for
+    gradients, it is read as any other tensor, so no two different contents share a key."""
+    from grader.grading.reference_cache import known_as
+
+    plain = torch.randn(64, 64, generator=torch.Generator().manual_seed(1))
+    drawn = known_as(plain.clone(), b"k" * 20)
+    other = known_as(torch.zeros(64, 64), b"k" * 20)  # the same key: only a draw's own tensor is ever marked
+    assert fingerprint(drawn) == fingerprint(other) != fingerprint(plain)
+    drawn[0].mul_(2)  # through a view: the version counter is the storage's
+    assert fingerprint(drawn) not in (fingerprint(other), fingerprint(plain))
+    assert fingerprint(drawn) == fingerprint(drawn.clone())  # read by its bytes now
+    marked = known_as(torch.ones(3), b"j" * 20)
+    before = fingerprint(marked)
+    marked.requires_grad_(True)
+    assert fingerprint(marked) != before

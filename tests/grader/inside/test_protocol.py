@@ -125,6 +125,38 @@ def test_a_silent_peer_times_out_and_a_closed_one_is_closed():
         protocol.recv(ours, limit=100, timeout=5)
 
 
+@pytest.mark.parametrize("size", [protocol.SMALL // 2, protocol.PREALLOCATED + (1 << 20)])
+def test_a_frame_of_any_size_arrives_whole_and_each_tensor_owns_its_bytes(size):
+    """A frame below SMALL is written in one piece, above it its length and payload apart; one up to
+    PREALLOCATED is read into one buffer, a larger one as it arrives. Either way the tensors come back
+    equal, strides kept, and writing into one changes neither the other nor the frame they came in."""
+    ours, theirs = socket.socketpair()
+    first = torch.arange(size // 16, dtype=torch.float64)
+    second = torch.arange(12, dtype=torch.int32).reshape(3, 4).t()
+    payload = protocol.encode({"out": [first, second]})
+    sender = threading.Thread(target=protocol.send, args=(theirs, payload), kwargs={"timeout": 30})
+    sender.start()
+    frame = protocol.recv(ours, limit=1 << 30, timeout=30)
+    sender.join()
+    assert bytes(frame) == payload
+    back = protocol.decode(frame, limit=1 << 30)["out"]
+    assert torch.equal(back[0], first) and torch.equal(back[1], second) and back[1].stride() == second.stride()
+    back[0].fill_(-1.0)
+    back[1].fill_(-1)
+    assert torch.equal(protocol.decode(frame, limit=1 << 30)["out"][1], second)
+    ours.close()
+    theirs.close()
+
+
+def test_a_frame_announced_larger_than_any_buffer_and_never_sent_times_out():
+    ours, theirs = socket.socketpair()
+    theirs.sendall((protocol.PREALLOCATED * 4).to_bytes(8, "big") + b"x" * 100)
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(ours, limit=1 << 40, timeout=0.3)
+    ours.close()
+    theirs.close()
+
+
 def test_a_worker_spec_crosses_the_wire_as_plain_data():
     spec = WorkerSpec("m", "/grade/work/a/m.py", ("/grade/work/a",), "/grade/work/a", "/grade/work",
                       (("/grade/work/a", "a"),), "cpu", 1 << 30, 1 << 20, uid=2_000_000_001,
