@@ -199,12 +199,13 @@ class Grader:
 
     def grade(self, submission: Submission, assignments: tuple[Assignment, ...], *,
               seed: int | None = None, recording=None, exercises: tuple[str, ...] | None = None,
-              suite: str = "hidden") -> SubmissionResult:
+              suite: str = "hidden", memo: bool = False) -> SubmissionResult:
         """Grade ``submission`` on ``assignments``. With a ``recording`` (recorded_outputs.py), the reference's
         outputs are recorded into it, or, when it is being replayed, taken from it (no reference needed).
         ``suite``: the folder of suites/ to run; a course without solutions/ (a student distribution)
-        always runs the public suites from their recording."""
-        run = self._begin(submission, assignments, seed, recording, exercises, suite)
+        always runs the public suites from their recording. ``memo``: the reference's results are kept for
+        later gradings on the same cases, as in :meth:`grade_each`."""
+        run = self._begin(submission, assignments, seed, recording, exercises, suite, memo=memo)
         plugins = [run.plugin] if exercises is None else [run.plugin, _OnlyExercises(exercises)]
         try:
             code = _pytest(self.course, run.files, plugins, debug=self.debug)

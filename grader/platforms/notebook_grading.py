@@ -63,9 +63,11 @@ def write_submission(course, assignment, cells: list[str], cwd: Path, into: Path
 
 
 def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Path, seed: int | None = None,
-                device: str | None = None, grader=None):
+                device: str | None = None, grader=None, memo: bool = False):
     """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
-    ``grader`` or the kernel's own."""
+    ``grader`` or the kernel's own; ``memo``: the reference's results kept for the next grading on the
+    same cases (a grading service's, which grades a class on one seed; never a kernel's own, which would
+    hold them in the student's process)."""
     from grader.config import parse_seed
     from grader.submission import resolve_submission
 
@@ -85,7 +87,7 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
         module = kernels_module(course, assignment, cells, cwd)
         if module is not None:
             submission = dataclasses.replace(submission, beside=((assignment.id, module),))
-        return grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,))
+        return grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,), memo=memo)
 
 
 def kernels_module(course, assignment, cells: list[str], cwd: Path) -> Path | None:

@@ -1,15 +1,26 @@
-"""The grading service of one sandboxed notebook kernel (grader.sandbox.kernel_boundary), outside its sandbox.
+"""The grading service of nbgrader's sandboxed kernels (grader.sandbox.kernel_boundary), outside their sandboxes.
 
-``python -m grader.platforms.notebook_service SOCKET NOTEBOOK_FOLDER COURSE_ROOT READY_FD``: listens on SOCKET,
-writes ``1`` to READY_FD, then answers each ``check()`` of the kernel: it grades the cells the kernel
-sent with a grader of its own (student code in its zygote, as ``grade check`` would) and answers with
-what the graded cell prints and the points. It believes nothing else the kernel says: the notebook's
-folder is the one the kernel was started in, device and seed come from this process's environment
+``python -m grader.platforms.notebook_service COURSE_ROOT CONTROL_FD``: one process for every kernel that one
+process of nbgrader's starts (``nbgrader autograde`` runs a class's notebooks one after another), holding one
+grader, whose sandbox stays warm from one notebook to the next and which keeps the reference's results for
+the next student (a class is graded on one seed). Each student's grading is a submission of its own in that
+sandbox (its own processes, ended with it; as root, a uid of its own), as in ``grade autograde``.
+
+The kernel manager speaks on CONTROL_FD (a socket): ``{"open": PATH, "cwd": FOLDER}`` makes the service answer
+on a socket at PATH, in a folder only that kernel's sandbox shows, for the notebook folder FOLDER the kernel
+was started in; ``{"close": PATH}`` ends that: the socket, the kernel's open connections and whatever it asked
+that is not graded yet. Each is answered ``{"ok": true}`` (or ``{"ok": false, "error": ...}``). The service
+ends when the control socket closes (the kernel manager's process is gone) or on SIGTERM.
+
+It answers each ``check()`` with what the graded cell prints and the points: it grades the cells the kernel
+sent, one request at a time, in the order they came. It believes nothing else the kernel says: the notebook's
+folder is the one the kernel manager named, device and seed come from this process's environment
 (``GRADE_DEVICE``, ``GRADE_SEED``, as for nbgrader's own process), never from the notebook (a
 ``check(..., seed=N)`` in a handed-in notebook is ignored). A class is graded on one seed: without
 ``GRADE_SEED``, every student's notebook of an assignment is graded on the seed :func:`class_seed`
-derives from the course and the assignment (printed in each graded cell). It ends when nbgrader's kernel
-manager kills it, or when its parent is gone.
+derives from the course and the assignment (printed in each graded cell). A kernel reaches its own socket
+only; one that connects and says nothing, or asks again and again, holds up no one but itself: its
+requests are read apart from the grading, at most PENDING of them wait, and all go when it is closed.
 """
 from __future__ import annotations
 
@@ -51,7 +62,7 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
     try:
         assignment = assignment_of(course, exercise, cwd)
         result = grade_cells(course, assignment, exercise, request["cells"], cwd=cwd,
-                             seed=class_seed(course, assignment), grader=grader)
+                             seed=class_seed(course, assignment), grader=grader, memo=True)
     except GraderError as error:
         return {"ok": False, "error": str(error)}
     graded = result.assignments[0].exercises[0]
@@ -60,48 +71,171 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
     return {"ok": True, "text": describe(graded, result), "points": graded.score, "figure": figure}
 
 
-def serve(listener: socket.socket, *, course, cwd: Path) -> None:
+PENDING = 4  # a kernel's requests read and waiting to be graded, at most
+
+
+class _Kernel:
+    """One kernel's socket, and the thread that reads its requests for the grading loop."""
+
+    def __init__(self, path: str, cwd: Path, queue):
+        import threading
+
+        self.path, self.cwd, self.queue = path, cwd, queue
+        self.closed = False
+        self.waiting = 0  # its requests in the queue
+        self.connections: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        os.chmod(path, 0o666)  # the kernel's uid connects; the folder above lets no one else list it
+        self.listener.listen(PENDING)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while not self.closed:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            with self.lock:
+                if self.closed or self.waiting >= PENDING:
+                    connection.close()
+                    continue
+                self.connections.add(connection)
+            try:
+                request = protocol.decode(protocol.recv(connection, limit=REQUEST_LIMIT, timeout=TIMEOUT_S), limit=0)
+            except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+                    protocol.MessageTooLarge, OSError):
+                self.done(connection)
+                continue
+            with self.lock:
+                if self.closed:
+                    continue
+                self.waiting += 1
+            self.queue.put((self, request, connection))
+
+    def done(self, connection: socket.socket) -> None:
+        with self.lock:
+            self.connections.discard(connection)
+        connection.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            connections, self.connections = list(self.connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            connection.close()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _control(control: socket.socket, queue) -> None:
+    """The kernel manager's requests, as they come, for the grading loop; None once it is gone."""
+    while True:
+        try:
+            message = protocol.decode(protocol.recv(control, limit=1 << 16, timeout=None), limit=0)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+                protocol.MessageTooLarge, OSError):
+            queue.put(None)
+            return
+        queue.put(message)
+
+
+def serve(control: socket.socket, *, course) -> None:
+    """Answer the kernel manager on ``control`` and every kernel it opens, until ``control`` closes."""
+    import queue as queues
+    import threading
+
     from grader.grading.grader import Grader
 
-    grader = None
+    made: dict = {}
+
+    def make():  # the grader and its sandbox start (torch imported twice) while the first kernel starts
+        try:
+            made["grader"] = Grader(course, device=os.environ.get("GRADE_DEVICE") or "auto", batch=True)
+        except GraderError as error:  # e.g. GRADE_DEVICE=cuda without a GPU: every check says so
+            made["problem"] = str(error)
+        except Exception as error:  # noqa: BLE001 - said in every check, not as a traceback in nbgrader's log
+            made["problem"] = f"the grader could not start ({type(error).__name__}: {error})"
+
+    maker = threading.Thread(target=make, daemon=True)
+    maker.start()
+    pending = queues.Queue()
+    kernels: dict[str, _Kernel] = {}
+    threading.Thread(target=_control, args=(control, pending), daemon=True).start()
     try:
-        while True:
-            connection, _ = listener.accept()
-            with connection:
-                try:
-                    request = protocol.decode(protocol.recv(connection, limit=REQUEST_LIMIT, timeout=TIMEOUT_S),
-                                              limit=0)
-                except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
-                        protocol.MessageTooLarge):
-                    continue
-                if grader is None:
-                    device = os.environ.get("GRADE_DEVICE") or "auto"
-                    grader = Grader(course, device=device)
-                reply = answer(request, course=course, cwd=cwd, grader=grader)
-                try:
-                    protocol.send(connection, protocol.encode(reply), timeout=TIMEOUT_S)
-                except (protocol.ChannelClosed, protocol.ChannelTimeout):
-                    continue
+        while (item := pending.get()) is not None:
+            if isinstance(item, dict):
+                _send(control, _managed(item, kernels, pending))
+                continue
+            kernel, request, connection = item
+            with kernel.lock:
+                kernel.waiting -= 1
+            if kernel.closed:
+                continue
+            maker.join()
+            grader = made.get("grader")
+            reply = {"ok": False, "error": made.get("problem", "the grader could not start")} if grader is None \
+                else answer(request, course=course, cwd=kernel.cwd, grader=grader)
+            try:
+                protocol.send(connection, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
+            except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError):
+                pass
+            kernel.done(connection)
     finally:
-        if grader is not None:
-            grader.close()
+        for kernel in kernels.values():
+            kernel.close()
+        maker.join()
+        if made.get("grader") is not None:
+            made["grader"].close()
+
+
+SEND_TIMEOUT_S = 10  # for an answer to leave: a kernel that reads none holds up the others no longer
+
+
+def _managed(message: dict, kernels: dict, pending) -> dict:
+    """The kernel manager's ``open`` or ``close``, done."""
+    if isinstance(message.get("open"), str) and isinstance(message.get("cwd"), str):
+        try:
+            kernels[message["open"]] = _Kernel(message["open"], Path(message["cwd"]), pending)
+        except OSError as error:
+            return {"ok": False, "error": f"cannot answer on {message['open']}: {error.strerror}"}
+        return {"ok": True}
+    if isinstance(message.get("close"), str):
+        kernel = kernels.pop(message["close"], None)
+        if kernel is not None:
+            kernel.close()
+        return {"ok": True}
+    return {"ok": False, "error": "not a request of the kernel manager's"}
+
+
+def _send(control: socket.socket, reply: dict) -> None:
+    try:
+        protocol.send(control, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
+    except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError):
+        pass
 
 
 def main() -> None:
     from grader.config import load_course
-    from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
 
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    path, cwd, root, ready = sys.argv[1:5]
+    root, control = sys.argv[1:3]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     course = load_course(Path(root))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    os.chmod(path, 0o666)  # the kernel's uid connects; the folder above lets no one else list it
-    listener.listen(4)
-    os.write(int(ready), b"1")
-    os.close(int(ready))
-    serve(listener, course=course, cwd=Path(cwd))
+    with socket.socket(fileno=int(control)) as channel:
+        serve(channel, course=course)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ kernel runs in a bubblewrap sandbox like the zygote's (a view of the Python runt
 own PID namespace; as root a uid of its own and no capabilities), talking to Jupyter over Unix sockets
 (ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's, on a
 file system of WORK_QUOTA bytes of its own (a notebook that fills it fills its own). A
-grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process per kernel) holds the
-grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
+grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process for every kernel this
+process starts, each kernel on a socket of its own that only its sandbox shows) holds the grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
 student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
 ``grade export`` compares it with a grade of its own (see grader.reporting.export).
 
@@ -17,8 +17,10 @@ and the log says so; ``separate_user = "required"`` refuses.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +78,7 @@ class ConfinedKernelManager(AsyncKernelManager):
             from grader.sandbox.confine import prepare_workdir
 
             prepare_workdir(str(work), uid, uid)
-        self._service = _start_service(course, self._folder / "service", cwd)
+        self._service = _open_service(course, self._folder / "service", cwd)
         cmd = sandboxed(cmd, confinement=confinement, course=course, folder=self._folder, cwd=cwd, uid=uid)
         kw["env"] = {}
         kw["cwd"] = str(self._folder)
@@ -86,14 +88,9 @@ class ConfinedKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart=restart)
         if restart:
             return
-        service, self._service = getattr(self, "_service", None), None
-        if service is not None:
-            service.terminate()  # it closes its grader, whose sandbox dies with it
-            try:
-                service.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                service.kill()
-                service.wait()
+        socket_path, self._service = getattr(self, "_service", None), None
+        if socket_path is not None:
+            _SERVICE.close(socket_path)  # its socket, connections and waiting requests go; the service stays
         folder, self._folder = getattr(self, "_folder", None), None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -108,20 +105,80 @@ def _kernel_uid(confinement) -> int | None:
     return submission_uid()
 
 
-def _start_service(course, folder: Path, cwd: Path) -> subprocess.Popen:
-    """The grading service for one kernel, outside its sandbox; it answers on ``folder/grade.sock``."""
-    folder.mkdir(mode=0o711)
-    ready_read, ready_write = os.pipe()
-    service = subprocess.Popen([sys.executable, "-m", "grader.platforms.notebook_service", str(folder / "grade.sock"),
-                                str(cwd),
-                                str(course.root), str(ready_write)], pass_fds=[ready_write], cwd=str(course.root),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
-    os.close(ready_write)
-    with os.fdopen(ready_read, "rb") as ready:
-        if ready.read(1) != b"1":  # bound and listening, or gone
-            service.kill()
-            raise RuntimeError("the grading service for the notebook's kernel could not start")
-    return service
+class _Service:
+    """The grading service of the kernels this process starts (grader.platforms.notebook_service): started with
+    the first, kept for the next (its grader's sandbox warm, the reference's results kept for the class's
+    seed), started again should it have stopped; it ends when this process does (its control socket closes)."""
+
+    def __init__(self):
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.root: Path | None = None
+
+    def open(self, course, folder: Path, cwd: Path) -> str:
+        """A socket in ``folder`` on which the service answers the kernel started in the notebook folder ``cwd``."""
+        folder.mkdir(mode=0o711)
+        path = str(folder / "grade.sock")
+        for _ in range(2):  # a service that stopped since the last kernel is started again, once
+            if self.process is None or self.process.poll() is not None or self.root != course.root:
+                self._start(course)
+            try:
+                reply = self._ask({"open": path, "cwd": str(cwd)})
+            except OSError:
+                self._stop()
+                continue
+            if reply.get("ok") is True:
+                return path
+            raise RuntimeError(f"the grading service for the notebook's kernel could not start: {reply.get('error')}")
+        raise RuntimeError("the grading service for the notebook's kernel could not start")
+
+    def close(self, path: str) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                self._ask({"close": path})
+            except OSError:
+                self._stop()
+
+    def _ask(self, message: dict) -> dict:
+        from grader.inside import protocol
+
+        try:
+            protocol.send(self.control, protocol.encode(message), timeout=30)
+            reply = protocol.decode(protocol.recv(self.control, limit=1 << 16, timeout=30), limit=0)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
+                protocol.MessageTooLarge) as error:
+            raise OSError(str(error)) from None
+        return reply if isinstance(reply, dict) else {}
+
+    def _start(self, course) -> None:
+        self._stop()
+        ours, theirs = socket.socketpair()
+        self.process = subprocess.Popen([sys.executable, "-m", "grader.platforms.notebook_service", str(course.root),
+                                         str(theirs.fileno())], pass_fds=[theirs.fileno()], cwd=str(course.root),
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        theirs.close()
+        self.control, self.root = ours, course.root
+
+    def _stop(self) -> None:
+        if self.control is not None:
+            self.control.close()  # the service's signal to end
+            self.control = None
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+
+_SERVICE = _Service()
+atexit.register(_SERVICE._stop)
+
+
+def _open_service(course, folder: Path, cwd: Path) -> str:
+    """The grading service's socket for one kernel, in ``folder``, outside its sandbox."""
+    return _SERVICE.open(course, folder, cwd)
 
 
 def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:

@@ -1,13 +1,15 @@
 """nbgrader's grading service (grader/platforms/notebook_service.py): one class, one seed, whatever the notebook asks."""
 import types
 
+import pytest
+
 from grader.platforms import notebook_service as kernel_service
 
 
 def test_a_notebooks_own_seed_is_ignored_and_every_student_gets_the_class_seed(course, tmp_path, monkeypatch):
     seen = []
 
-    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader):
+    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader, **_):
         seen.append(seed)
         graded = types.SimpleNamespace(score=1.0, status="passed", figure=None)
         return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
@@ -32,7 +34,7 @@ def test_a_wrong_pictured_exercise_sends_its_figure_to_the_notebook_and_a_right_
     figure = {"title": "attention_weights", "theirs": [[1.0]], "right": [[0.5]]}
     status = ["failed"]
 
-    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader):
+    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader, **_):
         graded = types.SimpleNamespace(score=0.0, status=status[0], figure=figure)
         return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
 
@@ -62,3 +64,65 @@ def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet
     done = subprocess.run(["fc-list", "--format=%{file}\\n"], env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
                           **env, "XDG_CACHE_HOME": str(tmp_path / "cache")}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(course, tmp_path, monkeypatch):
+    """The kernels of one nbgrader run share one service (its grader warm from one notebook to the next):
+    each kernel's socket answers for the notebook folder its kernel manager named, a kernel that connects
+    and says nothing holds up no other kernel, and a closed kernel's socket is gone with it."""
+    import socket
+    import threading
+    import time
+
+    from grader.inside import protocol
+
+    graders = []
+
+    class Grader:  # no sandbox needed to see who is answered for what
+        def __init__(self, course, **_):
+            graders.append(self)
+
+        def close(self):
+            graders.append("closed")
+
+    monkeypatch.setattr("grader.grading.grader.Grader", Grader)
+    monkeypatch.setattr(kernel_service, "answer", lambda request, *, course, cwd, grader: {
+        "ok": True, "text": f"{request['exercise']} for {cwd.name}", "points": 1.0, "grader": id(grader)})
+    ours, theirs = socket.socketpair()
+    serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
+    serving.start()
+
+    def ask(message):
+        protocol.send(ours, protocol.encode(message), timeout=10)
+        return protocol.decode(protocol.recv(ours, limit=1 << 16, timeout=10), limit=0)
+
+    def check(path, exercise):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(path)
+            protocol.send(connection, protocol.encode({"exercise": exercise, "cells": []}), timeout=10)
+            return protocol.decode(protocol.recv(connection, limit=1 << 20, timeout=10), limit=0)
+
+    paths = {}
+    for name in ("ada", "bo"):
+        (tmp_path / name).mkdir()
+        paths[name] = str(tmp_path / name / "grade.sock")
+        assert ask({"open": paths[name], "cwd": f"/course/submitted/{name}/01_attention_basics"}) == {"ok": True}
+    first = check(paths["ada"], "attention_scores")
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(paths["ada"])  # ada's kernel now says nothing: read apart from the grading
+    started = time.monotonic()
+    second = check(paths["bo"], "softmax")
+    assert time.monotonic() - started < 5  # bo is answered at once
+    assert first["text"] == "attention_scores for 01_attention_basics" and second["text"].startswith("softmax")
+    assert first["grader"] == second["grader"] and len(graders) == 1  # one grader for both kernels
+    started = time.monotonic()
+    assert ask({"close": paths["ada"]}) == {"ok": True}  # its silent connection ends with it
+    assert time.monotonic() - started < 5 and not (tmp_path / "ada" / "grade.sock").exists()
+    with pytest.raises(OSError):
+        check(paths["ada"], "softmax")
+    assert check(paths["bo"], "softmax")["ok"]
+    assert ask({"nonsense": 1})["ok"] is False
+    silent.close()
+    ours.close()  # the kernel manager's process is gone: the service ends, its grader closed
+    serving.join(timeout=10)
+    assert not serving.is_alive() and graders[-1] == "closed"
