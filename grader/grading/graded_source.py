@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.inside.notebook_source import LIMITS, NotebookError, code_problem, parsed_cells, read_bounded
+from grader.inside.notebook_source import LIMITS, NotebookError, cell_codes, code_problem, read_bounded
 
 
 @dataclass(frozen=True)
@@ -188,10 +188,13 @@ def _notebook_definitions(data: bytes, name: str) -> dict[str, Written | None]:
     """The notebook's definitions, each cell's read from its statements and dropped with them. A cell
     that does not parse makes the notebook unusable (the worker could not import it): NotebookError."""
     theirs: dict[str, Written | None] = {}
-    for cell, kept, problem in parsed_cells(data, name, cell_chars=LIMITS.cell_chars):
-        if kept is None:
-            raise NotebookError(f"{cell.filename} has {problem}, so the notebook cannot be used")
+
+    def read(cell, kept):
         theirs.update(definitions(ast.Module(body=kept, type_ignores=[]), cell.code))
+
+    for filename, _, problem in cell_codes(data, name, cell_chars=LIMITS.cell_chars, read=read):
+        if problem is not None:
+            raise NotebookError(f"{filename} has {problem}, so the notebook cannot be used")
     return theirs
 
 

@@ -36,7 +36,7 @@ import tokenize
 import types
 from pathlib import Path
 
-from grader.inside.notebook_source import LIMITS, code_problem, parsed_cells, read_bounded
+from grader.inside.notebook_source import LIMITS, cell_codes, code_problem, read_bounded
 from grader.inside.notebook_source import _root  # the name a dotted name starts from (None: not a name)
 
 # modules a submission may name, all of whose public names it may use (a module found behind one of
@@ -881,11 +881,11 @@ def _kept_code(path: Path, data: bytes) -> tuple[str, list[tuple[int, str]]]:
             raise _Unread(f"{path.name} holds {problem}, which is more than the grader reads")
         return text, []
     pieces, places, line = [], [], 1
-    for cell, kept, problem in parsed_cells(data, path.name, cell_chars=LIMITS.cell_chars):
-        if kept is None and not problem.startswith("a syntax error"):  # (one that does not compile stops the import)
-            raise _Unread(f"{cell.filename} holds {problem}, which is more than the grader reads")
-        code = "" if kept is None else cell.code
-        places.append((line, cell.filename))
+    for filename, code, problem in cell_codes(data, path.name, cell_chars=LIMITS.cell_chars):
+        if problem is not None and not problem.startswith("a syntax error"):  # (one that does not compile stops the import)
+            raise _Unread(f"{filename} holds {problem}, which is more than the grader reads")
+        code = "" if problem is not None else code
+        places.append((line, filename))
         pieces.append(code)
         line += code.count("\n") + 1
     return "\n".join(pieces), places

@@ -195,6 +195,36 @@ def cells_of(data: bytes, name: str = "notebook.ipynb", own: str | None = None) 
     return [cell for cell, _, _ in parsed_cells(data, name, own=own)]
 
 
+KEPT_READINGS = 16  # notebooks whose cells cell_codes keeps, by name and bytes
+KEPT_CHARS = 1 << 20  # ... each of at most this much code (a lesson notebook's: about 20,000 characters)
+_CELL_CODES: dict[tuple[str, bytes], list[tuple[str, str, str | None]]] = {}
+
+
+def cell_codes(data: bytes, name: str, *, cell_chars: int | None = None,
+               read=None) -> list[tuple[str, str, str | None]]:
+    """What :func:`parsed_cells` gives, without the trees: each code cell it yields as ``(filename, kept
+    code, None)`` or ``(filename, whole source, why it is not parsed)``; the same bytes under the same name
+    are parsed once in a process (the grading process reads a notebook twice: which exercises it writes,
+    and the code its worker will run). ``read(cell, kept)`` is called with each parsed cell's statements
+    while they exist; a caller that gives it always has the notebook parsed again."""
+    import hashlib
+
+    key = (name, hashlib.blake2b(data, digest_size=20).digest() + str(cell_chars).encode())
+    if read is None and key in _CELL_CODES:
+        return _CELL_CODES[key]
+    cells = []
+    for cell, kept, problem in parsed_cells(data, name, cell_chars=cell_chars):
+        if kept is not None and read is not None:
+            read(cell, kept)
+        cells.append((cell.filename, cell.code, problem))
+    if sum(len(code) for _, code, _ in cells) > KEPT_CHARS:  # a notebook of that much code is read each time
+        return cells
+    if len(_CELL_CODES) >= KEPT_READINGS:
+        _CELL_CODES.pop(next(iter(_CELL_CODES)))  # the oldest
+    _CELL_CODES[key] = cells
+    return cells
+
+
 def parsed_cells(data: bytes, name: str = "notebook.ipynb", limits: NotebookLimits = LIMITS, *,
                  cell_chars: int | None = None,
                  own: str | None = None) -> Iterator[tuple[Cell, list | None, str | None]]:

@@ -103,3 +103,29 @@ def test_a_notebook_that_is_its_own_module_leaves_out_its_imports_from_that_name
                  "from attention_basics_extra import x", "def softmax(x, dim=-1):"):
         assert line in own, line
     assert own.count("\n") == kept.count("\n")  # lines keep their numbers
+
+
+def test_a_notebook_is_parsed_once_for_which_exercises_it_writes_and_the_code_its_worker_runs(tmp_path, monkeypatch):
+    """grade check's two readings of a notebook (graded_source's choice of file, observable's reading of the
+    code the worker runs) share one parse of its cells; what each reads is as before: the choice sees the
+    notebook's written exercise, the reading its kept code, cell by cell, demos out."""
+    import ast
+
+    from grader.grading import graded_source, observable
+    from grader.inside import notebook_source
+
+    stub = tmp_path / "attention_basics.py"
+    stub.write_text("def softmax(x, dim=-1):\n    raise NotImplementedError\n")
+    path = notebook(tmp_path, ("code", "import torch", {}),
+                    ("code", "def softmax(x, dim=-1):\n    return x.exp() / x.exp().sum(dim)", {}),
+                    ("code", "print(softmax(torch.ones(3)))  # a demo, parsed once", {}))
+    parsed = []
+    real = ast.parse
+    monkeypatch.setattr(notebook_source.ast, "parse", lambda code, *a, **k: parsed.append(code) or real(code, *a, **k))
+    choice = graded_source.choose(stub, path, ("softmax",))
+    assert choice is not None and choice.from_notebook == ("softmax",)
+    cells = len(parsed)
+    code, places = observable.kept_code(path)
+    assert len(parsed) == cells and sum("demo, parsed once" in p for p in parsed) == 1  # no cell parsed again
+    assert "def softmax" in code and "print(" not in code
+    assert [name for _, name in places] == ["attention_basics.ipynb [cell 1]", "attention_basics.ipynb [cell 2]"]
