@@ -41,6 +41,7 @@ class Student:
         self.import_fault: StudentFault | None = None  # an import that failed fails at once after
         self.hung: set[str] = set()  # functions a timeout stopped in: later workers make them fail at once
         self.oracle = None  # answers stand-ins' questions while a verification runs (grader.grading.oracle)
+        self.ahead = None  # (number, spec): its first worker, asked of the zygote ahead (start_ahead), not taken yet
 
     def _worker(self):
         """The worker that has imported the module; a module whose import failed (raised, exited, hung)
@@ -54,18 +55,36 @@ class Student:
                 self.import_fault = fault
             raise
 
+    def _spec(self, timeout: float):
+        source = self.session.copy.sources.get(self.assignment.id)
+        if source is None:
+            raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
+                                                  f"found in the submission")
+        return dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout,
+                                   hung=tuple(sorted(self.hung)))
+
+    def start_ahead(self) -> None:
+        """Have the zygote fork this assignment's worker now, and the worker import the module, while the
+        grader goes on (collecting the suites, grading the assignments before it): its first check takes
+        it (_started_worker). Nothing where there is no module to import, or the zygote cannot start."""
+        if self.worker is not None or self.ahead is not None or self.assignment.id not in self.session.copy.sources:
+            return
+        try:
+            spec = self._spec(self.session.timeout())
+            self.ahead = (self.session.zygote.spawn_ahead(spec), spec)
+        except (IsolationError, WorkerFault, StudentFault):  # said where its first check starts it
+            self.ahead = None
+
     def _started_worker(self):
         if self.worker is None or not self.worker.alive:
-            source = self.session.copy.sources.get(self.assignment.id)
-            if source is None:
-                raise StudentFault("not_implemented", f"no {self.assignment.module} or {self.assignment.notebook} "
-                                                      f"found in the submission")
             timeout = self.session.timeout()
-            spec = dataclasses.replace(self.session.worker_spec(self.assignment, source), import_timeout_s=timeout,
-                                       hung=tuple(sorted(self.hung)))
+            ahead, self.ahead = self.ahead, None  # only ever the first worker
             self.worker = None
             try:
-                self.worker = self.session.zygote.spawn(spec, timeout=timeout)
+                if ahead is not None:
+                    self.worker = self.session.zygote.take(*ahead, timeout=timeout)
+                else:
+                    self.worker = self.session.zygote.spawn(self._spec(timeout), timeout=timeout)
             except IsolationError as error:  # the zygote could not start: no student code ran
                 raise GraderFault(str(error)) from None
             except WorkerFault as fault:
@@ -253,6 +272,11 @@ class GradingSession:
         for assignment_id in copy.sources:
             if assignment_id in self.assignments:
                 self.unobserved(assignment_id)
+        # then their workers, asked for in the order they are graded: each forks and imports while the checks
+        # before it run (on the other processor, where there is one), taken by its assignment's first check
+        for assignment_id in self.assignments:
+            if assignment_id in copy.sources:
+                self.student(assignment_id).start_ahead()
 
     def unobserved(self, assignment_id: str) -> str | None:
         """Why the grader cannot trust what it watches of this assignment's computation, in one line, or

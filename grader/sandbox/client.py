@@ -78,7 +78,11 @@ class ZygoteClient:
         theirs.close()
         self.namespaces = confinement.sandboxed
         self.ready = False  # the zygote imports torch meanwhile: the grader waits at its first spawn
-        self.unread = 0  # answers the zygote owes to requests not waited for (prepare), read before the next
+        # answers the zygote owes to requests not waited for, in the order they were sent: None for a prepare
+        # (read and dropped), a number for a worker asked for ahead (kept in ``spawned`` until taken)
+        self.owed: list[int | None] = []
+        self.spawned: dict[int, tuple[dict, list[int]]] = {}
+        self.spawns = 0
         self.failure: str | None = None
         self.probed = False
         self.confinement_problem: str | None = None  # what the zygote's probe found (grader.inside.zygote)
@@ -194,16 +198,23 @@ class ZygoteClient:
                 self._send({"op": "prepare", "cgroups": list(cgroups)})
             except WorkerFault:  # the zygote stopped: the first worker's spawn says so where it is graded
                 return
-            self.unread += 1
+            self.owed.append(None)
 
     def _receive(self, *, timeout: float = CONTROL_TIMEOUT) -> tuple[dict, list[int]]:
         """The zygote's next answer to the request just sent (those owed to earlier ones read first)."""
-        while self.unread:
-            self.unread -= 1
-            _, fds = self._answer(timeout)
-            for fd in fds:
-                os.close(fd)
+        self._read_owed(timeout)
         return self._answer(timeout)
+
+    def _read_owed(self, timeout: float, until: int | None = None) -> None:
+        """The answers owed to earlier requests, read in order (all of them, or up to ``until``'s)."""
+        while self.owed and (until is None or until not in self.spawned):
+            number = self.owed.pop(0)
+            answer, fds = self._answer(timeout)
+            if number is None:
+                for fd in fds:
+                    os.close(fd)
+            else:
+                self.spawned[number] = (answer, fds)
 
     def _answer(self, timeout: float) -> tuple[dict, list[int]]:
         """The zygote's next answer: one byte that may carry a descriptor, then a message."""
@@ -230,9 +241,33 @@ class ZygoteClient:
 
     def spawn(self, spec: WorkerSpec, *, timeout: float) -> Worker:
         """A new worker that has imported the submission module (or failed to: see ``import_error``)."""
+        return self.take(self.spawn_ahead(spec), spec, timeout=timeout)
+
+    def spawn_ahead(self, spec: WorkerSpec) -> int:
+        """Ask the zygote for a worker now, and go on: it forks it, and the worker imports the module, while
+        the grader does something else; :meth:`take` (with the number this gives) waits for it. The zygote
+        answers in the order it was asked."""
         self.wait_ready()
         self._send({"op": "spawn", "spec": spec.to_wire()})
-        reply, fds = self._receive()
+        self.spawns += 1
+        self.owed.append(self.spawns)
+        return self.spawns
+
+    def discard(self, number: int) -> None:
+        """A worker asked for ahead and not taken: its end of the channel closed (the zygote's end of the
+        submission kills the worker with every other process of it)."""
+        if number in self.owed or number in self.spawned:
+            try:
+                self._read_owed(CONTROL_TIMEOUT, until=number)
+            except WorkerFault:
+                return
+            for fd in self.spawned.pop(number, ({}, []))[1]:
+                os.close(fd)
+
+    def take(self, number: int, spec: WorkerSpec, *, timeout: float) -> Worker:
+        """The worker asked for by :meth:`spawn_ahead`, once it has imported the module (or failed to)."""
+        self._read_owed(CONTROL_TIMEOUT, until=number)
+        reply, fds = self.spawned.pop(number, ({}, []))
         if not reply.get("ok") or not fds:
             for fd in fds:
                 os.close(fd)
@@ -266,6 +301,11 @@ class ZygoteClient:
             return False
         except IsolationError:
             return True
+        finally:  # workers asked for ahead and never taken: killed with the rest, their channels closed here
+            for _, fds in self.spawned.values():
+                for fd in fds:
+                    os.close(fd)
+            self.spawned.clear()
 
     def close(self) -> None:
         self._stop()

@@ -3,6 +3,8 @@ student code through."""
 import os
 from pathlib import Path
 
+import torch
+
 from grader.sandbox.submission_sandbox import Sandbox
 from grader.sandbox.confine import FIRST_UID, plan
 from grader.submission import resolve_submission
@@ -66,5 +68,29 @@ def test_a_cells_process_is_started_in_its_cgroups_before_its_first_worker_and_f
         assert started < set(procs[0].read_text().split())  # the same process forked the worker
         worker.kill()
         sandbox.end(cell, gone=sandbox.zygote.end_submission())
+    finally:
+        sandbox.close()
+
+
+def test_workers_asked_for_ahead_are_taken_in_any_order_and_those_never_taken_close_with_the_submission(course):
+    """Issue 47: a submission's workers are asked of the zygote ahead (each forks and imports while the grader
+    goes on) and taken at their first check: the zygote answers in the order it was asked, so taking the
+    second first keeps the first's answer for its turn; one never taken is killed with the submission, and
+    its channel closed here."""
+    sandbox = Sandbox(course, plan("auto"))
+    try:
+        cell = sandbox.cell(resolve_submission(ROOT / "solutions" / "01_attention_basics", course))
+        spec = worker_spec(sandbox, cell)
+        first, second, unused = (sandbox.zygote.spawn_ahead(spec) for _ in range(3))
+        later = sandbox.zygote.take(second, spec, timeout=60)
+        earlier = sandbox.zygote.take(first, spec, timeout=60)
+        assert earlier.pid != later.pid and earlier.import_error is None and later.import_error is None
+        for worker in (earlier, later):
+            reply = worker.request({"op": "call", "target": "softmax", "args": [torch.zeros(2)], "kwargs": {}},
+                                   timeout=60)
+            assert reply["ok"] and torch.equal(reply["out"], torch.full((2,), 0.5))
+        assert sandbox.zygote.end_submission()
+        assert sandbox.zygote.spawned == {} and sandbox.zygote.owed == [] and unused
+        sandbox.end(cell, gone=True)
     finally:
         sandbox.close()
