@@ -314,6 +314,21 @@ class StackWatch:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+def warm_device(device: str) -> None:
+    """On a GPU, the process's CUDA context made now, while it waits for its first request: its workers are
+    asked for ahead (grader.grading.pytest_session.Student.start_ahead), so the context (a large part of a
+    worker's first call there) is made while the grader grades the assignments before it. Nothing on the
+    CPU; where CUDA cannot start here, the first call that needs it says so, as before."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    try:
+        torch.empty(1, device=device)
+    except Exception:  # noqa: BLE001 - reported by the first call that needs the device
+        pass
+
+
 def stop_hung(module: types.ModuleType, name: str) -> None:
     """Make the module's function ``name``, which ran out of time in an earlier check, fail at once:
     an exercise that uses it then gets an error naming it instead of waiting out its own time limit."""
@@ -608,6 +623,7 @@ def serve(sock, spec: WorkerSpec) -> None:
 
     server = Server(spec, module, watch, ask)
     reply({"ok": True})
+    warm_device(spec.device)
     for request in protocol.requests(sock, limit=protocol.REQUEST_LIMIT):
         try:
             answer = server.handle(request)

@@ -3,6 +3,7 @@ student code through."""
 import os
 from pathlib import Path
 
+import pytest
 import torch
 
 from grader.sandbox.submission_sandbox import Sandbox
@@ -92,5 +93,30 @@ def test_workers_asked_for_ahead_are_taken_in_any_order_and_those_never_taken_cl
         assert sandbox.zygote.end_submission()
         assert sandbox.zygote.spawned == {} and sandbox.zygote.owed == [] and unused
         sandbox.end(cell, gone=True)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.gpu
+def test_a_cuda_worker_makes_its_context_while_it_waits_for_its_first_request(course):
+    """Issue 47, on a GPU: a worker asked for ahead starts CUDA before its first call (grader.inside.worker.warm_device),
+    while the grader grades the assignments before it: libcuda is mapped in it before any request is sent."""
+    import dataclasses
+    import time
+
+    sandbox = Sandbox(course, plan("auto"))
+    try:
+        cell = sandbox.cell(resolve_submission(ROOT / "solutions" / "01_attention_basics", course))
+        spec = dataclasses.replace(worker_spec(sandbox, cell), device="cuda")
+        worker = sandbox.zygote.take(sandbox.zygote.spawn_ahead(spec), spec, timeout=120)
+        from grader.sandbox.client import host_pid
+
+        pid = host_pid(sandbox.zygote.process.pid, worker.pid)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "libcuda" not in Path(f"/proc/{pid}/maps").read_text():
+            time.sleep(0.2)
+        assert "libcuda" in Path(f"/proc/{pid}/maps").read_text()
+        worker.kill()
+        sandbox.end(cell, gone=sandbox.zygote.end_submission())
     finally:
         sandbox.close()
