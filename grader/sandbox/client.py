@@ -253,17 +253,6 @@ class ZygoteClient:
         self.owed.append(self.spawns)
         return self.spawns
 
-    def discard(self, number: int) -> None:
-        """A worker asked for ahead and not taken: its end of the channel closed (the zygote's end of the
-        submission kills the worker with every other process of it)."""
-        if number in self.owed or number in self.spawned:
-            try:
-                self._read_owed(CONTROL_TIMEOUT, until=number)
-            except WorkerFault:
-                return
-            for fd in self.spawned.pop(number, ({}, []))[1]:
-                os.close(fd)
-
     def take(self, number: int, spec: WorkerSpec, *, timeout: float) -> Worker:
         """The worker asked for by :meth:`spawn_ahead`, once it has imported the module (or failed to)."""
         self._read_owed(CONTROL_TIMEOUT, until=number)
