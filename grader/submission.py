@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -258,7 +257,9 @@ class WorkingCopy:
         return tuple(str(path.parent) for path in self.sources.values())
 
     def close(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        from grader.sandbox.leftovers import remove_tree
+
+        remove_tree(self.root)
 
 
 def _relative(folder: Path, root: Path) -> str:

@@ -23,7 +23,6 @@ import multiprocessing.connection
 import os
 import pickle
 import secrets
-import shutil
 import signal
 import sys
 import tempfile
@@ -299,7 +298,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
                 _run(course, assignments, todo, batch, workers=min(workers, max(1, len(todo))), device=device,
                      seed=seed, confinement=confinement, sandboxes=sandboxes)
             finally:
-                shutil.rmtree(sandboxes, ignore_errors=True)
+                leftovers.remove_tree(sandboxes)
         except KeyboardInterrupt:
             stopped = True
         finally:
@@ -307,7 +306,7 @@ def autograde(*, course: Course, paths: list[Path], out: Path, workers: int, sha
                 dropped = batch.finish(course) if batch is not None else []
                 if batch is not None:
                     batch.progress.close()
-                shutil.rmtree(scratch, ignore_errors=True)
+                leftovers.remove_tree(scratch)
     for file in dropped:
         print(f"grade: warning: {file} was listed in {out} by another run while student code ran as your user: "
               "left out (give runs at the same time an --out each)", file=sys.stderr)

@@ -201,7 +201,9 @@ def run(root: Path, assignment_ids: tuple[str, ...], seed: int | None = None) ->
               "nothing was charged to it: the instructor reruns it once the grader is fixed.")
         return None
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        from grader.sandbox.leftovers import remove_tree
+
+        remove_tree(scratch)
     results_file.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return data
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -298,7 +297,7 @@ class ZygoteClient:
 
     def close(self) -> None:
         self._stop()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        leftovers.remove_tree(self.scratch)
         if self._work_fd is not None:  # the sandbox's working folder, and all it held, freed with the last hold
             os.close(self._work_fd)
             self._work_fd = None
@@ -315,26 +314,8 @@ class ZygoteClient:
 
 
 def _remove(path: str) -> None:
-    """Remove a file or a folder tree, not following links, opening up folders that were made unreadable
-    or unwritable to their owner (the grader's own uid, without root) on the way."""
-    try:
-        if not os.path.isdir(path) or os.path.islink(path):
-            os.unlink(path)
-            return
-    except OSError:
-        return
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    folders = [path]
-    while folders:
-        folder = folders.pop()
-        try:
-            os.chmod(folder, 0o700)
-            folders += [entry.path for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-    shutil.rmtree(path, ignore_errors=True)
+    """Remove a file or a folder tree a submission left (grader.sandbox.leftovers.remove_tree)."""
+    leftovers.remove_tree(path)
 
 
 def held_bytes(root_pid: int, folder: Path | None = None) -> int:

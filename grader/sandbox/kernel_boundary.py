@@ -93,7 +93,9 @@ class ConfinedKernelManager(AsyncKernelManager):
             _SERVICE.close(socket_path)  # its socket, connections and waiting requests go; the service stays
         folder, self._folder = getattr(self, "_folder", None), None
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            from grader.sandbox.leftovers import remove_tree
+
+            remove_tree(folder)  # the kernel may have written its ipc folder: any depth (red team round 18)
 
 
 def _kernel_uid(confinement) -> int | None:

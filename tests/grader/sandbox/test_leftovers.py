@@ -198,3 +198,47 @@ def test_cgroups_of_a_dead_grader_are_emptied_and_removed():
     removed = leftovers.sweep([])
     assert set(made) <= set(removed) and not any(path.exists() for path in made)
     assert sleeper.wait(timeout=5) == -signal.SIGKILL
+
+
+def _deep(folder: Path, depth: int) -> None:
+    """A folder ``depth`` deep below ``folder``, built by descriptor (its path is longer than any the kernel takes)."""
+    fd = os.open(folder, os.O_RDONLY)
+    for level in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        if level % 1000 == 0:
+            os.symlink("/etc", "link", dir_fd=fd)
+            os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+
+
+def test_a_tree_deeper_than_python_or_the_kernel_reads_is_removed_and_no_link_is_followed(tmp_path):
+    """Red team round 18: a kernel built a 5,000-deep folder in its ipc folder; shutil.rmtree raised
+    RecursionError past ignore_errors, the folder stayed, and every later grader's sweep raised on it (no
+    grading at all for that user). remove_tree walks it by descriptor: deep, wide, locked, linked."""
+    root = tmp_path / "grade-kernel"
+    root.mkdir()
+    _deep(root, 6000)
+    for index in range(2000):
+        (root / "wide" / str(index)).mkdir(parents=True)
+    locked = root / "locked"
+    (locked / "in").mkdir(parents=True)
+    locked.chmod(0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("x")
+    (root / "out").symlink_to(outside)
+    assert leftovers.remove_tree(root) and not root.exists()
+    assert (outside / "kept").read_text() == "x" and os.path.exists("/etc/passwd")
+
+
+def test_a_dead_graders_deep_leftover_is_swept_and_the_sweep_never_raises(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / f"grade-kernel-{dead.pid}-{leftovers.namespace()}-abcd"
+    left.mkdir()
+    (left / "ipc").mkdir()
+    _deep(left / "ipc", 5000)
+    assert left in leftovers.sweep([tmp_path]) and not left.exists()
