@@ -220,25 +220,30 @@ def test_a_tree_deeper_than_python_or_the_kernel_reads_is_removed_and_no_link_is
     grading at all for that user). remove_tree walks it by descriptor: deep, wide, locked, linked."""
     root = tmp_path / "grade-kernel"
     root.mkdir()
-    _deep(root, 6000)
-    for index in range(2000):
-        (root / "wide" / str(index)).mkdir(parents=True)
-    locked = root / "locked"
-    (locked / "in").mkdir(parents=True)
-    locked.chmod(0)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "kept").write_text("x")
-    (root / "out").symlink_to(outside)
-    assert leftovers.remove_tree(root) and not root.exists()
-    assert (outside / "kept").read_text() == "x" and os.path.exists("/etc/passwd")
+    try:
+        _deep(root, 6000)
+        for index in range(2000):
+            (root / "wide" / str(index)).mkdir(parents=True)
+        locked = root / "locked"
+        (locked / "in").mkdir(parents=True)
+        locked.chmod(0)
+        (root / "out").symlink_to(outside)
+        assert leftovers.remove_tree(root) and not root.exists()
+        assert (outside / "kept").read_text() == "x" and os.path.exists("/etc/passwd")
+    finally:  # nothing that deep left for pytest's own clean-up, which is shutil.rmtree
+        leftovers.remove_tree(root)
 
 
 def test_a_dead_graders_deep_leftover_is_swept_and_the_sweep_never_raises(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     left = tmp_path / f"grade-kernel-{dead.pid}-{leftovers.namespace()}-abcd"
-    left.mkdir()
-    (left / "ipc").mkdir()
-    _deep(left / "ipc", 5000)
-    assert left in leftovers.sweep([tmp_path]) and not left.exists()
+    (left / "ipc").mkdir(parents=True)
+    try:
+        _deep(left / "ipc", 5000)
+        assert left in leftovers.sweep([tmp_path]) and not left.exists()
+    finally:
+        leftovers.remove_tree(left)
