@@ -47,7 +47,7 @@ def check(exercise: str, *, seed: int | None = None) -> float:
     if service:  # a kernel in nbgrader's sandbox: the grader is outside it (grader.sandbox.kernel_boundary)
         return _check_by_service(service, exercise, seed, history(shell))
     from grader.config import find_course_root, load_course
-    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells
+    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells, points_of
 
     course = load_course(find_course_root())
     assignment = assignment_of(course, exercise, Path.cwd())
@@ -60,7 +60,7 @@ def check(exercise: str, *, seed: int | None = None) -> float:
         print(note)
     if not defines(history(shell), exercise):
         print(f"This kernel has not run a cell that defines {exercise}: run that cell, then this one.")
-    return graded.score
+    return points_of(graded)
 
 
 def _check_by_service(path: str, exercise: str, seed: int | None, cells: list[str]) -> float:

@@ -62,6 +62,16 @@ def write_submission(course, assignment, cells: list[str], cwd: Path, into: Path
     return into
 
 
+def points_of(graded) -> float:
+    """The points a graded cell gives nbgrader: the exercise's score, or 0 where a check of it could not be
+    graded (status grader-error: its score counts only the checks that ran, so it is no valid score; red
+    team round 18 made checks fail that way and the cell printed full points). What the cell prints says
+    the grader failed, for the instructor's own grade (``grade autograde`` leaves it blank)."""
+    from grader.results import GRADER_ERROR
+
+    return 0.0 if graded.status == GRADER_ERROR else graded.score
+
+
 def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Path, seed: int | None = None,
                 device: str | None = None, grader=None, memo: bool = False):
     """Grade one exercise of ``assignment`` on the code of ``cells`` (a kernel's history), with
@@ -119,7 +129,7 @@ def kernels_module(course, assignment, cells: list[str], cwd: Path) -> Path | No
 def describe(exercise, result) -> str:
     """What the graded cell prints: points, status, misconceptions and feedback, as ``grade check``."""
     tags = f"  [{', '.join(exercise.misconceptions)}]" if exercise.misconceptions else ""
-    lines = [f"{exercise.name}: {exercise.score:g}/{exercise.max_score:g} points, {exercise.status}{tags}"]
+    lines = [f"{exercise.name}: {points_of(exercise):g}/{exercise.max_score:g} points, {exercise.status}{tags}"]
     if exercise.status != "passed":
         lines += ["    " + line for line in exercise.feedback.splitlines()]
     else:

@@ -28,6 +28,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 from grader.inside import protocol
@@ -53,7 +54,7 @@ def class_seed(course, assignment) -> int:
 
 def answer(request, *, course, cwd: Path, grader) -> dict:
     """The graded cell's text and points for one request ``{"exercise": str, "cells": [str, ...]}``."""
-    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells
+    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells, points_of
 
     if not isinstance(request, dict) or not isinstance(request.get("exercise"), str) \
             or not isinstance(request.get("cells"), list) or not all(isinstance(c, str) for c in request["cells"]):
@@ -68,7 +69,7 @@ def answer(request, *, course, cwd: Path, grader) -> dict:
     graded = result.assignments[0].exercises[0]
     # the figure of a wrong pictured exercise: the lesson's own public case, never a hidden one (issue 36)
     figure = graded.figure if graded.status != "passed" else None
-    return {"ok": True, "text": describe(graded, result), "points": graded.score, "figure": figure}
+    return {"ok": True, "text": describe(graded, result), "points": points_of(graded), "figure": figure}
 
 
 PENDING = 4  # a kernel's requests read and waiting to be graded, at most
@@ -105,8 +106,7 @@ class _Kernel:
                 self.connections.add(connection)
             try:
                 request = protocol.decode(protocol.recv(connection, limit=REQUEST_LIMIT, timeout=TIMEOUT_S), limit=0)
-            except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
-                    protocol.MessageTooLarge, OSError):
+            except Exception:  # noqa: BLE001 - whatever a kernel sends ends its own connection, nothing more
                 self.done(connection)
                 continue
             with self.lock:
@@ -141,16 +141,17 @@ class _Kernel:
             pass
 
 
-def _control(control: socket.socket, queue) -> None:
-    """The kernel manager's requests, as they come, for the grading loop; None once it is gone."""
+def _control(control: socket.socket, kernels: dict, queue) -> None:
+    """The kernel manager's requests, answered as they come, whatever the grading loop is doing (a kernel
+    closed while its requests wait is closed at once: they are dropped); None on the queue once it is gone."""
     while True:
         try:
             message = protocol.decode(protocol.recv(control, limit=1 << 16, timeout=None), limit=0)
-        except (protocol.ChannelClosed, protocol.ChannelTimeout, protocol.MalformedMessage,
-                protocol.MessageTooLarge, OSError):
+        except Exception:  # noqa: BLE001 - closed, or not the kernel manager's: the service ends
             queue.put(None)
             return
-        queue.put(message)
+        _send(control, _managed(message, kernels, queue) if isinstance(message, dict) else
+              {"ok": False, "error": "not a request of the kernel manager's"})
 
 
 def serve(control: socket.socket, *, course) -> None:
@@ -174,12 +175,9 @@ def serve(control: socket.socket, *, course) -> None:
     maker.start()
     pending = queues.Queue()
     kernels: dict[str, _Kernel] = {}
-    threading.Thread(target=_control, args=(control, pending), daemon=True).start()
+    threading.Thread(target=_control, args=(control, kernels, pending), daemon=True).start()
     try:
         while (item := pending.get()) is not None:
-            if isinstance(item, dict):
-                _send(control, _managed(item, kernels, pending))
-                continue
             kernel, request, connection = item
             with kernel.lock:
                 kernel.waiting -= 1
@@ -191,11 +189,11 @@ def serve(control: socket.socket, *, course) -> None:
                 else answer(request, course=course, cwd=kernel.cwd, grader=grader)
             try:
                 protocol.send(connection, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
-            except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError):
+            except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError, ValueError):  # closed meanwhile
                 pass
             kernel.done(connection)
     finally:
-        for kernel in kernels.values():
+        for kernel in list(kernels.values()):
             kernel.close()
         maker.join()
         if made.get("grader") is not None:
@@ -206,7 +204,8 @@ SEND_TIMEOUT_S = 10  # for an answer to leave: a kernel that reads none holds up
 
 
 def _managed(message: dict, kernels: dict, pending) -> dict:
-    """The kernel manager's ``open`` or ``close``, done."""
+    """The kernel manager's ``open`` or ``close``, done (on the control thread: dict operations alone, each
+    atomic, touch ``kernels`` here and in the grading loop)."""
     if isinstance(message.get("open"), str) and isinstance(message.get("cwd"), str):
         try:
             kernels[message["open"]] = _Kernel(message["open"], Path(message["cwd"]), pending)
@@ -224,18 +223,27 @@ def _managed(message: dict, kernels: dict, pending) -> dict:
 def _send(control: socket.socket, reply: dict) -> None:
     try:
         protocol.send(control, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
-    except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError):
+    except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError, ValueError):
         pass
 
 
 def main() -> None:
     from grader.config import load_course
 
+    from grader.sandbox import leftovers
+
     root, control = sys.argv[1:3]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     course = load_course(Path(root))
-    with socket.socket(fileno=int(control)) as channel:
-        serve(channel, course=course)
+    # the kernels' cells written out for grading go in a folder named after this process: if it is killed,
+    # the next grader to start removes it (grader.sandbox.leftovers)
+    scratch = leftovers.scratch("grade-service")
+    tempfile.tempdir = str(scratch)
+    try:
+        with socket.socket(fileno=int(control)) as channel:
+            serve(channel, course=course)
+    finally:
+        leftovers.remove_tree(scratch)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import signal
 import tempfile
 from pathlib import Path
 
-KINDS = ["grade-sandbox", "grade-autograde", "grade-sandboxes", "grade-kernel"]  # (a list: no misconception id)
+KINDS = ["grade-sandbox", "grade-autograde", "grade-sandboxes", "grade-kernel", "grade-service"]  # (a list: no misconception id)
 PID_LIMIT = 1 << 22  # Linux's PID_MAX_LIMIT: a larger number in a name is no process's
 _OWNED = re.compile(r"^(?:%s)-(\d{1,7})-(\d{1,20})-" % "|".join(KINDS))
 _HIERARCHY = re.compile(r"^grade-(\d{1,7})-(\d{1,20})-\d+$")  # grader/sandbox/submission_sandbox.py's cgroups

@@ -70,6 +70,29 @@ def test_a_header_that_lies_about_a_tensors_size_is_refused_before_memory_is_tak
         protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)
 
 
+def _forged(payload: bytes, entry) -> bytes:
+    (size,) = struct.unpack_from("!I", payload)
+    header = json.loads(payload[4:4 + size])
+    header["tensors"][0] = entry
+    forged = json.dumps(header).encode()
+    return struct.pack("!I", len(forged)) + forged + payload[4 + size:]
+
+
+@pytest.mark.parametrize("shape,strides", [([0, 1 << 63], [1, 1]), ([0, 1 << 49], [1, 1]), ([0, 3], [1 << 63, 1]),
+                                           ([0] * 16, [1 << 62] * 16), ([0, 5], [0, 0])])
+def test_any_header_torch_cannot_make_a_tensor_of_is_malformed_never_another_error(shape, strides):
+    """Red team round 18: an empty tensor declared [0, 2**63] passed the header's checks and raised TypeError
+    in torch, outside the decoder's refusals: the check became a grader error, left out of the score (and
+    the notebook service printed full points for it). Every such header is the sender's fault now."""
+    payload = protocol.encode({"ok": True, "out": torch.ones(0)})
+    forged = _forged(payload, ["float32", shape, strides, "cpu", 0])
+    try:
+        back = protocol.decode(forged, limit=1 << 20)
+    except protocol.MalformedMessage:
+        return
+    assert back["out"].numel() == 0  # or an empty tensor of that shape, which torch can make
+
+
 def test_a_stride_0_reply_counts_at_its_full_size_and_a_small_expanded_one_still_arrives():
     """Issue 21: a [12000, 10000] float32 of zero strides is 4 bytes on the wire and 480 MB once
     converted; it is refused against the limit. An answer that returns ``expand()`` within it arrives

@@ -126,3 +126,73 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
     ours.close()  # the kernel manager's process is gone: the service ends, its grader closed
     serving.join(timeout=10)
     assert not serving.is_alive() and graders[-1] == "closed"
+
+
+def test_an_exercise_the_grader_could_not_grade_gives_nbgrader_no_points(course, tmp_path, monkeypatch):
+    """Red team round 18: checks made to end as grader-error (an undecodable reply) left the rest scaled to
+    full points, and the graded cell printed and returned them: it gives 0 now, and says why."""
+    from grader.results import CheckOutcome, ExerciseResult
+
+    checks = [CheckOutcome("a", 1.0, "passed"), *(CheckOutcome("b", 1.0, "grader-error") for _ in range(4))]
+    graded = ExerciseResult(name="softmax", max_score=10.0, checks=checks)
+    assert graded.score == 10.0 and graded.status == "grader-error"  # the score alone counts the checks that ran
+    result = types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])], seed=1, device="cpu",
+                                   duration_s=0.1)
+    monkeypatch.setattr("grader.platforms.notebook_grading.grade_cells", lambda *a, **k: result)
+    reply = kernel_service.answer({"exercise": "softmax", "cells": []}, course=course, cwd=tmp_path, grader=None)
+    assert reply["points"] == 0.0 and "0/10 points, grader-error" in reply["text"], reply["text"]
+
+
+def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_never_graded(course, tmp_path,
+                                                                                          monkeypatch):
+    """Red team round 18: a close waited behind the kernel's queued requests (30 s, then the service was
+    killed). The kernel manager is answered on its own thread now; what the kernel left waiting is dropped."""
+    import socket
+    import threading
+    import time
+
+    from grader.inside import protocol
+
+    graded = []
+
+    class Grader:
+        def __init__(self, course, **_):
+            pass
+
+        def close(self):
+            pass
+
+    def answer(request, *, course, cwd, grader):
+        graded.append(request["exercise"])
+        time.sleep(2.0)
+        return {"ok": True, "text": "", "points": 0.0}
+
+    monkeypatch.setattr("grader.grading.grader.Grader", Grader)
+    monkeypatch.setattr(kernel_service, "answer", answer)
+    ours, theirs = socket.socketpair()
+    serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
+    serving.start()
+
+    def ask(message):
+        protocol.send(ours, protocol.encode(message), timeout=10)
+        return protocol.decode(protocol.recv(ours, limit=1 << 16, timeout=10), limit=0)
+
+    path = str(tmp_path / "grade.sock")
+    assert ask({"open": path, "cwd": str(tmp_path)})["ok"]
+    connections = []
+    for exercise in ("first", "second", "third"):
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(path)
+        protocol.send(connection, protocol.encode({"exercise": exercise, "cells": []}), timeout=10)
+        connections.append(connection)
+        time.sleep(0.2)
+    started = time.monotonic()
+    assert ask({"close": path}) == {"ok": True}
+    assert time.monotonic() - started < 1.0
+    time.sleep(2.5)
+    assert graded == ["first"]
+    for connection in connections:
+        connection.close()
+    ours.close()
+    serving.join(timeout=10)
+    assert not serving.is_alive()
