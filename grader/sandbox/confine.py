@@ -214,6 +214,7 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
     if torch is not None and getattr(torch, "__file__", None):
         needed.append(os.path.dirname(torch.__file__))
     needed = {os.path.realpath(p) for p in needed if p and os.path.isdir(p)}
+    core = needed - {os.path.realpath(p) for p in extra_site_dirs()}  # the installation's own folders
     paths: list[str] = []
     for path in [*needed, *sys.path, *_library_folders()]:
         if not path or not os.path.isdir(path):
@@ -221,6 +222,8 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
         real = os.path.realpath(path)
         if any(_inside(real, b) for b in blocked) or (real not in needed and any(_inside(b, real) for b in blocked)):
             continue
+        if real not in core and is_course_root(real):  # a checkout of a course (another copy of this one's
+            continue  # secrets: red team round 18 ran the grader from one, on PYTHONPATH): never shown
         if not any(_inside(real, p) for p in paths):
             paths = [p for p in paths if not _inside(p, real)] + [real]
     return sorted(paths)
@@ -243,10 +246,26 @@ def _library_folders() -> list[str]:
 
 
 def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:
-    """The blocked folders that lie inside the folders the sandbox shows: each gets an empty,
+    """The blocked folders that lie inside the folders the sandbox shows, and the course checkouts just
+    below one of them (a folder on PYTHONPATH that holds copies of a course): each gets an empty,
     unreadable folder mounted over it."""
+    paths = list(paths)
     blocked = [os.path.realpath(b) for b in blocked]
-    return sorted(b for b in blocked if os.path.isdir(b) and any(_inside(b, p) and b != p for p in paths))
+    found = {b for b in blocked if os.path.isdir(b) and any(_inside(b, p) and b != p for p in paths)}
+    for path in paths:
+        if any(_inside(path, system) for system in _SYSTEM):
+            continue
+        try:
+            children = [entry.path for entry in os.scandir(path) if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        found.update(os.path.realpath(child) for child in children if is_course_root(child))
+    return sorted(found)
+
+
+def is_course_root(folder: str) -> bool:
+    """Whether ``folder`` is a course's checkout: it has a course.toml (its solutions and suites beside it)."""
+    return os.path.isfile(os.path.join(folder, "course.toml"))
 
 
 def _inside(path: str, folder: str) -> bool:

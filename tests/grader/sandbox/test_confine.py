@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,6 +313,27 @@ def test_the_sandbox_view_holds_the_runtime_but_never_the_course_root(tmp_path):
     for path in paths:
         assert not (ROOT / "solutions").resolve().is_relative_to(path), path
         assert not Path(path).resolve().is_relative_to(ROOT / "solutions")
+
+
+def test_another_checkout_of_a_course_on_pythonpath_is_never_shown_nor_one_just_below(tmp_path, monkeypatch):
+    """Red team round 18: the grader run from a checkout (PYTHONPATH) that holds its own copy of the course,
+    grading a course copied elsewhere: the view bound the checkout whole, solutions/ and suites/ in it,
+    and a notebook read the reference into its feedback. A course checkout (a course.toml) on the path is
+    not shown; one just below a folder that is shown is masked."""
+    from grader.sandbox.confine import masked_paths
+
+    graded = tmp_path / "semester" / "course"
+    checkout, parent = tmp_path / "dev", tmp_path / "shared"
+    for course in (graded, checkout, parent / "course-copy"):
+        (course / "solutions").mkdir(parents=True)
+        (course / "course.toml").write_text("")
+    (parent / "helpers.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", f"{checkout}:{parent}")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(checkout), str(parent)])
+    blocked = (str(graded / "solutions"),)
+    paths = runtime_paths(blocked)
+    assert str(checkout) not in paths and str(parent) in paths  # a folder on PYTHONPATH is still shown
+    assert str(parent / "course-copy") in masked_paths(paths, blocked)
 
 
 @pytest.mark.skipif(not ROOTED, reason="handing a folder to another uid needs root")
