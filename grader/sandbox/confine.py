@@ -208,13 +208,8 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
     kept even where they hold a blocked folder (a pip-installed student distribution carries its
     course in site-packages): :func:`masked_paths` then covers what they hold."""
     blocked = [os.path.realpath(b) for b in blocked]
-    needed = [sys.base_prefix, sys.prefix, *extra_site_dirs(),
-              *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib"))]
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch, "__file__", None):
-        needed.append(os.path.dirname(torch.__file__))
-    needed = {os.path.realpath(p) for p in needed if p and os.path.isdir(p)}
-    core = needed - {os.path.realpath(p) for p in extra_site_dirs()}  # the installation's own folders
+    core = _core()
+    needed = core | {os.path.realpath(p) for p in extra_site_dirs() if os.path.isdir(p)}
     paths: list[str] = []
     for path in [*needed, *sys.path, *_library_folders()]:
         if not path or not os.path.isdir(path):
@@ -222,11 +217,57 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
         real = os.path.realpath(path)
         if any(_inside(real, b) for b in blocked) or (real not in needed and any(_inside(b, real) for b in blocked)):
             continue
-        if real not in core and is_course_root(real):  # a checkout of a course (another copy of this one's
-            continue  # secrets: red team round 18 ran the grader from one, on PYTHONPATH): never shown
+        # a checkout of a course, or a folder too large to vouch that it holds none (another copy of this
+        # course's secrets: red team round 18 ran the grader from one on PYTHONPATH): never shown
+        if not any(_inside(real, c) for c in core) and (is_course_root(real) or _course_roots_below(real) is None):
+            continue
         if not any(_inside(real, p) for p in paths):
             paths = [p for p in paths if not _inside(p, real)] + [real]
-    return sorted(paths)
+    config = os.path.join(sys.prefix, "pyvenv.cfg")  # a virtualenv's: its interpreter finds its packages by it
+    return sorted(paths) + ([os.path.realpath(config)] if sys.prefix != sys.base_prefix and os.path.isfile(config)
+                            else [])
+
+
+def _core() -> set[str]:
+    """The installation's own folders: the base prefix, a virtualenv's interpreter and libraries (not the
+    whole virtualenv: ``pip install -e git+URL`` checks a course out into its src/, red team round 18),
+    the standard library, site-packages, torch's."""
+    prefix = [sys.prefix] if sys.prefix == sys.base_prefix else \
+        [os.path.join(sys.prefix, part) for part in ("bin", "lib", "lib64")]
+    core = [sys.base_prefix, *prefix, *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib",
+                                                                             "platlib"))]
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        core.append(os.path.dirname(torch.__file__))
+    return {os.path.realpath(p) for p in core if p and os.path.isdir(p)}
+
+
+COURSE_WALK = 20_000  # folders read below a folder on the path, at most, for a course checkout in it
+
+
+def _course_roots_below(folder: str, limit: int = COURSE_WALK) -> list[str] | None:
+    """Every course checkout below ``folder`` (a course.toml), found without following links; None where
+    there are more than ``limit`` folders to read (the folder is then not shown)."""
+    found, stack, read = [], [folder], 0
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            read += 1
+            if read > limit:
+                return None
+            if is_course_root(entry.path):
+                found.append(os.path.realpath(entry.path))
+            else:
+                stack.append(entry.path)
+    return found
 
 
 def _library_folders() -> list[str]:
@@ -246,20 +287,16 @@ def _library_folders() -> list[str]:
 
 
 def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:
-    """The blocked folders that lie inside the folders the sandbox shows, and the course checkouts just
-    below one of them (a folder on PYTHONPATH that holds copies of a course): each gets an empty,
-    unreadable folder mounted over it."""
+    """The blocked folders that lie inside the folders the sandbox shows, and the course checkouts below
+    one of them outside the installation (a folder on PYTHONPATH that holds copies of a course): each gets
+    an empty, unreadable folder mounted over it."""
     paths = list(paths)
     blocked = [os.path.realpath(b) for b in blocked]
     found = {b for b in blocked if os.path.isdir(b) and any(_inside(b, p) and b != p for p in paths)}
+    core = _core()
     for path in paths:
-        if any(_inside(path, system) for system in _SYSTEM):
-            continue
-        try:
-            children = [entry.path for entry in os.scandir(path) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-        found.update(os.path.realpath(child) for child in children if is_course_root(child))
+        if os.path.isdir(path) and not any(_inside(path, c) for c in [*_SYSTEM, *core]):
+            found.update(_course_roots_below(path) or ())
     return sorted(found)
 
 

@@ -200,3 +200,14 @@ def test_the_itemsizes_the_decoder_counts_with_are_torchs_own():
 
     assert set(_ITEMSIZES) == set(_DTYPES)
     assert all(getattr(torch, name).itemsize == size for name, size in _ITEMSIZES.items())
+
+
+@pytest.mark.parametrize("device", ["garbage", "cuda:-5", ""])
+def test_a_device_name_torch_cannot_read_is_a_malformed_message(device):
+    """Red team round 18, re-test: {"$device": "garbage"} let torch's RuntimeError out of the decoder."""
+    payload = protocol.encode({"ok": True, "out": torch.device("cpu")})
+    (size,) = struct.unpack_from("!I", payload)
+    header = json.loads(payload[4:4 + size].decode().replace('"$device":"cpu"', f'"$device":"{device}"'))
+    forged = json.dumps(header).encode()
+    with pytest.raises(protocol.MalformedMessage, match="RuntimeError"):
+        protocol.decode(struct.pack("!I", len(forged)) + forged + payload[4 + size:], limit=1 << 20)

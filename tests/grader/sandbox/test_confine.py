@@ -324,7 +324,7 @@ def test_another_checkout_of_a_course_on_pythonpath_is_never_shown_nor_one_just_
 
     graded = tmp_path / "semester" / "course"
     checkout, parent = tmp_path / "dev", tmp_path / "shared"
-    for course in (graded, checkout, parent / "course-copy"):
+    for course in (graded, checkout, parent / "course-copy", parent / "courses" / "attn"):
         (course / "solutions").mkdir(parents=True)
         (course / "course.toml").write_text("")
     (parent / "helpers.py").write_text("")
@@ -333,7 +333,20 @@ def test_another_checkout_of_a_course_on_pythonpath_is_never_shown_nor_one_just_
     blocked = (str(graded / "solutions"),)
     paths = runtime_paths(blocked)
     assert str(checkout) not in paths and str(parent) in paths  # a folder on PYTHONPATH is still shown
-    assert str(parent / "course-copy") in masked_paths(paths, blocked)
+    masked = masked_paths(paths, blocked)
+    assert {str(parent / "course-copy"), str(parent / "courses" / "attn")} <= set(masked)  # at any depth (re-test)
+
+
+def test_a_virtualenv_is_shown_as_its_interpreter_and_libraries_never_its_src_checkouts():
+    """Red team round 18, re-test: `pip install -e git+URL` checks a course out into <venv>/src, and the
+    view bound the virtualenv whole. Its bin/, lib/ and pyvenv.cfg are shown, nothing else of it."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("not run from a virtualenv")
+    paths = runtime_paths(())
+    prefix = os.path.realpath(sys.prefix)
+    assert prefix not in paths and os.path.join(prefix, "pyvenv.cfg") in paths
+    assert all(p == prefix or not p.startswith(prefix + os.sep) or p.split(os.sep)[len(prefix.split(os.sep))]
+               in ("bin", "lib", "lib64", "pyvenv.cfg") for p in paths), paths
 
 
 @pytest.mark.skipif(not ROOTED, reason="handing a folder to another uid needs root")
