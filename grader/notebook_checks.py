@@ -24,7 +24,8 @@ that import gives the graded code the module's function, as it gave the kernel.
 
 This module is the client only (a confined kernel holds it and nothing of the grading): the grading
 is grader.platforms.notebook_grading's, in the kernel's process or in the grading service outside its sandbox.
-One grader is kept per kernel, so only the first check pays for starting it. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
+One grader is kept per kernel (per ``nbgrader autograde`` run, in its grading service), so only the first check pays for
+starting it. ``GRADE_SEED`` and ``GRADE_DEVICE`` in the
 environment fix the seed and device of every check (e.g. ``GRADE_SEED=8121 nbgrader autograde ...``);
 a kernel whose own cells already used CUDA grades on the CPU (workers forked from it could not use CUDA).
 """

@@ -42,7 +42,7 @@ class ConfinedExecute(Execute):
 
 
 class ConfinedKernelManager(AsyncKernelManager):
-    """Starts the kernel in bubblewrap, with a grading service of its own outside."""
+    """Starts the kernel in bubblewrap, answered by the run's grading service outside (on a socket of its own)."""
 
     async def _async_pre_start_kernel(self, **kw):
         from grader.config import find_course_root, load_course
