@@ -67,8 +67,7 @@ class Student:
         """Have the zygote fork this assignment's worker now, and the worker import the module, while the
         grader goes on (collecting the suites, grading the assignments before it): its first check takes
         it (_started_worker). Nothing where there is no module to import, or the zygote cannot start."""
-        if self.worker is not None or self.ahead is not None or self.session.zygote is None \
-                or self.assignment.id not in self.session.copy.sources:
+        if self.worker is not None or self.ahead is not None or self.session.zygote is None:
             return
         try:
             spec = self._spec(self.session.timeout())

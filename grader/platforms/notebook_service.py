@@ -90,8 +90,7 @@ class _Kernel:
         self.listener.bind(path)
         os.chmod(path, 0o666)  # the kernel's uid connects; the folder above lets no one else list it
         self.listener.listen(PENDING)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         while not self.closed:
@@ -150,8 +149,7 @@ def _control(control: socket.socket, kernels: dict, queue) -> None:
         except Exception:  # noqa: BLE001 - closed, or not the kernel manager's: the service ends
             queue.put(None)
             return
-        _send(control, _managed(message, kernels, queue) if isinstance(message, dict) else
-              {"ok": False, "error": "not a request of the kernel manager's"})
+        _send(control, _managed(message, kernels, queue))
 
 
 def serve(control: socket.socket, *, course) -> None:
@@ -203,9 +201,11 @@ def serve(control: socket.socket, *, course) -> None:
 SEND_TIMEOUT_S = 10  # for an answer to leave: a kernel that reads none holds up the others no longer
 
 
-def _managed(message: dict, kernels: dict, pending) -> dict:
+def _managed(message, kernels: dict, pending) -> dict:
     """The kernel manager's ``open`` or ``close``, done (on the control thread: dict operations alone, each
-    atomic, touch ``kernels`` here and in the grading loop)."""
+    atomic, touch ``kernels`` here and in the grading loop); anything else refused."""
+    if not isinstance(message, dict):
+        return {"ok": False, "error": "not a request of the kernel manager's"}
     if isinstance(message.get("open"), str) and isinstance(message.get("cwd"), str):
         try:
             kernels[message["open"]] = _Kernel(message["open"], Path(message["cwd"]), pending)

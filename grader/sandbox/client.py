@@ -113,7 +113,7 @@ class ZygoteClient:
         except OSError:
             return False
         for entry in entries:
-            _remove(entry.path)
+            leftovers.remove_tree(entry.path)
         try:
             return not any(True for _ in os.scandir(work))
         except OSError:
@@ -311,11 +311,6 @@ class ZygoteClient:
             except (ProcessLookupError, PermissionError):
                 self.process.kill()
         self.process.wait()
-
-
-def _remove(path: str) -> None:
-    """Remove a file or a folder tree a submission left (grader.sandbox.leftovers.remove_tree)."""
-    leftovers.remove_tree(path)
 
 
 def held_bytes(root_pid: int, folder: Path | None = None) -> int:

@@ -78,7 +78,7 @@ class ConfinedKernelManager(AsyncKernelManager):
             from grader.sandbox.confine import prepare_workdir
 
             prepare_workdir(str(work), uid, uid)
-        self._service = _open_service(course, self._folder / "service", cwd)
+        self._service = _SERVICE.open(course, self._folder / "service", cwd)
         cmd = sandboxed(cmd, confinement=confinement, course=course, folder=self._folder, cwd=cwd, uid=uid)
         kw["env"] = {}
         kw["cwd"] = str(self._folder)
@@ -176,11 +176,6 @@ class _Service:
 
 _SERVICE = _Service()
 atexit.register(_SERVICE._stop)
-
-
-def _open_service(course, folder: Path, cwd: Path) -> str:
-    """The grading service's socket for one kernel, in ``folder``, outside its sandbox."""
-    return _SERVICE.open(course, folder, cwd)
 
 
 def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:

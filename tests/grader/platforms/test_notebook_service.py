@@ -66,19 +66,19 @@ def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet
     assert done.returncode == 0 and done.stderr == ""
 
 
-def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(course, tmp_path, monkeypatch):
-    """The kernels of one nbgrader run share one service (its grader warm from one notebook to the next):
-    each kernel's socket answers for the notebook folder its kernel manager named, a kernel that connects
-    and says nothing holds up no other kernel, and a closed kernel's socket is gone with it."""
+
+def _serving(course, monkeypatch, answer):
+    """The service on a control socket of this test's (``ask`` sends the kernel manager's requests), its
+    grader a stand-in that needs no sandbox (it records itself and its close in the list returned), and
+    ``answer`` in place of the grading: (ask, the control socket, the serving thread, the graders)."""
     import socket
     import threading
-    import time
 
     from grader.inside import protocol
 
     graders = []
 
-    class Grader:  # no sandbox needed to see who is answered for what
+    class Grader:
         def __init__(self, course, **_):
             graders.append(self)
 
@@ -86,8 +86,7 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
             graders.append("closed")
 
     monkeypatch.setattr("grader.grading.grader.Grader", Grader)
-    monkeypatch.setattr(kernel_service, "answer", lambda request, *, course, cwd, grader: {
-        "ok": True, "text": f"{request['exercise']} for {cwd.name}", "points": 1.0, "grader": id(grader)})
+    monkeypatch.setattr(kernel_service, "answer", answer)
     ours, theirs = socket.socketpair()
     serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
     serving.start()
@@ -95,6 +94,21 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
     def ask(message):
         protocol.send(ours, protocol.encode(message), timeout=10)
         return protocol.decode(protocol.recv(ours, limit=1 << 16, timeout=10), limit=0)
+
+    return ask, ours, serving, graders
+
+
+def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(course, tmp_path, monkeypatch):
+    """The kernels of one nbgrader run share one service (its grader warm from one notebook to the next):
+    each kernel's socket answers for the notebook folder its kernel manager named, a kernel that connects
+    and says nothing holds up no other kernel, and a closed kernel's socket is gone with it."""
+    import socket
+    import time
+
+    from grader.inside import protocol
+
+    ask, ours, serving, graders = _serving(course, monkeypatch, lambda request, *, course, cwd, grader: {
+        "ok": True, "text": f"{request['exercise']} for {cwd.name}", "points": 1.0, "grader": id(grader)})
 
     def check(path, exercise):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -148,35 +162,18 @@ def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_
     """Red team round 18: a close waited behind the kernel's queued requests (30 s, then the service was
     killed). The kernel manager is answered on its own thread now; what the kernel left waiting is dropped."""
     import socket
-    import threading
     import time
 
     from grader.inside import protocol
 
     graded = []
 
-    class Grader:
-        def __init__(self, course, **_):
-            pass
-
-        def close(self):
-            pass
-
     def answer(request, *, course, cwd, grader):
         graded.append(request["exercise"])
         time.sleep(2.0)
         return {"ok": True, "text": "", "points": 0.0}
 
-    monkeypatch.setattr("grader.grading.grader.Grader", Grader)
-    monkeypatch.setattr(kernel_service, "answer", answer)
-    ours, theirs = socket.socketpair()
-    serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
-    serving.start()
-
-    def ask(message):
-        protocol.send(ours, protocol.encode(message), timeout=10)
-        return protocol.decode(protocol.recv(ours, limit=1 << 16, timeout=10), limit=0)
-
+    ask, ours, serving, _ = _serving(course, monkeypatch, answer)
     path = str(tmp_path / "grade.sock")
     assert ask({"open": path, "cwd": str(tmp_path)})["ok"]
     connections = []
