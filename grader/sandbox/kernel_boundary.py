@@ -5,7 +5,9 @@ call :func:`grader.notebook_checks.check`. Were the grader inside that kernel, a
 ``check``, read the reference and the hidden suite, and print them into its own feedback. So here the
 kernel runs in a bubblewrap sandbox like the zygote's (a view of the Python runtime only, no network, its
 own PID namespace; as root a uid of its own and no capabilities), talking to Jupyter over Unix sockets
-(ZeroMQ's ``ipc`` transport) in a folder of its own. Its working folder is a copy of the notebook's, on a
+(ZeroMQ's ``ipc`` transport) in a folder of its own: a file system of IPC_QUOTA bytes that only the sandbox
+has, which Jupyter reaches through the sandbox's root (``/proc/PID/root``), so that nothing the kernel writes
+there lands on the grader's disk (red team round 18 wrote 1.5 GiB). Its working folder is a copy of the notebook's, on a
 file system of WORK_QUOTA bytes of its own (a notebook that fills it fills its own). A
 grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process for every kernel this
 process starts, each kernel on a socket of its own that only its sandbox shows) holds the grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
@@ -17,6 +19,7 @@ and the log says so; ``separate_user = "required"`` refuses.
 """
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import shutil
@@ -31,6 +34,7 @@ from nbgrader.preprocessors import Execute
 # the grader's modules a confined kernel holds: check() as a client of the service, and what it imports
 KERNEL_SIDE = ("errors.py", "notebook_checks.py")
 SERVICE_ENV = "GRADE_SERVICE"  # where check() finds the grading service, inside the sandbox
+IPC_QUOTA = 1 << 20  # bytes of the kernel's socket folder: sockets take none, and nothing else belongs there
 
 
 class ConfinedExecute(Execute):
@@ -63,11 +67,9 @@ class ConfinedKernelManager(AsyncKernelManager):
         self._folder.chmod(0o711)
         uid = _kernel_uid(confinement)
         ipc = self._folder / "ipc"
-        ipc.mkdir(mode=0o700)
-        if uid is not None:
-            os.chown(ipc, uid, uid)
+        ipc.mkdir(mode=0o700)  # stays empty here: the sandbox mounts the kernel's own over it
         self.transport = "ipc"
-        self.ip = str(ipc / "kernel")
+        self.ip = self._inside = str(ipc / "kernel")
         self.connection_file = str(self._folder / "kernel.json")
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         os.chmod(self.connection_file, 0o644)
@@ -79,23 +81,73 @@ class ConfinedKernelManager(AsyncKernelManager):
 
             prepare_workdir(str(work), uid, uid)
         self._service = _SERVICE.open(course, self._folder / "service", cwd)
-        cmd = sandboxed(cmd, confinement=confinement, course=course, folder=self._folder, cwd=cwd, uid=uid)
+        self._info, info = os.pipe()
+        try:
+            cmd = sandboxed(cmd, confinement=confinement, course=course, folder=self._folder, cwd=cwd, uid=uid,
+                            info_fd=info)
+        except BaseException:
+            os.close(info)
+            raise
+        self._info_write = info
         kw["env"] = {}
         kw["cwd"] = str(self._folder)
+        kw["pass_fds"] = (info,)  # Popen's, through Jupyter's launcher: for bubblewrap only
         return cmd, kw
 
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        info, self._info_write = getattr(self, "_info_write", None), None
+        if info is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        finally:
+            os.close(info)
+        pid = await asyncio.get_running_loop().run_in_executor(None, _sandbox_pid, self._info)
+        # the kernel binds its sockets at the path it was given, in its own file system; Jupyter connects
+        # through the sandbox's root. Until bubblewrap has entered that root, the path is the empty folder here
+        self.ip = f"/proc/{pid}/root{self._inside}"
+
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        if getattr(self, "_inside", None) is not None:
+            self.ip = self._inside  # Jupyter removes its ipc files here: the empty folder, never another root
         await super()._async_cleanup_resources(restart=restart)
         if restart:
             return
         socket_path, self._service = getattr(self, "_service", None), None
         if socket_path is not None:
             _SERVICE.close(socket_path)  # its socket, connections and waiting requests go; the service stays
+        for name in ("_info", "_info_write"):
+            descriptor = getattr(self, name, None)
+            setattr(self, name, None)
+            if descriptor is not None:
+                os.close(descriptor)
         folder, self._folder = getattr(self, "_folder", None), None
         if folder is not None:
             from grader.sandbox.leftovers import remove_tree
 
             remove_tree(folder)  # the kernel may have written its ipc folder: any depth (red team round 18)
+
+
+def _sandbox_pid(info: int) -> int:
+    """The pid (in this PID namespace) of the sandbox's first process, from bubblewrap's ``--info-fd``."""
+    import json
+    import select
+
+    data = b""
+    while b"}" not in data:
+        if not select.select([info], [], [], 30)[0]:
+            raise RuntimeError("the notebook's sandbox did not start")
+        chunk = os.read(info, 4096)
+        if not chunk:
+            raise RuntimeError("the notebook's sandbox did not start")
+        data += chunk
+    try:
+        pid = json.JSONDecoder().raw_decode(data.decode())[0]["child-pid"]
+    except (ValueError, KeyError, TypeError):
+        pid = None
+    if not isinstance(pid, int) or pid <= 0:
+        raise RuntimeError("the notebook's sandbox did not start")
+    return pid
 
 
 def _kernel_uid(confinement) -> int | None:
@@ -178,18 +230,20 @@ _SERVICE = _Service()
 atexit.register(_SERVICE._stop)
 
 
-def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None) -> list[str]:
-    """bubblewrap's command line around the kernel's: the zygote's view of the runtime, the kernel's
-    sockets and connection file, the copy of the notebook's folder where the notebook was."""
+def sandboxed(cmd: list[str], *, confinement, course, folder: Path, cwd: Path, uid: int | None,
+              info_fd: int) -> list[str]:
+    """bubblewrap's command line around the kernel's: the zygote's view of the runtime, a file system of
+    IPC_QUOTA bytes for the kernel's sockets, its connection file, the copy of the notebook's folder where
+    the notebook was; bubblewrap writes the sandbox's pid to ``info_fd``."""
     from grader.sandbox.confine import WORK_QUOTA, SANDBOX_ROOT, copy_student_side, namespace_args, view_args
     from grader.sandbox.confine import blocked_paths, interpreter, python_env, setenv_args
 
     lib = folder / "lib"
     copy_student_side(lib, extra=KERNEL_SIDE)
-    args = [confinement.bwrap, *namespace_args(confinement.root),
+    args = [confinement.bwrap, "--info-fd", str(info_fd), *namespace_args(confinement.root),
             *view_args(lib=str(lib), work=str(folder / "work"), blocked=blocked_paths(course))]
     args = args[:args.index("--remount-ro")]  # the view's end: chdir and environment come below
-    args += [*_open_folders(folder / "ipc"), "--bind", str(folder / "ipc"), str(folder / "ipc"),
+    args += [*_open_folders(folder / "ipc"), "--size", str(IPC_QUOTA), "--perms", "1777", "--tmpfs", str(folder / "ipc"),
              "--ro-bind", str(folder / "service"), f"{SANDBOX_ROOT}/service",
              "--ro-bind", str(folder / "kernel.json"), str(folder / "kernel.json"),
              "--ro-bind", str(folder / "work"), f"{SANDBOX_ROOT}/seed",  # copied into a quota below

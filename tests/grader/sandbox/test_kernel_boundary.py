@@ -57,6 +57,24 @@ def run(tmp_path, *sources):
                     for o in cell.outputs) for cell in notebook.cells]
 
 
+def confine(monkeypatch, mode):
+    """The kernel's sandbox, and the grading service's, in ``mode``: as root a uid of the kernel's own
+    ("separate-user"), or what an ordinary user gets ("user-namespace"); skipped where the machine has neither."""
+    import os
+
+    import grader.grading.grader
+    import grader.sandbox.confine
+    from grader.sandbox.confine import Confinement, find_bwrap, plan
+
+    planned = plan("auto")
+    if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
+        pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
+    chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
+    for module in (grader.sandbox.confine, grader.grading.grader):
+        monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
+    monkeypatch.chdir(ROOT)
+
+
 def secret_lines():
     lines = {line.strip() for path in (SOLUTION, SUITE) for line in path.read_text().splitlines()
              if len(line.strip()) > 25}
@@ -69,19 +87,7 @@ def secret_lines():
 @pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
 def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neither(tmp_path, monkeypatch, mode):
     """As root (a uid of the kernel's own) and as an ordinary user gets it (a user namespace)."""
-    import os
-
-    import grader.sandbox.confine
-    import grader.grading.grader
-    from grader.sandbox.confine import Confinement, find_bwrap, plan
-
-    planned = plan("auto")
-    if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
-        pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
-    chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    for module in (grader.sandbox.confine, grader.grading.grader):  # the kernel's sandbox, and the grading service's
-        monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
-    monkeypatch.chdir(ROOT)
+    confine(monkeypatch, mode)
     monkeypatch.setenv("GRADE_DEVICE", "cpu")
     outputs = run(tmp_path, HUNT, SOFTMAX, "from grader.notebook_checks import check\ncheck('softmax')",
                   REPLACE_CHECK, "from grader.notebook_checks import check\ncheck('softmax')")
@@ -114,20 +120,60 @@ def test_a_notebook_that_fills_its_working_folder_fills_its_own_quota(tmp_path, 
     """Red team (issue 33): the kernel's working folder was a folder on the grader's disk, with no quota:
     a notebook could fill the disk nbgrader and every other kernel write to. It is now a file system of
     WORK_QUOTA bytes holding a copy of the notebook's folder, as the kernel's own user."""
-    import os
+    from grader.sandbox.confine import WORK_QUOTA
 
-    import grader.grading.grader
-    import grader.sandbox.confine
-    from grader.sandbox.confine import WORK_QUOTA, Confinement, find_bwrap, plan
-
-    planned = plan("auto")
-    if not planned.sandboxed or (mode == "separate-user" and os.geteuid() != 0):
-        pytest.skip(f"{mode}: not available on this machine (no bubblewrap or not root)")
-    chosen = planned if mode == planned.mode else Confinement("user-namespace", find_bwrap())
-    for module in (grader.sandbox.confine, grader.grading.grader):
-        monkeypatch.setattr(module, "confinement_for", lambda course, private=(): chosen)
-    monkeypatch.chdir(ROOT)
+    confine(monkeypatch, mode)
     (output,) = run(tmp_path, FILL)
     written = int(output.split("WROTE ")[1].split()[0])
     assert "stopped:" in output and written <= WORK_QUOTA >> 20, output
     assert "big.bin" in output  # the copy of the notebook's folder, and what it wrote, in its working folder
+
+
+FILL_SOCKETS = """
+import json, os
+from ipykernel.kernelapp import IPKernelApp
+folder = os.path.dirname(json.load(open(IPKernelApp.instance().connection_file))["ip"])
+print("SOCKETS", sorted(os.listdir(folder)))
+written = 0
+try:
+    with open(os.path.join(folder, "big.bin"), "wb") as handle:
+        while written < (64 << 20):
+            handle.write(b"x" * (1 << 20))
+            written += 1 << 20
+except OSError as error:
+    print("stopped:", type(error).__name__, error.errno)
+print("WROTE", written >> 20, "MiB")
+"""
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
+def test_what_a_notebook_writes_beside_its_sockets_stays_in_its_sandbox(tmp_path, monkeypatch, mode):
+    """Red team round 18 (issue 44): the kernel's socket folder was a folder of the grader's disk, bound into
+    the sandbox: a notebook wrote 1.5 GiB there while it ran. The sockets now live on a file system of
+    IPC_QUOTA bytes that only the sandbox has, reached by Jupyter through the sandbox's root: the kernel
+    still answers, its writes stop at the quota, and the grader's folder stays empty."""
+    import os
+
+    import grader.sandbox.kernel_boundary as kernel_boundary
+    import grader.sandbox.leftovers as leftovers
+
+    confine(monkeypatch, mode)
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    seen = []
+    original = leftovers.remove_tree
+
+    def remove_tree(folder, *args, **kwargs):  # what the grader's own folder holds when the kernel is gone
+        ipc = Path(folder) / "ipc"
+        if ipc.is_dir():
+            seen.append(sorted(os.listdir(ipc)))
+        return original(folder, *args, **kwargs)
+
+    monkeypatch.setattr(leftovers, "remove_tree", remove_tree)
+    outputs = run(tmp_path, FILL_SOCKETS, SOFTMAX, "from grader.notebook_checks import check\ncheck('softmax')")
+    written = int(outputs[0].split("WROTE ")[1].split()[0])
+    assert "stopped:" in outputs[0] and written <= kernel_boundary.IPC_QUOTA >> 20, outputs[0]
+    assert "kernel-" in outputs[0].split("SOCKETS")[1], outputs[0]  # its sockets were in that folder
+    assert "softmax: 25/25 points, passed" in outputs[2], outputs[2]  # the kernel answered after it
+    assert seen == [[]], seen
