@@ -607,27 +607,6 @@ def run_as(uid: int, gid: int, argv: list[str]) -> None:
     os.execv(argv[0], argv)
 
 
-def seed_and_run(seed: str, work: str, quota: int, argv: list[str]) -> None:
-    """``python -m grader.inside.zygote --seed SEED WORK QUOTA -- CMD...``: copy SEED (a notebook's folder,
-    as the grader copied it) into WORK (a file system of QUOTA bytes that bubblewrap mounted there), as
-    this process's user, set the largest file it may write to QUOTA, then exec CMD (a notebook's kernel,
-    grader.sandbox.kernel_boundary): what the kernel writes, it writes in its quota."""
-    import resource
-    import shutil
-
-    for folder, _, files in os.walk(seed):  # contents only: WORK itself is bubblewrap's mount, not ours
-        relative = os.path.relpath(folder, seed)
-        target = work if relative == "." else os.path.join(work, relative)
-        os.makedirs(target, exist_ok=True)
-        for name in files:
-            source = os.path.join(folder, name)
-            if os.path.isfile(source) and not os.path.islink(source):
-                shutil.copyfile(source, os.path.join(target, name))
-    if quota > 0:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (quota, quota))
-    os.execv(argv[0], argv)
-
-
 MADV_COLLAPSE = 25  # Linux 6.1 and later
 _HUGE = 2 << 20
 
@@ -662,8 +641,6 @@ def main() -> None:
     global _SANDBOX_TASKS
     if sys.argv[1] == "--as" and sys.argv[4] == "--":
         run_as(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5:])
-    if sys.argv[1] == "--seed" and sys.argv[5] == "--":
-        seed_and_run(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[6:])
     control = socket.socket(fileno=int(sys.argv[1]))
     name_process("grade-zygote")
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

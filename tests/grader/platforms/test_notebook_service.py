@@ -55,7 +55,7 @@ def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet
 
     import pytest
 
-    from grader.sandbox.kernel_boundary import quiet_env
+    from grader.sandbox.kernel_sandbox import quiet_env
 
     env = quiet_env()
     assert env["JPY_PARENT_PID"] == "1" and env["XDG_CACHE_HOME"].startswith("/tmp/")

@@ -156,7 +156,7 @@ def test_what_a_notebook_writes_beside_its_sockets_stays_in_its_sandbox(tmp_path
     still answers, its writes stop at the quota, and the grader's folder stays empty."""
     import os
 
-    import grader.sandbox.kernel_boundary as kernel_boundary
+    import grader.sandbox.kernel_sandbox as kernel_sandbox
     import grader.sandbox.leftovers as leftovers
 
     confine(monkeypatch, mode)
@@ -173,7 +173,45 @@ def test_what_a_notebook_writes_beside_its_sockets_stays_in_its_sandbox(tmp_path
     monkeypatch.setattr(leftovers, "remove_tree", remove_tree)
     outputs = run(tmp_path, FILL_SOCKETS, SOFTMAX, "from grader.notebook_checks import check\ncheck('softmax')")
     written = int(outputs[0].split("WROTE ")[1].split()[0])
-    assert "stopped:" in outputs[0] and written <= kernel_boundary.IPC_QUOTA >> 20, outputs[0]
+    assert "stopped:" in outputs[0] and written <= kernel_sandbox.IPC_QUOTA >> 20, outputs[0]
     assert "kernel-" in outputs[0].split("SOCKETS")[1], outputs[0]  # its sockets were in that folder
     assert "softmax: 25/25 points, passed" in outputs[2], outputs[2]  # the kernel answered after it
-    assert seen == [[]], seen
+    assert seen and all(held == [] for held in seen), seen
+
+
+REMOUNT = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+here = os.path.dirname(os.__file__)
+mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
+point = max((m for m in mounts if here == m or here.startswith(m.rstrip("/") + "/")), key=len)
+print("remount", libc.mount(None, point.encode(), None, 32 | 4096, None), os.strerror(ctypes.get_errno()))
+try:
+    open(os.path.join(here, "written_by_a_kernel.txt"), "w").close()
+    print("WROTE")
+except OSError as error:
+    print("refused:", error.errno)
+print("umount", libc.umount2(os.getcwd().encode(), 2), os.strerror(ctypes.get_errno()))
+print([line.split()[1] for line in open("/proc/self/status") if line.startswith(("CapEff", "CapPrm", "CapAmb"))])
+"""
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
+def test_a_kernel_holds_no_capability_to_make_the_runtime_writable(tmp_path, monkeypatch, mode):
+    """Found while building the kernels started ahead (issue 47): bubblewrap left an ordinary user's kernel
+    every capability of its user namespace, and a notebook remounted the runtime's read-only view writable and
+    wrote into the Python installation (the grader's own code, where it is the instructor's). The kernel now
+    gives up every capability before anything else, in both modes."""
+    confine(monkeypatch, mode)
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    import os
+
+    written = Path(os.__file__).parent / "written_by_a_kernel.txt"
+    try:
+        (output,) = run(tmp_path, REMOUNT)
+    finally:
+        written.unlink(missing_ok=True)  # where it broke: nothing left in the runtime
+    assert "remount -1" in output and "WROTE" not in output and "umount -1" in output, output
+    assert "['0000000000000000', '0000000000000000', '0000000000000000']" in output, output
