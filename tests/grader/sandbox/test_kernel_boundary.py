@@ -193,6 +193,12 @@ except OSError as error:
     print("refused:", error.errno)
 print("umount", libc.umount2(os.getcwd().encode(), 2), os.strerror(ctypes.get_errno()))
 print([line.split()[1] for line in open("/proc/self/status") if line.startswith(("CapEff", "CapPrm", "CapAmb"))])
+for folder in ("/grade/work", "/grade/seed", "/grade/lib"):
+    try:
+        open(folder + "/written.bin", "wb").close()
+        print("WROTE", folder)
+    except OSError as error:
+        print("refused:", folder, error.errno)
 """
 
 
@@ -203,7 +209,8 @@ def test_a_kernel_holds_no_capability_to_make_the_runtime_writable(tmp_path, mon
     """Found while building the kernels started ahead (issue 47): bubblewrap left an ordinary user's kernel
     every capability of its user namespace, and a notebook remounted the runtime's read-only view writable and
     wrote into the Python installation (the grader's own code, where it is the instructor's). The kernel now
-    gives up every capability before anything else, in both modes."""
+    gives up every capability before anything else, in both modes. Nor is any folder of the grader's disk
+    bound writable (the notebook's copy was, at /grade/work: a kernel wrote there with no quota)."""
     confine(monkeypatch, mode)
     monkeypatch.setenv("GRADE_DEVICE", "cpu")
     import os
