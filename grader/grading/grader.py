@@ -16,6 +16,7 @@ import io
 import os
 import secrets
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -170,6 +171,9 @@ class Grader:
         and pytest's output goes to stderr. ``batch``: many submissions, or many gradings, will follow
         (its zygote's memory in huge pages: each fork costs less, at about 0.1 s once)."""
         self.course = course
+        self._current: _Run | None = None  # the submission being graded (cancel)
+        self._cancelled = None  # the submission cancel() was asked for before its session began
+        self._lock = threading.Lock()
         self.debug = os.environ.get("GRADE_DEBUG") == "1" if debug is None else debug
         self.references = None
         self.memo = None  # the reference's results, for the next submission on the same cases
@@ -216,17 +220,19 @@ class Grader:
         return self._result(run, code, figures)
 
     def grade_each(self, jobs, assignments: tuple[Assignment, ...], *, seed: int, prepare, report,
-                   assignments_of=None) -> None:
+                   assignments_of=None, exercises_of=None) -> None:
         """Grade each of ``jobs`` (an iterator) on ``assignments`` with one seed, in one pytest session:
         the suites are collected once, and each submission runs every check. ``prepare(job)`` gives
         the job's Submission (a GraderError: the job cannot be graded); ``report(job, result)`` gets its
         SubmissionResult, or the GraderError. ``assignments_of(job)``: those of ``assignments`` this job
-        is graded on (by default all; --watch grades what a save changed)."""
+        is graded on (by default all; --watch grades what a save changed); ``exercises_of(job)``: the names of
+        the only exercises it is graded on (by default all of them; a notebook's check() grades one)."""
         from grader.grading.pytest_session import GradingStream
 
         def start(job):
             chosen = assignments if assignments_of is None else assignments_of(job)
-            return self._begin(prepare(job), chosen, seed, None, None, "hidden", memo=True)
+            only = None if exercises_of is None else tuple(exercises_of(job))
+            return self._begin(prepare(job), chosen, seed, None, only, "hidden", memo=True)
 
         def finish(run):
             figures = self._figures(run)
@@ -281,10 +287,29 @@ class Grader:
             raise SubmissionError(f"{submission.name}: the grader cannot read this submission's code (nested "
                                   "too deeply)") from None
         run.plugin = GradingPlugin(run.session)
+        with self._lock:
+            self._current = run
+            if self._cancelled is submission:
+                run.session.cancel()
         return run
+
+    def cancel(self, submission: Submission) -> None:
+        """From another thread: the grading of ``submission``, if it is the one under way or about to begin, is
+        cut short: no check of it starts after this (each ends at once as a timeout) and its workers are hung up
+        on (the request in flight ends too); its processes end with it, as ever. Nothing for any other."""
+        with self._lock:
+            if self._current is not None and self._current.submission is submission:
+                self._current.session.cancel()
+            else:
+                self._cancelled = submission
 
     def _end(self, run: "_Run") -> None:
         """End every process of the submission and remove its cgroup and working copy."""
+        with self._lock:
+            if self._current is run:
+                self._current = None
+            if self._cancelled is run.submission:
+                self._cancelled = None
         try:
             gone = run.session.close()  # False: something of the submission may be left
         except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import socket
 import time
 import traceback
 from collections.abc import Mapping
@@ -317,6 +318,18 @@ class GradingSession:
         choice = self.choice(assignment_id)
         overlay = self.copy.overlays.get(assignment_id) if choice is not None and choice.from_notebook else None
         return [p for p in (self.copy.sources.get(assignment_id), overlay) if p]
+
+    def cancel(self) -> None:
+        """From another thread (grader.grading.grader.Grader.cancel): no check starts after this (each is a
+        timeout at once), and every worker is hung up on, so that a request in flight ends now."""
+        self.deadline = float("-inf")
+        for student in list(self.students.values()):
+            worker = student.worker
+            if worker is not None:
+                try:
+                    worker.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     def timeout(self) -> float:
         left = self.deadline - time.monotonic()
@@ -700,6 +713,7 @@ class GradingStream:
             return True  # the stream's owner raises (runner.Grader.grade_each)
         lean = [self.lean and is_lean(item) for item in items]
         of = [(marker := item.get_closest_marker("assignment")) and marker.args[0] for item in items]
+        exercise = [(marker := item.get_closest_marker("exercise")) and marker.args[0] for item in items]
         try:
             for job in self.jobs:
                 try:
@@ -713,7 +727,8 @@ class GradingStream:
                     continue
                 self.plugin = run.plugin
                 wanted = {a.id for a in run.assignments}  # this submission's assignments (--watch: what changed)
-                chosen = [index for index in range(len(items)) if of[index] in wanted]
+                chosen = [index for index in range(len(items)) if of[index] in wanted
+                          and (run.exercises is None or exercise[index] in run.exercises)]  # check(): one exercise
                 following = next_full([items[i] for i in chosen], [lean[i] for i in chosen])
                 try:
                     for position, index in enumerate(chosen):

@@ -80,7 +80,6 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
     same cases (a grading service's, which grades a class on one seed; never a kernel's own, which would
     hold them in the student's process)."""
     from grader.config import parse_seed
-    from grader.submission import resolve_submission
 
     seed = seed if seed is not None else parse_seed(os.environ.get("GRADE_SEED") or None, "GRADE_SEED")
     from_environment = not device and os.environ.get("GRADE_DEVICE")
@@ -93,12 +92,20 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
         raise DeviceError(str(error).replace(f"--device {device}", f"GRADE_DEVICE={device}")
                           .replace("use --device", "set GRADE_DEVICE to")) from None
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
-        root = write_submission(course, assignment, cells, cwd, Path(scratch) / "kernel")
-        submission = resolve_submission(root, course)
-        module = kernels_module(course, assignment, cells, cwd)
-        if module is not None:
-            submission = dataclasses.replace(submission, beside=((assignment.id, module),))
+        submission = cells_submission(course, assignment, cells, cwd, Path(scratch))
         return grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,), memo=memo)
+
+
+def cells_submission(course, assignment, cells: list[str], cwd: Path, into: Path):
+    """The Submission of a kernel's history ``cells`` for ``assignment``, written in the folder ``into``
+    (:func:`write_submission`), with the assignment's module beside the kernel where its cells import it."""
+    from grader.submission import resolve_submission
+
+    submission = resolve_submission(write_submission(course, assignment, cells, cwd, into / "kernel"), course)
+    module = kernels_module(course, assignment, cells, cwd)
+    if module is not None:
+        submission = dataclasses.replace(submission, beside=((assignment.id, module),))
+    return submission
 
 
 def kernels_module(course, assignment, cells: list[str], cwd: Path) -> Path | None:

@@ -13,7 +13,7 @@ that is not graded yet. Each is answered ``{"ok": true}`` (or ``{"ok": false, "e
 ends when the control socket closes (the kernel manager's process is gone) or on SIGTERM.
 
 It answers each ``check()`` with what the graded cell prints and the points: it grades the cells the kernel
-sent, one request at a time, in the order they came. It believes nothing else the kernel says: the notebook's
+sent, one request at a time, in the order they came, in one pytest session for a seed (:func:`grade`). It believes nothing else the kernel says: the notebook's
 folder is the one the kernel manager named, device and seed come from this process's environment
 (``GRADE_DEVICE``, ``GRADE_SEED``, as for nbgrader's own process), never from the notebook (a
 ``check(..., seed=N)`` in a handed-in notebook is ignored). A class is graded on one seed: without
@@ -52,24 +52,145 @@ def class_seed(course, assignment) -> int:
     return int.from_bytes(digest[:8], "big") % 10**6
 
 
-def answer(request, *, course, cwd: Path, grader) -> dict:
-    """The graded cell's text and points for one request ``{"exercise": str, "cells": [str, ...]}``."""
-    from grader.platforms.notebook_grading import assignment_of, describe, grade_cells, points_of
+class _Job:
+    """One check() of a kernel: its exercise, the assignment that has it, the seed it is graded on, and the
+    connection its answer goes back on."""
 
+    def __init__(self, kernel, connection, cells: list[str], exercise: str, assignment, seed: int):
+        self.kernel, self.connection, self.cells = kernel, connection, cells
+        self.exercise, self.assignment, self.seed = exercise, assignment, seed
+        self.folder: Path | None = None  # where its cells are written out as a submission, while it is graded
+        self.answered = False
+
+    def answer(self, reply: dict) -> None:
+        from grader.sandbox.leftovers import remove_tree
+
+        self.answered = True
+        try:
+            protocol.send(self.connection, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError, ValueError):  # closed meanwhile
+            pass
+        self.kernel.done(self.connection)
+        if self.folder is not None:
+            remove_tree(self.folder)
+
+
+def job_of(item, course) -> _Job | None:
+    """The job of a kernel's request, or None: its kernel closed since (dropped), or the request answered
+    already (one that is not a check(), or names no exercise of the course)."""
+    from grader.platforms.notebook_grading import assignment_of
+
+    kernel, request, connection = item
+    with kernel.lock:
+        kernel.waiting -= 1
+    if kernel.closed:
+        return None
+    job = _Job(kernel, connection, [], "", None, 0)
     if not isinstance(request, dict) or not isinstance(request.get("exercise"), str) \
             or not isinstance(request.get("cells"), list) or not all(isinstance(c, str) for c in request["cells"]):
-        return {"ok": False, "error": "check() sent the grader something it could not read"}
-    exercise = request["exercise"]
+        job.answer({"ok": False, "error": "check() sent the grader something it could not read"})
+        return None
     try:
-        assignment = assignment_of(course, exercise, cwd)
-        result = grade_cells(course, assignment, exercise, request["cells"], cwd=cwd,
-                             seed=class_seed(course, assignment), grader=grader, memo=True)
+        assignment = assignment_of(course, request["exercise"], kernel.cwd)
     except GraderError as error:
-        return {"ok": False, "error": str(error)}
+        job.answer({"ok": False, "error": str(error)})
+        return None
+    return _Job(kernel, connection, request["cells"], request["exercise"], assignment, class_seed(course, assignment))
+
+
+def reply_of(result) -> dict:
+    """What check() is sent for a graded job: its cell's text and points (and the figure of a wrong pictured
+    exercise), or the error that kept it from being graded."""
+    from grader.platforms.notebook_grading import describe, points_of
+
+    if isinstance(result, GraderError):
+        return {"ok": False, "error": str(result)}
     graded = result.assignments[0].exercises[0]
     # the figure of a wrong pictured exercise: the lesson's own public case, never a hidden one (issue 36)
     figure = graded.figure if graded.status != "passed" else None
     return {"ok": True, "text": describe(graded, result), "points": points_of(graded), "figure": figure}
+
+
+def grade(jobs, *, course, grader, seed: int) -> None:
+    """Grade ``jobs`` (an iterator; each on ``seed``) one after another in one pytest session, as ``grade
+    autograde`` grades a class (the suites collected once, grader.grading.grader.Grader.grade_each): each
+    check() is a submission of its own, graded on its exercise alone, and answered as soon as it is graded.
+    A job whose kernel stops waiting for it (its cell interrupted, the kernel closed) is cut short (red team
+    round 19: a parting request, or a slow last check, held every later student's check() past nbgrader's cell
+    timeout, and they lost their notebooks): :func:`_watch`."""
+    from grader.platforms.notebook_grading import cells_submission
+
+    graded: list[_Job] = []  # the one being graded, if any
+
+    def prepare(job):
+        graded.append(job)
+        job.folder = Path(tempfile.mkdtemp(prefix="grade-kernel-"))
+        submission = cells_submission(course, job.assignment, job.cells, job.kernel.cwd, job.folder)
+        _watch(job, lambda: grader.cancel(submission))
+        return submission
+
+    def report(job, result):
+        if job in graded:
+            graded.remove(job)
+        job.answer(reply_of(result))
+
+    try:
+        grader.grade_each(jobs, tuple(course.assignments), seed=seed, prepare=prepare, report=report,
+                          assignments_of=lambda job: (job.assignment,), exercises_of=lambda job: (job.exercise,))
+    except Exception as error:  # noqa: BLE001 - the grader's own failure: said in the cell, the service goes on
+        for job in graded:
+            job.answer({"ok": False, "error": f"the grader failed ({type(error).__name__}: {str(error)[:200]})"})
+
+
+def _watch(job: _Job, cancel) -> None:
+    """Until ``job`` is answered, watch its connection: once the kernel hangs up (or says anything more, which
+    no check() does while it waits), ``cancel()`` the grading (grader.grading.grader.Grader.cancel)."""
+    import select
+    import threading
+
+    def watch():
+        while not job.answered:
+            try:
+                ready = select.select([job.connection], [], [], 0.2)[0]
+            except (OSError, ValueError):  # closed: answered meanwhile, or by the kernel's close
+                ready = [True]
+            if ready and not job.answered:
+                cancel()
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+class _Requests:
+    """The kernels' requests as jobs, in the order they came: those of one seed at a time (:meth:`of_seed`)."""
+
+    def __init__(self, pending, course):
+        self.pending, self.course = pending, course
+        self.held: _Job | None = None  # the first job of another seed, for the next stream
+        self.ended = False
+
+    def next(self) -> _Job | None:
+        """The next job, or None once the service ends (and every time after)."""
+        if self.held is not None:
+            job, self.held = self.held, None
+            return job
+        while not self.ended:
+            item = self.pending.get()
+            if item is None:
+                self.ended = True
+            elif (job := job_of(item, self.course)) is not None:
+                return job
+        return None
+
+    def of_seed(self, job: _Job):
+        """``job`` and those after it graded on its seed; the first of another seed is held for the next."""
+        seed = job.seed
+        while job is not None:
+            if job.seed != seed:
+                self.held = job
+                return
+            yield job
+            job = self.next()
 
 
 PENDING = 4  # a kernel's requests read and waiting to be graded, at most
@@ -174,22 +295,15 @@ def serve(control: socket.socket, *, course) -> None:
     pending = queues.Queue()
     kernels: dict[str, _Kernel] = {}
     threading.Thread(target=_control, args=(control, kernels, pending), daemon=True).start()
+    requests = _Requests(pending, course)
     try:
-        while (item := pending.get()) is not None:
-            kernel, request, connection = item
-            with kernel.lock:
-                kernel.waiting -= 1
-            if kernel.closed:
-                continue
+        while (job := requests.next()) is not None:
             maker.join()
             grader = made.get("grader")
-            reply = {"ok": False, "error": made.get("problem", "the grader could not start")} if grader is None \
-                else answer(request, course=course, cwd=kernel.cwd, grader=grader)
-            try:
-                protocol.send(connection, protocol.encode(reply), timeout=SEND_TIMEOUT_S)
-            except (protocol.ChannelClosed, protocol.ChannelTimeout, OSError, ValueError):  # closed meanwhile
-                pass
-            kernel.done(connection)
+            if grader is None:
+                job.answer({"ok": False, "error": made.get("problem", "the grader could not start")})
+                continue
+            grade(requests.of_seed(job), course=course, grader=grader, seed=job.seed)
     finally:
         for kernel in list(kernels.values()):
             kernel.close()

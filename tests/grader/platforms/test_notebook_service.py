@@ -6,44 +6,56 @@ import pytest
 from grader.platforms import notebook_service as kernel_service
 
 
+class _Kernel:
+    """A kernel as the service's request reader leaves one: its folder, its lock, the answers it was sent."""
+
+    def __init__(self, cwd):
+        import threading
+
+        self.cwd, self.closed, self.waiting, self.lock, self.sent = cwd, False, 1, threading.Lock(), []
+
+    def done(self, connection):
+        pass
+
+
+def _job(course, kernel, request, monkeypatch):
+    sent = kernel.sent
+    monkeypatch.setattr(kernel_service.protocol, "send", lambda connection, data, timeout: sent.append(data))
+    kernel.waiting = 1
+    return kernel_service.job_of((kernel, request, None), course)
+
+
 def test_a_notebooks_own_seed_is_ignored_and_every_student_gets_the_class_seed(course, tmp_path, monkeypatch):
-    seen = []
-
-    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader, **_):
-        seen.append(seed)
-        graded = types.SimpleNamespace(score=1.0, status="passed", figure=None)
-        return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
-
-    monkeypatch.setattr("grader.platforms.notebook_grading.grade_cells", grade_cells)
-    monkeypatch.setattr("grader.platforms.notebook_grading.describe", lambda graded, result: "")
     monkeypatch.delenv("GRADE_SEED", raising=False)
+    kernel = _Kernel(tmp_path)
+    seeds = []
     for seed in (7, 123456, None):  # check("softmax", seed=7) in a handed-in notebook: a seed that suits it
         request = {"exercise": "softmax", "cells": ["x = 1"], **({"seed": seed} if seed is not None else {})}
-        assert kernel_service.answer(request, course=course, cwd=tmp_path, grader=None)["ok"]
+        seeds.append(_job(course, kernel, request, monkeypatch).seed)
     fixed = kernel_service.class_seed(course, course.assignment("01_attention_basics"))
-    assert seen == [fixed] * 3
+    assert seeds == [fixed] * 3 and kernel.waiting == 0
     assert fixed != kernel_service.class_seed(course, course.assignment("02_self_attention"))  # per assignment
     monkeypatch.setenv("GRADE_SEED", "8121")  # the instructor's, where given
-    kernel_service.answer({"exercise": "softmax", "cells": [], "seed": 7}, course=course, cwd=tmp_path, grader=None)
-    assert seen[-1] == 8121
+    assert _job(course, kernel, {"exercise": "softmax", "cells": [], "seed": 7}, monkeypatch).seed == 8121
+    assert kernel.sent == []  # nothing answered before it is graded
+    for request in ({"exercise": "no_such_exercise", "cells": []}, {"exercise": "softmax", "cells": [1]}, [1]):
+        assert _job(course, kernel, request, monkeypatch) is None  # answered at once, never graded
+    assert len(kernel.sent) == 3
 
 
-def test_a_wrong_pictured_exercise_sends_its_figure_to_the_notebook_and_a_right_one_none(course, tmp_path,
-                                                                                         monkeypatch):
+def _result(graded):
+    return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])], seed=1, device="cpu",
+                                 duration_s=0.1)
+
+
+def test_a_wrong_pictured_exercise_sends_its_figure_to_the_notebook_and_a_right_one_none(monkeypatch):
     """Issue 36: nbgrader's grading service drew nothing in check(): it sent the text and points only."""
     figure = {"title": "attention_weights", "theirs": [[1.0]], "right": [[0.5]]}
-    status = ["failed"]
-
-    def grade_cells(course, assignment, exercise, cells, *, cwd, seed, grader, **_):
-        graded = types.SimpleNamespace(score=0.0, status=status[0], figure=figure)
-        return types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])])
-
-    monkeypatch.setattr("grader.platforms.notebook_grading.grade_cells", grade_cells)
     monkeypatch.setattr("grader.platforms.notebook_grading.describe", lambda graded, result: "")
-    request = {"exercise": "attention_weights", "cells": ["x = 1"]}
-    assert kernel_service.answer(request, course=course, cwd=tmp_path, grader=None)["figure"] == figure
-    status[0] = "passed"
-    assert kernel_service.answer(request, course=course, cwd=tmp_path, grader=None)["figure"] is None
+    wrong = types.SimpleNamespace(score=0.0, status="failed", figure=figure)
+    assert kernel_service.reply_of(_result(wrong))["figure"] == figure
+    right = types.SimpleNamespace(score=1.0, status="passed", figure=figure)
+    assert kernel_service.reply_of(_result(right))["figure"] is None
 
 
 def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet(tmp_path):
@@ -69,8 +81,9 @@ def test_the_sandboxed_kernels_environment_keeps_its_banner_and_fontconfig_quiet
 
 def _serving(course, monkeypatch, answer):
     """The service on a control socket of this test's (``ask`` sends the kernel manager's requests), its
-    grader a stand-in that needs no sandbox (it records itself and its close in the list returned), and
-    ``answer`` in place of the grading: (ask, the control socket, the serving thread, the graders)."""
+    grader a stand-in that needs no sandbox (it records itself and its close in the list returned) and grades
+    each job of its stream by ``answer(job)``, whose reply goes back as it is: (ask, the control socket, the
+    serving thread, the graders)."""
     import socket
     import threading
 
@@ -82,11 +95,18 @@ def _serving(course, monkeypatch, answer):
         def __init__(self, course, **_):
             graders.append(self)
 
+        def grade_each(self, jobs, assignments, *, seed, prepare, report, **_):
+            for job in jobs:
+                report(job, dict(answer(job), grader=id(self), seed=seed))
+
+        def cancel(self, submission):
+            pass
+
         def close(self):
             graders.append("closed")
 
     monkeypatch.setattr("grader.grading.grader.Grader", Grader)
-    monkeypatch.setattr(kernel_service, "answer", answer)
+    monkeypatch.setattr(kernel_service, "reply_of", lambda reply: reply)
     ours, theirs = socket.socketpair()
     serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
     serving.start()
@@ -107,8 +127,8 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
 
     from grader.inside import protocol
 
-    ask, ours, serving, graders = _serving(course, monkeypatch, lambda request, *, course, cwd, grader: {
-        "ok": True, "text": f"{request['exercise']} for {cwd.name}", "points": 1.0, "grader": id(grader)})
+    ask, ours, serving, graders = _serving(course, monkeypatch, lambda job: {
+        "ok": True, "text": f"{job.exercise} for {job.kernel.cwd.name}", "points": 1.0})
 
     def check(path, exercise):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -129,6 +149,7 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
     assert time.monotonic() - started < 5  # bo is answered at once
     assert first["text"] == "attention_scores for 01_attention_basics" and second["text"].startswith("softmax")
     assert first["grader"] == second["grader"] and len(graders) == 1  # one grader for both kernels
+    assert first["seed"] == second["seed"] == kernel_service.class_seed(course, course.assignment("01_attention_basics"))
     started = time.monotonic()
     assert ask({"close": paths["ada"]}) == {"ok": True}  # its silent connection ends with it
     assert time.monotonic() - started < 5 and not (tmp_path / "ada" / "grade.sock").exists()
@@ -142,7 +163,7 @@ def test_one_service_answers_each_kernel_on_its_own_socket_for_its_own_folder(co
     assert not serving.is_alive() and graders[-1] == "closed"
 
 
-def test_an_exercise_the_grader_could_not_grade_gives_nbgrader_no_points(course, tmp_path, monkeypatch):
+def test_an_exercise_the_grader_could_not_grade_gives_nbgrader_no_points():
     """Red team round 18: checks made to end as grader-error (an undecodable reply) left the rest scaled to
     full points, and the graded cell printed and returned them: it gives 0 now, and says why."""
     from grader.results import CheckOutcome, ExerciseResult
@@ -150,10 +171,7 @@ def test_an_exercise_the_grader_could_not_grade_gives_nbgrader_no_points(course,
     checks = [CheckOutcome("a", 1.0, "passed"), *(CheckOutcome("b", 1.0, "grader-error") for _ in range(4))]
     graded = ExerciseResult(name="softmax", max_score=10.0, checks=checks)
     assert graded.score == 10.0 and graded.status == "grader-error"  # the score alone counts the checks that ran
-    result = types.SimpleNamespace(assignments=[types.SimpleNamespace(exercises=[graded])], seed=1, device="cpu",
-                                   duration_s=0.1)
-    monkeypatch.setattr("grader.platforms.notebook_grading.grade_cells", lambda *a, **k: result)
-    reply = kernel_service.answer({"exercise": "softmax", "cells": []}, course=course, cwd=tmp_path, grader=None)
+    reply = kernel_service.reply_of(_result(graded))
     assert reply["points"] == 0.0 and "0/10 points, grader-error" in reply["text"], reply["text"]
 
 
@@ -168,8 +186,8 @@ def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_
 
     graded = []
 
-    def answer(request, *, course, cwd, grader):
-        graded.append(request["exercise"])
+    def answer(job):
+        graded.append(job.exercise)
         time.sleep(2.0)
         return {"ok": True, "text": "", "points": 0.0}
 
@@ -177,7 +195,7 @@ def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_
     path = str(tmp_path / "grade.sock")
     assert ask({"open": path, "cwd": str(tmp_path)})["ok"]
     connections = []
-    for exercise in ("first", "second", "third"):
+    for exercise in ("softmax_naive", "softmax", "attention_scores"):
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(path)
         protocol.send(connection, protocol.encode({"exercise": exercise, "cells": []}), timeout=10)
@@ -187,7 +205,7 @@ def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_
     assert ask({"close": path}) == {"ok": True}
     assert time.monotonic() - started < 1.0
     time.sleep(2.5)
-    assert graded == ["first"]
+    assert graded == ["softmax_naive"]
     for connection in connections:
         connection.close()
     ours.close()
