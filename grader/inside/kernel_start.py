@@ -1,6 +1,7 @@
 """A notebook's kernel started ahead, in its sandbox (grader.sandbox.kernel_boundary): warm before its notebook is known.
 
-``python -m grader.inside.kernel_start SEED WORK QUOTA`` gives up every capability, imports what a lesson notebook's first cells import
+``python -m grader.inside.kernel_start SEED WORK QUOTA MODE`` gives up every capability, limits its processes
+(MODE: ``uid``, a uid of its own, or ``namespace``), imports what a lesson notebook's first cells import
 (torch, matplotlib's pyplot) and what Jupyter's kernel is made of (ipykernel), as the kernel's own user, then
 waits on its stdin for the grader's one line: the kernel's command (``{"argv": [...]}``), sent once a notebook
 is given to it, when SEED holds a copy of that notebook's folder. It copies SEED into WORK (a file system of
@@ -27,6 +28,20 @@ def warm_up() -> None:
             __import__(name)
         except Exception:  # noqa: BLE001 - absent or broken here: the notebook meets it as it would have
             pass
+
+
+def limit_processes(*, per_uid: bool) -> None:
+    """At most NPROC_LIMIT processes and threads of the notebook's own, as a submission's (red team round 19
+    started 300): as root the kernel's uid is its own; for an ordinary user, where the kernel counts the limit
+    per user namespace (Linux 5.14 and later), those of the sandbox; elsewhere it would count the grader's user's
+    every process, and none is set."""
+    import resource
+
+    from grader.inside.zygote import NPROC_LIMIT, _tasks_here, counts_per_user_namespace
+
+    if per_uid or counts_per_user_namespace():
+        limit = NPROC_LIMIT + _tasks_here()  # beyond bubblewrap's and this process's own
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
 def seed(source: str, work: str, quota: int) -> None:
@@ -67,7 +82,8 @@ def main() -> None:
     # namespace, with which the kernel could make the runtime's read-only folders writable (as root the
     # zygote has already switched to the kernel's uid)
     drop_privileges(None, os.getgid())
-    source, work, quota = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    source, work, quota, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    limit_processes(per_uid=mode == "uid")
     warm_up()
     line = sys.stdin.buffer.readline()
     if not line.strip():

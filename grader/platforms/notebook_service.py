@@ -349,6 +349,10 @@ def main() -> None:
     root, control = sys.argv[1:3]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     course = load_course(Path(root))
+    # what runs killed before this one left in the temporary folder (their kernels' folders, their services'
+    # scratch): swept here, before this process makes its own scratch the default (its grader's sweep looks
+    # there only; red team round 19: every failed run's kernel folders stayed, copies of the notebooks in them)
+    leftovers.sweep()
     # the kernels' cells written out for grading go in a folder named after this process: if it is killed,
     # the next grader to start removes it (grader.sandbox.leftovers)
     scratch = leftovers.scratch("grade-service")

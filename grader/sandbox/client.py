@@ -320,7 +320,7 @@ def held_bytes(root_pid: int, folder: Path | None = None) -> int:
     stay in the tree), the files
     in the tmpfs mounts they see (``/tmp``, the sandbox's root), the memfds they hold open, and the files
     under ``folder`` (the submission's working folder)."""
-    children_of = _children_reader()
+    children_of = children_reader()
     total, todo, seen = 0, [root_pid], set()  # tmpfs mounts by device, memfds by (device, inode): once each
     while todo:
         pid = todo.pop()
@@ -355,7 +355,7 @@ def _unmapped_files(pid: int, seen: set) -> int:
     return total
 
 
-def _children_reader():
+def children_reader():
     """pid -> its children's pids: read from each of its threads' ``children`` file where the kernel has
     them (a walk of the sandbox's own tree), else from every process's parent in ``/proc`` (a scan of
     all of them, milliseconds on a busy machine)."""
@@ -389,7 +389,7 @@ def host_pid(root_pid: int, pid: int) -> int | None:
     """The process (as this machine numbers it) that the zygote, a descendant of ``root_pid`` (the
     shallowest named grade-zygote: student code runs deeper), knows as ``pid`` in its PID namespace;
     None where it cannot be found."""
-    children_of = _children_reader()
+    children_of = children_reader()
     level, todo = None, [root_pid]
     while todo:
         process, todo = todo[0], todo[1:]
@@ -427,7 +427,7 @@ def own_bytes(process: int, folder: Path | None = None) -> int | None:
         parent = int(Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
-    children_of = _children_reader()
+    children_of = children_reader()
     total, todo, seen = -_resident(parent), [process], set()
     while todo:
         pid_ = todo.pop()

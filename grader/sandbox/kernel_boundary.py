@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -78,6 +79,12 @@ class ConfinedKernelManager(AsyncKernelManager):
         # the kernel binds its sockets at the path it was given, in its own file system; Jupyter connects
         # through the sandbox's root. Until bubblewrap has entered that root, the path is the empty folder here
         self.ip = f"/proc/{pid}/root{sandbox.socket}"
+
+    async def _async_signal_kernel(self, signum: int) -> None:
+        sandbox = getattr(self, "_sandbox", None)
+        if signum == signal.SIGINT and sandbox is not None and sandbox.interrupt():
+            return  # to the kernel inside (Jupyter's own signal reaches bubblewrap's process group only)
+        await super()._async_signal_kernel(signum)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         sandbox = getattr(self, "_sandbox", None)

@@ -67,6 +67,7 @@ class KernelSandbox:
         finally:
             os.close(info)
             os.close(go)
+        _LIVE.add(self)  # closed with this process, whatever became of its kernel manager
 
     def start(self, argv: list[str], notebook_folder: Path) -> None:
         """Give the sandbox its notebook: a copy of ``notebook_folder`` where the sandbox reads it (as root,
@@ -110,10 +111,30 @@ class KernelSandbox:
             self._pid = pid
         return self._pid
 
+    def interrupt(self) -> bool:
+        """SIGINT to the kernel, the sandbox's first process's child: Jupyter's interrupt signals the process
+        group it started, bubblewrap's, and the sandbox is a session of its own (red team round 19: a cell
+        past nbgrader's timeout was never interrupted, and the whole notebook failed). False where none was sent."""
+        from grader.sandbox.client import children_reader
+
+        try:
+            pid = self.sandbox_pid()
+        except RuntimeError:
+            return False
+        sent = False
+        for child in children_reader()(pid):
+            try:
+                os.kill(child, signal.SIGINT)
+                sent = True
+            except OSError:
+                pass
+        return sent
+
     def close(self) -> None:
         """End the sandbox, if it has not ended, and remove its folder (whatever the kernel wrote in it)."""
         from grader.sandbox.leftovers import remove_tree
 
+        _LIVE.discard(self)
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -146,11 +167,14 @@ class Ahead:
         return sandbox
 
     def stop(self) -> None:
-        sandbox, self.sandbox = self.sandbox, None
-        if sandbox is not None:
+        """The sandbox started ahead, and every other still here (a kernel manager that never cleaned up:
+        red team round 19 found failed notebooks' folders, copies of the notebooks in them, left behind)."""
+        self.sandbox = None
+        for sandbox in list(_LIVE):
             sandbox.close()
 
 
+_LIVE: set = set()  # every sandbox of this process not closed yet
 AHEAD = Ahead()
 atexit.register(AHEAD.stop)
 
@@ -179,8 +203,10 @@ def sandboxed(*, confinement, course, folder: Path, uid: int | None, info_fd: in
 
     lib = folder / "lib"
     copy_student_side(lib, extra=KERNEL_SIDE)
-    args = [confinement.bwrap, "--info-fd", str(info_fd), *namespace_args(confinement.root),
-            *view_args(lib=str(lib), work=None, blocked=blocked_paths(course))]
+    view = view_args(lib=str(lib), work=None, blocked=blocked_paths(course))
+    tmp = next(i for i in range(len(view) - 1) if view[i:i + 2] == ["--tmpfs", "/tmp"])
+    view[tmp - 2:tmp - 2] = ["--size", str(WORK_QUOTA)]  # its /tmp (memory) no larger than its working folder
+    args = [confinement.bwrap, "--info-fd", str(info_fd), *namespace_args(confinement.root), *view]
     args = args[:args.index("--remount-ro")]  # the view's end: chdir and environment come below
     ipc, conn = folder / "ipc", folder / "conn"
     args += [*_open_folders(ipc), "--size", str(IPC_QUOTA), "--perms", "1777", "--tmpfs", str(ipc),
@@ -188,6 +214,7 @@ def sandboxed(*, confinement, course, folder: Path, uid: int | None, info_fd: in
              "--ro-bind", str(folder / "service"), f"{SANDBOX_ROOT}/service",
              "--ro-bind", str(folder / "work"), f"{SANDBOX_ROOT}/seed",  # copied into a quota below
              "--size", str(WORK_QUOTA), "--perms", "1777", "--tmpfs", NOTEBOOK_FOLDER,
+             "--size", str(WORK_QUOTA), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--remount-ro", "/", "--chdir", NOTEBOOK_FOLDER, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
              *setenv_args(python_env(f"{SANDBOX_ROOT}/lib")), "--setenv", "HOME", "/tmp",
              "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "MPLCONFIGDIR", "/tmp/.matplotlib",
@@ -198,7 +225,7 @@ def sandboxed(*, confinement, course, folder: Path, uid: int | None, info_fd: in
         args += [interpreter(), "-m", "grader.inside.zygote", "--as", str(uid), str(uid), "--"]
     # the working folder: a file system of WORK_QUOTA bytes, the notebook's folder copied in as the kernel's user
     return args + [interpreter(), "-m", "grader.inside.kernel_start", f"{SANDBOX_ROOT}/seed", NOTEBOOK_FOLDER,
-                   str(WORK_QUOTA)]
+                   str(WORK_QUOTA), "uid" if confinement.root else "namespace"]
 
 
 # fontconfig's own templates (under /usr, which the sandbox shows): each a whole config naming no font

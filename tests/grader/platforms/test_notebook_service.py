@@ -211,3 +211,61 @@ def test_a_kernel_closed_while_its_requests_wait_is_closed_at_once_and_they_are_
     ours.close()
     serving.join(timeout=10)
     assert not serving.is_alive()
+
+
+SLOW_SOFTMAX = """
+import time, torch
+def softmax(x, dim=-1):
+    time.sleep(4)
+    return torch.softmax(x, dim=dim)
+"""
+RIGHT_SOFTMAX = """
+import torch
+def softmax(x, dim=-1):
+    shifted = x - x.amax(dim=dim, keepdim=True).nan_to_num(neginf=0.0)
+    exp = shifted.exp()
+    return exp / exp.sum(dim=dim, keepdim=True).clamp_min(1e-30)
+"""
+
+
+@pytest.mark.slow
+def test_a_check_whose_kernel_hangs_up_is_cut_short_and_the_next_students_check_waits_for_nothing(course, tmp_path,
+                                                                                               monkeypatch):
+    """Red team round 19 (a11, a03): the service graded a request to its end after its kernel had hung up (a
+    notebook's parting request, or a slow last check past nbgrader's cell timeout): about 120 s, during which
+    every later student's check() waited past its cell's timeout and their notebooks failed. A job whose
+    kernel hangs up is cut short now (Grader.cancel): the next student's check is answered within seconds."""
+    import socket
+    import threading
+    import time
+
+    from grader.grading.grader import Grader
+    from grader.inside import protocol
+
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    assignment = course.assignment("01_attention_basics")
+
+    class Kernel:
+        def __init__(self, cwd):
+            self.cwd = cwd
+
+        def done(self, connection):
+            connection.close()
+
+    ends, jobs = [], []
+    for cells in (["", SLOW_SOFTMAX], ["", RIGHT_SOFTMAX]):  # In[0] is always empty
+        ours, theirs = socket.socketpair()
+        ends.append(theirs)
+        jobs.append(kernel_service._Job(Kernel(tmp_path / assignment.id), ours, cells,
+                                        "softmax", assignment, 3))
+    grader = Grader(course, device="cpu", batch=True)
+    try:
+        threading.Timer(3.0, ends[0].close).start()  # the first kernel hangs up while its check is graded
+        started = time.monotonic()
+        kernel_service.grade(iter(jobs), course=course, grader=grader, seed=3)
+        took = time.monotonic() - started
+    finally:
+        grader.close()
+    reply = protocol.decode(protocol.recv(ends[1], limit=1 << 20, timeout=5), limit=0)
+    assert reply["ok"] and reply["points"] == 25.0, reply
+    assert took < 25, took  # graded to its end, the slow one alone takes minutes

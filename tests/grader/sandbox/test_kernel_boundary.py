@@ -41,7 +41,7 @@ def softmax(x, dim=-1):
 """
 
 
-def run(tmp_path, *sources):
+def run(tmp_path, *sources, timeout=120):
     import nbformat
     from nbclient import NotebookClient
 
@@ -50,8 +50,9 @@ def run(tmp_path, *sources):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     folder = tmp_path / "01_attention_basics"
     folder.mkdir()
-    client = NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True,
-                            kernel_manager_class=ConfinedKernelManager, resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            interrupt_on_timeout=True, kernel_manager_class=ConfinedKernelManager,
+                            resources={"metadata": {"path": str(folder)}})
     client.execute()
     return ["".join(o.get("text", "") + "".join(o.get("traceback", [])) + json.dumps(o.get("data", {}))
                     for o in cell.outputs) for cell in notebook.cells]
@@ -222,3 +223,56 @@ def test_a_kernel_holds_no_capability_to_make_the_runtime_writable(tmp_path, mon
         written.unlink(missing_ok=True)  # where it broke: nothing left in the runtime
     assert "remount -1" in output and "WROTE" not in output and "umount -1" in output, output
     assert "['0000000000000000', '0000000000000000', '0000000000000000']" in output, output
+
+
+LIMITS = """
+import os, resource
+for folder in ("/tmp", "/dev/shm", "."):
+    stat = os.statvfs(folder)
+    print("SIZE", folder, stat.f_blocks * stat.f_frsize)
+print("NPROC", resource.getrlimit(resource.RLIMIT_NPROC)[0])
+"""
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
+def test_a_kernel_is_interrupted_past_its_cells_timeout_and_holds_no_more_than_a_submission(tmp_path, monkeypatch,
+                                                                                          mode):
+    """Red team round 19. nbgrader interrupts a cell past its timeout; the signal reached bubblewrap's process
+    group only, never the kernel, and nbgrader dropped the whole notebook (an ungraded 40 s demo cell cost 100
+    points): the kernel is interrupted, and the cells after it run. The kernel's /tmp and /dev/shm (memory)
+    had no size, and it started 300 processes: each file system is the working folder's size, and its
+    processes and threads are limited as a submission's."""
+    from grader.inside.zygote import NPROC_LIMIT
+    from grader.sandbox.confine import WORK_QUOTA
+
+    confine(monkeypatch, mode)
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    outputs = run(tmp_path, "import time\ntime.sleep(60)", "print('AFTER')", LIMITS, timeout=5)
+    assert "KeyboardInterrupt" in outputs[0] and "AFTER" in outputs[1], outputs
+    sizes = {line.split()[1]: int(line.split()[2]) for line in outputs[2].splitlines() if line.startswith("SIZE")}
+    assert sizes and all(size <= WORK_QUOTA for size in sizes.values()), outputs[2]
+    nproc = int(outputs[2].split("NPROC ")[1].split()[0])
+    assert nproc <= NPROC_LIMIT + 16, outputs[2]
+
+
+@pytest.mark.nbgrader
+def test_a_sandbox_started_ahead_or_left_by_its_kernel_manager_is_gone_with_the_run(monkeypatch):
+    """Red team round 19: failed notebooks' kernel folders (copies of the notebooks) outlived the run. Every
+    kernel sandbox a process started is closed, its folder removed, when the run ends (AHEAD.stop, at exit)."""
+    from grader.config import find_course_root, load_course
+    from grader.sandbox.confine import confinement_for
+    from grader.sandbox.kernel_sandbox import AHEAD
+
+    monkeypatch.chdir(ROOT)
+    course = load_course(find_course_root())
+    confinement = confinement_for(course)
+    if not confinement.sandboxed:
+        pytest.skip("no sandbox on this machine")
+    taken = AHEAD.take(course, confinement)  # as a kernel manager that never cleans up leaves it
+    ahead = AHEAD.sandbox
+    assert taken.folder.is_dir() and ahead is not None and ahead.folder.is_dir()
+    AHEAD.stop()
+    assert not taken.folder.exists() and not ahead.folder.exists()
+    assert taken.process.poll() is not None and ahead.process.poll() is not None
