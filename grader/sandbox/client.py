@@ -68,7 +68,8 @@ class ZygoteClient:
         else:
             argv = [sys.executable, "-m", "grader.inside.zygote", str(theirs.fileno()), *uid]
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
-            env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+            env.update(python_env(str(self.scratch / "lib")), OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+                       MKL_DISABLE_FAST_MM="1")  # as in the sandbox (confine.view_args)
         self.log = self.scratch / "zygote.log"  # the zygote's own errors; no student code can write here
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
