@@ -13,8 +13,8 @@ that is not graded yet. Each is answered ``{"ok": true}`` (or ``{"ok": false, "e
 ends when the control socket closes (the kernel manager's process is gone) or on SIGTERM.
 
 It answers each ``check()`` with what the graded cell prints and the points: it grades the cells the kernel
-sent, one request at a time, in the order they came, in one pytest session for a seed (:func:`grade`). It believes nothing else the kernel says: the notebook's
-folder is the one the kernel manager named, device and seed come from this process's environment
+sent, one request at a time, in the order they came, in one pytest session for a seed (:func:`grade`). It
+believes nothing else the kernel says: the notebook's folder is the one the kernel manager named, device and seed come from this process's environment
 (``GRADE_DEVICE``, ``GRADE_SEED``, as for nbgrader's own process), never from the notebook (a
 ``check(..., seed=N)`` in a handed-in notebook is ignored). A class is graded on one seed: without
 ``GRADE_SEED``, every student's notebook of an assignment is graded on the seed :func:`class_seed`
@@ -95,7 +95,8 @@ def job_of(item, course) -> _Job | None:
     except GraderError as error:
         job.answer({"ok": False, "error": str(error)})
         return None
-    return _Job(kernel, connection, request["cells"], request["exercise"], assignment, class_seed(course, assignment))
+    seed = class_seed(course, assignment)
+    return _Job(kernel, connection, request["cells"], request["exercise"], assignment, seed)
 
 
 def reply_of(result) -> dict:

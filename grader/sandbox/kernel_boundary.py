@@ -7,9 +7,10 @@ kernel runs in a bubblewrap sandbox of its own, started before its notebook was 
 (grader.sandbox.kernel_sandbox: a view of the Python runtime only, no network, its own PID namespace; as root
 a uid of its own and no capabilities; its sockets on a file system that only the sandbox has, reached by
 Jupyter through the sandbox's root). Its working folder is a copy of the notebook's, on a file system of
-WORK_QUOTA bytes of its own (a notebook that fills it fills its own). A grading service outside the sandbox (:mod:`grader.platforms.notebook_service`, one process for every kernel this
-process starts, each kernel on a socket of its own that only its sandbox shows) holds the grader: ``check`` sends it the kernel's cells and prints what it answers, points, misconceptions and the
-student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
+WORK_QUOTA bytes of its own (a notebook that fills it fills its own). A grading service outside the sandbox
+(:mod:`grader.platforms.notebook_service`, one process for every kernel this process starts, each kernel on a
+socket of its own that only its sandbox shows) holds the grader: ``check`` sends it the kernel's cells and
+prints what it answers, points, misconceptions and the student's own feedback, nothing else. The score in nbgrader's gradebook is still what the cell showed, so
 ``grade export`` compares it with a grade of its own (see grader.reporting.export).
 
 Where no sandbox can be made (no bubblewrap, no user namespaces), the kernel runs as nbgrader's would,
