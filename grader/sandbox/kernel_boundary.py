@@ -32,16 +32,19 @@ from nbgrader.preprocessors import Execute
 
 
 class ConfinedExecute(Execute):
-    """nbgrader's Execute preprocessor, with each notebook's kernel in the sandbox."""
+    """nbgrader's Execute preprocessor, with each notebook's kernel in the sandbox (the next one's started ahead:
+    ``nbgrader autograde`` runs a class's notebooks one after another)."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("kernel_manager_class", ConfinedKernelManager)
+        kwargs.setdefault("kernel_manager_class", AheadKernelManager)
         super().__init__(*args, **kwargs)
 
 
 class ConfinedKernelManager(AsyncKernelManager):
-    """Starts the kernel in its sandbox (grader.sandbox.kernel_sandbox, started ahead), answered by the run's
-    grading service outside, on a socket of its own."""
+    """Starts the kernel in its sandbox (grader.sandbox.kernel_sandbox), answered by the run's grading service
+    outside, on a socket of its own."""
+
+    start_ahead = False  # whether to start the next kernel's sandbox while this one's notebook runs
 
     async def _async_pre_start_kernel(self, **kw):
         from grader.config import find_course_root, load_course
@@ -58,7 +61,7 @@ class ConfinedKernelManager(AsyncKernelManager):
             return await super()._async_pre_start_kernel(**kw)
         from grader.sandbox.kernel_sandbox import AHEAD
 
-        self._sandbox = sandbox = AHEAD.take(course, confinement)
+        self._sandbox = sandbox = AHEAD.take(course, confinement, ahead=self.start_ahead)
         self.transport = "ipc"
         self.ip = sandbox.socket
         self.connection_file = sandbox.connection_file
@@ -100,6 +103,12 @@ class ConfinedKernelManager(AsyncKernelManager):
         self._sandbox = None
         if sandbox is not None:
             sandbox.close()
+
+
+class AheadKernelManager(ConfinedKernelManager):
+    """nbgrader's: each kernel's sandbox taken warm, the next started while this notebook runs."""
+
+    start_ahead = True
 
 
 class _Service:

@@ -156,14 +156,17 @@ class Ahead:
     def __init__(self):
         self.sandbox: KernelSandbox | None = None
 
-    def take(self, course, confinement) -> KernelSandbox:
+    def take(self, course, confinement, *, ahead: bool = True) -> KernelSandbox:
+        """A sandbox for a kernel: the one started ahead where it suits, else a new one; ``ahead``: the next
+        one started now, warming while this notebook runs (nbgrader's runs; a lone kernel would waste it)."""
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None and (sandbox.key != _key(course, confinement) or sandbox.process.poll() is not None):
             sandbox.close()
             sandbox = None
         if sandbox is None:
             sandbox = KernelSandbox(course, confinement)
-        self.sandbox = KernelSandbox(course, confinement)  # warming while this notebook runs
+        if ahead:
+            self.sandbox = KernelSandbox(course, confinement)
         return sandbox
 
     def stop(self) -> None:
