@@ -200,14 +200,16 @@ def interpreter() -> str:
     return os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
 
 
-def runtime_paths(blocked: Iterable[str]) -> list[str]:
+def runtime_paths(blocked: Iterable[str], *, walked: dict | None = None) -> list[str]:
     """Folders the zygote reads Python and torch from, read-only: the installation, the virtualenv,
     and every sys.path folder that neither lies in nor holds a blocked folder (the course root,
     added by an editable install, holds solutions/: it is left out, and the grader comes from lib).
     The folders the runtime needs (the prefixes, site-packages, torch's, :func:`extra_site_dirs`) are
     kept even where they hold a blocked folder (a pip-installed student distribution carries its
-    course in site-packages): :func:`masked_paths` then covers what they hold."""
+    course in site-packages): :func:`masked_paths` then covers what they hold. ``walked``: the walks for
+    course checkouts (:func:`_course_roots_below`) by folder, shared with :func:`masked_paths` for one view."""
     blocked = [os.path.realpath(b) for b in blocked]
+    walked = {} if walked is None else walked
     core = _core()
     needed = core | {os.path.realpath(p) for p in extra_site_dirs() if os.path.isdir(p)}
     paths: list[str] = []
@@ -219,7 +221,7 @@ def runtime_paths(blocked: Iterable[str]) -> list[str]:
             continue
         # a checkout of a course, or a folder too large to vouch that it holds none (another copy of this
         # course's secrets: red team round 18 ran the grader from one on PYTHONPATH): never shown
-        if not any(_inside(real, c) for c in core) and (is_course_root(real) or _course_roots_below(real) is None):
+        if not any(_inside(real, c) for c in core) and (is_course_root(real) or _walk(real, walked) is None):
             continue
         if not any(_inside(real, p) for p in paths):
             paths = [p for p in paths if not _inside(p, real)] + [real]
@@ -240,6 +242,13 @@ def _core() -> set[str]:
     if torch is not None and getattr(torch, "__file__", None):
         core.append(os.path.dirname(torch.__file__))
     return {os.path.realpath(p) for p in core if p and os.path.isdir(p)}
+
+
+def _walk(folder: str, walked: dict) -> list[str] | None:
+    """:func:`_course_roots_below` ``folder``, once for the walks of ``walked``."""
+    if folder not in walked:
+        walked[folder] = _course_roots_below(folder)
+    return walked[folder]
 
 
 COURSE_WALK = 20_000  # folders read below a folder on the path, at most, for a course checkout in it
@@ -286,7 +295,7 @@ def _library_folders() -> list[str]:
     return sorted(folders)
 
 
-def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:
+def masked_paths(paths: Iterable[str], blocked: Iterable[str], *, walked: dict | None = None) -> list[str]:
     """The blocked folders that lie inside the folders the sandbox shows, and the course checkouts below
     one of them outside the installation (a folder on PYTHONPATH that holds copies of a course): each gets
     an empty, unreadable folder mounted over it."""
@@ -296,7 +305,7 @@ def masked_paths(paths: Iterable[str], blocked: Iterable[str]) -> list[str]:
     core = _core()
     for path in paths:
         if os.path.isdir(path) and not any(_inside(path, c) for c in [*_SYSTEM, *core]):
-            found.update(_course_roots_below(path) or ())
+            found.update(_walk(path, {} if walked is None else walked) or ())
     return sorted(found)
 
 
@@ -341,11 +350,12 @@ def view_args(*, lib: str, work: str | None, blocked: Iterable[str],
     for name in _ETC:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    runtime = runtime_paths(blocked)
+    walked: dict = {}  # each folder on the path walked once for course checkouts, for both lists
+    runtime = runtime_paths(blocked, walked=walked)
     for path in runtime:
         if not any(_inside(path, system) for system in _SYSTEM):
             args += [*folders(path), "--ro-bind", path, path]
-    for path in masked_paths([*runtime, *_SYSTEM], blocked):
+    for path in masked_paths([*runtime, *_SYSTEM], blocked, walked=walked):
         args += ["--perms", "0000", "--tmpfs", path]
     args += [*folders(f"{SANDBOX_ROOT}/lib"), "--ro-bind", lib, f"{SANDBOX_ROOT}/lib",
              *(["--bind", work, f"{SANDBOX_ROOT}/work"] if work is not None else
