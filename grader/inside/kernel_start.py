@@ -1,7 +1,8 @@
 """A notebook's kernel started ahead, in its sandbox (grader.sandbox.kernel_boundary): warm before its notebook is known.
 
-``python -m grader.inside.kernel_start SEED WORK QUOTA MODE`` gives up every capability, limits its processes
-(MODE: ``uid``, a uid of its own, or ``namespace``), imports what a lesson notebook's first cells import
+``python -m grader.inside.kernel_start SEED WORK QUOTA MODE MEMORY`` gives up every capability, limits its
+processes (MODE: ``uid``, a uid of its own, or ``namespace``) and what it allocates (MEMORY bytes: the heap and
+anonymous mappings, as a submission's worker on a GPU; as root its cgroup bounds all of its memory), imports what a lesson notebook's first cells import
 (torch, matplotlib's pyplot) and what Jupyter's kernel is made of (ipykernel), as the kernel's own user, then
 waits on its stdin for the grader's one line: the kernel's command (``{"argv": [...]}``), sent once a notebook
 is given to it, when SEED holds a copy of that notebook's folder. It copies SEED into WORK (a file system of
@@ -44,6 +45,15 @@ def limit_processes(*, per_uid: bool) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
+def limit_memory(memory: int) -> None:
+    """No more than ``memory`` bytes of data (the heap, anonymous mappings: every tensor) in this process and
+    each it starts, where the machine gives no cgroup (an ordinary user's); set after the imports."""
+    import resource
+
+    if memory > 0:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
+
 def seed(source: str, work: str, quota: int) -> None:
     """SOURCE's contents (the notebook's folder, as the grader copied it) into WORK, as this process's user,
     and no file larger than QUOTA from now on."""
@@ -82,9 +92,10 @@ def main() -> None:
     # namespace, with which the kernel could make the runtime's read-only folders writable (as root the
     # zygote has already switched to the kernel's uid)
     drop_privileges(None, os.getgid())
-    source, work, quota, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    source, work, quota, mode, memory = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
     limit_processes(per_uid=mode == "uid")
     warm_up()
+    limit_memory(memory)
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return  # no notebook came

@@ -8,11 +8,13 @@ limit is the worker's own address-space limit (per process), and :func:`availabl
 """
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+_HIERARCHIES = itertools.count(1)  # hierarchies of this process (a grading process's, its notebook kernels')
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,13 @@ def available() -> str | None:
     return None
 
 
-def make_hierarchy(name: str) -> Hierarchy:
+def make_hierarchy(name: str | None = None) -> Hierarchy:
+    """A new hierarchy of this process's own, by default ``grade-<pid>-<namespace>-<n>`` (the name its
+    leftovers are swept by, should it die before it removes it)."""
+    if name is None:
+        from grader.sandbox.leftovers import owner_prefix
+
+        name = f"grade-{owner_prefix()}-{next(_HIERARCHIES)}"
     folders, v2 = _candidates()
     made = []
     for folder in folders:
@@ -118,10 +126,26 @@ class SubmissionCgroup:
         except (OSError, ValueError):
             return None
 
-    def remove(self) -> None:
-        """Kill whatever is left in it (nothing, normally: the namespaces took it down), then remove it."""
-        for folder in self.folders:
-            remove_tree(folder, timeout_s=0.5)
+    def joining(self, command: list[str]) -> list[str]:
+        """``command`` started in this cgroup: a shell that moves itself into it, then becomes ``command``
+        (whatever it starts is in the cgroup from its first instruction)."""
+        moves = " && ".join(f'echo $$ > "${i + 1}"' for i in range(len(self.folders)))
+        procs = [str(folder / "cgroup.procs") for folder in self.folders]
+        return ["/bin/sh", "-c", f'{moves} && shift {len(procs)} && exec "$@"', "sh", *procs, *command]
+
+    def remove(self, timeout_s: float = 0.5) -> bool:
+        """Kill whatever is left in it (nothing, normally: the namespaces took it down), then remove it; False
+        where a folder is still there after ``timeout_s``."""
+        return all([remove_tree(folder, timeout_s=timeout_s) for folder in self.folders])
+
+
+def remove_hierarchy(hierarchy: Hierarchy | None) -> None:
+    """Remove a hierarchy's folders, once its cgroups are gone (one still in use stays)."""
+    for folder in hierarchy.folders if hierarchy else ():
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def remove_tree(root: Path, timeout_s: float = 5.0) -> bool:

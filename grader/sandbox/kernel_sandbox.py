@@ -55,14 +55,20 @@ class KernelSandbox:
         self._pid: int | None = None
         self._info, info = os.pipe()
         go, self._go = os.pipe()
+        self.cgroup = None
         try:
             cmd = sandboxed(confinement=confinement, course=course, folder=self.folder, uid=self.uid, info_fd=info)
+            if confinement.cgroups:  # as root: its memory (what it allocates and its file systems hold) bounded
+                self.cgroup = _kernel_cgroup(course, self.folder.name)
+                cmd = self.cgroup.joining(cmd)
             self.process = subprocess.Popen(cmd, stdin=go, pass_fds=(info,), cwd=str(self.folder), env={},
                                             start_new_session=True)  # as Jupyter's launcher: signals to its group
         except BaseException:
             for descriptor in (self._info, self._go):
                 os.close(descriptor)
             remove_tree(self.folder)
+            if self.cgroup is not None:
+                self.cgroup.remove()
             raise
         finally:
             os.close(info)
@@ -141,6 +147,8 @@ class KernelSandbox:
             except OSError:
                 self.process.kill()
         self.process.wait()
+        if self.cgroup is not None:
+            self.cgroup.remove(timeout_s=5)  # and whatever of the kernel's left its process group (setsid) with it
         for name in ("_info", "_go"):
             descriptor = getattr(self, name)
             setattr(self, name, None)
@@ -175,9 +183,15 @@ class Ahead:
         self.sandbox = None
         for sandbox in list(_LIVE):
             sandbox.close()
+        global _HIERARCHY
+        from grader.sandbox.cgroups import remove_hierarchy
+
+        hierarchy, _HIERARCHY = _HIERARCHY, None
+        remove_hierarchy(hierarchy)
 
 
 _LIVE: set = set()  # every sandbox of this process not closed yet
+_HIERARCHY = None  # as root, the cgroup hierarchy of this process's kernels (made with the first)
 AHEAD = Ahead()
 atexit.register(AHEAD.stop)
 
@@ -185,6 +199,25 @@ atexit.register(AHEAD.stop)
 def _key(course, confinement) -> tuple:
     """What a sandbox started ahead depends on: the course (what is hidden), the confinement, the runtime."""
     return str(course.root), confinement, os.environ.get("PYTHONPATH", ""), sys.executable
+
+
+def kernel_memory_bytes(course) -> int:
+    """What a kernel may hold in memory: a submission's limit (``memory_mb``); as root in a cgroup (its file
+    systems' files included), elsewhere what each of its processes allocates (grader.inside.kernel_start)."""
+    return course.limits.memory_mb << 20
+
+
+def _kernel_cgroup(course, name: str):
+    """A cgroup of the kernel's own (memory and processes), in this process's hierarchy for kernels. Red team
+    rounds 19 and 20: the kernel's own allocations had no limit beyond the machine's."""
+    global _HIERARCHY
+    from grader.sandbox.cgroups import SubmissionCgroup, make_hierarchy
+    from grader.sandbox.submission_sandbox import NPROC_LIMIT
+
+    if _HIERARCHY is None:
+        _HIERARCHY = make_hierarchy()
+    # the sandbox's own processes (bubblewrap, its init, the shell that joins) beside the kernel's NPROC_LIMIT
+    return SubmissionCgroup(_HIERARCHY, name, memory_bytes=kernel_memory_bytes(course), pids=NPROC_LIMIT + 64)
 
 
 def _kernel_uid(confinement) -> int | None:
@@ -228,7 +261,8 @@ def sandboxed(*, confinement, course, folder: Path, uid: int | None, info_fd: in
         args += [interpreter(), "-m", "grader.inside.zygote", "--as", str(uid), str(uid), "--"]
     # the working folder: a file system of WORK_QUOTA bytes, the notebook's folder copied in as the kernel's user
     return args + [interpreter(), "-m", "grader.inside.kernel_start", f"{SANDBOX_ROOT}/seed", NOTEBOOK_FOLDER,
-                   str(WORK_QUOTA), "uid" if confinement.root else "namespace"]
+                   str(WORK_QUOTA), "uid" if confinement.root else "namespace",
+                   str(0 if confinement.cgroups else kernel_memory_bytes(course))]  # a cgroup bounds it all
 
 
 # fontconfig's own templates (under /usr, which the sandbox shows): each a whole config naming no font

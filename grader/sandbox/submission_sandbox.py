@@ -9,7 +9,6 @@ its uid and its cgroup. The grading (grader.grading.grader) reaches student code
 """
 from __future__ import annotations
 
-import itertools
 import sys
 
 from grader.config import Course
@@ -19,7 +18,6 @@ from grader.sandbox.confine import NOBODY, blocked_paths, describe, prepare_work
 from grader.submission import Submission, WorkingCopy
 
 NPROC_LIMIT = 128  # processes and threads a submission may have at once, where cgroups count them
-_SANDBOXES = itertools.count(1)  # sandboxes of this process, for their cgroup folders
 
 
 class Cell:
@@ -67,7 +65,7 @@ class Sandbox:
         if confinement.cgroups:
             from grader.sandbox.cgroups import make_hierarchy
 
-            self.hierarchy = make_hierarchy(f"grade-{leftovers.owner_prefix()}-{next(_SANDBOXES)}")
+            self.hierarchy = make_hierarchy()
         self.zygote = self._start_zygote()  # it imports torch while the grader does the same
 
     def _start_zygote(self):
@@ -132,9 +130,7 @@ class Sandbox:
         self._remove_hierarchy()
 
     def _remove_hierarchy(self) -> None:
-        for folder in self.hierarchy.folders if self.hierarchy else ():
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+        from grader.sandbox.cgroups import remove_hierarchy
+
+        remove_hierarchy(self.hierarchy)
         self.hierarchy = None

@@ -154,3 +154,47 @@ def test_a_sandbox_started_ahead_or_left_by_its_kernel_manager_is_gone_with_the_
     AHEAD.stop()
     assert not taken.folder.exists() and not ahead.folder.exists()
     assert taken.process.poll() is not None and ahead.process.poll() is not None
+
+
+HOLD = """
+import torch
+held = [torch.ones({mib} << 18)]  # {mib} MiB written
+print("HELD", {mib})
+"""
+
+
+@pytest.mark.nbgrader
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["separate-user", "user-namespace"])
+def test_a_kernel_holds_no_more_memory_than_a_submission(tmp_path, monkeypatch, mode):
+    """Red team rounds 19 and 20 (issue 44): what a kernel allocates beyond its file systems had no limit but the
+    machine's. As root, each kernel's sandbox is in a cgroup of its own from its first instruction (its memory,
+    files in memory included, and its processes): a notebook that holds more is stopped there, the kernel alone
+    dies, and the cgroup is gone with it. Without cgroups (an ordinary user) each of the kernel's processes may
+    allocate no more: the allocation fails in its cell, and the cells after it run."""
+    import grader.sandbox.kernel_sandbox as kernel_sandbox
+    from grader.sandbox.cgroups import available
+
+    if mode == "separate-user" and available() is not None:
+        pytest.skip(available())
+    confine(monkeypatch, mode)
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    kernel_sandbox.AHEAD.stop()  # none started ahead under another limit
+    monkeypatch.setattr(kernel_sandbox, "kernel_memory_bytes", lambda course: 1 << 30)
+    made = []
+    original = kernel_sandbox._kernel_cgroup
+    monkeypatch.setattr(kernel_sandbox, "_kernel_cgroup", lambda *a: made.append(original(*a)) or made[-1])
+    cells = HOLD.format(mib=128), HOLD.format(mib=2048), "print('AFTER')"
+    if mode == "user-namespace":
+        outputs = run(tmp_path, *cells)
+        assert "HELD 128" in outputs[0] and "HELD 2048" not in outputs[1] and "AFTER" in outputs[2], outputs
+        assert "memory" in outputs[1], outputs[1]  # torch's own words: it could not allocate
+        return
+    from nbclient.exceptions import DeadKernelError
+
+    with pytest.raises(DeadKernelError):
+        run(tmp_path, *cells)
+    left = {str(f): f.exists() and (f / "cgroup.procs").read_text() for c in made for f in c.folders}
+    assert made and not any(left.values()), left
+    (folder := tmp_path / "next").mkdir()
+    assert "HELD 128" in run(folder, HOLD.format(mib=128))[0]  # the next kernel, as any other
