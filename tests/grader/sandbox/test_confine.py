@@ -102,7 +102,8 @@ def probe(grader, tmp_path, name="mallory") -> dict:
     path.write_text(source)
     course = instance.course
     try:
-        result = instance.grade(resolve_submission(path, course), (course.assignment("01_attention_basics"),), seed=3)
+        result = instance.grade(resolve_submission(path, course), (course.assignment("01_attention_basics"),), seed=3,
+                                exercises=("attention_scores",))  # the exercises that use it hog again (a minute)
     finally:
         listener.close()
         written = course_file.exists()
@@ -224,7 +225,10 @@ def test_uids_of_grading_processes_alive_together_never_collide_on_any_pid_max()
 
 MEMORY_HOG = """
 import os, time
+_seen = []
 def attention_scores(inputs):
+    if _seen:  # once a worker: each round holds 3.6 GiB for 3 s
+        raise RuntimeError(_seen[0])
     children = []
     for _ in range(3):  # three processes of 1.2 GiB each, under a limit of 2 GiB for the submission
         pid = os.fork()
@@ -236,8 +240,8 @@ def attention_scores(inputs):
             os._exit(0)
         children.append(pid)
     codes = [os.waitpid(pid, 0)[1] for pid in children]
-    survived = sum(1 for code in codes if code == 0)
-    raise RuntimeError(f'SURVI' f'VED:{survived}')
+    _seen.append(f'SURVI' f'VED:{sum(1 for code in codes if code == 0)}')
+    raise RuntimeError(_seen[0])
 """
 
 
@@ -256,7 +260,8 @@ def test_memory_is_limited_per_submission_not_per_process(tmp_path):
     path.parent.mkdir()
     path.write_text(SOLUTION + MEMORY_HOG)
     try:
-        result = instance.grade(resolve_submission(path, course), (course.assignment("01_attention_basics"),), seed=3)
+        result = instance.grade(resolve_submission(path, course), (course.assignment("01_attention_basics"),), seed=3,
+                                exercises=("attention_scores",))  # the exercises that use it hog again (a minute)
         bystander = instance.grade(resolve_submission(ROOT / "solutions" / "01_attention_basics", course),
                                    (course.assignment("01_attention_basics"),), seed=3)
     finally:
