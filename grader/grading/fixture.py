@@ -239,33 +239,45 @@ class Grade:
         ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
         None otherwise: the worker then watches operators only for forbidden ones). ``on_cpu``: a
         function's tensors stay on the CPU whatever the grading device (a diagnosis on CUDA asks it)."""
+        return self.sent_call(target, *args, grad_out=grad_out, grad_args=grad_args, seed=seed, label=label,
+                              measure=measure, method=method, on_cpu=on_cpu, **kwargs)()
+
+    def sent_call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False,
+                  method=None, on_cpu=False, **kwargs):
+        """:meth:`call`, sent: what it returns, called, gives the Reply (or raises as :meth:`call`), so that the
+        grader computes the reference's side while the worker runs the student's. Nothing else is sent to the
+        worker before it is called."""
         import torch
 
         self._called = (target, label, args)  # for naming an argument in what the checks say (argument_name)
-        try:
-            reply = self.student.request({"op": "call", "target": target, "args": args, "kwargs": kwargs,
-                                          "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
-                                          "forbidden": self.forbidden, "measure": measure, "method": method,
-                                          "grad_enabled": torch.is_grad_enabled(),
-                                          **({"on_cpu": True} if on_cpu else {})})
-        except StudentFault as fault:
-            if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
-                called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
-                fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
-                                     fault.exception)
-            raise explained(fault, function=isinstance(target, str),
-                            modules=any(isinstance(a, HandleRef) for a in args)) from None
-        if self.forbidden or measure:  # after the call: a stub, or a raise, says so first
-            self.expect_observed()
-        if measure and isinstance(reply.get("as_text"), dict):  # (grader.inside.worker.watch_text)
-            written = reply["as_text"]
-            where = f" at {clip(str(written.get('line')), 200)}" if written.get("line") else ""
-            values = _count(written.get("values"))
-            raise CheckFailed(f"not observed: your code wrote a tensor ({values} value{'' if values == 1 else 's'}) "
-                              f"out as text during the call{where} (print, str, repr or an f-string), and what "
-                              "Python does with text cannot be counted; this check, which counts how your code "
-                              "computes, earns nothing until that is gone")
-        return reply_of(reply)
+        pending = self.student.send({"op": "call", "target": target, "args": args, "kwargs": kwargs,
+                                     "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
+                                     "forbidden": self.forbidden, "measure": measure, "method": method,
+                                     "grad_enabled": torch.is_grad_enabled(), **({"on_cpu": True} if on_cpu else {})})
+
+        def reply() -> Reply:
+            try:
+                answer = pending()
+            except StudentFault as fault:
+                if fault.kind == "error" and fault.exception:  # it raised in this call: say which call, on what
+                    called = label + " forward" if isinstance(target, HandleRef) and label else str(target)
+                    fault = StudentFault(fault.kind, f"{called}{_signature(args, kwargs)} raised:\n{fault.message}",
+                                         fault.exception)
+                raise explained(fault, function=isinstance(target, str),
+                                modules=any(isinstance(a, HandleRef) for a in args)) from None
+            if self.forbidden or measure:  # after the call: a stub, or a raise, says so first
+                self.expect_observed()
+            if measure and isinstance(answer.get("as_text"), dict):  # (grader.inside.worker.watch_text)
+                written = answer["as_text"]
+                where = f" at {clip(str(written.get('line')), 200)}" if written.get("line") else ""
+                values = _count(written.get("values"))
+                raise CheckFailed(f"not observed: your code wrote a tensor ({values} value"
+                                  f"{'' if values == 1 else 's'}) out as text during the call{where} (print, str, "
+                                  "repr or an f-string), and what Python does with text cannot be counted; this "
+                                  "check, which counts how your code computes, earns nothing until that is gone")
+            return reply_of(answer)
+
+        return reply
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
              normalised_exponential=False, grad_scale=1.0, **kwargs):
@@ -285,7 +297,10 @@ class Grade:
         output alone, ``right`` the right output (a tensor, or a function computing it) when at
         hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
         def check():
-            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad, grad_scale=grad_scale)
+            sent = Sent(lambda grad_out: self.sent_call(name, *args, grad_out=grad_out,
+                                                        grad_args=differentiated(args, grad), **kwargs))
+            expected, grad_out, ref_grads, _ = self._reference(name, args, kwargs, grad, grad_scale=grad_scale,
+                                                               send=sent)
             number = self._events  # the room's use of the reference, numbered whether it is computed or not
             self._events += 1
             widening = []
@@ -306,7 +321,7 @@ class Grade:
                 room()
             self.case_slack = 0.0
             with self._graded_call(name, args, kwargs):
-                reply = self.call(name, *args, grad_out=grad_out, grad_args=differentiated(args, grad), **kwargs)
+                reply = sent.reply()
                 what = f"{name}{_signature(args, kwargs)}"
                 # the room only widens the tolerance: an answer within the dtype's own needs no measuring
                 try:
@@ -432,10 +447,14 @@ class Grade:
     def _call_blaming(self, root_cause, target, *args, **kwargs) -> Reply:
         """:meth:`call`; should the student's code raise, the raise is their helper's when the right
         computation on that helper raises the same way (grader.grading.diagnose.raised)."""
+        return self._blaming(root_cause, lambda: self.call(target, *args, **kwargs))
+
+    def _blaming(self, root_cause, reply) -> Reply:
+        """``reply()``, a raise judged as :meth:`_call_blaming` judges it."""
         from grader.grading.diagnose import raised
 
         try:
-            return self.call(target, *args, **kwargs)
+            return reply()
         except StudentFault as fault:
             raise raised(self, fault, root_cause) from None
         except CheckFailed as failure:
@@ -543,11 +562,26 @@ class Grade:
             return compute()
         return memo.lookup(key, (key, self.device, *reads), compute, unchanged)
 
-    def _reference(self, target, args, kwargs, grad, seed=None, grad_scale=1.0):
+    def _reference(self, target, args, kwargs, grad, seed=None, grad_scale=1.0, send=None):
         """The reference's output for ``target`` (a function's name, or a module) on these inputs, and
         with ``grad``: the output gradient drawn from this check's generator, and the reference's
-        gradients for the inputs and the module's parameters."""
+        gradients for the inputs and the module's parameters. ``send`` (a :class:`Sent`), called once: the
+        student's call of the same inputs, sent as soon as they are known (before the reference's forward
+        pass, or with ``grad`` once the output gradient is drawn), so that the reference computes while the
+        worker runs; its reply is taken after (should the reference fail, it is taken and dropped)."""
+        try:
+            return self._reference_of(target, args, kwargs, grad, seed, grad_scale, send)
+        except BaseException:
+            if send is not None and send.reply is not None:
+                _drop(send.reply)  # the worker answers before anything else is sent to it
+            raise  # a reference that fails before the inputs are known: no call sent, as before
+
+    def _reference_of(self, target, args, kwargs, grad, seed, grad_scale, send):
         import torch
+
+        if send is not None and not grad:
+            send(None)
+            send = None
 
         live = {}
 
@@ -565,11 +599,15 @@ class Grade:
         module = target if not isinstance(target, str) else None
         expected, differentiable = self._event(forward, target, args, kwargs, grad, seed, unchanged=module)
         if not grad or not differentiable:
+            if send is not None:
+                send(None)
             return expected, None, None, None
         grad_out = torch.randn(expected.shape, generator=self.generator, dtype=expected.dtype) * grad_scale
         # an infinite output (a masked score) passes no gradient on that anything could use (a softmax
         # gives it none), so whether code masks with masked_fill or by adding -inf does not matter there
         grad_out = grad_out.masked_fill(expected.isinf().cpu(), 0.0)
+        if send is not None:
+            send(grad_out)
 
         def backward():
             if not live:  # the forward pass came from the memo
@@ -919,9 +957,11 @@ class ModulePair:
         """forward(*args, **kwargs) matches the reference's (same dropout under the same seed), gradients
         too; a wrong output is diagnosed as in :meth:`Grade.same`."""
         def check():
+            sent = Sent(lambda grad_out: self.grade.sent_call(self.handle, *args, seed=seed, grad_out=grad_out,
+                                                              label=self.name, **kwargs))
             expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, kwargs, grad,
-                                                                                   seed=seed)
-            reply = self.call(*args, seed=seed, grad_out=grad_out, **kwargs)
+                                                                                   seed=seed, send=sent)
+            reply = self.grade._blaming(None, sent.reply)
             self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True)
             if grad:
                 self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
@@ -929,6 +969,25 @@ class ModulePair:
             return reply.out
 
         return diagnosed(self.grade, check, mistakes, explain, right, root_cause)
+
+
+class Sent:
+    """The student's call of a check, sent by Grade._reference as soon as its inputs are known (``send``:
+    grad_out -> what :meth:`Grade.sent_call` returns); ``reply`` takes its Reply."""
+
+    def __init__(self, send):
+        self.send, self.reply = send, None
+
+    def __call__(self, grad_out) -> None:
+        self.reply = self.send(grad_out)
+
+
+def _drop(pending) -> None:
+    """Take a sent call's reply and drop it, whatever it is (the grader's own side failed meanwhile)."""
+    try:
+        pending()
+    except Exception:  # noqa: BLE001 - the failure being raised is the grader's, not this reply's
+        pass
 
 
 def _widening_on_failure(measured: bool, narrow, wide):

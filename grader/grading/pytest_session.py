@@ -4,6 +4,7 @@ deadline, and the plugin that gives suites their ``grade`` fixture and records h
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import socket
 import time
@@ -103,19 +104,38 @@ class Student:
         return self.worker
 
     def request(self, payload: dict) -> dict:
+        return self.send(payload)()
+
+    def send(self, payload: dict):
+        """Send ``payload`` to the worker, and return what waits for its reply: called, it gives the reply
+        (or raises as :meth:`request` would). Whatever the send itself meets is raised by that call too, so
+        that the grader's work between the two (the reference's, grader.grading.fixture) runs the same either
+        way. Nothing else may be sent to this worker before the reply is taken."""
         target = payload.get("name") or payload.get("target")
         key = target if isinstance(target, str) else None
-        if key in self.timed_out:
-            raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
         try:
+            if key in self.timed_out:
+                raise StudentFault("timeout", f"{key} ran out of time in an earlier check, so it was not run again")
             worker = self._worker()
             worker.oracle = self.oracle
             timeout = self.session.timeout()
-            reply = worker.request(dict(payload, timeout_s=timeout), timeout=timeout)
+            started = worker.send(dict(payload, timeout_s=timeout), timeout=timeout)
         except WorkerFault as fault:
-            if fault.kind == "timeout" and key:
-                self.timed_out.add(key)
-            raise StudentFault(fault.kind, fault.message + self.where_it_was(fault)) from None
+            return functools.partial(self._fault, fault, key)
+        except (StudentFault, GraderFault) as failure:
+            return functools.partial(_raise, failure)
+        return functools.partial(self._reply, worker, timeout, started, key)
+
+    def _fault(self, fault: WorkerFault, key: str | None):
+        if fault.kind == "timeout" and key:
+            self.timed_out.add(key)
+        raise StudentFault(fault.kind, fault.message + self.where_it_was(fault)) from None
+
+    def _reply(self, worker, timeout: float, started, key: str | None) -> dict:
+        try:
+            reply = worker.receive(timeout=timeout, started=started)
+        except WorkerFault as fault:
+            self._fault(fault, key)
         if reply.get("ok") is not True:
             fault = fault_of(reply)
             missing = earlier_module_missing(self.session.course, self.assignment, fault)
@@ -142,6 +162,10 @@ class Student:
 
 
 _FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+) in (\S+)$', re.M)
+
+
+def _raise(failure: Exception):
+    raise failure
 
 
 def student_frames(folder, copy, inside) -> list[tuple[str, str, str, str]]:

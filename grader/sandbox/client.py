@@ -521,8 +521,16 @@ class Worker:
         return own_bytes(self.host, None if work != self.zygote.host_work else work)
 
     def request(self, payload: dict, *, timeout: float) -> dict:
+        started = self.send(payload, timeout=timeout)
+        return self.receive(timeout=timeout, started=started)
+
+    def send(self, payload: dict, *, timeout: float) -> tuple[float, float]:
+        """Send a request; its reply is :meth:`receive`'s, which must come before any other request's. When
+        it was sent (``time.monotonic``, and the worker's run-queue wait then), from which its ``timeout``
+        counts."""
         if not self.alive:
             raise WorkerFault("crashed", "the process running your code had already stopped")
+        started = time.monotonic(), _run_queue_wait(self.run_queue)
         try:
             protocol.send(self.sock, protocol.encode(payload), timeout=timeout)
         except protocol.ChannelTimeout:
@@ -531,9 +539,9 @@ class Worker:
         except protocol.ChannelClosed:
             self.kill()
             raise WorkerFault("crashed", "the process running your code stopped unexpectedly") from None
-        return self.receive(timeout=timeout)
+        return started
 
-    def receive(self, *, timeout: float) -> dict:
+    def receive(self, *, timeout: float, started: tuple[float, float] | None = None) -> dict:
         """The reply to the request sent last. A stand-in's questions on the way (``{"ask": ...}``, see
         grader.inside.stand_in) are answered by ``oracle``, or refused, within the same deadline.
 
@@ -542,9 +550,9 @@ class Worker:
         STARVED_FACTOR times ``timeout`` in all. Another submission's processes that flood the machine
         (each in a session of its own, so a scheduling group of its own, round 5 of issue 44) slow a
         bystander's calls; they never make its code run out of time. Code that runs, or sleeps, for
-        ``timeout`` seconds stops there as before."""
-        started = time.monotonic()
-        deadline, waited = started + timeout, _run_queue_wait(self.run_queue)
+        ``timeout`` seconds stops there as before. ``started``: :meth:`send`'s (default: now)."""
+        started, waited = (time.monotonic(), _run_queue_wait(self.run_queue)) if started is None else started
+        deadline = started + timeout
         while True:
             left = deadline - time.monotonic()
             while left <= 0 or not select.select([self.sock], [], [], left)[0]:

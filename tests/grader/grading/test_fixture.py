@@ -452,3 +452,38 @@ def test_a_value_worked_out_ahead_is_computed_on_another_thread_in_the_callers_g
         _bare_grade(None).worked_out_ahead(broken)()
     memo = ReferenceMemo()  # a batch: computed now, on this thread, and kept for the next submission
     assert _bare_grade(memo).worked_out_ahead(work, x)() is True and threads[-1] == threading.current_thread().name
+
+
+# --- the reference computed while the worker runs the student's call (issue 47) -------------------------
+def test_the_students_call_is_sent_before_the_references_work_and_a_failing_reference_drops_its_reply(
+        course, grader, monkeypatch):
+    """Grade.same and ModulePair.same send the student's call as soon as its inputs are known (before the
+    reference's forward pass; with gradients, once the output gradient is drawn) and compute the reference
+    while the worker runs it. Should the reference fail meanwhile, the reply is taken and dropped: every later
+    request of the worker still gets its own reply (a stale one would fail every later check)."""
+    import grader.grading.pytest_session as pytest_session
+
+    order = []
+    send, event = pytest_session.Student.send, Grade._event
+    monkeypatch.setattr(pytest_session.Student, "send",
+                        lambda self, payload: order.append(("send", payload.get("op"))) or send(self, payload))
+    broken = []
+
+    def traced(self, compute, *reads, **kwargs):
+        order.append(("reference", compute.__name__))
+        if compute.__name__ == "backward" and not broken and order[-2] == ("send", "call"):
+            broken.append(self.nodeid)
+            raise RuntimeError("the reference failed here")
+        return event(self, compute, *reads, **kwargs)
+
+    monkeypatch.setattr(Grade, "_event", traced)
+    result = grader.grade(resolve_submission(ROOT / "solutions", course), course.assignments[:2], seed=5)
+    assert ("send", "call") in order and ("reference", "forward") in order
+    sent_first = [i for i in range(1, len(order)) if order[i] == ("reference", "forward")
+                  and order[i - 1] == ("send", "call")]
+    assert sent_first  # a call without gradients: sent before the reference's forward pass
+    checks = [c for a in result.assignments for e in a.exercises for c in e.checks]
+    failed = [c.name for c in checks if c.status != "passed"]
+    assert broken and len(failed) == 1 and failed[0] in broken[0], [(c.name, c.message[:200]) for c in checks
+                                                                   if c.status != "passed"][:4]
+    assert len(checks) > 40
