@@ -1,8 +1,8 @@
 """A notebook's kernel started ahead, in its sandbox (grader.sandbox.kernel_boundary): warm before its notebook is known.
 
 ``python -m grader.inside.kernel_start SEED WORK QUOTA MODE MEMORY`` gives up every capability, limits its
-processes (MODE: ``uid``, a uid of its own, or ``namespace``) and what it allocates (MEMORY bytes: the heap and
-anonymous mappings, as a submission's worker on a GPU; as root its cgroup bounds all of its memory), imports what a lesson notebook's first cells import
+processes (MODE: ``uid``, a uid of its own, or ``namespace``) and what it maps (MEMORY bytes of address space
+per process beyond the kernel's own; 0 as root, where its cgroup bounds all of its memory), imports what a lesson notebook's first cells import
 (torch, matplotlib's pyplot) and what Jupyter's kernel is made of (ipykernel), as the kernel's own user, then
 waits on its stdin for the grader's one line: the kernel's command (``{"argv": [...]}``), sent once a notebook
 is given to it, when SEED holds a copy of that notebook's folder. It copies SEED into WORK (a file system of
@@ -46,12 +46,20 @@ def limit_processes(*, per_uid: bool) -> None:
 
 
 def limit_memory(memory: int) -> None:
-    """No more than ``memory`` bytes of data (the heap, anonymous mappings: every tensor) in this process and
-    each it starts, where the machine gives no cgroup (an ordinary user's); set after the imports."""
+    """No more than ``memory`` bytes of address space (every mapping: the heap, tensors, shared memory) beyond
+    what this process has mapped after its imports, in it and each process it starts, where the machine gives
+    no cgroup (an ordinary user's). Red team round 20: a data limit let a notebook hold 7 GiB of shared memory
+    in one process. Where the sandbox shows an NVIDIA device, CUDA reserves address space far beyond its use: a
+    data limit there."""
     import resource
 
     if memory > 0:
-        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+        cuda = os.path.exists("/dev/nvidiactl")
+        key = "VmData" if cuda else "VmSize"
+        with open("/proc/self/status") as status:
+            mapped = next(int(line.split()[1]) << 10 for line in status if line.startswith(key + ":"))
+        limit = mapped + memory
+        resource.setrlimit(resource.RLIMIT_DATA if cuda else resource.RLIMIT_AS, (limit, limit))
 
 
 def seed(source: str, work: str, quota: int) -> None:

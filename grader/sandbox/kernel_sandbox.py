@@ -203,7 +203,7 @@ def _key(course, confinement) -> tuple:
 
 def kernel_memory_bytes(course) -> int:
     """What a kernel may hold in memory: a submission's limit (``memory_mb``); as root in a cgroup (its file
-    systems' files included), elsewhere what each of its processes allocates (grader.inside.kernel_start)."""
+    systems' files included), elsewhere what each of its processes maps (grader.inside.kernel_start)."""
     return course.limits.memory_mb << 20
 
 

@@ -156,6 +156,12 @@ def test_a_sandbox_started_ahead_or_left_by_its_kernel_manager_is_gone_with_the_
     assert taken.process.poll() is not None and ahead.process.poll() is not None
 
 
+SHARED = """
+import mmap
+held = mmap.mmap(-1, {mib} << 20)  # shared, anonymous
+held[::4096] = b"x" * len(held[::4096])
+print("MAPPED", {mib})
+"""
 HOLD = """
 import torch
 held = [torch.ones({mib} << 18)]  # {mib} MiB written
@@ -185,10 +191,11 @@ def test_a_kernel_holds_no_more_memory_than_a_submission(tmp_path, monkeypatch, 
     original = kernel_sandbox._kernel_cgroup
     monkeypatch.setattr(kernel_sandbox, "_kernel_cgroup", lambda *a: made.append(original(*a)) or made[-1])
     cells = HOLD.format(mib=128), HOLD.format(mib=2048), "print('AFTER')"
-    if mode == "user-namespace":
-        outputs = run(tmp_path, *cells)
+    if mode == "user-namespace":  # red team round 20: shared memory past a data limit (7 GiB held of 6)
+        outputs = run(tmp_path, *cells, SHARED.format(mib=2048))
         assert "HELD 128" in outputs[0] and "HELD 2048" not in outputs[1] and "AFTER" in outputs[2], outputs
         assert "memory" in outputs[1], outputs[1]  # torch's own words: it could not allocate
+        assert "MAPPED 2048" not in outputs[3] and "OSError" in outputs[3], outputs[3]
         return
     from nbclient.exceptions import DeadKernelError
 
