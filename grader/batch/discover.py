@@ -12,9 +12,10 @@ gets a ``_`` in front (``..zip`` is ``_.``); a name is cut to NAME_BYTES bytes, 
 file's name fits. The same path named twice is one job.
 
 Names are identities. Where two submissions' names clean to one name (``jane\\doe/`` and ``jane_doe/``,
-``bob/`` and ``bob.zip``), neither takes it: sorting them gave an attacker's ``jane\\doe`` the name
+``bob/`` and ``bob.zip``; or to two that a gradebook takes for one, ``bob`` and ``Bob ``: :func:`identity`),
+neither takes it: sorting them gave an attacker's ``jane\\doe`` the name
 ``jane_doe`` and the real jane_doe's result went by ``jane_doe~2``. Each is graded under
-``<name>~collided-<16 hex digits>``, the digits a hash of its own raw name (of its path, where two raw
+``<its cleaned name>~collided-<16 hex digits>``, the digits a hash of its own raw name (of its path, where two raw
 names are the same too): stable from run to run, distinct, and no name a submission can take, since a
 cleaned name holds no ``~``. Its Job (and so its result, summary.csv, ``grade export`` and ``grade
 report``) carries the collision: the name they shared and every raw name that cleaned to it.
@@ -265,21 +266,29 @@ def _names(entries: list[_Entry]) -> list[tuple[str, dict | None]]:
     docstring): ``{"name": the name they shared, "raw": its own raw name, "others": theirs}``."""
     groups: dict[str, list[int]] = {}
     for index, entry in enumerate(entries):
-        groups.setdefault(_cleaned(entry.raw), []).append(index)
+        groups.setdefault(identity(_cleaned(entry.raw)), []).append(index)
     found: list[tuple[str, dict | None]] = [("", None)] * len(entries)
-    for name, members in groups.items():
+    for members in groups.values():
         if len(members) == 1:
-            found[members[0]] = (name, None)
+            found[members[0]] = (_cleaned(entries[members[0]].raw), None)
             continue
+        name = min(_cleaned(entries[i].raw) for i in members).strip()
         raws = [_as_text(entries[i].where.name) for i in members]
         for index, raw in zip(members, raws):
             where = entries[index].where
             alike = raws.count(raw) > 1  # bob/ in two folders given: told apart by their paths
             key = os.fsencode(os.path.abspath(where) if alike else where.name)
             others = sorted(r for other, r in zip(members, raws) if other != index)
-            found[index] = (f"{name}{COLLIDED}{hashlib.sha256(key).hexdigest()[:16]}",
+            found[index] = (f"{_cleaned(entries[index].raw)}{COLLIDED}{hashlib.sha256(key).hexdigest()[:16]}",
                             {"name": name, "raw": raw, "others": others})
     return found
+
+
+def identity(name: str) -> str:
+    """Who a cleaned name names in a gradebook: without surrounding spaces, whatever its case (red team round
+    20: ``bob`` and ``bob `` were two students, two rows of the Canvas export, where the gradebook trims a
+    login and takes its case as one)."""
+    return name.strip().casefold()
 
 
 def _as_text(name: str) -> str:

@@ -263,6 +263,20 @@ def test_two_names_that_clean_to_one_are_both_flagged_and_neither_takes_it(cours
     assert safe_name(Path("a~2")) == "a_2"
 
 
+def test_names_a_gradebook_takes_for_one_are_both_flagged(course, tmp_path):
+    """Red team round 20: ``bob`` and ``bob `` were graded as two students, two rows of the Canvas export with
+    no word of a collision, where a gradebook trims a login (and takes its case as one)."""
+    folder = tmp_path / "class"
+    for name in ("bob", "bob ", "Bob", "alice"):
+        shutil.copytree(ROOT / "solutions" / "01_attention_basics", folder / name / "01_attention_basics")
+    jobs = {job.name: job for job in discover([folder], course, tmp_path / "scratch")}
+    assert jobs["alice"].collision is None and not {"bob", "bob ", "Bob"} & set(jobs)
+    collided = {job.collision["raw"]: job for job in jobs.values() if job.collision}
+    assert set(collided) == {"bob", "bob ", "Bob"} and len({job.name for job in collided.values()}) == 3
+    assert all(job.name.startswith(raw + "~collided-") for raw, job in collided.items())
+    assert {job.collision["name"] for job in collided.values()} == {"Bob"}
+
+
 def test_one_raw_name_in_two_folders_given_is_two_submissions_told_apart(course, tmp_path):
     for parent in ("one", "two"):
         shutil.copytree(ROOT / "solutions" / "01_attention_basics",
