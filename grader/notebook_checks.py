@@ -118,14 +118,14 @@ def module_wins(module: Path, exercise: str, cells: list[str]) -> str | None:
 
     try:
         text = module.read_text(encoding="utf-8")
-        theirs = definitions(ast.parse(text), text).get(exercise)
+        theirs = definitions(ast.parse(text), text, shapes=True).get(exercise)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return None
     ours, imported = None, False
     for cell in history_notebook(cells)["cells"]:
         source = without_magics(cell["source"])
         tree = ast.parse(source)
-        ours = definitions(tree, source).get(exercise, ours)
+        ours = definitions(tree, source, shapes=True).get(exercise, ours)
         for node in tree.body:  # the last of a definition and an import of the module's own wins
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == exercise:
                 imported = False

@@ -61,12 +61,14 @@ class Written:
     tree is kept: a file read once is remembered by these alone (:func:`_parsed`)."""
 
     text: bytes | None  # None: read without its source
-    shape: bytes
+    shape: bytes | None = None  # read only where two texts differ (:func:`choose`)
+
+    def same_text(self, other: "Written") -> bool:
+        return self.text is not None and self.text == other.text  # the same code copied (a lesson's two files)
 
     def same_as(self, other: "Written") -> bool:
-        if self.text is not None and self.text == other.text:
-            return True  # the same code copied (a lesson's module and notebook)
-        return self.shape == other.shape
+        """The same text, or the same shape (both read with ``shapes``: :func:`definitions`)."""
+        return self.same_text(other) or (self.shape is not None and self.shape == other.shape)
 
 
 def _digest(text: str) -> bytes:
@@ -98,8 +100,9 @@ def _dump(node: ast.AST) -> str:
     return "".join(out)
 
 
-def definitions(tree: ast.Module, source: str | None = None) -> dict[str, Written | None]:
-    """Top-level functions and classes: name -> the written definition (None for a stub); the last counts."""
+def definitions(tree: ast.Module, source: str | None = None, shapes: bool = False) -> dict[str, Written | None]:
+    """Top-level functions and classes: name -> the written definition (None for a stub); the last counts.
+    ``shapes``: with the digests of their code's shapes (a walk of the whole tree: only where needed)."""
     lines = source.splitlines() if source is not None else None
 
     def text(n):  # a top-level definition's whole lines, decorators included
@@ -109,7 +112,7 @@ def definitions(tree: ast.Module, source: str | None = None) -> dict[str, Writte
     def written(n):
         source_text = text(n)
         return Written(_digest(source_text) if source_text is not None else None,
-                       _digest(_dump(_without_docstrings(n))))
+                       _digest(_dump(_without_docstrings(n))) if shapes else None)
 
     return {n.name: None if is_stub(n) else written(n)
             for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -133,7 +136,7 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     a regular file) is ignored: the module is graded, and each exercise's note says why in one line.
     Whatever the files hold, this raises nothing: they are the student's."""
     try:
-        ours = _parsed("module", read_bounded(module), module.name, _module_definitions)
+        ours = _parsed("module", module_data := read_bounded(module), module.name, _module_definitions)
     except _TooLarge as error:
         return _ignored(module, notebook, exercises,
                         f"{notebook.name} ignored: {module.name} is too large to compare with it ({error}); "
@@ -141,7 +144,7 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
     except _UNREADABLE:
         return None  # what the student wrote cannot be read here: the module is graded, as it runs
     try:
-        theirs = _parsed("notebook", read_bounded(notebook), notebook.name, _notebook_definitions)
+        theirs = _parsed("notebook", notebook_data := read_bounded(notebook), notebook.name, _notebook_definitions)
     except NotebookError as error:
         return _ignored(module, notebook, exercises, f"{error}: ignored, {module.name} graded")
     except OSError:  # the working copy holds no such file: the submission's was refused (grader.submission)
@@ -149,8 +152,16 @@ def choose(module: Path, notebook: Path, exercises: tuple[str, ...]) -> Choice |
                         f"{notebook.name} was not read (not a regular file of at most {LIMITS.file_bytes >> 20} MiB; "
                         f"links are not followed): ignored, {module.name} graded")
     from_notebook = tuple(n for n, code in theirs.items() if code and not ours.get(n))
-    # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new)
-    in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and not ours[n].same_as(code))
+    # written in both, differently (the same code twice, as in a lesson's solutions, says nothing new; nor
+    # the same code laid out or commented otherwise: its shape, read only for these)
+    in_both = tuple(n for n, code in theirs.items() if code and ours.get(n) and not ours[n].same_text(code))
+    if in_both:
+        try:
+            our_shapes = _parsed("module shapes", module_data, module.name, _module_shapes)
+            their_shapes = _parsed("notebook shapes", notebook_data, notebook.name, _notebook_shapes)
+        except (*_UNREADABLE, NotebookError):  # read once already: not expected
+            return None
+        in_both = tuple(n for n in in_both if our_shapes[n].shape != their_shapes[n].shape)
     if not any(n in ours or n in exercises for n in from_notebook) and not in_both:
         return None  # nothing of the module's, nor an exercise, from the notebook: its own helpers (demos) unused
     notes = {}
@@ -176,21 +187,29 @@ def _ignored(module: Path, notebook: Path, exercises: tuple[str, ...], note: str
     return Choice(module.name, notebook.name, notes=dict.fromkeys(exercises, note))
 
 
-def _module_definitions(data: bytes, name: str) -> dict[str, Written | None]:
+def _module_definitions(data: bytes, name: str, shapes: bool = False) -> dict[str, Written | None]:
     text = data.decode("utf-8")
     problem = code_problem(text)
     if problem is not None:
         raise _TooLarge(problem)  # not parsed here; the worker imports it in its sandbox
-    return definitions(ast.parse(text), text)
+    return definitions(ast.parse(text), text, shapes)
 
 
-def _notebook_definitions(data: bytes, name: str) -> dict[str, Written | None]:
+def _module_shapes(data: bytes, name: str) -> dict[str, Written | None]:
+    return _module_definitions(data, name, shapes=True)
+
+
+def _notebook_shapes(data: bytes, name: str) -> dict[str, Written | None]:
+    return _notebook_definitions(data, name, shapes=True)
+
+
+def _notebook_definitions(data: bytes, name: str, shapes: bool = False) -> dict[str, Written | None]:
     """The notebook's definitions, each cell's read from its statements and dropped with them. A cell
     that does not parse makes the notebook unusable (the worker could not import it): NotebookError."""
     theirs: dict[str, Written | None] = {}
 
     def read(cell, kept):
-        theirs.update(definitions(ast.Module(body=kept, type_ignores=[]), cell.code))
+        theirs.update(definitions(ast.Module(body=kept, type_ignores=[]), cell.code, shapes))
 
     for filename, _, problem in cell_codes(data, name, cell_chars=LIMITS.cell_chars, read=read):
         if problem is not None:
