@@ -119,6 +119,8 @@ class Student:
             worker = self._worker()
             worker.oracle = self.oracle
             timeout = self.session.timeout()
+            if payload.get("op") == "call" and isinstance(payload.get("target"), str):
+                payload = dict(payload, measure=True)  # every function's call watched alike (red team round 20)
             started = worker.send(dict(payload, timeout_s=timeout), timeout=timeout)
         except WorkerFault as fault:
             return functools.partial(self._fault, fault, key)
