@@ -42,3 +42,25 @@ def test_a_loop_padded_to_a_flat_count_is_not_vectorised(submission_dir, grader,
     assert [c.name for c in failed] == ["attention_scores_vectorised"]
     assert failed[0].misconceptions == ("not-vectorised",)
     assert "torch operations for one call, where the computation takes" in failed[0].message
+
+
+def test_a_function_that_tells_a_measured_call_from_the_others_gains_nothing(grader, course, tmp_path):
+    """Red team round 20b (issue 44): 05's module timed one in-place write to a strided view (the tracer checks
+    its offsets for overlap only in a measured call) and computed whole rows with torch.softmax in every other
+    call: 100/100, against 56.36 for the same whole rows written plainly and 94.55 for its own block-wise code
+    (whose gradient on an all -inf row is wrong: the whole-row path hid it). Every call of a function is watched
+    alike now: it scores what its block-wise code scores."""
+    from pathlib import Path
+
+    material = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round20b_red_team"
+    chosen = (course.assignment("05_efficient_attention"),)
+    scores = {}
+    for kind in ("attack", "honest"):
+        folder = tmp_path / kind / "05_efficient_attention"
+        folder.mkdir(parents=True)
+        (folder / "efficient_attention.py").write_text(
+            (material / f"a02_measured_call_detector__{kind}.py.txt").read_text())
+        result = grader.grade(resolve_submission(folder, course), chosen, seed=18035)
+        scores[kind] = {e.name: e.score for e in result.assignments[0].exercises}
+    assert scores["attack"]["online_softmax"] <= scores["honest"]["online_softmax"] < 40, scores
+    assert sum(scores["attack"].values()) <= sum(scores["honest"].values()), scores
