@@ -72,13 +72,13 @@ def available() -> str | None:
     return None
 
 
-def make_hierarchy(name: str | None = None) -> Hierarchy:
-    """A new hierarchy of this process's own, by default ``grade-<pid>-<namespace>-<n>`` (the name its
-    leftovers are swept by, should it die before it removes it)."""
-    if name is None:
-        from grader.sandbox.leftovers import owner_prefix
+def hierarchy_name(owner: str) -> str:
+    """A new name for a hierarchy of this process's, ``grade-<owner>-<n>`` (``owner``: leftovers.owner_prefix(),
+    the name its leftovers are swept by, should this process die before it removes it)."""
+    return f"grade-{owner}-{next(_HIERARCHIES)}"
 
-        name = f"grade-{owner_prefix()}-{next(_HIERARCHIES)}"
+
+def make_hierarchy(name: str) -> Hierarchy:
     folders, v2 = _candidates()
     made = []
     for folder in folders:

@@ -211,11 +211,12 @@ def _kernel_cgroup(course, name: str):
     """A cgroup of the kernel's own (memory and processes), in this process's hierarchy for kernels. Red team
     rounds 19 and 20: the kernel's own allocations had no limit beyond the machine's."""
     global _HIERARCHY
-    from grader.sandbox.cgroups import SubmissionCgroup, make_hierarchy
+    from grader.sandbox.cgroups import SubmissionCgroup, hierarchy_name, make_hierarchy
+    from grader.sandbox.leftovers import owner_prefix
     from grader.sandbox.submission_sandbox import NPROC_LIMIT
 
     if _HIERARCHY is None:
-        _HIERARCHY = make_hierarchy()
+        _HIERARCHY = make_hierarchy(hierarchy_name(owner_prefix()))
     # the sandbox's own processes (bubblewrap, its init, the shell that joins) beside the kernel's NPROC_LIMIT
     return SubmissionCgroup(_HIERARCHY, name, memory_bytes=kernel_memory_bytes(course), pids=NPROC_LIMIT + 64)
 

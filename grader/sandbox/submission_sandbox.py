@@ -63,9 +63,9 @@ class Sandbox:
         self.cells = 0
         leftovers.sweep()  # what graders killed before this one left: scratch folders, cgroups
         if confinement.cgroups:
-            from grader.sandbox.cgroups import make_hierarchy
+            from grader.sandbox.cgroups import hierarchy_name, make_hierarchy
 
-            self.hierarchy = make_hierarchy()
+            self.hierarchy = make_hierarchy(hierarchy_name(leftovers.owner_prefix()))
         self.zygote = self._start_zygote()  # it imports torch while the grader does the same
 
     def _start_zygote(self):

@@ -242,10 +242,11 @@ def test_processes_forked_by_student_code_do_not_outlive_grading(tight, tmp_path
 
 
 def test_a_deep_chain_of_setsid_escapees_dies_with_grading_and_spares_the_next_submission(tight, tmp_path):
-    """Deeper than any walk over children: the PID namespace takes them all down (issue 10, item 2)."""
+    """Deeper than any walk over children: the PID namespace takes them all down (issue 10, item 2). Started as
+    the module is imported: every call of a function is watched, and a process started during one is refused."""
     marker = f"5{os.getpid()}.5"
     with Watch(marker) as watch:
-        grade_module(tight, tmp_path, _leaver(marker, 40))
+        grade_module(tight, tmp_path, _leaver(marker, 40, in_call=False))
         bystander, _ = grade_module(tight, tmp_path / "next" if (tmp_path / "next").mkdir() is None else None, "")
     assert watch.seen
     assert watch.left() == []
