@@ -1,6 +1,7 @@
 """A vectorised count is held to the reference's (grader/grading/operation_count.py)."""
 import textwrap
 
+import pytest
 import torch
 
 from grader.grading.operation_count import FACTOR, FLOOR, bound, operations
@@ -64,3 +65,26 @@ def test_a_function_that_tells_a_measured_call_from_the_others_gains_nothing(gra
         scores[kind] = {e.name: e.score for e in result.assignments[0].exercises}
     assert scores["attack"]["online_softmax"] <= scores["honest"]["online_softmax"] < 40, scores
     assert sum(scores["attack"].values()) <= sum(scores["honest"].values()), scores
+
+
+@pytest.mark.xfail(strict=True, reason="open (issue 44, red team round 20c): the rules of 05 are read on the calls "
+                                       "that measure only, and a function can tell those by their inputs")
+def test_a_function_that_tells_a_rule_check_by_its_inputs_gains_nothing(grader, course, tmp_path):
+    """Red team round 20c: with every call measured alike, 05's module told the checks that read its rules from
+    those that compare by its inputs (a gradient check's inputs require grad; a rule check's do not) and used
+    whole rows wherever the rules were not read: 100 against 94.55 for its own block-wise code. Closing it means
+    reading the rules on every call of the function (each call's widths and largest tensor, against that call's
+    own block size), charged to the rule checks alone so that a rule broken costs once."""
+    from pathlib import Path
+
+    material = Path(__file__).resolve().parents[2] / "corpus" / "heldout"
+    chosen = (course.assignment("05_efficient_attention"),)
+    scores = {}
+    for kind, path in (("attack", "round20c_red_team/a03_requires_grad_tell__attack.py.txt"),
+                       ("honest", "round20b_red_team/a02_measured_call_detector__honest.py.txt")):
+        folder = tmp_path / kind / "05_efficient_attention"
+        folder.mkdir(parents=True)
+        (folder / "efficient_attention.py").write_text((material / path).read_text())
+        result = grader.grade(resolve_submission(folder, course), chosen, seed=18035)
+        scores[kind] = sum(e.score for e in result.assignments[0].exercises)
+    assert scores["attack"] <= scores["honest"], scores
