@@ -2,8 +2,9 @@
 
 ``python -m grader.inside.kernel_start SEED WORK QUOTA MODE MEMORY`` gives up every capability, limits its
 processes (MODE: ``uid``, a uid of its own, or ``namespace``) and what it maps (MEMORY bytes of address space
-per process beyond the kernel's own; 0 as root, where its cgroup bounds all of its memory), imports what a lesson notebook's first cells import
-(torch, matplotlib's pyplot) and what Jupyter's kernel is made of (ipykernel), as the kernel's own user, then
+per process beyond the kernel's own; 0 as root, where its cgroup bounds all of its memory), imports what a
+lesson notebook's first cells import (torch, matplotlib's pyplot) and what Jupyter's kernel is made of
+(ipykernel), as the kernel's own user, then
 waits on its stdin for the grader's one line: the kernel's command (``{"argv": [...]}``), sent once a notebook
 is given to it, when SEED holds a copy of that notebook's folder. It copies SEED into WORK (a file system of
 QUOTA bytes that bubblewrap mounted there, the kernel's working folder), sets the largest file it may write to

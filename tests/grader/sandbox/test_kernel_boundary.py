@@ -99,19 +99,19 @@ def test_a_notebook_that_hunts_for_the_reference_and_replaces_check_prints_neith
     assert "FileNotFoundError" in outputs[4] or "PermissionError" in outputs[4], outputs[4]
 
 
-FILL = """
-import os
+WRITE_UNTIL_REFUSED = """
 written = 0
 try:
-    with open("big.bin", "wb") as handle:
-        while written < (1 << 30):
+    with open({path}, "wb") as handle:
+        while written < {limit}:
             handle.write(b"x" * (1 << 20))
             written += 1 << 20
 except OSError as error:
     print("stopped:", type(error).__name__, error.errno)
 print("WROTE", written >> 20, "MiB")
-print("SEED", sorted(os.listdir(".")))
-"""
+"""  # a cell that writes a file of ``limit`` bytes at ``path`` (Python expressions), MiB by MiB, or what it may
+FILL = ("import os" + WRITE_UNTIL_REFUSED.format(path='"big.bin"', limit="(1 << 30)")
+        + 'print("SEED", sorted(os.listdir(".")))\n')
 
 
 @pytest.mark.nbgrader

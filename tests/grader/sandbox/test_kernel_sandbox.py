@@ -5,24 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from test_kernel_boundary import ROOT, SOFTMAX, confine, run  # the same notebooks, run the same way
+from test_kernel_boundary import ROOT, SOFTMAX, WRITE_UNTIL_REFUSED, confine, run  # the same notebooks, run the same way
 
 
 FILL_SOCKETS = """
 import json, os
 from ipykernel.kernelapp import IPKernelApp
 folder = os.path.dirname(json.load(open(IPKernelApp.instance().connection_file))["ip"])
-print("SOCKETS", sorted(os.listdir(folder)))
-written = 0
-try:
-    with open(os.path.join(folder, "big.bin"), "wb") as handle:
-        while written < (64 << 20):
-            handle.write(b"x" * (1 << 20))
-            written += 1 << 20
-except OSError as error:
-    print("stopped:", type(error).__name__, error.errno)
-print("WROTE", written >> 20, "MiB")
-"""
+print("SOCKETS", sorted(os.listdir(folder)))""" + WRITE_UNTIL_REFUSED.format(path='os.path.join(folder, "big.bin")',
+                                                                            limit="(64 << 20)")
 
 
 @pytest.mark.nbgrader
