@@ -24,6 +24,7 @@ from grader.sandbox.confine import blocked_paths, confinement_for
 from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError, SubmissionError
 from grader.grading.recorded_outputs import public_recording
+from grader.grading.rules_read import kept_where_read
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
 from grader.submission import Submission
 
@@ -104,15 +105,21 @@ PYTEST_ARGS = ("-q", "-s", "--no-header", "-p", "no:cacheprovider", "-p", "no:un
 
 @contextlib.contextmanager
 def _no_autoload():
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    """The grading's own pytest, whatever the environment asks of pytest: no plugin loaded by itself, and none
+    of PYTEST_ADDOPTS (a CI job's ``--junitxml`` or ``--durations`` named a plugin the grading leaves out, and
+    every submission's grading stopped with pytest's usage error)."""
+    names = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    os.environ.pop("PYTEST_ADDOPTS", None)
     try:
         yield
     finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 class _OnlyExercises:
@@ -348,7 +355,7 @@ class Grader:
             source, note = session.source_of(assignment.id, name)
             exercises.append(ExerciseResult(name, points, checks, source=source, source_note=note,
                                             known=self.course.catalogue))
-        return AssignmentResult(assignment.id, assignment.title, charged_once(exercises))
+        return AssignmentResult(assignment.id, assignment.title, charged_once(kept_where_read(exercises)))
 
     def close(self):
         self.sandbox.close()

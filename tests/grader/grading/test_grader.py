@@ -35,6 +35,19 @@ def test_a_seed_reproduces_a_run_exactly(course, grader, submission_dir):
     assert softmax["name"] == "softmax" and 0 < softmax["score"] < 25
 
 
+def test_the_grading_is_deaf_to_pytest_options_in_the_environment(course, grader, submission_dir, monkeypatch):
+    """A CI job that sets PYTEST_ADDOPTS for its own tests (``--junitxml``, ``--durations``) stopped every
+    grading with pytest's usage error (the grading leaves the junitxml plugin out): the grading's pytest is
+    its own, and the job's options are there again after it."""
+    asked = "--junitxml=/nonexistent/report.xml --durations=5 -x"
+    monkeypatch.setenv("PYTEST_ADDOPTS", asked)
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=5)
+    assert result.score == 100
+    import os
+    assert os.environ["PYTEST_ADDOPTS"] == asked
+
+
 def test_a_syntax_error_in_one_module_leaves_the_others_graded(course, grader, submission_dir):
     (submission_dir / "02_self_attention" / "self_attention.py").write_text("def attention_weights(:\n")
     chosen = (course.assignment("01_attention_basics"), course.assignment("02_self_attention"))
