@@ -78,6 +78,8 @@ class CheckOutcome:
     verified: bool = False  # an output of the student's was compared and found right in this check
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
     kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed
+    rules_read: tuple[str, ...] = ()  # rules this check read on its own calls (Grade.reads_rule)
+    rules_broken: tuple[tuple[str, str], ...] = ()  # (rule, how) broken on its comparing calls (Grade.keeps_rules)
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)

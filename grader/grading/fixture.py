@@ -153,6 +153,8 @@ class Grade:
         # "once": a case right but for the student's own faulty helper keeps its points (course.toml)
         self.cascades = session.course.grading.cascades
         self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
+        self.rules_read: list[str] = []  # the rules this check reads on its own calls (reads_rule)
+        self.rules_broken: list[tuple[str, str]] = []  # (rule, what broke it) on this check's comparing calls
 
     # inputs ------------------------------------------------------------------------------------------
     def randn(self, *shape, dtype=None, scale=1.0):
@@ -280,7 +282,7 @@ class Grade:
         return reply
 
     def same(self, name, *args, grad=False, mistakes=(), explain=None, right=None, root_cause=None, slack=0.0,
-             normalised_exponential=False, grad_scale=1.0, **kwargs):
+             normalised_exponential=False, grad_scale=1.0, rules=(), **kwargs):
         """The student's ``name(*args, **kwargs)`` must match the reference's, gradients included
         (``grad=True``: for every floating-point argument; a tuple of positions: for those data inputs
         only, never for constant tables such as ``cos`` and ``sin``, which the contract leaves alone),
@@ -295,7 +297,8 @@ class Grade:
         When the output is wrong, the mistake that explains it is named (see :func:`diagnosed`):
         ``mistakes`` (grader.authoring.Mistake and ScaleSearch), ``explain(out)`` naming one from the
         output alone, ``right`` the right output (a tensor, or a function computing it) when at
-        hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise."""
+        hand, ``root_cause(failure, out)`` blaming a helper of the student's from another exercise.
+        ``rules``: (rule, judge) pairs read on this call as it ran (see :meth:`keeps_rules`)."""
         def check():
             sent = Sent(lambda grad_out: self.sent_call(name, *args, grad_out=grad_out,
                                                         grad_args=differentiated(args, grad), **kwargs))
@@ -322,6 +325,7 @@ class Grade:
             self.case_slack = 0.0
             with self._graded_call(name, args, kwargs):
                 reply = sent.reply()
+                self.keeps_rules(reply, rules)
                 what = f"{name}{_signature(args, kwargs)}"
                 # the room only widens the tolerance: an answer within the dtype's own needs no measuring
                 try:
@@ -414,6 +418,25 @@ class Grade:
         self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
         return reply
 
+    def reads_rule(self, rule: str) -> None:
+        """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its
+        score matrix) on calls of its own. Where every check that reads a rule passes, the student's code keeps
+        it where it is read, and a right answer elsewhere given by code that broke it earns nothing
+        (grader.grading.rules_read: red team round 20c, a function that told the calls reading its rules
+        from those comparing its answers by their inputs); where one fails, that failure is the mistake's one
+        cost."""
+        self.rules_read.append(rule)
+
+    def keeps_rules(self, reply: Reply, rules) -> None:
+        """Read ``rules`` ((rule, judge) pairs, ``judge(reply)`` saying how the call broke its rule, or None)
+        on a comparing call: every function's call is measured (grader.grading.pytest_session.Student.send),
+        so what it ran is on the reply. A rule broken is kept here and charged by grader.grading.rules_read
+        once the exercise's checks have all run."""
+        for rule, judge in rules:
+            said = judge(reply)
+            if said:
+                self.rules_broken.append((rule, said))
+
     def count_reference(self, name, reference, args, kwargs) -> None:
         """Keep how many operators the reference's function (``reference()`` gives it) runs on these inputs
         (grader.grading.operation_count), the measure of ``name``'s counts. Not where outputs are recorded or
@@ -479,7 +502,7 @@ class Grade:
                 return
             raise named_wins(explained) if isinstance(explained, CheckFailed) else (explained or failure) from None
 
-    def same_low_precision(self, name, *args, dtype, root_cause=None, **kwargs):
+    def same_low_precision(self, name, *args, dtype, root_cause=None, rules=(), **kwargs):
         """The student's ``name`` on ``dtype`` (float16, bfloat16) inputs matches the reference computed
         in float32 on the same rounded inputs, then rounded: the student's own rounding is allowed for
         by the dtype's tolerance, and no implementation is favoured for rounding like the reference.
@@ -495,6 +518,7 @@ class Grade:
             expected = expected.to(dtype) if isinstance(expected, torch.Tensor) else expected
             with self._graded_call(name, low, kwargs):
                 reply = self.call(name, *low, **kwargs)
+                self.keeps_rules(reply, rules)
                 self.expect(reply, expected, f"{name}{_signature(low, kwargs)}", carry=True)
             return reply.out
 

@@ -602,6 +602,8 @@ class GradingPlugin:
             check = CheckOutcome(name, weight, "grader-error", message)
         check.duration_s = round(call.duration, 6)
         check.wrong_calls = wrong_calls
+        check.rules_read = tuple(getattr(grade, "rules_read", ()))
+        check.rules_broken = tuple(getattr(grade, "rules_broken", ()))
         return assignment, marker.args[0], check
 
 

@@ -25,6 +25,11 @@ def non_finite(out):
     return None
 
 
+# the rules the tracer reads (grader.grading.rules_read): the checks that read them say so (Grade.reads_rule),
+# and every comparing call reads them too, so that no function keeps a rule only where it is read
+BLOCK_RULE, SCORE_MATRIX, KEY_TILES = "block rule", "score matrix", "key tiles"
+
+
 def matching(misconception, what, output) -> Mistake:
     """A mistake whose output the student's matches: "your output matches <what>"."""
     return Mistake(misconception, f"your output matches {what}", output)
@@ -265,7 +270,8 @@ def online_softmax_same(grade, x, block_size, grad=False):
     """The student's online_softmax(x, block_size) against the reference's, its usual mistakes named."""
     import torch
 
-    grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True, mistakes=[
+    grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True,
+               rules=[(BLOCK_RULE, broken_by(expect_reductions_within, x, block_size))], mistakes=[
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: softmax_not_rescaled(x, block_size)),
         Mistake(None, MAXIMUM_NOT_RUNNING, lambda: maximum_not_running(x, block_size)),
@@ -305,6 +311,7 @@ def expect_blockwise_statistics(grade, x, short, small_block):
     over entries); with blocks of ``small_block`` no operation it runs reduces more entries than a block
     at once (see :func:`expect_reductions_within`), and it makes more operations than with one block
     (the lesson's loop over blocks, ``block_size`` heeded)."""
+    grade.reads_rule(BLOCK_RULE)
     length = x.shape[-1]
     one_block = grade.measured("online_softmax", x, length).ops
     fewer = grade.measured("online_softmax", x[..., :short], length).ops
@@ -332,6 +339,18 @@ def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_
                           f"bool() of a tensor) where {rows} rows of {blocks} blocks of {block_size} need at most "
                           f"{rows * blocks}: what Python computes from them is a reduction the grader does not see; "
                           "work on each block as a tensor")
+
+
+def broken_by(expect, *args):
+    """A rule's judge for Grade.same's ``rules``: how ``expect(reply, *args)`` found the call's rule broken
+    (its CheckFailed's message), or None where the call kept it."""
+    def judge(reply):
+        try:
+            expect(reply, *args)
+        except CheckFailed as failure:
+            return failure.message
+        return None
+    return judge
 
 
 def expect_reductions_within(reply, x, block_size):
@@ -653,13 +672,51 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
     """The student's flash_attention against the reference's, its usual mistakes named."""
     grade.same("flash_attention", q, k, v, grad=grad, explain=flash_explain(q, block_size),
                mistakes=flash_mistakes(q, k, v, block_size, causal), root_cause=flash_crash(q, block_size, k, v),
-               right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal)
+               right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal,
+               rules=flash_rules(q, k, v, block_size, causal))
+
+
+def flash_rules(q, k, v, block_size, causal) -> list:
+    """flash_attention's rules read on any call (Grade.same's ``rules``), each only where this call's sizes
+    can tell it broken from what a flash-style computation may hold or reduce: the whole score matrix, where
+    it outnumbers the inputs, the output, a tile and a block row of scores ([block_size, Tk]: the memory
+    check's own allowance); a reduction over as many entries as there are keys, where the keys outnumber a
+    block, the features, a tile, the queries and the batch (an operation of unknown kind is taken at its
+    inputs' longest dimension), and values read into Python beyond one a block of each row."""
+    batch = q.numel() // max(1, q.shape[-2] * q.shape[-1])
+    tq, tk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    whole = batch * tq * tk
+    allowed = max(q.numel(), k.numel(), v.numel(), batch * tq * dv, batch * min(block_size, tq) * tk)
+    widest_allowed = max(block_size, d, dv, min(block_size, tq) * min(block_size, tk), tq, *q.shape[:-2])
+    call = (f"flash_attention(<{shape_str(q.shape)}> queries, <{shape_str(k.shape)}> keys, block_size={block_size}, "
+            f"causal={causal})")
+
+    def score_matrix(reply):
+        if whole > allowed and (reply.max_numel or 0) >= whole:
+            return (f"{call}: an intermediate tensor had {reply.max_numel} elements, as many as the whole score "
+                    f"matrix ({batch} x {tq} x {tk}); the full score matrix must never be built: work on "
+                    "[block_size, block_size] tiles of it with the online-softmax rescaling")
+        return None
+
+    def key_tiles(reply):
+        try:
+            expect_few_values_in_python(reply, call, batch * tq, -(-tk // block_size), block_size)
+        except CheckFailed as failure:
+            return failure.message
+        if tk > widest_allowed and (reply.widest or 0) >= tk:
+            return (f"{call}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} entries "
+                    f"at once, every key of a query; with block_size={block_size} each operation may reduce at "
+                    "most a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
+        return None
+
+    return [(SCORE_MATRIX, score_matrix), (KEY_TILES, key_tiles)]
 
 
 def expect_within_memory_bound(grade, tokens, dim, block_size, causal):
     """flash_attention on ``tokens`` queries and keys in blocks of ``block_size``: no intermediate tensor
     may hold tokens*tokens/4 elements or more (a whole [Tq, Tk] causal mask neither), and its output
     is right (the expected output worked out here, outside the student's worker, in three products)."""
+    grade.reads_rule(SCORE_MATRIX)
     q, k, v = grade.randn(tokens, dim), grade.randn(tokens, dim), grade.randn(tokens, dim)
     reply = grade.call("flash_attention", q, k, v, block_size=block_size, causal=causal, measure=True)
     limit = tokens * tokens // 4
@@ -683,6 +740,7 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     values) over every key at once reduces more than a block, and more as the keys grow, whatever its
     memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Both
     outputs must be right (a measured property earns only with a right answer)."""
+    grade.reads_rule(KEY_TILES)
     q = grade.randn(2, queries, dim)
 
     def measured(keys):

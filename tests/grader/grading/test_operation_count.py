@@ -1,7 +1,6 @@
 """A vectorised count is held to the reference's (grader/grading/operation_count.py)."""
 import textwrap
 
-import pytest
 import torch
 
 from grader.grading.operation_count import FACTOR, FLOOR, bound, operations
@@ -67,14 +66,12 @@ def test_a_function_that_tells_a_measured_call_from_the_others_gains_nothing(gra
     assert sum(scores["attack"].values()) <= sum(scores["honest"].values()), scores
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 44, red team round 20c): the rules of 05 are read on the calls "
-                                       "that measure only, and a function can tell those by their inputs")
 def test_a_function_that_tells_a_rule_check_by_its_inputs_gains_nothing(grader, course, tmp_path):
     """Red team round 20c: with every call measured alike, 05's module told the checks that read its rules from
     those that compare by its inputs (a gradient check's inputs require grad; a rule check's do not) and used
-    whole rows wherever the rules were not read: 100 against 94.55 for its own block-wise code. Closing it means
-    reading the rules on every call of the function (each call's widths and largest tensor, against that call's
-    own block size), charged to the rule checks alone so that a rule broken costs once."""
+    whole rows wherever the rules were not read: 100 against 94.55 for its own block-wise code. The rules are
+    read on every call of the function now (grader/grading/rules_read.py): where the rule checks find them kept,
+    a right answer from code that broke them earns nothing."""
     from pathlib import Path
 
     material = Path(__file__).resolve().parents[2] / "corpus" / "heldout"

@@ -1,0 +1,57 @@
+"""Rules read on every call (grader/grading/rules_read.py): where the rule checks find a rule kept, a right
+answer given by code that broke it earns nothing; where one finds it broken, that is the mistake's one cost."""
+import textwrap
+
+from grader.grading.rules_read import kept_where_read
+from grader.results import CheckOutcome, ExerciseResult
+from grader.submission import resolve_submission
+
+
+def _exercise(rule_check_status: str, *, broken_in_passed=True) -> ExerciseResult:
+    return ExerciseResult("online_softmax", 40, [
+        CheckOutcome("random", 2, "passed", rules_broken=(("block rule", "an operation reduced 20 entries"),)
+                     if broken_in_passed else ()),
+        CheckOutcome("wrong_too", 2, "failed", "your output is wrong", rules_broken=(("block rule", "reduced 20"),)),
+        CheckOutcome("other_rule", 2, "passed", rules_broken=(("score matrix", "the whole matrix"),)),
+        CheckOutcome("walks_over_blocks", 2, rule_check_status, rules_read=("block rule",)),
+    ])
+
+
+def test_a_right_answer_from_code_that_broke_a_rule_kept_where_read_earns_nothing():
+    exercise = kept_where_read([_exercise("passed")])[0]
+    by_name = {c.name: c for c in exercise.checks}
+    assert by_name["random"].status == "failed" and not by_name["random"].verified
+    assert by_name["random"].message.startswith("an operation reduced 20 entries. This case's answer came from code "
+                                                "that breaks that rule")
+    assert by_name["wrong_too"].message == "your output is wrong"  # its own mistake is what it says
+    assert by_name["other_rule"].status == "passed"  # a rule no check here reads
+    assert by_name["walks_over_blocks"].status == "passed"
+    assert exercise.score == 20.0  # two of four checks of equal weight
+
+
+def test_a_rule_broken_where_read_costs_once():
+    exercise = kept_where_read([_exercise("failed")])[0]
+    assert [c.status for c in exercise.checks] == ["passed", "failed", "passed", "failed"]
+    assert exercise.checks[0].message == ""
+
+
+PLAIN = '''
+
+def online_softmax(x, block_size):
+    return torch.softmax(x, dim=-1).nan_to_num(0.0)
+'''
+
+
+def test_whole_rows_everywhere_lose_the_rule_check_alone(submission_dir, grader, course):
+    """Whole rows in every call break the block rule where it is read too: the rule check charges it, and
+    every comparing check keeps what its answer earns (each mistake costs once)."""
+    module = submission_dir / "05_efficient_attention" / "efficient_attention.py"
+    module.write_text(module.read_text() + textwrap.dedent(PLAIN))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("05_efficient_attention"),),
+                          seed=5).assignments[0]
+    exercise = {e.name: e for e in result.exercises}["online_softmax"]
+    failed = {c.name for c in exercise.checks if c.status != "passed"}
+    assert "online_softmax_walks_over_blocks" in failed
+    assert not any("breaks that rule" in c.message for c in exercise.checks)
+    assert {c.name for c in exercise.checks if c.status == "passed"} >= {"online_softmax_random",
+                                                                         "online_softmax_lesson_scores"}
