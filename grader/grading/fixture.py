@@ -57,6 +57,8 @@ class Reply:
     op_names: dict = field(default_factory=dict)
     widest: int | None = None  # with measure: the most entries one operator reduced at once
     widest_op: str | None = None  # that operator's aten name
+    widest_along: int | None = None  # with measure: the most entries reduced along one dimension, by an operator
+    widest_along_op: str | None = None  # whose result kept more than one entry (grader.inside.tracer), and its name
 
 
 def reply_of(reply: dict) -> Reply:
@@ -79,6 +81,8 @@ def reply_of(reply: dict) -> Reply:
             op_names=dict(reply.get("op_names", {})),
             widest=_count(reply.get("widest")),
             widest_op=None if reply.get("widest_op") is None else str(reply["widest_op"]),
+            widest_along=_count(reply.get("widest_along")),
+            widest_along_op=None if reply.get("widest_along_op") is None else str(reply["widest_along_op"]),
             grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise StudentFault("error", "the process running your code sent back a reply that is not "

@@ -161,6 +161,21 @@ def _along_dimensions(func):
         if not isinstance(tensor, torch.Tensor):
             return 0
         return _extent(tensor, _read(where, args, kwargs) if where is not None else None)
+
+    def longest(args, kwargs, result):
+        """The most entries along one of the dimensions it reduces (a maximum over a tile's keys and its
+        queries at once reduces a block along each)."""
+        tensor = args[0] if args else None
+        if not isinstance(tensor, torch.Tensor):
+            return 0
+        dims = _read(where, args, kwargs) if where is not None else None
+        if isinstance(dims, int) and tensor.ndim:
+            return tensor.shape[dims]
+        if not dims or not tensor.ndim:
+            return max(tensor.shape, default=1)
+        return max(tensor.shape[dim] for dim in dims)
+
+    rule.longest = longest
     return rule
 
 
@@ -267,6 +282,13 @@ def _complex(tensors) -> bool:
     """Whether a complex tensor takes part (``tensors``: an operator's, its lists' included): each of its
     entries holds two real ones (round 9: a block of 2b reals viewed as b complex entries summed as b)."""
     return any(t.is_complex() for t in tensors)
+
+
+def _one_entry(result) -> bool:
+    """Whether an operator's result is one entry (every tensor of it): a whole tensor reduced at once, as a
+    test of a whole tile is (05's key tiles read such a reduction by its growth, not by its widest dimension)."""
+    tensors = list(_tensors(result if isinstance(result, (list, tuple)) else (result,)))
+    return bool(tensors) and all(t.numel() <= 1 for t in tensors)
 
 
 def _repeated_along(index, dim) -> int:

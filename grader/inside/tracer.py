@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from grader.inside.operators import _at_widest, _complex, _operator_facts, _overlapping, _tensors, op_name
+from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, _tensors, op_name
 
 
 # what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
@@ -49,6 +49,11 @@ class Tracer:
         self.measure = measure
         self.widest = 0
         self.widest_op = ""
+        # with measure: the most entries one operator reduced along one dimension, where its result kept more
+        # than one entry (05's key tiles: a test of a whole tile reduces a block along each of its dimensions,
+        # a softmax over every key of a query tile reduces them all along one)
+        self.widest_along = 0
+        self.widest_along_op = ""
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
         self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
         # filename -> whether it is the student's code (set by the worker): the student's code is watched for
@@ -159,12 +164,20 @@ def _mode_classes() -> tuple:
                         width = rule(args, kwargs or {}, result)
                     except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
                         width = _at_widest(args, kwargs or {}, result)
+                along = width
+                if width and getattr(rule, "longest", None) is not None:
+                    try:
+                        along = rule.longest(args, kwargs or {}, result)
+                    except Exception:  # noqa: BLE001 - as the width
+                        along = width
                 if name.endswith("_") and args and _overlapping(args[0]):
-                    width = max(width, args[0].numel())
+                    width = along = max(width, args[0].numel())
                 if width and _complex(tensors):
-                    width *= 2
+                    width, along = width * 2, along * 2
                 if width > tracer.widest:
                     tracer.widest, tracer.widest_op = width, name
+                if along > tracer.widest_along and not _one_entry(result):
+                    tracer.widest_along, tracer.widest_along_op = along, name
             return result
 
     _MODES = (Functions, uncompiled(Operators))

@@ -677,25 +677,30 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
 
 
 def flash_rules(q, k, v, block_size, causal) -> list:
-    """flash_attention's rules read on any call (Grade.same's ``rules``), each only where this call's sizes
-    can tell it broken from what a flash-style computation may hold or reduce: the whole score matrix, where
-    it outnumbers the inputs, the output, a tile and a block row of scores ([block_size, Tk]: the memory
-    check's own allowance); a reduction over as many entries as there are keys, where the keys outnumber a
-    block, the features, a tile, the queries and the batch (an operation of unknown kind is taken at its
-    inputs' longest dimension), and values read into Python beyond one a block of each row."""
+    """flash_attention's rules read on any call (Grade.same's ``rules``), as the checks that read them read
+    them, each only where this call's sizes can tell it broken from what a flash-style computation may hold
+    or reduce. The score matrix: a tensor of a quarter of it or more (the memory check's bound) that is
+    larger than the inputs, the output, a block row or column of scores and a tile, all padded to whole
+    blocks. Key tiles (see :func:`expect_key_tiles`): more entries along one dimension than a block or the
+    features reduced at once; a whole tensor reduced to one entry (a test of a tile) as wide as every key,
+    where the keys outnumber a block, the features, a tile, the queries and the batch; and values read into
+    Python beyond one a block of each row."""
     batch = q.numel() // max(1, q.shape[-2] * q.shape[-1])
     tq, tk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     whole = batch * tq * tk
-    allowed = max(q.numel(), k.numel(), v.numel(), batch * tq * dv, batch * min(block_size, tq) * tk)
-    widest_allowed = max(block_size, d, dv, min(block_size, tq) * min(block_size, tk), tq, *q.shape[:-2])
+    padded_q, padded_k = -(-tq // block_size) * block_size, -(-tk // block_size) * block_size
+    allowed = batch * max(padded_q * max(d, dv), padded_k * max(d, dv), min(block_size, padded_q) * padded_k,
+                          padded_q * min(block_size, padded_k))
+    limit = max(whole // 4, allowed + 1)
+    whole_allowed = max(block_size, d, dv, min(block_size, tq) * min(block_size, tk), tq, *q.shape[:-2])
     call = (f"flash_attention(<{shape_str(q.shape)}> queries, <{shape_str(k.shape)}> keys, block_size={block_size}, "
             f"causal={causal})")
 
     def score_matrix(reply):
-        if whole > allowed and (reply.max_numel or 0) >= whole:
-            return (f"{call}: an intermediate tensor had {reply.max_numel} elements, as many as the whole score "
-                    f"matrix ({batch} x {tq} x {tk}); the full score matrix must never be built: work on "
-                    "[block_size, block_size] tiles of it with the online-softmax rescaling")
+        if (reply.max_numel or 0) >= limit:
+            return (f"{call}: an intermediate tensor had {reply.max_numel} elements, {reply.max_numel / whole:.0%} of "
+                    f"the whole score matrix ({batch} x {tq} x {tk}); the score matrix must never be built: work "
+                    "on [block_size, block_size] tiles of it with the online-softmax rescaling")
         return None
 
     def key_tiles(reply):
@@ -703,7 +708,12 @@ def flash_rules(q, k, v, block_size, causal) -> list:
             expect_few_values_in_python(reply, call, batch * tq, -(-tk // block_size), block_size)
         except CheckFailed as failure:
             return failure.message
-        if tk > widest_allowed and (reply.widest or 0) >= tk:
+        along = reply.widest_along or 0
+        if along > max(block_size, d):
+            return (f"{call}: an operation ({reply.widest_along_op}, as torch runs it) reduced {along} entries "
+                    f"along one dimension at once; with block_size={block_size} each operation may reduce at most "
+                    "a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
+        if tk > whole_allowed and (reply.widest or 0) >= tk:
             return (f"{call}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} entries "
                     f"at once, every key of a query; with block_size={block_size} each operation may reduce at "
                     "most a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
@@ -738,7 +748,9 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     as :func:`expect_reductions_within` reads it) on ``queries`` queries against ``short`` and then
     ``long`` keys: a query-block loop that takes a softmax (or the maximum, the sum, the product with the
     values) over every key at once reduces more than a block, and more as the keys grow, whatever its
-    memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Both
+    memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Nor may any
+    operation whose result keeps more than one entry reduce more than a block (or the features) along one
+    dimension, on either call (red team round 21: key tiles as wide as the queries grow with neither). Both
     outputs must be right (a measured property earns only with a right answer)."""
     grade.reads_rule(KEY_TILES)
     q = grade.randn(2, queries, dim)
@@ -763,6 +775,16 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
                           f"{block_size} keys: inside each query tile, loop over the key tiles "
                           "keys[..., ks:ks + block_size, :], keeping each query's running maximum, running sum and "
                           "running output, rescaled by exp(m_old - m_new) whenever the maximum grows")
+    along, at = max((few.widest_along or 0, few.widest_along_op), (many.widest_along or 0, many.widest_along_op),
+                    key=lambda measured: measured[0])
+    if along > max(block_size, dim):  # a tile as wide as the queries, or any width but a block's
+        raise CheckFailed(f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys and values, "
+                          f"block_size={block_size}, causal={causal}): an operation ({at}, as torch runs it) reduced "
+                          f"{along} entries along one dimension at once; with block_size={block_size} each operation "
+                          f"may reduce at most {block_size} keys (a reduction over the {dim} features is free): "
+                          "inside each query tile, loop over the key tiles keys[..., ks:ks + block_size, :], keeping "
+                          "each query's running maximum, running sum and running output, rescaled by "
+                          "exp(m_old - m_new) whenever the maximum grows")
 
 
 def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):

@@ -169,9 +169,13 @@ def assignment_of(course, exercise: str) -> str:
     raise KeyError(f"no assignment has an exercise {exercise!r}")
 
 
-def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2024, suite: str = "hidden") -> dict:
+def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2024, suite: str = "hidden", *,
+              quick: bool = False) -> dict:
     """Grade every entry (by the ``suite`` given); ``{entry.name: (ExerciseResult of its exercise,
-    AssignmentResult)}``."""
+    AssignmentResult)}``. ``quick``: each run grades only the exercises its entries touch (_touched) and
+    those that use them (the AssignmentResult holds those alone), and the reference's results are kept for the later runs on
+    the same cases (Grader.grade's ``memo``): what a test of the entries' own exercises reads, in a
+    fraction of the time."""
     from grader.submission import resolve_submission
 
     results = {}
@@ -188,7 +192,13 @@ def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2
         for entry in run:
             text = splice(text, entry.source)
         path.write_text(text)
-        result = grader.grade(resolve_submission(target, course), (assignment,), seed=seed, suite=suite)
+        only = None
+        if quick:
+            own = {entry.exercise for entry in run}
+            touched = set().union(*(_touched(entry, assignment.exercises) for entry in run))
+            only = tuple(e for e in assignment.exercises if e in touched or USES.get(e, set()) & own)
+        result = grader.grade(resolve_submission(target, course), (assignment,), seed=seed, suite=suite,
+                              exercises=only, memo=quick)
         by_name = {e.name: e for e in result.assignments[0].exercises}
         for entry in run:
             results[entry.name] = (by_name[entry.exercise], result.assignments[0])

@@ -27,9 +27,9 @@ ON_CPU = [e for e in MISTAKES if e.misconception != "wrong-device"]  # a CPU has
 
 @pytest.fixture(scope="module")
 def graded(course, grader, tmp_path_factory):
-    """Every entry of the corpus, graded once (many to a grading run)."""
-    results = corpus.grade_all(ON_CPU, course, grader, tmp_path_factory.mktemp("mistakes"))
-    results.update(corpus.grade_all(CORRECT, course, grader, tmp_path_factory.mktemp("correct")))
+    """Every entry of the corpus, graded once (many to a grading run, on the exercises they touch)."""
+    results = corpus.grade_all(ON_CPU, course, grader, tmp_path_factory.mktemp("mistakes"), quick=True)
+    results.update(corpus.grade_all(CORRECT, course, grader, tmp_path_factory.mktemp("correct"), quick=True))
     return results
 
 

@@ -100,3 +100,24 @@ def test_every_correct_flash_attention_of_the_corpora_keeps_full_marks(course, g
         lost = {name: exercise.feedback[:400] for name, (exercise, _) in results.items()
                 if exercise.status != "passed"}
         assert lost == {}, (seed, lost)
+
+
+def test_the_widest_reduction_along_one_dimension_leaves_whole_tile_tests_out():
+    """Red team round 21: a test of a whole [16, 16] tile reduces 256 entries, as a softmax over 256 keys does,
+    so the widest reduction of all cannot tell key tiles as wide as the queries from honest ones. Along one
+    dimension, by operators whose result keeps more than one entry, it can."""
+    import torch
+
+    from grader.inside.tracer import make_tracer
+
+    def along(fn):
+        tracer = make_tracer(frozenset(), measure=True)
+        with tracer:
+            fn()
+        return tracer.widest, tracer.widest_along, tracer.widest_along_op
+
+    tile, rows = torch.randn(2, 16, 16), torch.randn(2, 32, 96)
+    assert along(lambda: bool(tile.isinf().all())) == (512, 0, "")  # one entry: a test of the whole tile
+    assert along(lambda: tile.amax(dim=(-2, -1))) == (256, 16, "amax")  # a block along each dimension
+    assert along(lambda: rows.softmax(-1)) == (96, 96, "_softmax")  # every key of a query at once
+    assert along(lambda: rows[..., :16] @ torch.randn(16, 8))[:2] == (16, 16)  # a product over a key tile

@@ -1,6 +1,9 @@
 """Rules read on every call (grader/grading/rules_read.py): where the rule checks find a rule kept, a right
 answer given by code that broke it earns nothing; where one finds it broken, that is the mistake's one cost."""
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from grader.grading.rules_read import kept_where_read
 from grader.results import CheckOutcome, ExerciseResult
@@ -55,3 +58,41 @@ def test_whole_rows_everywhere_lose_the_rule_check_alone(submission_dir, grader,
     assert not any("breaks that rule" in c.message for c in exercise.checks)
     assert {c.name for c in exercise.checks if c.status == "passed"} >= {"online_softmax_random",
                                                                          "online_softmax_lesson_scores"}
+
+
+ROUND_21 = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round21_red_team"
+
+
+def _graded(grader, course, folder, text, exercises=None):
+    folder = folder / "05_efficient_attention"
+    folder.mkdir(parents=True)
+    (folder / "efficient_attention.py").write_text(text)
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("05_efficient_attention"),),
+                          seed=3, exercises=exercises)
+    return {e.name: e for e in result.assignments[0].exercises}
+
+
+@pytest.mark.parametrize("attack", ["a02_flash_key_tile_gap", "a03_flash_width_below_tk", "a04_key_tile_of_tq"])
+def test_flash_that_reduces_every_key_where_a_call_cannot_tell_gains_nothing(grader, course, tmp_path, attack):
+    """Red team round 21: flash_attention with one softmax over every key where the key-tile rule was judged
+    by the widest reduction of all (a test of a whole tile reduces as many): in the gradient calls whose sizes
+    could not tell (a02: 92.55 against its own 87.05), over all keys but one where they could (a03: 94.55),
+    and with key tiles as wide as the queries everywhere (a04: 100, where its plain form scores 80). The
+    tracer reads the widest reduction along one dimension too (whole-tensor tests aside), on every call."""
+    scores = {kind: _graded(grader, course, tmp_path / kind, (ROUND_21 / f"{attack}__{kind}.py.txt").read_text(),
+                            ("flash_attention",))["flash_attention"]
+              for kind in ("attack", "honest")}
+    assert scores["attack"].score <= scores["honest"].score, {k: v.score for k, v in scores.items()}
+    if attack == "a04_key_tile_of_tq":
+        assert scores["attack"].score <= 40.0
+        key_tiles = [c for c in scores["attack"].checks if c.name == "flash_key_tiles"]
+        assert all(c.status == "failed" and "along one dimension" in c.message for c in key_tiles)
+
+
+@pytest.mark.parametrize("style", ["std", "pad", "f64", "keysouter", "tiletest", "batchtiletest"])
+def test_block_wise_code_of_every_style_keeps_every_point(grader, course, tmp_path, style):
+    """Round 21's honest styles (padding to whole blocks, float64 accumulation, key tiles outside the query
+    tiles, causal tiles skipped by a test of the whole tile or of every batch element's): no rule read on
+    any call costs them a point."""
+    exercises = _graded(grader, course, tmp_path, (ROUND_21 / f"f01_honest__{style}.py.txt").read_text())
+    assert {name: e.score for name, e in exercises.items()} == {"online_softmax": 40.0, "flash_attention": 60.0}
