@@ -57,8 +57,8 @@ class Reply:
     op_names: dict = field(default_factory=dict)
     widest: int | None = None  # with measure: the most entries one operator reduced at once
     widest_op: str | None = None  # that operator's aten name
-    widest_along: int | None = None  # with measure: the most entries reduced along one dimension, by an operator
-    widest_along_op: str | None = None  # whose result kept more than one entry (grader.inside.tracer), and its name
+    widest_along: int | None = None  # with measure: the widest reduction by an operator whose result kept more
+    widest_along_op: str | None = None  # than one entry (grader.inside.tracer), and that operator's name
 
 
 def reply_of(reply: dict) -> Reply:

@@ -162,20 +162,6 @@ def _along_dimensions(func):
             return 0
         return _extent(tensor, _read(where, args, kwargs) if where is not None else None)
 
-    def longest(args, kwargs, result):
-        """The most entries along one of the dimensions it reduces (a maximum over a tile's keys and its
-        queries at once reduces a block along each)."""
-        tensor = args[0] if args else None
-        if not isinstance(tensor, torch.Tensor):
-            return 0
-        dims = _read(where, args, kwargs) if where is not None else None
-        if isinstance(dims, int) and tensor.ndim:
-            return tensor.shape[dims]
-        if not dims or not tensor.ndim:
-            return max(tensor.shape, default=1)
-        return max(tensor.shape[dim] for dim in dims)
-
-    rule.longest = longest
     return rule
 
 

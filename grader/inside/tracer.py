@@ -49,9 +49,9 @@ class Tracer:
         self.measure = measure
         self.widest = 0
         self.widest_op = ""
-        # with measure: the most entries one operator reduced along one dimension, where its result kept more
-        # than one entry (05's key tiles: a test of a whole tile reduces a block along each of its dimensions,
-        # a softmax over every key of a query tile reduces them all along one)
+        # with measure: the widest reduction by an operator whose result kept more than one entry (05's key
+        # tiles: a test of a whole tile reduces it to one entry; a softmax over every key of a query tile, or a
+        # maximum over them folded into dimensions of a block each, keeps an entry a query)
         self.widest_along = 0
         self.widest_along_op = ""
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
@@ -164,20 +164,14 @@ def _mode_classes() -> tuple:
                         width = rule(args, kwargs or {}, result)
                     except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
                         width = _at_widest(args, kwargs or {}, result)
-                along = width
-                if width and getattr(rule, "longest", None) is not None:
-                    try:
-                        along = rule.longest(args, kwargs or {}, result)
-                    except Exception:  # noqa: BLE001 - as the width
-                        along = width
                 if name.endswith("_") and args and _overlapping(args[0]):
-                    width = along = max(width, args[0].numel())
+                    width = max(width, args[0].numel())
                 if width and _complex(tensors):
-                    width, along = width * 2, along * 2
+                    width *= 2
                 if width > tracer.widest:
                     tracer.widest, tracer.widest_op = width, name
-                if along > tracer.widest_along and not _one_entry(result):
-                    tracer.widest_along, tracer.widest_along_op = along, name
+                if width > tracer.widest_along and not _one_entry(result):
+                    tracer.widest_along, tracer.widest_along_op = width, name
             return result
 
     _MODES = (Functions, uncompiled(Operators))

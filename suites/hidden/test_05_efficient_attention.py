@@ -75,7 +75,7 @@ def test_online_softmax_hidden_first_block_then_far_below(grade):
     online_softmax_same(grade, x, 4, grad=True)
 
 
-@exercise("online_softmax", weight=2)
+@exercise("online_softmax", weight=10)  # the exercise's rule: a third of its points (red team round 21)
 def test_online_softmax_walks_over_blocks(grade):
     """The statistics are gathered block by block: more blocks, more steps (the lesson's loop over blocks)."""
     expect_blockwise_statistics(grade, grade.randn(2, 64), 8, 4)

@@ -680,19 +680,20 @@ def flash_rules(q, k, v, block_size, causal) -> list:
     """flash_attention's rules read on any call (Grade.same's ``rules``), as the checks that read them read
     them, each only where this call's sizes can tell it broken from what a flash-style computation may hold
     or reduce. The score matrix: a tensor of a quarter of it or more (the memory check's bound) that is
-    larger than the inputs, the output, a block row or column of scores and a tile, all padded to whole
-    blocks. Key tiles (see :func:`expect_key_tiles`): more entries along one dimension than a block or the
-    features reduced at once; a whole tensor reduced to one entry (a test of a tile) as wide as every key,
-    where the keys outnumber a block, the features, a tile, the queries and the batch; and values read into
-    Python beyond one a block of each row."""
+    larger than the inputs stacked three times, the inputs and the output with a column more, a block row or
+    column of scores, all padded to whole blocks. Key tiles (see :func:`expect_key_tiles`): more entries
+    than a block or the features reduced at once by an operator whose result keeps more than one entry
+    (a query's keys, however their dimensions are folded), and values read into Python beyond one a block of each row. A whole tensor reduced to one
+    entry is left to the key-tile check's growth (red team round 21b: a test that the queries are finite
+    reduces as many entries as the keys of a small call)."""
     batch = q.numel() // max(1, q.shape[-2] * q.shape[-1])
     tq, tk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     whole = batch * tq * tk
     padded_q, padded_k = -(-tq // block_size) * block_size, -(-tk // block_size) * block_size
-    allowed = batch * max(padded_q * max(d, dv), padded_k * max(d, dv), min(block_size, padded_q) * padded_k,
-                          padded_q * min(block_size, padded_k))
+    allowed = max(3 * max(q.numel(), k.numel(), v.numel()),  # the inputs stacked, padded, or given a column more
+                  batch * max(padded_q, padded_k) * (max(d, dv) + 1),  # (the running sum beside the values')
+                  batch * min(block_size, padded_q) * padded_k, batch * padded_q * min(block_size, padded_k))
     limit = max(whole // 4, allowed + 1)
-    whole_allowed = max(block_size, d, dv, min(block_size, tq) * min(block_size, tk), tq, *q.shape[:-2])
     call = (f"flash_attention(<{shape_str(q.shape)}> queries, <{shape_str(k.shape)}> keys, block_size={block_size}, "
             f"causal={causal})")
 
@@ -711,12 +712,8 @@ def flash_rules(q, k, v, block_size, causal) -> list:
         along = reply.widest_along or 0
         if along > max(block_size, d):
             return (f"{call}: an operation ({reply.widest_along_op}, as torch runs it) reduced {along} entries "
-                    f"along one dimension at once; with block_size={block_size} each operation may reduce at most "
+                    f"at once for each entry of its result; with block_size={block_size} each operation may reduce at most "
                     "a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
-        if tk > whole_allowed and (reply.widest or 0) >= tk:
-            return (f"{call}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} entries "
-                    f"at once, every key of a query; with block_size={block_size} each operation may reduce at "
-                    "most a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
         return None
 
     return [(SCORE_MATRIX, score_matrix), (KEY_TILES, key_tiles)]
@@ -749,8 +746,9 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     ``long`` keys: a query-block loop that takes a softmax (or the maximum, the sum, the product with the
     values) over every key at once reduces more than a block, and more as the keys grow, whatever its
     memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Nor may any
-    operation whose result keeps more than one entry reduce more than a block (or the features) along one
-    dimension, on either call (red team round 21: key tiles as wide as the queries grow with neither). Both
+    operation whose result keeps more than one entry reduce more than a block (or the features) for each of
+    them, on either call (red team round 21: key tiles as wide as the queries grow with neither; a test of a
+    whole tile reduces it to one entry). Both
     outputs must be right (a measured property earns only with a right answer)."""
     grade.reads_rule(KEY_TILES)
     q = grade.randn(2, queries, dim)
@@ -780,7 +778,7 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     if along > max(block_size, dim):  # a tile as wide as the queries, or any width but a block's
         raise CheckFailed(f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys and values, "
                           f"block_size={block_size}, causal={causal}): an operation ({at}, as torch runs it) reduced "
-                          f"{along} entries along one dimension at once; with block_size={block_size} each operation "
+                          f"{along} entries at once for each entry of its result; with block_size={block_size} each operation "
                           f"may reduce at most {block_size} keys (a reduction over the {dim} features is free): "
                           "inside each query tile, loop over the key tiles keys[..., ks:ks + block_size, :], keeping "
                           "each query's running maximum, running sum and running output, rescaled by "

@@ -72,7 +72,7 @@ def test_online_softmax_when_the_first_block_is_hidden_and_the_rest_far_below(gr
     checks.online_softmax_same(grade, x, 5, grad=True)
 
 
-@exercise("online_softmax", weight=2)
+@exercise("online_softmax", weight=10)  # the exercise's rule: a third of its points (red team round 21)
 def test_online_softmax_works_block_by_block(grade):
     """One block of 48 costs no more operations than one of 6 (no loop over entries); blocks of 6 cost more."""
     checks.expect_blockwise_statistics(grade, grade.randn(3, 48), 6, 6)

@@ -102,10 +102,11 @@ def test_every_correct_flash_attention_of_the_corpora_keeps_full_marks(course, g
         assert lost == {}, (seed, lost)
 
 
-def test_the_widest_reduction_along_one_dimension_leaves_whole_tile_tests_out():
+def test_the_widest_reduction_that_keeps_entries_leaves_whole_tile_tests_out():
     """Red team round 21: a test of a whole [16, 16] tile reduces 256 entries, as a softmax over 256 keys does,
-    so the widest reduction of all cannot tell key tiles as wide as the queries from honest ones. Along one
-    dimension, by operators whose result keeps more than one entry, it can."""
+    so the widest reduction of all cannot tell key tiles as wide as the queries from honest ones; by operators
+    whose result keeps more than one entry, it can. Round 21b: a query's 96 keys folded into [6, 16] and
+    reduced over both dimensions at once are 96 entries for each of its results, not 16."""
     import torch
 
     from grader.inside.tracer import make_tracer
@@ -118,6 +119,6 @@ def test_the_widest_reduction_along_one_dimension_leaves_whole_tile_tests_out():
 
     tile, rows = torch.randn(2, 16, 16), torch.randn(2, 32, 96)
     assert along(lambda: bool(tile.isinf().all())) == (512, 0, "")  # one entry: a test of the whole tile
-    assert along(lambda: tile.amax(dim=(-2, -1))) == (256, 16, "amax")  # a block along each dimension
+    assert along(lambda: rows.reshape(2, 32, 6, 16).amax(dim=(-2, -1))) == (96, 96, "amax")  # keys folded
     assert along(lambda: rows.softmax(-1)) == (96, 96, "_softmax")  # every key of a query at once
     assert along(lambda: rows[..., :16] @ torch.randn(16, 8))[:2] == (16, 16)  # a product over a key tile

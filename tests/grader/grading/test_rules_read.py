@@ -60,7 +60,8 @@ def test_whole_rows_everywhere_lose_the_rule_check_alone(submission_dir, grader,
                                                                          "online_softmax_lesson_scores"}
 
 
-ROUND_21 = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round21_red_team"
+HELDOUT = Path(__file__).resolve().parents[2] / "corpus" / "heldout"
+ROUND_21 = HELDOUT / "round21_red_team"
 
 
 def _graded(grader, course, folder, text, exercises=None):
@@ -72,27 +73,49 @@ def _graded(grader, course, folder, text, exercises=None):
     return {e.name: e for e in result.assignments[0].exercises}
 
 
-@pytest.mark.parametrize("attack", ["a02_flash_key_tile_gap", "a03_flash_width_below_tk", "a04_key_tile_of_tq"])
+@pytest.mark.parametrize("attack", ["round21_red_team/a02_flash_key_tile_gap", "round21_red_team/a03_flash_width_below_tk",
+                                    "round21_red_team/a04_key_tile_of_tq", "round21b_red_team/b01_fold_dims",
+                                    "round21b_red_team/b03_fold_vs_inplace"])
 def test_flash_that_reduces_every_key_where_a_call_cannot_tell_gains_nothing(grader, course, tmp_path, attack):
     """Red team round 21: flash_attention with one softmax over every key where the key-tile rule was judged
     by the widest reduction of all (a test of a whole tile reduces as many): in the gradient calls whose sizes
     could not tell (a02: 92.55 against its own 87.05), over all keys but one where they could (a03: 94.55),
-    and with key tiles as wide as the queries everywhere (a04: 100, where its plain form scores 80). The
-    tracer reads the widest reduction along one dimension too (whole-tensor tests aside), on every call."""
-    scores = {kind: _graded(grader, course, tmp_path / kind, (ROUND_21 / f"{attack}__{kind}.py.txt").read_text(),
+    and with key tiles as wide as the queries everywhere (a04: 100, where its plain form scores 80). Round 21b:
+    a query's keys folded into dimensions of a block each and reduced at once (b01: 96, 100 with a tell; b03:
+    98 against its own 92.5). The tracer reads the widest reduction of an operator whose result keeps more
+    than one entry too (a test of a whole tile reduces it to one), on every call."""
+    scores = {kind: _graded(grader, course, tmp_path / kind, (HELDOUT / f"{attack}__{kind}.py.txt").read_text(),
                             ("flash_attention",))["flash_attention"]
               for kind in ("attack", "honest")}
     assert scores["attack"].score <= scores["honest"].score, {k: v.score for k, v in scores.items()}
-    if attack == "a04_key_tile_of_tq":
+    if attack.endswith(("a04_key_tile_of_tq", "b01_fold_dims")):
         assert scores["attack"].score <= 40.0
         key_tiles = [c for c in scores["attack"].checks if c.name == "flash_key_tiles"]
-        assert all(c.status == "failed" and "along one dimension" in c.message for c in key_tiles)
+        assert all(c.status == "failed" and "for each entry of its result" in c.message for c in key_tiles)
 
 
-@pytest.mark.parametrize("style", ["std", "pad", "f64", "keysouter", "tiletest", "batchtiletest"])
+@pytest.mark.parametrize("style", ["round21_red_team/f01_honest__" + s for s in
+                                   ("std", "pad", "f64", "keysouter", "tiletest", "batchtiletest")]
+                         + ["round21b_red_team/f02_honest__" + s for s in ("flat", "onescol", "validateq")])
 def test_block_wise_code_of_every_style_keeps_every_point(grader, course, tmp_path, style):
-    """Round 21's honest styles (padding to whole blocks, float64 accumulation, key tiles outside the query
-    tiles, causal tiles skipped by a test of the whole tile or of every batch element's): no rule read on
-    any call costs them a point."""
-    exercises = _graded(grader, course, tmp_path, (ROUND_21 / f"f01_honest__{style}.py.txt").read_text())
+    """The red team's honest styles (round 21: padding to whole blocks, float64 accumulation, key tiles outside
+    the query tiles, causal tiles skipped by a test of the whole tile or of every batch element's; round 21b:
+    the batch flattened, the running sum as a column beside the values', a test that the queries are finite,
+    which cost 2 points on a call whose keys were fewer than the queries' entries): no rule read on any call
+    costs them a point."""
+    exercises = _graded(grader, course, tmp_path, (HELDOUT / f"{style}.py.txt").read_text())
     assert {name: e.score for name, e in exercises.items()} == {"online_softmax": 40.0, "flash_attention": 60.0}
+
+
+@pytest.mark.xfail(strict=True, reason="open (red team round 21b): a loop over single queries whose every reduction "
+                                       "over the keys ends in one entry is read by the key-tile check's growth alone, "
+                                       "which a constant wider test hides")
+def test_a_loop_over_single_queries_reducing_every_key_to_one_entry_loses_the_key_tile_checks(grader, course,
+                                                                                               tmp_path):
+    """Round 21b's b02: one query at a time, each reduction over every key ending in one entry (max(), sum(),
+    dot), beside a test that the queries are finite (as wide in both of the key-tile check's calls): 98, where
+    the same computation written plainly scores 80. Telling such a reduction from a test of a whole tile needs
+    the key dimension followed through the computation."""
+    flash = _graded(grader, course, tmp_path, (HELDOUT / "round21b_red_team/b02_one_entry_loop__attack.py.txt")
+                    .read_text(), ("flash_attention",))["flash_attention"]
+    assert flash.score <= 40.0
