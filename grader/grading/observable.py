@@ -352,6 +352,9 @@ class _Reader:
         self.parameters: dict[str, list] = {}  # parameter name -> (function, its position, a method?)
         self.stored: set[str] = set()  # names bound by assignment (not only as parameters)
         self.plain_lookups: set[int] = set()  # getattr(...) names whose lookups are of public names written here
+        # ``type(x)`` and ``x.__class__`` read for their name alone (``type(x).__name__`` in an error message):
+        # the nodes of ``type`` and ``.__class__`` so read (a learner's input check lost 52 points on it)
+        self.names_only: set[int] = set()
         self.loop_strings: dict[str, bool] = {}  # name -> bound only by loops over public strings
         self.imported: dict[str, str] = {}  # name -> the dotted path it stands for (torch.nn.functional)
         self.bound: set[str] = set()  # every name the file binds
@@ -668,7 +671,7 @@ class _Reader:
             raise _Found(node, f"{self.foreign[name]} (the grader watches only code that uses torch, math and "
                                "plain Python)")
         elif name not in self.bound and name not in self.students and hasattr(builtins, name) \
-                and name not in BUILTINS and id(node) not in self.plain_lookups:
+                and name not in BUILTINS and id(node) not in self.plain_lookups and id(node) not in self.names_only:
             raise _Found(node, f"{name}(), which the grader does not follow")
         elif name not in self.bound and name not in self.students and not hasattr(builtins, name) \
                 and isinstance(node.ctx, ast.Load):
@@ -677,6 +680,13 @@ class _Reader:
 
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
+        if attr in ("__name__", "__qualname__"):  # a class's name, read from type(x) or x.__class__: a string
+            inner = node.value
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "type" \
+                    and len(inner.args) == 1 and not inner.keywords and not isinstance(inner.args[0], ast.Starred):
+                self.names_only.add(id(inner.func))
+            elif isinstance(inner, ast.Attribute) and inner.attr == "__class__":
+                self.names_only.add(id(inner))
         owner = isinstance(node.value, ast.Name) and node.value.id in OWNERS
         self._attribute_name(node, attr, owner)
         path = self._dotted(node)
@@ -689,7 +699,7 @@ class _Reader:
         """An attribute read or written by name: ``x.attr``, or a class pattern's keyword (``case C(attr=...)``).
         ``owner``: read on a method's ``self`` or ``cls`` (the file's own private names may be)."""
         if attr.startswith("__") and attr.endswith("__"):
-            if attr not in DUNDER_READS:
+            if attr not in DUNDER_READS and id(node) not in self.names_only:
                 raise _Found(node, f".{attr}")
         elif attr.startswith("_") and not (attr in self.own_private and owner):
             raise _Found(node, f".{attr} (a private name)")

@@ -54,6 +54,13 @@ class Tracer:
         # maximum over them folded into dimensions of a block each, keeps an entry a query)
         self.widest_along = 0
         self.widest_along_op = ""
+        # a whole tensor reduced to one true-or-false entry, not yet read into Python: id -> (width, name). Read
+        # there (``if not torch.isfinite(x).all():``), it is a test of the input, which decides what runs and
+        # adds nothing to the output; its width is not a reduction the block rules weigh (a learner's input
+        # checks lost 30 of 05's points). Never read, it counts when the call ends (settle). What Python reads
+        # is counted apart (``_local_scalar_dense``: 05's values read into Python, one a block of each row).
+        # Each is held until the call ends, so that no other tensor takes its id.
+        self.tests: dict[int, tuple[int, str, object]] = {}
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
         self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
         # filename -> whether it is the student's code (set by the worker): the student's code is watched for
@@ -92,7 +99,15 @@ class Tracer:
     def __exit__(self, *exc):
         for mode in reversed(self.modes):
             mode.__exit__(*exc)
+        self.settle()
         return False
+
+    def settle(self) -> None:
+        """The tests never read into Python count as the reductions they are."""
+        for width, name, _ in self.tests.values():
+            if width > self.widest:
+                self.widest, self.widest_op = width, name
+        self.tests.clear()
 
 
 _MODES: tuple = ()
@@ -168,7 +183,11 @@ def _mode_classes() -> tuple:
                     width = max(width, args[0].numel())
                 if width and _complex(tensors):
                     width *= 2
-                if width > tracer.widest:
+                if name == "_local_scalar_dense" and args and args[0] is tracer.tests.get(id(args[0]), (0, 0, None))[2]:
+                    del tracer.tests[id(args[0])]  # a test, read: it decided what runs
+                elif width > tracer.widest and _one_entry(result) and getattr(result, "dtype", None) == torch.bool:
+                    tracer.tests[id(result)] = (width, name, result)  # a test, unless it is never read (settle)
+                elif width > tracer.widest:
                     tracer.widest, tracer.widest_op = width, name
                 if width > tracer.widest_along and not _one_entry(result):
                     tracer.widest_along, tracer.widest_along_op = width, name

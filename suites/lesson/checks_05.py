@@ -328,17 +328,19 @@ def expect_blockwise_statistics(grade, x, short, small_block):
                           "whenever the maximum grows")
 
 
-def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_size: int):
+def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_size: int, inputs: int = 1):
     """Values read into Python (``.item()``, ``float()``, ``bool()`` of a tensor; the worker's tracer counts
     each) are entries Python may combine where no operator is seen: at most one per block of each row
-    (a test per tile, as a loop that skips masked tiles makes), never one per entry (red team round 9: a
-    whole row's softmax computed in Python floats, one ``.item()`` an entry, measured as reducing one)."""
+    (a test per tile, as a loop that skips masked tiles makes), and a test of each of the ``inputs`` (``if not
+    torch.isfinite(keys).all()``: a learner's input checks read three on a call of one row and one block),
+    never one per entry (red team round 9: a whole row's softmax computed in Python floats, one ``.item()`` an
+    entry, measured as reducing one)."""
     read = int((reply.op_names or {}).get("_local_scalar_dense", 0))
-    if read > rows * blocks:
+    if read > rows * blocks + inputs:
         raise CheckFailed(f"{what}: your code read {read} values of its tensors into Python (.item(), float(), "
                           f"bool() of a tensor) where {rows} rows of {blocks} blocks of {block_size} need at most "
-                          f"{rows * blocks}: what Python computes from them is a reduction the grader does not see; "
-                          "work on each block as a tensor")
+                          f"{rows * blocks} (and a test of each input): what Python computes from them is a "
+                          "reduction the grader does not see; work on each block as a tensor")
 
 
 def broken_by(expect, *args):
@@ -706,7 +708,7 @@ def flash_rules(q, k, v, block_size, causal) -> list:
 
     def key_tiles(reply):
         try:
-            expect_few_values_in_python(reply, call, batch * tq, -(-tk // block_size), block_size)
+            expect_few_values_in_python(reply, call, batch * tq, -(-tk // block_size), block_size, inputs=3)
         except CheckFailed as failure:
             return failure.message
         along = reply.widest_along or 0
@@ -761,7 +763,7 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     few, many = measured(short), measured(long)
     expect_few_values_in_python(many, f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys "
                                 f"and values, block_size={block_size}, causal={causal})", 2 * queries,
-                                -(-long // block_size), block_size)
+                                -(-long // block_size), block_size, inputs=3)
     narrow, wide = few.widest or 0, many.widest or 0
     if wide > block_size and wide > narrow:
         every = f"every one of the {long} keys" if wide == long else f"{wide} entries"

@@ -118,7 +118,8 @@ def test_the_widest_reduction_that_keeps_entries_leaves_whole_tile_tests_out():
         return tracer.widest, tracer.widest_along, tracer.widest_along_op
 
     tile, rows = torch.randn(2, 16, 16), torch.randn(2, 32, 96)
-    assert along(lambda: bool(tile.isinf().all())) == (512, 0, "")  # one entry: a test of the whole tile
+    assert along(lambda: tile.isinf().all()) == (512, 0, "")  # one entry: a whole-tile reduction, kept
+    assert along(lambda: bool(tile.isinf().all())) == (0, 0, "")  # read into Python: a test, no reduction
     assert along(lambda: rows.reshape(2, 32, 6, 16).amax(dim=(-2, -1))) == (96, 96, "amax")  # keys folded
     assert along(lambda: rows.softmax(-1)) == (96, 96, "_softmax")  # every key of a query at once
     assert along(lambda: rows[..., :16] @ torch.randn(16, 8))[:2] == (16, 16)  # a product over a key tile

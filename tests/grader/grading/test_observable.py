@@ -527,6 +527,26 @@ def test_plain_python_torch_and_math_pass(tmp_path):
         """) is None
 
 
+def test_a_class_read_for_its_name_alone_passes(tmp_path):
+    """A learner's input check named the type it was given in its error (``type(x).__name__``) and lost 52 of
+    05's points as not observed: a class's name is a string. ``type(x)`` or ``x.__class__`` as a value, or any
+    other attribute of them, is still refused."""
+    assert reading(tmp_path, """
+        def softmax(x, dim=-1):
+            if not isinstance(x, torch.Tensor):
+                raise TypeError(f"expected a tensor, got {type(x).__name__} ({x.__class__.__qualname__})")
+            return torch.softmax(x, dim=dim)
+        """) is None
+    for route in ("kind = type(x)", "kind = type(x).__mro__", "kind = x.__class__", "kind = x.__class__.__base__",
+                  "kind = type(x, (), {}).__name__"):
+        why = reading(tmp_path, f"""
+            def softmax(x, dim=-1):
+                {route}
+                return torch.softmax(x, dim=dim)
+            """)
+        assert why is not None, route
+
+
 def test_code_that_never_runs_is_not_held_against_the_file(tmp_path):
     """A notebook's plotting helper (a function no code that runs names) and a class nothing uses may
     use what a graded computation may not."""

@@ -387,3 +387,13 @@ def test_a_whole_row_reduced_behind_steps_per_block_loses_the_block_check(course
 def test_a_correct_online_softmax_keeps_full_marks(course, grader, tmp_path, name, suite):
     exercise = graded(CORRECT[name], course, grader, tmp_path, suite)
     assert exercise.status == "passed", (name, exercise.feedback[:600])
+
+
+def test_a_test_of_the_input_read_into_python_is_no_reduction():
+    """A blind learner's online_softmax began with ``if torch.isnan(x).any(): raise ...``: a whole tensor
+    reduced to one true-or-false entry and read into Python decides what runs and adds nothing to the output
+    (it is counted among the values read into Python); never read, or not a test, it is the reduction it is."""
+    x = X
+    assert widest(lambda: bool(torch.isnan(x).any()))[0] == 0
+    assert widest(lambda: torch.where(torch.isnan(x).any(), x, 0.0))[0] == x.numel()  # used as a tensor
+    assert widest(lambda: float(x.amax()))[0] == x.shape[-1] * x.shape[0]  # a maximum, not a test

@@ -96,13 +96,18 @@ def test_flash_that_reduces_every_key_where_a_call_cannot_tell_gains_nothing(gra
 
 @pytest.mark.parametrize("style", ["round21_red_team/f01_honest__" + s for s in
                                    ("std", "pad", "f64", "keysouter", "tiletest", "batchtiletest")]
-                         + ["round21b_red_team/f02_honest__" + s for s in ("flat", "onescol", "validateq")])
+                         + ["round21b_red_team/f02_honest__" + s for s in ("flat", "onescol", "validateq")]
+                         + ["learner12_05_styles/" + s for s in
+                            ("lesson_loops", "kv_outer", "running_lse", "running_lse_f32state", "float64_acc",
+                             "padded", "causal_tile_test", "einsum", "flatten_batch", "prealloc_out", "validated")])
 def test_block_wise_code_of_every_style_keeps_every_point(grader, course, tmp_path, style):
     """The red team's honest styles (round 21: padding to whole blocks, float64 accumulation, key tiles outside
     the query tiles, causal tiles skipped by a test of the whole tile or of every batch element's; round 21b:
     the batch flattened, the running sum as a column beside the values', a test that the queries are finite,
-    which cost 2 points on a call whose keys were fewer than the queries' entries): no rule read on any call
-    costs them a point."""
+    which cost 2 points on a call whose keys were fewer than the queries' entries); a blind learner's eleven
+    versions, one of which checked its inputs (types named in its errors, ``isnan(x).any()``,
+    ``isfinite(keys).all()``) and scored 44.67 where it was right): no rule read on any call costs them a
+    point."""
     exercises = _graded(grader, course, tmp_path, (HELDOUT / f"{style}.py.txt").read_text())
     assert {name: e.score for name, e in exercises.items()} == {"online_softmax": 40.0, "flash_attention": 60.0}
 
