@@ -161,7 +161,6 @@ def _along_dimensions(func):
         if not isinstance(tensor, torch.Tensor):
             return 0
         return _extent(tensor, _read(where, args, kwargs) if where is not None else None)
-
     return rule
 
 
@@ -272,7 +271,7 @@ def _complex(tensors) -> bool:
 
 def _one_entry(result) -> bool:
     """Whether an operator's result is one entry (every tensor of it): a whole tensor reduced at once, as a
-    test of a whole tile is (05's key tiles read such a reduction by its growth, not by its widest dimension)."""
+    test of a whole tile is (05's key tiles read such a reduction by its growth, not by its width)."""
     tensors = list(_tensors(result if isinstance(result, (list, tuple)) else (result,)))
     return bool(tensors) and all(t.numel() <= 1 for t in tensors)
 

@@ -183,7 +183,8 @@ def _mode_classes() -> tuple:
                     width = max(width, args[0].numel())
                 if width and _complex(tensors):
                     width *= 2
-                if name == "_local_scalar_dense" and args and args[0] is tracer.tests.get(id(args[0]), (0, 0, None))[2]:
+                test = tracer.tests.get(id(args[0])) if name == "_local_scalar_dense" and args else None
+                if test is not None and test[2] is args[0]:
                     del tracer.tests[id(args[0])]  # a test, read: it decided what runs
                 elif width > tracer.widest and _one_entry(result) and getattr(result, "dtype", None) == torch.bool:
                     tracer.tests[id(result)] = (width, name, result)  # a test, unless it is never read (settle)

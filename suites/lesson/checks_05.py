@@ -271,7 +271,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
     import torch
 
     grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True,
-               rules=[(BLOCK_RULE, broken_by(expect_reductions_within, x, block_size))], mistakes=[
+               rules=online_softmax_rules(x, block_size), mistakes=[
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: softmax_not_rescaled(x, block_size)),
         Mistake(None, MAXIMUM_NOT_RUNNING, lambda: maximum_not_running(x, block_size)),
@@ -353,6 +353,11 @@ def broken_by(expect, *args):
             return failure.message
         return None
     return judge
+
+
+def online_softmax_rules(x, block_size) -> list:
+    """online_softmax's block rule read on any call (Grade.same's ``rules``), as its check reads it."""
+    return [(BLOCK_RULE, broken_by(expect_reductions_within, x, block_size))]
 
 
 def expect_reductions_within(reply, x, block_size):
@@ -685,9 +690,10 @@ def flash_rules(q, k, v, block_size, causal) -> list:
     larger than the inputs stacked three times, the inputs and the output with a column more, a block row or
     column of scores, all padded to whole blocks. Key tiles (see :func:`expect_key_tiles`): more entries
     than a block or the features reduced at once by an operator whose result keeps more than one entry
-    (a query's keys, however their dimensions are folded), and values read into Python beyond one a block of each row. A whole tensor reduced to one
-    entry is left to the key-tile check's growth (red team round 21b: a test that the queries are finite
-    reduces as many entries as the keys of a small call)."""
+    (a query's keys, however their dimensions are folded), and values read into Python beyond one a block
+    of each row and a test of each input. A whole tensor reduced to one entry is left to the key-tile
+    check's growth (red team round 21b: a test that the queries are finite reduces as many entries as the
+    keys of a small call)."""
     batch = q.numel() // max(1, q.shape[-2] * q.shape[-1])
     tq, tk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     whole = batch * tq * tk
@@ -709,13 +715,9 @@ def flash_rules(q, k, v, block_size, causal) -> list:
     def key_tiles(reply):
         try:
             expect_few_values_in_python(reply, call, batch * tq, -(-tk // block_size), block_size, inputs=3)
+            expect_keys_reduced_within(reply, call, block_size, d)
         except CheckFailed as failure:
             return failure.message
-        along = reply.widest_along or 0
-        if along > max(block_size, d):
-            return (f"{call}: an operation ({reply.widest_along_op}, as torch runs it) reduced {along} entries "
-                    f"at once for each entry of its result; with block_size={block_size} each operation may reduce at most "
-                    "a block of keys: loop over the key tiles, keeping a running maximum, sum and output")
         return None
 
     return [(SCORE_MATRIX, score_matrix), (KEY_TILES, key_tiles)]
@@ -749,9 +751,9 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
     values) over every key at once reduces more than a block, and more as the keys grow, whatever its
     memory; a tile's own work (a maximum over its keys, a test of the whole tile) does not grow. Nor may any
     operation whose result keeps more than one entry reduce more than a block (or the features) for each of
-    them, on either call (red team round 21: key tiles as wide as the queries grow with neither; a test of a
-    whole tile reduces it to one entry). Both
-    outputs must be right (a measured property earns only with a right answer)."""
+    them, on either call (:func:`expect_keys_reduced_within`; red team round 21: key tiles as wide as the
+    queries grow with neither; a test of a whole tile reduces it to one entry). Both outputs must be right
+    (a measured property earns only with a right answer)."""
     grade.reads_rule(KEY_TILES)
     q = grade.randn(2, queries, dim)
 
@@ -775,16 +777,24 @@ def expect_key_tiles(grade, queries, short, long, block_size, causal, dim=8):
                           f"{block_size} keys: inside each query tile, loop over the key tiles "
                           "keys[..., ks:ks + block_size, :], keeping each query's running maximum, running sum and "
                           "running output, rescaled by exp(m_old - m_new) whenever the maximum grows")
-    along, at = max((few.widest_along or 0, few.widest_along_op), (many.widest_along or 0, many.widest_along_op),
-                    key=lambda measured: measured[0])
-    if along > max(block_size, dim):  # a tile as wide as the queries, or any width but a block's
-        raise CheckFailed(f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys and values, "
-                          f"block_size={block_size}, causal={causal}): an operation ({at}, as torch runs it) reduced "
-                          f"{along} entries at once for each entry of its result; with block_size={block_size} each operation "
-                          f"may reduce at most {block_size} keys (a reduction over the {dim} features is free): "
-                          "inside each query tile, loop over the key tiles keys[..., ks:ks + block_size, :], keeping "
-                          "each query's running maximum, running sum and running output, rescaled by "
-                          "exp(m_old - m_new) whenever the maximum grows")
+    # a tile as wide as the queries, or any width but a block's, on either call
+    expect_keys_reduced_within(max(few, many, key=lambda reply: reply.widest_along or 0),
+                               f"flash_attention(<[2, {queries}, {dim}]> queries, <[2, {long}, {dim}]> keys and "
+                               f"values, block_size={block_size}, causal={causal})", block_size, dim)
+
+
+def expect_keys_reduced_within(reply, what: str, block_size: int, dim: int):
+    """The key-tile rule on one call, read from the widest reduction by an operator whose result keeps more
+    than one entry (grader.inside.tracer's ``widest_along``): at most a block of keys, or the ``dim``
+    features, for each entry it keeps."""
+    along = reply.widest_along or 0
+    if along > max(block_size, dim):
+        raise CheckFailed(f"{what}: an operation ({reply.widest_along_op}, as torch runs it) reduced {along} entries "
+                          f"at once for each entry of its result; with block_size={block_size} each operation may "
+                          f"reduce at most {block_size} keys (a reduction over the {dim} features is free): inside "
+                          "each query tile, loop over the key tiles keys[..., ks:ks + block_size, :], keeping each "
+                          "query's running maximum, running sum and running output, rescaled by exp(m_old - m_new) "
+                          "whenever the maximum grows")
 
 
 def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):

@@ -173,9 +173,9 @@ def grade_all(entries: list[Entry], course, grader, workdir: Path, seed: int = 2
               quick: bool = False) -> dict:
     """Grade every entry (by the ``suite`` given); ``{entry.name: (ExerciseResult of its exercise,
     AssignmentResult)}``. ``quick``: each run grades only the exercises its entries touch (_touched) and
-    those that use them (the AssignmentResult holds those alone), and the reference's results are kept for the later runs on
-    the same cases (Grader.grade's ``memo``): what a test of the entries' own exercises reads, in a
-    fraction of the time."""
+    those that use them (the AssignmentResult holds those alone), and the reference's results are kept for
+    the later runs on the same cases (Grader.grade's ``memo``): what a test of the entries' own exercises
+    reads, in a fraction of the time."""
     from grader.submission import resolve_submission
 
     results = {}
