@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, _tensors, op_name
+from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, op_name
 
 
 # what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
@@ -61,6 +61,11 @@ class Tracer:
         # is counted apart (``_local_scalar_dense``: 05's values read into Python, one a block of each row).
         # Each is held until the call ends, so that no other tensor takes its id.
         self.tests: dict[int, tuple[int, str, object]] = {}
+        # a reduction to one entry that is not true-or-false (a maximum, a sum, a product of two vectors), not yet
+        # read into Python: id -> (width, name). Read there, it is one of the values Python reads (counted apart);
+        # never read, it counts in ``widest_along`` when the call ends (settle), as wide as it is: a loop over
+        # single queries that reduces every key of each to one entry is no key tile (red team round 21b, b02)
+        self.ones: dict[int, tuple[int, str, object]] = {}
         self.elsewhere: str | None = None  # where work of the call ran unseen (see watch_threads)
         self.as_text: dict | None = None  # a tensor's values written out as text during a measure (watch_text)
         # filename -> whether it is the student's code (set by the worker): the student's code is watched for
@@ -107,7 +112,11 @@ class Tracer:
         for width, name, _ in self.tests.values():
             if width > self.widest:
                 self.widest, self.widest_op = width, name
+        for width, name, _ in self.ones.values():
+            if width > self.widest_along:
+                self.widest_along, self.widest_along_op = width, name
         self.tests.clear()
+        self.ones.clear()
 
 
 _MODES: tuple = ()
@@ -156,44 +165,72 @@ def _mode_classes() -> tuple:
             self.tracer = tracer
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            # one Python call per operator of a measured call: kept lean (the mode's own cost is about as much)
             tracer = self.tracer
             known = operators.get(id(func))
             if known is None or known[0] is not func:
                 known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
             _, name, rule = known
-            tracer.refuse(name)
+            if name in tracer.forbidden_names:
+                tracer.refuse(name)
             tracer.count += 1
             tracer.names[name] = tracer.names.get(name, 0) + 1
-            result = func(*args, **(kwargs or {}))
-            for item in result if isinstance(result, (tuple, list)) else (result,):
-                if isinstance(item, torch.Tensor) and item.numel() > tracer.max_numel:
-                    tracer.max_numel = item.numel()
-            tensors = list(_tensors(args))  # its operands, a list's included: read once
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            if isinstance(result, Tensor):
+                if result.numel() > tracer.max_numel:
+                    tracer.max_numel = result.numel()
+            elif isinstance(result, (tuple, list)):
+                for item in result:
+                    if isinstance(item, Tensor) and item.numel() > tracer.max_numel:
+                        tracer.max_numel = item.numel()
+            tensors = []  # its operands, a list's included: read once
+            for value in args:
+                if isinstance(value, Tensor):
+                    tensors.append(value)
+                elif isinstance(value, (list, tuple)):
+                    tensors.extend(item for item in value if isinstance(item, Tensor))
             if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
                 tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
             if tracer.measure:
-                tracer.max_operand = max([tracer.max_operand, *(t.numel() for t in tensors)])
+                for t in tensors:
+                    if t.numel() > tracer.max_operand:
+                        tracer.max_operand = t.numel()
                 width = 0
                 if rule is not None:
                     try:
-                        width = rule(args, kwargs or {}, result)
+                        width = rule(args, kwargs, result)
                     except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
-                        width = _at_widest(args, kwargs or {}, result)
-                if name.endswith("_") and args and _overlapping(args[0]):
+                        width = _at_widest(args, kwargs, result)
+                if name[-1] == "_" and args and _overlapping(args[0]):
                     width = max(width, args[0].numel())
                 if width and _complex(tensors):
                     width *= 2
-                test = tracer.tests.get(id(args[0])) if name == "_local_scalar_dense" and args else None
-                if test is not None and test[2] is args[0]:
-                    del tracer.tests[id(args[0])]  # a test, read: it decided what runs
-                elif width > tracer.widest and _one_entry(result) and getattr(result, "dtype", None) == torch.bool:
-                    tracer.tests[id(result)] = (width, name, result)  # a test, unless it is never read (settle)
-                elif width > tracer.widest:
-                    tracer.widest, tracer.widest_op = width, name
-                if width > tracer.widest_along and not _one_entry(result):
-                    tracer.widest_along, tracer.widest_along_op = width, name
+                read = False  # a test read into Python here
+                if name == "_local_scalar_dense" and args:
+                    test = tracer.tests.get(id(args[0]))
+                    if test is not None and test[2] is args[0]:
+                        del tracer.tests[id(args[0])]  # a test, read: it decided what runs
+                        read = True
+                    one = tracer.ones.get(id(args[0]))
+                    if one is not None and one[2] is args[0]:
+                        del tracer.ones[id(args[0])]  # read into Python: one of the values read there
+                if width > tracer.widest or width > tracer.widest_along:
+                    one_entry = _one_entry(result)
+                    test = one_entry and getattr(result, "dtype", None) == torch.bool
+                    if width > tracer.widest and not read:
+                        if test:
+                            tracer.tests[id(result)] = (width, name, result)  # a test, unless never read (settle)
+                        else:
+                            tracer.widest, tracer.widest_op = width, name
+                    if width > tracer.widest_along:
+                        if not one_entry:
+                            tracer.widest_along, tracer.widest_along_op = width, name
+                        elif not test:  # (a test is weighed by its growth alone)
+                            tracer.ones[id(result)] = (width, name, result)  # unless it is read (settle)
             return result
 
+    Tensor = torch.Tensor
     _MODES = (Functions, uncompiled(Operators))
     return _MODES
 

@@ -181,7 +181,7 @@ def readme_commands() -> list[str]:
     blocks = [block for page in pages
               for block in re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.S | re.M)]
     lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
-    return [line for line in lines if line.startswith("grade ")]
+    return list(dict.fromkeys(line for line in lines if line.startswith("grade ")))  # each once
 
 
 @pytest.mark.slow  # a dozen grading runs

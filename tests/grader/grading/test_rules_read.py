@@ -112,15 +112,12 @@ def test_block_wise_code_of_every_style_keeps_every_point(grader, course, tmp_pa
     assert {name: e.score for name, e in exercises.items()} == {"online_softmax": 40.0, "flash_attention": 60.0}
 
 
-@pytest.mark.xfail(strict=True, reason="open (red team round 21b): a loop over single queries whose every reduction "
-                                       "over the keys ends in one entry is read by the key-tile check's growth alone, "
-                                       "which a constant wider test hides")
 def test_a_loop_over_single_queries_reducing_every_key_to_one_entry_loses_the_key_tile_checks(grader, course,
                                                                                                tmp_path):
     """Round 21b's b02: one query at a time, each reduction over every key ending in one entry (max(), sum(),
     dot), beside a test that the queries are finite (as wide in both of the key-tile check's calls): 98, where
-    the same computation written plainly scores 80. Telling such a reduction from a test of a whole tile needs
-    the key dimension followed through the computation."""
+    the same computation written plainly scores 80. A reduction to one entry that is not a test (true or false)
+    and is not read into Python counts as wide as it is (grader.inside.tracer's ``ones``)."""
     flash = _graded(grader, course, tmp_path, (HELDOUT / "round21b_red_team/b02_one_entry_loop__attack.py.txt")
                     .read_text(), ("flash_attention",))["flash_attention"]
     assert flash.score <= 40.0
