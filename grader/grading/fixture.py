@@ -240,16 +240,19 @@ class Grade:
 
     # calls -------------------------------------------------------------------------------------------
     def call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False, method=None,
-             on_cpu=False, **kwargs) -> Reply:
-        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. With
-        ``measure``, the reply counts the operations and the largest intermediate (``ops``, ``max_numel``;
-        None otherwise: the worker then watches operators only for forbidden ones). ``on_cpu``: a
-        function's tensors stay on the CPU whatever the grading device (a diagnosis on CUDA asks it)."""
+             on_cpu=False, unwatched=False, **kwargs) -> Reply:
+        """Run the student's ``target`` (a name, or a module handle named ``label``) in the worker. Every call
+        is watched alike (grader.grading.pytest_session.Student.send): its reply counts the operations and the
+        largest intermediate (``ops``, ``max_numel``); with ``measure`` the check relies on them, so a file
+        that cannot be observed, or a tensor written out as text during the call, fails it. ``on_cpu``: a
+        function's tensors stay on the CPU whatever the grading device (a diagnosis on CUDA asks it).
+        ``unwatched``: a cached sequence whose memory the kernel's account reads, run with no watching (what
+        the watching holds for a call would count in the reading)."""
         return self.sent_call(target, *args, grad_out=grad_out, grad_args=grad_args, seed=seed, label=label,
-                              measure=measure, method=method, on_cpu=on_cpu, **kwargs)()
+                              measure=measure, method=method, on_cpu=on_cpu, unwatched=unwatched, **kwargs)()
 
     def sent_call(self, target, *args, grad_out=None, grad_args=None, seed=None, label=None, measure=False,
-                  method=None, on_cpu=False, **kwargs):
+                  method=None, on_cpu=False, unwatched=False, **kwargs):
         """:meth:`call`, sent: what it returns, called, gives the Reply (or raises as :meth:`call`), so that the
         grader computes the reference's side while the worker runs the student's. Nothing else is sent to the
         worker before it is called."""
@@ -259,7 +262,8 @@ class Grade:
         pending = self.student.send({"op": "call", "target": target, "args": args, "kwargs": kwargs,
                                      "name": label, "grad_out": grad_out, "grad_args": grad_args, "seed": seed,
                                      "forbidden": self.forbidden, "measure": measure, "method": method,
-                                     "grad_enabled": torch.is_grad_enabled(), **({"on_cpu": True} if on_cpu else {})})
+                                     "grad_enabled": torch.is_grad_enabled(), **({"on_cpu": True} if on_cpu else {}),
+                                     **({"unwatched": True} if unwatched and not measure else {})})
 
         def reply() -> Reply:
             try:
@@ -421,6 +425,12 @@ class Grade:
         reply = self._call_blaming(root_cause, name, *args, measure=True, **kwargs)
         self.expect_right(reply, expected, f"{name}{_signature(args, kwargs)}", root_cause)
         return reply
+
+    @property
+    def live_reference(self) -> bool:
+        """Whether the reference runs here (neither recorded nor replayed): a check may use it beyond what a
+        recording holds (a rule read with a call of its own, lesson.checks_04.vectorised_here)."""
+        return self.session.recording is None
 
     def reads_rule(self, rule: str) -> None:
         """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its
@@ -981,15 +991,18 @@ class ModulePair:
         """The reference instance's forward(*args) (recorded and replayable like every reference use)."""
         return self.grade._reference(self.ref, args, {}, False, seed=seed)[0]
 
-    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None, **kwargs):
+    def same(self, *args, grad=False, seed=None, mistakes=(), explain=None, right=None, root_cause=None, rules=(),
+             **kwargs):
         """forward(*args, **kwargs) matches the reference's (same dropout under the same seed), gradients
-        too; a wrong output is diagnosed as in :meth:`Grade.same`."""
+        too; a wrong output is diagnosed as in :meth:`Grade.same`. ``rules``: (rule, judge) pairs read on
+        this call as it ran (:meth:`Grade.keeps_rules`: every module's call is watched too)."""
         def check():
             sent = Sent(lambda grad_out: self.grade.sent_call(self.handle, *args, seed=seed, grad_out=grad_out,
                                                               label=self.name, **kwargs))
             expected, grad_out, ref_grads, ref_param_grads = self.grade._reference(self.ref, args, kwargs, grad,
                                                                                    seed=seed, send=sent)
             reply = self.grade._blaming(None, sent.reply)
+            self.grade.keeps_rules(reply, rules)
             self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True)
             if grad:
                 self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")

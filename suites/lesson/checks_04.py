@@ -16,7 +16,7 @@ import itertools
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
-                              shape_mismatch)
+                              shape_mismatch, shape_str)
 from lesson import mistaken
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
@@ -102,11 +102,59 @@ def plain(x):
 def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=None, root_cause=None):
     """The module's output matches the reference's; if not, the candidate ``(misconception, what,
     make(x, seed))`` that explains it is named. ``right(x, seed)`` recomputes the right output;
-    ``root_cause(grade, pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame)."""
-    return pair.same(x, grad=grad, seed=seed,
-                     mistakes=[matches(m, what, lambda make=make: make(plain(x), seed)) for m, what, make in candidates],
-                     right=None if right is None else (lambda: right(plain(x), seed)),
-                     root_cause=None if root_cause is None else root_cause(grade, pair, x, seed))
+    ``root_cause(grade, pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame).
+    A vectorised class's rule is read on the call too (:func:`vectorised_here`)."""
+    counted = []
+    read = pair.name in (MHA, FUSED) and seed is None and x.shape[1] >= 2 and grade.live_reference
+    out = pair.same(x, grad=grad, seed=seed,
+                    mistakes=[matches(m, what, lambda make=make: make(plain(x), seed)) for m, what, make in candidates],
+                    right=None if right is None else (lambda: right(plain(x), seed)),
+                    root_cause=None if root_cause is None else root_cause(grade, pair, x, seed),
+                    rules=[(VECTORISED, lambda reply: counted.append(reply.ops))] if read else ())
+    if counted and counted[0] is not None:
+        vectorised_here(grade, pair, x, grad, counted[0])
+    return out
+
+
+VECTORISED = "vectorised"  # the rule expect_vectorised reads (Grade.reads_rule)
+# operations a vectorised class may make more or fewer on one input than on another of the same batch: a copy of a
+# non-contiguous input before a view (measured: one); a loop over the tokens makes a few a token (a product, a
+# softmax, a slice) for each token more or fewer
+LAYOUT_OPS = 4
+
+
+def vectorised_here(grade, pair, x, grad, ops):
+    """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right:
+    the same instance on another sequence of the same batch (twice the tokens and at least 32, within
+    context_length; 2 where that is not longer), whose output must be right too, makes as many (within
+    LAYOUT_OPS). A class that loops over the tokens where
+    the rule is not read (red team round 22: a loop over the queries wherever its vectorised code, right on the
+    vectorised check's batch of one, was wrong) breaks it here; a broken rule costs a right answer only where
+    the vectorised check found the rule kept (grader.grading.rules_read). Inputs from a generator of their own:
+    the check's other inputs are drawn as before."""
+    batch, tokens, features = x.shape
+    context = argument(pair, "context_length") if pair.name == MHA else None
+    other = max(2 * tokens, 32) if context is None else min(max(2 * tokens, 32), context)
+    if other < tokens + 4:  # a sequence as long as the context: a shorter one
+        other = 2
+    if abs(other - tokens) < 2:
+        return
+    generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + batch))
+    x_long = torch.randn(batch, other, features, generator=generator, dtype=torch.float64).to(x.dtype)
+    counted, how = [], None
+    what = f"{pair.what} forward(<{shape_str(x.shape)}>)"
+    try:
+        pair.same(x_long, grad=grad, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+    except (CheckFailed, StudentFault) as failure:
+        said = str(getattr(failure, "message", failure)).splitlines()[0][:300]
+        how = (f"{what} was right, but the same instance on {other} tokens of the same batch was not ({said}), "
+               "so its code on this call could not be seen to be the vectorised code the rule asks for")
+    else:
+        if counted and abs(counted[0] - ops) > LAYOUT_OPS:
+            how = (f"{what} made {ops} torch operations, and the same instance {counted[0]} on {other} tokens of "
+                   "the same batch: its code loops over tokens on calls like this one")
+    if how:
+        grade.rules_broken.append((VECTORISED, how))
 
 
 def causal_module_check(grade, pair, x, check):
@@ -242,6 +290,7 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
 
 def expect_vectorised(grade, pair, x_short, x_long):
     """As many torch operations for a long sequence as for a short one, each output right."""
+    grade.reads_rule(VECTORISED)
     root_cause = DIAGNOSES[pair.name][2]
 
     def measure(x):

@@ -334,8 +334,10 @@ def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_
     (a test per tile, as a loop that skips masked tiles makes), and a test of each of the ``inputs`` (``if not
     torch.isfinite(keys).all()``: a learner's input checks read three on a call of one row and one block),
     never one per entry (red team round 9: a whole row's softmax computed in Python floats, one ``.item()`` an
-    entry, measured as reducing one)."""
-    read = int((reply.op_names or {}).get("_local_scalar_dense", 0))
+    entry, measured as reducing one). ``torch.equal`` compares two whole tensors into a Python bool: a read too
+    (red team round 22's p01: torch tags it elementwise, so no width weighs it)."""
+    names = reply.op_names or {}
+    read = int(names.get("_local_scalar_dense", 0)) + int(names.get("equal", 0))
     if read > rows * blocks + inputs:
         raise CheckFailed(f"{what}: your code read {read} values of its tensors into Python (.item(), float(), "
                           f"bool() of a tensor) where {rows} rows of {blocks} blocks of {block_size} need at most "

@@ -697,7 +697,55 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
     found = [*chunk_mistakes(pair, x, start, size, cached=True)] if recomputed else []
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
-                  root_cause=helper_faults(grade, pair, x, start, size, stale))
+                  root_cause=helper_faults(grade, pair, x, start, size, stale), rules=window_rules(pair, x, start, size))
+    window_kept(grade, pair, x, start, size)
+
+
+WINDOW = "the sliding window"  # the rule expect_window_attended reads (Grade.reads_rule)
+
+
+def window_kept(grade, pair, x, start, size):
+    """SWA's window read after a right cached call of the chunk x[:, start:start+size], as
+    expect_window_cache_trimmed reads it: cache_k and cache_v hold at most the last sliding_window_size
+    positions (counted by their elements, any layout). A cache kept whole where the window is not read (red
+    team round 22: told apart by the sizes of the calls that read it) breaks it here (grader.grading.rules_read)."""
+    window = design(pair)[2]
+    if pair.name != SWA or not window:
+        return
+    batch, d_out = x.shape[0], Model(pair).d_out
+    try:
+        held = cache_elements(pair)
+    except StudentFault as fault:
+        how = f"its cache_k and cache_v could not be read after the call ({fault.kind})"
+    else:
+        if held <= batch * window * d_out * 2:
+            return
+        how = f"its cache_k and cache_v hold {held / (batch * d_out * 2):g} positions after it"
+    grade.rules_broken.append((WINDOW, f"{pair.what} forward(<tokens {start} to {start + size - 1}>, use_cache=True), "
+                                       f"after {start} earlier tokens: {how}, where the cache keeps the last "
+                                       f"sliding_window_size = {window} positions only"))
+
+
+def window_rules(pair, x, start, size) -> list:
+    """SWA's window read on a cached call of the chunk x[:, start:start+size] (Pair.same's ``rules``), as
+    expect_window_attended reads it: a reduction wider than the window and the call's own tokens, where the
+    batch and the features are narrower than that (red team round 22: a class that told the call that reads
+    the window from the others by the watching's cost attended its whole history under a mask elsewhere)."""
+    window = design(pair)[2]
+    if pair.name != SWA or not window:
+        return []
+    allowed = max(window + size, x.shape[0], x.shape[-1], Model(pair).d_out)
+    what = f"{pair.what} forward(<tokens {start} to {start + size - 1}: {shape_str((x.shape[0], size, x.shape[-1]))}>, " \
+           "use_cache=True)"
+
+    def judge(reply):
+        if (reply.widest or 0) > allowed:
+            return (f"{what}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} entries at once, "
+                    f"after {start} earlier tokens: it attends over more keys than the sliding_window_size = {window} "
+                    f"positions kept before it and its own {size} tokens (at most {window + size})")
+        return None
+
+    return [(WINDOW, judge)]
 
 
 def decoded(grade, pair, x, chunks, also=lambda start, size: ()):
@@ -802,7 +850,8 @@ def _expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
         if number == 2:  # after two calls of this size: what a call leaves behind is in both readings
             before = grade.held_bytes()
         with torch.no_grad():  # as a decoder generates (a raise judged given the student's own helpers)
-            reply = pair.call(piece, use_cache=True, root_cause=helper_faults(grade, pair, x, chunk * number, chunk))
+            reply = pair.call(piece, use_cache=True, unwatched=True,
+                              root_cause=helper_faults(grade, pair, x, chunk * number, chunk))
     grown = grade.held_bytes() - before
     try:
         grade.expect_right(reply, expected().to(grade.device),
@@ -841,6 +890,7 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
     a batch, features and heads narrower than that, so that only the keys can be wider: a history kept
     whole where no memory reading shows it (a buffer allocated at import, written in place) and
     attended under a mask is seen by what it attends (issue 44). The last output must be right too."""
+    grade.reads_rule(WINDOW)
     pair = make(grade, SWA, d, d, 2, None, window, None)
     last = chunk * (chunks - 1)
     what = f"{pair.what} forward(<the last of {chunks} chunks: {shape_str((batch, chunk, d))}>, use_cache=True)"
@@ -976,16 +1026,23 @@ def expect_inputs_not_projected_again(grade, name, d_in=256):
         what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
         return measured_last_call(grade, pair, grade.randn(1, tokens, d_in), (tokens - 1, 1), what), what
 
+    def chunk_after(tokens, size):  # a chunk of several tokens too, as cached sequences feed them (round 22)
+        pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
+        what = (f"{pair.what} forward(<tokens {tokens - size + 1} to {tokens} of a sequence: [1, {size}, {d_in}]>, "
+                "use_cache=True)")
+        return measured_last_call(grade, pair, grade.randn(1, tokens, d_in), (tokens - size, size), what), what
+
     short, tokens = 32, 64
     short_reply, _ = one_token_after(short)
     reply, what = one_token_after(tokens)
     span = tokens * d_in
-    largest = max(reply.max_numel or 0, reply.max_operand or 0)
-    if largest * 2 > span:
-        raise CheckFailed(f"{what}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "
-                          f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
-                          "values are computed again; a KV cache keeps the keys and values themselves, each "
-                          "computed once, when its token arrives", ("cache-not-used",))
+    for measured, said in ((reply, what), chunk_after(tokens, 3)):
+        largest = max(measured.max_numel or 0, measured.max_operand or 0)
+        if largest * 2 > span:
+            raise CheckFailed(f"{said}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "
+                              f"take {span}): the call works on the inputs of the earlier tokens, so their keys and "
+                              "values are computed again; a KV cache keeps the keys and values themselves, each "
+                              "computed once, when its token arrives", ("cache-not-used",))
     if (reply.ops or 0) > (short_reply.ops or 0):
         raise CheckFailed(f"{what}: it made {reply.ops} torch operations after {tokens - 1} tokens but "
                           f"{short_reply.ops} after {short - 1}: each call works on the earlier tokens one by one "

@@ -123,3 +123,24 @@ def test_the_widest_reduction_that_keeps_entries_leaves_whole_tile_tests_out():
     assert along(lambda: rows.reshape(2, 32, 6, 16).amax(dim=(-2, -1))) == (96, 96, "amax")  # keys folded
     assert along(lambda: rows.softmax(-1)) == (96, 96, "_softmax")  # every key of a query at once
     assert along(lambda: rows[..., :16] @ torch.randn(16, 8))[:2] == (16, 16)  # a product over a key tile
+
+
+def test_torch_equal_counts_among_the_values_read_into_python():
+    """Red team round 22's p01: ``torch.equal`` compares two whole tensors into a Python bool, one bit a call that
+    no width weighs (torch tags it elementwise); it counts among the values read into Python, as ``bool()`` of a
+    test does (lesson.checks_05.expect_few_values_in_python)."""
+    from grader.authoring import CheckFailed
+    from grader.grading.fixture import Reply
+    from lesson.checks_05 import expect_few_values_in_python
+
+    x = torch.randn(2, 64)
+    tracer = make_tracer(frozenset(), True)
+    with tracer:
+        for bound in (-3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0):  # the maximum searched by whole comparisons
+            torch.equal(x.clamp(max=bound), x)
+    assert tracer.names.get("equal") == 8
+    reply = Reply(out=None, op_names=dict(tracer.names))
+    expect_few_values_in_python(reply, "a call", rows=2, blocks=4, block_size=16)  # 8 reads: one a block of each row
+    with pytest.raises(CheckFailed, match="read 9 values"):
+        expect_few_values_in_python(Reply(out=None, op_names={**tracer.names, "_local_scalar_dense": 1}), "a call",
+                                    rows=2, blocks=4, block_size=16, inputs=0)

@@ -1,0 +1,59 @@
+"""Rules read on every call of a class (red team round 22, tests/corpus/heldout/round22_red_team): a class's
+calls were watched only where a check measured them, so the watching's cost told those calls apart, and
+04's and 06's rules were read on those calls alone. Every call of a function or a module is watched now
+(but for the cached sequences whose memory the kernel's account reads), and 04's vectorised rule and 06's
+window are read on the comparing calls too (grader/grading/rules_read.py)."""
+from pathlib import Path
+
+import pytest
+
+from grader.submission import resolve_submission
+
+HELDOUT = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round22_red_team"
+MODULES = {"04_multi_head_attention": "multi_head_attention.py", "06_decoding_attention": "decoding_attention.py"}
+
+
+def _graded(grader, course, folder, assignment, text, exercises):
+    folder = folder / assignment
+    folder.mkdir(parents=True)
+    (folder / MODULES[assignment]).write_text(text)
+    result = grader.grade(resolve_submission(folder, course), (course.assignment(assignment),), seed=5,
+                          exercises=exercises)
+    return {e.name: e for e in result.assignments[0].exercises}
+
+
+ATTACKS = [  # (round 22's id, assignment, exercise, the attack's score there before)
+    ("c01_swa_measured_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    ("c02_mha04_measured_tell", "04_multi_head_attention", "MultiHeadAttention", 25.0),
+    ("c03_swa_window_start_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    ("c04_cached_mha_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["attack", "shape"])
+@pytest.mark.parametrize("attack,assignment,exercise,before", ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_a_class_that_tells_its_measured_call_apart_gains_nothing(grader, course, tmp_path, attack, assignment,
+                                                                   exercise, before, kind):
+    """Each round-22 class used code the rule forbids (a loop over the queries, the whole history kept and
+    attended, every query projected again from inputs kept in a list) except on the calls that read the rule,
+    hiding a slip of its rule-abiding code elsewhere: told apart by the watching's cost (``attack``: 100 where
+    its own code scores 90 to 99.52) or, once every call is watched, by the sizes of the calls that read the
+    rule (``shape``, written here). Neither scores more than the same code without the tell: its rule-abiding
+    code everywhere (``honest``), or where the round wrote it, the rule-breaking code everywhere (``plain``; c04's
+    re-projecting class scores 97.78 against the honest slip's 95.56 without any tell: the rule is worth less
+    than the slip, a price, not a forgery)."""
+    names = [kind, "honest"] + (["plain"] if (HELDOUT / f"{attack}__plain.py.txt").exists() else [])
+    scores = {name: _graded(grader, course, tmp_path / name, assignment,
+                            (HELDOUT / f"{attack}__{name}.py.txt").read_text(), (exercise,))[exercise].score
+              for name in names}
+    assert scores[kind] <= max(scores[name] for name in names[1:]) and scores[kind] < before, scores
+
+
+@pytest.mark.slow
+def test_the_honest_window_class_keeps_every_point(grader, course, tmp_path):
+    """Round 22's control: the sliding-window class whose cache is trimmed right on every call (and whose
+    window None is handled) loses nothing to the window read on every cached call."""
+    exercises = _graded(grader, course, tmp_path, "06_decoding_attention",
+                        (HELDOUT / "c01_swa_measured_tell__honestok.py.txt").read_text(), None)
+    assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
