@@ -27,7 +27,8 @@ def kept_where_read(exercises: list) -> list:
         kept: dict[str, bool] = {}
         for check in exercise.checks:
             for rule in check.rules_read:
-                kept[rule] = kept.get(rule, True) and check.status == "passed"
+                # (a check kept only as right given a helper of the student's found the rule broken by that helper)
+                kept[rule] = kept.get(rule, True) and check.status == "passed" and not check.forgiven_by
         if not any(kept.values()):
             continue
         for index, check in enumerate(exercise.checks):

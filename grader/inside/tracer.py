@@ -54,6 +54,9 @@ class Tracer:
         # maximum over them folded into dimensions of a block each, keeps an entry a query)
         self.widest_along = 0
         self.widest_along_op = ""
+        # with measure: each reducing operator's widest reduction, by its aten name (06's window: a softmax, a
+        # maximum or a sum over the keys, told from a product's sum over the features by the operator)
+        self.widths: dict[str, int] = {}
         # a whole tensor reduced to one true-or-false entry, not yet read into Python: id -> (width, name). Read
         # there (``if not torch.isfinite(x).all():``), it is a test of the input, which decides what runs and
         # adds nothing to the output; its width is not a reduction the block rules weigh (a learner's input
@@ -206,6 +209,8 @@ def _mode_classes() -> tuple:
                     width = max(width, args[0].numel())
                 if width and _complex(tensors):
                     width *= 2
+                if width > tracer.widths.get(name, 0):
+                    tracer.widths[name] = width
                 read = False  # a test read into Python here
                 if name == "_local_scalar_dense" and args:
                     test = tracer.tests.get(id(args[0]))

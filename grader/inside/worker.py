@@ -538,7 +538,8 @@ class Server:
             reply.update(ops=tracer.count, op_names=tracer.names, max_numel=tracer.max_numel,
                          max_operand=tracer.max_operand,
                          widest=tracer.widest, widest_op=tracer.widest_op,
-                         widest_along=tracer.widest_along, widest_along_op=tracer.widest_along_op)
+                         widest_along=tracer.widest_along, widest_along_op=tracer.widest_along_op,
+                         widths=tracer.widths)
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)
             if t._version != version or not torch.equal(t.detach(), copy)

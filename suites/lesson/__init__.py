@@ -7,7 +7,13 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import stand_ins
+from grader.authoring import CheckFailed, StudentFault, stand_ins
+
+VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
+# operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
+# copy of a non-contiguous input before a view (measured: one); a loop over the tokens makes a few a token (a
+# product, a softmax, a slice) for each token more or fewer
+LAYOUT_OPS = 4
 
 JOURNEY = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
            (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
@@ -89,3 +95,41 @@ def every_call(grade, check_one, calls):
 stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_product_attention", "causal_mask",
           "padding_mask", "split_heads", "merge_heads", "split_qkv", "repeat_kv", "sliding_window_mask",
           "SelfAttention_v1", "SelfAttention_v2")
+
+
+def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, limit=None):
+    """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
+    operations and was right: its count and the same call's on another sequence of the same batch
+    (``call_with(other)``, right too, giving its count: twice the tokens and at least 32, within ``limit``; 2 where
+    that is not longer) are as many (within LAYOUT_OPS) and within what the reference's count allows
+    (``count_reference()`` counts it, Grade.expect_few_operations). Code that loops over the tokens where the rule is
+    not read breaks it here (red team rounds 22 and 22b: a loop over the queries wherever the vectorised code, right
+    on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length); a broken rule
+    costs a right answer only where the vectorised check found the rule kept (grader.grading.rules_read). Only where
+    the reference runs here (Grade.live_reference)."""
+    if not grade.live_reference or ops is None:
+        return
+    other = max(2 * tokens, 32) if limit is None else min(max(2 * tokens, 32), limit)
+    if other < tokens + 4:  # a sequence as long as it may be: a shorter one
+        other = 2
+    if abs(other - tokens) < 2:
+        return
+    how = None
+    try:
+        other_ops = call_with(other)
+    except (CheckFailed, StudentFault) as failure:
+        said = str(getattr(failure, "message", failure)).splitlines()[0][:300]
+        how = (f"{what} was right, but the same call on {other} tokens of the same batch was not ({said}), so the code "
+               "that answered could not be seen to be the vectorised code the rule asks for")
+    else:
+        try:
+            count_reference()
+            grade.expect_few_operations(name, ops, other_ops)
+        except CheckFailed as failure:
+            how = f"{what}: {failure.message}"
+        else:
+            if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
+                how = (f"{what} made {ops} torch operations, and the same call {other_ops} on {other} tokens of the "
+                       "same batch: its code loops over tokens on calls like this one")
+    if how:
+        grade.rules_broken.append((VECTORISED, how))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose, shape_mismatch
-from lesson import mistaken
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose, shape_mismatch,
+                              shape_str)
+from lesson import VECTORISED, mistaken, vectorised_on
 
 
 def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
@@ -248,17 +249,44 @@ def simple_attention_mistakes(x) -> list:
 
 def simple_attention_same(grade, x, grad=False):
     """simple_self_attention matches the reference; if not, say whether the student's own softmax or
-    attention_scores is to blame (the root cause), or which mistake of its own explains the output."""
+    attention_scores is to blame (the root cause), or which mistake of its own explains the output. The
+    vectorised rule is read on the call too (:func:`vectorised_here`)."""
     right = mistaken.safe_softmax(x @ x.transpose(-2, -1)) @ x
+    counted = []
     grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
                explain=lambda out: mistaken.UNSTABLE if diagnose.unstable(out, right) else None,
-               mistakes=simple_attention_mistakes(x))
+               mistakes=simple_attention_mistakes(x), rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+    vectorised_here(grade, "simple_self_attention", x, grad, counted)
 
 
 def attention_scores_same(grade, x, grad=False):
     """attention_scores matches the reference; a raise on a batch that one sequence of it does not cause
-    is explained (the transpose of the last two dimensions)."""
-    grade.same("attention_scores", x, grad=grad, root_cause=batched_crash_explained(grade, x))
+    is explained (the transpose of the last two dimensions). The vectorised rule is read on the call too."""
+    counted = []
+    grade.same("attention_scores", x, grad=grad, root_cause=batched_crash_explained(grade, x),
+               rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+    vectorised_here(grade, "attention_scores", x, grad, counted)
+
+
+def vectorised_here(grade, name, x, grad, counted):
+    """``name``'s vectorised rule read on a right comparing call of ``x`` (its count in ``counted``;
+    lesson.vectorised_on): the same function on another sequence of as many batch dimensions and features,
+    from a generator of its own (the check's other inputs are drawn as before). Red team round 22b: a loop over
+    the tokens of a batched input, where the rule was read on plain [T, d] inputs only, hid a transpose of every
+    dimension."""
+    if not counted or x.ndim < 2 or x.shape[-2] < 2:
+        return
+    tokens = x.shape[-2]
+    generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.ndim))
+
+    def call_with(other):
+        x_other = torch.randn(*x.shape[:-2], other, x.shape[-1], generator=generator, dtype=torch.float64)
+        seen = []
+        grade.same(name, x_other.to(x.dtype), grad=grad, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
+        return seen[0] if seen else None
+
+    vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with)
 
 
 def batched_crash_explained(grade, x):
@@ -287,6 +315,7 @@ def batched_crash_explained(grade, x):
 
 def scores_not_growing(grade, short, long):
     """attention_scores makes as many torch operations on ``long`` (more tokens) as on ``short``."""
+    grade.reads_rule(VECTORISED)
     few = grade.measured("attention_scores", short).ops
     many = grade.measured("attention_scores", long).ops
     grade.expect_not_growing("attention_scores", few, many)
@@ -295,6 +324,7 @@ def scores_not_growing(grade, short, long):
 def simple_attention_not_growing(grade, short, long):
     """simple_self_attention makes as many torch operations on ``long`` as on ``short``; a loop that is
     the student's own attention_scores' or softmax's is charged there (the root cause)."""
+    grade.reads_rule(VECTORISED)
     few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short)).ops
     many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long)).ops
     grade.expect_not_growing("simple_self_attention", few, many, helpers=[

@@ -17,7 +17,7 @@ import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
                               shape_mismatch, shape_str)
-from lesson import mistaken
+from lesson import VECTORISED, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import student_module
@@ -116,45 +116,22 @@ def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=N
     return out
 
 
-VECTORISED = "vectorised"  # the rule expect_vectorised reads (Grade.reads_rule)
-# operations a vectorised class may make more or fewer on one input than on another of the same batch: a copy of a
-# non-contiguous input before a view (measured: one); a loop over the tokens makes a few a token (a product, a
-# softmax, a slice) for each token more or fewer
-LAYOUT_OPS = 4
-
-
 def vectorised_here(grade, pair, x, grad, ops):
-    """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right:
-    the same instance on another sequence of the same batch (twice the tokens and at least 32, within
-    context_length; 2 where that is not longer), whose output must be right too, makes as many (within
-    LAYOUT_OPS). A class that loops over the tokens where
-    the rule is not read (red team round 22: a loop over the queries wherever its vectorised code, right on the
-    vectorised check's batch of one, was wrong) breaks it here; a broken rule costs a right answer only where
-    the vectorised check found the rule kept (grader.grading.rules_read). Inputs from a generator of their own:
-    the check's other inputs are drawn as before."""
+    """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right
+    (lesson.vectorised_on): the same instance on another sequence of the same batch, within context_length.
+    Inputs from a generator of their own: the check's other inputs are drawn as before."""
     batch, tokens, features = x.shape
-    context = argument(pair, "context_length") if pair.name == MHA else None
-    other = max(2 * tokens, 32) if context is None else min(max(2 * tokens, 32), context)
-    if other < tokens + 4:  # a sequence as long as the context: a shorter one
-        other = 2
-    if abs(other - tokens) < 2:
-        return
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + batch))
-    x_long = torch.randn(batch, other, features, generator=generator, dtype=torch.float64).to(x.dtype)
-    counted, how = [], None
-    what = f"{pair.what} forward(<{shape_str(x.shape)}>)"
-    try:
-        pair.same(x_long, grad=grad, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
-    except (CheckFailed, StudentFault) as failure:
-        said = str(getattr(failure, "message", failure)).splitlines()[0][:300]
-        how = (f"{what} was right, but the same instance on {other} tokens of the same batch was not ({said}), "
-               "so its code on this call could not be seen to be the vectorised code the rule asks for")
-    else:
-        if counted and abs(counted[0] - ops) > LAYOUT_OPS:
-            how = (f"{what} made {ops} torch operations, and the same instance {counted[0]} on {other} tokens of "
-                   "the same batch: its code loops over tokens on calls like this one")
-    if how:
-        grade.rules_broken.append((VECTORISED, how))
+
+    def call_with(other):
+        x_other = torch.randn(batch, other, features, generator=generator, dtype=torch.float64).to(x.dtype)
+        counted = []
+        pair.same(x_other, grad=grad, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+        return counted[0] if counted else None
+
+    vectorised_on(grade, pair.name, f"{pair.what} forward(<{shape_str(x.shape)}>)", tokens, ops,
+                  lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with,
+                  argument(pair, "context_length") if pair.name == MHA else None)
 
 
 def causal_module_check(grade, pair, x, check):

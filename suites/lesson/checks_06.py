@@ -702,6 +702,11 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
 
 
 WINDOW = "the sliding window"  # the rule expect_window_attended reads (Grade.reads_rule)
+# operators whose reduction in attention is over the keys (a softmax and its parts), and attention in one operator
+KEY_REDUCTIONS = frozenset({
+    "_softmax", "_safe_softmax", "_log_softmax", "logsumexp", "amax", "max", "sum", "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable"})
 
 
 def window_kept(grade, pair, x, start, size):
@@ -729,21 +734,32 @@ def window_kept(grade, pair, x, start, size):
 def window_rules(pair, x, start, size) -> list:
     """SWA's window read on a cached call of the chunk x[:, start:start+size] (Pair.same's ``rules``), as
     expect_window_attended reads it: a reduction wider than the window and the call's own tokens, where the
-    batch and the features are narrower than that (red team round 22: a class that told the call that reads
-    the window from the others by the watching's cost attended its whole history under a mask elsewhere)."""
-    window = design(pair)[2]
+    batch and the features are narrower than that, and whatever the features' width, one by an operator that
+    reduces over the keys in attention (KEY_REDUCTIONS). Red team rounds 22 and 22b: a class that told the call
+    reading the window from the others (by the watching's cost, then by the features' width) attended its whole
+    history under a mask elsewhere."""
+    heads, _, window = design(pair)
     if pair.name != SWA or not window:
         return []
-    allowed = max(window + size, x.shape[0], x.shape[-1], Model(pair).d_out)
+    model = Model(pair)
+    allowed = max(window + size, x.shape[0], x.shape[-1], model.d_out)
+    # a softmax, a maximum, a sum over the keys (or attention in one operator), whatever the features' width: the
+    # keys, or the batch, the heads or a head's features of an operator that takes them all (round 22b's e01: a
+    # history kept beside a trimmed cache and attended whole where the features are wider than it)
+    over_keys = max(window + size, x.shape[0], heads, model.head_dim)
     what = f"{pair.what} forward(<tokens {start} to {start + size - 1}: {shape_str((x.shape[0], size, x.shape[-1]))}>, " \
            "use_cache=True)"
 
     def judge(reply):
-        if (reply.widest or 0) > allowed:
-            return (f"{what}: an operation ({reply.widest_op}, as torch runs it) reduced {reply.widest} entries at once, "
-                    f"after {start} earlier tokens: it attends over more keys than the sliding_window_size = {window} "
-                    f"positions kept before it and its own {size} tokens (at most {window + size})")
-        return None
+        widest, name = max(((width or 0, name) for name, width in reply.widths.items() if name in KEY_REDUCTIONS),
+                           default=(0, ""))
+        if widest <= over_keys:
+            widest, name = reply.widest or 0, reply.widest_op
+            if widest <= allowed:
+                return None
+        return (f"{what}: an operation ({name}, as torch runs it) reduced {widest} entries at once, "
+                f"after {start} earlier tokens: it attends over more keys than the sliding_window_size = {window} "
+                f"positions kept before it and its own {size} tokens (at most {window + size})")
 
     return [(WINDOW, judge)]
 
@@ -1026,17 +1042,18 @@ def expect_inputs_not_projected_again(grade, name, d_in=256):
         what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"
         return measured_last_call(grade, pair, grade.randn(1, tokens, d_in), (tokens - 1, 1), what), what
 
-    def chunk_after(tokens, size):  # a chunk of several tokens too, as cached sequences feed them (round 22)
+    def chunk_after(tokens, size, batch):  # a chunk of several tokens of a batch too, as cached sequences feed
+        # them (red team rounds 22 and 22b: code that works on the inputs it kept where these calls did not look)
         pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
-        what = (f"{pair.what} forward(<tokens {tokens - size + 1} to {tokens} of a sequence: [1, {size}, {d_in}]>, "
+        what = (f"{pair.what} forward(<tokens {tokens - size + 1} to {tokens} of a sequence: {shape_str((batch, size, d_in))}>, "
                 "use_cache=True)")
-        return measured_last_call(grade, pair, grade.randn(1, tokens, d_in), (tokens - size, size), what), what
+        return measured_last_call(grade, pair, grade.randn(batch, tokens, d_in), (tokens - size, size), what), what
 
     short, tokens = 32, 64
     short_reply, _ = one_token_after(short)
     reply, what = one_token_after(tokens)
-    span = tokens * d_in
-    for measured, said in ((reply, what), chunk_after(tokens, 3)):
+    for batch, (measured, said) in ((1, (reply, what)), (2, chunk_after(tokens, 3, 2))):
+        span = batch * tokens * d_in
         largest = max(measured.max_numel or 0, measured.max_operand or 0)
         if largest * 2 > span:
             raise CheckFailed(f"{said}: it worked on a tensor of {largest} entries (the inputs of all {tokens} tokens "

@@ -10,7 +10,8 @@ import pytest
 from grader.submission import resolve_submission
 
 HELDOUT = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round22_red_team"
-MODULES = {"04_multi_head_attention": "multi_head_attention.py", "06_decoding_attention": "decoding_attention.py"}
+MODULES = {"01_attention_basics": "attention_basics.py", "04_multi_head_attention": "multi_head_attention.py",
+           "06_decoding_attention": "decoding_attention.py"}
 
 
 def _graded(grader, course, folder, assignment, text, exercises):
@@ -20,6 +21,14 @@ def _graded(grader, course, folder, assignment, text, exercises):
     result = grader.grade(resolve_submission(folder, course), (course.assignment(assignment),), seed=5,
                           exercises=exercises)
     return {e.name: e for e in result.assignments[0].exercises}
+
+
+def _scores(grader, course, tmp_path, folder, attack, assignment, exercise, kind) -> dict:
+    """``kind``'s score on ``exercise`` beside its honest form's and, where the round wrote one, its plain form's
+    (the rule-breaking code everywhere, with no tell)."""
+    names = [kind, "honest"] + (["plain"] if (folder / f"{attack}__plain.py.txt").exists() else [])
+    return {name: _graded(grader, course, tmp_path / name, assignment, (folder / f"{attack}__{name}.py.txt").read_text(),
+                          (exercise,))[exercise].score for name in names}
 
 
 ATTACKS = [  # (round 22's id, assignment, exercise, the attack's score there before)
@@ -43,11 +52,9 @@ def test_a_class_that_tells_its_measured_call_apart_gains_nothing(grader, course
     code everywhere (``honest``), or where the round wrote it, the rule-breaking code everywhere (``plain``; c04's
     re-projecting class scores 97.78 against the honest slip's 95.56 without any tell: the rule is worth less
     than the slip, a price, not a forgery)."""
-    names = [kind, "honest"] + (["plain"] if (HELDOUT / f"{attack}__plain.py.txt").exists() else [])
-    scores = {name: _graded(grader, course, tmp_path / name, assignment,
-                            (HELDOUT / f"{attack}__{name}.py.txt").read_text(), (exercise,))[exercise].score
-              for name in names}
-    assert scores[kind] <= max(scores[name] for name in names[1:]) and scores[kind] < before, scores
+    scores = _scores(grader, course, tmp_path, HELDOUT, attack, assignment, exercise, kind)
+    assert scores[kind] <= max(score for name, score in scores.items() if name != kind), scores
+    assert scores[kind] < before, scores
 
 
 @pytest.mark.slow
@@ -57,3 +64,33 @@ def test_the_honest_window_class_keeps_every_point(grader, course, tmp_path):
     exercises = _graded(grader, course, tmp_path, "06_decoding_attention",
                         (HELDOUT / "c01_swa_measured_tell__honestok.py.txt").read_text(), None)
     assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
+
+
+ROUND_22B = [  # (round 22b's id, assignment, exercise, the attack's score there before)
+    ("e01_swa_history_outside_cache", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    ("e02_cmha_kept_inputs_batch_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
+    ("e03_scores_batched_loop", "01_attention_basics", "attention_scores", 15.0),
+    ("e04_mha04_padded_loop", "04_multi_head_attention", "MultiHeadAttention", 25.0),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack,assignment,exercise,before", ROUND_22B, ids=[a[0] for a in ROUND_22B])
+def test_a_rule_read_only_on_the_inputs_its_check_chooses_is_read_on_every_call(grader, course, tmp_path, attack,
+                                                                                assignment, exercise, before):
+    """Round 22b (tests/corpus/heldout/round22b_red_team), once every call was watched: code the rule forbids
+    wherever the rule's own check could not see it, by the inputs that check chooses, hiding a slip of the
+    rule-abiding code: e01 a sliding-window class keeping its history beside a trimmed cache and attending it
+    whole where the features were wider than it (the window read by operators that reduce over the keys now);
+    e02 CachedMultiHeadAttention projecting kept inputs again on batches of more than one (the keys-once check
+    reads a batch of two); e03 attention_scores looping over the tokens of batched inputs (01's functions read
+    the rule on every comparing call); e04 04's loop padded to as many rounds at every length (a comparing
+    call's count is held to the reference's bound). None scores more than its honest or its plain form."""
+    folder = HELDOUT.parent / "round22b_red_team"
+    scores = _scores(grader, course, tmp_path, folder, attack, assignment, exercise, "attack")
+    assert scores["attack"] <= max(score for name, score in scores.items() if name != "attack"), scores
+    assert scores["attack"] < before, scores
+    honestok = folder / f"{attack}__honestok.py.txt"
+    if honestok.exists():  # the slip fixed: every point
+        assert _graded(grader, course, tmp_path / "ok", assignment, honestok.read_text(),
+                       (exercise,))[exercise].score == before
