@@ -429,6 +429,13 @@ class Grade:
         return reply
 
     @property
+    def counts_seen(self) -> dict:
+        """This submission's right calls' operation counts, kept across its checks by what a rule tells them
+        apart by (lesson.vectorised_on: the function or instance and its sizes but the tokens) -> a list of
+        (tokens, count): a count read once is compared with the others', not read again."""
+        return self.session.counts_seen
+
+    @property
     def live_reference(self) -> bool:
         """Whether the reference runs here (neither recorded nor replayed): a check may use it beyond what a
         recording holds (a rule read with a call of its own, lesson.checks_04.vectorised_here)."""

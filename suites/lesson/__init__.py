@@ -97,38 +97,50 @@ stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_produc
           "SelfAttention_v1", "SelfAttention_v2")
 
 
-def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, limit=None):
+def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, kind, limit=None):
     """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
-    operations and was right: its count and the same call's on another sequence of the same batch
-    (``call_with(other)``, right too, giving its count: twice the tokens and at least 32, within ``limit``; 2 where
-    that is not longer) are as many (within LAYOUT_OPS) and within what the reference's count allows
-    (``count_reference()`` counts it, Grade.expect_few_operations). Code that loops over the tokens where the rule is
-    not read breaks it here (red team rounds 22 and 22b: a loop over the queries wherever the vectorised code, right
-    on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length); a broken rule
-    costs a right answer only where the vectorised check found the rule kept (grader.grading.rules_read). Only where
-    the reference runs here (Grade.live_reference)."""
+    operations and was right: its count and that of a call of the same ``kind`` (the function or instance, and
+    the call's sizes but the tokens) on another number of tokens, also right, are as many (within LAYOUT_OPS),
+    and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
+    where either is more than any vectorised call may make. The other call is one seen before in this
+    submission's checks (Grade.counts_seen), or made now (``call_with(other)``, giving its count: twice the tokens
+    and at least 32, within ``limit``; 2 where that is not longer). Code that loops over the tokens where the rule
+    is not read breaks it here (red team rounds 22 and 22b: a loop over the queries wherever the vectorised code,
+    right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length); a broken
+    rule costs a right answer only where the vectorised check found the rule kept (grader.grading.rules_read).
+    Only where the reference runs here (Grade.live_reference)."""
+    from grader.authoring import operations_allowed
+
     if not grade.live_reference or ops is None:
         return
-    other = max(2 * tokens, 32) if limit is None else min(max(2 * tokens, 32), limit)
-    if other < tokens + 4:  # a sequence as long as it may be: a shorter one
-        other = 2
-    if abs(other - tokens) < 2:
-        return
+    seen = grade.counts_seen.setdefault((name, kind), [])
+    earlier = next(((t, count) for t, count in seen if abs(t - tokens) >= 2), None)
     how = None
-    try:
-        other_ops = call_with(other)
-    except (CheckFailed, StudentFault) as failure:
-        said = str(getattr(failure, "message", failure)).splitlines()[0][:300]
-        how = (f"{what} was right, but the same call on {other} tokens of the same batch was not ({said}), so the code "
-               "that answered could not be seen to be the vectorised code the rule asks for")
-    else:
+    if earlier is None:
+        other = max(2 * tokens, 32) if limit is None else min(max(2 * tokens, 32), limit)
+        if other < tokens + 4:  # a sequence as long as it may be: a shorter one
+            other = 2
+        if abs(other - tokens) < 2:
+            return
         try:
-            count_reference()
-            grade.expect_few_operations(name, ops, other_ops)
+            earlier = (other, call_with(other))
+        except (CheckFailed, StudentFault) as failure:
+            said = str(getattr(failure, "message", failure)).splitlines()[0][:300]
+            how = (f"{what} was right, but the same call on {other} tokens of the same batch was not ({said}), so the "
+                   "code that answered could not be seen to be the vectorised code the rule asks for")
+        else:
+            seen.append(earlier)
+    seen.append((tokens, ops))
+    if how is None and earlier[1] is not None:
+        other, other_ops = earlier
+        try:
+            if max(ops, other_ops) > operations_allowed(0):  # more than the least any vectorised call may make
+                count_reference()
+                grade.expect_few_operations(name, ops, other_ops)
         except CheckFailed as failure:
             how = f"{what}: {failure.message}"
         else:
-            if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
+            if abs(other_ops - ops) > LAYOUT_OPS:
                 how = (f"{what} made {ops} torch operations, and the same call {other_ops} on {other} tokens of the "
                        "same batch: its code loops over tokens on calls like this one")
     if how:

@@ -286,7 +286,8 @@ def vectorised_here(grade, name, x, grad, counted):
         return seen[0] if seen else None
 
     vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
-                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with)
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
+                  (tuple(x.shape[:-2]), x.shape[-1], str(x.dtype), bool(grad)))
 
 
 def batched_crash_explained(grade, x):

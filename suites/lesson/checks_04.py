@@ -129,8 +129,9 @@ def vectorised_here(grade, pair, x, grad, ops):
         pair.same(x_other, grad=grad, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
         return counted[0] if counted else None
 
+    kind = (pair.what, batch, features, str(x.dtype), bool(grad))  # the instance as made, the call but its tokens
     vectorised_on(grade, pair.name, f"{pair.what} forward(<{shape_str(x.shape)}>)", tokens, ops,
-                  lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with,
+                  lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with, kind,
                   argument(pair, "context_length") if pair.name == MHA else None)
 
 
