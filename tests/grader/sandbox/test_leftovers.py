@@ -12,15 +12,19 @@ import pytest
 
 from grader.sandbox import leftovers
 from grader.sandbox.cgroups import available, candidate_folders
-from grader.sandbox.confine import FIRST_UID
+from grader.sandbox.confine import FIRST_UID, UIDS_PER_PROCESS
 
 ROOT = Path(__file__).resolve().parents[3]
 SLEEPY = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text() + \
     "\nimport time\n_sleep = softmax\ndef softmax(x, dim=-1):\n    time.sleep(60)\n    return _sleep(x, dim)\n"
 
 
-def submission_processes() -> list[int]:
-    """Processes running as a submission's uid, anywhere on this machine."""
+def submission_processes(grader_pid: int | None = None) -> list[int]:
+    """Processes running as a submission's uid, anywhere on this machine; with ``grader_pid``, as a uid of the
+    block of that grading process (grader.sandbox.confine.submission_uid: its pid's), so that the gradings of
+    tests running beside this one (another pytest worker's) are not counted."""
+    low, high = (FIRST_UID, None) if grader_pid is None else \
+        (FIRST_UID + grader_pid * UIDS_PER_PROCESS, FIRST_UID + (grader_pid + 1) * UIDS_PER_PROCESS)
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -29,7 +33,7 @@ def submission_processes() -> list[int]:
                            if line.startswith("Uid:"))
             except (OSError, StopIteration):
                 continue
-            if uid >= FIRST_UID:
+            if uid >= low and (high is None or uid < high):
                 found.append(int(entry.name))
     return found
 
@@ -100,7 +104,6 @@ def test_grade_check_killed_mid_submission_leaves_nothing_the_next_grader_does_n
     (folder / "attention_basics.py").write_text(SLEEPY)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    before = set(submission_processes())
     check = subprocess.Popen([sys.executable, "-m", "grader", "check", "--submission", str(folder), "--seed", "1"],
                              cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -110,7 +113,7 @@ def test_grade_check_killed_mid_submission_leaves_nothing_the_next_grader_does_n
     finally:
         check.kill()
         check.wait()
-    wait_for(lambda: not (set(submission_processes()) - before) or None, 10)  # died with its sandbox
+    wait_for(lambda: not submission_processes(check.pid) or None, 10)  # died with its sandbox
     assert all(path.exists() for path in left)
     leftovers.sweep([scratch])  # as the next grader does when it starts
     assert list(scratch.iterdir()) == []
