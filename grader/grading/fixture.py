@@ -438,7 +438,7 @@ class Grade:
     @property
     def live_reference(self) -> bool:
         """Whether the reference runs here (neither recorded nor replayed): a check may use it beyond what a
-        recording holds (a rule read with a call of its own, lesson.checks_04.vectorised_here)."""
+        recording holds (a rule read with a call of its own, lesson.vectorised_on)."""
         return self.session.recording is None
 
     def reads_rule(self, rule: str) -> None:

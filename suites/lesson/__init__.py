@@ -7,7 +7,7 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, StudentFault, stand_ins
+from grader.authoring import CheckFailed, StudentFault, operations_allowed, stand_ins
 
 VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
 # operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
@@ -109,8 +109,6 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
     right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length); a broken
     rule costs a right answer only where the vectorised check found the rule kept (grader.grading.rules_read).
     Only where the reference runs here (Grade.live_reference)."""
-    from grader.authoring import operations_allowed
-
     if not grade.live_reference or ops is None:
         return
     seen = grade.counts_seen.setdefault((name, kind), [])

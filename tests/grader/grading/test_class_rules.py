@@ -31,30 +31,46 @@ def _scores(grader, course, tmp_path, folder, attack, assignment, exercise, kind
                           (exercise,))[exercise].score for name in names}
 
 
-ATTACKS = [  # (round 22's id, assignment, exercise, the attack's score there before)
-    ("c01_swa_measured_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
-    ("c02_mha04_measured_tell", "04_multi_head_attention", "MultiHeadAttention", 25.0),
-    ("c03_swa_window_start_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
-    ("c04_cached_mha_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
+ROUND_22, ROUND_22B = HELDOUT, HELDOUT.parent / "round22b_red_team"
+CASES = [  # (the round's folder, its id, assignment, exercise, the attack's score there before, the tell)
+    (ROUND_22, "c01_swa_measured_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    (ROUND_22, "c02_mha04_measured_tell", "04_multi_head_attention", "MultiHeadAttention", 25.0),
+    (ROUND_22, "c03_swa_window_start_tell", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    (ROUND_22, "c04_cached_mha_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
+    (ROUND_22B, "e01_swa_history_outside_cache", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
+    (ROUND_22B, "e02_cmha_kept_inputs_batch_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
+    (ROUND_22B, "e03_scores_batched_loop", "01_attention_basics", "attention_scores", 15.0),
+    (ROUND_22B, "e04_mha04_padded_loop", "04_multi_head_attention", "MultiHeadAttention", 25.0),
 ]
+TELLS = [(*case, "attack") for case in CASES] + [(*case, "shape") for case in CASES if case[0] == ROUND_22]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["attack", "shape"])
-@pytest.mark.parametrize("attack,assignment,exercise,before", ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_a_class_that_tells_its_measured_call_apart_gains_nothing(grader, course, tmp_path, attack, assignment,
-                                                                   exercise, before, kind):
-    """Each round-22 class used code the rule forbids (a loop over the queries, the whole history kept and
-    attended, every query projected again from inputs kept in a list) except on the calls that read the rule,
-    hiding a slip of its rule-abiding code elsewhere: told apart by the watching's cost (``attack``: 100 where
-    its own code scores 90 to 99.52) or, once every call is watched, by the sizes of the calls that read the
-    rule (``shape``, written here). Neither scores more than the same code without the tell: its rule-abiding
-    code everywhere (``honest``), or where the round wrote it, the rule-breaking code everywhere (``plain``; c04's
+@pytest.mark.parametrize("folder,attack,assignment,exercise,before,kind", TELLS,
+                         ids=[f"{t[1]}-{t[5]}" for t in TELLS])
+def test_a_class_that_tells_the_calls_reading_its_rule_apart_gains_nothing(grader, course, tmp_path, folder, attack,
+                                                                            assignment, exercise, before, kind):
+    """Each class used code the rule forbids except on the calls that read the rule, hiding a slip of its
+    rule-abiding code elsewhere. Round 22: told apart by the watching's cost (``attack``: 100 where its own code
+    scores 90 to 99.52; a loop over the queries, the whole history kept and attended, every query projected again
+    from inputs kept in a list) or, once every call is watched, by the sizes of the calls that read the rule
+    (``shape``, written here). Round 22b (tests/corpus/heldout/round22b_red_team): by the inputs the rule's own
+    check chooses: e01 a sliding-window class keeping its history beside a trimmed cache and attending it whole
+    where the features were wider than it (the window read by operators that reduce over the keys now); e02
+    CachedMultiHeadAttention projecting kept inputs again on batches of more than one (the keys-once check reads a
+    batch of two); e03 attention_scores looping over the tokens of batched inputs (01's functions read the rule on
+    every comparing call); e04 04's loop padded to as many rounds at every length (a comparing call's count is
+    held to the reference's bound). None scores more than the same code without the tell: its rule-abiding code
+    everywhere (``honest``), or where the round wrote it, the rule-breaking code everywhere (``plain``; c04's
     re-projecting class scores 97.78 against the honest slip's 95.56 without any tell: the rule is worth less
-    than the slip, a price, not a forgery)."""
-    scores = _scores(grader, course, tmp_path, HELDOUT, attack, assignment, exercise, kind)
+    than the slip, a price, not a forgery). Round 22b's slips fixed (``honestok``) keep every point."""
+    scores = _scores(grader, course, tmp_path, folder, attack, assignment, exercise, kind)
     assert scores[kind] <= max(score for name, score in scores.items() if name != kind), scores
     assert scores[kind] < before, scores
+    honestok = folder / f"{attack}__honestok.py.txt"
+    if folder == ROUND_22B and honestok.exists():  # round 22's control is graded whole below
+        assert _graded(grader, course, tmp_path / "ok", assignment, honestok.read_text(),
+                       (exercise,))[exercise].score == before
 
 
 @pytest.mark.slow
@@ -64,33 +80,3 @@ def test_the_honest_window_class_keeps_every_point(grader, course, tmp_path):
     exercises = _graded(grader, course, tmp_path, "06_decoding_attention",
                         (HELDOUT / "c01_swa_measured_tell__honestok.py.txt").read_text(), None)
     assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
-
-
-ROUND_22B = [  # (round 22b's id, assignment, exercise, the attack's score there before)
-    ("e01_swa_history_outside_cache", "06_decoding_attention", "MultiHeadAttentionWithSWA", 15.0),
-    ("e02_cmha_kept_inputs_batch_tell", "06_decoding_attention", "CachedMultiHeadAttention", 20.0),
-    ("e03_scores_batched_loop", "01_attention_basics", "attention_scores", 15.0),
-    ("e04_mha04_padded_loop", "04_multi_head_attention", "MultiHeadAttention", 25.0),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("attack,assignment,exercise,before", ROUND_22B, ids=[a[0] for a in ROUND_22B])
-def test_a_rule_read_only_on_the_inputs_its_check_chooses_is_read_on_every_call(grader, course, tmp_path, attack,
-                                                                                assignment, exercise, before):
-    """Round 22b (tests/corpus/heldout/round22b_red_team), once every call was watched: code the rule forbids
-    wherever the rule's own check could not see it, by the inputs that check chooses, hiding a slip of the
-    rule-abiding code: e01 a sliding-window class keeping its history beside a trimmed cache and attending it
-    whole where the features were wider than it (the window read by operators that reduce over the keys now);
-    e02 CachedMultiHeadAttention projecting kept inputs again on batches of more than one (the keys-once check
-    reads a batch of two); e03 attention_scores looping over the tokens of batched inputs (01's functions read
-    the rule on every comparing call); e04 04's loop padded to as many rounds at every length (a comparing
-    call's count is held to the reference's bound). None scores more than its honest or its plain form."""
-    folder = HELDOUT.parent / "round22b_red_team"
-    scores = _scores(grader, course, tmp_path, folder, attack, assignment, exercise, "attack")
-    assert scores["attack"] <= max(score for name, score in scores.items() if name != "attack"), scores
-    assert scores["attack"] < before, scores
-    honestok = folder / f"{attack}__honestok.py.txt"
-    if honestok.exists():  # the slip fixed: every point
-        assert _graded(grader, course, tmp_path / "ok", assignment, honestok.read_text(),
-                       (exercise,))[exercise].score == before
