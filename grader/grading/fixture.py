@@ -60,6 +60,7 @@ class Reply:
     widest_along: int | None = None  # with measure: the widest reduction by an operator whose result kept more
     widest_along_op: str | None = None  # than one entry (grader.inside.tracer), and that operator's name
     widths: dict = field(default_factory=dict)  # with measure: each reducing operator's widest reduction, by name
+    sizes: dict = field(default_factory=dict)  # with measure: each operator's largest result (entries), by name
 
 
 def reply_of(reply: dict) -> Reply:
@@ -85,6 +86,7 @@ def reply_of(reply: dict) -> Reply:
             widest_along=_count(reply.get("widest_along")),
             widest_along_op=None if reply.get("widest_along_op") is None else str(reply["widest_along_op"]),
             widths={str(name): _count(width) for name, width in dict(reply.get("widths") or {}).items()},
+            sizes={str(name): _count(size) for name, size in dict(reply.get("sizes") or {}).items()},
             grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise StudentFault("error", "the process running your code sent back a reply that is not "

@@ -1,5 +1,5 @@
-"""Rules read on every call: an answer given by code that breaks a rule earns nothing where the student's
-code keeps that rule on the calls that read it (red team round 20c of issue 44).
+"""Rules read on every call: a rule broken on any call costs what the checks that read it weigh (red team
+rounds 20c and 23 of issue 44).
 
 Some rules of the contract are read from how the code runs, by the worker's tracer: 05's block rule (no
 operation reduces over more than ``block_size`` entries), its score matrix (never built whole). Checks that
@@ -9,11 +9,12 @@ A function can tell the two apart by their inputs (the gradient checks' inputs r
 shapes are named in the feedback) and break a rule only where it is not read, with code whose answer is
 right where its rule-abiding code's is not (whole rows, whose gradient on a far-below block is not NaN).
 
-So, once an exercise's checks have all run:
-- where every check reading a rule passed (the code keeps the rule where it is read), a comparing check
-  whose call broke it earns nothing, saying how: its answer came from code the rule forbids;
-- where a check reading the rule failed, that failure is the mistake's one cost, and a comparing check's
-  right answer keeps its points (whole-row code everywhere scores as it always has: each mistake costs once).
+So, once an exercise's checks have all run, a rule broken on any right comparing call (not one kept only as
+right given a helper of the student's, whose own exercise charges it) fails every check that reads that rule,
+saying on which call: the rule costs what its checks weigh, once, as it costs code that breaks it everywhere,
+and a right answer keeps its points. Code that breaks the rule only where it is not read scores what that code
+scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's forfeit: a rule
+was "kept" only where every check reading it passed, and one failed check let every comparing call break it).
 """
 from __future__ import annotations
 
@@ -21,22 +22,22 @@ import dataclasses
 
 
 def kept_where_read(exercises: list) -> list:
-    """``exercises`` (grader.results.ExerciseResult) with each passed check whose calls broke a rule that the
-    exercise's own rule checks found kept turned to failed, saying how the rule was broken."""
+    """``exercises`` (grader.results.ExerciseResult) with each passed check that reads a rule broken on a right
+    comparing call of the same exercise turned to failed, saying how the rule was broken."""
     for exercise in exercises:
-        kept: dict[str, bool] = {}
+        broken: dict[str, str] = {}
         for check in exercise.checks:
-            for rule in check.rules_read:
-                # (a check kept only as right given a helper of the student's found the rule broken by that helper)
-                kept[rule] = kept.get(rule, True) and check.status == "passed" and not check.forgiven_by
-        if not any(kept.values()):
+            if check.status == "passed" and not check.forgiven_by:
+                for rule, how in check.rules_broken:
+                    broken.setdefault(rule, how)
+        if not broken:
             continue
         for index, check in enumerate(exercise.checks):
-            broken = [how for rule, how in check.rules_broken if kept.get(rule)]
-            if check.status != "passed" or not broken:
+            how = next((broken[rule] for rule in check.rules_read if rule in broken), None)
+            if check.status != "passed" or how is None:
                 continue
-            message = (f"{broken[0]}. This case's answer came from code that breaks that rule, so it earns "
-                       "nothing (where the rule is checked on its own, your code keeps it)")
+            message = (f"{how}. That call's answer came from code that breaks the rule this check reads, so the "
+                       "check earns nothing, as where the rule is broken on its own calls")
             exercise.checks[index] = dataclasses.replace(
                 check, status="failed", message=message, unexplained=message, verified=False,
                 forgiven_by="", forgiven_call="", forgiven_raise=False)

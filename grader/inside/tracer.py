@@ -57,6 +57,9 @@ class Tracer:
         # with measure: each reducing operator's widest reduction, by its aten name (06's window: a softmax, a
         # maximum or a sum over the keys, told from a product's sum over the features by the operator)
         self.widths: dict[str, int] = {}
+        # with measure: each operator's largest result, by its aten name (06's keys-once rule: a projection, an
+        # addmm or mm, of every input kept, where the right call projects the new tokens only)
+        self.sizes: dict[str, int] = {}
         # a whole tensor reduced to one true-or-false entry, not yet read into Python: id -> (width, name). Read
         # there (``if not torch.isfinite(x).all():``), it is a test of the input, which decides what runs and
         # adds nothing to the output; its width is not a reduction the block rules weigh (a learner's input
@@ -196,6 +199,8 @@ def _mode_classes() -> tuple:
             if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
                 tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
             if tracer.measure:
+                if isinstance(result, Tensor) and result.numel() > tracer.sizes.get(name, 0):
+                    tracer.sizes[name] = result.numel()
                 for t in tensors:
                     if t.numel() > tracer.max_operand:
                         tracer.max_operand = t.numel()

@@ -539,7 +539,7 @@ class Server:
                          max_operand=tracer.max_operand,
                          widest=tracer.widest, widest_op=tracer.widest_op,
                          widest_along=tracer.widest_along, widest_along_op=tracer.widest_along_op,
-                         widths=tracer.widths)
+                         widths=tracer.widths, sizes=tracer.sizes)
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)
             if t._version != version or not torch.equal(t.detach(), copy)

@@ -97,17 +97,28 @@ stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_produc
           "SelfAttention_v1", "SelfAttention_v2")
 
 
-def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, kind, limit=None):
+def shaped_like(x, shape, generator):
+    """A float64 normal tensor of ``shape`` (``x``'s but for lengths) in ``x``'s layout (its dimensions' order in
+    memory: a transposed ``x`` gives a transposed tensor) and dtype, drawn from ``generator``."""
+    import torch
+
+    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
+    made = torch.randn([shape[d] for d in order], generator=generator, dtype=torch.float64)
+    return made.permute([order.index(d) for d in range(x.dim())]).to(x.dtype)
+
+
+def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, kind, limit=None, lengthen=None,
+                  slack=LAYOUT_OPS):
     """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
     operations and was right: its count and that of a call of the same ``kind`` (the function or instance, and
-    the call's sizes but the tokens) on another number of tokens, also right, are as many (within LAYOUT_OPS),
+    the call's sizes but the tokens) on another number of tokens, also right, are as many (within ``slack``),
     and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
     where either is more than any vectorised call may make. The other call is one seen before in this
     submission's checks (Grade.counts_seen), or made now (``call_with(other)``, giving its count: twice the tokens
-    and at least 32, within ``limit``; 2 where that is not longer). Code that loops over the tokens where the rule
-    is not read breaks it here (red team rounds 22 and 22b: a loop over the queries wherever the vectorised code,
-    right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length); a broken
-    rule costs a right answer only where the vectorised check found the rule kept (grader.grading.rules_read).
+    and at least 80, within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given). Code that
+    loops over the tokens where the rule is not read breaks it here (red team rounds 22, 22b and 23: a loop over
+    the queries wherever the vectorised code, right on the vectorised check's inputs, was wrong; a loop padded to
+    as many rounds at every length); a broken rule fails the checks that read it (grader.grading.rules_read).
     Only where the reference runs here (Grade.live_reference)."""
     if not grade.live_reference or ops is None:
         return
@@ -115,9 +126,14 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
     earlier = next(((t, count) for t, count in seen if abs(t - tokens) >= 2), None)
     how = None
     if earlier is None:
-        other = max(2 * tokens, 32) if limit is None else min(max(2 * tokens, 32), limit)
+        # longer than any loop over the tokens padded within the least bound may cover (red team round 23: a loop
+        # padded to 40 rounds, 64 operations at most, on every call shorter than the 32 tokens read)
+        longest = max(2 * tokens, operations_allowed(0) + 16)
+        other = longest if limit is None else min(longest, limit)
         if other < tokens + 4:  # a sequence as long as it may be: a shorter one
             other = 2
+        if lengthen is not None:
+            other = lengthen(tokens)
         if abs(other - tokens) < 2:
             return
         try:
@@ -138,7 +154,7 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
         except CheckFailed as failure:
             how = f"{what}: {failure.message}"
         else:
-            if abs(other_ops - ops) > LAYOUT_OPS:
+            if abs(other_ops - ops) > slack:
                 how = (f"{what} made {ops} torch operations, and the same call {other_ops} on {other} tokens of the "
                        "same batch: its code loops over tokens on calls like this one")
     if how:

@@ -287,7 +287,7 @@ def vectorised_here(grade, name, x, grad, counted):
 
     vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
                   lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
-                  (tuple(x.shape[:-2]), x.shape[-1], str(x.dtype), bool(grad)))
+                  (tuple(x.shape[:-2]), x.shape[-1], bool(grad)))  # not the dtype: a tell (red team round 23)
 
 
 def batched_crash_explained(grade, x):

@@ -17,7 +17,7 @@ import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
                               shape_mismatch, shape_str)
-from lesson import VECTORISED, mistaken, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import student_module
@@ -105,18 +105,18 @@ def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=N
     ``root_cause(grade, pair, x, seed)`` gives diagnose.diagnosed's root_cause (a helper to blame).
     A vectorised class's rule is read on the call too (:func:`vectorised_here`)."""
     counted = []
-    read = pair.name in (MHA, FUSED) and seed is None and x.shape[1] >= 2 and grade.live_reference
+    read = pair.name in (MHA, FUSED) and x.shape[1] >= 2 and grade.live_reference
     out = pair.same(x, grad=grad, seed=seed,
                     mistakes=[matches(m, what, lambda make=make: make(plain(x), seed)) for m, what, make in candidates],
                     right=None if right is None else (lambda: right(plain(x), seed)),
                     root_cause=None if root_cause is None else root_cause(grade, pair, x, seed),
                     rules=[(VECTORISED, lambda reply: counted.append(reply.ops))] if read else ())
     if counted and counted[0] is not None:
-        vectorised_here(grade, pair, x, grad, counted[0])
+        vectorised_here(grade, pair, x, grad, counted[0], seed)
     return out
 
 
-def vectorised_here(grade, pair, x, grad, ops):
+def vectorised_here(grade, pair, x, grad, ops, seed=None):
     """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right
     (lesson.vectorised_on): the same instance on another sequence of the same batch, within context_length.
     Inputs from a generator of their own: the check's other inputs are drawn as before."""
@@ -126,10 +126,11 @@ def vectorised_here(grade, pair, x, grad, ops):
     def call_with(other):
         x_other = torch.randn(batch, other, features, generator=generator, dtype=torch.float64).to(x.dtype)
         counted = []
-        pair.same(x_other, grad=grad, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+        pair.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
         return counted[0] if counted else None
 
-    kind = (pair.what, batch, features, str(x.dtype), bool(grad))  # the instance as made, the call but its tokens
+    # the instance as made, the call but its tokens and its dtype (a dtype told a loop apart: red team round 23)
+    kind = (pair.what, batch, features, bool(grad), seed is not None)
     vectorised_on(grade, pair.name, f"{pair.what} forward(<{shape_str(x.shape)}>)", tokens, ops,
                   lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with, kind,
                   argument(pair, "context_length") if pair.name == MHA else None)
@@ -196,9 +197,10 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
     The wrapper, whose heads are the student's CausalAttention: a training-mode mistake that the student's
     own CausalAttention makes just so, alone, is that exercise's (charged once, there)."""
     _, right, _ = DIAGNOSES[pair.name]
+    counted = []
     try:
         expect_dropout_on_weights(grade, pair, tokens=tokens, p=p, eval_same=lambda x: diagnosed_same(grade, pair, x),
-                                  right=lambda x: right(pair)(plain(x), None))
+                                  right=lambda x: right(pair)(plain(x), None), counted=counted)
     except CheckFailed as failure:
         none = nothing_dropped(grade, pair, tokens, p) if "the weights kept are not scaled by" in failure.message \
             else None
@@ -210,6 +212,26 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
         if blamed is None:
             raise
         raise blamed from None
+    if pair.name in (MHA, FUSED) and counted and counted[0] is not None:
+        trained_vectorised(grade, pair, tokens, counted[0])
+
+
+def trained_vectorised(grade, pair, tokens, ops):
+    """The vectorised rule read on the training-mode call of the dropout check (``ops`` operations on one-hot
+    inputs of ``tokens`` tokens): the same instance, in training mode, on 2 tokens (or 3) makes as many (within
+    LAYOUT_OPS). Its output is not compared (dropout draws are the student's): what is read is the count. Red
+    team round 23: a loop over the queries in training mode only, where the rule was read on evaluation-mode
+    calls alone."""
+    from lesson.dropout import one_hot
+
+    other = 2 if tokens > 3 else tokens + 2
+    if other > argument(pair, "d_in"):
+        return
+    other_ops = pair.train(True).call(one_hot(2, other, argument(pair, "d_in"), pair.dtype or torch.float32),
+                                      seed=grade.seed).ops
+    if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
+        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
+                                   f"{tokens} tokens and {other_ops} on {other}: its code loops over tokens there"))
 
 
 def nothing_dropped(grade, pair, tokens, p):

@@ -10,8 +10,10 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, shape_mismatch, shape_str
-from lesson import mistaken
+from lesson import LAYOUT_OPS, VECTORISED, mistaken, shaped_like, vectorised_on
 from lesson.mistaken import ScaleSearch
 
 
@@ -270,8 +272,10 @@ def online_softmax_same(grade, x, block_size, grad=False):
     """The student's online_softmax(x, block_size) against the reference's, its usual mistakes named."""
     import torch
 
+    counted = []
     grade.same("online_softmax", x, block_size, grad=grad, explain=non_finite, normalised_exponential=True,
-               rules=online_softmax_rules(x, block_size), mistakes=[
+               rules=[*online_softmax_rules(x, block_size), (VECTORISED, lambda reply: counted.append(reply.ops))],
+               mistakes=[
         matching(None, "a running sum that is not rescaled by exp(m_old - m_new) when the running maximum grows",
                  lambda: softmax_not_rescaled(x, block_size)),
         Mistake(None, MAXIMUM_NOT_RUNNING, lambda: maximum_not_running(x, block_size)),
@@ -303,6 +307,17 @@ def online_softmax_same(grade, x, block_size, grad=False):
                     lambda: full_blocks_only(x, block_size))] if x.shape[-1] % block_size else []),
         matching("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
                  lambda: torch.softmax(x, dim=0))])
+    generator = torch.Generator().manual_seed(grade.seed ^ (x.shape[-1] * 7919 + block_size))
+
+    def scaled(seen):
+        longer = shaped_like(x, (*x.shape[:-1], 2 * x.shape[-1]), generator)
+        grade.same("online_softmax", longer, 2 * block_size, grad=grad, normalised_exponential=True,
+                   rules=[*online_softmax_rules(longer, 2 * block_size),
+                          (VECTORISED, lambda reply: seen.append(reply.ops))])
+
+    vectorised_in_blocks(grade, "online_softmax", f"online_softmax(<{shape_str(x.shape)}>, {block_size})",
+                         x.shape[-1], counted, (tuple(x.shape[:-1]), Fraction(x.shape[-1], block_size), bool(grad)),
+                         scaled, (x, block_size), blocks=-(-x.shape[-1] // block_size))
 
 
 def expect_blockwise_statistics(grade, x, short, small_block):
@@ -310,8 +325,10 @@ def expect_blockwise_statistics(grade, x, short, small_block):
     length) it makes no more torch operations than on their first ``short`` entries (no Python loop
     over entries); with blocks of ``small_block`` no operation it runs reduces more entries than a block
     at once (see :func:`expect_reductions_within`), and it makes more operations than with one block
-    (the lesson's loop over blocks, ``block_size`` heeded)."""
+    (the lesson's loop over blocks, ``block_size`` heeded). Its count is read on comparing calls too
+    (:func:`vectorised_in_blocks`)."""
     grade.reads_rule(BLOCK_RULE)
+    grade.reads_rule(VECTORISED)
     length = x.shape[-1]
     one_block = grade.measured("online_softmax", x, length).ops
     fewer = grade.measured("online_softmax", x[..., :short], length).ops
@@ -355,6 +372,29 @@ def broken_by(expect, *args):
             return failure.message
         return None
     return judge
+
+
+PER_BLOCK_OPS = 8  # operations a block may run or skip by its values (a rescale only where the maximum grew)
+
+
+def vectorised_in_blocks(grade, name, what, tokens, counted, kind, scaled, args, kwargs=None, blocks=1):
+    """``name``'s vectorised rule read on a right comparing call (``what``, its length ``tokens``, its count in
+    ``counted``; lesson.vectorised_on): ``scaled(seen)`` makes the same call with every length and the block
+    twice as long, as many blocks, right too, and puts its count in ``seen``; a loop over blocks makes as many
+    operations on both (within PER_BLOCK_OPS for each of its ``blocks``: code may branch on a block's values), a
+    loop over entries or tokens inside a block twice as many. ``kind``: the call's geometry but its scale. Red team round 23: the checks that read the rule were told apart (by inputs that
+    require grad) and a loop over single queries or entries ran everywhere else."""
+    if not counted or counted[0] is None:
+        return
+
+    def call_with(other):
+        seen = []
+        scaled(seen)
+        return seen[0] if seen else None
+
+    vectorised_on(grade, name, what, tokens, counted[0],
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), args, kwargs or {}),
+                  call_with, kind, lengthen=lambda length: 2 * length, slack=LAYOUT_OPS + PER_BLOCK_OPS * blocks)
 
 
 def online_softmax_rules(x, block_size) -> list:
@@ -679,10 +719,31 @@ def flash_explain(q, block_size):
 
 def flash_same(grade, q, k, v, block_size, causal, grad=False):
     """The student's flash_attention against the reference's, its usual mistakes named."""
+    import torch
+
+    counted = []
     grade.same("flash_attention", q, k, v, grad=grad, explain=flash_explain(q, block_size),
                mistakes=flash_mistakes(q, k, v, block_size, causal), root_cause=flash_crash(q, block_size, k, v),
                right=lambda: plain_attention(q, k, v, causal), block_size=block_size, causal=causal,
-               rules=flash_rules(q, k, v, block_size, causal))
+               rules=[*flash_rules(q, k, v, block_size, causal), (VECTORISED, lambda reply: counted.append(reply.ops))])
+    tq, tk = q.shape[-2], k.shape[-2]
+    generator = torch.Generator().manual_seed(grade.seed ^ (tq * 7919 + tk * 31 + block_size))
+
+    def scaled(seen):
+        q2, k2, v2 = (shaped_like(t, (*t.shape[:-2], 2 * t.shape[-2], t.shape[-1]), generator) for t in (q, k, v))
+        grade.same("flash_attention", q2, k2, v2, grad=grad, right=lambda: plain_attention(q2, k2, v2, causal),
+                   block_size=2 * block_size, causal=causal,
+                   rules=[*flash_rules(q2, k2, v2, 2 * block_size, causal),
+                          (VECTORISED, lambda reply: seen.append(reply.ops))])
+
+    if causal and (tq != tk or block_size < 2):
+        return  # its tiles are not alike twice as large: a tile the causal mask leaves whole may be cut there
+    kind = (tuple(q.shape[:-2]), tuple(k.shape[:-2]), q.shape[-1], v.shape[-1], Fraction(tq, block_size),
+            Fraction(tk, block_size), causal, bool(grad))
+    vectorised_in_blocks(grade, "flash_attention", f"flash_attention(<{shape_str(q.shape)}> queries, "
+                         f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", tq, counted, kind,
+                         scaled, (q, k, v), {"block_size": block_size, "causal": causal},
+                         blocks=-(-tq // block_size) * -(-tk // block_size))
 
 
 def flash_rules(q, k, v, block_size, causal) -> list:
@@ -801,7 +862,9 @@ def expect_keys_reduced_within(reply, what: str, block_size: int, dim: int):
 
 def expect_vectorised_within_a_block(grade, short, long, block_size, dim=8):
     """Inside one block, queries and keys are whole tensors: with every token in one block of
-    ``block_size``, flash_attention makes as many operations for ``long`` tokens as for ``short``."""
+    ``block_size``, flash_attention makes as many operations for ``long`` tokens as for ``short``. The rule is
+    read on comparing calls too (:func:`vectorised_in_blocks`)."""
+    grade.reads_rule(VECTORISED)
     def ops(tokens):
         q, k, v = grade.randn(2, tokens, dim), grade.randn(2, tokens, dim), grade.randn(2, tokens, dim)
         try:

@@ -13,7 +13,7 @@ under changed weights, the memory the kernel counts), never read from what the s
 from __future__ import annotations
 
 from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
-from lesson import every_call, mistaken
+from lesson import VECTORISED, every_call, mistaken, shaped_like, vectorised_on
 from lesson.dropout import expect_dropout_on_weights
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -87,7 +87,9 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
     def tables(**how):
         return lambda: tuple(f(rope_angles(*args, **how)).float() for f in (torch.cos, torch.sin))
 
-    grade.same("compute_rope_params", *args, slack=angle_rounding(*args), mistakes=[
+    counted = []
+    grade.same("compute_rope_params", *args, slack=angle_rounding(*args),
+               rules=[(VECTORISED, lambda reply: counted.append(reply.ops))], mistakes=[
         Mistake("rope-pairs-interleaved", "your angles repeat each frequency in place (i, i, i+1, i+1, ...); "
                 "RoPE here uses the same angles for both halves: cat([angles, angles])", tables(interleaved=True)),
         Mistake("rope-frequencies-wrong", "your frequencies are theta_base^(-i/head_dim) for i = 0, 1, 2, ...: the "
@@ -100,6 +102,8 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
                    "use the argument, 1.0 / theta_base ** (torch.arange(0, head_dim, 2) / head_dim)",
                    lambda: tuple(f(rope_angles(head_dim, 10_000, context_length)).float()
                                  for f in (torch.cos, torch.sin)))] if theta_base != 10_000 else [])])
+    vectorised_here(grade, "compute_rope_params", args, counted, context_length, (head_dim, theta_base),
+                    lambda other: ((head_dim, theta_base, other), {"slack": angle_rounding(head_dim, theta_base, other)}))
 
 
 def rope_tables(head_dim, context_length=64, dtype=None):
@@ -140,7 +144,20 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
                                 lambda: rope(x, cos, sin, 0)))
-    grade.same("apply_rope", x, cos, sin, offset=offset, grad=(0,) if grad else False, mistakes=mistakes)
+    counted = []
+    grade.same("apply_rope", x, cos, sin, offset=offset, grad=(0,) if grad else False, mistakes=mistakes,
+               rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+    if x.dim() >= 2:
+        generator = _torch().Generator().manual_seed(grade.seed ^ (x.shape[-2] * 7919 + x.dim()))
+
+        def longer(other):  # x's layout (keys come transposed) on another number of tokens
+            return (shaped_like(x, (*x.shape[:-2], other, x.shape[-1]), generator), cos, sin), \
+                {"offset": offset, "grad": (0,) if grad else False}
+
+        layout = tuple(sorted(range(x.dim()), key=lambda d: -x.stride(d)))
+        kind = (tuple(x.shape[:-2]), x.shape[-1], layout, offset == 0, bool(grad))  # not the dtypes: a tell
+        vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], kind, longer, {"offset": offset},
+                        limit=cos.shape[0] - offset)
 
 
 # --- repeat_kv ---------------------------------------------------------------------------------------
@@ -206,7 +223,19 @@ def mask_same(grade, *args):
                                     "was cut on the wrong side of the causal mask (tril keeps the entries below a "
                                     "diagonal, the near future): hide the keys after the query and those window or "
                                     "more positions before it", (keys > queries) & (keys - queries <= window)))
-    grade.same("sliding_window_mask", *args, mistakes=mistakes)
+    counted = []
+    grade.same("sliding_window_mask", *args, mistakes=mistakes,
+               rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+
+    def longer(other):  # as many more queries as keys (one query: more keys), the last query as far from the last key
+        more = other - (num_queries + num_keys)
+        queries_more = 0 if num_queries == 1 else more // 2
+        q_start, k_start = starts
+        return (num_queries + queries_more, num_keys + more - queries_more, window,
+                q_start + more - 2 * queries_more, k_start), {}
+
+    vectorised_here(grade, "sliding_window_mask", args, counted, num_queries + num_keys,
+                    (num_queries == 1, window is None), longer)
 
 
 def masks_as_called(grade, calls):
@@ -217,9 +246,36 @@ def masks_as_called(grade, calls):
     every_call(grade, mask_same, calls)
 
 
+def vectorised_here(grade, name, args, counted, tokens, kind, longer, kwargs=None, limit=None):
+    """``name``'s vectorised rule read on a right comparing call of ``args`` (its count in ``counted``;
+    lesson.vectorised_on), as 01's functions and 04's classes read it: the same function on another number of
+    tokens (``longer(other)`` gives its arguments and Grade.same's keywords; ``kind``: what, but the tokens, may
+    change a vectorised count; ``kwargs``: the checked call's keywords).
+    Red team round 22b's mechanism on 06's functions: code that loops over positions wherever the vectorised check's
+    own inputs are not."""
+    if not counted:
+        return
+
+    def call_with(other):
+        seen = []
+        other_args, options = longer(other)
+        grade.same(name, *other_args, **options, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
+        return seen[0] if seen else None
+
+    vectorised_on(grade, name, f"{name}({', '.join(_shown(a) for a in args)})", tokens, counted[0],
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), args, kwargs or {}), call_with,
+                  kind, limit)
+
+
+def _shown(value) -> str:
+    return f"<{shape_str(value.shape)}>" if hasattr(value, "shape") else repr(value)
+
+
 def expect_vectorised(grade, name, short_args, long_args, what):
     """The operations of ``name`` may not grow from ``short_args`` to ``long_args`` (more tokens), and
-    both outputs are right (grade.measured)."""
+    both outputs are right (grade.measured). The rule this check reads is read on the comparing calls too
+    (:func:`vectorised_here`)."""
+    grade.reads_rule(VECTORISED)
     short = grade.measured(name, *short_args).ops
     long = grade.measured(name, *long_args).ops
     grade.expect_not_growing(name, short, long, cases=(f"for {what[0]}", f"for {what[1]}"),
@@ -251,6 +307,11 @@ class Model:
         self.weights = {n: t.clone() for n, t in (pair.weights if weights is None else weights).items()}
         self.d_out = self.weights["out_proj.weight"].shape[1]
         self.head_dim = self.d_out // self.num_heads
+
+    @staticmethod
+    def d_out_of(pair) -> int:
+        """The model's width, read off the weights the pair holds (no copy)."""
+        return pair.weights["out_proj.weight"].shape[1]
 
     def linear(self, name, x):
         return mistaken.linear(self.weights, name, x.cpu())
@@ -697,7 +758,8 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
     found = [*chunk_mistakes(pair, x, start, size, cached=True)] if recomputed else []
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
-                  root_cause=helper_faults(grade, pair, x, start, size, stale), rules=window_rules(pair, x, start, size))
+                  root_cause=helper_faults(grade, pair, x, start, size, stale),
+                  rules=[*window_rules(pair, x, start, size), *keys_once_rules(pair, x, start, size)])
     window_kept(grade, pair, x, start, size)
 
 
@@ -750,18 +812,69 @@ def window_rules(pair, x, start, size) -> list:
     what = f"{pair.what} forward(<tokens {start} to {start + size - 1}: {shape_str((x.shape[0], size, x.shape[-1]))}>, " \
            "use_cache=True)"
 
+    # attention's batched products: the scores of every head over the keys kept, or a head's weights times its
+    # values (red team round 23: a history attended by products and cumulative maxima, no reduction over the keys)
+    scores = x.shape[0] * heads * size * max(window + size, model.head_dim + 1)
+
     def judge(reply):
         widest, name = max(((width or 0, name) for name, width in reply.widths.items() if name in KEY_REDUCTIONS),
                            default=(0, ""))
         if widest <= over_keys:
             widest, name = reply.widest or 0, reply.widest_op
             if widest <= allowed:
-                return None
+                largest, name = max(((made or 0, name) for name, made in reply.sizes.items()
+                                     if name in BATCHED_PRODUCTS), default=(0, ""))
+                if largest <= scores:
+                    return None
+                return (f"{what}: a batched matrix product ({name}, as torch runs it) made {largest} entries, after "
+                        f"{start} earlier tokens, where the scores of its {size} tokens' queries over the "
+                        f"sliding_window_size = {window} positions kept before it and its own make "
+                        f"{x.shape[0] * heads * size * (window + size)}: it attends over more keys than the window")
         return (f"{what}: an operation ({name}, as torch runs it) reduced {widest} entries at once, "
                 f"after {start} earlier tokens: it attends over more keys than the sliding_window_size = {window} "
                 f"positions kept before it and its own {size} tokens (at most {window + size})")
 
     return [(WINDOW, judge)]
+
+
+KEYS_ONCE = "keys and values computed once"  # the rule expect_inputs_not_projected_again reads (Grade.reads_rule)
+# the operators nn.Linear runs as (a projection of every input kept is one of them), and attention's batched products
+PROJECTIONS = frozenset({"addmm", "mm", "linear", "_addmm_activation", "addmv", "mv"})
+BATCHED_PRODUCTS = frozenset({"bmm", "baddbmm", "matmul"})
+
+
+def keys_once_rules(pair, x, start, size) -> list:
+    """The keys-once rule read on a cached call of the chunk x[:, start:start+size] (Pair.same's ``rules``), as
+    expect_inputs_not_projected_again reads it: no matrix product makes more entries than projecting the chunk's
+    tokens (their features or the model's) or than the scores of its queries over every key it may hold (the
+    cache's positions, or the context a class's buffer is made for). A class that keeps its inputs and projects
+    them all again makes a product of every earlier token's keys (red team round 23: on calls told apart by
+    their dtype, where the rule's own check is float32)."""
+    if pair.name not in (MHA, GQA, SWA) or not start:
+        return []
+    heads, _, _ = design(pair)
+    d_out = Model.d_out_of(pair)
+    batch, d_in = x.shape[0], x.shape[-1]
+    context = pair.kwargs.get("context_length", pair.args[2] if len(pair.args) > 2 else 0) if pair.name == MHA else 0
+    keys = max(start + size, context if isinstance(context, int) else 0)
+    # a projection of the chunk's tokens, or one head's scores over every key as a plain matrix product; attention's
+    # batched products: the scores of every head
+    allowed = {**dict.fromkeys(PROJECTIONS, max(batch * size * max(d_in, d_out), size * keys)),
+               **dict.fromkeys(BATCHED_PRODUCTS, max(batch * size * max(d_in, d_out), batch * (heads or 1) * size * keys))}
+    what = f"{pair.what} forward(<tokens {start} to {start + size - 1}: {shape_str((batch, size, d_in))}>, " \
+           "use_cache=True)"
+
+    def judge(reply):
+        largest, name = max(((made or 0, name) for name, made in reply.sizes.items()
+                             if name in allowed and (made or 0) > allowed[name]), default=(0, ""))
+        if not largest:
+            return None
+        return (f"{what}: a matrix product ({name}, as torch runs it) made {largest} entries, after {start} earlier "
+                f"tokens, where projecting its {size} new tokens makes {batch * size * d_out}: the call projects the "
+                "earlier tokens' inputs again; a KV cache keeps the keys and values themselves, each computed once, "
+                "when its token arrives")
+
+    return [(KEYS_ONCE, judge)]
 
 
 def decoded(grade, pair, x, chunks, also=lambda start, size: ()):
@@ -1036,7 +1149,10 @@ def expect_inputs_not_projected_again(grade, name, d_in=256):
     ``tokens``² at most, the book's buffer of context_length = ``tokens``), as the worker's tracer sees
     them. A cache that keeps the inputs and projects them all again at every call, with the weights each
     token came with (so that its outputs under new weights are right), does one or the other (red team
-    rounds 9 and 10: 100/100, the inputs kept as one tensor, then kept per call)."""
+    rounds 9 and 10: 100/100, the inputs kept as one tensor, then kept per call). The rule is read on every
+    cached call too (:func:`keys_once_rules`)."""
+    grade.reads_rule(KEYS_ONCE)
+
     def one_token_after(tokens):
         pair = make(grade, name, d_in, 4, 2, 1, None, tokens)
         what = f"{pair.what} forward(<token {tokens} of a sequence: [1, 1, {d_in}]>, use_cache=True)"

@@ -51,14 +51,15 @@ def one_hot(batch: int, tokens: int, d_in: int, dtype):
 
 
 def expect_dropout_on_weights(grade, pair, *, tokens: int, p: float, batch: int = 2, eval_same=None,
-                              right=None):
+                              right=None, counted=None):
     """The student's module in ``pair`` (made with dropout ``p``, value heads of ``2 * tokens`` features
     and ``d_in >= tokens``) drops its attention weights as the contract says. Its evaluation-mode
     output on the design must be right first, as ``eval_same(x)`` checks it (default ``pair.same``; a
     suite passes its own to name mistakes and forgive a faulty helper): a property earns points only
     with a right answer, and a mistake of the weights is charged by the checks of the weights. A
     failure there that names nothing is dropout-in-eval where :func:`dropped_in_eval` says so, against
-    ``right(x)``, the right evaluation-mode output (default: the reference's, where it is at hand)."""
+    ``right(x)``, the right evaluation-mode output (default: the reference's, where it is at hand).
+    ``counted``: a list the training-mode call's operation count is put in."""
     import torch
 
     shapes = pair.parameter_shapes()
@@ -74,7 +75,10 @@ def expect_dropout_on_weights(grade, pair, *, tokens: int, p: float, batch: int 
         raise dropped_in_eval(grade, pair, failure, (lambda: right(x)) if right else None, p=p,
                               tokens=tokens) from None
     own = own.detach().cpu().double()
-    trained = pair.train(True).call(x, seed=grade.seed).out
+    reply = pair.train(True).call(x, seed=grade.seed)
+    trained = reply.out
+    if counted is not None:
+        counted.append(reply.ops)
     problem, misconceptions = judged(own, trained, p, tokens, grade.tolerance(own.to(pair.dtype or torch.float32)))
     if problem:
         raise CheckFailed(f"{pair.what} in training mode (dropout {p}), on one-hot inputs whose output shows the "

@@ -2,7 +2,8 @@
 calls were watched only where a check measured them, so the watching's cost told those calls apart, and
 04's and 06's rules were read on those calls alone. Every call of a function or a module is watched now
 (but for the cached sequences whose memory the kernel's account reads), and 04's vectorised rule and 06's
-window are read on the comparing calls too (grader/grading/rules_read.py)."""
+window are read on the comparing calls too (grader/grading/rules_read.py). Rounds 22b and 23: every rule is
+read on every comparing call, and a rule broken on any right call fails the checks that read it."""
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from grader.submission import resolve_submission
 
 HELDOUT = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round22_red_team"
 MODULES = {"01_attention_basics": "attention_basics.py", "04_multi_head_attention": "multi_head_attention.py",
-           "06_decoding_attention": "decoding_attention.py"}
+           "05_efficient_attention": "efficient_attention.py", "06_decoding_attention": "decoding_attention.py"}
 
 
 def _graded(grader, course, folder, assignment, text, exercises):
@@ -63,7 +64,8 @@ def test_a_class_that_tells_the_calls_reading_its_rule_apart_gains_nothing(grade
     held to the reference's bound). None scores more than the same code without the tell: its rule-abiding code
     everywhere (``honest``), or where the round wrote it, the rule-breaking code everywhere (``plain``; c04's
     re-projecting class scores 97.78 against the honest slip's 95.56 without any tell: the rule is worth less
-    than the slip, a price, not a forgery). Round 22b's slips fixed (``honestok``) keep every point."""
+    than the slip, a price, not a forgery; c03's plain form is c01's, the same history attended whole). Round
+    22b's slips fixed (``honestok``) keep every point."""
     scores = _scores(grader, course, tmp_path, folder, attack, assignment, exercise, kind)
     assert scores[kind] <= max(score for name, score in scores.items() if name != kind), scores
     assert scores[kind] < before, scores
@@ -80,3 +82,47 @@ def test_the_honest_window_class_keeps_every_point(grader, course, tmp_path):
     exercises = _graded(grader, course, tmp_path, "06_decoding_attention",
                         (HELDOUT / "c01_swa_measured_tell__honestok.py.txt").read_text(), None)
     assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
+
+
+ROUND_23 = [  # (round 23's id, assignment, exercise, its control that scores most, the exercise's points)
+    ("a01pad", "01_attention_basics", "attention_scores", "plain", 15.0),
+    ("a04drop", "04_multi_head_attention", "MultiHeadAttention", "plain", 25.0),
+    ("a04pad", "04_multi_head_attention", "MultiHeadAttention", "honest", 25.0),
+    ("a05grad", "05_efficient_attention", "flash_attention", "plain", 60.0),
+    ("a05os", "05_efficient_attention", "online_softmax", "honest", 40.0),
+    ("a06fn", "06_decoding_attention", "sliding_window_mask", "plain", 15.0),
+    ("a06forfeit", "06_decoding_attention", "MultiHeadAttentionWithSWA", "plain", 15.0),
+    ("a06kv", "06_decoding_attention", "CachedMultiHeadAttention", "plain", 20.0),
+    ("a06swa", "06_decoding_attention", "MultiHeadAttentionWithSWA", "plain", 15.0),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack,assignment,exercise,control,points", ROUND_23, ids=[a[0] for a in ROUND_23])
+def test_a_rule_read_by_its_own_check_alone_is_read_on_every_call(grader, course, tmp_path, attack, assignment,
+                                                                   exercise, control, points):
+    """Red team round 23 (tests/corpus/heldout/round23_red_team): every rule still read by its own check alone was
+    broken where that check could not see it, by another tell (a dtype, inputs that require grad, dropout calls,
+    ``window is None``), hiding a slip of the rule-abiding code: 06's functions' vectorised rule, 05's operation
+    counts within a block, 04's rule on dropout calls, 06's keys computed once; a loop padded under the least bound
+    at every length read; a window attended by products and cumulative maxima; and a rule check failed on purpose,
+    which made the rule "not kept" and freed every comparing call (a rule broken anywhere now fails the checks
+    that read it). Each attack scored 99.52 or 100 where its own code scores less: now no more than the better of
+    its honest form (the slip) and its plain form (the rule broken everywhere, no tell), graded here."""
+    folder = HELDOUT.parent / "round23_red_team"
+    scores = {kind: _graded(grader, course, tmp_path / kind, assignment, (folder / f"{attack}__{kind}.py.txt").read_text(),
+                            (exercise,))[exercise].score for kind in ("attack", control)}
+    assert scores["attack"] <= scores[control] < points, scores
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack,assignment,exercise", [("a05grad", "05_efficient_attention", "flash_attention"),
+                                                       ("a06kv", "06_decoding_attention", "CachedMultiHeadAttention"),
+                                                       ("a06swa", "06_decoding_attention", "MultiHeadAttentionWithSWA")])
+def test_round_23s_honest_controls_keep_every_point(grader, course, tmp_path, attack, assignment, exercise):
+    """The round's controls where the new readings look (flash's count on calls that require grad, a preallocated
+    cache read for keys computed once, a sliding window read by its products): every point."""
+    folder = HELDOUT.parent / "round23_red_team"
+    exercises = _graded(grader, course, tmp_path, assignment, (folder / f"{attack}__honestok.py.txt").read_text(),
+                        (exercise,))
+    assert exercises[exercise].score == exercises[exercise].max_score, exercises[exercise].feedback

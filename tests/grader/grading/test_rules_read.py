@@ -1,5 +1,6 @@
-"""Rules read on every call (grader/grading/rules_read.py): where the rule checks find a rule kept, a right
-answer given by code that broke it earns nothing; where one finds it broken, that is the mistake's one cost."""
+"""Rules read on every call (grader/grading/rules_read.py): a rule broken on a right comparing call fails the
+checks that read it; where one of them finds it broken itself, that is the mistake's one cost."""
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -20,15 +21,15 @@ def _exercise(rule_check_status: str, *, broken_in_passed=True) -> ExerciseResul
     ])
 
 
-def test_a_right_answer_from_code_that_broke_a_rule_kept_where_read_earns_nothing():
+def test_a_rule_broken_on_a_right_comparing_call_fails_the_checks_that_read_it():
     exercise = kept_where_read([_exercise("passed")])[0]
     by_name = {c.name: c for c in exercise.checks}
-    assert by_name["random"].status == "failed" and not by_name["random"].verified
-    assert by_name["random"].message.startswith("an operation reduced 20 entries. This case's answer came from code "
-                                                "that breaks that rule")
+    assert by_name["walks_over_blocks"].status == "failed" and not by_name["walks_over_blocks"].verified
+    assert by_name["walks_over_blocks"].message.startswith("an operation reduced 20 entries. That call's answer came "
+                                                           "from code that breaks the rule this check reads")
+    assert by_name["random"].status == "passed"  # a right answer keeps its points: the rule costs its checks
     assert by_name["wrong_too"].message == "your output is wrong"  # its own mistake is what it says
     assert by_name["other_rule"].status == "passed"  # a rule no check here reads
-    assert by_name["walks_over_blocks"].status == "passed"
     assert exercise.score == 20.0  # two of four checks of equal weight
 
 
@@ -36,6 +37,16 @@ def test_a_rule_broken_where_read_costs_once():
     exercise = kept_where_read([_exercise("failed")])[0]
     assert [c.status for c in exercise.checks] == ["passed", "failed", "passed", "failed"]
     assert exercise.checks[0].message == ""
+
+
+def test_a_rule_broken_only_on_a_wrong_or_forgiven_call_costs_nothing_more():
+    """A wrong answer is its own cost; a call right only given the student's faulty helper broke the rule by that
+    helper, whose own exercise charges it."""
+    assert [c.status for c in kept_where_read([_exercise("passed", broken_in_passed=False)])[0].checks] == \
+        ["passed", "failed", "passed", "passed"]
+    exercise = _exercise("passed")
+    exercise.checks[0] = dataclasses.replace(exercise.checks[0], forgiven_by="softmax")
+    assert kept_where_read([exercise])[0].checks[3].status == "passed"
 
 
 PLAIN = '''
@@ -55,7 +66,6 @@ def test_whole_rows_everywhere_lose_the_rule_check_alone(submission_dir, grader,
     exercise = {e.name: e for e in result.exercises}["online_softmax"]
     failed = {c.name for c in exercise.checks if c.status != "passed"}
     assert "online_softmax_walks_over_blocks" in failed
-    assert not any("breaks that rule" in c.message for c in exercise.checks)
     assert {c.name for c in exercise.checks if c.status == "passed"} >= {"online_softmax_random",
                                                                          "online_softmax_lesson_scores"}
 
