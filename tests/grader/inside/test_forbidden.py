@@ -124,3 +124,18 @@ def test_a_forbidden_table_the_grader_cannot_enforce_is_refused_naming_the_key(t
     (tmp_path / "course.toml").write_text(text.replace('misconceptions = "suites', '# misconceptions = "suites'))
     with pytest.raises(ConfigError, match=re.escape(said)):
         load_course(tmp_path)
+
+
+def test_the_tracer_keeps_each_operators_largest_result_by_name():
+    """06's keys-once rule reads a projection's largest result (an addmm or mm, as torch runs nn.Linear) apart from
+    attention's batched products (red team round 23: inputs kept and projected again on calls its own check did
+    not make)."""
+    import torch
+
+    from grader.inside.tracer import Tracer
+
+    linear = torch.nn.Linear(4, 6)
+    with torch.no_grad(), Tracer(frozenset()) as tracer:
+        keys = linear(torch.randn(2, 5, 4))  # [2, 5, 6]: 60 entries, made by an addmm of [10, 6]
+        torch.randn(2, 3, 6) @ keys.transpose(1, 2)  # [2, 3, 5]: scores by a batched product
+    assert tracer.sizes["addmm"] == 60 and tracer.sizes["bmm"] == 30
