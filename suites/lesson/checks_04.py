@@ -17,7 +17,7 @@ import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
                               shape_mismatch, shape_str)
-from lesson import LAYOUT_OPS, VECTORISED, mistaken, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, mistaken, shaped_like, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import student_module
@@ -124,7 +124,7 @@ def vectorised_here(grade, pair, x, grad, ops, seed=None):
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + batch))
 
     def call_with(other):
-        x_other = torch.randn(batch, other, features, generator=generator, dtype=torch.float64).to(x.dtype)
+        x_other = shaped_like(x, (batch, other, features), generator)  # x's layout (red team round 23b: a tell)
         counted = []
         pair.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
         return counted[0] if counted else None

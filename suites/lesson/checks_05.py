@@ -345,20 +345,25 @@ def expect_blockwise_statistics(grade, x, short, small_block):
                           "whenever the maximum grows")
 
 
+GUARDS = 3  # tests of a whole block read into Python: skip a hidden block, rescale only where the maximum grew, ...
+
+
 def expect_few_values_in_python(reply, what: str, rows: int, blocks: int, block_size: int, inputs: int = 1):
     """Values read into Python (``.item()``, ``float()``, ``bool()`` of a tensor; the worker's tracer counts
     each) are entries Python may combine where no operator is seen: at most one per block of each row
-    (a test per tile, as a loop that skips masked tiles makes), and a test of each of the ``inputs`` (``if not
-    torch.isfinite(keys).all()``: a learner's input checks read three on a call of one row and one block),
+    (a test per tile, as a loop that skips masked tiles makes; GUARDS a block where there are fewer rows: red team
+    round 23b's honest online_softmax tested each block twice on a call of one row), and a test of each of the
+    ``inputs`` (``if not torch.isfinite(keys).all()``: a learner's input checks read three on a call of one row
+    and one block),
     never one per entry (red team round 9: a whole row's softmax computed in Python floats, one ``.item()`` an
     entry, measured as reducing one). ``torch.equal`` compares two whole tensors into a Python bool: a read too
     (red team round 22's p01: torch tags it elementwise, so no width weighs it)."""
     names = reply.op_names or {}
     read = int(names.get("_local_scalar_dense", 0)) + int(names.get("equal", 0))
-    if read > rows * blocks + inputs:
+    if read > max(rows, GUARDS) * blocks + inputs:
         raise CheckFailed(f"{what}: your code read {read} values of its tensors into Python (.item(), float(), "
                           f"bool() of a tensor) where {rows} rows of {blocks} blocks of {block_size} need at most "
-                          f"{rows * blocks} (and a test of each input): what Python computes from them is a "
+                          f"{max(rows, GUARDS) * blocks} (and a test of each input): what Python computes from them is a "
                           "reduction the grader does not see; work on each block as a tensor")
 
 
@@ -381,7 +386,8 @@ def vectorised_in_blocks(grade, name, what, tokens, counted, kind, scaled, args,
     """``name``'s vectorised rule read on a right comparing call (``what``, its length ``tokens``, its count in
     ``counted``; lesson.vectorised_on): ``scaled(seen)`` makes the same call with every length and the block
     twice as long, as many blocks, right too, and puts its count in ``seen``; a loop over blocks makes as many
-    operations on both (within PER_BLOCK_OPS for each of its ``blocks``: code may branch on a block's values), a
+    operations on both (within PER_BLOCK_OPS for each of its ``blocks``: code may branch on a block's values, and a
+    causal tile the mask leaves whole may be cut by it twice as large), a
     loop over entries or tokens inside a block twice as many. ``kind``: the call's geometry but its scale. Red team round 23: the checks that read the rule were told apart (by inputs that
     require grad) and a loop over single queries or entries ran everywhere else."""
     if not counted or counted[0] is None:
@@ -736,8 +742,6 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
                    rules=[*flash_rules(q2, k2, v2, 2 * block_size, causal),
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
 
-    if causal and (tq != tk or block_size < 2):
-        return  # its tiles are not alike twice as large: a tile the causal mask leaves whole may be cut there
     kind = (tuple(q.shape[:-2]), tuple(k.shape[:-2]), q.shape[-1], v.shape[-1], Fraction(tq, block_size),
             Fraction(tk, block_size), causal, bool(grad))
     vectorised_in_blocks(grade, "flash_attention", f"flash_attention(<{shape_str(q.shape)}> queries, "

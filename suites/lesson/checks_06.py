@@ -13,7 +13,7 @@ under changed weights, the memory the kernel counts), never read from what the s
 from __future__ import annotations
 
 from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
-from lesson import VECTORISED, every_call, mistaken, shaped_like, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, every_call, mistaken, shaped_like, vectorised_on
 from lesson.dropout import expect_dropout_on_weights
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -756,11 +756,15 @@ def fed(grade, pair, x, start, size, also=(), recomputed=True, stale=None):
     changed since the cached tokens came: ``stale``, see :func:`projected`)."""
     torch = _torch()
     found = [*chunk_mistakes(pair, x, start, size, cached=True)] if recomputed else []
+    counted = []
     with torch.no_grad():
         pair.same(x[:, start:start + size], use_cache=True, mistakes=[*found, *also],
                   root_cause=helper_faults(grade, pair, x, start, size, stale),
-                  rules=[*window_rules(pair, x, start, size), *keys_once_rules(pair, x, start, size)])
+                  rules=[*window_rules(pair, x, start, size), *keys_once_rules(pair, x, start, size),
+                         ("", lambda reply: counted.append(reply.ops))])
     window_kept(grade, pair, x, start, size)
+    if counted and counted[0] is not None:
+        not_growing(grade, pair, x, start, size, counted[0])
 
 
 WINDOW = "the sliding window"  # the rule expect_window_attended reads (Grade.reads_rule)
@@ -814,7 +818,10 @@ def window_rules(pair, x, start, size) -> list:
 
     # attention's batched products: the scores of every head over the keys kept, or a head's weights times its
     # values (red team round 23: a history attended by products and cumulative maxima, no reduction over the keys)
-    scores = x.shape[0] * heads * size * max(window + size, model.head_dim + 1)
+    # (or the chunk's projection: queries, keys and values in one product of the stacked weights, which torch runs
+    # as a batched product on a chunk that is not contiguous; red team round 23b's false alarm)
+    scores = max(x.shape[0] * heads * size * max(window + size, model.head_dim + 1),
+                 x.shape[0] * size * max(x.shape[-1], FUSED_PROJECTIONS * model.d_out))
 
     def judge(reply):
         widest, name = max(((width or 0, name) for name, width in reply.widths.items() if name in KEY_REDUCTIONS),
@@ -841,6 +848,7 @@ KEYS_ONCE = "keys and values computed once"  # the rule expect_inputs_not_projec
 # the operators nn.Linear runs as (a projection of every input kept is one of them), and attention's batched products
 PROJECTIONS = frozenset({"addmm", "mm", "linear", "_addmm_activation", "addmv", "mv"})
 BATCHED_PRODUCTS = frozenset({"bmm", "baddbmm", "matmul"})
+FUSED_PROJECTIONS = 3  # a chunk's queries, keys and values may be projected by one product of the stacked weights
 
 
 def keys_once_rules(pair, x, start, size) -> list:
@@ -859,8 +867,9 @@ def keys_once_rules(pair, x, start, size) -> list:
     keys = max(start + size, context if isinstance(context, int) else 0)
     # a projection of the chunk's tokens, or one head's scores over every key as a plain matrix product; attention's
     # batched products: the scores of every head
-    allowed = {**dict.fromkeys(PROJECTIONS, max(batch * size * max(d_in, d_out), size * keys)),
-               **dict.fromkeys(BATCHED_PRODUCTS, max(batch * size * max(d_in, d_out), batch * (heads or 1) * size * keys))}
+    projected = batch * size * max(d_in, FUSED_PROJECTIONS * d_out)  # queries, keys and values in one product
+    allowed = {**dict.fromkeys(PROJECTIONS, max(projected, size * keys)),
+               **dict.fromkeys(BATCHED_PRODUCTS, max(projected, batch * (heads or 1) * size * keys))}
     what = f"{pair.what} forward(<tokens {start} to {start + size - 1}: {shape_str((batch, size, d_in))}>, " \
            "use_cache=True)"
 
@@ -875,6 +884,25 @@ def keys_once_rules(pair, x, start, size) -> list:
                 "when its token arrives")
 
     return [(KEYS_ONCE, judge)]
+
+
+def not_growing(grade, pair, x, start, size, ops):
+    """The keys-once rule read by a right cached call's count (``ops``, the chunk x[:, start:start+size] after
+    ``start`` tokens): as many operations as a right call of the same instance and chunk after another number of
+    tokens (within LAYOUT_OPS; the first call, with nothing cached, apart), seen in this submission's checks. A
+    class that projects the inputs it kept again one token at a time makes more the more it kept (red team round
+    23b: on calls told apart by their dtype, where no product is larger than one token's)."""
+    if pair.name not in (MHA, GQA, SWA):
+        return
+    seen = grade.counts_seen.setdefault((pair.name, "cached", pair.what, x.shape[0], x.shape[-1], size, start == 0), [])
+    earlier = next(((at, count) for at, count in seen if at != start), None)
+    seen.append((start, ops))
+    if earlier is not None and abs(earlier[1] - ops) > LAYOUT_OPS:
+        grade.rules_broken.append((KEYS_ONCE, f"{pair.what} forward(<tokens {start} to {start + size - 1}>, "
+                                              f"use_cache=True) made {ops} torch operations after {start} earlier "
+                                              f"tokens and {earlier[1]} after {earlier[0]}: each call works on the "
+                                              "earlier tokens again; a KV cache keeps the keys and values "
+                                              "themselves, each computed once, and attends over them at once"))
 
 
 def decoded(grade, pair, x, chunks, also=lambda start, size: ()):

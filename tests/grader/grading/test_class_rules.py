@@ -115,14 +115,49 @@ def test_a_rule_read_by_its_own_check_alone_is_read_on_every_call(grader, course
     assert scores["attack"] <= scores[control] < points, scores
 
 
+ROUND_23B = [  # (round 23b's id, assignment, exercise, its control that scores most, the exercise's points)
+    ("a05causal", "05_efficient_attention", "flash_attention", "plain", 60.0),
+    ("a06loopproj", "06_decoding_attention", "CachedMultiHeadAttention", "plain", 20.0),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("attack,assignment,exercise", [("a05grad", "05_efficient_attention", "flash_attention"),
-                                                       ("a06kv", "06_decoding_attention", "CachedMultiHeadAttention"),
-                                                       ("a06swa", "06_decoding_attention", "MultiHeadAttentionWithSWA")])
-def test_round_23s_honest_controls_keep_every_point(grader, course, tmp_path, attack, assignment, exercise):
-    """The round's controls where the new readings look (flash's count on calls that require grad, a preallocated
-    cache read for keys computed once, a sliding window read by its products): every point."""
-    folder = HELDOUT.parent / "round23_red_team"
-    exercises = _graded(grader, course, tmp_path, assignment, (folder / f"{attack}__honestok.py.txt").read_text(),
-                        (exercise,))
-    assert exercises[exercise].score == exercises[exercise].max_score, exercises[exercise].feedback
+@pytest.mark.parametrize("attack,assignment,exercise,control,points", ROUND_23B, ids=[a[0] for a in ROUND_23B])
+def test_a_call_no_reader_looked_at_is_read_too(grader, course, tmp_path, attack, assignment, exercise, control,
+                                                points):
+    """Red team round 23b (tests/corpus/heldout/round23b_red_team), against round 23's readers: flash_attention
+    looping over single queries on causal calls whose queries and keys differ in number (their count was not read:
+    a05causal, 100 against 98), CachedMultiHeadAttention projecting its kept inputs again one token at a time on
+    float64 calls, no product larger than one token's (a06loopproj, 100 against 97.78: a cached call's count may
+    not grow with what is cached, lesson.checks_06.not_growing). Its padded loops on short calls, told apart by
+    their values or layout, are the residual docs/security.md names."""
+    folder = HELDOUT.parent / "round23b_red_team"
+    scores = {kind: _graded(grader, course, tmp_path / kind, assignment, (folder / f"{attack}__{kind}.py.txt").read_text(),
+                            (exercise,))[exercise].score for kind in ("attack", control)}
+    assert scores["attack"] <= scores[control] < points, scores
+
+
+CONTROLS = [  # (the round's folder, the control, assignment, exercise)
+    ("round23_red_team", "a05grad__honestok", "05_efficient_attention", "flash_attention"),
+    ("round23_red_team", "a06kv__honestok", "06_decoding_attention", "CachedMultiHeadAttention"),
+    ("round23_red_team", "a06swa__honestok", "06_decoding_attention", "MultiHeadAttentionWithSWA"),
+    ("round23b_red_team", "fa06fused__honestok_fused", "06_decoding_attention", None),
+    ("round23b_red_team", "fa06fused__honestok_fusedkv", "06_decoding_attention", None),
+    ("round23b_red_team", "fa05branch__honestok_twoguards", "05_efficient_attention", "online_softmax"),
+    ("round23b_red_team", "fa05branch__honestok_branchy", "05_efficient_attention", "online_softmax"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder,control,assignment,exercise", CONTROLS, ids=[c[1] for c in CONTROLS])
+def test_the_rounds_honest_controls_keep_every_point(grader, course, tmp_path, folder, control, assignment, exercise):
+    """Round 23's controls where its readings look (flash's count on calls that require grad, a preallocated cache
+    read for keys computed once, a sliding window read by its products), and round 23b's false alarms of them:
+    06's classes projecting queries, keys and values (or keys and values) in one product of their stacked weights,
+    which torch runs as a batched product on a chunk that is not contiguous (97.05 and 98.55: judged as attention
+    over more keys than the window, and as the earlier tokens projected again), and online_softmax testing each
+    block twice or three times by its values on a call of one row (86.67: more values read into Python than one a
+    block). Every point."""
+    exercises = _graded(grader, course, tmp_path, assignment,
+                        (HELDOUT.parent / folder / f"{control}.py.txt").read_text(), (exercise,) if exercise else None)
+    assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
