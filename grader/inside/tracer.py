@@ -58,7 +58,9 @@ class Tracer:
         # maximum or a sum over the keys, told from a product's sum over the features by the operator)
         self.widths: dict[str, int] = {}
         # with measure: each operator's largest result, by its aten name (06's keys-once rule: a projection, an
-        # addmm or mm, of every input kept, where the right call projects the new tokens only)
+        # addmm or mm, of every input kept, where the right call projects the new tokens only), and a matrix
+        # product's by its name and the length it contracted too ("bmm@16": a projection of 16 features, told from
+        # attention's scores, which contract a head's features, whatever operator torch runs it as)
         self.sizes: dict[str, int] = {}
         # a whole tensor reduced to one true-or-false entry, not yet read into Python: id -> (width, name). Read
         # there (``if not torch.isfinite(x).all():``), it is a test of the input, which decides what runs and
@@ -126,6 +128,7 @@ class Tracer:
 
 
 _MODES: tuple = ()
+PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "_addmm_activation", "addmv", "mv", "linear"})
 
 
 def _mode_classes() -> tuple:
@@ -216,6 +219,10 @@ def _mode_classes() -> tuple:
                     width *= 2
                 if width > tracer.widths.get(name, 0):
                     tracer.widths[name] = width
+                if name in PRODUCTS and isinstance(result, Tensor):  # a product's result by what it contracted too
+                    key = f"{name}@{width}"
+                    if result.numel() > tracer.sizes.get(key, 0):
+                        tracer.sizes[key] = result.numel()
                 read = False  # a test read into Python here
                 if name == "_local_scalar_dense" and args:
                     test = tracer.tests.get(id(args[0]))

@@ -797,6 +797,13 @@ def window_kept(grade, pair, x, start, size):
                                        f"sliding_window_size = {window} positions only"))
 
 
+def attention_product(key: str, projections: set) -> bool:
+    """Whether the tracer's ``key`` ("bmm@6": the operator and the length it contracted) is a matrix product that
+    contracts neither of the ``projections``' lengths (the input's and the model's features): attention's."""
+    name, _, width = key.partition("@")
+    return name in PRODUCTS and width.isdigit() and int(width) not in projections
+
+
 def window_rules(pair, x, start, size) -> list:
     """SWA's window read on a cached call of the chunk x[:, start:start+size] (Pair.same's ``rules``), as
     expect_window_attended reads it: a reduction wider than the window and the call's own tokens, where the
@@ -818,10 +825,11 @@ def window_rules(pair, x, start, size) -> list:
 
     # attention's batched products: the scores of every head over the keys kept, or a head's weights times its
     # values (red team round 23: a history attended by products and cumulative maxima, no reduction over the keys)
-    # (or the chunk's projection: queries, keys and values in one product of the stacked weights, which torch runs
-    # as a batched product on a chunk that is not contiguous; red team round 23b's false alarm)
-    scores = max(x.shape[0] * heads * size * max(window + size, model.head_dim + 1),
-                 x.shape[0] * size * max(x.shape[-1], FUSED_PROJECTIONS * model.d_out))
+    # by the length they contract (the tracer's "bmm@6"): not the projections, which contract the input's or the
+    # model's features, whatever operator torch runs them as (queries, keys and values in one product of the
+    # stacked weights run as a batched product on a chunk that is not contiguous: red team round 23b's false alarm)
+    scores = x.shape[0] * heads * size * max(window + size, model.head_dim + 1)
+    projections = {x.shape[-1], model.d_out}
 
     def judge(reply):
         widest, name = max(((width or 0, name) for name, width in reply.widths.items() if name in KEY_REDUCTIONS),
@@ -830,7 +838,7 @@ def window_rules(pair, x, start, size) -> list:
             widest, name = reply.widest or 0, reply.widest_op
             if widest <= allowed:
                 largest, name = max(((made or 0, name) for name, made in reply.sizes.items()
-                                     if name in BATCHED_PRODUCTS), default=(0, ""))
+                                     if attention_product(name, projections)), default=(0, ""))
                 if largest <= scores:
                     return None
                 return (f"{what}: a batched matrix product ({name}, as torch runs it) made {largest} entries, after "
@@ -848,6 +856,7 @@ KEYS_ONCE = "keys and values computed once"  # the rule expect_inputs_not_projec
 # the operators nn.Linear runs as (a projection of every input kept is one of them), and attention's batched products
 PROJECTIONS = frozenset({"addmm", "mm", "linear", "_addmm_activation", "addmv", "mv"})
 BATCHED_PRODUCTS = frozenset({"bmm", "baddbmm", "matmul"})
+PRODUCTS = PROJECTIONS | BATCHED_PRODUCTS
 FUSED_PROJECTIONS = 3  # a chunk's queries, keys and values may be projected by one product of the stacked weights
 
 
