@@ -895,18 +895,24 @@ def keys_once_rules(pair, x, start, size) -> list:
     return [(KEYS_ONCE, judge)]
 
 
+BRANCH_OPS = 8  # operations a cached call may add as its cache grows (a cache trimmed once it holds the window)
+
+
 def not_growing(grade, pair, x, start, size, ops):
     """The keys-once rule read by a right cached call's count (``ops``, the chunk x[:, start:start+size] after
-    ``start`` tokens): as many operations as a right call of the same instance and chunk after another number of
-    tokens (within LAYOUT_OPS; the first call, with nothing cached, apart), seen in this submission's checks. A
+    ``start`` tokens): no more operations than a right call of the same instance and chunk after fewer tokens (the
+    first call, with nothing cached, apart), seen in this submission's checks, but for what a branch on the cache
+    may add (LAYOUT_OPS and BRANCH_OPS; an honest class's count may go down as well: a loop over the groups ran 81
+    operations after one token and 75 after two), nor one an earlier token or more. A
     class that projects the inputs it kept again one token at a time makes more the more it kept (red team round
     23b: on calls told apart by their dtype, where no product is larger than one token's)."""
     if pair.name not in (MHA, GQA, SWA):
         return
     seen = grade.counts_seen.setdefault((pair.name, "cached", pair.what, x.shape[0], x.shape[-1], size, start == 0), [])
-    earlier = next(((at, count) for at, count in seen if at != start), None)
+    earlier = min(seen, default=None)  # the call after the fewest tokens
     seen.append((start, ops))
-    if earlier is not None and abs(earlier[1] - ops) > LAYOUT_OPS:
+    if earlier is not None and start > earlier[0] and ops - earlier[1] > LAYOUT_OPS + BRANCH_OPS and \
+            ops - earlier[1] >= start - earlier[0]:  # more, and by one an earlier token or more
         grade.rules_broken.append((KEYS_ONCE, f"{pair.what} forward(<tokens {start} to {start + size - 1}>, "
                                               f"use_cache=True) made {ops} torch operations after {start} earlier "
                                               f"tokens and {earlier[1]} after {earlier[0]}: each call works on the "
