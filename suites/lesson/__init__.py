@@ -113,8 +113,8 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
     operations and was right: its count and that of a call of the same ``kind`` (the function or instance, and
     the call's sizes but the tokens) on another number of tokens, also right, are as many (within ``slack``),
     and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
-    where either is more than any vectorised call may make (where the other call's answer is wrong, a mistake its
-    own cases charge, this call's count is held to the bound alone). The other call is one seen before in this
+    where either is more than any vectorised call may make (where the other call's answer is wrong, the rule is not
+    seen kept: red team round 23's a01pad ran its slip there). The other call is one seen before in this
     submission's checks (Grade.counts_seen), or made now (``call_with(other)``, giving its count: twice the tokens
     and at least 80, within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given). Code that
     loops over the tokens where the rule is not read breaks it here (red team rounds 22, 22b and 23: a loop over
@@ -139,20 +139,24 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
             return
         try:
             earlier = (other, call_with(other))
-        except (CheckFailed, StudentFault):  # a wrong answer there is a mistake its own cases charge, not the rule's
-            earlier = None  # (a learner's flash normalising every tile lost the rule's check too): the bound alone
+        except (CheckFailed, StudentFault) as failure:  # code right only where the rule is not read can say nothing
+            said = str(getattr(failure, "message", failure)).splitlines()[0][:300]  # else: the rule costs its checks
+            how = (f"{what} was right, but the same call on {other} tokens of the same batch was not ({said}): the "
+                   "rule is read on a right answer, so it cannot be seen kept here (where your code has a mistake, "
+                   "fixing it is the first step)")
+            earlier = None
         else:
             seen.append(earlier)
     seen.append((tokens, ops))
     counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
     try:
-        if max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
+        if how is None and max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
             count_reference()
             grade.expect_few_operations(name, *counts)
     except CheckFailed as failure:
         how = f"{what}: {failure.message}"
     else:
-        if len(counts) == 2 and abs(counts[1] - ops) > slack:
+        if how is None and len(counts) == 2 and abs(counts[1] - ops) > slack:
             how = (f"{what} made {ops} torch operations, and the same call {counts[1]} on {earlier[0]} tokens of the "
                    "same batch: its code loops over tokens on calls like this one")
     if how:
