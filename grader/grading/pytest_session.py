@@ -294,6 +294,8 @@ class GradingSession:
         self.wrong_calls: dict[str, set[str]] = {}  # check -> the helper calls it graded and found wrong
         # operation counts of the submission's right calls, by what a rule keeps them apart by (Grade.counts_seen)
         self.counts_seen: dict[tuple, list[tuple[int, int]]] = {}
+        # the reference's operation counts by the call's sizes and settings (Grade.count_reference), counted once
+        self.reference_counts: dict[tuple, int] = {}
         self.students: dict[str, Student] = {}
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
         # an assignment folder with the module and the notebook: each exercise from where it is written

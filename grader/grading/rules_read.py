@@ -26,10 +26,14 @@ def kept_where_read(exercises: list) -> list:
     comparing call of the same exercise turned to failed, saying how the rule was broken."""
     for exercise in exercises:
         broken: dict[str, str] = {}
+        # a rule whose own check was kept only as right given a helper of the student's is that helper's to charge
+        # (its loop is in the exercise's counts): a helper's mistake costs once, in the helper
+        helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read}
         for check in exercise.checks:
             if check.status == "passed" and not check.forgiven_by:
                 for rule, how in check.rules_broken:
-                    broken.setdefault(rule, how)
+                    if rule not in helpers:
+                        broken.setdefault(rule, how)
         if not broken:
             continue
         for index, check in enumerate(exercise.checks):

@@ -113,8 +113,8 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
     operations and was right: its count and that of a call of the same ``kind`` (the function or instance, and
     the call's sizes but the tokens) on another number of tokens, also right, are as many (within ``slack``),
     and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
-    where either is more than any vectorised call may make (where the other call's answer is wrong, the rule is not
-    seen kept: red team round 23's a01pad ran its slip there). The other call is one seen before in this
+    where either is more than any vectorised call may make (where the other call's answer is wrong, a mistake its
+    own cases charge, the count is held to the bound alone). The other call is one seen before in this
     submission's checks (Grade.counts_seen), or made now (``call_with(other)``, giving its count: twice the tokens
     and at least 80, within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given). Code that
     loops over the tokens where the rule is not read breaks it here (red team rounds 22, 22b and 23: a loop over
@@ -139,13 +139,9 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
             return
         try:
             earlier = (other, call_with(other))
-        except (CheckFailed, StudentFault) as failure:  # code right only where the rule is not read can say nothing
-            said = str(getattr(failure, "message", failure)).splitlines()[0][:300]  # else: the rule costs its checks
-            how = (f"{what} was right, but the same call on {other} tokens of the same batch was not ({said}): the "
-                   "rule is read on a right answer, so it cannot be seen kept here (where your code has a mistake, "
-                   "fixing it is the first step)")
-            earlier = None
-        else:
+        except (CheckFailed, StudentFault):  # a wrong answer there is a mistake its own cases charge, not the rule's:
+            earlier = None  # the count is held to the bound alone (the student's side, which makes no such call,
+        else:  # then grades a wrong file as the instructor's does; a slip run there is round 23's residual, a01pad)
             seen.append(earlier)
     seen.append((tokens, ops))
     counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
