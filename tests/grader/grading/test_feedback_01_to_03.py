@@ -48,7 +48,7 @@ ROUND_4A = {
 def test_round_4a_each_failure_is_explained_in_the_exercise_s_terms(course, grader, tmp_path, suite):
     entries = [e for e in corpus.learner("attempts") if e.name in ROUND_4A]
     assert len(entries) == len(ROUND_4A)
-    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite, quick=True)
     for name, phrases in ROUND_4A.items():
         exercise, _ = results[name]
         assert exercise.score < exercise.max_score, (name, exercise.feedback[:600])
@@ -70,7 +70,7 @@ GRADER_ERRORS = ("learner_4a_31_apply_causal_mask_masked_fill_inplace",
 def test_round_4a_a_wrong_masking_exercise_is_no_grader_error(course, grader, tmp_path):
     entries = [e for e in corpus.learner("attempts") if e.name.split("/")[-1] in GRADER_ERRORS]
     assert len(entries) == len(GRADER_ERRORS)
-    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, quick=True)
     for entry in entries:
         exercise, _ = results[entry.name]
         assert exercise.score < exercise.max_score, (entry.name, exercise.feedback[:600])
@@ -82,7 +82,7 @@ def test_round_4a_a_raise_only_when_a_gradient_is_asked_for_is_not_blamed_on_the
     it was said to read T from the front (shape[0]), which it does not."""
     entry = next(e for e in corpus.learner("attempts")
                  if e.name.endswith("learner_4a_31_apply_causal_mask_masked_fill_inplace"))
-    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024, quick=True)[entry.name]
     assert "shape[0] is the batch size" not in exercise.feedback, exercise.feedback[:1200]
     raised = [c.message for c in exercise.checks if "raised" in (c.message or "")]
     assert raised and all("when no gradient is asked for" in m for m in raised), raised
@@ -101,7 +101,7 @@ GENERIC = {
 def test_round_4a_a_crash_the_grader_explains_is_not_misnamed(course, grader, tmp_path, suite):
     entries = [e for e in corpus.learner("attempts") if e.name in GENERIC]
     assert len(entries) == len(GENERIC)
-    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite, quick=True)
     for name, phrases in GENERIC.items():
         exercise, _ = results[name]
         assert exercise.score < exercise.max_score, name

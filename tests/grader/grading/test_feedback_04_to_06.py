@@ -49,7 +49,7 @@ ROUND_4B = {
 def test_round_4b_each_attempt_is_explained_in_the_exercise_s_terms(course, grader, tmp_path, suite):
     entries = [e for e in corpus.learner("attempts") if e.name in ROUND_4B]
     assert len(entries) == len(ROUND_4B)
-    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite)
+    results = corpus.grade_all(entries, course, grader, tmp_path, seed=2024, suite=suite, quick=True)
     for name, phrases in ROUND_4B.items():
         exercise, _ = results[name]
         assert exercise.score < exercise.max_score, name
@@ -62,7 +62,7 @@ def test_scores_keys_times_queries_crash_on_a_cached_call_is_not_named_a_square_
     [T, cached + T] scores: 'cache-position-not-advanced' was named beside 'scores-transposed' (diagnosis_rate:
     3 wrong ids on three seeds). The square mask is named only where the class's own uncached call is right."""
     entry = next(e for e in corpus.mistakes() if e.name.endswith("blind_06_GroupedQueryAttention_keys_times_queries"))
-    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024)[entry.name]
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=2024, quick=True)[entry.name]
     named = {m for check in exercise.checks for m in check.misconceptions}
     assert named == {"scores-transposed"}, (named, exercise.feedback)
 

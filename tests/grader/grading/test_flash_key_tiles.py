@@ -69,7 +69,8 @@ def graded(source, course, grader, tmp_path, suite, seed=2024):
     path = tmp_path / "flash_attention_variant.py"
     path.write_text(source)
     entry = corpus._entry(path, None)
-    return corpus.grade_all([entry], course, grader, tmp_path / "graded", seed=seed, suite=suite)[entry.name][0]
+    return corpus.grade_all([entry], course, grader, tmp_path / "graded", seed=seed, suite=suite,
+                            quick=True)[entry.name][0]
 
 
 @pytest.mark.slow
@@ -96,7 +97,7 @@ FLASH = [e for e in corpus.correct() + corpus.learner("correct") if e.exercise =
 def test_every_correct_flash_attention_of_the_corpora_keeps_full_marks(course, grader, tmp_path, suite):
     assert len(FLASH) >= 7  # blind, ported (Triton, xformers) and the learners' final versions
     for seed in (3, 2024):
-        results = corpus.grade_all(FLASH, course, grader, tmp_path / str(seed), seed=seed, suite=suite)
+        results = corpus.grade_all(FLASH, course, grader, tmp_path / str(seed), seed=seed, suite=suite, quick=True)
         lost = {name: exercise.feedback[:400] for name, (exercise, _) in results.items()
                 if exercise.status != "passed"}
         assert lost == {}, (seed, lost)

@@ -28,7 +28,7 @@ def test_a_submission_that_searches_its_process_while_verified_finds_no_answer(c
     path = tmp_path / "answer_hunter.py"
     path.write_text(HUNTER)
     entry = corpus._entry(path, None)
-    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite, quick=True)[entry.name]
     assert "HUNT" not in exercise.feedback, exercise.feedback[:800]
     assert "with a right attention_weights in place of yours" in exercise.feedback
     assert "ValueError" not in exercise.feedback and "fixed to see where" in exercise.feedback
@@ -139,7 +139,7 @@ def test_a_question_no_right_call_makes_is_refused_and_keeps_no_case(course, gra
     path = tmp_path / "gap_forger.py"
     path.write_text(GAP_FORGER)
     entry = corpus._entry(path, None)
-    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite)[entry.name]
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / "run", suite=suite, quick=True)[entry.name]
     assert exercise.status == "failed" and exercise.score < exercise.max_score / 2, exercise.feedback[:500]
     assert "with a right attention_weights in place of yours" in exercise.feedback
     assert "could not be checked" not in exercise.feedback

@@ -102,7 +102,8 @@ def graded(source, course, grader, tmp_path, suite="hidden"):
     path = tmp_path / "threaded_variant.py"
     path.write_text(textwrap.dedent(source))
     entry = corpus._entry(path, None)
-    return corpus.grade_all([entry], course, grader, tmp_path / "graded", seed=2024, suite=suite)[entry.name][0]
+    return corpus.grade_all([entry], course, grader, tmp_path / "graded", seed=2024, suite=suite,
+                            quick=True)[entry.name][0]
 
 
 def failing(exercise) -> dict:
