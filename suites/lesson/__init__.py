@@ -146,13 +146,13 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, ki
     seen.append((tokens, ops))
     counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
     try:
-        if how is None and max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
+        if max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
             count_reference()
             grade.expect_few_operations(name, *counts)
     except CheckFailed as failure:
         how = f"{what}: {failure.message}"
     else:
-        if how is None and len(counts) == 2 and abs(counts[1] - ops) > slack:
+        if len(counts) == 2 and abs(counts[1] - ops) > slack:
             how = (f"{what} made {ops} torch operations, and the same call {counts[1]} on {earlier[0]} tokens of the "
                    "same batch: its code loops over tokens on calls like this one")
     if how:
