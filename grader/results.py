@@ -80,6 +80,7 @@ class CheckOutcome:
     kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed
     rules_read: tuple[str, ...] = ()  # rules this check read on its own calls (Grade.reads_rule)
     rules_broken: tuple[tuple[str, str], ...] = ()  # (rule, how) broken on its comparing calls (Grade.keeps_rules)
+    rules_unverified: tuple[tuple[str, str], ...] = ()  # (rule, why): its reading call was wrong
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)

@@ -163,6 +163,8 @@ class Grade:
         self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
         self.rules_read: list[str] = []  # the rules this check reads on its own calls (reads_rule)
         self.rules_broken: list[tuple[str, str]] = []  # (rule, what broke it) on this check's comparing calls
+        # (rule, why) where a call made to read the rule on a comparing call answered wrong (grader.grading.rules_read)
+        self.rules_unverified: list[tuple[str, str]] = []
 
     # inputs ------------------------------------------------------------------------------------------
     def randn(self, *shape, dtype=None, scale=1.0):
@@ -433,7 +435,7 @@ class Grade:
     @property
     def counts_seen(self) -> dict:
         """This submission's right calls' operation counts, kept across its checks by what a rule tells them
-        apart by (lesson.vectorised_on: the function or instance and its sizes but the tokens) -> a list of
+        apart by (lesson.checks_06.not_growing: a cached sequence's instance and its sizes) -> a list of
         (tokens, count): a count read once is compared with the others', not read again."""
         return self.session.counts_seen
 

@@ -613,6 +613,7 @@ class GradingPlugin:
         check.wrong_calls = wrong_calls
         check.rules_read = tuple(getattr(grade, "rules_read", ()))
         check.rules_broken = tuple(getattr(grade, "rules_broken", ()))
+        check.rules_unverified = tuple(getattr(grade, "rules_unverified", ()))
         return assignment, marker.args[0], check
 
 

@@ -15,10 +15,22 @@ saying on which call: the rule costs what its checks weigh, once, as it costs co
 and a right answer keeps its points. Code that breaks the rule only where it is not read scores what that code
 scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's forfeit: a rule
 was "kept" only where every check reading it passed, and one failed check let every comparing call break it).
+
+A rule read on a comparing call by a call of the grader's own (05's and 06's functions, 01's and 04's: the same
+call of its own values on another number of tokens, lesson.vectorised_on) cannot be read where that call's answer
+is wrong. There the rule is not verified, and unverified it fails the checks that read it, as broken, unless the
+exercise's own failures already cost as much as those checks weigh: a mistake that shows on the longer call is
+charged once, by its own cases, where they charge it; a slip run only on the reading call (red team round 23b:
+a loop padded under the bound on short calls told apart by their values, the rule-abiding code, wrong there, run
+on the reading call) buys nothing, and failing checks on purpose to free it costs what the rule does.
 """
 from __future__ import annotations
 
 import dataclasses
+
+from grader.results import GRADER_ERROR
+
+KEPT = ("passed", GRADER_ERROR)  # statuses that cost the student nothing (a grader's error: not graded)
 
 
 def kept_where_read(exercises: list) -> list:
@@ -29,19 +41,25 @@ def kept_where_read(exercises: list) -> list:
         # a rule whose own check was kept only as right given a helper of the student's is that helper's to charge
         # (its loop is in the exercise's counts): a helper's mistake costs once, in the helper
         helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read}
+        lost = sum(check.weight * (1.0 - check.kept) for check in exercise.checks if check.status not in KEPT)
         for check in exercise.checks:
             if check.status == "passed" and not check.forgiven_by:
                 for rule, how in check.rules_broken:
                     if rule not in helpers:
-                        broken.setdefault(rule, how)
+                        broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
+                                                 "this check reads, so the check earns nothing, as where the rule is "
+                                                 "broken on its own calls")
+                for rule, why in check.rules_unverified:
+                    weighs = sum(other.weight for other in exercise.checks if rule in other.rules_read)
+                    if rule not in helpers and lost < weighs:
+                        broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
+                                                "nothing until the longer call is right too")
         if not broken:
             continue
         for index, check in enumerate(exercise.checks):
-            how = next((broken[rule] for rule in check.rules_read if rule in broken), None)
-            if check.status != "passed" or how is None:
+            message = next((broken[rule] for rule in check.rules_read if rule in broken), None)
+            if check.status != "passed" or message is None:
                 continue
-            message = (f"{how}. That call's answer came from code that breaks the rule this check reads, so the "
-                       "check earns nothing, as where the rule is broken on its own calls")
             exercise.checks[index] = dataclasses.replace(
                 check, status="failed", message=message, unexplained=message, verified=False,
                 forgiven_by="", forgiven_call="", forgiven_raise=False)

@@ -97,53 +97,83 @@ stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_produc
           "SelfAttention_v1", "SelfAttention_v2")
 
 
-def shaped_like(x, shape, generator):
-    """A float64 normal tensor of ``shape`` (``x``'s but for lengths) in ``x``'s layout (its dimensions' order in
-    memory: a transposed ``x`` gives a transposed tensor) and dtype, drawn from ``generator``."""
+def layout_of(x) -> tuple:
+    """``x``'s dimensions in their order in memory, the outermost first (a transposed ``x``: its dimensions swapped)."""
+    return tuple(sorted(range(x.dim()), key=lambda d: -x.stride(d)))
+
+
+def in_layout_of(x, made):
+    """``made`` (``x``'s dimensions, other sizes) laid out in memory as ``x`` is (a transposed ``x``: transposed)."""
+    order = layout_of(x)
+    return made.permute(order).contiguous().permute([order.index(d) for d in range(x.dim())])
+
+
+def lengthened(x, length, generator, dim=-2):
+    """``x`` with ``length`` entries along ``dim``, each ``x``'s own along it, in turns of a shuffled order: the
+    checked call's values, their scale, its -inf entries and its layout on another number of tokens (red team
+    round 23b: a loop padded under the bound behind a tell on the values, which an other-length call drawn afresh
+    never carried)."""
     import torch
 
-    order = sorted(range(x.dim()), key=lambda d: -x.stride(d))
-    made = torch.randn([shape[d] for d in order], generator=generator, dtype=torch.float64)
-    return made.permute([order.index(d) for d in range(x.dim())]).to(x.dtype)
+    tokens = x.shape[dim]
+    turns = [torch.randperm(tokens, generator=generator) for _ in range(-(-length // tokens))]
+    return in_layout_of(x, x.detach().index_select(dim, torch.cat(turns)[:length]))
 
 
-def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, kind, limit=None, lengthen=None,
+def doubled_blocks(tokens, block_size, generator):
+    """The index that makes each block of ``tokens`` entries (blocks of ``block_size``, the last shorter) a block
+    twice as long of its own entries, each twice, shuffled within the block: a block all -inf stays all -inf."""
+    import torch
+
+    blocks = []
+    for start in range(0, tokens, block_size):
+        size = min(block_size, tokens - start)
+        blocks += [start + torch.randperm(size, generator=generator), start + torch.randperm(size, generator=generator)]
+    return torch.cat(blocks)
+
+
+def _first_line(failure) -> str:
+    text = str(getattr(failure, "message", "") or failure).strip()
+    return text.splitlines()[0][:300] if text else type(failure).__name__
+
+
+def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, limit=None, lengthen=None,
                   slack=LAYOUT_OPS):
     """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
-    operations and was right: its count and that of a call of the same ``kind`` (the function or instance, and
-    the call's sizes but the tokens) on another number of tokens, also right, are as many (within ``slack``),
+    operations and was right: its count and that of the same call on another number of tokens, also right, are
+    as many (within ``slack``),
     and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
-    where either is more than any vectorised call may make (where the other call's answer is wrong, a mistake its
-    own cases charge, the count is held to the bound alone). The other call is one seen before in this
-    submission's checks (Grade.counts_seen), or made now (``call_with(other)``, giving its count: twice the tokens
-    and at least 80, within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given). Code that
-    loops over the tokens where the rule is not read breaks it here (red team rounds 22, 22b and 23: a loop over
-    the queries wherever the vectorised code, right on the vectorised check's inputs, was wrong; a loop padded to
-    as many rounds at every length); a broken rule fails the checks that read it (grader.grading.rules_read).
-    Only where the reference runs here (Grade.live_reference)."""
+    where either is more than any vectorised call may make. The other call is made for this call
+    (``call_with(other)``, giving its count: twice the tokens and at least 80, within ``limit``; 2 where that is
+    not longer; ``lengthen(tokens)`` where given), of this call's own values (:func:`lengthened`): whatever told
+    this call apart, but its length, the other carries. Where its answer is wrong, the rule is not read on this
+    call (``Grade.rules_unverified``: it fails the checks that read the rule unless the exercise's own mistakes
+    already cost as much, grader.grading.rules_read). Code that loops over the tokens where the rule is not read
+    breaks it here (red team rounds 22, 22b, 23 and 23b: a loop over the queries wherever the vectorised code,
+    right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length; a loop
+    padded under the bound on short calls told apart by their values, the vectorised code's slip run on the
+    other call); a broken rule fails the checks that read it. Only where the reference runs here
+    (Grade.live_reference)."""
     if not grade.live_reference or ops is None:
         return
-    seen = grade.counts_seen.setdefault((name, kind), [])
-    earlier = next(((t, count) for t, count in seen if abs(t - tokens) >= 2), None)
     how = None
-    if earlier is None:
-        # longer than any loop over the tokens padded within the least bound may cover (red team round 23: a loop
-        # padded to 40 rounds, 64 operations at most, on every call shorter than the 32 tokens read)
-        longest = max(2 * tokens, operations_allowed(0) + 16)
-        other = longest if limit is None else min(longest, limit)
-        if other < tokens + 4:  # a sequence as long as it may be: a shorter one
-            other = 2
-        if lengthen is not None:
-            other = lengthen(tokens)
-        if abs(other - tokens) < 2:
-            return
-        try:
-            earlier = (other, call_with(other))
-        except (CheckFailed, StudentFault):  # a wrong answer there is a mistake its own cases charge, not the rule's:
-            earlier = None  # the count is held to the bound alone (the student's side, which makes no such call,
-        else:  # then grades a wrong file as the instructor's does; a slip run there is round 23's residual, a01pad)
-            seen.append(earlier)
-    seen.append((tokens, ops))
+    # longer than any loop over the tokens padded within the least bound may cover (red team round 23: a loop
+    # padded to 40 rounds, 64 operations at most, on every call shorter than the 32 tokens read)
+    longest = max(2 * tokens, operations_allowed(0) + 16)
+    other = longest if limit is None else min(longest, limit)
+    if other < tokens + 4:  # a sequence as long as it may be: a shorter one
+        other = 2
+    if lengthen is not None:
+        other = lengthen(tokens)
+    if abs(other - tokens) < 2:
+        return
+    try:
+        earlier = (other, call_with(other))
+    except (CheckFailed, StudentFault) as failure:  # wrong there: the rule was not read on this call
+        earlier = None
+        grade.rules_unverified.append((VECTORISED, f"{what}: the same call on {other} tokens (its own values, "
+                                                   f"repeated) was not right, so how it computes could not be read: "
+                                                   f"{_first_line(failure)}"))
     counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
     try:
         if max(counts) > operations_allowed(0):  # more than the least any vectorised call may make

@@ -13,7 +13,7 @@ import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose, shape_mismatch,
                               shape_str)
-from lesson import VECTORISED, mistaken, shaped_like, vectorised_on
+from lesson import VECTORISED, lengthened, mistaken, vectorised_on
 
 
 def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
@@ -280,14 +280,13 @@ def vectorised_here(grade, name, x, grad, counted):
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.ndim))
 
     def call_with(other):
-        x_other = shaped_like(x, (*x.shape[:-2], other, x.shape[-1]), generator)  # x's layout (round 23b: a tell)
+        x_other = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
         seen = []
         grade.same(name, x_other, grad=grad, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
         return seen[0] if seen else None
 
     vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
-                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
-                  (tuple(x.shape[:-2]), x.shape[-1], bool(grad)))  # not the dtype: a tell (red team round 23)
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with)
 
 
 def batched_crash_explained(grade, x):

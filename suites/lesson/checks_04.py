@@ -17,7 +17,7 @@ import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
                               shape_mismatch, shape_str)
-from lesson import LAYOUT_OPS, VECTORISED, mistaken, shaped_like, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import student_module
@@ -118,22 +118,38 @@ def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=N
 
 def vectorised_here(grade, pair, x, grad, ops, seed=None):
     """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right
-    (lesson.vectorised_on): the same instance on another sequence of the same batch, within context_length.
-    Inputs from a generator of their own: the check's other inputs are drawn as before."""
-    batch, tokens, features = x.shape
-    generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + batch))
+    (lesson.vectorised_on): the same instance on another sequence of ``x``'s own tokens (lesson.lengthened), or,
+    where its context_length is shorter than that sequence, the instance made again for it with the same weights
+    (:func:`longer_twin`): red team round 23b, a loop padded under the bound on instances of a short context."""
+    tokens = x.shape[1]
+    generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.shape[0]))
 
     def call_with(other):
-        x_other = shaped_like(x, (batch, other, features), generator)  # x's layout (red team round 23b: a tell)
+        x_other = lengthened(x, other, generator)  # x's values and layout (red team round 23b: tells)
+        context = argument(pair, "context_length") if pair.name == MHA else None
+        same = pair if context is None or other <= context else longer_twin(grade, pair, other)
         counted = []
-        pair.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+        same.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
         return counted[0] if counted else None
 
-    # the instance as made, the call but its tokens and its dtype (a dtype told a loop apart: red team round 23)
-    kind = (pair.what, batch, features, bool(grad), seed is not None)
     vectorised_on(grade, pair.name, f"{pair.what} forward(<{shape_str(x.shape)}>)", tokens, ops,
-                  lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with, kind,
-                  argument(pair, "context_length") if pair.name == MHA else None)
+                  lambda: grade.count_reference(pair.name, lambda: pair.ref, (x,), {}), call_with)
+
+
+LONG_CONTEXT = 80  # a twin's context_length: longer than a loop padded within the least bound covers (lesson)
+
+
+def longer_twin(grade, pair, context):
+    """``pair``'s class made again with ``context`` for its context_length, its other arguments, its weights,
+    its dtype and its mode as the pair's."""
+    index = SIGNATURES[pair.name].index("context_length")
+    args, kwargs = list(pair.args), dict(pair.kwargs)
+    if index < len(args):
+        args[index] = context
+    else:
+        kwargs["context_length"] = context
+    twin = grade.module(pair.name, *args, dtype=pair.dtype, training=pair.ref.training, **kwargs)
+    return twin.set_weights(pair.weights)
 
 
 def causal_module_check(grade, pair, x, check):
@@ -213,25 +229,47 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
             raise
         raise blamed from None
     if pair.name in (MHA, FUSED) and counted and counted[0] is not None:
-        trained_vectorised(grade, pair, tokens, counted[0])
+        trained_vectorised(grade, pair, tokens, counted[0], p)
 
 
-def trained_vectorised(grade, pair, tokens, ops):
+def trained_vectorised(grade, pair, tokens, ops, p):
     """The vectorised rule read on the training-mode call of the dropout check (``ops`` operations on one-hot
-    inputs of ``tokens`` tokens): the same instance, in training mode, on 2 tokens (or 3) makes as many (within
-    LAYOUT_OPS). Its output is not compared (dropout draws are the student's): what is read is the count. Red
-    team round 23: a loop over the queries in training mode only, where the rule was read on evaluation-mode
-    calls alone."""
+    inputs of ``tokens`` tokens, dropout ``p``): the same instance, in training mode, on 2 tokens (or 3) makes as
+    many (within LAYOUT_OPS). Its output is not compared (dropout draws are the student's): what is read is the
+    count. Red team round 23: a loop over the queries in training mode only, where the rule was read on
+    evaluation-mode calls alone. Where the reference runs here, the instance made again with a context of
+    80 tokens (:func:`longer_twin`) makes as many on the same inputs, and drops their weights as the contract
+    says (lesson.dropout.judged): round 23b, a loop padded to the context's rounds on instances of a short
+    context, whose vectorised code dropped one mask for every head."""
     from lesson.dropout import one_hot
 
     other = 2 if tokens > 3 else tokens + 2
-    if other > argument(pair, "d_in"):
+    d_in = argument(pair, "d_in")
+    if other <= d_in:
+        other_ops = pair.train(True).call(one_hot(2, other, d_in, pair.dtype or torch.float32), seed=grade.seed).ops
+        if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
+            grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
+                                       f"{tokens} tokens and {other_ops} on {other}: its code loops over tokens there"))
+    context = argument(pair, "context_length") if pair.name == MHA else None
+    if context is None or context >= LONG_CONTEXT or not grade.live_reference:
         return
-    other_ops = pair.train(True).call(one_hot(2, other, argument(pair, "d_in"), pair.dtype or torch.float32),
-                                      seed=grade.seed).ops
-    if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
-        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
-                                   f"{tokens} tokens and {other_ops} on {other}: its code loops over tokens there"))
+    x = one_hot(2, tokens, d_in, pair.dtype or torch.float32)
+    what = f"{pair.name} made with context_length {LONG_CONTEXT}, in training mode, on the {tokens} one-hot tokens " \
+           f"of {pair.what}'s dropout check"
+    try:
+        twin = longer_twin(grade, pair, LONG_CONTEXT)
+        own = twin.train(False).reference(x).detach().cpu().double()
+        reply = twin.train(True).call(x, seed=grade.seed)
+    except (CheckFailed, StudentFault) as failure:
+        grade.rules_unverified.append((VECTORISED, f"{what}: it raised ({failure.message.splitlines()[0][:200]})"))
+        return
+    problem, _ = judged(own, reply.out, p, tokens, grade.tolerance(own.to(pair.dtype or torch.float32)))
+    if problem:
+        grade.rules_unverified.append((VECTORISED, f"{what}: {problem}"))
+    elif reply.ops is not None and abs(reply.ops - ops) > LAYOUT_OPS:
+        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations, and the "
+                                   f"same class made with context_length {LONG_CONTEXT} {reply.ops} on the same "
+                                   "inputs: its code loops over the context there"))
 
 
 def nothing_dropped(grade, pair, tokens, p):

@@ -10,10 +10,9 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 """
 from __future__ import annotations
 
-from fractions import Fraction
 
 from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, shape_mismatch, shape_str
-from lesson import LAYOUT_OPS, VECTORISED, mistaken, shaped_like, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, doubled_blocks, in_layout_of, mistaken, vectorised_on
 from lesson.mistaken import ScaleSearch
 
 
@@ -310,14 +309,13 @@ def online_softmax_same(grade, x, block_size, grad=False):
     generator = torch.Generator().manual_seed(grade.seed ^ (x.shape[-1] * 7919 + block_size))
 
     def scaled(seen):
-        longer = shaped_like(x, (*x.shape[:-1], 2 * x.shape[-1]), generator)
+        longer = in_layout_of(x, x.detach().index_select(-1, doubled_blocks(x.shape[-1], block_size, generator)))
         grade.same("online_softmax", longer, 2 * block_size, grad=grad, normalised_exponential=True,
                    rules=[*online_softmax_rules(longer, 2 * block_size),
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
 
     vectorised_in_blocks(grade, "online_softmax", f"online_softmax(<{shape_str(x.shape)}>, {block_size})",
-                         x.shape[-1], counted, (tuple(x.shape[:-1]), Fraction(x.shape[-1], block_size), bool(grad)),
-                         scaled, (x, block_size), blocks=-(-x.shape[-1] // block_size))
+                         x.shape[-1], counted, scaled, (x, block_size), blocks=-(-x.shape[-1] // block_size))
 
 
 def expect_blockwise_statistics(grade, x, short, small_block):
@@ -382,14 +380,16 @@ def broken_by(expect, *args):
 PER_BLOCK_OPS = 8  # operations a block may run or skip by its values (a rescale only where the maximum grew)
 
 
-def vectorised_in_blocks(grade, name, what, tokens, counted, kind, scaled, args, kwargs=None, blocks=1):
+def vectorised_in_blocks(grade, name, what, tokens, counted, scaled, args, kwargs=None, blocks=1):
     """``name``'s vectorised rule read on a right comparing call (``what``, its length ``tokens``, its count in
     ``counted``; lesson.vectorised_on): ``scaled(seen)`` makes the same call with every length and the block
-    twice as long, as many blocks, right too, and puts its count in ``seen``; a loop over blocks makes as many
+    twice as long, as many blocks, each block of its own entries twice (lesson.doubled_blocks: a tell on the values,
+    a block all -inf, is carried), right too, and puts its count in ``seen``; a loop over blocks makes as many
     operations on both (within PER_BLOCK_OPS for each of its ``blocks``: code may branch on a block's values, and a
-    causal tile the mask leaves whole may be cut by it twice as large), a
-    loop over entries or tokens inside a block twice as many. ``kind``: the call's geometry but its scale. Red team round 23: the checks that read the rule were told apart (by inputs that
-    require grad) and a loop over single queries or entries ran everywhere else."""
+    causal tile the mask leaves whole may be cut by it twice as large), a loop over entries or tokens inside a block
+    twice as many. Red team round 23: the checks that read the rule were told apart (by inputs that require grad)
+    and a loop over single queries or entries ran everywhere else; round 23b: by -inf entries, a loop padded
+    within the bound, and the rule-abiding code's slip run on the scaled call."""
     if not counted or counted[0] is None:
         return
 
@@ -400,7 +400,7 @@ def vectorised_in_blocks(grade, name, what, tokens, counted, kind, scaled, args,
 
     vectorised_on(grade, name, what, tokens, counted[0],
                   lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), args, kwargs or {}),
-                  call_with, kind, lengthen=lambda length: 2 * length, slack=LAYOUT_OPS + PER_BLOCK_OPS * blocks)
+                  call_with, lengthen=lambda length: 2 * length, slack=LAYOUT_OPS + PER_BLOCK_OPS * blocks)
 
 
 def online_softmax_rules(x, block_size) -> list:
@@ -736,16 +736,15 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
     generator = torch.Generator().manual_seed(grade.seed ^ (tq * 7919 + tk * 31 + block_size))
 
     def scaled(seen):
-        q2, k2, v2 = (shaped_like(t, (*t.shape[:-2], 2 * t.shape[-2], t.shape[-1]), generator) for t in (q, k, v))
+        queries, keys = doubled_blocks(tq, block_size, generator), doubled_blocks(tk, block_size, generator)
+        q2, k2, v2 = (in_layout_of(t, t.detach().index_select(-2, index)) for t, index in ((q, queries), (k, keys), (v, keys)))
         grade.same("flash_attention", q2, k2, v2, grad=grad, right=lambda: plain_attention(q2, k2, v2, causal),
                    block_size=2 * block_size, causal=causal,
                    rules=[*flash_rules(q2, k2, v2, 2 * block_size, causal),
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
 
-    kind = (tuple(q.shape[:-2]), tuple(k.shape[:-2]), q.shape[-1], v.shape[-1], Fraction(tq, block_size),
-            Fraction(tk, block_size), causal, bool(grad))
     vectorised_in_blocks(grade, "flash_attention", f"flash_attention(<{shape_str(q.shape)}> queries, "
-                         f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", tq, counted, kind,
+                         f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", tq, counted,
                          scaled, (q, k, v), {"block_size": block_size, "causal": causal},
                          blocks=-(-tq // block_size) * -(-tk // block_size))
 

@@ -13,7 +13,7 @@ under changed weights, the memory the kernel counts), never read from what the s
 from __future__ import annotations
 
 from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
-from lesson import LAYOUT_OPS, VECTORISED, every_call, mistaken, shaped_like, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, every_call, lengthened, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights
 
 MHA, GQA, SWA = "CachedMultiHeadAttention", "GroupedQueryAttention", "MultiHeadAttentionWithSWA"
@@ -102,7 +102,7 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
                    "use the argument, 1.0 / theta_base ** (torch.arange(0, head_dim, 2) / head_dim)",
                    lambda: tuple(f(rope_angles(head_dim, 10_000, context_length)).float()
                                  for f in (torch.cos, torch.sin)))] if theta_base != 10_000 else [])])
-    vectorised_here(grade, "compute_rope_params", args, counted, context_length, (head_dim, theta_base),
+    vectorised_here(grade, "compute_rope_params", args, counted, context_length,
                     lambda other: ((head_dim, theta_base, other), {"slack": angle_rounding(head_dim, theta_base, other)}))
 
 
@@ -150,13 +150,11 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
     if x.dim() >= 2:
         generator = _torch().Generator().manual_seed(grade.seed ^ (x.shape[-2] * 7919 + x.dim()))
 
-        def longer(other):  # x's layout (keys come transposed) on another number of tokens
-            return (shaped_like(x, (*x.shape[:-2], other, x.shape[-1]), generator), cos, sin), \
+        def longer(other):  # x's values and layout (keys come transposed) on another number of tokens
+            return (lengthened(x, other, generator), cos, sin), \
                 {"offset": offset, "grad": (0,) if grad else False}
 
-        layout = tuple(sorted(range(x.dim()), key=lambda d: -x.stride(d)))
-        kind = (tuple(x.shape[:-2]), x.shape[-1], layout, offset == 0, bool(grad))  # not the dtypes: a tell
-        vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], kind, longer, {"offset": offset},
+        vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], longer, {"offset": offset},
                         limit=cos.shape[0] - offset)
 
 
@@ -234,8 +232,7 @@ def mask_same(grade, *args):
         return (num_queries + queries_more, num_keys + more - queries_more, window,
                 q_start + more - 2 * queries_more, k_start), {}
 
-    vectorised_here(grade, "sliding_window_mask", args, counted, num_queries + num_keys,
-                    (num_queries == 1, window is None), longer)
+    vectorised_here(grade, "sliding_window_mask", args, counted, num_queries + num_keys, longer)
 
 
 def masks_as_called(grade, calls):
@@ -246,11 +243,11 @@ def masks_as_called(grade, calls):
     every_call(grade, mask_same, calls)
 
 
-def vectorised_here(grade, name, args, counted, tokens, kind, longer, kwargs=None, limit=None):
+def vectorised_here(grade, name, args, counted, tokens, longer, kwargs=None, limit=None):
     """``name``'s vectorised rule read on a right comparing call of ``args`` (its count in ``counted``;
     lesson.vectorised_on), as 01's functions and 04's classes read it: the same function on another number of
-    tokens (``longer(other)`` gives its arguments and Grade.same's keywords; ``kind``: what, but the tokens, may
-    change a vectorised count; ``kwargs``: the checked call's keywords).
+    tokens (``longer(other)`` gives its arguments and Grade.same's keywords, the checked call's values carried;
+    ``kwargs``: the checked call's keywords).
     Red team round 22b's mechanism on 06's functions: code that loops over positions wherever the vectorised check's
     own inputs are not."""
     if not counted:
@@ -264,7 +261,7 @@ def vectorised_here(grade, name, args, counted, tokens, kind, longer, kwargs=Non
 
     vectorised_on(grade, name, f"{name}({', '.join(_shown(a) for a in args)})", tokens, counted[0],
                   lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), args, kwargs or {}), call_with,
-                  kind, limit)
+                  limit)
 
 
 def _shown(value) -> str:

@@ -85,9 +85,7 @@ def test_the_honest_window_class_keeps_every_point(grader, course, tmp_path):
 
 
 ROUND_23 = [  # (round 23's id, assignment, exercise, its control that scores most, the exercise's points)
-    pytest.param("a01pad", "01_attention_basics", "attention_scores", "plain", 15.0, marks=pytest.mark.xfail(
-        strict=True, reason="the residual: a loop padded under the least bound behind a tell, its slip run on the "
-                            "rule's other-length call, whose wrong answer is the slip's to charge, not the rule's")),
+    ("a01pad", "01_attention_basics", "attention_scores", "plain", 15.0),
     ("a04drop", "04_multi_head_attention", "MultiHeadAttention", "plain", 25.0),
     ("a04pad", "04_multi_head_attention", "MultiHeadAttention", "honest", 25.0),
     ("a05grad", "05_efficient_attention", "flash_attention", "plain", 60.0),
@@ -101,7 +99,7 @@ ROUND_23 = [  # (round 23's id, assignment, exercise, its control that scores mo
 
 @pytest.mark.slow
 @pytest.mark.parametrize("attack,assignment,exercise,control,points", ROUND_23,
-                         ids=[a.values[0] if hasattr(a, "values") else a[0] for a in ROUND_23])
+                         ids=[a[0] for a in ROUND_23])
 def test_a_rule_read_by_its_own_check_alone_is_read_on_every_call(grader, course, tmp_path, attack, assignment,
                                                                    exercise, control, points):
     """Red team round 23 (tests/corpus/heldout/round23_red_team): every rule still read by its own check alone was
@@ -121,6 +119,10 @@ def test_a_rule_read_by_its_own_check_alone_is_read_on_every_call(grader, course
 ROUND_23B = [  # (round 23b's id, assignment, exercise, its control that scores most, the exercise's points)
     ("a05causal", "05_efficient_attention", "flash_attention", "plain", 60.0),
     ("a06loopproj", "06_decoding_attention", "CachedMultiHeadAttention", "plain", 20.0),
+    ("a01values", "01_attention_basics", "simple_self_attention", "plain", 20.0),
+    ("a05entries", "05_efficient_attention", "online_softmax", "honest", 40.0),
+    ("a04droppad", "04_multi_head_attention", "MultiHeadAttention", "plain", 25.0),
+    ("a04strided", "04_multi_head_attention", "MultiHeadAttention", "honest", 25.0),
 ]
 
 
@@ -132,8 +134,13 @@ def test_a_call_no_reader_looked_at_is_read_too(grader, course, tmp_path, attack
     looping over single queries on causal calls whose queries and keys differ in number (their count was not read:
     a05causal, 100 against 98), CachedMultiHeadAttention projecting its kept inputs again one token at a time on
     float64 calls, no product larger than one token's (a06loopproj, 100 against 97.78: a cached call's count may
-    not grow with what is cached, lesson.checks_06.not_growing). Its padded loops on short calls, told apart by
-    their values or layout, are the residual docs/security.md names."""
+    not grow with what is cached, lesson.checks_06.not_growing); and loops padded under the bound on short calls
+    told apart by their values (large scores, -inf entries), their layout or their instance's short context, the
+    rule-abiding code's slip run on the call that reads the rule (a01values 100 against 98.1, a05entries 100 against
+    94.67, a04strided 100 against 98.75, a04droppad 100 against 97.5): that call is now of the checked call's own
+    values (lesson.lengthened), of a class made again for a longer context where the instance's is short
+    (lesson.checks_04.longer_twin), and a wrong answer there leaves the rule unread, which costs what its checks
+    weigh unless the exercise's own mistakes already cost as much (grader.grading.rules_read)."""
     folder = HELDOUT.parent / "round23b_red_team"
     scores = {kind: _graded(grader, course, tmp_path / kind, assignment, (folder / f"{attack}__{kind}.py.txt").read_text(),
                             (exercise,))[exercise].score for kind in ("attack", control)}
@@ -148,6 +155,10 @@ CONTROLS = [  # (the round's folder, the control, assignment, exercise)
     ("round23b_red_team", "fa06fused__honestok_fusedkv", "06_decoding_attention", None),
     ("round23b_red_team", "fa05branch__honestok_twoguards", "05_efficient_attention", "online_softmax"),
     ("round23b_red_team", "fa05branch__honestok_branchy", "05_efficient_attention", "online_softmax"),
+    ("round23b_red_team", "a01values__honestok", "01_attention_basics", "simple_self_attention"),
+    ("round23b_red_team", "a05entries__honestok", "05_efficient_attention", "online_softmax"),
+    ("round23b_red_team", "a04droppad__honestok", "04_multi_head_attention", "MultiHeadAttention"),
+    ("round23b_red_team", "a04strided__honestok", "04_multi_head_attention", "MultiHeadAttention"),
 ]
 
 

@@ -49,6 +49,35 @@ def test_a_rule_broken_only_on_a_wrong_or_forgiven_call_costs_nothing_more():
     assert kept_where_read([exercise])[0].checks[3].status == "passed"
 
 
+def _unverified(own_status: str, own_weight: float = 2) -> ExerciseResult:
+    """A comparing check whose reading call (the same call of its own values on more tokens) answered wrong, beside
+    the rule's own check (weight 2) and one check of the exercise's own cases."""
+    return ExerciseResult("simple_self_attention", 20, [
+        CheckOutcome("large_scores", 2, "passed", rules_unverified=(("vectorised", "the same call on 80 tokens was "
+                                                                                  "not right"),)),
+        CheckOutcome("random", own_weight, own_status, "" if own_status == "passed" else "your output is wrong"),
+        CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",)),
+    ])
+
+
+def test_a_rule_its_reading_call_could_not_read_fails_the_checks_that_read_it():
+    """Red team round 23b: a loop padded under the bound on short calls told apart by their values, the
+    rule-abiding code's slip run on the call that reads the rule (of the same values, longer), whose wrong answer
+    was no one's to charge: unverified, the rule costs what its checks weigh, and right answers keep theirs."""
+    exercise = kept_where_read([_unverified("passed")])[0]
+    assert [c.status for c in exercise.checks] == ["passed", "passed", "failed"]
+    assert exercise.checks[2].message.startswith("the same call on 80 tokens was not right. This check reads that "
+                                                 "rule on every call")
+
+
+def test_a_mistake_that_shows_on_the_reading_call_costs_once_where_its_own_cases_charge_it():
+    """Where the exercise's own failures already cost what the rule's checks weigh, the wrong reading call is that
+    mistake's, charged by its cases; failing a cheaper check on purpose frees nothing."""
+    assert [c.status for c in kept_where_read([_unverified("failed")])[0].checks] == ["passed", "failed", "passed"]
+    assert [c.status for c in kept_where_read([_unverified("failed", own_weight=1)])[0].checks] == \
+        ["passed", "failed", "failed"]
+
+
 PLAIN = '''
 
 def online_softmax(x, block_size):
