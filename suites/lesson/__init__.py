@@ -108,16 +108,32 @@ def in_layout_of(x, made):
     return made.permute(order).contiguous().permute([order.index(d) for d in range(x.dim())])
 
 
+# how far each entry of a reading call moves from the checked call's (relative): the tokens repeated are never the
+# same twice, so a loop over the distinct tokens of a reading call makes more rounds than on the checked call
+JITTER = 2.0 ** -7
+
+
+def carried(x, index, generator, dim=-2):
+    """``x``'s entries at ``index`` along ``dim``, each moved by a small random share of itself (JITTER: a
+    value's sign, scale, a zero and an infinity stay as they are), in ``x``'s dtype and layout: a reading call of
+    the checked call's own values (red team round 23b: a loop padded under the bound behind a tell on the values,
+    which a reading call drawn afresh never carried)."""
+    import torch
+
+    made = x.detach().index_select(dim, index)
+    moved = 1.0 + JITTER * torch.randn(made.shape, generator=generator, dtype=torch.float64).clamp(-4.0, 4.0)
+    return in_layout_of(x, made * moved.to(made.dtype))
+
+
 def lengthened(x, length, generator, dim=-2):
-    """``x`` with ``length`` entries along ``dim``, each ``x``'s own along it, in turns of a shuffled order: the
-    checked call's values, their scale, its -inf entries and its layout on another number of tokens (red team
-    round 23b: a loop padded under the bound behind a tell on the values, which an other-length call drawn afresh
-    never carried)."""
+    """``x`` with ``length`` entries along ``dim`` (:func:`carried`), each ``x``'s own along it, in turns of a
+    shuffled order: the checked call's values, their scale, its -inf entries and its layout on another number of
+    tokens."""
     import torch
 
     tokens = x.shape[dim]
     turns = [torch.randperm(tokens, generator=generator) for _ in range(-(-length // tokens))]
-    return in_layout_of(x, x.detach().index_select(dim, torch.cat(turns)[:length]))
+    return carried(x, torch.cat(turns)[:length], generator, dim)
 
 
 def doubled_blocks(tokens, block_size, generator):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, shape_mismatch, shape_str
-from lesson import LAYOUT_OPS, VECTORISED, doubled_blocks, in_layout_of, mistaken, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, carried, doubled_blocks, mistaken, vectorised_on
 from lesson.mistaken import ScaleSearch
 
 
@@ -309,7 +309,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
     generator = torch.Generator().manual_seed(grade.seed ^ (x.shape[-1] * 7919 + block_size))
 
     def scaled(seen):
-        longer = in_layout_of(x, x.detach().index_select(-1, doubled_blocks(x.shape[-1], block_size, generator)))
+        longer = carried(x, doubled_blocks(x.shape[-1], block_size, generator), generator, dim=-1)
         grade.same("online_softmax", longer, 2 * block_size, grad=grad, normalised_exponential=True,
                    rules=[*online_softmax_rules(longer, 2 * block_size),
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
@@ -737,7 +737,7 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
 
     def scaled(seen):
         queries, keys = doubled_blocks(tq, block_size, generator), doubled_blocks(tk, block_size, generator)
-        q2, k2, v2 = (in_layout_of(t, t.detach().index_select(-2, index)) for t, index in ((q, queries), (k, keys), (v, keys)))
+        q2, k2, v2 = (carried(t, index, generator) for t, index in ((q, queries), (k, keys), (v, keys)))
         grade.same("flash_attention", q2, k2, v2, grad=grad, right=lambda: plain_attention(q2, k2, v2, causal),
                    block_size=2 * block_size, causal=causal,
                    rules=[*flash_rules(q2, k2, v2, 2 * block_size, causal),

@@ -160,3 +160,26 @@ def test_a_loop_over_single_queries_reducing_every_key_to_one_entry_loses_the_ke
     flash = _graded(grader, course, tmp_path, (HELDOUT / "round21b_red_team/b02_one_entry_loop__attack.py.txt")
                     .read_text(), ("flash_attention",))["flash_attention"]
     assert flash.score <= 40.0
+
+
+def test_a_reading_call_carries_the_checked_calls_values_and_repeats_none_of_them():
+    """The call that reads a rule on a comparing call (lesson.lengthened, lesson.doubled_blocks) is of the checked
+    call's own values: their signs, scale, infinities and layout; no token of it equals another, so a loop over the
+    distinct tokens of the reading call makes as many rounds as there are tokens (a loop over the checked call's few
+    tokens, run on its repeats and gathered back, would make as many as on the checked call)."""
+    import torch
+    from lesson import carried, doubled_blocks, lengthened
+
+    generator = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 5, 3, generator=generator) * 1000.0).transpose(0, 1).contiguous().transpose(0, 1)
+    x[0, 1, 2] = float("-inf")
+    longer = lengthened(x, 80, generator)
+    assert longer.shape == (2, 80, 3) and longer.dtype == x.dtype and longer.stride()[1] > longer.stride()[0]
+    assert len({tuple(row.tolist()) for row in longer[1]}) == 80  # no token twice
+    assert torch.isneginf(longer[0, :, 2]).sum() == 16 and not torch.isneginf(longer[1]).any()
+    finite = longer[torch.isfinite(longer)]
+    assert finite.abs().min() > 0 and finite.abs().max() > 500  # the scale carried
+    assert torch.equal(torch.sign(longer[1]).sum(0), 16 * torch.sign(x[1]).sum(0))  # every sign kept
+    row = torch.tensor([[float("-inf")] * 4 + [1.0, 2.0, 3.0, 4.0, 5.0]])  # blocks of 4: [-inf x4] [1..4] [5]
+    doubled = carried(row, doubled_blocks(9, 4, generator), generator, dim=-1)
+    assert torch.isneginf(doubled[0, :8]).all() and torch.isfinite(doubled[0, 8:]).all() and doubled.shape == (1, 18)
