@@ -843,17 +843,28 @@ class Grade:
         return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
 
-    def module(self, name, *args, dtype=None, training=True, **kwargs) -> "ModulePair":
+    def module(self, name, *args, dtype=None, training=True, weights=None, **kwargs) -> "ModulePair":
         """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``, in
         training mode or (``training=False``) already in evaluation mode, as ``.train(False)`` gives
-        without another round trip."""
-        return ModulePair(self, name, args, kwargs, dtype, training)
+        without another round trip. ``weights`` (name -> tensor): values both start with in place of the
+        seeded ones, in the same round trip (another instance's, lesson.checks_04.longer_twin)."""
+        return ModulePair(self, name, args, kwargs, dtype, training, weights)
+
+
+def _copy_into(module, values: dict) -> None:
+    """``module``'s parameters named in ``values`` (name -> tensor) given those values."""
+    import torch
+
+    with torch.no_grad():
+        for n, p in module.named_parameters():
+            if n in values:
+                p.copy_(values[n].to(p.device, p.dtype))
 
 
 class ModulePair:
     """The reference's and the student's instance of one class, with the reference's weights in both."""
 
-    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None, training=True):
+    def __init__(self, grade: Grade, name: str, args, kwargs, dtype=None, training=True, weights=None):
         self.grade, self.name = grade, name
         self.args, self.kwargs, self.dtype = args, kwargs, dtype  # to build another one like it
         if grade.replaying:
@@ -864,6 +875,8 @@ class ModulePair:
             if grade.device != "cpu" or dtype is not None:  # else .to() gives back every tensor as it is
                 self.ref = self.ref.to(grade.device, dtype)
             self.ref.train(training)
+            if weights:
+                _copy_into(self.ref, weights)
         # one round trip: the reference's weights go with the request (the worker loads them where
         # every name and shape fits), and the instance's parameters, buffers and submodules come back
         ours = self.reference_parameters()
@@ -902,13 +915,9 @@ class ModulePair:
     def set_weights(self, values: dict):
         """Give both instances these parameter values (name -> tensor; the others are kept), e.g. a
         design that makes the output show the attention weights (suites/lesson/dropout.py)."""
-        import torch
 
         if not self.grade.replaying:
-            with torch.no_grad():
-                for n, p in self.ref.named_parameters():
-                    if n in values:
-                        p.copy_(values[n].to(p.device, p.dtype))
+            _copy_into(self.ref, values)
         self._load_reference_weights()
         return self
 

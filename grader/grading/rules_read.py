@@ -9,20 +9,23 @@ A function can tell the two apart by their inputs (the gradient checks' inputs r
 shapes are named in the feedback) and break a rule only where it is not read, with code whose answer is
 right where its rule-abiding code's is not (whole rows, whose gradient on a far-below block is not NaN).
 
-So, once an exercise's checks have all run, a rule broken on any right comparing call (not one kept only as
-right given a helper of the student's, whose own exercise charges it) fails every check that reads that rule,
-saying on which call: the rule costs what its checks weigh, once, as it costs code that breaks it everywhere,
-and a right answer keeps its points. Code that breaks the rule only where it is not read scores what that code
-scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's forfeit: a rule
-was "kept" only where every check reading it passed, and one failed check let every comparing call break it).
+So, once an exercise's checks have all run, a rule broken on any right comparing call fails every check that
+reads that rule, saying on which call: the rule costs what its checks weigh, once, as it costs code that breaks
+it everywhere, and a right answer keeps its points. Code that breaks the rule only where it is not read scores
+what that code scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's
+forfeit: a rule was "kept" only where every check reading it passed, and one failed check let every comparing
+call break it). A rule whose check was kept only as right given a helper of the student's is that helper's to
+charge where the helper's own exercise loses that rule (its loop is in the exercise's counts: a helper's mistake
+costs once, in the helper); where the helper keeps it (red team round 24: a softmax that loops only on the score
+matrices it recognises), the rule is the exercise's own.
 
 A rule read on a comparing call by a call of the grader's own (05's and 06's functions, 01's and 04's: the same
-call of its own values on another number of tokens, lesson.vectorised_on) cannot be read where that call's answer
-is wrong. There the rule is not verified, and unverified it fails the checks that read it, as broken, unless the
-exercise's own failures already cost as much as those checks weigh: a mistake that shows on the longer call is
-charged once, by its own cases, where they charge it; a slip run only on the reading call (red team round 23b:
-a loop padded under the bound on short calls told apart by their values, the rule-abiding code, wrong there, run
-on the reading call) buys nothing, and failing checks on purpose to free it costs what the rule does.
+call of its own values on more tokens, lesson.vectorised_on) cannot be read where that call's answer is wrong.
+There the rule is not verified, and unverified it fails the checks that read it, as broken: a measured property
+earns only with a right answer, on the comparing calls as in the rule's own checks. Red team round 23b: a loop
+padded under the bound on short calls told apart by their values, the rule-abiding code, wrong there, run on the
+reading call; round 24: an excuse where the exercise's other failures cost as much as the rule let an unrelated
+slip free it.
 """
 from __future__ import annotations
 
@@ -34,14 +37,15 @@ KEPT = ("passed", GRADER_ERROR)  # statuses that cost the student nothing (a gra
 
 
 def kept_where_read(exercises: list) -> list:
-    """``exercises`` (grader.results.ExerciseResult) with each passed check that reads a rule broken on a right
-    comparing call of the same exercise turned to failed, saying how the rule was broken."""
+    """``exercises`` (grader.results.ExerciseResult, one assignment's) with each passed check that reads a rule
+    broken (or unverified) on a right comparing call of the same exercise turned to failed, saying how."""
+    losing = {exercise.name: _rules_lost(exercise) for exercise in exercises}
     for exercise in exercises:
         broken: dict[str, str] = {}
-        # a rule whose own check was kept only as right given a helper of the student's is that helper's to charge
-        # (its loop is in the exercise's counts): a helper's mistake costs once, in the helper
-        helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read}
-        lost = sum(check.weight * (1.0 - check.kept) for check in exercise.checks if check.status not in KEPT)
+        # a rule whose own check was kept only as right given a helper of the student's that loses the rule in
+        # its own exercise is that helper's to charge: a helper's mistake costs once, in the helper
+        helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read
+                   if rule in losing.get(check.forgiven_by, ())}
         for check in exercise.checks:
             if check.status == "passed" and not check.forgiven_by:
                 for rule, how in check.rules_broken:
@@ -50,8 +54,7 @@ def kept_where_read(exercises: list) -> list:
                                                  "this check reads, so the check earns nothing, as where the rule is "
                                                  "broken on its own calls")
                 for rule, why in check.rules_unverified:
-                    weighs = sum(other.weight for other in exercise.checks if rule in other.rules_read)
-                    if rule not in helpers and lost < weighs:
+                    if rule not in helpers:
                         broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
                                                 "nothing until the longer call is right too")
         if not broken:
@@ -64,3 +67,15 @@ def kept_where_read(exercises: list) -> list:
                 check, status="failed", message=message, unexplained=message, verified=False,
                 forgiven_by="", forgiven_call="", forgiven_raise=False)
     return exercises
+
+
+def _rules_lost(exercise) -> set[str]:
+    """The rules ``exercise`` loses on its own: read by a check of its own that failed, or broken (or unverified)
+    on a right comparing call of its own."""
+    lost = set()
+    for check in exercise.checks:
+        if check.status not in KEPT and not check.forgiven_by:
+            lost.update(check.rules_read)
+        elif check.status == "passed" and not check.forgiven_by:
+            lost.update(rule for rule, _ in (*check.rules_broken, *check.rules_unverified))
+    return lost

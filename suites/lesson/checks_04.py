@@ -127,7 +127,9 @@ def vectorised_here(grade, pair, x, grad, ops, seed=None):
     def call_with(other):
         x_other = lengthened(x, other, generator)  # x's values and layout (red team round 23b: tells)
         context = argument(pair, "context_length") if pair.name == MHA else None
-        same = pair if context is None or other <= context else longer_twin(grade, pair, other)
+        # the twin's context as far beyond the call as the pair's (red team round 24: a context of exactly the
+        # call's tokens told the twin's call apart, and a mask never cut ran there alone)
+        same = pair if context is None or other <= context else longer_twin(grade, pair, other + context - tokens)
         counted = []
         same.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
         return counted[0] if counted else None
@@ -148,8 +150,7 @@ def longer_twin(grade, pair, context):
         args[index] = context
     else:
         kwargs["context_length"] = context
-    twin = grade.module(pair.name, *args, dtype=pair.dtype, training=pair.ref.training, **kwargs)
-    return twin.set_weights(pair.weights)
+    return grade.module(pair.name, *args, dtype=pair.dtype, training=pair.ref.training, weights=pair.weights, **kwargs)
 
 
 def causal_module_check(grade, pair, x, check):
@@ -254,10 +255,11 @@ def trained_vectorised(grade, pair, tokens, ops, p):
     if context is None or context >= LONG_CONTEXT or not grade.live_reference:
         return
     x = one_hot(2, tokens, d_in, pair.dtype or torch.float32)
-    what = f"{pair.name} made with context_length {LONG_CONTEXT}, in training mode, on the {tokens} one-hot tokens " \
+    longer = LONG_CONTEXT + context - tokens  # as far beyond the call as the pair's context (red team round 24)
+    what = f"{pair.name} made with context_length {longer}, in training mode, on the {tokens} one-hot tokens " \
            f"of {pair.what}'s dropout check"
     try:
-        twin = longer_twin(grade, pair, LONG_CONTEXT)
+        twin = longer_twin(grade, pair, longer)
         own = twin.train(False).reference(x).detach().cpu().double()
         reply = twin.train(True).call(x, seed=grade.seed)
     except (CheckFailed, StudentFault) as failure:
@@ -268,7 +270,7 @@ def trained_vectorised(grade, pair, tokens, ops, p):
         grade.rules_unverified.append((VECTORISED, f"{what}: {problem}"))
     elif reply.ops is not None and abs(reply.ops - ops) > LAYOUT_OPS:
         grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations, and the "
-                                   f"same class made with context_length {LONG_CONTEXT} {reply.ops} on the same "
+                                   f"same class made with context_length {longer} {reply.ops} on the same "
                                    "inputs: its code loops over the context there"))
 
 

@@ -70,12 +70,36 @@ def test_a_rule_its_reading_call_could_not_read_fails_the_checks_that_read_it():
                                                  "rule on every call")
 
 
-def test_a_mistake_that_shows_on_the_reading_call_costs_once_where_its_own_cases_charge_it():
-    """Where the exercise's own failures already cost what the rule's checks weigh, the wrong reading call is that
-    mistake's, charged by its cases; failing a cheaper check on purpose frees nothing."""
-    assert [c.status for c in kept_where_read([_unverified("failed")])[0].checks] == ["passed", "failed", "passed"]
-    assert [c.status for c in kept_where_read([_unverified("failed", own_weight=1)])[0].checks] == \
-        ["passed", "failed", "failed"]
+def test_a_wrong_reading_call_leaves_the_rule_unread_whatever_else_failed():
+    """Red team round 24 (a04lost): an excuse where the exercise's other failures cost as much as the rule let an
+    unrelated slip, shared by every form of the code, free a loop run only on short calls. A measured property
+    earns only with a right answer, on the comparing calls as in the rule's own checks."""
+    for own_weight in (1, 2, 5):
+        assert [c.status for c in kept_where_read([_unverified("failed", own_weight)])[0].checks] == \
+            ["passed", "failed", "failed"]
+
+
+def _forgiven(helper_keeps_the_rule: bool) -> list:
+    """simple_self_attention's rule check kept as right given the student's softmax, a comparing call of it
+    breaking the rule, and softmax's own exercise keeping or losing the rule."""
+    softmax = ExerciseResult("softmax", 25, [
+        CheckOutcome("large_values", 2, "failed", "NaN"),
+        CheckOutcome("softmax_vectorised", 2, "passed" if helper_keeps_the_rule else "failed",
+                     rules_read=("vectorised",))])
+    attention = ExerciseResult("simple_self_attention", 20, [
+        CheckOutcome("batched", 2, "passed", rules_broken=(("vectorised", "it grew on 80 tokens"),)),
+        CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="softmax")])
+    return kept_where_read([softmax, attention])
+
+
+def test_a_rule_is_a_helpers_to_charge_only_where_the_helpers_exercise_loses_it():
+    """Red team round 24 (a01help): a softmax looping only on the score matrices it recognises made the rule check
+    of simple_self_attention right given that softmax, which exempted the rule on every call there. The helper
+    pays for a rule it loses in its own exercise (the exemption stands: a mistake costs once); a rule it keeps
+    there is the exercise's own."""
+    assert _forgiven(helper_keeps_the_rule=False)[1].checks[1].status == "passed"
+    kept = _forgiven(helper_keeps_the_rule=True)[1].checks[1]
+    assert kept.status == "failed" and kept.message.startswith("it grew on 80 tokens")
 
 
 PLAIN = '''
