@@ -177,18 +177,14 @@ def test_the_rounds_honest_controls_keep_every_point(grader, course, tmp_path, f
     assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
 
 
-ROUND_24 = [  # (round 24's id, assignment, exercise, its control that scores most, the assignment's points)
-    ("a01help", "01_attention_basics", "simple_self_attention", "plain"),
-    ("a01lost", "01_attention_basics", "simple_self_attention", "plain"),
-    ("a04lost", "04_multi_head_attention", "MultiHeadAttention", "plain"),
-    ("a04twin", "04_multi_head_attention", "MultiHeadAttention", "plain"),
-]
+# round 24's ids by assignment: each graded whole against its plain form (the rule broken everywhere, no tell)
+ROUND_24 = {"a01help": "01_attention_basics", "a01lost": "01_attention_basics",
+            "a04lost": "04_multi_head_attention", "a04twin": "04_multi_head_attention"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attack,assignment,exercise,control", ROUND_24, ids=[a[0] for a in ROUND_24])
-def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, tmp_path, attack, assignment,
-                                                                 exercise, control):
+@pytest.mark.parametrize("attack", sorted(ROUND_24))
+def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, tmp_path, attack):
     """Red team round 24 (tests/corpus/heldout/round24_red_team), against round 23b's reading calls, graded whole
     (a helper's own exercise decides whether it pays for a rule): a01help, a softmax looping only on the score
     matrices it recognises, which made simple_self_attention's vectorised check "right given your softmax" and so
@@ -199,7 +195,7 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     much as the rule (97.5 against 95: a wrong reading call now leaves the rule unread whatever else failed);
     a01lost, the same excuse in 01, which held. Each scores no more than its plain form; the controls keep every
     point."""
-    folder = HELDOUT.parent / "round24_red_team"
+    folder, assignment = HELDOUT.parent / "round24_red_team", ROUND_24[attack]
 
     def graded(kind):
         folder_of = tmp_path / kind / assignment
@@ -208,6 +204,6 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
         return grader.grade(resolve_submission(folder_of, course), (course.assignment(assignment),),
                             seed=5).assignments[0]
 
-    scores = {kind: graded(kind) for kind in ("attack", control, "honestok")}
-    assert scores["attack"].score <= scores[control].score < 100, {k: r.score for k, r in scores.items()}
+    scores = {kind: graded(kind) for kind in ("attack", "plain", "honestok")}
+    assert scores["attack"].score <= scores["plain"].score < 100, {k: r.score for k, r in scores.items()}
     assert scores["honestok"].score == 100
