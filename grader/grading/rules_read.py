@@ -47,16 +47,20 @@ def kept_where_read(exercises: list) -> list:
         helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read
                    if rule in losing.get(check.forgiven_by, ())}
         for check in exercise.checks:
-            if check.status == "passed" and not check.forgiven_by:
-                for rule, how in check.rules_broken:
-                    if rule not in helpers:
-                        broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
-                                                 "this check reads, so the check earns nothing, as where the rule is "
-                                                 "broken on its own calls")
-                for rule, why in check.rules_unverified:
-                    if rule not in helpers:
-                        broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
-                                                "nothing until the longer call is right too")
+            if check.status != "passed":
+                continue
+            # a call kept as right given a helper broke a rule by that helper only where the helper loses it (red
+            # team round 24b: a softmax wrong on purpose on the score matrices of the calls that looped)
+            exempt = helpers | (losing.get(check.forgiven_by, set()) if check.forgiven_by else set())
+            for rule, how in check.rules_broken:
+                if rule not in exempt:
+                    broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
+                                             "this check reads, so the check earns nothing, as where the rule is "
+                                             "broken on its own calls")
+            for rule, why in check.rules_unverified:
+                if rule not in exempt:
+                    broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
+                                            "nothing until the longer call is right too")
         if not broken:
             continue
         for index, check in enumerate(exercise.checks):

@@ -238,40 +238,64 @@ def trained_vectorised(grade, pair, tokens, ops, p):
     inputs of ``tokens`` tokens, dropout ``p``): the same instance, in training mode, on 2 tokens (or 3) makes as
     many (within LAYOUT_OPS). Its output is not compared (dropout draws are the student's): what is read is the
     count. Red team round 23: a loop over the queries in training mode only, where the rule was read on
-    evaluation-mode calls alone. Where the reference runs here, the instance made again with a context of
-    80 tokens (:func:`longer_twin`) makes as many on the same inputs, and drops their weights as the contract
-    says (lesson.dropout.judged): round 23b, a loop padded to the context's rounds on instances of a short
-    context, whose vectorised code dropped one mask for every head."""
+    evaluation-mode calls alone. Where the reference runs here, 04's class made for LONG_CONTEXT one-hot tokens
+    (:func:`grown_for_dropout`) makes as many in training mode, drops their weights as the contract says
+    (lesson.dropout.judged), and no count is beyond the reference's bound (Grade.expect_few_operations): rounds 23b
+    and 24b, a loop padded to the context's rounds, to the inputs' width, or to a constant, whose vectorised code
+    dropped one mask for every head, or dropped the context."""
     from lesson.dropout import one_hot
 
+    dtype = pair.dtype or torch.float32
     other = 2 if tokens > 3 else tokens + 2
     d_in = argument(pair, "d_in")
+    counts = [ops]
     if other <= d_in:
-        other_ops = pair.train(True).call(one_hot(2, other, d_in, pair.dtype or torch.float32), seed=grade.seed).ops
+        other_ops = pair.train(True).call(one_hot(2, other, d_in, dtype), seed=grade.seed).ops
+        counts.append(other_ops)
         if other_ops is not None and abs(other_ops - ops) > LAYOUT_OPS:
             grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
                                        f"{tokens} tokens and {other_ops} on {other}: its code loops over tokens there"))
-    context = argument(pair, "context_length") if pair.name == MHA else None
-    if context is None or context >= LONG_CONTEXT or not grade.live_reference:
+    if pair.name != MHA or not grade.live_reference:
         return
-    x = one_hot(2, tokens, d_in, pair.dtype or torch.float32)
-    longer = LONG_CONTEXT + context - tokens  # as far beyond the call as the pair's context (red team round 24)
-    what = f"{pair.name} made with context_length {longer}, in training mode, on the {tokens} one-hot tokens " \
-           f"of {pair.what}'s dropout check"
+    try:  # the bound: no training-mode count beyond what the reference's allows (a loop padded to a constant)
+        grade.count_reference(pair.name, lambda: pair.ref, (one_hot(2, tokens, d_in, dtype),), {})
+        grade.expect_few_operations(pair.name, *counts)
+    except CheckFailed as failure:
+        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode: {failure.message}"))
+    grown = LONG_CONTEXT
+    x = one_hot(2, grown, grown, dtype)
+    what = f"{pair.name} made for {grown} one-hot tokens, in training mode (the dropout check's design, grown)"
     try:
-        twin = longer_twin(grade, pair, longer)
+        twin = grown_for_dropout(grade, pair, tokens, grown)
         own = twin.train(False).reference(x).detach().cpu().double()
         reply = twin.train(True).call(x, seed=grade.seed)
     except (CheckFailed, StudentFault) as failure:
         grade.rules_unverified.append((VECTORISED, f"{what}: it raised ({failure.message.splitlines()[0][:200]})"))
         return
-    problem, _ = judged(own, reply.out, p, tokens, grade.tolerance(own.to(pair.dtype or torch.float32)))
+    problem, _ = judged(own, reply.out, p, grown, grade.tolerance(own.to(dtype)))
     if problem:
         grade.rules_unverified.append((VECTORISED, f"{what}: {problem}"))
     elif reply.ops is not None and abs(reply.ops - ops) > LAYOUT_OPS:
-        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations, and the "
-                                   f"same class made with context_length {longer} {reply.ops} on the same "
-                                   "inputs: its code loops over the context there"))
+        grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
+                                   f"{tokens} one-hot tokens, and the same class made for {grown} tokens {reply.ops}: "
+                                   "its code loops over the tokens there"))
+
+
+def grown_for_dropout(grade, pair, tokens, grown):
+    """04's MultiHeadAttention made as the dropout check's ``pair`` (``tokens`` one-hot tokens) but for ``grown``
+    tokens: as many inputs, value heads of twice as many features, the context as far beyond them; the dropout,
+    heads, bias and dtype the pair's; the design's weights (lesson.dropout.design), in evaluation mode."""
+    from lesson.dropout import design
+
+    heads = argument(pair, "num_heads")
+    made = {"d_in": grown, "d_out": heads * 2 * grown,
+            "context_length": grown + argument(pair, "context_length") - tokens}
+    names = SIGNATURES[pair.name]
+    args = [made.get(name, value) for name, value in zip(names, pair.args)]
+    kwargs = {name: made.get(name, value) for name, value in pair.kwargs.items()}
+    kwargs.update({name: value for name, value in made.items() if names.index(name) >= len(args)})
+    twin = grade.module(pair.name, *args, dtype=pair.dtype, training=False, **kwargs)
+    return twin.set_weights(design(twin.parameter_shapes(), grown))
 
 
 def nothing_dropped(grade, pair, tokens, p):

@@ -744,7 +744,7 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
 
     vectorised_in_blocks(grade, "flash_attention", f"flash_attention(<{shape_str(q.shape)}> queries, "
-                         f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", tq, counted,
+                         f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", max(tq, tk), counted,
                          scaled, (q, k, v), {"block_size": block_size, "causal": causal},
                          blocks=-(-tq // block_size) * -(-tk // block_size))
 

@@ -151,11 +151,15 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
         generator = _torch().Generator().manual_seed(grade.seed ^ (x.shape[-2] * 7919 + x.dim()))
 
         def longer(other):  # x's values and layout (keys come transposed) on another number of tokens
-            return (lengthened(x, other, generator), cos, sin), \
+            torch = _torch()
+            rows = torch.arange(cos.shape[0])
+            if offset + other > cos.shape[0]:  # the tables' own rows after theirs: never a shorter call at their end
+                rows = torch.cat([rows, torch.randint(0, cos.shape[0], (offset + other - cos.shape[0],),
+                                                      generator=generator)])  # (red team round 24b)
+            return (lengthened(x, other, generator), cos.index_select(0, rows), sin.index_select(0, rows)), \
                 {"offset": offset, "grad": (0,) if grad else False}
 
-        vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], longer, {"offset": offset},
-                        limit=cos.shape[0] - offset)
+        vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], longer, {"offset": offset})
 
 
 # --- repeat_kv ---------------------------------------------------------------------------------------

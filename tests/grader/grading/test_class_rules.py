@@ -159,6 +159,9 @@ CONTROLS = [  # (the round's folder, the control, assignment, exercise)
     ("round23b_red_team", "a05entries__honestok", "05_efficient_attention", "online_softmax"),
     ("round23b_red_team", "a04droppad__honestok", "04_multi_head_attention", "MultiHeadAttention"),
     ("round23b_red_team", "a04strided__honestok", "04_multi_head_attention", "MultiHeadAttention"),
+    ("round24b_red_team", "fa04styles__honestok_assertctx", "04_multi_head_attention", None),
+    ("round24b_red_team", "fa04styles__honestok_bernoulli", "04_multi_head_attention", None),
+    ("round24b_red_team", "fa04styles__honestok_headloop", "04_multi_head_attention", None),
 ]
 
 
@@ -177,14 +180,20 @@ def test_the_rounds_honest_controls_keep_every_point(grader, course, tmp_path, f
     assert {name: e.score for name, e in exercises.items() if e.score < e.max_score} == {}
 
 
-# round 24's ids by assignment: each graded whole against its plain form (the rule broken everywhere, no tell)
-ROUND_24 = {"a01help": "01_attention_basics", "a01lost": "01_attention_basics",
-            "a04lost": "04_multi_head_attention", "a04twin": "04_multi_head_attention"}
+# rounds 24 and 24b's attacks: (folder, id, the attack's file) by assignment, each graded whole against its plain
+# form (the rule broken everywhere, no tell)
+ROUND_24 = {("round24_red_team", "a01help", "attack"): "01_attention_basics",
+            ("round24_red_team", "a01lost", "attack"): "01_attention_basics",
+            ("round24_red_team", "a04lost", "attack"): "04_multi_head_attention",
+            ("round24_red_team", "a04twin", "attack"): "04_multi_head_attention",
+            ("round24b_red_team", "a01forgive", "attack"): "01_attention_basics",
+            ("round24b_red_team", "a04droppad2", "attack"): "04_multi_head_attention",
+            ("round24b_red_team", "a04droppad2", "attackconst"): "04_multi_head_attention"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attack", sorted(ROUND_24))
-def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, tmp_path, attack):
+@pytest.mark.parametrize("case", sorted(ROUND_24), ids=["-".join(case[1:]) for case in sorted(ROUND_24)])
+def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, tmp_path, case):
     """Red team round 24 (tests/corpus/heldout/round24_red_team), against round 23b's reading calls, graded whole
     (a helper's own exercise decides whether it pays for a rule): a01help, a softmax looping only on the score
     matrices it recognises, which made simple_self_attention's vectorised check "right given your softmax" and so
@@ -193,17 +202,23 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     twin made for the reading call by a context exactly as long as its call (the twin's context now as far beyond
     the call as the pair's); a04lost, a wrong reading call excused because an unrelated slip of every form cost as
     much as the rule (97.5 against 95: a wrong reading call now leaves the rule unread whatever else failed);
-    a01lost, the same excuse in 01, which held. Each scores no more than its plain form; the controls keep every
-    point."""
-    folder, assignment = HELDOUT.parent / "round24_red_team", ROUND_24[attack]
+    a01lost, the same excuse in 01, which held. Round 24b (its re-test): a01forgive, simple_self_attention looping on
+    batched calls whose softmax was wrong there on purpose, so that each was "right given your softmax" and its
+    broken rule never charged (98.96 against 98.1: a forgiven call's broken rule is charged unless the helper's
+    exercise loses the rule); a04droppad2, 04's class looping in training mode only, padded to the inputs' width or
+    to a constant 100 rounds, which the dropout check's twin on the same inputs could not tell (100 against 97.5:
+    the class is made for 80 one-hot tokens now, lesson.checks_04.grown_for_dropout, and training-mode counts are
+    held to the reference's bound). Each scores no more than its plain form; the controls keep every point."""
+    folder, attack, kind = case
+    assignment, folder = ROUND_24[case], HELDOUT.parent / folder
 
-    def graded(kind):
-        folder_of = tmp_path / kind / assignment
+    def graded(form):
+        folder_of = tmp_path / form / assignment
         folder_of.mkdir(parents=True)
-        (folder_of / MODULES[assignment]).write_text((folder / f"{attack}__{kind}.py.txt").read_text())
+        (folder_of / MODULES[assignment]).write_text((folder / f"{attack}__{form}.py.txt").read_text())
         return grader.grade(resolve_submission(folder_of, course), (course.assignment(assignment),),
                             seed=5).assignments[0]
 
-    scores = {kind: graded(kind) for kind in ("attack", "plain", "honestok")}
-    assert scores["attack"].score <= scores["plain"].score < 100, {k: r.score for k, r in scores.items()}
+    scores = {form: graded(form) for form in (kind, "plain", "honestok")}
+    assert scores[kind].score <= scores["plain"].score < 100, {k: r.score for k, r in scores.items()}
     assert scores["honestok"].score == 100

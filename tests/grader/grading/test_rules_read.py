@@ -41,12 +41,13 @@ def test_a_rule_broken_where_read_costs_once():
 
 def test_a_rule_broken_only_on_a_wrong_or_forgiven_call_costs_nothing_more():
     """A wrong answer is its own cost; a call right only given the student's faulty helper broke the rule by that
-    helper, whose own exercise charges it."""
+    helper, whose own exercise charges it (where it loses that rule: round 24b, below)."""
     assert [c.status for c in kept_where_read([_exercise("passed", broken_in_passed=False)])[0].checks] == \
         ["passed", "failed", "passed", "passed"]
     exercise = _exercise("passed")
     exercise.checks[0] = dataclasses.replace(exercise.checks[0], forgiven_by="softmax")
-    assert kept_where_read([exercise])[0].checks[3].status == "passed"
+    softmax = ExerciseResult("softmax", 25, [CheckOutcome("walks", 2, "failed", rules_read=("block rule",))])
+    assert kept_where_read([softmax, exercise])[1].checks[3].status == "passed"
 
 
 def _unverified(own_status: str, own_weight: float = 2) -> ExerciseResult:
@@ -90,6 +91,17 @@ def _forgiven(helper_keeps_the_rule: bool) -> list:
         CheckOutcome("batched", 2, "passed", rules_broken=(("vectorised", "it grew on 80 tokens"),)),
         CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="softmax")])
     return kept_where_read([softmax, attention])
+
+
+def test_a_call_kept_as_right_given_a_helper_breaks_a_rule_the_helper_keeps():
+    """Red team round 24b (a01forgive): a softmax wrong on purpose on the score matrices of the calls where
+    simple_self_attention looped made each of those calls "right given your softmax", and a forgiven call's broken
+    rule was never charged. It is, unless the helper's own exercise loses that rule."""
+    for helper_keeps_the_rule, charged in ((True, True), (False, False)):
+        exercises = _forgiven(helper_keeps_the_rule)
+        exercises[1].checks[0] = dataclasses.replace(exercises[1].checks[0], forgiven_by="softmax")
+        exercises[1].checks[1] = dataclasses.replace(exercises[1].checks[1], forgiven_by="")
+        assert (kept_where_read(exercises)[1].checks[1].status == "failed") is charged
 
 
 def test_a_rule_is_a_helpers_to_charge_only_where_the_helpers_exercise_loses_it():
