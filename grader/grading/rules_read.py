@@ -14,10 +14,13 @@ reads that rule, saying on which call: the rule costs what its checks weigh, onc
 it everywhere, and a right answer keeps its points. Code that breaks the rule only where it is not read scores
 what that code scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's
 forfeit: a rule was "kept" only where every check reading it passed, and one failed check let every comparing
-call break it). A rule whose check was kept only as right given a helper of the student's is that helper's to
-charge where the helper's own exercise loses that rule (its loop is in the exercise's counts: a helper's mistake
-costs once, in the helper); where the helper keeps it (red team round 24: a softmax that loops only on the score
-matrices it recognises), the rule is the exercise's own.
+call break it). A rule broken on a call kept as right given a helper of the student's, or broken by the
+student's helpers alone (their counts on the same calls account for it: lesson.vectorised_on's ``helpers``), is
+those helpers' to charge where their own exercise loses that rule (a helper's mistake costs once, in the helper);
+where they keep it, or where the caller's own operations break it too, it is the exercise's own (red team
+rounds 24 to 24c: a softmax looping, or wrong on purpose, only on the score matrices it recognises; a caller
+looping behind a tell while its helper looped everywhere, which a rule check forgiven through that helper
+exempted on every call).
 
 A rule read on a comparing call by a call of the grader's own (05's and 06's functions, 01's and 04's: the same
 call of its own values on more tokens, lesson.vectorised_on) cannot be read where that call's answer is wrong.
@@ -42,21 +45,21 @@ def kept_where_read(exercises: list) -> list:
     losing = {exercise.name: _rules_lost(exercise) for exercise in exercises}
     for exercise in exercises:
         broken: dict[str, str] = {}
-        # a rule whose own check was kept only as right given a helper of the student's that loses the rule in
-        # its own exercise is that helper's to charge: a helper's mistake costs once, in the helper
-        helpers = {rule for check in exercise.checks if check.forgiven_by for rule in check.rules_read
-                   if rule in losing.get(check.forgiven_by, ())}
         for check in exercise.checks:
             if check.status != "passed":
                 continue
             # a call kept as right given a helper broke a rule by that helper only where the helper loses it (red
             # team round 24b: a softmax wrong on purpose on the score matrices of the calls that looped)
-            exempt = helpers | (losing.get(check.forgiven_by, set()) if check.forgiven_by else set())
-            for rule, how in check.rules_broken:
-                if rule not in exempt:
+            exempt = losing.get(check.forgiven_by, set()) if check.forgiven_by else set()
+            for rule, how, *by in check.rules_broken:
+                # broken by the student's helpers alone (lesson.vectorised_on's ``helpers``): theirs, where they
+                # lose the rule in their own exercise (red team round 24c: a caller looping behind a tell while its
+                # helper looped everywhere was exempt on every call, the helper's rule check forgiving it)
+                theirs = bool(by and by[0]) and all(rule in losing.get(helper, ()) for helper in by[0])
+                if rule not in exempt and not theirs:
                     broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
-                                             "this check reads, so the check earns nothing, as where the rule is "
-                                             "broken on its own calls")
+                                            "this check reads, so the check earns nothing, as where the rule is "
+                                            "broken on its own calls")
             for rule, why in check.rules_unverified:
                 if rule not in exempt:
                     broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
@@ -81,5 +84,5 @@ def _rules_lost(exercise) -> set[str]:
         if check.status not in KEPT and not check.forgiven_by:
             lost.update(check.rules_read)
         elif check.status == "passed" and not check.forgiven_by:
-            lost.update(rule for rule, _ in (*check.rules_broken, *check.rules_unverified))
+            lost.update(entry[0] for entry in (*check.rules_broken, *check.rules_unverified))
     return lost

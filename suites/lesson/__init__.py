@@ -154,25 +154,25 @@ def _first_line(failure) -> str:
 
 
 def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, limit=None, lengthen=None,
-                  slack=LAYOUT_OPS):
+                  slack=LAYOUT_OPS, helpers=None):
     """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
     operations and was right: its count and that of the same call on another number of tokens, also right, are
-    as many (within ``slack``),
-    and within what the reference's count allows (``count_reference()`` counts it; Grade.expect_few_operations)
-    where either is more than any vectorised call may make. The other call is made for this call
-    (``call_with(other)``, giving its count: twice the tokens and at least 80, within ``limit``; 2 where that is
-    not longer; ``lengthen(tokens)`` where given), of this call's own values (:func:`lengthened`): whatever told
-    this call apart, but its length, the other carries. Where its answer is wrong, the rule is not read on this
-    call (``Grade.rules_unverified``: it fails the checks that read the rule unless the exercise's own mistakes
-    already cost as much, grader.grading.rules_read). Code that loops over the tokens where the rule is not read
-    breaks it here (red team rounds 22, 22b, 23 and 23b: a loop over the queries wherever the vectorised code,
-    right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length; a loop
-    padded under the bound on short calls told apart by their values, the vectorised code's slip run on the
-    other call); a broken rule fails the checks that read it. Only where the reference runs here
+    as many (within ``slack``), and within what the reference's count allows (``count_reference()`` counts it;
+    Grade.expect_few_operations) where either is more than any vectorised call may make. The other call, the
+    reading call, is made for this call (``call_with(other)``, giving its count: twice the tokens and at least 80,
+    within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given), of this call's own values
+    (:func:`lengthened`): whatever told this call apart, but its length, it carries. Where its answer is wrong,
+    the rule is not read on this call (``Grade.rules_unverified``, which fails the checks that read the rule).
+    ``helpers(other)``: the names of the student's own functions the call uses, and their counts on this call's
+    inputs and on the reading call's; a rule those counts alone break is theirs (recorded as ``(rule, how,
+    names)``: grader.grading.rules_read charges it here unless they lose it in their own exercise). Red team
+    rounds 22 to 24c: a loop over the queries wherever the vectorised code, right on the vectorised check's inputs,
+    was wrong; a loop padded to as many rounds at every length; a loop padded under the bound on short calls told
+    apart by their values, the vectorised code's slip run on the other call; a loop of the caller's own behind a
+    helper that loops everywhere. A broken rule fails the checks that read it. Only where the reference runs here
     (Grade.live_reference)."""
     if not grade.live_reference or ops is None:
         return
-    how = None
     # longer than any loop over the tokens padded within the least bound may cover (red team round 23: a loop
     # padded to 40 rounds, 64 operations at most, on every call shorter than the 32 tokens read)
     longest = max(2 * tokens, operations_allowed(0) + 16)
@@ -191,15 +191,26 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
                                                    f"repeated) was not right, so how it computes could not be read: "
                                                    f"{_first_line(failure)}"))
     counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
-    try:
-        if max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
-            count_reference()
-            grade.expect_few_operations(name, *counts)
-    except CheckFailed as failure:
-        how = f"{what}: {failure.message}"
-    else:
-        if len(counts) == 2 and abs(counts[1] - ops) > slack:
-            how = (f"{what} made {ops} torch operations, and the same call {counts[1]} on {earlier[0]} tokens of the "
-                   "same batch: its code loops over tokens on calls like this one")
+
+    def broken(counts):
+        try:
+            if max(counts) > operations_allowed(0):  # more than the least any vectorised call may make
+                count_reference()
+                grade.expect_few_operations(name, *counts)
+        except CheckFailed as failure:
+            return f"{what}: {failure.message}"
+        if len(counts) == 2 and abs(counts[1] - counts[0]) > slack:
+            return (f"{what} made {counts[0]} torch operations, and the same call {counts[1]} on {earlier[0]} tokens "
+                    "of the same batch: its code loops over tokens on calls like this one")
+        return None
+
+    how = broken(counts)
+    if how and helpers is not None and len(counts) == 2:
+        # the student's own helpers' operations on the same two calls (red team round 24c): where the rest does
+        # not break the rule, it is broken by those helpers, theirs to charge where they lose it themselves
+        names, short_ops, long_ops = helpers(other)
+        if names and broken([counts[0] - short_ops, counts[1] - long_ops]) is None:
+            grade.rules_broken.append((VECTORISED, how, tuple(names)))
+            return
     if how:
         grade.rules_broken.append((VECTORISED, how))

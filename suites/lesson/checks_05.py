@@ -315,7 +315,8 @@ def online_softmax_same(grade, x, block_size, grad=False):
                           (VECTORISED, lambda reply: seen.append(reply.ops))])
 
     vectorised_in_blocks(grade, "online_softmax", f"online_softmax(<{shape_str(x.shape)}>, {block_size})",
-                         x.shape[-1], counted, scaled, (x, block_size), blocks=-(-x.shape[-1] // block_size))
+                         x.shape[-1], counted, scaled, (x, block_size), blocks=-(-x.shape[-1] // block_size),
+                         block_size=block_size)
 
 
 def expect_blockwise_statistics(grade, x, short, small_block):
@@ -380,7 +381,7 @@ def broken_by(expect, *args):
 PER_BLOCK_OPS = 8  # operations a block may run or skip by its values (a rescale only where the maximum grew)
 
 
-def vectorised_in_blocks(grade, name, what, tokens, counted, scaled, args, kwargs=None, blocks=1):
+def vectorised_in_blocks(grade, name, what, tokens, counted, scaled, args, kwargs=None, blocks=1, block_size=2):
     """``name``'s vectorised rule read on a right comparing call (``what``, its length ``tokens``, its count in
     ``counted``; lesson.vectorised_on): ``scaled(seen)`` makes the same call with every length and the block
     twice as long, as many blocks, each block of its own entries twice (lesson.doubled_blocks: a tell on the values,
@@ -390,7 +391,7 @@ def vectorised_in_blocks(grade, name, what, tokens, counted, scaled, args, kwarg
     twice as many. Red team round 23: the checks that read the rule were told apart (by inputs that require grad)
     and a loop over single queries or entries ran everywhere else; round 23b: by -inf entries, a loop padded
     within the bound, and the rule-abiding code's slip run on the scaled call."""
-    if not counted or counted[0] is None:
+    if not counted or counted[0] is None or block_size < 2:  # a block of one token holds no loop over tokens
         return
 
     def call_with(other):
@@ -746,7 +747,7 @@ def flash_same(grade, q, k, v, block_size, causal, grad=False):
     vectorised_in_blocks(grade, "flash_attention", f"flash_attention(<{shape_str(q.shape)}> queries, "
                          f"<{shape_str(k.shape)}> keys, block_size={block_size}, causal={causal})", max(tq, tk), counted,
                          scaled, (q, k, v), {"block_size": block_size, "causal": causal},
-                         blocks=-(-tq // block_size) * -(-tk // block_size))
+                         blocks=-(-tq // block_size) * -(-tk // block_size), block_size=block_size)
 
 
 def flash_rules(q, k, v, block_size, causal) -> list:

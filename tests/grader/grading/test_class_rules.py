@@ -162,6 +162,8 @@ CONTROLS = [  # (the round's folder, the control, assignment, exercise)
     ("round24b_red_team", "fa04styles__honestok_assertctx", "04_multi_head_attention", None),
     ("round24b_red_team", "fa04styles__honestok_bernoulli", "04_multi_head_attention", None),
     ("round24b_red_team", "fa04styles__honestok_headloop", "04_multi_head_attention", None),
+    *(("round24c_red_team", f"fa06__honestok_{style}", "06_decoding_attention", None)
+      for style in ("cat", "einsum", "prealloc", "sdpa")),
 ]
 
 
@@ -188,7 +190,9 @@ ROUND_24 = {("round24_red_team", "a01help", "attack"): "01_attention_basics",
             ("round24_red_team", "a04twin", "attack"): "04_multi_head_attention",
             ("round24b_red_team", "a01forgive", "attack"): "01_attention_basics",
             ("round24b_red_team", "a04droppad2", "attack"): "04_multi_head_attention",
-            ("round24b_red_team", "a04droppad2", "attackconst"): "04_multi_head_attention"}
+            ("round24b_red_team", "a04droppad2", "attackconst"): "04_multi_head_attention",
+            ("round24c_red_team", "h01", "attack"): "01_attention_basics",
+            ("round24c_red_team", "h01b", "attack"): "01_attention_basics"}
 
 
 @pytest.mark.slow
@@ -208,7 +212,11 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     exercise loses the rule); a04droppad2, 04's class looping in training mode only, padded to the inputs' width or
     to a constant 100 rounds, which the dropout check's twin on the same inputs could not tell (100 against 97.5:
     the class is made for 80 one-hot tokens now, lesson.checks_04.grown_for_dropout, and training-mode counts are
-    held to the reference's bound). Each scores no more than its plain form; the controls keep every point."""
+    held to the reference's bound). Round 24c: h01 and h01b, attention_scores looping everywhere (paying its own
+    rule) and simple_self_attention looping behind a tell (large scores, batched calls), its rule check forgiven
+    through attention_scores, which exempted the rule on every call of the exercise (98.33 against 96.43): a rule is
+    a helper's only on the calls its counts alone break it (lesson.checks_01.helpers_counted). Each scores no more
+    than its plain form; the controls keep every point."""
     folder, attack, kind = case
     assignment, folder = ROUND_24[case], HELDOUT.parent / folder
 

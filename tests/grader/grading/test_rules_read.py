@@ -82,13 +82,13 @@ def test_a_wrong_reading_call_leaves_the_rule_unread_whatever_else_failed():
 
 def _forgiven(helper_keeps_the_rule: bool) -> list:
     """simple_self_attention's rule check kept as right given the student's softmax, a comparing call of it
-    breaking the rule, and softmax's own exercise keeping or losing the rule."""
+    breaking the rule by the softmax's counts alone, and softmax's own exercise keeping or losing the rule."""
     softmax = ExerciseResult("softmax", 25, [
         CheckOutcome("large_values", 2, "failed", "NaN"),
         CheckOutcome("softmax_vectorised", 2, "passed" if helper_keeps_the_rule else "failed",
                      rules_read=("vectorised",))])
     attention = ExerciseResult("simple_self_attention", 20, [
-        CheckOutcome("batched", 2, "passed", rules_broken=(("vectorised", "it grew on 80 tokens"),)),
+        CheckOutcome("batched", 2, "passed", rules_broken=(("vectorised", "it grew on 80 tokens", ("softmax",)),)),
         CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="softmax")])
     return kept_where_read([softmax, attention])
 
@@ -102,6 +102,24 @@ def test_a_call_kept_as_right_given_a_helper_breaks_a_rule_the_helper_keeps():
         exercises[1].checks[0] = dataclasses.replace(exercises[1].checks[0], forgiven_by="softmax")
         exercises[1].checks[1] = dataclasses.replace(exercises[1].checks[1], forgiven_by="")
         assert (kept_where_read(exercises)[1].checks[1].status == "failed") is charged
+
+
+def test_a_rule_broken_by_the_helpers_alone_is_theirs_where_they_lose_it():
+    """Red team round 24c (h01): attention_scores looping everywhere, paying its own rule, and simple_self_attention
+    looping behind a tell, its rule check forgiven through attention_scores, which exempted the rule on every call
+    of the exercise. A break is the helpers' only where their counts on the same calls account for it
+    (``(rule, how, helpers)``, lesson.vectorised_on) and they lose the rule; the caller's own loop is charged."""
+    def graded(by):
+        scores = ExerciseResult("attention_scores", 15, [CheckOutcome("scores_vectorised", 2, "failed",
+                                                                      rules_read=("vectorised",))])
+        attention = ExerciseResult("simple_self_attention", 20, [
+            CheckOutcome("large_scores", 2, "passed", rules_broken=(("vectorised", "it grew", *by),)),
+            CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="attention_scores")])
+        return kept_where_read([scores, attention])[1].checks[1].status
+
+    assert graded((("attention_scores",),)) == "passed"  # the helper's loop alone: the helper pays, once
+    assert graded(()) == "failed"  # the caller's own loop, whatever forgave its rule check
+    assert graded((("softmax",),)) == "failed"  # a helper that keeps the rule in its own exercise pays nothing
 
 
 def test_a_rule_is_a_helpers_to_charge_only_where_the_helpers_exercise_loses_it():
