@@ -192,7 +192,10 @@ ROUND_24 = {("round24_red_team", "a01help", "attack"): "01_attention_basics",
             ("round24b_red_team", "a04droppad2", "attack"): "04_multi_head_attention",
             ("round24b_red_team", "a04droppad2", "attackconst"): "04_multi_head_attention",
             ("round24c_red_team", "h01", "attack"): "01_attention_basics",
-            ("round24c_red_team", "h01b", "attack"): "01_attention_basics"}
+            ("round24c_red_team", "h01b", "attack"): "01_attention_basics",
+            ("round24d_red_team", "k01price", "attack"): "01_attention_basics",
+            ("round24d_red_team", "k01tell", "attack"): "01_attention_basics",
+            ("round24d_red_team", "k01standin", "attack"): "01_attention_basics"}
 
 
 @pytest.mark.slow
@@ -214,9 +217,12 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     the class is made for 80 one-hot tokens now, lesson.checks_04.grown_for_dropout, and training-mode counts are
     held to the reference's bound). Round 24c: h01 and h01b, attention_scores looping everywhere (paying its own
     rule) and simple_self_attention looping behind a tell (large scores, batched calls), its rule check forgiven
-    through attention_scores, which exempted the rule on every call of the exercise (98.33 against 96.43): a rule is
-    a helper's only on the calls its counts alone break it (lesson.checks_01.helpers_counted). Each scores no more
-    than its plain form; the controls keep every point."""
+    through attention_scores, which exempted the rule on every call of the exercise (98.33 against 96.43). Round
+    24d: k01tell and k01standin, the attribution of such a break to the helper's counts on the grader's own calls
+    bought by a helper padded there, and the stand-in helpers told apart by identity (98.33 against 96.43 for the
+    same author looping in both, 98.1 for the plain form). No exemption is left: a rule broken on a comparing call
+    is the exercise's own, forgiven through a helper or not (grader.grading.rules_read). Each scores no more than
+    its plain form; the controls keep every point."""
     folder, attack, kind = case
     assignment, folder = ROUND_24[case], HELDOUT.parent / folder
 
