@@ -79,7 +79,7 @@ class CheckOutcome:
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
     kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed
     rules_read: tuple[str, ...] = ()  # rules this check read on its own calls (Grade.reads_rule)
-    rules_broken: tuple[tuple[str, str], ...] = ()  # (rule, how) broken on its comparing calls (Grade.keeps_rules)
+    rules_broken: tuple[tuple, ...] = ()  # (rule, how[, helpers]) broken on its comparing calls (Grade.keeps_rules)
     rules_unverified: tuple[tuple[str, str], ...] = ()  # (rule, why): its reading call was wrong
 
     def __post_init__(self):

@@ -162,7 +162,7 @@ class Grade:
         self.cascades = session.course.grading.cascades
         self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
         self.rules_read: list[str] = []  # the rules this check reads on its own calls (reads_rule)
-        self.rules_broken: list[tuple[str, str]] = []  # (rule, what broke it) on this check's comparing calls
+        self.rules_broken: list[tuple] = []  # (rule, what broke it[, the helpers alone]) on this check's comparing calls
         # (rule, why) where a call made to read the rule on a comparing call answered wrong (grader.grading.rules_read)
         self.rules_unverified: list[tuple[str, str]] = []
 

@@ -14,13 +14,13 @@ reads that rule, saying on which call: the rule costs what its checks weigh, onc
 it everywhere, and a right answer keeps its points. Code that breaks the rule only where it is not read scores
 what that code scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's
 forfeit: a rule was "kept" only where every check reading it passed, and one failed check let every comparing
-call break it). A rule broken on a comparing call is the exercise's own, whatever the student's helpers did in
-that call, and a call kept as right given a helper breaks it too: the counts are the call's whole (red team
-rounds 24 to 24d: every exemption for a helper's loop was bought: a softmax looping, or wrong on purpose, only on
-the score matrices it recognises; a helper looping everywhere while its caller looped behind a tell; a helper's
-counts padded on the grader's own calls to its caller's loop; a caller telling the stand-in helpers apart by
-identity). A student whose helper loops pays the rule in the helper's exercise and in each exercise whose calls
-the loop makes grow: a loop the grader cannot place outside the caller's call is the caller's too.
+call break it). A rule broken on a call kept as right given a helper of the student's, or broken by the
+student's helpers alone (their counts on the same calls account for it: lesson.vectorised_on's ``helpers``), is
+those helpers' to charge where their own exercise loses that rule (a helper's mistake costs once, in the helper);
+where they keep it, or where the caller's own operations break it too, it is the exercise's own (red team
+rounds 24 to 24c: a softmax looping, or wrong on purpose, only on the score matrices it recognises; a caller
+looping behind a tell while its helper looped everywhere, which a rule check forgiven through that helper
+exempted on every call).
 
 A rule read on a comparing call by a call of the grader's own (05's and 06's functions, 01's and 04's: the same
 call of its own values on more tokens, lesson.vectorised_on) cannot be read where that call's answer is wrong.
@@ -34,25 +34,36 @@ from __future__ import annotations
 
 import dataclasses
 
+from grader.results import GRADER_ERROR
+
+KEPT = ("passed", GRADER_ERROR)  # statuses that cost the student nothing (a grader's error: not graded)
+
 
 def kept_where_read(exercises: list) -> list:
     """``exercises`` (grader.results.ExerciseResult, one assignment's) with each passed check that reads a rule
     broken (or unverified) on a right comparing call of the same exercise turned to failed, saying how."""
+    losing = {exercise.name: _rules_lost(exercise) for exercise in exercises}
     for exercise in exercises:
         broken: dict[str, str] = {}
         for check in exercise.checks:
             if check.status != "passed":
                 continue
-            # a call kept as right given a helper breaks the rule too: the exercise's own (red team rounds 24 to
-            # 24d: every exemption for a helper's loop was bought, by a helper wrong or looping on purpose, by a
-            # helper's counts padded on the grader's own calls, by code that told the stand-ins apart)
-            for rule, how in check.rules_broken:
-                broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule this check "
-                                        "reads, so the check earns nothing, as where the rule is broken on its own "
-                                        "calls")
+            # a call kept as right given a helper broke a rule by that helper only where the helper loses it (red
+            # team round 24b: a softmax wrong on purpose on the score matrices of the calls that looped)
+            exempt = losing.get(check.forgiven_by, set()) if check.forgiven_by else set()
+            for rule, how, *by in check.rules_broken:
+                # broken by the student's helpers alone (lesson.vectorised_on's ``helpers``): theirs, where they
+                # lose the rule in their own exercise (red team round 24c: a caller looping behind a tell while its
+                # helper looped everywhere was exempt on every call, the helper's rule check forgiving it)
+                theirs = bool(by and by[0]) and all(rule in losing.get(helper, ()) for helper in by[0])
+                if rule not in exempt and not theirs:
+                    broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
+                                            "this check reads, so the check earns nothing, as where the rule is "
+                                            "broken on its own calls")
             for rule, why in check.rules_unverified:
-                broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns nothing "
-                                        "until the longer call is right too")
+                if rule not in exempt:
+                    broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
+                                            "nothing until the longer call is right too")
         if not broken:
             continue
         for index, check in enumerate(exercise.checks):
@@ -64,3 +75,14 @@ def kept_where_read(exercises: list) -> list:
                 forgiven_by="", forgiven_call="", forgiven_raise=False)
     return exercises
 
+
+def _rules_lost(exercise) -> set[str]:
+    """The rules ``exercise`` loses on its own: read by a check of its own that failed, or broken (or unverified)
+    on a right comparing call of its own."""
+    lost = set()
+    for check in exercise.checks:
+        if check.status not in KEPT and not check.forgiven_by:
+            lost.update(check.rules_read)
+        elif check.status == "passed" and not check.forgiven_by:
+            lost.update(entry[0] for entry in (*check.rules_broken, *check.rules_unverified))
+    return lost

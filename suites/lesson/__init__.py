@@ -154,7 +154,7 @@ def _first_line(failure) -> str:
 
 
 def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, limit=None, lengthen=None,
-                  slack=LAYOUT_OPS):
+                  slack=LAYOUT_OPS, helpers=None):
     """The vectorised rule read on a comparing call (``what``, of ``tokens`` tokens) that made ``ops`` torch
     operations and was right: its count and that of the same call on another number of tokens, also right, are
     as many (within ``slack``), and within what the reference's count allows (``count_reference()`` counts it;
@@ -163,11 +163,13 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
     within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given), of this call's own values
     (:func:`lengthened`): whatever told this call apart, but its length, it carries. Where its answer is wrong,
     the rule is not read on this call (``Grade.rules_unverified``, which fails the checks that read the rule).
-    The counts are the call's whole, the student's helpers' operations in it included (grader.grading.rules_read:
-    red team rounds 24 to 24d). Red team rounds 22 to 23b: a loop over the queries wherever the vectorised code,
-    right on the vectorised check's inputs, was wrong; a loop padded to as many rounds at every length; a loop
-    padded under the bound on short calls told apart by their values, the vectorised code's slip run on the other
-    call. A broken rule fails the checks that read it. Only where the reference runs here
+    ``helpers(other)``: the names of the student's own functions the call uses, and their counts on this call's
+    inputs and on the reading call's; a rule those counts alone break is theirs (recorded as ``(rule, how,
+    names)``: grader.grading.rules_read charges it here unless they lose it in their own exercise). Red team
+    rounds 22 to 24c: a loop over the queries wherever the vectorised code, right on the vectorised check's inputs,
+    was wrong; a loop padded to as many rounds at every length; a loop padded under the bound on short calls told
+    apart by their values, the vectorised code's slip run on the other call; a loop of the caller's own behind a
+    helper that loops everywhere. A broken rule fails the checks that read it. Only where the reference runs here
     (Grade.live_reference)."""
     if not grade.live_reference or ops is None:
         return
@@ -203,5 +205,12 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
         return None
 
     how = broken(counts)
+    if how and helpers is not None and len(counts) == 2:
+        # the student's own helpers' operations on the same two calls (red team round 24c): where the rest does
+        # not break the rule, it is broken by those helpers, theirs to charge where they lose it themselves
+        names, short_ops, long_ops = helpers(other)
+        if names and broken([counts[0] - short_ops, counts[1] - long_ops]) is None:
+            grade.rules_broken.append((VECTORISED, how, tuple(names)))
+            return
     if how:
         grade.rules_broken.append((VECTORISED, how))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose, shape_mismatch,
-                              shape_str)
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, diagnose,
+                              operations_allowed, shape_mismatch, shape_str)
 from lesson import VECTORISED, lengthened, mistaken, vectorised_on
 
 
@@ -272,20 +272,43 @@ def vectorised_here(grade, name, x, grad, counted):
     """``name``'s vectorised rule read on a right comparing call of ``x`` (its count in ``counted``;
     lesson.vectorised_on): the same function on more tokens of x's own (lesson.lengthened), from a generator of
     its own (the check's other inputs are drawn as before). Red team round 22b: a loop over the tokens of a batched
-    input, where the rule was read on plain [T, d] inputs only, hid a transpose of every dimension."""
+    input, where the rule was read on plain [T, d] inputs only, hid a transpose of every dimension. For
+    simple_self_attention, the student's attention_scores and softmax on the same two calls' inputs
+    (:func:`helpers_counted`): a loop that is theirs alone is theirs to charge."""
     if not counted or x.ndim < 2 or x.shape[-2] < 2:
         return
     tokens = x.shape[-2]
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.ndim))
+    made = {}
 
     def call_with(other):
-        x_other = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
+        made["x"] = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
         seen = []
-        grade.same(name, x_other, grad=grad, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
+        grade.same(name, made["x"], grad=grad, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
         return seen[0] if seen else None
 
+    helpers = (lambda other: helpers_counted(grade, x, made["x"])) if name == "simple_self_attention" else None
     vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
-                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with)
+                  lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
+                  helpers=helpers)
+
+
+def helpers_counted(grade, short, long):
+    """The student's attention_scores and softmax, as simple_self_attention uses them, on ``short``'s and ``long``'s
+    inputs: (the names of those whose counts grew or passed what any vectorised call may make, the operations of
+    all on ``short``'s, on ``long``'s)."""
+    names, counts = [], [0, 0]
+    for helper, args in (("attention_scores", lambda x: (x,)),
+                         ("softmax", lambda x: (x @ x.transpose(-2, -1), -1))):
+        try:
+            ops = [grade.call(helper, *args(x), measure=True).ops for x in (short, long)]
+        except (CheckFailed, StudentFault):
+            continue
+        if None not in ops:
+            if ops[1] != ops[0] or max(ops) > operations_allowed(0):
+                names.append(helper)
+            counts = [counts[0] + ops[0], counts[1] + ops[1]]
+    return names, counts[0], counts[1]
 
 
 def batched_crash_explained(grade, x):

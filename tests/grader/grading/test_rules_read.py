@@ -1,5 +1,6 @@
 """Rules read on every call (grader/grading/rules_read.py): a rule broken on a right comparing call fails the
 checks that read it; where one of them finds it broken itself, that is the mistake's one cost."""
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -38,10 +39,15 @@ def test_a_rule_broken_where_read_costs_once():
     assert exercise.checks[0].message == ""
 
 
-def test_a_rule_broken_only_on_a_wrong_call_costs_nothing_more():
-    """A wrong answer is its own cost."""
+def test_a_rule_broken_only_on_a_wrong_or_forgiven_call_costs_nothing_more():
+    """A wrong answer is its own cost; a call right only given the student's faulty helper broke the rule by that
+    helper, whose own exercise charges it (where it loses that rule: round 24b, below)."""
     assert [c.status for c in kept_where_read([_exercise("passed", broken_in_passed=False)])[0].checks] == \
         ["passed", "failed", "passed", "passed"]
+    exercise = _exercise("passed")
+    exercise.checks[0] = dataclasses.replace(exercise.checks[0], forgiven_by="softmax")
+    softmax = ExerciseResult("softmax", 25, [CheckOutcome("walks", 2, "failed", rules_read=("block rule",))])
+    assert kept_where_read([softmax, exercise])[1].checks[3].status == "passed"
 
 
 def _unverified(own_status: str, own_weight: float = 2) -> ExerciseResult:
@@ -74,23 +80,56 @@ def test_a_wrong_reading_call_leaves_the_rule_unread_whatever_else_failed():
             ["passed", "failed", "failed"]
 
 
-def test_a_rule_broken_on_a_call_kept_as_right_given_a_helper_is_the_exercises_own():
-    """Red team rounds 24 to 24d: every exemption for a helper's loop was bought (a softmax looping, or wrong on
-    purpose, only on the score matrices it recognises; a helper looping everywhere while its caller looped behind a
-    tell; a helper's counts padded on the grader's own calls; a caller telling the stand-in helpers apart). A rule
-    broken on a comparing call of the exercise, forgiven through a helper or not, fails the checks that read it,
-    whatever the helper's own exercise lost."""
-    for helper_keeps_the_rule in (True, False):
-        softmax = ExerciseResult("softmax", 25, [
-            CheckOutcome("softmax_vectorised", 2, "passed" if helper_keeps_the_rule else "failed",
-                         rules_read=("vectorised",))])
-        for forgiven in ("", "softmax"):
-            attention = ExerciseResult("simple_self_attention", 20, [
-                CheckOutcome("batched", 2, "passed", forgiven_by=forgiven,
-                             rules_broken=(("vectorised", "it grew on 80 tokens"),)),
-                CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="softmax")])
-            kept = kept_where_read([softmax, attention])[1].checks[1]
-            assert kept.status == "failed" and kept.message.startswith("it grew on 80 tokens")
+def _forgiven(helper_keeps_the_rule: bool) -> list:
+    """simple_self_attention's rule check kept as right given the student's softmax, a comparing call of it
+    breaking the rule by the softmax's counts alone, and softmax's own exercise keeping or losing the rule."""
+    softmax = ExerciseResult("softmax", 25, [
+        CheckOutcome("large_values", 2, "failed", "NaN"),
+        CheckOutcome("softmax_vectorised", 2, "passed" if helper_keeps_the_rule else "failed",
+                     rules_read=("vectorised",))])
+    attention = ExerciseResult("simple_self_attention", 20, [
+        CheckOutcome("batched", 2, "passed", rules_broken=(("vectorised", "it grew on 80 tokens", ("softmax",)),)),
+        CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="softmax")])
+    return kept_where_read([softmax, attention])
+
+
+def test_a_call_kept_as_right_given_a_helper_breaks_a_rule_the_helper_keeps():
+    """Red team round 24b (a01forgive): a softmax wrong on purpose on the score matrices of the calls where
+    simple_self_attention looped made each of those calls "right given your softmax", and a forgiven call's broken
+    rule was never charged. It is, unless the helper's own exercise loses that rule."""
+    for helper_keeps_the_rule, charged in ((True, True), (False, False)):
+        exercises = _forgiven(helper_keeps_the_rule)
+        exercises[1].checks[0] = dataclasses.replace(exercises[1].checks[0], forgiven_by="softmax")
+        exercises[1].checks[1] = dataclasses.replace(exercises[1].checks[1], forgiven_by="")
+        assert (kept_where_read(exercises)[1].checks[1].status == "failed") is charged
+
+
+def test_a_rule_broken_by_the_helpers_alone_is_theirs_where_they_lose_it():
+    """Red team round 24c (h01): attention_scores looping everywhere, paying its own rule, and simple_self_attention
+    looping behind a tell, its rule check forgiven through attention_scores, which exempted the rule on every call
+    of the exercise. A break is the helpers' only where their counts on the same calls account for it
+    (``(rule, how, helpers)``, lesson.vectorised_on) and they lose the rule; the caller's own loop is charged."""
+    def graded(by):
+        scores = ExerciseResult("attention_scores", 15, [CheckOutcome("scores_vectorised", 2, "failed",
+                                                                      rules_read=("vectorised",))])
+        attention = ExerciseResult("simple_self_attention", 20, [
+            CheckOutcome("large_scores", 2, "passed", rules_broken=(("vectorised", "it grew", *by),)),
+            CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",), forgiven_by="attention_scores")])
+        return kept_where_read([scores, attention])[1].checks[1].status
+
+    assert graded((("attention_scores",),)) == "passed"  # the helper's loop alone: the helper pays, once
+    assert graded(()) == "failed"  # the caller's own loop, whatever forgave its rule check
+    assert graded((("softmax",),)) == "failed"  # a helper that keeps the rule in its own exercise pays nothing
+
+
+def test_a_rule_is_a_helpers_to_charge_only_where_the_helpers_exercise_loses_it():
+    """Red team round 24 (a01help): a softmax looping only on the score matrices it recognises made the rule check
+    of simple_self_attention right given that softmax, which exempted the rule on every call there. The helper
+    pays for a rule it loses in its own exercise (the exemption stands: a mistake costs once); a rule it keeps
+    there is the exercise's own."""
+    assert _forgiven(helper_keeps_the_rule=False)[1].checks[1].status == "passed"
+    kept = _forgiven(helper_keeps_the_rule=True)[1].checks[1]
+    assert kept.status == "failed" and kept.message.startswith("it grew on 80 tokens")
 
 
 PLAIN = '''
