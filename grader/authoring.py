@@ -32,7 +32,7 @@ from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_named
 from grader.grading.fixture import low_precision
 from grader.grading.operation_count import bound as operations_allowed  # a vectorised call's most operations
-from grader.grading.stand_ins import stand_ins
+from grader.grading.stand_ins import stand_ins, uses
 from grader.errors import UsageError
 from grader.grading.pictures import Picture
 from grader.inside.protocol import HandleRef
@@ -65,4 +65,4 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 __all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "ShapeMismatch",
            "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "low_precision",
            "manual_seed", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
-           "stand_ins"]
+           "stand_ins", "uses"]

@@ -61,6 +61,15 @@ class Reply:
     widest_along_op: str | None = None  # than one entry (grader.inside.tracer), and that operator's name
     widths: dict = field(default_factory=dict)  # with measure: each reducing operator's widest reduction, by name
     sizes: dict = field(default_factory=dict)  # with measure: each operator's largest result (entries), by name
+    # the student's own helpers' share of the call (grader.grading.stand_ins.uses): name -> (operators run inside
+    # it, its calls that ran any); None where the call counted none apart
+    within: dict | None = None
+
+    def own_ops(self) -> int | None:
+        """The operators the call ran outside its helpers' frames (all of them where none was counted apart)."""
+        if self.ops is None:
+            return None
+        return max(0, self.ops - sum(ops for ops, _ in (self.within or {}).values()))
 
 
 def reply_of(reply: dict) -> Reply:
@@ -87,11 +96,29 @@ def reply_of(reply: dict) -> Reply:
             widest_along_op=None if reply.get("widest_along_op") is None else str(reply["widest_along_op"]),
             widths={str(name): _count(width) for name, width in dict(reply.get("widths") or {}).items()},
             sizes={str(name): _count(size) for name, size in dict(reply.get("sizes") or {}).items()},
+            within=None if reply.get("within") is None else {
+                str(name): _share(share) for name, share in dict(reply["within"]).items()},
             grad_error=None if reply.get("grad_error") is None else str(reply["grad_error"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise StudentFault("error", "the process running your code sent back a reply that is not "
                                     f"a call's ({type(exc).__name__})") from None
     return checked
+
+
+def loop_in_helpers(short: Reply, long: Reply) -> bool:
+    """Whether what ``long`` (a call on more tokens) made beyond ``short`` ran inside the student's own helpers
+    (``Reply.within``, counted by the frames on the stack as each operator ran): the call's own operators and its
+    calls of each helper are no more on ``long``. Red team round 24d: a caller's own loop, charged to a helper
+    whose growth on the grader's direct calls matched it."""
+    if short.within is None or long.within is None or short.ops is None or long.ops is None:
+        return False
+    return long.own_ops() <= short.own_ops() and all(
+        calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
+
+
+def _share(value) -> tuple[int, int]:
+    ops, calls = value  # (a ValueError or TypeError where it is not a pair)
+    return _count(ops) or 0, _count(calls) or 0
 
 
 def _count(value) -> int | None:
@@ -791,14 +818,16 @@ class Grade:
             said = "" if misconceptions else float32_only(actual, expected)
             raise CheckFailed(f"{what}: {problem}{self.case()}{said}", misconceptions)
 
-    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=(), *,
+    def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=(), *, inside=None,
                            cases=("on a short sequence", "on a longer one"),
                            hint="it loops over tokens in Python; use matrix products instead"):
         """A vectorised exercise makes as many torch operations for a long sequence as for a short one, and
         about as many as the reference (:meth:`expect_few_operations`). ``helpers``: ``(helper, args_short,
-        args_long)`` for the student's own functions it uses; when their growth accounts for all of it, the
-        loop is theirs and is charged there (cascade policy). ``cases`` and ``hint``: the two cases and what
-        to do, as the failure says them."""
+        args_long)`` for the student's own functions it uses, and ``inside`` the two calls' replies: where the
+        growth is inside those helpers on these very calls (its own operators and its calls of them as many on
+        both: :func:`loop_in_helpers`) and their own growth accounts for all of it, the loop is theirs and is
+        charged there (cascade policy). ``cases`` and ``hint``: the two cases and what to do, as the failure says
+        them."""
         if long_ops <= short_ops:
             self.expect_few_operations(name, short_ops, long_ops)
             return
@@ -812,7 +841,7 @@ class Grade:
                 continue
             if growth > 0:
                 grown[helper] = growth
-        if grown and long_ops - short_ops <= sum(grown.values()):
+        if grown and long_ops - short_ops <= sum(grown.values()) and (inside is None or loop_in_helpers(*inside)):
             which = " and ".join(grown)
             if self.cascades == "once":
                 raise RightGivenHelper(f"right, given your {which}, which this uses; but your {which} loops over "

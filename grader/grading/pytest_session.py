@@ -20,7 +20,7 @@ from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
-from grader.grading.stand_ins import HELPERS, verifiable
+from grader.grading.stand_ins import HELPERS, USES, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, HandleRef, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
@@ -126,6 +126,8 @@ class Student:
                 # (grader.grading.fixture.Grade.call's ``unwatched``)
                 payload = {name: value for name, value in payload.items() if name != "unwatched"}
                 payload["measure"] = payload.get("measure") is True or not unwatched
+                if isinstance(payload["target"], str) and payload["target"] in USES:  # its helpers' share counted apart (grader.grading.stand_ins.uses)
+                    payload["within"] = list(USES[payload["target"]])
             started = worker.send(dict(payload, timeout_s=timeout), timeout=timeout)
         except WorkerFault as fault:
             return functools.partial(self._fault, fault, key)

@@ -15,12 +15,13 @@ it everywhere, and a right answer keeps its points. Code that breaks the rule on
 what that code scores with no tell; failing a cheap rule check on purpose frees nothing (red team round 23's
 forfeit: a rule was "kept" only where every check reading it passed, and one failed check let every comparing
 call break it). A rule broken on a call kept as right given a helper of the student's, or broken by the
-student's helpers alone (their counts on the same calls account for it: lesson.vectorised_on's ``helpers``), is
+student's helpers alone (what ran inside them on those very calls, counted by the frames on the stack as each
+operator ran, accounts for it and the caller called them no more often: lesson.vectorised_on's ``helpers``), is
 those helpers' to charge where their own exercise loses that rule (a helper's mistake costs once, in the helper);
 where they keep it, or where the caller's own operations break it too, it is the exercise's own (red team
-rounds 24 to 24c: a softmax looping, or wrong on purpose, only on the score matrices it recognises; a caller
+rounds 24 to 24d: a softmax looping, or wrong on purpose, only on the score matrices it recognises; a caller
 looping behind a tell while its helper looped everywhere, which a rule check forgiven through that helper
-exempted on every call).
+exempted on every call; a helper padded on the grader's own calls of it to grow as the caller's loop did).
 
 A rule read on a comparing call by a call of the grader's own (05's and 06's functions, 01's and 04's: the same
 call of its own values on more tokens, lesson.vectorised_on) cannot be read where that call's answer is wrong.

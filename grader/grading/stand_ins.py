@@ -12,6 +12,15 @@ here or there: the answers come from the reference, or from its recording in a s
 from __future__ import annotations
 
 HELPERS: set[str] = set()
+USES: dict[str, tuple[str, ...]] = {}  # an exercise's function -> the student's own helpers it calls by name
+
+
+def uses(exercise: str, *helpers: str) -> None:
+    """Declares that ``exercise`` (a function) calls the student's own ``helpers`` by name: each of its calls
+    counts the operators run inside those helpers apart, and how many calls of them ran any
+    (grader.inside.tracer.Tracer.attribute; ``Reply.within``), so that a loop in a helper is the helper's and a
+    loop of the caller's own is the caller's, read on the very call (red team round 24d)."""
+    USES[exercise] = tuple(helpers)
 
 
 def stand_ins(*names: str) -> None:

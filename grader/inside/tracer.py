@@ -8,6 +8,7 @@ import sys
 
 from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, op_name
 
+_getframe = sys._getframe  # taken before any student's code is imported
 
 # what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
 # operator torch would split into smaller ones (layer_norm, cross_entropy, item) reaches the dispatcher whole,
@@ -81,6 +82,12 @@ class Tracer:
         self.students = None
         self.handling = ""  # the torch function being handled, while the student's code is watched for
         self._theirs: dict = {}  # code object -> whether it is the student's (self.students of its file)
+        # the student's own helpers the call uses (set by the worker: their code objects -> names; see attribute):
+        # each operator is counted as the innermost helper's on the stack when it runs, or as the call's own
+        self.within: dict = {}
+        self.entry = None  # the frame that entered the tracer: the stack above it is the worker's
+        self.inside: dict[str, int] = {}  # helper name -> operators run inside its frames
+        self._frames: dict[str, dict] = {}  # helper name -> id -> its frames that ran one (kept: ids not reused)
         # each view costs a Python call per operation (the dispatcher's about 6 us, the functions' about 4):
         # taken only where needed. The functions' view refuses names and counts nothing: a measure alone
         # needs the dispatcher's only; a call with neither is watched by nothing but its deadline
@@ -98,6 +105,25 @@ class Tracer:
         if theirs:
             self.elsewhere = CALLED_BACK.format(self.handling)
 
+    def attribute(self, frame) -> None:
+        """The operator running now, from ``frame`` outwards: the innermost frame of a helper's code on the stack
+        (``self.within``) owns it, counted there with that frame (one call of the helper); none, the call's own.
+        Frames are the interpreter's: an observed file names neither ``sys`` nor a frame's attributes
+        (grader.grading.observable), so its code cannot pose as a helper nor a helper as its caller (red team
+        round 24d: a caller's loop charged to a helper that loops on the grader's own calls)."""
+        within, entry = self.within, self.entry
+        while frame is not None and frame is not entry:
+            name = within.get(frame.f_code)
+            if name is not None:
+                self.inside[name] = self.inside.get(name, 0) + 1
+                self._frames.setdefault(name, {}).setdefault(id(frame), frame)
+                return
+            frame = frame.f_back
+
+    def helpers_inside(self) -> dict:
+        """Each helper's share of the call: name -> [operators run inside it, its calls that ran any]."""
+        return {name: [self.inside.get(name, 0), len(self._frames.get(name, ()))] for name in set(self.within.values())}
+
     def refuse(self, bare: str) -> None:
         if bare in self.forbidden_names:
             if bare not in self.forbidden:
@@ -105,6 +131,7 @@ class Tracer:
             raise ForbiddenOperation(bare)
 
     def __enter__(self):
+        self.entry = _getframe(1)
         for mode in self.modes:
             mode.__enter__()
         return self
@@ -112,6 +139,7 @@ class Tracer:
     def __exit__(self, *exc):
         for mode in reversed(self.modes):
             mode.__exit__(*exc)
+        self.entry = None
         self.settle()
         return False
 
@@ -125,6 +153,7 @@ class Tracer:
                 self.widest_along, self.widest_along_op = width, name
         self.tests.clear()
         self.ones.clear()
+        self._frames = {name: dict.fromkeys(frames) for name, frames in self._frames.items()}  # counted, let go
 
 
 _MODES: tuple = ()
@@ -184,6 +213,8 @@ def _mode_classes() -> tuple:
                 tracer.refuse(name)
             tracer.count += 1
             tracer.names[name] = tracer.names.get(name, 0) + 1
+            if tracer.within:
+                tracer.attribute(_getframe(1))
             kwargs = kwargs or {}
             result = func(*args, **kwargs)
             if isinstance(result, Tensor):

@@ -430,6 +430,26 @@ class Server:
             raise AttributeError(f"your module defines no {name!r}")
         return target
 
+    def helpers_code(self, names: list, fn) -> dict:
+        """The code objects of the student's own functions ``names`` (as the module binds them now, unwrapped of
+        decorators), other than ``fn``'s: code object -> name (grader.inside.tracer.Tracer.attribute). A helper
+        that is not a plain function of the student's files is left out: its operators are the caller's."""
+        import inspect
+
+        def unwrapped(obj):
+            try:
+                return inspect.unwrap(obj)
+            except Exception:  # noqa: BLE001 - the student's object: not a helper the grader can follow
+                return None
+
+        codes, own = {}, unwrapped(fn)
+        for name in names:
+            helper = unwrapped(getattr(self.module, name, None)) if isinstance(name, str) else None
+            if isinstance(helper, types.FunctionType) and helper is not own \
+                    and _students(helper.__code__.co_filename, self.spec):
+                codes[helper.__code__] = name
+        return codes
+
     def new(self, request: dict) -> dict:
         cls = self.target(request["name"])
         instance = cls(*self.resolve(request["args"]), **self.resolve(request["kwargs"]))
@@ -501,6 +521,8 @@ class Server:
         measure = request.get("measure") is True
         tracer = make_tracer(frozenset(request.get("forbidden", ())), measure)
         tracer.students = lambda filename: _students(filename, self.spec)  # called back inside torch: refused
+        if measure and owner is None and isinstance(request.get("within"), list):
+            tracer.within = self.helpers_code(request["within"], fn)
         # the grader's grad mode (a cached sequence is decoded under torch.no_grad(), as generation runs)
         grad_mode = request.get("grad_enabled") is not False or grad_out is not None
         # a watched call is watched in every thread until its output is copied (another thread could
@@ -540,6 +562,8 @@ class Server:
                          widest=tracer.widest, widest_op=tracer.widest_op,
                          widest_along=tracer.widest_along, widest_along_op=tracer.widest_along_op,
                          widths=tracer.widths, sizes=tracer.sizes)
+            if tracer.within:
+                reply["within"] = tracer.helpers_inside()
         reply["mutated"] = [
             i for i, (t, version, copy) in enumerate(before)
             if t._version != version or not torch.equal(t.detach(), copy)

@@ -7,7 +7,7 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, StudentFault, operations_allowed, stand_ins
+from grader.authoring import CheckFailed, StudentFault, operations_allowed, stand_ins, uses
 
 VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
 # operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
@@ -95,6 +95,8 @@ def every_call(grade, check_one, calls):
 stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_product_attention", "causal_mask",
           "padding_mask", "split_heads", "merge_heads", "split_qkv", "repeat_kv", "sliding_window_mask",
           "SelfAttention_v1", "SelfAttention_v2")
+# the student's own helpers an exercise calls by name: each call counts their share apart (Reply.within)
+uses("simple_self_attention", "attention_scores", "softmax")
 
 
 def layout_of(x) -> tuple:
@@ -163,10 +165,10 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
     within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given), of this call's own values
     (:func:`lengthened`): whatever told this call apart, but its length, it carries. Where its answer is wrong,
     the rule is not read on this call (``Grade.rules_unverified``, which fails the checks that read the rule).
-    ``helpers(other)``: the names of the student's own functions the call uses, and their counts on this call's
-    inputs and on the reading call's; a rule those counts alone break is theirs (recorded as ``(rule, how,
-    names)``: grader.grading.rules_read charges it here unless they lose it in their own exercise). Red team
-    rounds 22 to 24c: a loop over the queries wherever the vectorised code, right on the vectorised check's inputs,
+    ``helpers(other)``: the names of the student's own functions the call uses, and the operators that ran inside
+    them on this call and on the reading call (``Reply.within``, lesson.checks_01.helpers_inside); a rule those
+    alone break is theirs (recorded as ``(rule, how, names)``: grader.grading.rules_read charges it here unless
+    they lose it in their own exercise). Red team rounds 22 to 24d: a loop over the queries wherever the vectorised code, right on the vectorised check's inputs,
     was wrong; a loop padded to as many rounds at every length; a loop padded under the bound on short calls told
     apart by their values, the vectorised code's slip run on the other call; a loop of the caller's own behind a
     helper that loops everywhere. A broken rule fails the checks that read it. Only where the reference runs here

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, diagnose,
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose,
                               operations_allowed, shape_mismatch, shape_str)
 from lesson import VECTORISED, lengthened, mistaken, vectorised_on
 
@@ -255,7 +255,7 @@ def simple_attention_same(grade, x, grad=False):
     counted = []
     grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
                explain=lambda out: mistaken.UNSTABLE if diagnose.unstable(out, right) else None,
-               mistakes=simple_attention_mistakes(x), rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+               mistakes=simple_attention_mistakes(x), rules=[(VECTORISED, counted.append)])
     vectorised_here(grade, "simple_self_attention", x, grad, counted)
 
 
@@ -264,51 +264,52 @@ def attention_scores_same(grade, x, grad=False):
     is explained (the transpose of the last two dimensions). The vectorised rule is read on the call too."""
     counted = []
     grade.same("attention_scores", x, grad=grad, root_cause=batched_crash_explained(grade, x),
-               rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+               rules=[(VECTORISED, counted.append)])
     vectorised_here(grade, "attention_scores", x, grad, counted)
 
 
 def vectorised_here(grade, name, x, grad, counted):
-    """``name``'s vectorised rule read on a right comparing call of ``x`` (its count in ``counted``;
+    """``name``'s vectorised rule read on a right comparing call of ``x`` (its reply in ``counted``;
     lesson.vectorised_on): the same function on more tokens of x's own (lesson.lengthened), from a generator of
     its own (the check's other inputs are drawn as before). Red team round 22b: a loop over the tokens of a batched
     input, where the rule was read on plain [T, d] inputs only, hid a transpose of every dimension. For
-    simple_self_attention, the student's attention_scores and softmax on the same two calls' inputs
-    (:func:`helpers_counted`): a loop that is theirs alone is theirs to charge."""
+    simple_self_attention, what ran inside the student's attention_scores and softmax on the two calls
+    (:func:`helpers_inside`): a loop that is theirs alone is theirs to charge."""
     if not counted or x.ndim < 2 or x.shape[-2] < 2:
         return
     tokens = x.shape[-2]
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.ndim))
-    made = {}
+    seen = []
 
     def call_with(other):
-        made["x"] = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
-        seen = []
-        grade.same(name, made["x"], grad=grad, rules=[(VECTORISED, lambda reply: seen.append(reply.ops))])
-        return seen[0] if seen else None
+        longer = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
+        grade.same(name, longer, grad=grad, rules=[(VECTORISED, seen.append)])
+        return seen[0].ops if seen else None
 
-    helpers = (lambda other: helpers_counted(grade, x, made["x"])) if name == "simple_self_attention" else None
-    vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0],
+    helpers = (lambda other: helpers_inside(counted[0], seen[0])) if name == "simple_self_attention" else None
+    vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0].ops,
                   lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
                   helpers=helpers)
 
 
-def helpers_counted(grade, short, long):
-    """The student's attention_scores and softmax, as simple_self_attention uses them, on ``short``'s and ``long``'s
-    inputs: (the names of those whose counts grew or passed what any vectorised call may make, the operations of
-    all on ``short``'s, on ``long``'s)."""
-    names, counts = [], [0, 0]
-    for helper, args in (("attention_scores", lambda x: (x,)),
-                         ("softmax", lambda x: (x @ x.transpose(-2, -1), -1))):
-        try:
-            ops = [grade.call(helper, *args(x), measure=True).ops for x in (short, long)]
-        except (CheckFailed, StudentFault):
-            continue
-        if None not in ops:
-            if ops[1] != ops[0] or max(ops) > operations_allowed(0):
-                names.append(helper)
-            counts = [counts[0] + ops[0], counts[1] + ops[1]]
-    return names, counts[0], counts[1]
+def helpers_inside(short, long):
+    """What ran inside the student's attention_scores and softmax on two calls of simple_self_attention
+    (``Reply.within``: by the frames on the stack as each operator ran): (the names of those whose share grew or
+    passed what any vectorised call may make, their operators on ``short``, on ``long``). None of it where the
+    call's own calls of them grew (a loop of the caller's that calls them) or nothing was counted apart. Red team
+    round 24d: counted on the grader's own calls of the helpers, a helper padded there to grow as the caller's own
+    loop took the loop as its own."""
+    if short.within is None or long.within is None or not calls_not_growing(short, long):
+        return [], 0, 0
+    names = [helper for helper, (ops, _) in long.within.items()
+             if ops != short.within.get(helper, (0, 0))[0] or max(ops, short.within.get(helper, (0, 0))[0])
+             > operations_allowed(0)]
+    return (names, sum(ops for ops, _ in short.within.values()), sum(ops for ops, _ in long.within.values()))
+
+
+def calls_not_growing(short, long) -> bool:
+    """The longer call calls each helper no more often than the shorter (a loop calling them is the caller's)."""
+    return all(calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
 
 
 def batched_crash_explained(grade, x):
@@ -345,10 +346,11 @@ def scores_not_growing(grade, short, long):
 
 def simple_attention_not_growing(grade, short, long):
     """simple_self_attention makes as many torch operations on ``long`` as on ``short``; a loop that is
-    the student's own attention_scores' or softmax's is charged there (the root cause)."""
+    the student's own attention_scores' or softmax's, inside them on these very calls, is charged there (the
+    root cause)."""
     grade.reads_rule(VECTORISED)
-    few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short)).ops
-    many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long)).ops
-    grade.expect_not_growing("simple_self_attention", few, many, helpers=[
+    few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short))
+    many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long))
+    grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many), helpers=[
         ("attention_scores", (short,), (long,)),
         ("softmax", (short @ short.transpose(-2, -1), -1), (long @ long.transpose(-2, -1), -1))])

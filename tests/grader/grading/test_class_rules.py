@@ -198,16 +198,8 @@ ROUND_24 = {("round24_red_team", "a01help", "attack"): "01_attention_basics",
             ("round24d_red_team", "k01standin", "attack"): "01_attention_basics"}
 
 
-# the residual the contract's "a mistake costs once" leaves: a loop placed in a helper by what the student's process
-# shows of that helper (docs/security.md, round 24d)
-PLACED_IN_A_HELPER = {"k01tell", "k01standin"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=(
-    "the residual: a caller's loop placed in a helper that pays its own rule, by counts padded on the grader's "
-    "direct calls of the helper or by the stand-ins told apart"))) if case[1] in PLACED_IN_A_HELPER else case
-    for case in sorted(ROUND_24)], ids=["-".join(case[1:]) for case in sorted(ROUND_24)])
+@pytest.mark.parametrize("case", sorted(ROUND_24), ids=["-".join(case[1:]) for case in sorted(ROUND_24)])
 def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, tmp_path, case):
     """Red team round 24 (tests/corpus/heldout/round24_red_team), against round 23b's reading calls, graded whole
     (a helper's own exercise decides whether it pays for a rule): a01help, a softmax looping only on the score
@@ -228,9 +220,10 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     through attention_scores, which exempted the rule on every call of the exercise (98.33 against 96.43). Round
     24d: k01price held (a helper padded on the grader's direct calls to a caller that never calls it: the stand-in
     run still saw the caller's loop); k01tell and k01standin, the same behind a tell, or with the stand-ins told
-    apart by identity, score 98.33 against 98.1 (plain) and 96.43 (the same author looping in both): the residual
-    the contract's "a mistake costs once" leaves (xfail). Each other scores no more than its plain form; the
-    controls keep every point."""
+    apart by identity, scored 98.33 against 98.1 (plain) and 96.43 (the same author looping in both) while a
+    helper's share was counted on the grader's own calls of it; now it is counted inside the caller's call, by the
+    frames on the stack as each operator runs (grader.inside.tracer.Tracer.attribute): 96.43. Each scores no more
+    than its plain form; the controls keep every point."""
     folder, attack, kind = case
     assignment, folder = ROUND_24[case], HELDOUT.parent / folder
 

@@ -423,27 +423,52 @@ class MultiHeadAttentionWrapper(nn.Module):
     assert result.assignments[0].score == result.assignments[0].max_score  # 03 untouched
 
 
-def test_a_loop_in_a_helper_is_charged_in_the_helper_not_in_what_uses_it(course, grader, submission_dir):
-    """attention_scores written with a Python loop over tokens: not-vectorised there, and
-    simple_self_attention, which uses it, keeps its vectorisation points."""
+def _graded_01_with(course, grader, submission_dir, source: str) -> dict:
+    """01's exercises graded (seed 11) with ``source`` spliced into the solution: exercise name -> result."""
     from grader.submission import resolve_submission
 
     module = submission_dir / "01_attention_basics" / "attention_basics.py"
-    module.write_text(corpus.splice(module.read_text(), '''
+    module.write_text(corpus.splice(module.read_text(), source))
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
+                          seed=11)
+    return {e.name: e for e in result.assignments[0].exercises}
+
+
+LOOPING_SCORES = '''
 import torch
 
 
 def attention_scores(inputs):
     rows = [inputs[..., i, :] @ inputs.transpose(-2, -1) for i in range(inputs.shape[-2])]
     return torch.stack(rows, dim=-2)
-'''))
-    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("01_attention_basics"),),
-                          seed=11)
-    by_name = {e.name: e for e in result.assignments[0].exercises}
+'''
+
+
+def test_a_loop_in_a_helper_is_charged_in_the_helper_not_in_what_uses_it(course, grader, submission_dir):
+    """attention_scores written with a Python loop over tokens: not-vectorised there, and
+    simple_self_attention, which uses it, keeps its vectorisation points."""
+    by_name = _graded_01_with(course, grader, submission_dir, LOOPING_SCORES)
     assert "not-vectorised" in by_name["attention_scores"].misconceptions
     simple = by_name["simple_self_attention"]
     assert simple.status == "passed" and simple.score == simple.max_score, simple.feedback
     assert "right, given your attention_scores" in simple.feedback
+
+
+def test_a_loop_of_the_callers_own_beside_a_looping_helper_costs_both(course, grader, submission_dir):
+    """Two loops, two mistakes: attention_scores looping over tokens loses its rule, and simple_self_attention,
+    which also loops over the queries (calling the student's softmax once a query), loses its own; the helper's
+    share of each call is what ran inside its frames on that very call (grader.inside.tracer.Tracer.attribute),
+    so the caller's loop is never taken for the helper's."""
+    by_name = _graded_01_with(course, grader, submission_dir, LOOPING_SCORES + '''
+
+def simple_self_attention(inputs):
+    scores = attention_scores(inputs)
+    rows = [softmax(scores[..., i:i + 1, :], dim=-1) @ inputs for i in range(inputs.shape[-2])]
+    return torch.cat(rows, dim=-2)
+''')
+    assert "not-vectorised" in by_name["attention_scores"].misconceptions
+    simple = by_name["simple_self_attention"]
+    assert "not-vectorised" in simple.misconceptions, simple.feedback
 
 
 # issue 34: feedback for the mistakes learners really make (items 1, 9, 10, 11b); items 8 and 10's correct

@@ -180,3 +180,50 @@ def test_code_of_the_students_that_torch_calls_back_in_a_watched_call_is_work_th
         rows = [row.exp().sum() for row in x]  # the student's own loop over a tensor, outside torch's handling
         copy.deepcopy(torch.zeros(1))
     assert len(rows) == 3 and plain.elsewhere is None and plain.forbidden == []
+
+
+def _rows(x):  # a helper's helper: its operators are the helper's that called it
+    return torch.cat([x[i:i + 1] @ x.T for i in range(x.shape[0])])
+
+
+def scores_looping(x):
+    return _rows(x)
+
+
+def scores_vectorised(x):
+    return x @ x.T
+
+
+def _shares(caller, helper, x):
+    tracer = make_tracer(frozenset(), measure=True)
+    tracer.within = {helper.__code__: "attention_scores"}
+    with tracer:
+        caller(x)
+    return tracer.count, tracer.helpers_inside()["attention_scores"]
+
+
+@pytest.mark.parametrize("tokens", [4, 12])
+def test_a_helpers_operators_are_counted_apart_by_the_frames_they_ran_in(tokens):
+    """Red team round 24d: a helper's share of a call is what ran inside its frames on that call (its own callees
+    included), counted with the number of its calls that ran any; a caller that calls it once owns nothing of a
+    loop inside it, a caller that calls it once a token owns the calls, and a caller's own loop stays its own."""
+    x = torch.randn(tokens, 3)
+
+    def once(x):  # the loop is the helper's
+        return torch.softmax(scores_looping(x), -1) @ x
+
+    count, (inside, calls) = _shares(once, scores_looping, x)
+    assert calls == 1 and inside >= 2 * tokens and count - inside == 2  # softmax and the product: the caller's
+
+    def a_call_a_token(x):  # the caller loops, calling a vectorised helper once a query
+        return torch.cat([torch.softmax(scores_vectorised(x)[i:i + 1], -1) @ x for i in range(x.shape[0])])
+
+    count, (inside, calls) = _shares(a_call_a_token, scores_vectorised, x)
+    assert calls == tokens and inside == 2 * tokens and count - inside >= 3 * tokens  # x.T and the product
+
+    def own_loop(x):  # the caller's own loop beside a vectorised helper
+        scores = scores_vectorised(x)
+        return torch.cat([torch.softmax(scores[i:i + 1], -1) @ x for i in range(x.shape[0])])
+
+    count, (inside, calls) = _shares(own_loop, scores_vectorised, x)
+    assert (inside, calls) == (2, 1) and count - inside >= 3 * tokens
