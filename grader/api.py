@@ -107,7 +107,8 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
 
         return watch(course=course, chosen=chosen, submission=Path(submission or default), device=device, seed=seed,
                      colour=colour)
-    grader = Grader(course, device=device, debug=True if debug else None)  # None: GRADE_DEBUG decides
+    # None: GRADE_DEBUG decides; twins: several assignments graded by two processes where two processors allow
+    grader = Grader(course, device=device, debug=True if debug else None, twins=True)
     try:
         result = grader.grade(found, chosen, seed=seed)
     finally:

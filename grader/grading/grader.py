@@ -23,6 +23,7 @@ from pathlib import Path
 from grader.sandbox.confine import blocked_paths, confinement_for
 from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError, SubmissionError
+from grader.grading.pictures import pictures
 from grader.grading.recorded_outputs import public_recording
 from grader.grading.rules_read import kept_where_read
 from grader.results import AssignmentResult, CheckOutcome, ExerciseResult, SubmissionResult
@@ -171,13 +172,16 @@ class Grader:
     """Grades submissions one after another, sharing one zygote (restarted if it dies)."""
 
     def __init__(self, course: Course, *, device: str = "auto", confinement=None, debug: bool | None = None,
-                 batch: bool = False, relative_paths: bool = False):
+                 batch: bool = False, relative_paths: bool = False, twins: bool = False):
         """``confinement``: how to run student code, as :func:`grader.sandbox.confine.confinement_for` plans
         it; by default planned here, for the course's secrets alone. ``debug`` (by default: whether
         ``GRADE_DEBUG=1``): for suite authors, a check that breaks shows its traceback in the feedback
         and pytest's output goes to stderr. ``batch``: many submissions, or many gradings, will follow
-        (its zygote's memory in huge pages: each fork costs less, at about 0.1 s once)."""
+        (its zygote's memory in huge pages: each fork costs less, at about 0.1 s once). ``twins``: a submission's
+        assignments may be graded by two processes at once where the machine has a processor for each
+        (grader.grading.twins: `grade check`)."""
         self.course = course
+        self.twins = twins
         self._current: _Run | None = None  # the submission being graded (cancel)
         self._cancelled = None  # the submission cancel() was asked for before its session began
         self._lock = threading.Lock()
@@ -294,11 +298,24 @@ class Grader:
             raise SubmissionError(f"{submission.name}: the grader cannot read this submission's code (nested "
                                   "too deeply)") from None
         run.plugin = GradingPlugin(run.session)
+        if self._twins_allowed(run, recording):
+            run.plugin.twins = lambda outcomes, ids: pictures(
+                run.session, outcomes, tuple(a for a in run.assignments if a.id in ids), run.exercises)
         with self._lock:
             self._current = run
             if self._cancelled is submission:
                 run.session.cancel()
         return run
+
+    def _twins_allowed(self, run: "_Run", recording) -> bool:
+        """Whether ``run``'s assignments may be graded by two processes (grader.grading.twins): where this grader was
+        made for it, on the CPU (a CUDA context is a process's), not for a suite author (--debug), not while the
+        public suites are recorded, and with a processor for each."""
+        from grader.grading.twins import wanted
+
+        recording_now = recording is not None and not recording.replaying
+        return (self.twins and len(run.assignments) > 1 and self.device == "cpu" and not self.debug
+                and not recording_now and wanted())
 
     def cancel(self, submission: Submission) -> None:
         """From another thread: the grading of ``submission``, if it is the one under way or about to begin, is
@@ -319,6 +336,8 @@ class Grader:
                 self._cancelled = None
         try:
             gone = run.session.close()  # False: something of the submission may be left
+            twin = run.plugin.twin if run.plugin is not None else None
+            gone = gone and (twin is None or twin["gone"])  # the second process's twin zygote saw its own gone
         except BaseException:
             self.sandbox.end(run.cell, gone=False)
             raise
@@ -328,9 +347,9 @@ class Grader:
         """The pictured exercises that came out wrong, each drawn beside the right output on the lesson's
         data (grader/grading/pictures.py: one more call of the student's, in its worker, while it still runs);
         no work at all when none did."""
-        from grader.grading.pictures import pictures
-
-        return pictures(run.session, run.plugin.outcomes, run.assignments, run.exercises)
+        twin = run.plugin.twin or {"assignments": (), "figures": {}}  # drawn by the process that graded them
+        mine = tuple(a for a in run.assignments if a.id not in twin["assignments"])
+        return {**pictures(run.session, run.plugin.outcomes, mine, run.exercises), **twin["figures"]}
 
     def _result(self, run: "_Run", code, figures=None) -> SubmissionResult:
         if code not in (0, 1):

@@ -80,6 +80,32 @@ class Zygote:
                 self.reply({"ok": True})
             elif op == "end":
                 self.reply(self.end())
+            elif op == "twin" and self.namespaces:  # a second grading process of the same submission
+                self.twin()
+
+    def twin(self) -> None:
+        """A copy of this zygote (torch loaded, no worker of its own yet) serving a channel of its own, passed back
+        with SCM_RIGHTS: a second grading process of the same submission forks its workers there, with no second
+        torch import (grader.grading.twins). It ends, with every worker it started, when that channel closes, and
+        dies with this zygote. Only with namespaces: each worker is then PID 1 of its own namespace, and nothing
+        sweeps this zygote's children (_kill_children)."""
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                self.control.close()
+                if self.submission is not None:
+                    self.submission[2].close()  # the first grading process's submission channel: never the twin's
+                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                twin = Zygote(theirs, {"namespaces": self.namespaces})
+                twin.serve()
+                twin.end()
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.reply({"ok": True, "pid": pid}, [ours.fileno()])
+        ours.close()
 
     def reply(self, message: dict, fds=()) -> None:
         socket.send_fds(self.control, [b"F"], list(fds))  # one byte, carrying the worker's socket

@@ -86,6 +86,11 @@ class ZygoteClient:
         self.failure: str | None = None
         self.probed = False
         self.confinement_problem: str | None = None  # what the zygote's probe found (grader.inside.zygote)
+        # a twin (see twin()): the zygote it was forked from, and its own process (as this machine numbers it),
+        # whose tree its workers' memory is read from; the first zygote's readings leave its twins' trees out
+        self.twin_of: ZygoteClient | None = None
+        self.memory_root: int | None = None
+        self.skipped: frozenset[int] = frozenset()
 
     @property
     def work(self) -> Path:
@@ -123,6 +128,37 @@ class ZygoteClient:
     def stop(self) -> None:
         """End the sandbox and every process in it now; its working folder stays reachable until close()."""
         self._stop()
+
+    def twin(self) -> "ZygoteClient | None":
+        """A second zygote in the same sandbox, forked by this one (torch loaded, no second import), for a second
+        grading process of the same submission (grader.grading.twins): its own channel, its own workers, its
+        workers' memory read from its own tree, which this zygote's readings leave out. It ends, with its
+        workers, when its channel closes (:meth:`close`). None where it cannot be had (no namespaces, a zygote
+        that failed): the submission is then graded in one process."""
+        import copy
+
+        if not self.namespaces or self.failure is not None or self.twin_of is not None:
+            return None
+        try:
+            self.wait_ready()
+            self._send({"op": "twin"})
+            reply, fds = self._receive()
+        except (WorkerFault, IsolationError):
+            return None
+        channel = socket.socket(fileno=fds.pop(0)) if reply.get("ok") and fds else None
+        for fd in fds:
+            os.close(fd)
+        pid = reply.get("pid")
+        host = host_pid(self.process.pid, pid) if channel is not None and type(pid) is int else None
+        if host is None:
+            if channel is not None:
+                channel.close()  # the twin ends
+            return None
+        twin = copy.copy(self)
+        twin._control, twin.owed, twin.spawned, twin.spawns = channel, [], {}, 0
+        twin.twin_of, twin.memory_root, twin.skipped = self, host, frozenset()
+        self.skipped = self.skipped | {host}
+        return twin
 
     def probe(self) -> str | None:
         """The zygote's first word, said before it loads torch: why a worker cannot be confined here,
@@ -297,6 +333,10 @@ class ZygoteClient:
             self.spawned.clear()
 
     def close(self) -> None:
+        if self.twin_of is not None:  # its channel only: the twin ends with its workers, the sandbox goes on
+            self._control.close()
+            self.twin_of.skipped = self.twin_of.skipped - {self.memory_root}
+            return
         self._stop()
         leftovers.remove_tree(self.scratch)
         if self._work_fd is not None:  # the sandbox's working folder, and all it held, freed with the last hold
@@ -306,6 +346,8 @@ class ZygoteClient:
     def _stop(self) -> None:
         """The zygote and its sandbox ended; its folder (working copies in it) stays until close()."""
         self._control.close()
+        if self.twin_of is not None:  # a twin's end is its channel's: never its sandbox's
+            return
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -314,17 +356,20 @@ class ZygoteClient:
         self.process.wait()
 
 
-def held_bytes(root_pid: int, folder: Path | None = None) -> int:
+def held_bytes(root_pid: int, folder: Path | None = None, skip=frozenset()) -> int:
     """The memory a sandbox holds, as the kernel counts it and the grader reads it from /proc, never
     asked of the processes: the anonymous and shared resident memory of ``root_pid`` and all its
     descendants (the zygote, the workers, anything they started: orphans are reaped by the zygote, so
     stay in the tree), the files
     in the tmpfs mounts they see (``/tmp``, the sandbox's root), the memfds they hold open, and the files
-    under ``folder`` (the submission's working folder)."""
+    under ``folder`` (the submission's working folder). ``skip``: processes whose trees are another reading's (a
+    twin zygote's, grader.sandbox.client.ZygoteClient.twin)."""
     children_of = children_reader()
     total, todo, seen = 0, [root_pid], set()  # tmpfs mounts by device, memfds by (device, inode): once each
     while todo:
         pid = todo.pop()
+        if pid in skip:
+            continue
         todo += children_of(pid)
         # anonymous and shared memory resident: what code allocates (file pages, the libraries a first
         # call maps in, are the kernel's to drop and no cache of the student's)
@@ -507,8 +552,9 @@ class Worker:
         """What this worker's sandbox holds now (its zygote, its workers): :func:`held_bytes`. The sandbox's
         own working folder is one of the tmpfs mounts it counts; a working folder outside (no sandbox) is
         counted file by file."""
-        work = self.zygote.work
-        return held_bytes(self.zygote.process.pid, None if work != self.zygote.host_work else work)
+        work, zygote = self.zygote.work, self.zygote
+        return held_bytes(zygote.memory_root or zygote.process.pid, None if work != zygote.host_work else work,
+                          skip=zygote.skipped)
 
     def own_bytes(self) -> int | None:
         """What this worker holds of its own, however long it has held it: :func:`own_bytes`; None where it

@@ -646,3 +646,39 @@ def test_the_run_queue_read_is_the_workers_own(tight, tmp_path, monkeypatch):
     monkeypatch.setattr(client, "run_queue_file", recorded)
     grade_module(tight, tmp_path, "")
     assert found and all(f == (True, "grade-worker", True) for f in found), found
+
+
+KEEPS = "\n_kept = b'x' * (64 << 20)\n"  # 64 MiB held from import on
+
+
+def test_a_twin_zygote_reads_its_own_workers_memory_and_the_first_leaves_it_out(course, tmp_path):
+    """Issue 47 (grader.sandbox.client.ZygoteClient.twin, grader/grading/twins.py): the twin's workers are the twin's
+    to read: 64 MiB a twin's worker holds shows in its reading and not in the first zygote's, whose readings leave
+    the twin's tree out while it runs."""
+    from test_submission_sandbox import worker_spec
+
+    from grader.sandbox.confine import plan
+    from grader.sandbox.submission_sandbox import Sandbox
+
+    if not plan("auto").sandboxed:
+        pytest.skip("no sandbox on this machine")
+    module = tmp_path / "attention_basics.py"
+    module.write_text(SOLUTION + KEEPS)
+    sandbox = Sandbox(course, plan("auto"))
+    try:
+        cell = sandbox.cell(resolve_submission(module, course))
+        first = sandbox.zygote.spawn(worker_spec(sandbox, cell), timeout=60)
+        before = first.held_bytes()
+        twin = sandbox.zygote.twin()
+        assert twin is not None and twin.memory_root in sandbox.zygote.skipped
+        second = twin.spawn(worker_spec(sandbox, cell), timeout=60)
+        assert second.import_error is None, second.import_error
+        assert second.held_bytes() >= 60 << 20
+        assert first.held_bytes() - before < 30 << 20
+        assert twin.end_submission()
+        twin.close()
+        assert twin.memory_root not in sandbox.zygote.skipped
+        first.kill()
+        sandbox.end(cell, gone=sandbox.zygote.end_submission())
+    finally:
+        sandbox.close()

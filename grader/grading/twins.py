@@ -1,0 +1,153 @@
+"""One submission's assignments graded by two grading processes at once (issue 47: `grade check` of several
+assignments on a machine of two processors or more, where one process leaves the second processor idle: the
+grading process and its worker take turns).
+
+Once the suites are collected, the grading process asks its zygote for a twin (grader.sandbox.client.ZygoteClient.twin:
+a fork of the zygote in the same sandbox, torch already loaded) and forks itself: the child grades through the twin,
+the parent through the first zygote. The assignments wait in a queue (a pipe holding one byte an assignment, the
+ones with the most checks first); each process takes the next as it frees, so neither waits while the other has
+work. An assignment is graded whole by one process: its checks, its workers, its figures; the child sends back its
+outcomes, its figures and whether its twin saw every process of the submission gone, and the parent's grading goes
+on as if it had run them (grader.grading.grader: the exercises' results, charged_once and the rules read over the
+whole assignment, as before). Nothing of trust changes: both processes are the grader's, each worker is confined as
+ever (the same cell: working copy, uid, cgroups), and each memory reading counts its own zygote's tree only.
+
+Where the child cannot report (it died, or its report does not read), the parent grades the assignments the child
+took itself, afresh. Not on CUDA (a context a process), nor with --debug, nor while the public suites are recorded.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+
+from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
+
+ENVIRONMENT = "GRADE_TWINS"  # "0": always one grading process
+
+
+def wanted() -> bool:
+    """Whether this machine and environment make a second grading process worth its fork."""
+    try:
+        processors = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        processors = os.cpu_count() or 1
+    return processors > 1 and os.environ.get(ENVIRONMENT, "1") != "0"
+
+
+def graded_in_two(plugin, items, run, figures) -> bool:
+    """Run ``items`` (the collected checks) by assignment in this process and a twin, ``run(indices)`` running some
+    of them; ``figures(outcomes, assignment_ids)`` draws what those outcomes show wrong. False (nothing run) where
+    there are fewer than two assignments or no twin zygote."""
+    session = plugin.session
+    groups: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        marker = item.get_closest_marker("assignment")
+        groups.setdefault(marker.args[0] if marker is not None and marker.args else "", []).append(index)
+    if len(groups) < 2 or "" in groups or len(groups) > 255:
+        return False
+    twin = session.zygote.twin()
+    if twin is None:
+        return False
+    order = sorted(groups, key=lambda assignment: -len(groups[assignment]))
+    queue, queued = os.pipe()
+    os.write(queued, bytes(range(len(order))))
+    os.close(queued)
+    report, reported = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(report)
+        _child(plugin, twin, groups, order, queue, reported, run, figures, parent)
+    os.close(reported)
+    twin._control.close()  # the child's channel: the twin ends when the child closes it
+    first = session.zygote
+    mine = []
+    try:
+        while (taken := _take(queue)) is not None:
+            mine.append(order[taken])
+            run(groups[order[taken]])
+        said = _report(report, pid, session.timeout() + 30)
+    except BaseException:
+        _stop(pid)
+        raise
+    finally:
+        os.close(queue)
+        os.close(report)
+        first.skipped = first.skipped - {twin.memory_root}
+    theirs = [assignment for assignment in order if assignment not in mine]
+    if said is None or set(said.get("claimed", ())) != set(theirs):  # the child's assignments, graded here afresh
+        for assignment in theirs:
+            run(groups[assignment])
+        return True
+    plugin.outcomes.extend(said["outcomes"])
+    plugin.twin = {"assignments": set(theirs), "figures": said.get("figures") or {}, "gone": said.get("gone") is True}
+    return True
+
+
+def _take(queue: int) -> int | None:
+    """The next assignment's place in the order, or None when the queue is empty (each read takes one byte alone)."""
+    taken = os.read(queue, 1)
+    return taken[0] if taken else None
+
+
+def _child(plugin, twin, groups, order, queue, reported, run, figures, parent: int) -> None:
+    status = 1
+    try:
+        # Ctrl-C is the parent's to handle (grader/interrupt.py: one line, and this process killed with the rest);
+        # a parent killed outright takes this one with it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # gone before the line above
+            return
+        session = plugin.session
+        session.zygote, session.students, plugin.outcomes = twin, {}, []
+        claimed = []
+        while (taken := _take(queue)) is not None:
+            claimed.append(order[taken])
+            run(groups[order[taken]])
+        drawn = figures(plugin.outcomes, set(claimed)) if figures is not None else {}
+        gone = session.close()
+        data = pickle.dumps({"claimed": claimed, "outcomes": plugin.outcomes, "figures": drawn, "gone": gone},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(reported, view):]
+        status = 0
+    except BaseException:  # noqa: BLE001 - the parent grades what this process could not report
+        pass
+    finally:
+        os._exit(status)
+
+
+def _report(report: int, pid: int, timeout: float) -> dict | None:
+    """The child's report, read until it closes its end, then the child reaped; None where it did not come whole."""
+    import time
+
+    chunks, deadline = [], time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([report], [], [], left)[0]:
+            _stop(pid)
+            return None
+        chunk = os.read(report, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return None
+    try:
+        said = pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 - the grader's own child: a report that does not read is graded again here
+        return None
+    return said if isinstance(said, dict) and isinstance(said.get("outcomes"), list) else None
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
