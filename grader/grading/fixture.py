@@ -65,11 +65,6 @@ class Reply:
     # it, its calls that ran any); None where the call counted none apart
     within: dict | None = None
 
-    def own_ops(self) -> int | None:
-        """The operators the call ran outside its helpers' frames (all of them where none was counted apart)."""
-        if self.ops is None:
-            return None
-        return max(0, self.ops - sum(ops for ops, _ in (self.within or {}).values()))
 
 
 def reply_of(reply: dict) -> Reply:
@@ -105,14 +100,18 @@ def reply_of(reply: dict) -> Reply:
     return checked
 
 
-def loop_in_helpers(short: Reply, long: Reply) -> bool:
-    """Whether what ``long`` (a call on more tokens) made beyond ``short`` ran inside the student's own helpers
-    (``Reply.within``, counted by the frames on the stack as each operator ran): the call's own operators and its
-    calls of each helper are no more on ``long``. Red team round 24d: a caller's own loop, charged to a helper
-    whose growth on the grader's direct calls matched it."""
+def loop_in_helpers(short: Reply, long: Reply, helpers) -> bool:
+    """Whether what ``long`` (a call on more tokens) made beyond ``short`` ran inside the student's own ``helpers``
+    (``Reply.within``, counted by the frames on the stack as each operator ran): the call's own operators (those of
+    its other helpers included) and its calls of each helper are no more on ``long``. Red team round 24d: a caller's
+    own loop, charged to a helper whose growth on the grader's direct calls matched it."""
     if short.within is None or long.within is None or short.ops is None or long.ops is None:
         return False
-    return long.own_ops() <= short.own_ops() and all(
+
+    def own(reply):
+        return reply.ops - sum(ops for name, (ops, _) in reply.within.items() if name in helpers)
+
+    return own(long) <= own(short) and all(
         calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
 
 
@@ -471,6 +470,24 @@ class Grade:
         """Whether the reference runs here (neither recorded nor replayed): a check may use it beyond what a
         recording holds (a rule read with a call of its own, lesson.vectorised_on)."""
         return self.session.recording is None
+
+    @contextlib.contextmanager
+    def stood_in(self, helpers):
+        """The student's ``helpers`` (function names) replaced by stand-ins that ask the grader for each call's right
+        result (grader.inside.stand_in, grader.grading.oracle), while the block runs its calls; it gets the Oracle,
+        whose ``refused`` says whether the exercise called them as no right exercise does. The worker that held
+        them ends after (nothing a stand-in answered outlives the block); the next call has a fresh one. Raises
+        CheckFailed where they cannot be placed."""
+        oracle = self.student.oracle = self.session.oracle(self.nodeid, list(helpers), self.ref)
+        try:
+            placed = self.student.request({"op": "stand_in", "helpers": list(helpers)}).get("placed")
+            if sorted(placed or ()) != sorted(helpers):
+                raise CheckFailed(f"{' and '.join(helpers)} could not be stood in for")
+            yield oracle
+        finally:
+            self.student.oracle = None
+            if self.student.worker is not None:
+                self.student.worker.kill()
 
     def reads_rule(self, rule: str) -> None:
         """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its
@@ -841,12 +858,11 @@ class Grade:
                 continue
             if growth > 0:
                 grown[helper] = growth
-        if grown and long_ops - short_ops <= sum(grown.values()) and (inside is None or loop_in_helpers(*inside)):
+        if grown and long_ops - short_ops <= sum(grown.values()) and (inside is None or loop_in_helpers(*inside, grown)):
             which = " and ".join(grown)
-            if self.cascades == "once":
+            if self.cascades == "once":  # verified with a right one in its place (red team round 25: never skipped)
                 raise RightGivenHelper(f"right, given your {which}, which this uses; but your {which} loops over "
-                                       f"tokens in Python: fix the {which} exercise",
-                                       helper=next(iter(grown)) if len(grown) == 1 else "")
+                                       f"tokens in Python: fix the {which} exercise", helper=next(iter(grown)))
             raise CheckFailed(f"{message}; the loop is in your {which}, which this uses", ("not-vectorised",))
         raise CheckFailed(message, ("not-vectorised",))
 

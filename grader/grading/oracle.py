@@ -50,6 +50,11 @@ class Oracle:
         self.answered = 0  # questions answered with a result (a construction's included)
         self.exhausted: list[str] = []
         self.calls: dict[int, object] = {}  # this run's answered forward calls, for their backward passes
+        # the questions no right exercise asks (a helper called outside its signature, another helper, more often
+        # than a right exercise, sizes past the bound): refused, and the run shows nothing of the exercise's own
+        # (red team round 25: a flag passed to a helper ran the caller's loop in its frame; where the stand-in
+        # refused it, the exercise's own vectorised code, caught falling back, was taken as verified)
+        self.refused: list[str] = []
 
     def gap_keeps_the_case(self) -> bool:
         """After a gap (``unanswered``): whether the case stands as kept. It does where some call was on
@@ -66,9 +71,11 @@ class Oracle:
             self.unanswered.append(str(why))
             return {"refused": str(why)}
         except Unanswerable as why:
+            self.refused.append(str(why))
             return {"refused": str(why)}
         except Exception as exc:  # noqa: BLE001 - a question no right helper's call makes: the student's doing
-            return {"refused": f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})"}
+            self.refused.append(f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})")
+            return {"refused": self.refused[-1]}
 
     def _answer(self, question: dict) -> dict:
         op, name = question.get("op"), question.get("name")
@@ -79,10 +86,13 @@ class Oracle:
             return {"grads": self.answers.backward(self.calls[call], question.get("grads") or [])}
         if name not in self.helpers or op not in ("new", "forward"):
             raise Unanswerable(f"{name!r} is not being verified")
+        if question.get("misused"):  # (grader.inside.stand_in._reporting)
+            raise Unanswerable(f"a call of {name} with arguments that are not values (a function, an object)")
         used = self.used[name] = self.used.get(name, 0) + 1
         if used > self.budget.get(name, 0):
             self.exhausted.append(name)
-            return {"refused": f"{name} was called more often than a right exercise calls it"}
+            self.refused.append(f"{name} was called more often than a right exercise calls it")
+            return {"refused": self.refused[-1]}
         try:
             answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
         except Raised as raised:
@@ -135,6 +145,22 @@ def _sized(name: str, target, question: dict) -> None:
                            f"{bound:,})")
 
 
+def _called_as_written(name: str, target, question: dict) -> None:
+    """Refuses (Unanswerable) a call of a function helper whose arguments its signature in the contract does not
+    take (a flag the student's own helper reads, red team round 25): no right exercise makes it."""
+    import inspect
+
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # no signature to hold it to
+        return
+    args, kwargs = question.get("args", ()), question.get("kwargs", {})
+    try:
+        signature.bind(*(args if isinstance(args, (list, tuple)) else ()), **(kwargs if isinstance(kwargs, dict) else {}))
+    except TypeError:
+        raise Unanswerable(f"a call of {name} with arguments its signature does not take") from None
+
+
 def _on_meta(target, question: dict) -> list:
     """What the reference makes to answer ``question``, on torch's meta device (shapes, no memory): a new
     instance's parameters; a call's output, and for a class's forward its instance's parameters too."""
@@ -180,6 +206,8 @@ class LiveAnswers:
         import torch
 
         target = self._target(question["name"])
+        if "new_args" not in question:
+            _called_as_written(question["name"], target, question)
         _sized(question["name"], target, question)  # before anything is made of it (a class's instance too)
         # the reference's leaves: copies, never the tensors asked about (in a recording, the reference's own)
         args = on_device(question.get("args", ()), self.device, copy=True)

@@ -530,6 +530,8 @@ class GradingPlugin:
                 raise _with_right_helpers(failure, helpers) from None
             finally:
                 _restore(grade.student)
+            if oracle.refused:  # the stand-in was asked what no right exercise asks: nothing of its own was shown
+                raise _called_otherwise(oracle, helpers)
             given.verified, given.raised = True, False
             given.message = "; and ".join(said)  # every helper the run stood in for, the first named first
             raise given
@@ -640,6 +642,16 @@ def _restore(student) -> None:
     student.oracle = None
     if student.worker is not None:
         student.worker.kill()
+
+
+def _called_otherwise(oracle: Oracle, helpers: list[str]) -> CheckFailed:
+    """The verdict of a run with right helpers in which the exercise called one as no right exercise does (with
+    arguments its signature does not take, more often, another helper): the case is the exercise's own (red team
+    round 25: a flag that ran the caller's loop inside its helper, refused by the stand-in and caught)."""
+    which = " and ".join(helpers)
+    return CheckFailed(f"with a right {which} in place of yours, this exercise called it as no right exercise does "
+                       f"({oracle.refused[0]}), so this case is this exercise's own: call {which} as the contract "
+                       "writes it, and compute the rest in this exercise")
 
 
 def _not_checked_here(given: RightGivenHelper, oracle: Oracle, helpers: list[str]) -> Exception:

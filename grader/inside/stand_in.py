@@ -21,8 +21,24 @@ class Refused(RuntimeError):
 def stand_ins(ask, helpers: dict, device: str) -> dict:
     """``{name: stand-in}`` for ``helpers`` (``{name: "function" | "class"}``); ``ask(question) -> answer``
     sends one question to the grader and waits for its answer."""
+    ask = _reporting(ask)
     return {name: (_module_class if kind == "class" else _function)(ask, name, device)
             for name, kind in helpers.items()}
+
+
+def _reporting(ask):
+    """``ask``, where a question that cannot be sent (arguments that are not values: a function, an object) is
+    still told to the grader, as a call no right exercise makes, before the stand-in refuses it (red team round
+    25: a helper passed a function as a flag ran the caller's loop in its frame; the stand-in's failure to send
+    it was caught, and the exercise's other code taken as verified)."""
+    def asked(question: dict):
+        try:
+            return ask(question)
+        except (TypeError, ValueError, RecursionError):  # the encoder's refusals: nothing was sent
+            ask({"op": question.get("op"), "name": question.get("name"), "misused": True})
+            raise Refused("a call with arguments that are not values") from None
+
+    return asked
 
 
 def _function(ask, name: str, device: str):

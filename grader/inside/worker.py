@@ -187,6 +187,62 @@ def _student_line(spec: WorkerSpec) -> str:
     return ""
 
 
+def _trampoline(free: int, key: str):
+    """A code object that calls ``globals()[key]`` with its arguments, with ``free`` free variables (as many as the
+    function it is put in has closure cells: Python requires it; they are never read)."""
+    names = [f"_cell{i}" for i in range(free)]
+    source = ("def _outer():\n" + "".join(f"    {n} = None\n" for n in names)
+              + "    def stand_in(*args, **kwargs):\n"
+              + (f"        ({', '.join(names)},)\n" if names else "")
+              + "        return _STAND_IN_(*args, **kwargs)\n    return stand_in\n")
+    namespace: dict = {}
+    exec(compile(source, "<stand-in>", "exec"), namespace)  # noqa: S102 - the grader's own text
+    code = namespace["_outer"]().__code__
+    return code.replace(co_names=tuple(key if name == "_STAND_IN_" else name for name in code.co_names))
+
+
+def _computing(obj, depth: int = 0):
+    """The plain function that computes when ``obj`` is called: ``obj`` itself, what ``__wrapped__`` names (a
+    decorator made with functools.wraps), a partial's function, a callable object's ``__call__``; None if none."""
+    import functools
+
+    while depth < 8:
+        depth += 1
+        try:
+            if isinstance(obj, types.FunctionType):
+                wrapped = obj.__dict__.get("__wrapped__")
+                if wrapped is None:
+                    return obj
+                obj = wrapped
+            elif isinstance(obj, functools.partial):
+                obj = obj.func
+            elif isinstance(obj, types.MethodType):
+                obj = obj.__func__
+            elif obj is not None and not isinstance(obj, type) and callable(obj):
+                obj = type(obj).__call__
+            else:
+                return None
+        except Exception:  # noqa: BLE001 - the student's object: no function the grader can follow
+            return None
+    return None
+
+
+def _held_by(function):
+    """The one student's function ``function``'s closure holds (a decorator's wrapper's), else None."""
+    held = [cell.cell_contents for cell in function.__closure__ or () if _filled(cell)]
+    functions = [_computing(value) for value in held if callable(value) and not isinstance(value, type)]
+    functions = [f for f in functions if f is not None]
+    return functions[0] if len(functions) == 1 else None
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
 def _students(filename: str, spec: WorkerSpec) -> bool:
     """Whether code of ``filename`` is the student's: their working copy, or a cell of their notebook."""
     return filename.startswith(spec.student_root) or ".ipynb [cell " in filename
@@ -349,6 +405,7 @@ class Server:
         self.watch = watch
         self.handles: dict[int, object] = {}
         self.replaced: list[tuple[dict, str, object]] = []  # (a module's namespace, name, the student's own)
+        self.swapped: list[tuple] = []  # (the student's function, its own code, its globals, the stand-in's key)
 
     def resolve(self, value, device: str | None = None):
         """A request's value with handles replaced by their instances and tensors on ``device`` (default:
@@ -404,18 +461,32 @@ class Server:
     def stand_in(self, request: dict) -> dict:
         """Stand-ins for the student's helpers named in ``helpers`` (functions or classes: see
         grader.inside.stand_in, which ask the grader for each call's result) put in place of the student's
-        own, wherever a module binds the student's helper under that name, until the next stand_in request
-        (an empty one restores them all). The reply names those put in place: a helper the exercise does
-        not reach by its name is not."""
+        own until the next stand_in request (an empty one restores them all). A function helper keeps its
+        identity: its own function object runs the stand-in (its code swapped for one that calls it, see
+        :func:`_trampoline`), so every way the exercise reaches it (an alias, a closure, a default argument, a
+        class attribute, an ``is`` test against a name kept at import) reaches the stand-in, and no test tells
+        the run apart by it (red team rounds 24d and 25). A class helper, or a helper no plain function is, is
+        replaced wherever a module binds it under that name. The reply names those put in place."""
         for namespace, name, own in reversed(self.replaced):
             namespace[name] = own
         self.replaced = []
+        for function, code, namespace, key in reversed(self.swapped):
+            function.__code__ = code
+            namespace.pop(key, None)
+        self.swapped = []
         helpers = {name: "class" if isinstance(getattr(self.module, name), type) else "function"
                    for name in request.get("helpers") or () if isinstance(name, str)
                    and callable(getattr(self.module, name, None))}
         placed = []
         for name, stand_in in stand_ins(self.ask, helpers, self.spec.device).items():
             own = getattr(self.module, name)
+            if isinstance(own, types.FunctionType):
+                key = f"grader stand-in for {name}"  # no name a program can write: never the student's to reach
+                self.swapped.append((own, own.__code__, own.__globals__, key))
+                own.__globals__[key] = stand_in
+                own.__code__ = _trampoline(len(own.__code__.co_freevars), key)
+                placed.append(name)
+                continue
             for module in list(sys.modules.values()):
                 namespace = getattr(module, "__dict__", None)
                 if isinstance(namespace, dict) and namespace.get(name) is own:
@@ -431,24 +502,30 @@ class Server:
         return target
 
     def helpers_code(self, names: list, fn) -> dict:
-        """The code objects of the student's own functions ``names`` (as the module binds them now, unwrapped of
-        decorators), other than ``fn``'s: code object -> name (grader.inside.tracer.Tracer.attribute). A helper
-        that is not a plain function of the student's files is left out: its operators are the caller's."""
-        import inspect
-
-        def unwrapped(obj):
-            try:
-                return inspect.unwrap(obj)
-            except Exception:  # noqa: BLE001 - the student's object: not a helper the grader can follow
-                return None
-
-        codes, own = {}, unwrapped(fn)
-        for name in names:
-            helper = unwrapped(getattr(self.module, name, None)) if isinstance(name, str) else None
-            if isinstance(helper, types.FunctionType) and helper is not own \
-                    and _students(helper.__code__.co_filename, self.spec):
-                codes[helper.__code__] = name
-        return codes
+        """The code objects of the student's own functions ``names`` (as the module binds them now), other than
+        ``fn``'s: code object -> name (grader.inside.tracer.Tracer.attribute). Each is the function that computes:
+        behind a decorator's ``__wrapped__``, a ``functools.partial``, a callable object's ``__call__``, and, where
+        its code is another's too (one decorator's wrapper on two functions, a factory's product), the one
+        function of the student's its closure holds (red team round 25: a wrapper shared by the caller and a helper
+        counted the caller's loop as the helper's; a helper written as a partial or a callable object lost its
+        loop to the caller). A code that stays shared with the caller or another helper is left out: its
+        operators are the caller's."""
+        objects = {name: getattr(self.module, name, None) for name in names if isinstance(name, str)}
+        first = {name: _computing(obj) for name, obj in objects.items()}
+        own = _computing(fn)
+        counts: dict = {}
+        for function in (*first.values(), own):
+            if function is not None:
+                counts[function.__code__] = counts.get(function.__code__, 0) + 1
+        codes: dict = {}
+        for name, function in first.items():
+            if function is not None and counts[function.__code__] > 1:
+                function = _held_by(function)
+            if function is not None and function is not own and _students(function.__code__.co_filename, self.spec):
+                codes.setdefault(function.__code__, set()).add(name)
+        caller = _held_by(own) if own is not None and counts.get(own.__code__, 0) > 1 else own
+        return {code: next(iter(named)) for code, named in codes.items()
+                if len(named) == 1 and (caller is None or code is not caller.__code__)}
 
     def new(self, request: dict) -> dict:
         cls = self.target(request["name"])

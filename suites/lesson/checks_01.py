@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, diagnose,
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, diagnose,
                               operations_allowed, shape_mismatch, shape_str)
-from lesson import VECTORISED, lengthened, mistaken, vectorised_on
+from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 
 
 def softmax_same(grade, name, x, dim=None, grad=False, grad_scale=1.0):
@@ -274,22 +274,28 @@ def vectorised_here(grade, name, x, grad, counted):
     its own (the check's other inputs are drawn as before). Red team round 22b: a loop over the tokens of a batched
     input, where the rule was read on plain [T, d] inputs only, hid a transpose of every dimension. For
     simple_self_attention, what ran inside the student's attention_scores and softmax on the two calls
-    (:func:`helpers_inside`): a loop that is theirs alone is theirs to charge."""
+    (:func:`helpers_inside`): a loop that is theirs alone is theirs to charge, once the same two calls with right
+    ones in their place show the rest vectorised (:func:`vectorised_given_right`)."""
     if not counted or x.ndim < 2 or x.shape[-2] < 2:
         return
     tokens = x.shape[-2]
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.ndim))
-    seen = []
+    seen, longer = [], []
 
     def call_with(other):
-        longer = lengthened(x, other, generator)  # x's values and layout (round 23b: tells)
-        grade.same(name, longer, grad=grad, rules=[(VECTORISED, seen.append)])
+        longer.append(lengthened(x, other, generator))  # x's values and layout (round 23b: tells)
+        grade.same(name, longer[0], grad=grad, rules=[(VECTORISED, seen.append)])
         return seen[0].ops if seen else None
 
-    helpers = (lambda other: helpers_inside(counted[0], seen[0])) if name == "simple_self_attention" else None
+    def helpers(other):
+        names, short_ops, long_ops = helpers_inside(counted[0], seen[0])
+        if names and not vectorised_given_right(grade, name, names, x, longer[0]):
+            return [], 0, 0
+        return names, short_ops, long_ops
+
     vectorised_on(grade, name, f"{name}(<{shape_str(x.shape)}>)", tokens, counted[0].ops,
                   lambda: grade.count_reference(name, lambda: getattr(grade.ref, name), (x,), {}), call_with,
-                  helpers=helpers)
+                  helpers=helpers if name == "simple_self_attention" else None)
 
 
 def helpers_inside(short, long):
@@ -305,6 +311,25 @@ def helpers_inside(short, long):
              if ops != short.within.get(helper, (0, 0))[0] or max(ops, short.within.get(helper, (0, 0))[0])
              > operations_allowed(0)]
     return (names, sum(ops for ops, _ in short.within.values()), sum(ops for ops, _ in long.within.values()))
+
+
+def vectorised_given_right(grade, name, helpers, short, long) -> bool:
+    """Whether ``name`` on ``short`` and on ``long`` (more tokens), with right ``helpers`` in place of the student's
+    (Grade.stood_in), is right on both, makes as many operations on both, no more than a vectorised call may, and
+    calls the helpers as a right exercise does: then a loop the frames counted inside those helpers is theirs. Red
+    team round 25: a flag passed to attention_scores ran the caller's own loop inside its frame on batched calls."""
+    counts = []
+    try:
+        with grade.stood_in(helpers) as oracle:
+            for x in (short, long):
+                grade.same(name, x, rules=[(VECTORISED, lambda reply: counts.append(reply.ops))])
+            refused = bool(oracle.refused)
+        if refused or None in counts or len(counts) != 2:
+            return False
+        grade.expect_few_operations(name, *counts)
+    except (CheckFailed, StudentFault):
+        return False
+    return abs(counts[1] - counts[0]) <= LAYOUT_OPS
 
 
 def calls_not_growing(short, long) -> bool:
@@ -346,11 +371,12 @@ def scores_not_growing(grade, short, long):
 
 def simple_attention_not_growing(grade, short, long):
     """simple_self_attention makes as many torch operations on ``long`` as on ``short``; a loop that is
-    the student's own attention_scores' or softmax's, inside them on these very calls, is charged there (the
-    root cause)."""
+    the student's own attention_scores', inside it on these very calls, is charged there (the root cause), once
+    a run with a right attention_scores in its place shows the rest vectorised. A loop in the student's softmax
+    is this exercise's: softmax has no vectorised rule to lose (red team round 25: a softmax looping on purpose
+    made two helpers grow, and the run with a right one was skipped)."""
     grade.reads_rule(VECTORISED)
     few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short))
     many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long))
-    grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many), helpers=[
-        ("attention_scores", (short,), (long,)),
-        ("softmax", (short @ short.transpose(-2, -1), -1), (long @ long.transpose(-2, -1), -1))])
+    grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many),
+                             helpers=[("attention_scores", (short,), (long,))])

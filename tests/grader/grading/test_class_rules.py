@@ -237,3 +237,47 @@ def test_the_reading_call_and_a_helpers_forgiveness_buy_nothing(grader, course, 
     scores = {form: graded(form) for form in (kind, "plain", "honestok")}
     assert scores[kind].score <= scores["plain"].score < 100, {k: r.score for k, r in scores.items()}
     assert scores["honestok"].score == 100
+
+
+# round 25 (tests/corpus/heldout/round25_red_team): helper attribution by frames. a1-a8: attacks graded against their
+# plain forms; f1-f9: honest styles (the "attack" form) that must score what the same author's honest form scores
+ROUND_25_ATTACKS = ("a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8")
+ROUND_25_STYLES = ("f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9")
+
+
+def _graded_01(grader, course, tmp_path, name, text):
+    folder = tmp_path / name / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.py").write_text(text)
+    return grader.grade(resolve_submission(folder, course), (course.assignment("01_attention_basics"),),
+                        seed=5).assignments[0].score
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ROUND_25_ATTACKS + ROUND_25_STYLES)
+def test_a_helpers_share_counted_by_its_frames_is_verified_with_a_right_helper(grader, course, tmp_path, case):
+    """Red team round 25, against the helpers' shares counted by the frames on the stack (round 24d's fix): a flag
+    keyword that ran the caller's loop inside attention_scores' frame, with the stand-in told apart by an
+    ``except`` around the refused call (a3, a4) or unverified where two helpers grew (a6), or on batched calls
+    only, where no rule check is forgiven (a8); a code object shared by the caller and the helper (a5: one factory;
+    a7: one decorator's wrapper); each scored 98.33 against 96.43 (98.1 for a4). Now a stand-in is the helper's own
+    function running other code (no identity tells it apart), a call the stand-in cannot answer as a right
+    exercise's fails the verification, a looping softmax excuses nothing, a shared code object is followed to the
+    function it wraps or left to the caller, and a comparing call's exemption through a helper's frames holds only
+    where the same calls with a right helper in place are vectorised: each scores no more than its plain form.
+    f1-f9, honest styles that lost simple_self_attention's rule (a helper as a partial, a callable object, behind a
+    shared decorator, reached by a closure, a default argument or a class attribute), score as the author's
+    honest form."""
+    folder = HELDOUT.parent / "round25_red_team"
+
+    def score(form):
+        return _graded_01(grader, course, tmp_path, form, (folder / f"{case}__{form}.py.txt").read_text())
+
+    if case in ROUND_25_ATTACKS:
+        attack, plain = score("attack"), score("plain")
+        assert attack <= plain < 100, (attack, plain)
+        if (folder / f"{case}__honestok.py.txt").exists():
+            assert score("honestok") == 100
+    else:
+        assert score("attack") == score("honest")
+
