@@ -527,6 +527,8 @@ class GradingPlugin:
             except (CheckFailed, StudentFault) as failure:
                 if oracle.unanswered:  # a student distribution without the record of a call it made
                     raise _not_checked_here(given, oracle, helpers) from None
+                if oracle.refused:  # what failed was the call no right exercise makes (red team round 25b)
+                    raise _called_otherwise(oracle, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
             finally:
                 _restore(grade.student)

@@ -227,9 +227,14 @@ def _computing(obj, depth: int = 0):
     return None
 
 
-def _held_by(function):
-    """The one student's function ``function``'s closure holds (a decorator's wrapper's), else None."""
-    held = [cell.cell_contents for cell in function.__closure__ or () if _filled(cell)]
+def _held_by(obj):
+    """The one student's function a wrapper holds (a decorator's: a function's closure, an object's attributes, red
+    team round 25b), else None."""
+    try:
+        held = ([cell.cell_contents for cell in obj.__closure__ or () if _filled(cell)]
+                if isinstance(obj, types.FunctionType) else list(vars(obj).values()))
+    except Exception:  # noqa: BLE001 - the student's object: nothing the grader can follow
+        return None
     functions = [_computing(value) for value in held if callable(value) and not isinstance(value, type)]
     functions = [f for f in functions if f is not None]
     return functions[0] if len(functions) == 1 else None
@@ -520,10 +525,10 @@ class Server:
         codes: dict = {}
         for name, function in first.items():
             if function is not None and counts[function.__code__] > 1:
-                function = _held_by(function)
+                function = _held_by(objects[name])
             if function is not None and function is not own and _students(function.__code__.co_filename, self.spec):
                 codes.setdefault(function.__code__, set()).add(name)
-        caller = _held_by(own) if own is not None and counts.get(own.__code__, 0) > 1 else own
+        caller = _held_by(fn) if own is not None and counts.get(own.__code__, 0) > 1 else own
         return {code: next(iter(named)) for code, named in codes.items()
                 if len(named) == 1 and (caller is None or code is not caller.__code__)}
 

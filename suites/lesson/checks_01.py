@@ -371,12 +371,13 @@ def scores_not_growing(grade, short, long):
 
 def simple_attention_not_growing(grade, short, long):
     """simple_self_attention makes as many torch operations on ``long`` as on ``short``; a loop that is
-    the student's own attention_scores', inside it on these very calls, is charged there (the root cause), once
-    a run with a right attention_scores in its place shows the rest vectorised. A loop in the student's softmax
-    is this exercise's: softmax has no vectorised rule to lose (red team round 25: a softmax looping on purpose
-    made two helpers grow, and the run with a right one was skipped)."""
+    the student's own attention_scores' or softmax's, inside them on these very calls, is charged there (the root
+    cause), once a run with right ones in their place shows the rest vectorised (each helper named in turn: red
+    team round 25, two helpers growing skipped that run). A softmax has no vectorised rule to lose: a loop in a
+    softmax that passes its own checks is this exercise's (grader.grading.grader.charged_once)."""
     grade.reads_rule(VECTORISED)
     few = grade.measured("simple_self_attention", short, root_cause=simple_attention_root_cause(grade, short))
     many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long))
-    grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many),
-                             helpers=[("attention_scores", (short,), (long,))])
+    grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many), helpers=[
+        ("attention_scores", (short,), (long,)),
+        ("softmax", (short @ short.transpose(-2, -1), -1), (long @ long.transpose(-2, -1), -1))])

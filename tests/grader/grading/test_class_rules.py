@@ -281,3 +281,50 @@ def test_a_helpers_share_counted_by_its_frames_is_verified_with_a_right_helper(g
     else:
         assert score("attack") == score("honest")
 
+
+
+# round 25b (tests/corpus/heldout/round25b_red_team): id -> what its "attack" form must score at most ("plain" or
+# "honest": the form it is judged against), or "honest=" for an honest style that must score its honest form
+ROUND_25B = {"a1stash": "honest", "a2forgive": "plain", "a3forgivebatch": "honest", "f4classdeco": "honest="}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(ROUND_25B))
+def test_a_verification_told_apart_by_a_helpers_side_effect_shows_the_authors_own_code(grader, course, tmp_path,
+                                                                                       case):
+    """Red team round 25b: a1stash and a3forgivebatch tell the run with a right helper apart by a side effect of
+    their own helper (a module-level list it fills) and run their vectorised code there, their loop elsewhere
+    (inside the helper's frame, or on forgiven batched calls): that run shows the author's own right, vectorised
+    code on the very calls graded, so they score what their honest form scores (98.33, 98.96), never more, and no
+    slip can hide there (it would show in that run). a2forgive (the same on every call) scores its plain form.
+    f4classdeco, an honest class-based decorator on both helpers and the caller, lost 1.90 (its wrapper's shared
+    ``__call__``): the function an object holds is followed now."""
+    folder = HELDOUT.parent / "round25b_red_team"
+
+    def score(form):
+        return _graded_01(grader, course, tmp_path, form, (folder / f"{case}__{form}.py.txt").read_text())
+
+    against = ROUND_25B[case]
+    if against == "honest=":
+        assert score("attack") == score("honest")
+    else:
+        assert score("attack") <= score(against), against
+    assert score("honestok") == 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["f2extraarg", "f3softmaxkw"])
+def test_a_helper_called_outside_its_contract_leaves_the_case_to_the_caller_saying_so(grader, course, tmp_path, case):
+    """Red team round 25b: an honest caller that calls its helper with an argument the contract's signature does not
+    take (``attention_scores(inputs, inputs)``, ``softmax(x, temperature=1.0)``) owns the case (course-spec:
+    "An exercise that calls its helper outside the helper's contract owns the result"), and the feedback says that,
+    not "still wrong"."""
+    folder = tmp_path / "submission" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    source = HELDOUT.parent / "round25b_red_team" / f"{case}__attack.py.txt"
+    (folder / "attention_basics.py").write_text(source.read_text())
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("01_attention_basics"),), seed=5)
+    simple = {e.name: e for e in result.assignments[0].exercises}["simple_self_attention"]
+    assert simple.score < simple.max_score
+    assert "this exercise called it as no right exercise does" in simple.feedback, simple.feedback
+    assert "still wrong" not in simple.feedback
