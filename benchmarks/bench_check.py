@@ -11,6 +11,7 @@ the bare torch import (issue 24's were 1.3x and 2.0x).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -26,14 +27,19 @@ KINDS = {
                                         "--submission", "solutions", "--format", "json"],
     "grade check (whole course)": [sys.executable, "-m", "grader", "check", "--submission", "solutions",
                                    "--format", "json"],
+    "grade check (course, one process)": [sys.executable, "-m", "grader", "check", "--submission", "solutions",
+                                          "--format", "json"],
 }
+# the course graded by one process, as before issue 47's second grading process (grader/grading/twins.py)
+ENVIRONMENTS = {"grade check (course, one process)": {"GRADE_TWINS": "0"}}
 TARGETS = {"grade check 01 (one assignment)": 1.0, "grade check 06 (one assignment)": 1.0,
            "grade check (whole course)": 1.4}
 
 
-def timed(command) -> float:
+def timed(command, environment=None) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env=None if environment is None else {**os.environ, **environment})
     elapsed = time.perf_counter() - started
     if done.returncode not in (0,):
         sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -44,12 +50,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     rounds = parser.parse_args().rounds
-    for command in KINDS.values():  # warm the file cache once
-        timed(command)
+    for kind, command in KINDS.items():  # warm the file cache once
+        timed(command, ENVIRONMENTS.get(kind))
     times = {kind: [] for kind in KINDS}
     for _ in range(rounds):
         for kind, command in KINDS.items():
-            times[kind].append(timed(command))
+            times[kind].append(timed(command, ENVIRONMENTS.get(kind)))
     base = statistics.median(times["import torch"])
     print(f"{'':34}{'median s':>10}{'ratio':>8}{'target':>8}")
     for kind, values in times.items():
