@@ -28,12 +28,18 @@ ENVIRONMENT = "GRADE_TWINS"  # "0": always one grading process
 
 
 def wanted() -> bool:
-    """Whether this machine and environment make a second grading process worth its fork."""
+    """Whether this machine and environment make a second grading process worth its fork: two processors or more,
+    and one of them not already taken (the last minute's load average; on a machine busy with other work, a
+    test run or a class's batch, a second process only adds its fork and its workers to the queue)."""
     try:
         processors = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         processors = os.cpu_count() or 1
-    return processors > 1 and os.environ.get(ENVIRONMENT, "1") != "0"
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return processors > 1 and load < processors - 0.25 and os.environ.get(ENVIRONMENT, "1") != "0"
 
 
 def graded_in_two(plugin, items, run, figures) -> bool:

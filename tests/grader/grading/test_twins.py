@@ -11,7 +11,8 @@ from grader.grading.grader import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]
-MISTAKES = {  # assignment -> a wrong version of one of its exercises (pictured ones among them: figures come back)
+MISTAKES = {  # assignment -> a wrong version of one of its exercises (pictured ones among them: figures come back);
+    # these three assignments are graded (two processes share them out)
     "01_attention_basics": ("attention_basics.py", "\n\ndef softmax(x, dim=-1):\n    e = x.exp()\n"
                                                    "    return e / e.sum(dim=0, keepdim=True)\n"),
     "03_causal_attention": ("causal_attention.py", "\n\ndef causal_mask(num_tokens, device=None):\n    import torch\n"
@@ -43,7 +44,7 @@ def _flat(result) -> list:
 def _graded(course, folder, *, twins_on: bool):
     grader = Grader(course, device="cpu", twins=twins_on)
     try:
-        return grader.grade(resolve_submission(folder, course), course.assignments, seed=3)
+        return grader.grade(resolve_submission(folder, course), tuple(course.assignment(a) for a in MISTAKES), seed=3)
     finally:
         grader.close()
 
@@ -64,7 +65,7 @@ def test_two_processes_grade_a_submission_as_one_does(course, wrong_course, one_
     both = _graded(course, wrong_course, twins_on=True)
     assert used == [True]
     assert _flat(both) == _flat(one_process)
-    assert both.score < 600 and any(e.figure is not None for a in both.assignments for e in a.exercises)
+    assert both.score < 300 and any(e.figure is not None for a in both.assignments for e in a.exercises)
 
 
 @pytest.mark.slow
@@ -76,7 +77,9 @@ def test_a_second_process_that_dies_leaves_its_assignments_to_the_first(course, 
 
 
 def test_one_process_where_the_grader_or_the_machine_asks_for_it(course, monkeypatch):
-    """Not for a grader made without twins (autograde, the nbgrader path), nor with GRADE_TWINS=0 or one processor."""
+    """Not for a grader made without twins (autograde, the nbgrader path), nor with GRADE_TWINS=0, one processor, or
+    every processor already busy."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.5, 0.5))
     monkeypatch.setenv(twins.ENVIRONMENT, "0")
     assert not twins.wanted()
     monkeypatch.setenv(twins.ENVIRONMENT, "1")
@@ -84,3 +87,5 @@ def test_one_process_where_the_grader_or_the_machine_asks_for_it(course, monkeyp
     assert not twins.wanted()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert twins.wanted()
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert not twins.wanted()
