@@ -30,7 +30,7 @@ import pytest
 from grader.grading import diagnose  # the diagnosis toolkit: their, blame, cause, matches, ...
 from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_named
-from grader.grading.fixture import low_precision
+from grader.grading.fixture import helper_calls_not_growing, low_precision
 from grader.grading.operation_count import bound as operations_allowed  # a vectorised call's most operations
 from grader.grading.stand_ins import stand_ins, uses
 from grader.errors import UsageError
@@ -63,6 +63,6 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 # all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
 __all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "ShapeMismatch",
-           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "low_precision",
+           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
            "manual_seed", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
            "stand_ins", "uses"]

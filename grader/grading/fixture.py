@@ -66,7 +66,6 @@ class Reply:
     within: dict | None = None
 
 
-
 def reply_of(reply: dict) -> Reply:
     """A call's reply as facts the checks use, read from the data: the output's dtype, shape and
     device are the tensor's own (the device as the encoder read it off the tensor), never a claim
@@ -111,8 +110,13 @@ def loop_in_helpers(short: Reply, long: Reply, helpers) -> bool:
     def own(reply):
         return reply.ops - sum(ops for name, (ops, _) in reply.within.items() if name in helpers)
 
-    return own(long) <= own(short) and all(
-        calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
+    return own(long) <= own(short) and helper_calls_not_growing(short, long)
+
+
+def helper_calls_not_growing(short: Reply, long: Reply) -> bool:
+    """``long`` (a call on more tokens) calls each of the student's helpers (``Reply.within``) no more often than
+    ``short``: a loop that calls them is the caller's."""
+    return all(calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
 
 
 def _share(value) -> tuple[int, int]:

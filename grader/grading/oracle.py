@@ -71,11 +71,13 @@ class Oracle:
             self.unanswered.append(str(why))
             return {"refused": str(why)}
         except Unanswerable as why:
-            self.refused.append(str(why))
-            return {"refused": str(why)}
+            return self._refuse(str(why))
         except Exception as exc:  # noqa: BLE001 - a question no right helper's call makes: the student's doing
-            self.refused.append(f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})")
-            return {"refused": self.refused[-1]}
+            return self._refuse(f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})")
+
+    def _refuse(self, why: str) -> dict:
+        self.refused.append(why)
+        return {"refused": why}
 
     def _answer(self, question: dict) -> dict:
         op, name = question.get("op"), question.get("name")
@@ -91,8 +93,7 @@ class Oracle:
         used = self.used[name] = self.used.get(name, 0) + 1
         if used > self.budget.get(name, 0):
             self.exhausted.append(name)
-            self.refused.append(f"{name} was called more often than a right exercise calls it")
-            return {"refused": self.refused[-1]}
+            return self._refuse(f"{name} was called more often than a right exercise calls it")
         try:
             answer, handle = (self.answers.new(question), None) if op == "new" else self.answers.forward(question)
         except Raised as raised:

@@ -67,8 +67,6 @@ def graded_in_two(plugin, items, run, figures) -> bool:
         os.close(report)
         _child(plugin, twin, groups, order, queue, reported, run, figures, parent)
     os.close(reported)
-    twin._control.close()  # the child's channel: the twin ends when the child closes it
-    first = session.zygote
     mine = []
     try:
         while (taken := _take(queue)) is not None:
@@ -81,7 +79,7 @@ def graded_in_two(plugin, items, run, figures) -> bool:
     finally:
         os.close(queue)
         os.close(report)
-        first.skipped = first.skipped - {twin.memory_root}
+        twin.close()  # this process's end of the twin's channel: the twin ends, with any worker the child left
     theirs = [assignment for assignment in order if assignment not in mine]
     if said is None or set(said.get("claimed", ())) != set(theirs):  # the child's assignments, graded here afresh
         for assignment in theirs:

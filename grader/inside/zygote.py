@@ -80,8 +80,8 @@ class Zygote:
                 self.reply({"ok": True})
             elif op == "end":
                 self.reply(self.end())
-            elif op == "twin" and self.namespaces:  # a second grading process of the same submission
-                self.twin()
+            elif op == "twin":  # a second grading process of the same submission (with namespaces only)
+                self.twin() if self.namespaces else self.reply({"ok": False})
 
     def twin(self) -> None:
         """A copy of this zygote (torch loaded, no worker of its own yet) serving a channel of its own, passed back

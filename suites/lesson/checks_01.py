@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, diagnose,
-                              operations_allowed, shape_mismatch, shape_str)
+                              helper_calls_not_growing, operations_allowed, shape_mismatch, shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 
 
@@ -305,7 +305,7 @@ def helpers_inside(short, long):
     call's own calls of them grew (a loop of the caller's that calls them) or nothing was counted apart. Red team
     round 24d: counted on the grader's own calls of the helpers, a helper padded there to grow as the caller's own
     loop took the loop as its own."""
-    if short.within is None or long.within is None or not calls_not_growing(short, long):
+    if short.within is None or long.within is None or not helper_calls_not_growing(short, long):
         return [], 0, 0
     names = [helper for helper, (ops, _) in long.within.items()
              if ops != short.within.get(helper, (0, 0))[0] or max(ops, short.within.get(helper, (0, 0))[0])
@@ -330,11 +330,6 @@ def vectorised_given_right(grade, name, helpers, short, long) -> bool:
     except (CheckFailed, StudentFault):
         return False
     return abs(counts[1] - counts[0]) <= LAYOUT_OPS
-
-
-def calls_not_growing(short, long) -> bool:
-    """The longer call calls each helper no more often than the shorter (a loop calling them is the caller's)."""
-    return all(calls <= short.within.get(helper, (0, 0))[1] for helper, (_, calls) in long.within.items())
 
 
 def batched_crash_explained(grade, x):
