@@ -22,15 +22,16 @@ def describe(value) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 
-def difference(actual, expected, tol: Tolerance, what: str = "the output") -> str | None:
-    """None when ``actual`` matches ``expected`` within ``tol``; otherwise one sentence saying how not."""
+def difference(actual, expected, tol: Tolerance, what: str = "the output", *, _explain: bool = True) -> str | None:
+    """None when ``actual`` matches ``expected`` within ``tol``; otherwise one sentence saying how not
+    (``_explain=False``: :func:`agrees`'s question, any true string)."""
     import torch
 
     if isinstance(expected, tuple):
         if not isinstance(actual, tuple) or len(actual) != len(expected):
             return f"{what} should be a tuple of {len(expected)} tensors, but is {describe(actual)}"
         for index, (a, e) in enumerate(zip(actual, expected)):
-            problem = difference(a, e, tol, f"{what}[{index}]")
+            problem = difference(a, e, tol, f"{what}[{index}]", _explain=_explain)
             if problem:
                 return problem
         return None
@@ -44,6 +45,8 @@ def difference(actual, expected, tol: Tolerance, what: str = "the output") -> st
         return f"{what} has dtype {actual.dtype}, expected {expected.dtype} (outputs keep the input's dtype)"
     if expected.dtype == torch.bool or not expected.is_floating_point():
         wrong = actual.cpu() != expected.cpu()
+        if wrong.any() and not _explain:
+            return OFF
         if wrong.any():
             index = tuple(wrong.nonzero()[0].tolist())
             return f"{what} differs at {wrong.sum().item()} of {wrong.numel()} entries, first at index {index}"
@@ -51,15 +54,23 @@ def difference(actual, expected, tol: Tolerance, what: str = "the output") -> st
     if actual.device == expected.device and torch.equal(actual, expected):  # the same bits: within any tolerance
         return None  # (an equal infinity is no error either; NaN is never equal, so it is looked at below)
     return _numbers_differ(actual.detach().cpu().reshape(-1), expected.detach().cpu().reshape(-1), expected.shape,
-                           tol, what)
+                           tol, what, _explain)
+
+
+def agrees(actual, expected, tol: Tolerance) -> bool:
+    """Whether :func:`difference` would find nothing, without saying what: a diagnosis asks it of many
+    candidates, most of them wrong, so it stops at the first chunk that is off and writes no sentence."""
+    return difference(actual, expected, tol, _explain=False) is None
 
 
 CHUNK = 1 << 18  # entries compared at a time, in float64: the comparison's own memory stays this small
+OFF = "off"  # what difference(..., _explain=False) says of numbers that differ
 
 
-def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str | None:
+def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str, explain: bool = True) -> str | None:
     """:func:`difference` for floating-point tensors of one shape, flattened: a chunk at a time, so that
-    a large output (at most the reply limit) costs the grader no more than itself."""
+    a large output (at most the reply limit) costs the grader no more than itself; ``explain=False``: OFF at
+    the first chunk that differs, the sentence unwritten."""
     import torch
 
     # a tolerance may be a tensor (a slack measured per entry): compared a chunk at a time alongside
@@ -84,6 +95,8 @@ def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str |
             if first_nan is None:
                 first_nan = start + int(nan.nonzero()[0])
         if first_nan is not None:
+            if not explain:
+                return OFF
             continue  # NaN is said first; the rest of the comparison is not needed
         same_inf = (a == e) & e.isinf()
         error = (a - e).abs().masked_fill(same_inf | (a.isnan() & e.isnan()), 0.0)
@@ -92,20 +105,31 @@ def _numbers_differ(actual, expected, shape, tol: Tolerance, what: str) -> str |
         wrong = error > allowed
         if not wrong.any():
             continue
+        if not explain:
+            return OFF
         wrong_count += int(wrong.sum())
         excess = (error - allowed).masked_fill(~wrong, float("-inf"))
         at = int(excess.argmax())
         if worst is None or excess[at].item() > worst[0]:
             worst = (excess[at].item(), start + at, error[at].item(), allowed[at].item())
     if first_nan is not None:
-        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first_nan), shape))
+        index = _unravel(first_nan, shape)
         return f"{what} has NaN at {nans} entries (first at index {index}) where a number is expected"
     if worst is None:
         return None
     _, flat, error, allowed = worst
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+    index = _unravel(flat, shape)
     return (f"{what} is off at {wrong_count} of {actual.numel()} entries; the largest error is "
             f"{error:.3g} at index {index} (allowed {allowed:.1g})")
+
+
+def _unravel(flat: int, shape) -> tuple[int, ...]:
+    """The index of the ``flat``-th entry of a tensor of ``shape`` (row-major)."""
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, size)
+        index.append(at)
+    return tuple(reversed(index))
 
 
 FLOAT32_EPS = 2.0 ** -23  # the gap between 1 and the next float32 number

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from grader.grading.compare import difference, shape_str, widen
+from grader.grading.compare import agrees, shape_str, widen
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault,
                                      last_line, plain_call)
 from grader.grading.recorded_outputs import NotReplayable
@@ -39,7 +39,7 @@ def matches(grade, out, wrong) -> bool:
     wrong = wrong.detach().to("cpu", out.dtype)  # candidates may be computed in float64: compare as the student
     # within the room the failing case's own answer was given (its rounding at large scores), not the
     # dtype's alone: a name must not depend on whether this seed's draw rounds within the bare tolerance
-    return difference(out, wrong, widen(grade.tolerance(wrong), getattr(grade, "case_slack", 0.0), wrong)) is None
+    return agrees(out, wrong, widen(grade.tolerance(wrong), getattr(grade, "case_slack", 0.0), wrong))
 
 
 CONTRADICTION = 1000.0  # a candidate contradicts a case when it misses by this many tolerances, not by a rounding
@@ -61,7 +61,7 @@ def far(grade, out, wrong) -> bool:
         return True
     tol = grade.tolerance(wrong)
     loose = dataclasses.replace(tol, rtol=tol.rtol * CONTRADICTION, atol=tol.atol * CONTRADICTION)
-    return difference(out, wrong.detach().to("cpu", out.dtype), loose) is not None
+    return not agrees(out, wrong.detach().to("cpu", out.dtype), loose)
 
 
 def name_mistake(grade, failure: CheckFailed, out, candidates: Iterable[Candidate], right=None) -> CheckFailed:

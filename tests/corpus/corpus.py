@@ -10,6 +10,7 @@ exercises, none using another's) share one grading run.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,8 +159,13 @@ def _users(exercise: str) -> set[str]:
 
 def _touched(entry: Entry, exercises) -> set[str]:
     """The entry's exercise, those its reference uses, and those of the assignment its own code names."""
-    named = {n.id for n in ast.walk(ast.parse(entry.source)) if isinstance(n, ast.Name)}
-    return {entry.exercise} | USES.get(entry.exercise, set()) | (named & set(exercises))
+    return {entry.exercise} | USES.get(entry.exercise, set()) | (_names(entry.source) & set(exercises))
+
+
+@functools.lru_cache(maxsize=None)
+def _names(source: str) -> frozenset[str]:
+    """The names a source uses (parsed once: batches() asks again for every run it weighs an entry against)."""
+    return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
 
 
 def assignment_of(course, exercise: str) -> str:

@@ -1,6 +1,6 @@
 import torch
 
-from grader.grading.compare import difference
+from grader.grading.compare import agrees, difference
 from grader.config import Tolerance
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)
@@ -90,6 +90,33 @@ def test_the_same_bits_pass_by_the_full_rule_too_so_the_shortcut_for_them_change
     with_nan = torch.tensor([1.0, float("nan")])
     assert difference(with_nan.clone(), with_nan, exact) is None  # NaN where NaN is expected: the rule's verdict
     assert difference(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]), exact) is not None
+
+
+def test_agrees_gives_difference_s_verdict_on_every_kind_of_pair():
+    """agrees() (a diagnosis's question, asked of many candidates) stops at the first chunk that is off and
+    writes no sentence; its verdict must be difference()'s on every pair: shapes, dtypes, masks, tuples,
+    infinities and NaN on either side, tolerances per entry, more entries than one chunk."""
+    from grader.grading import compare
+
+    generator = torch.Generator().manual_seed(1)
+    specials = [float("inf"), float("-inf"), float("nan"), 1e300]
+    pairs = [(torch.zeros(2, 3), torch.zeros(3, 2)), (torch.zeros(2), torch.zeros(2, dtype=torch.float64)),
+             (torch.ones(3, 3, dtype=torch.bool), torch.ones(3, 3, dtype=torch.bool).tril()), ([1], torch.zeros(1)),
+             ((torch.zeros(2), torch.ones(2)), (torch.zeros(2), torch.ones(2) + 1e-3)),
+             (torch.zeros(compare.CHUNK + 5), torch.zeros(compare.CHUNK + 5).index_fill(0, torch.tensor([-1]), 1.0))]
+    for case in range(300):
+        expected = torch.randn(4, 5, generator=generator, dtype=torch.float64)
+        actual = expected + torch.randn(4, 5, generator=generator, dtype=torch.float64) * 10.0 ** (case % 9 - 8)
+        for side in (actual, expected)[: case % 3]:
+            side.view(-1)[int(torch.randint(20, (1,), generator=generator))] = specials[case % 4]
+        pairs.append((actual, expected))
+    verdicts = set()
+    for actual, expected in pairs:
+        for tol in (TOL, Tolerance(rtol=1e-5, atol=torch.full((1,), 1e-6, dtype=torch.float64))):
+            verdict = difference(actual, expected, tol) is None
+            assert agrees(actual, expected, tol) == verdict, (actual, expected)
+            verdicts.add(verdict)
+    assert verdicts == {True, False}
 
 
 # --- a float64 result right only to float32's precision (issue 34) -------------------------------------
