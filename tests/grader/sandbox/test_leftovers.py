@@ -17,6 +17,10 @@ from grader.sandbox.confine import FIRST_UID, UIDS_PER_PROCESS
 ROOT = Path(__file__).resolve().parents[3]
 SLEEPY = (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text() + \
     "\nimport time\n_sleep = softmax\ndef softmax(x, dim=-1):\n    time.sleep(60)\n    return _sleep(x, dim)\n"
+# right, but slow on each worker's first two calls of softmax (2 s each): a grading long enough to be caught
+# mid-submission, and not much longer
+SLEEPY_AT_FIRST = SLEEPY.replace("    time.sleep(60)\n", "    global _calls\n    _calls += 1\n    if _calls <= 2:\n"
+                                 "        time.sleep(2)\n").replace("_sleep = softmax\n", "_sleep = softmax\n_calls = 0\n")
 
 
 def submission_processes(grader_pid: int | None = None) -> list[int]:
@@ -126,7 +130,7 @@ def test_autograde_removes_what_a_grading_process_killed_mid_submission_left_and
     scratch at once, grades its submission again, and the bystander keeps full marks."""
     root = tmp_path / "class"
     for name, text in {"alice": (ROOT / "solutions" / "01_attention_basics" / "attention_basics.py").read_text(),
-                       "sam": SLEEPY.replace("time.sleep(60)", "time.sleep(2)")}.items():
+                       "sam": SLEEPY_AT_FIRST}.items():
         (root / name / "01_attention_basics").mkdir(parents=True)
         (root / name / "01_attention_basics" / "attention_basics.py").write_text(text)
     scratch = tmp_path / "tmp"
