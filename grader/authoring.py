@@ -36,7 +36,7 @@ from grader.grading.stand_ins import stand_ins, uses
 from grader.errors import UsageError
 from grader.grading.pictures import Picture
 from grader.inside.protocol import HandleRef
-from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, StudentFault
+from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault
 from grader.grading.shape_errors import ShapeMismatch, shape_mismatch
 
 exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grader/inside/forbidden.py)
@@ -62,7 +62,8 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 
 # all a suite (hidden, public or lesson) imports of the grader: a move inside grader/ changes only this
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
-__all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "ShapeMismatch",
+__all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "RightGivenHelper",
+           "ShapeMismatch",
            "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
            "manual_seed", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
            "stand_ins", "uses"]

@@ -354,8 +354,8 @@ class Grader:
     def _result(self, run: "_Run", code, figures=None) -> SubmissionResult:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
-        results = [self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
-                   for a in run.assignments]
+        results = charged_across([self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
+                                  for a in run.assignments])
         for assignment in results:  # a figure for what is wrong once every mistake is charged (charged_once)
             for exercise in assignment.exercises:
                 if exercise.status != "passed":
@@ -408,6 +408,30 @@ def charged_once(exercises: list) -> list:
     for exercise in exercises:
         _bound_raised_helpers(exercise, named)
     return exercises
+
+
+def charged_across(assignments: list) -> list:
+    """:func:`charged_once` across the assignments graded together: a case kept as right given the student's
+    helper of an earlier assignment (04's wrapper given 03's CausalAttention) fails where that helper, graded
+    here, passed all of its own checks (red team round 26: a 03 class right on its own checks and wrong only as
+    the wrapper builds it). A helper whose assignment is not graded here was charged when it was: the case stays
+    kept."""
+    import dataclasses
+
+    clean = {(a.id, e.name) for a in assignments for e in a.exercises
+             if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
+    for assignment in assignments:
+        own = {e.name for e in assignment.exercises}
+        elsewhere = {name for graded, name in clean if graded != assignment.id and name not in own}
+        for exercise in assignment.exercises:
+            for index, check in enumerate(exercise.checks):
+                if check.forgiven_by in elsewhere:
+                    before = check.message.split(";", 1)[-1].strip()
+                    exercise.checks[index] = dataclasses.replace(
+                        check, status="failed", forgiven_by="", forgiven_call="",
+                        message=f"wrong given the contract: your {check.forgiven_by} passes all of its own checks, "
+                                f"so this case is this exercise's own ({before})")
+    return assignments
 
 
 def _bound_raised_helpers(exercise, named: set[str]) -> None:

@@ -20,7 +20,7 @@ from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
-from grader.grading.stand_ins import HELPERS, USES, verifiable
+from grader.grading.stand_ins import HELPERS, USES, modules_of, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, HandleRef, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
@@ -507,7 +507,8 @@ class GradingPlugin:
             grade = self.make_grade(item._request)
             oracle = grade.student.oracle = self.session.oracle(item.nodeid, helpers, grade.ref)
             try:
-                placed = grade.student.request({"op": "stand_in", "helpers": helpers}).get("placed")
+                placed = grade.student.request({"op": "stand_in", "helpers": helpers, "modules": modules_of(
+                    self.session.course, grade.student.assignment, helpers)}).get("placed")
             except (StudentFault, WorkerFault):
                 placed = None
             if sorted(placed or ()) != sorted(helpers):

@@ -35,3 +35,17 @@ def has_stand_in(helper: str) -> bool:
 def verifiable(helpers) -> bool:
     """Whether every one of ``helpers`` can be stood in for."""
     return bool(helpers) and all(h in HELPERS for h in helpers)
+
+
+def modules_of(course, assignment, helpers) -> dict[str, str]:
+    """Where each of ``helpers`` that is no exercise of ``assignment`` lives: the module of the course's
+    assignment that has it as an exercise (04's MultiHeadAttentionWrapper stacks 03's CausalAttention, which
+    the student's module may import only where the wrapper is made): ``{helper: module name}``."""
+    found = {}
+    for name in helpers:
+        if name in assignment.exercises:
+            continue
+        owner = next((a for a in course.assignments if name in a.exercises), None)
+        if owner is not None:
+            found[name] = owner.module_name
+    return found

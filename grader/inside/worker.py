@@ -479,12 +479,13 @@ class Server:
             function.__code__ = code
             namespace.pop(key, None)
         self.swapped = []
-        helpers = {name: "class" if isinstance(getattr(self.module, name), type) else "function"
-                   for name in request.get("helpers") or () if isinstance(name, str)
-                   and callable(getattr(self.module, name, None))}
+        owned = {name: self.helper(name, (request.get("modules") or {}).get(name))
+                 for name in request.get("helpers") or () if isinstance(name, str)}
+        owned = {name: own for name, own in owned.items() if callable(own)}
+        helpers = {name: "class" if isinstance(own, type) else "function" for name, own in owned.items()}
         placed = []
         for name, stand_in in stand_ins(self.ask, helpers, self.spec.device).items():
-            own = getattr(self.module, name)
+            own = owned[name]
             if isinstance(own, types.FunctionType):
                 key = f"grader stand-in for {name}"  # no name a program can write: never the student's to reach
                 self.swapped.append((own, own.__code__, own.__globals__, key))
@@ -499,6 +500,21 @@ class Server:
                     namespace[name] = stand_in
             placed.append(name)
         return {"ok": True, "placed": placed}
+
+    def helper(self, name: str, module: str | None):
+        """The student's helper ``name`` as this assignment's module binds it, else as the student's own module
+        ``module`` of an earlier assignment defines it (imported now, as the exercise's code would import it:
+        04's wrapper stacks 03's CausalAttention, imported where the wrapper is made). None where neither has it."""
+        own = getattr(self.module, name, None)
+        if own is not None or not isinstance(module, str) or not module.isidentifier():
+            return own
+        try:
+            sibling = importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the student's module does not import: no helper of theirs to stand in for
+            return None
+        if not _students(getattr(sibling, "__file__", None) or "", self.spec):
+            return None  # only the student's own modules: never a library's class of that name
+        return getattr(sibling, name, None)
 
     def target(self, name: str):
         target = getattr(self.module, name, None)

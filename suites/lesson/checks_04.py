@@ -15,8 +15,8 @@ import itertools
 
 import torch
 
-from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, UsageError, diagnose,
-                              shape_mismatch, shape_str)
+from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, RightGivenHelper, StudentFault,
+                              UsageError, diagnose, shape_mismatch, shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged
 from lesson.mistaken import ScaleSearch
@@ -348,8 +348,8 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     problem, theirs = judged(own, trained, p, tokens, grade.tolerance(own.to(dtype)))
     if not problem or set(theirs) != set(failure.misconceptions):
         return None
-    return diagnose.helper_at_fault(grade, failure, "CausalAttention (assignment 03)", problem,
-                                    theirs[0] if theirs else None)
+    return of_03(diagnose.helper_at_fault(grade, failure, "CausalAttention (assignment 03)", problem,
+                                          theirs[0] if theirs else None), failure)
 
 
 def expect_vectorised(grade, pair, x_short, x_long):
@@ -455,10 +455,22 @@ def heads_root_cause(grade, pair, x, seed):
         if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
                 or sum(t.numel() for t in theirs) > right.numel():  # never a concatenation larger than the answer
             return None
-        return mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
-                              right, lambda h: h, [(m, f"your CausalAttention gives {what}", lambda make=make: make(xc, seed))
-                                                   for m, what, make in wrapper_mistakes(pair)])
+        return of_03(mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
+                                    right, lambda h: h, [(m, f"your CausalAttention gives {what}",
+                                                          lambda make=make: make(xc, seed))
+                                                         for m, what, make in wrapper_mistakes(pair)]), failure)
     return blame
+
+
+def of_03(found, failure):
+    """A case of the wrapper kept as right given the student's CausalAttention (assignment 03) holds only once
+    the check, run again with a right CausalAttention in place of theirs, is right (the stand-in: red team round
+    26, a wrapper that never used that class, computing nothing beside a 03 class that computed nothing too, or
+    one wrong only as the blame builds it, kept every point); without that run, ``failure`` stands."""
+    if isinstance(found, RightGivenHelper):
+        found.helper = "CausalAttention"
+        found.unverified = found.unverified or failure
+    return found
 
 
 # --- MultiHeadAttention ---------------------------------------------------------------------------------

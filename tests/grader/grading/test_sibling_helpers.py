@@ -1,0 +1,121 @@
+"""A helper of an earlier assignment: 04's MultiHeadAttentionWrapper stacks the student's CausalAttention (03). A
+case of the wrapper kept as right given that class holds only once the check, run again with a right
+CausalAttention in place of the student's (the stand-in, put where the student's modules bind the class, 03's
+module imported for it: grader/inside/worker.py Server.helper, grader/grading/stand_ins.py modules_of), is right:
+red team round 26 (tests/corpus/heldout/round26_red_team)."""
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[3]
+ROUND_26 = ROOT / "tests" / "corpus" / "heldout" / "round26_red_team"
+WRAPPER, CAUSAL = "MultiHeadAttentionWrapper", "CausalAttention"
+THIRD, FOURTH = "03_causal_attention", "04_multi_head_attention"
+
+
+def _graded(grader, course, folder: Path, assignments, exercises):
+    result = grader.grade(resolve_submission(folder, course), tuple(course.assignment(a) for a in assignments), seed=5,
+                          exercises=exercises)
+    return {e.name: e for a in result.assignments for e in a.exercises}
+
+
+def _submission(tmp_path, name, modules: dict[str, str]) -> Path:
+    """The solutions with ``modules`` ({assignment: module text}) in place of theirs."""
+    folder = tmp_path / name / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    for assignment, text in modules.items():
+        module = "causal_attention.py" if assignment == THIRD else "multi_head_attention.py"
+        (folder / assignment / module).write_text(text)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["a1", "a2", "a3", "a4"])
+def test_a_wrapper_kept_right_given_the_03_class_is_verified_with_a_right_one(grader, course, tmp_path, case):
+    """Round 26: the wrapper's case was kept whenever its output was what the student's own CausalAttention gives,
+    head by head, and that was never verified: a wrapper with a head class of its own making a slip (a1: dropout on
+    the scores; a2: no scale) or computing nothing (a3: zeros) beside a 03 class making the same slip, graded in a
+    04 batch, kept all 15 points; a4, with 03 graded too, a 03 class right on its own checks and zeros only when
+    built as the blame built it (a fifth positional argument), 200 of 200. Now each scores what its plain form
+    (the same wrapper beside a right 03) scores."""
+    assignments, exercises = ((THIRD, FOURTH), (CAUSAL, WRAPPER)) if case == "a4" else ((FOURTH,), (WRAPPER,))
+
+    def score(form):
+        modules = {THIRD: (ROUND_26 / f"{case}__{form}__causal_attention.py.txt").read_text(),
+                   FOURTH: (ROUND_26 / f"{case}__{form}__multi_head_attention.py.txt").read_text()}
+        graded = _graded(grader, course, _submission(tmp_path, f"{case}-{form}", modules), assignments, exercises)
+        return sum(e.score for e in graded.values()), graded[WRAPPER]
+
+    (attack, wrapper), (plain, _) = score("attack"), score("plain")
+    assert attack <= plain and wrapper.score < wrapper.max_score, (attack, plain, wrapper.feedback)
+
+
+# the wrapper as the lesson writes it, its CausalAttention reached three ways
+HONEST_WRAPPERS = {
+    "imported at the top": ("from causal_attention import CausalAttention\n", "CausalAttention"),
+    "the module imported": ("import causal_attention as earlier\n", "earlier.CausalAttention"),
+    "imported where the heads are made": ("", None),  # the solution's own: `from causal_attention import ...` in __init__
+}
+WRONG_03 = {
+    "mask-not-applied": '''
+    def forward(self, x):
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        return self.dropout(torch.softmax(q @ k.transpose(1, 2) / k.shape[-1] ** 0.5, dim=-1)) @ v
+''',
+    "dropout on the scores": None,  # round 26's a1 slip, made honestly: tests/corpus/heldout/round26_red_team
+}
+
+
+def _wrapper_module(style: str) -> str:
+    text = (ROOT / "solutions" / FOURTH / "multi_head_attention.py").read_text()
+    header, reference = HONEST_WRAPPERS[style]
+    if reference is None:
+        return text
+    text = text.replace("        from causal_attention import CausalAttention  # your class from assignment 03\n", "")
+    text = re.sub(r"\n            CausalAttention\(", f"\n            {reference}(", text)
+    return header + text
+
+
+def _wrong_03(slip: str) -> str:
+    if WRONG_03[slip] is None:
+        return (ROUND_26 / "causal_attention_dropout_on_scores.py.txt").read_text()
+    text = (ROOT / "solutions" / THIRD / "causal_attention.py").read_text()
+    start = text.index("    def forward(self, x):", text.index("class CausalAttention"))
+    end = text.find("\nclass ", start)
+    return text[:start] + WRONG_03[slip].lstrip("\n") + (text[end:] if end != -1 else "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slip", list(WRONG_03))
+@pytest.mark.parametrize("style", list(HONEST_WRAPPERS))
+def test_a_right_wrapper_keeps_its_points_beside_a_wrong_causal_attention_however_it_reaches_it(
+        grader, course, tmp_path, style, slip):
+    """The wrapper right, the student's 03 CausalAttention wrong (in evaluation mode, or only where dropout
+    acts): the wrapper keeps every point, verified with a right CausalAttention in place of theirs wherever their
+    module binds it (imported at the top, reached through the module, or imported where the heads are made, as
+    the solution does), and the mistake is 03's."""
+    wrapper_text = _wrapper_module(style)
+    assert "CausalAttention(" in wrapper_text
+    folder = _submission(tmp_path, "honest", {THIRD: _wrong_03(slip), FOURTH: wrapper_text})
+    graded = _graded(grader, course, folder, (THIRD, FOURTH), (CAUSAL, WRAPPER))
+    assert graded[CAUSAL].score < graded[CAUSAL].max_score, graded[CAUSAL].feedback
+    assert graded[WRAPPER].score == graded[WRAPPER].max_score, graded[WRAPPER].feedback
+    assert "right, given your CausalAttention (assignment 03)" in graded[WRAPPER].feedback
+
+
+@pytest.mark.slow
+def test_a_03_class_right_on_its_own_checks_leaves_the_wrappers_case_to_the_wrapper(grader, course, tmp_path):
+    """Round 26's a4 03 class (right on all of 03's checks, wrong only when built with a fifth positional argument, as
+    the lesson's wrapper builds it) beside the lesson's own wrapper, graded together: the wrapper is right with a right
+    CausalAttention, but the mistake is charged nowhere if the case is kept, so it is the wrapper's (as within one
+    assignment: grader.grading.grader.charged_once, charged_across)."""
+    causal = (ROUND_26 / "a4__attack__causal_attention.py.txt").read_text()
+    folder = _submission(tmp_path, "tell", {THIRD: causal})
+    graded = _graded(grader, course, folder, (THIRD, FOURTH), (CAUSAL, WRAPPER))
+    assert graded[CAUSAL].score == graded[CAUSAL].max_score, graded[CAUSAL].feedback
+    assert graded[WRAPPER].score < graded[WRAPPER].max_score, graded[WRAPPER].feedback
+    assert "your CausalAttention passes all of its own checks" in graded[WRAPPER].feedback
