@@ -733,6 +733,11 @@ class _Reader:
             if isinstance(base, ast.Name) and (base.id in self.classes or base.id in BASES and
                                                base.id not in self.imported):
                 continue
+            root = base
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.students and root.id not in self.imported:
+                continue  # a class of the student's own module of the course (read on its own): 03's CausalAttention
             path = base.id if isinstance(base, ast.Name) and base.id in self.imported else \
                 self._dotted(base) if isinstance(base, ast.Attribute) else None
             target = self._path(base, self.imported.get(path, path)) if path else None

@@ -248,6 +248,9 @@ def _filled(cell) -> bool:
     return True
 
 
+STAND_IN_METHODS = ("__init__", "forward")  # what a class helper's stand-in puts into the student's own class
+
+
 def _students(filename: str, spec: WorkerSpec) -> bool:
     """Whether code of ``filename`` is the student's: their working copy, or a cell of their notebook."""
     return filename.startswith(spec.student_root) or ".ipynb [cell " in filename
@@ -411,6 +414,7 @@ class Server:
         self.handles: dict[int, object] = {}
         self.replaced: list[tuple[dict, str, object]] = []  # (a module's namespace, name, the student's own)
         self.swapped: list[tuple] = []  # (the student's function, its own code, its globals, the stand-in's key)
+        self.remade: list[tuple] = []  # (the student's class, what its own __dict__ held of STAND_IN_METHODS)
 
     def resolve(self, value, device: str | None = None):
         """A request's value with handles replaced by their instances and tensors on ``device`` (default:
@@ -470,8 +474,11 @@ class Server:
         identity: its own function object runs the stand-in (its code swapped for one that calls it, see
         :func:`_trampoline`), so every way the exercise reaches it (an alias, a closure, a default argument, a
         class attribute, an ``is`` test against a name kept at import) reaches the stand-in, and no test tells
-        the run apart by it (red team rounds 24d and 25). A class helper, or a helper no plain function is, is
-        replaced wherever a module binds it under that name. The reply names those put in place."""
+        the run apart by it (red team rounds 24d and 25). A class helper (an nn.Module) keeps its identity too: its
+        own class constructs and runs forward as the stand-in does (STAND_IN_METHODS put into it, restored after); a
+        helper neither is, is replaced wherever a module binds it under that name. A helper of an earlier
+        assignment (``modules``: its module's name) is that module's own, imported for it. The reply names those
+        put in place."""
         for namespace, name, own in reversed(self.replaced):
             namespace[name] = own
         self.replaced = []
@@ -479,6 +486,13 @@ class Server:
             function.__code__ = code
             namespace.pop(key, None)
         self.swapped = []
+        for cls, saved in reversed(self.remade):
+            for method in STAND_IN_METHODS:
+                if method in saved:
+                    setattr(cls, method, saved[method])
+                elif method in cls.__dict__:
+                    delattr(cls, method)
+        self.remade = []
         owned = {name: self.helper(name, (request.get("modules") or {}).get(name))
                  for name in request.get("helpers") or () if isinstance(name, str)}
         owned = {name: own for name, own in owned.items() if callable(own)}
@@ -493,6 +507,15 @@ class Server:
                 own.__code__ = _trampoline(len(own.__code__.co_freevars), key)
                 placed.append(name)
                 continue
+            if isinstance(own, type) and issubclass(own, sys.modules["torch"].nn.Module):
+                # the student's own class runs the stand-in's construction and forward pass: every way of reaching
+                # it (an alias, a partial, a subclass, a class attribute, an import inside a function) reaches the
+                # stand-in, and no identity tells the run apart (red team round 26b)
+                self.remade.append((own, {m: own.__dict__[m] for m in STAND_IN_METHODS if m in own.__dict__}))
+                for method in STAND_IN_METHODS:
+                    setattr(own, method, stand_in.__dict__[method])
+                placed.append(name)
+                continue
             for module in list(sys.modules.values()):
                 namespace = getattr(module, "__dict__", None)
                 if isinstance(namespace, dict) and namespace.get(name) is own:
@@ -505,10 +528,9 @@ class Server:
         """The student's helper ``name`` as this assignment's module binds it, else as the student's own module
         ``module`` of an earlier assignment defines it (imported now, as the exercise's code would import it:
         04's wrapper stacks 03's CausalAttention, imported where the wrapper is made). None where neither has it."""
-        own = getattr(self.module, name, None)
-        if own is not None or not isinstance(module, str) or not module.isidentifier():
-            return own
-        try:
+        if not isinstance(module, str) or not module.isidentifier():
+            return getattr(self.module, name, None)
+        try:  # the earlier assignment's own class, never one this module defines under its name (red team round 26b)
             sibling = importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the student's module does not import: no helper of theirs to stand in for
             return None

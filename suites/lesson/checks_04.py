@@ -335,11 +335,11 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
     try:
         other = pair.grade.sibling("03_causal_attention")
-        args = (d_in, params["W_query.weight"].shape[0], argument(pair, "context_length"), p,
-                "W_query.bias" in params)
-        own = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype, training=False)(x)
+        args = (d_in, params["W_query.weight"].shape[0], argument(pair, "context_length"), p)
+        own = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype, training=False,
+                             **as_03_makes_it(params))(x)
         trained = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype,
-                                 training=True)(x, seed=grade.seed)
+                                 training=True, **as_03_makes_it(params))(x, seed=grade.seed)
     except (StudentFault, CheckFailed, KeyError, UsageError):
         return None
     if not isinstance(own, torch.Tensor):
@@ -445,7 +445,7 @@ def heads_root_cause(grade, pair, x, seed):
                 params = {n[len(prefix):]: p for n, p in pair.weights.items() if n.startswith(prefix)}
                 single = student_module(other, "CausalAttention", argument(pair, "d_in"), argument(pair, "d_out"),
                                         argument(pair, "context_length"), argument(pair, "dropout"),
-                                        "W_query.bias" in params, params=params, dtype=pair.dtype, training=False)
+                                        params=params, dtype=pair.dtype, training=False, **as_03_makes_it(params))
                 theirs.append(single(x))
         except (StudentFault, CheckFailed, KeyError, UsageError):
             return None
@@ -460,6 +460,13 @@ def heads_root_cause(grade, pair, x, seed):
                                                           lambda make=make: make(xc, seed))
                                                          for m, what, make in wrapper_mistakes(pair)]), failure)
     return blame
+
+
+def as_03_makes_it(params) -> dict:
+    """The keywords 03's own checks build a CausalAttention with (qkv_bias by name, where it is asked): a blame
+    of the student's class holds for the calls its own exercise grades (red team round 26b: a class right on
+    those and wrong only when qkv_bias came as a fifth positional argument, as the wrapper passes it)."""
+    return {"qkv_bias": True} if "W_query.bias" in params else {}
 
 
 def of_03(found, failure):

@@ -108,14 +108,78 @@ def test_a_right_wrapper_keeps_its_points_beside_a_wrong_causal_attention_howeve
 
 
 @pytest.mark.slow
-def test_a_03_class_right_on_its_own_checks_leaves_the_wrappers_case_to_the_wrapper(grader, course, tmp_path):
-    """Round 26's a4 03 class (right on all of 03's checks, wrong only when built with a fifth positional argument, as
-    the lesson's wrapper builds it) beside the lesson's own wrapper, graded together: the wrapper is right with a right
-    CausalAttention, but the mistake is charged nowhere if the case is kept, so it is the wrapper's (as within one
-    assignment: grader.grading.grader.charged_once, charged_across)."""
+def test_a_03_class_wrong_only_as_the_wrapper_passes_its_arguments_leaves_the_case_to_the_wrapper(grader, course,
+                                                                                                  tmp_path):
+    """Round 26's a4 03 class (right on all of 03's checks, zeros only when qkv_bias comes as a fifth positional
+    argument, as the lesson's wrapper passes it) beside the lesson's own wrapper: round 26b bought its forgiveness
+    with one cheap unrelated slip in 03 (no longer "clean"). The blame now builds the class as 03's own checks do
+    (qkv_bias by name, where asked: checks_04.as_03_makes_it), so a mistake only the wrapper's call shows is the
+    wrapper's case, with or without the cheap slip."""
     causal = (ROUND_26 / "a4__attack__causal_attention.py.txt").read_text()
-    folder = _submission(tmp_path, "tell", {THIRD: causal})
-    graded = _graded(grader, course, folder, (THIRD, FOURTH), (CAUSAL, WRAPPER))
-    assert graded[CAUSAL].score == graded[CAUSAL].max_score, graded[CAUSAL].feedback
-    assert graded[WRAPPER].score < graded[WRAPPER].max_score, graded[WRAPPER].feedback
-    assert "your CausalAttention passes all of its own checks" in graded[WRAPPER].feedback
+    cheap = causal.replace('self.register_buffer("mask", ', 'self.mask = (')  # round 26b's c2: no buffer
+    for name, text in (("tell", causal), ("tell-and-slip", cheap)):
+        graded = _graded(grader, course, _submission(tmp_path, name, {THIRD: text}), (THIRD, FOURTH), (CAUSAL, WRAPPER))
+        assert graded[WRAPPER].score < graded[WRAPPER].max_score, (name, graded[WRAPPER].feedback)
+        assert "right, given your CausalAttention" not in graded[WRAPPER].feedback, name
+
+
+def test_a_case_kept_given_a_helper_of_another_assignment_fails_where_that_helper_passed_its_own_checks():
+    """charged_across: as charged_once within one assignment, across the assignments graded together; a helper whose
+    assignment is not graded here leaves the case kept (its mistake was charged when it was graded)."""
+    from grader.grading.grader import charged_across
+    from grader.results import AssignmentResult, CheckOutcome, ExerciseResult
+
+    def graded(causal_passes: bool, with_03: bool = True):
+        kept = CheckOutcome("wrapper_lesson_data", 1.0, "passed", "right, given your CausalAttention (assignment 03), "
+                            "which this uses; but your CausalAttention (assignment 03) is wrong", forgiven_by=CAUSAL)
+        fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [kept])])
+        third = AssignmentResult(THIRD, "03", [ExerciseResult(CAUSAL, 35.0, [
+            CheckOutcome("causal", 1.0, "passed" if causal_passes else "failed", "")])])
+        return {a.id: a for a in charged_across([third, fourth] if with_03 else [fourth])}[FOURTH].exercises[0]
+
+    assert graded(causal_passes=False).score == 15.0
+    assert graded(causal_passes=True, with_03=False).score == 15.0
+    wrapper = graded(causal_passes=True)
+    assert wrapper.score == 0.0 and "your CausalAttention passes all of its own checks" in wrapper.feedback
+
+
+ROUND_26B = ROOT / "tests" / "corpus" / "heldout" / "round26b_red_team"
+
+
+def _round_26b(grader, course, tmp_path, case, form, assignments):
+    modules = {THIRD: (ROUND_26B / f"{case}__{form}__causal_attention.py.txt").read_text(),
+               FOURTH: (ROUND_26B / f"{case}__{form}__multi_head_attention.py.txt").read_text()}
+    graded = _graded(grader, course, _submission(tmp_path, f"{case}-{form}", modules), assignments,
+                     (CAUSAL, WRAPPER) if THIRD in assignments else (WRAPPER,))
+    return sum(e.score for e in graded.values()), graded[WRAPPER]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, attack, plain, assignments", [
+    ("b1", "attack", "plain", (FOURTH,)), ("b1", "attack2", "plain2", (FOURTH,)),
+    ("c2", "attack", "plain", (THIRD, FOURTH)), ("c2", "attack_b1", "plain_b1", (THIRD, FOURTH))])
+def test_round_26b_the_stand_in_is_the_03_class_and_the_blame_builds_it_as_03_does(grader, course, tmp_path, case,
+                                                                                     attack, plain, assignments):
+    """Round 26b (tests/corpus/heldout/round26b_red_team), two breaks of round 26's fix: b1, the 04 module defining
+    its own head class under the name CausalAttention (zeros, or unscaled) beside a 03 class making the same slip:
+    the stand-in replaced the 04 module's class, so the run with it was right (100 against 85 and 87.5); now the
+    stand-in is 03's class, put into that class itself (worker.Server.helper, STAND_IN_METHODS). c2: a 03 class wrong
+    only when qkv_bias came as a fifth positional argument, plus a cheap unrelated slip so that charged_across did
+    not find it clean (198.79 against 185); now the blame builds the class as 03's checks do."""
+    (got, wrapper), (expected, _) = (_round_26b(grader, course, tmp_path, case, form, assignments)
+                                     for form in (attack, plain))
+    assert got <= expected and wrapper.score < wrapper.max_score, (got, expected, wrapper.feedback)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, style", [("f1", "alias"), ("f1", "partial"), ("f1", "sub"), ("f1b", "sub")])
+def test_round_26b_a_right_wrapper_reaching_the_class_its_own_way_keeps_its_points(grader, course, tmp_path, case,
+                                                                                    style):
+    """Round 26b's false alarms: a right wrapper importing CausalAttention under another name, through
+    functools.partial, or subclassing it (`class Head(CausalAttention)`), beside a 03 class without its scale (f1),
+    lost the wrapper's 15 points (the stand-in was put under the class's name only) and, for the subclass, 5.17 of
+    04's observed checks even beside a right 03 (f1b: a class built on the student's own 03 class read as foreign).
+    Each now scores what the lesson's own wrapper scores beside the same 03 class."""
+    (got, wrapper), (expected, _) = (_round_26b(grader, course, tmp_path, case, form, (FOURTH,))
+                                     for form in (style, "plain"))
+    assert got == expected and wrapper.score == wrapper.max_score, (got, expected, wrapper.feedback)
