@@ -525,9 +525,10 @@ class Server:
         return {"ok": True, "placed": placed}
 
     def helper(self, name: str, module: str | None):
-        """The student's helper ``name`` as this assignment's module binds it, else as the student's own module
-        ``module`` of an earlier assignment defines it (imported now, as the exercise's code would import it:
-        04's wrapper stacks 03's CausalAttention, imported where the wrapper is made). None where neither has it."""
+        """The student's helper ``name``: as this assignment's module binds it, or, for a helper of an earlier
+        assignment, as the student's own module ``module`` defines it (imported now, as the exercise's code would
+        import it: 04's wrapper stacks 03's CausalAttention, imported where the wrapper is made), never a class the
+        exercise's module defines under that name. None where it has none."""
         if not isinstance(module, str) or not module.isidentifier():
             return getattr(self.module, name, None)
         try:  # the earlier assignment's own class, never one this module defines under its name (red team round 26b)
