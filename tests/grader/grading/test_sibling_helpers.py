@@ -13,6 +13,7 @@ from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]
 ROUND_26 = ROOT / "tests" / "corpus" / "heldout" / "round26_red_team"
+ROUND_26C = ROOT / "tests" / "corpus" / "heldout" / "round26c_red_team"
 WRAPPER, CAUSAL = "MultiHeadAttentionWrapper", "CausalAttention"
 THIRD, FOURTH = "03_causal_attention", "04_multi_head_attention"
 
@@ -183,3 +184,22 @@ def test_round_26b_a_right_wrapper_reaching_the_class_its_own_way_keeps_its_poin
     (got, wrapper), (expected, _) = (_round_26b(grader, course, tmp_path, case, form, (FOURTH,))
                                      for form in (style, "plain"))
     assert got == expected and wrapper.score == wrapper.max_score, (got, expected, wrapper.feedback)
+
+
+@pytest.mark.slow
+def test_round_26c_a_tell_on_the_stand_ins_methods_buys_no_more_than_the_honest_wrapper(grader, course, tmp_path):
+    """Round 26c (tests/corpus/heldout/round26c_red_team): the class keeps its identity while it runs the stand-in,
+    its methods do not, so a wrapper can tell that run apart (`CausalAttention.forward is not` the forward it kept
+    at import) and use the student's 03 class there and a head class of its own elsewhere: 15 of 15 against 2.5
+    for the same head class used everywhere. The blame holds only where that head class gives what the student's
+    03 class gives, head by head, so the wrapper computes what stacking that class computes: the attack earns what
+    the honest wrapper stacking the same wrong 03 class earns, never more (a tell as a side channel is)."""
+    causal = (ROUND_26C / "t4__attack__causal_attention.py.txt").read_text()
+    wrapper_of = {}
+    for form, fourth in (("attack", (ROUND_26C / "t4__attack__multi_head_attention.py.txt").read_text()),
+                         ("honest", None)):
+        modules = {THIRD: causal, **({FOURTH: fourth} if fourth else {})}
+        graded = _graded(grader, course, _submission(tmp_path, f"t4-{form}", modules), (FOURTH,), (WRAPPER,))
+        wrapper_of[form] = graded[WRAPPER].score
+    assert wrapper_of["attack"] <= wrapper_of["honest"] == 15.0, wrapper_of
+
