@@ -45,9 +45,9 @@ def difference(actual, expected, tol: Tolerance, what: str = "the output", *, _e
         return f"{what} has dtype {actual.dtype}, expected {expected.dtype} (outputs keep the input's dtype)"
     if expected.dtype == torch.bool or not expected.is_floating_point():
         wrong = actual.cpu() != expected.cpu()
-        if wrong.any() and not _explain:
-            return OFF
         if wrong.any():
+            if not _explain:
+                return OFF
             index = tuple(wrong.nonzero()[0].tolist())
             return f"{what} differs at {wrong.sum().item()} of {wrong.numel()} entries, first at index {index}"
         return None

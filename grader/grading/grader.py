@@ -386,24 +386,20 @@ def charged_once(exercises: list) -> list:
     its own checks leaves the case to the exercise that made it. Where the helper's call on that case
     has plain arguments (``forgiven_call``), the helper's own exercise must have graded that very call
     and found it wrong: a call outside what its exercise checks is the caller's."""
-    import dataclasses
-
     # a helper that passed every check on its own (none kept only as right given a helper of its own)
     clean = {e.name for e in exercises if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     # the plain calls each exercise's own checks graded and found wrong
     wrong = {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
     for exercise in exercises:
         for index, check in enumerate(exercise.checks):
-            helper, own = check.forgiven_by, check.message.split(";", 1)[-1].strip()
+            helper = check.forgiven_by
             if helper in clean:
                 why = f"your {helper} passes all of its own checks"
             elif helper and check.forgiven_call and helper in wrong and check.forgiven_call not in wrong[helper]:
                 why = f"your {helper} is wrong on {check.forgiven_call}, a call its own exercise does not grade"
             else:
                 continue
-            exercise.checks[index] = dataclasses.replace(
-                check, status="failed", forgiven_by="", forgiven_call="",
-                message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
+            exercise.checks[index] = _the_exercises_own(check, why)
     named = {e.name for e in exercises if e.misconceptions}  # helpers whose mistake the feedback names
     for exercise in exercises:
         _bound_raised_helpers(exercise, named)
@@ -416,8 +412,6 @@ def charged_across(assignments: list) -> list:
     here, passed all of its own checks (red team round 26: a 03 class right on its own checks and wrong only as
     the wrapper builds it). A helper whose assignment is not graded here was charged when it was: the case stays
     kept."""
-    import dataclasses
-
     clean = {(a.id, e.name) for a in assignments for e in a.exercises
              if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     for assignment in assignments:
@@ -426,12 +420,18 @@ def charged_across(assignments: list) -> list:
         for exercise in assignment.exercises:
             for index, check in enumerate(exercise.checks):
                 if check.forgiven_by in elsewhere:
-                    before = check.message.split(";", 1)[-1].strip()
-                    exercise.checks[index] = dataclasses.replace(
-                        check, status="failed", forgiven_by="", forgiven_call="",
-                        message=f"wrong given the contract: your {check.forgiven_by} passes all of its own checks, "
-                                f"so this case is this exercise's own ({before})")
+                    exercise.checks[index] = _the_exercises_own(
+                        check, f"your {check.forgiven_by} passes all of its own checks")
     return assignments
+
+
+def _the_exercises_own(check, why: str):
+    """``check``, kept as right given a helper, failed instead: the case is the exercise's own (``why``)."""
+    import dataclasses
+
+    own = check.message.split(";", 1)[-1].strip()
+    return dataclasses.replace(check, status="failed", forgiven_by="", forgiven_call="",
+                               message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
 
 
 def _bound_raised_helpers(exercise, named: set[str]) -> None:

@@ -510,7 +510,8 @@ class Server:
             if isinstance(own, type) and issubclass(own, sys.modules["torch"].nn.Module):
                 # the student's own class runs the stand-in's construction and forward pass: every way of reaching
                 # it (an alias, a partial, a subclass, a class attribute, an import inside a function) reaches the
-                # stand-in, and no identity tells the run apart (red team round 26b)
+                # stand-in, and the class's identity tells nothing (red team round 26b; its methods' identity does, a
+                # tell that buys the honest form: round 26c)
                 self.remade.append((own, {m: own.__dict__[m] for m in STAND_IN_METHODS if m in own.__dict__}))
                 for method in STAND_IN_METHODS:
                     setattr(own, method, stand_in.__dict__[method])
