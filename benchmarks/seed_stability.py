@@ -10,12 +10,17 @@ other); a case's assignment score is the points of its copy less the points lost
 the other cases there (each one's own exercise, and those that use it, corpus.USES), as if it were
 graded alone; its names are those of the exercises left to it.
 
-    python benchmarks/seed_stability.py [--seeds 20] [--first-seed 1] [--only PREFIX] [--jobs 1]
-                                        [--extra DIR ...]
+    python benchmarks/seed_stability.py [--seeds 20] [--first-seed 1] [--only PREFIX[,PREFIX...]] [--jobs 1]
+                                        [--extra DIR ...] [--save OUT.json] [--against EARLIER.json]
+
+--save writes every case's verdict on every seed (its score and names); --against reads such a file (of another
+checkout, say) and prints each case whose verdict on a seed of both differs, exiting 1 if any does: a change that
+must leave every corpus figure alone is checked so.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -33,7 +38,7 @@ def entries_of(extra: list[Path], only: str) -> list:
     folders = [ROOT / "tests" / "corpus", *extra]
     found = [e for f in folders for e in corpus.mistakes(f) + corpus.unnamed(f) + corpus.correct(f)]
     found += corpus.learner("attempts") + corpus.learner("correct")  # the blind learner's (tests/corpus/learner)
-    return [e for e in found if e.exercise.startswith(only)]
+    return [e for e in found if e.exercise.startswith(tuple(only.split(",")))]
 
 
 def owned(exercise: str) -> set[str]:
@@ -77,6 +82,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="only cases whose exercise starts with this")
     parser.add_argument("--jobs", type=int, default=1, help="grading processes (seeds split between them)")
     parser.add_argument("--extra", type=Path, action="append", default=[])
+    parser.add_argument("--save", type=Path, help="write every verdict here (JSON)")
+    parser.add_argument("--against", type=Path, help="compare with verdicts --save wrote earlier")
     options = parser.parse_args()
     from grader.config import load_course
 
@@ -92,6 +99,9 @@ def main() -> int:
                                  [options.extra] * options.jobs, [options.only] * options.jobs):
                 by_seed.update(part)
 
+    if options.save:
+        options.save.write_text(json.dumps({str(seed): cases for seed, cases in by_seed.items()}, indent=1))
+    changed = _against(options.against, by_seed) if options.against else 0
     rows, moved = [], []
     for entry in entries:
         assignment = course.assignment(corpus.assignment_of(course, entry.exercise))
@@ -122,7 +132,26 @@ def main() -> int:
     print(f"\n{len(entries)} cases, {len(seeds)} seeds: worst spread {worst:.2f}% "
           f"({rows[0][1].name if rows else '-'}); {over} case(s) over 1%; {len(moved)} with names that differ")
     print(f"wall time {wall:.0f} s ({wall / max(len(seeds), 1):.1f} s per seed)")
-    return 1 if over or moved else 0
+    return 1 if over or moved or changed else 0
+
+
+def _against(path: Path, by_seed: dict) -> int:
+    """How many verdicts differ from those ``path`` holds (cases and seeds in both), each printed."""
+    earlier = json.loads(path.read_text())
+    same = changed = 0
+    for seed, cases in by_seed.items():
+        for name, verdict in cases.items():
+            then = earlier.get(str(seed), {}).get(name)
+            if then is None:
+                continue
+            now = json.loads(json.dumps(verdict))  # as the file holds it (lists, not tuples)
+            if now == then:
+                same += 1
+            else:
+                changed += 1
+                print(f"differs: seed {seed} {name}: {then} -> {now}")
+    print(f"against {path}: {same} verdicts the same, {changed} differ")
+    return changed
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ side").
 """
 from __future__ import annotations
 
+import weakref
+
 from grader.inside.protocol import flatten, mapped
 
 
@@ -52,11 +54,13 @@ def _function(ask, name: str, device: str):
 def _module_class(ask, name: str, device: str):
     import torch
 
-    class StandIn(torch.nn.Module):  # its __init__ and forward may be the student's own class's (worker.Server.stand_in)
+    built_with: dict = {}  # id(instance) -> (a reference to it, its build arguments): nothing on the instance to read
+
+    class StandIn(torch.nn.Module):  # its __init__ and forward run in the student's own class (worker.Server.stand_in)
         def __init__(self, *args, **kwargs):
             torch.nn.Module.__init__(self)
             built = _answer(ask({"op": "new", "name": name, "args": args, "kwargs": kwargs}))
-            self._built_with = (args, kwargs)
+            built_with[id(self)] = (weakref.ref(self, lambda _, key=id(self): built_with.pop(key, None)), args, kwargs)
             for path, (features_in, features_out, bias) in built["linears"].items():
                 _place(self, path, torch.nn.Linear(features_in, features_out, bias=bias))
             for path, value in built["params"].items():
@@ -69,7 +73,9 @@ def _module_class(ask, name: str, device: str):
 
         def forward(self, *args, **kwargs):
             names, params = zip(*self.named_parameters()) if list(self.parameters()) else ((), ())
-            args_of, kwargs_of = self._built_with
+            ref, args_of, kwargs_of = built_with.get(id(self), (None, None, None))
+            if ref is None or ref() is not self:
+                raise Refused("an instance the stand-in did not build")
             question = {"name": name, "new_args": args_of, "new_kwargs": kwargs_of, "training": self.training,
                         "param_names": list(names)}
             return _asked(ask, question, args, kwargs, params, device)

@@ -510,11 +510,19 @@ class Server:
             if isinstance(own, type) and issubclass(own, sys.modules["torch"].nn.Module):
                 # the student's own class runs the stand-in's construction and forward pass: every way of reaching
                 # it (an alias, a partial, a subclass, a class attribute, an import inside a function) reaches the
-                # stand-in, and the class's identity tells nothing (red team round 26b; its methods' identity does, a
-                # tell that buys the honest form: round 26c)
+                # stand-in, and neither the class's identity (red team round 26b) nor its methods' (round 26c) tells
+                # the run apart: a method the class defines keeps its function object, its code swapped as a
+                # function helper's is
                 self.remade.append((own, {m: own.__dict__[m] for m in STAND_IN_METHODS if m in own.__dict__}))
                 for method in STAND_IN_METHODS:
-                    setattr(own, method, stand_in.__dict__[method])
+                    theirs = own.__dict__.get(method)
+                    if isinstance(theirs, types.FunctionType):  # its own method object runs the stand-in's (round 26c)
+                        key = f"grader stand-in for {name}.{method}"
+                        self.swapped.append((theirs, theirs.__code__, theirs.__globals__, key))
+                        theirs.__globals__[key] = stand_in.__dict__[method]
+                        theirs.__code__ = _trampoline(len(theirs.__code__.co_freevars), key)
+                    else:  # inherited (or not a plain function): the stand-in's, on this class alone
+                        setattr(own, method, stand_in.__dict__[method])
                 placed.append(name)
                 continue
             for module in list(sys.modules.values()):

@@ -188,8 +188,9 @@ def test_round_26b_a_right_wrapper_reaching_the_class_its_own_way_keeps_its_poin
 
 @pytest.mark.slow
 def test_round_26c_a_tell_on_the_stand_ins_methods_buys_no_more_than_the_honest_wrapper(grader, course, tmp_path):
-    """Round 26c (tests/corpus/heldout/round26c_red_team): the class keeps its identity while it runs the stand-in,
-    its methods do not, so a wrapper can tell that run apart (`CausalAttention.forward is not` the forward it kept
+    """Round 26c (tests/corpus/heldout/round26c_red_team): the class kept its identity while it ran the stand-in,
+    its methods did not (they do since session 18: tests/grader/inside/test_stand_in.py), so a wrapper could tell that
+    run apart (`CausalAttention.forward is not` the forward it kept
     at import) and use the student's 03 class there and a head class of its own elsewhere: 15 of 15 against 2.5
     for the same head class used everywhere. The blame holds only where that head class gives what the student's
     03 class gives, head by head, so the wrapper computes what stacking that class computes: the attack earns what
