@@ -892,6 +892,15 @@ class Grade:
         return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      f"{self.nodeid}@{assignment_id}", pytest.mark.exercise(assignment_id).mark)
 
+    def afresh(self) -> None:
+        """The student's next request is served by a new process, their module imported again: nothing the
+        module kept from earlier instances or calls (a count of instances, the last input) reaches it. A call of a
+        helper "that its own exercise grades" is of a class as its own checks make one, not as a sequence of others
+        left it (red team round 26d: a 03 class wrong only when built right after another on the same input, as a
+        wrapper stacks its heads, was blamed for the wrapper's output and never charged in 03)."""
+        if self.student.worker is not None:
+            self.student.worker.kill()
+
     def module(self, name, *args, dtype=None, training=True, weights=None, **kwargs) -> "ModulePair":
         """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``, in
         training mode or (``training=False``) already in evaluation mode, as ``.train(False)`` gives

@@ -147,10 +147,18 @@ def _sized(name: str, target, question: dict) -> None:
 
 
 def _called_as_written(name: str, target, question: dict) -> None:
-    """Refuses (Unanswerable) a call of a function helper whose arguments its signature in the contract does not
-    take (a flag the student's own helper reads, red team round 25): no right exercise makes it."""
+    """Refuses (Unanswerable) a call of a helper whose arguments its signature in the contract does not take (a
+    flag the student's own helper reads, red team round 25): no right exercise makes it. A class helper is held to
+    its constructor's signature where it is made, and to its forward's where it is called (round 26d)."""
+    import functools
     import inspect
 
+    if "new_args" in question:  # a class's forward: how the instance was made, then the call itself
+        _called_as_written(name, target, {"args": question["new_args"], "kwargs": question["new_kwargs"]})
+        forward = getattr(target, "forward", None)
+        if not callable(forward):
+            return
+        target = functools.partial(forward, None)  # the instance's place left out
     try:
         signature = inspect.signature(target)
     except (TypeError, ValueError):  # no signature to hold it to
@@ -164,16 +172,18 @@ def _called_as_written(name: str, target, question: dict) -> None:
 
 def _on_meta(target, question: dict) -> list:
     """What the reference makes to answer ``question``, on torch's meta device (shapes, no memory): a new
-    instance's parameters; a call's output, and for a class's forward its instance's parameters too."""
+    instance's parameters and buffers (a mask of its context's size: red team round 26d built one of 60000
+    tokens); a call's output, and for a class's forward its instance's parameters and buffers too."""
     import torch
 
     args, kwargs = on_device((question.get("args", ()), question.get("kwargs", {})), "meta")
     with torch.device("meta"), torch.no_grad():
         if question.get("op") == "new":
-            return list(target(*args, **kwargs).parameters())
+            instance = target(*args, **kwargs)
+            return [*instance.parameters(), *instance.buffers()]
         if "new_args" in question:
             instance = target(*question["new_args"], **question["new_kwargs"])
-            return [instance(*args, **kwargs), list(instance.parameters())]
+            return [instance(*args, **kwargs), *instance.parameters(), *instance.buffers()]
         return [target(*args, **kwargs)]
 
 
@@ -194,6 +204,7 @@ class LiveAnswers:
         import torch
 
         target = self._target(question["name"])
+        _called_as_written(question["name"], target, question)
         _sized(question["name"], target, question)
         instance = target(*question.get("args", ()), **question.get("kwargs", {}))
         linears = {path: [m.in_features, m.out_features, m.bias is not None]
@@ -207,8 +218,7 @@ class LiveAnswers:
         import torch
 
         target = self._target(question["name"])
-        if "new_args" not in question:
-            _called_as_written(question["name"], target, question)
+        _called_as_written(question["name"], target, question)
         _sized(question["name"], target, question)  # before anything is made of it (a class's instance too)
         # the reference's leaves: copies, never the tensors asked about (in a recording, the reference's own)
         args = on_device(question.get("args", ()), self.device, copy=True)

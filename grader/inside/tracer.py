@@ -9,6 +9,7 @@ import sys
 from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, op_name
 
 _getframe = sys._getframe  # taken before any student's code is imported
+_getprofile, _setprofile = sys.getprofile, sys.setprofile
 
 # what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
 # operator torch would split into smaller ones (layer_norm, cross_entropy, item) reaches the dispatcher whole,
@@ -82,6 +83,7 @@ class Tracer:
         self.students = None
         self.handling = ""  # the torch function being handled, while the student's code is watched for
         self._theirs: dict = {}  # code object -> whether it is the student's (self.students of its file)
+        self.watch = self.called_back  # the profile function, one object: Operators knows it is this one
         # the student's own helpers the call uses (set by the worker: their code objects -> names; see attribute):
         # each operator is counted as the innermost helper's on the stack when it runs, or as the call's own
         self.within: dict = {}
@@ -191,7 +193,7 @@ def _mode_classes() -> tuple:
             if tracer.students is None or sys.getprofile() is not None:
                 return func(*args, **(kwargs or {}))
             tracer.handling = bare
-            sys.setprofile(tracer.called_back)  # the student's code run from inside func is seen
+            sys.setprofile(tracer.watch)  # the student's code run from inside func is seen
             try:
                 return func(*args, **(kwargs or {}))
             finally:
@@ -203,80 +205,91 @@ def _mode_classes() -> tuple:
             self.tracer = tracer
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            # one Python call per operator of a measured call: kept lean (the mode's own cost is about as much)
+            # one Python call per operator of a measured call: kept lean (the mode's own cost is about as much).
+            # Its own code runs with the profile function that watches a torch function's handling (Functions)
+            # set aside: the watching is for code of the student's that torch calls back, and none runs here (an
+            # observed file defines no __del__ nor tensor subclass); Python run under a profile function is not
+            # specialised, which made every operator of a call with forbidden names three times as slow
             tracer = self.tracer
-            known = operators.get(id(func))
-            if known is None or known[0] is not func:
-                known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
-            _, name, rule = known
-            if name in tracer.forbidden_names:
-                tracer.refuse(name)
-            tracer.count += 1
-            tracer.names[name] = tracer.names.get(name, 0) + 1
-            if tracer.within:
-                tracer.attribute(_getframe(1))
-            kwargs = kwargs or {}
-            result = func(*args, **kwargs)
-            if isinstance(result, Tensor):
-                if result.numel() > tracer.max_numel:
-                    tracer.max_numel = result.numel()
-            elif isinstance(result, (tuple, list)):
-                for item in result:
-                    if isinstance(item, Tensor) and item.numel() > tracer.max_numel:
-                        tracer.max_numel = item.numel()
-            tensors = []  # its operands, a list's included: read once
-            for value in args:
-                if isinstance(value, Tensor):
-                    tensors.append(value)
-                elif isinstance(value, (list, tuple)):
-                    tensors.extend(item for item in value if isinstance(item, Tensor))
-            if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
-                tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
-            if tracer.measure:
-                if isinstance(result, Tensor) and result.numel() > tracer.sizes.get(name, 0):
-                    tracer.sizes[name] = result.numel()
-                for t in tensors:
-                    if t.numel() > tracer.max_operand:
-                        tracer.max_operand = t.numel()
-                width = 0
-                if rule is not None:
-                    try:
-                        width = rule(args, kwargs, result)
-                    except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
-                        width = _at_widest(args, kwargs, result)
-                if name[-1] == "_" and args and _overlapping(args[0]):
-                    width = max(width, args[0].numel())
-                if width and _complex(tensors):
-                    width *= 2
-                if width > tracer.widths.get(name, 0):
-                    tracer.widths[name] = width
-                if name in PRODUCTS and isinstance(result, Tensor):  # a product's result by what it contracted too
-                    key = f"{name}@{width}"
-                    if result.numel() > tracer.sizes.get(key, 0):
-                        tracer.sizes[key] = result.numel()
-                read = False  # a test read into Python here
-                if name == "_local_scalar_dense" and args:
-                    test = tracer.tests.get(id(args[0]))
-                    if test is not None and test[2] is args[0]:
-                        del tracer.tests[id(args[0])]  # a test, read: it decided what runs
-                        read = True
-                    one = tracer.ones.get(id(args[0]))
-                    if one is not None and one[2] is args[0]:
-                        del tracer.ones[id(args[0])]  # read into Python: one of the values read there
-                if width > tracer.widest or width > tracer.widest_along:
-                    one_entry = _one_entry(result)
-                    test = one_entry and getattr(result, "dtype", None) == torch.bool
-                    if width > tracer.widest and not read:
-                        if test:
-                            tracer.tests[id(result)] = (width, name, result)  # a test, unless never read (settle)
-                        else:
-                            tracer.widest, tracer.widest_op = width, name
-                    if width > tracer.widest_along:
-                        if not one_entry:
-                            tracer.widest_along, tracer.widest_along_op = width, name
-                        elif not test:  # (a test is weighed by its growth alone)
-                            tracer.ones[id(result)] = (width, name, result)  # unless it is read (settle)
-            return result
+            watching = _getprofile() is tracer.watch
+            if watching:
+                _setprofile(None)
+            try:
+                known = operators.get(id(func))
+                if known is None or known[0] is not func:
+                    known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
+                _, name, rule = known
+                if name in tracer.forbidden_names:
+                    tracer.refuse(name)
+                tracer.count += 1
+                tracer.names[name] = tracer.names.get(name, 0) + 1
+                if tracer.within:
+                    tracer.attribute(_getframe(1))
+                kwargs = kwargs or {}
+                result = func(*args, **kwargs)
+                if isinstance(result, Tensor):
+                    if result.numel() > tracer.max_numel:
+                        tracer.max_numel = result.numel()
+                elif isinstance(result, (tuple, list)):
+                    for item in result:
+                        if isinstance(item, Tensor) and item.numel() > tracer.max_numel:
+                            tracer.max_numel = item.numel()
+                tensors = []  # its operands, a list's included: read once
+                for value in args:
+                    if isinstance(value, Tensor):
+                        tensors.append(value)
+                    elif isinstance(value, (list, tuple)):
+                        tensors.extend(item for item in value if isinstance(item, Tensor))
+                if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
+                    tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
+                if tracer.measure:
+                    if isinstance(result, Tensor) and result.numel() > tracer.sizes.get(name, 0):
+                        tracer.sizes[name] = result.numel()
+                    for t in tensors:
+                        if t.numel() > tracer.max_operand:
+                            tracer.max_operand = t.numel()
+                    width = 0
+                    if rule is not None:
+                        try:
+                            width = rule(args, kwargs, result)
+                        except Exception:  # noqa: BLE001 - arguments no rule foresaw: taken at their widest
+                            width = _at_widest(args, kwargs, result)
+                    if name[-1] == "_" and args and _overlapping(args[0]):
+                        width = max(width, args[0].numel())
+                    if width and _complex(tensors):
+                        width *= 2
+                    if width > tracer.widths.get(name, 0):
+                        tracer.widths[name] = width
+                    if name in PRODUCTS and isinstance(result, Tensor):  # a product's result by what it contracted too
+                        key = f"{name}@{width}"
+                        if result.numel() > tracer.sizes.get(key, 0):
+                            tracer.sizes[key] = result.numel()
+                    read = False  # a test read into Python here
+                    if name == "_local_scalar_dense" and args:
+                        test = tracer.tests.get(id(args[0]))
+                        if test is not None and test[2] is args[0]:
+                            del tracer.tests[id(args[0])]  # a test, read: it decided what runs
+                            read = True
+                        one = tracer.ones.get(id(args[0]))
+                        if one is not None and one[2] is args[0]:
+                            del tracer.ones[id(args[0])]  # read into Python: one of the values read there
+                    if width > tracer.widest or width > tracer.widest_along:
+                        one_entry = _one_entry(result)
+                        test = one_entry and getattr(result, "dtype", None) == torch.bool
+                        if width > tracer.widest and not read:
+                            if test:
+                                tracer.tests[id(result)] = (width, name, result)  # a test, unless never read (settle)
+                            else:
+                                tracer.widest, tracer.widest_op = width, name
+                        if width > tracer.widest_along:
+                            if not one_entry:
+                                tracer.widest_along, tracer.widest_along_op = width, name
+                            elif not test:  # (a test is weighed by its growth alone)
+                                tracer.ones[id(result)] = (width, name, result)  # unless it is read (settle)
+                return result
+            finally:
+                if watching:
+                    _setprofile(tracer.watch)
 
     Tensor = torch.Tensor
     _MODES = (Functions, uncompiled(Operators))

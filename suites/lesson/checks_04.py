@@ -336,8 +336,10 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     try:
         other = pair.grade.sibling("03_causal_attention")
         args = (d_in, params["W_query.weight"].shape[0], argument(pair, "context_length"), p)
+        other.afresh()  # each instance alone, as 03's own checks make one (red team round 26d)
         own = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype, training=False,
                              **as_03_makes_it(params))(x)
+        other.afresh()
         trained = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype,
                                  training=True, **as_03_makes_it(params))(x, seed=grade.seed)
     except (StudentFault, CheckFailed, KeyError, UsageError):
@@ -434,7 +436,9 @@ def wrapper_right(pair):
 
 def heads_root_cause(grade, pair, x, seed):
     """Blame the student's CausalAttention (assignment 03) when the wrapper's output is what the
-    student's own CausalAttention gives, head by head, with the wrapper's weights."""
+    student's own CausalAttention gives, head by head, with the wrapper's weights: each head made alone in a
+    process of its own, as 03's own checks make one (a class wrong only as a stack of them is made is not wrong
+    on a call its own exercise grades: the case is the wrapper's)."""
     def blame(failure, out):
         heads = argument(pair, "num_heads")
         theirs = []
@@ -443,6 +447,7 @@ def heads_root_cause(grade, pair, x, seed):
             for head in range(heads):
                 prefix = f"heads.{head}."
                 params = {n[len(prefix):]: p for n, p in pair.weights.items() if n.startswith(prefix)}
+                other.afresh()  # each head alone, as 03's own checks make one (red team round 26d)
                 single = student_module(other, "CausalAttention", argument(pair, "d_in"), argument(pair, "d_out"),
                                         argument(pair, "context_length"), argument(pair, "dropout"),
                                         params=params, dtype=pair.dtype, training=False, **as_03_makes_it(params))

@@ -225,3 +225,45 @@ def test_a_question_of_sizes_no_right_exercise_asks_is_refused_before_anything_i
     assert oracle.unanswered == []  # a refusal, never a recording's gap
     right = oracle({"op": "forward", "name": "mask", "args": [6, 6, 3], "kwargs": {}})
     assert torch.equal(right["out"], mask(6, 6, 3))
+
+
+def _masked():
+    """A class helper as the lesson writes one: its mask a buffer of context_length x context_length."""
+    import torch
+
+    class CausalAttention(torch.nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__()
+            self.W_query = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+        def forward(self, x):
+            return self.W_query(x)
+
+    return CausalAttention
+
+
+def test_a_class_helpers_question_is_sized_by_its_buffers_and_held_to_its_signature():
+    """Red team round 26d (t3): only in the run with stand-ins, a wrapper made CausalAttention(1, 1, 60000, 0.0),
+    and the grader made the reference's 60000 x 60000 mask in its own process (7.3 GB): a question was sized by the
+    parameters it would make alone. And a class helper's question was never held to its signature (a flag the
+    student's own class reads, as round 25's was for functions)."""
+    import torch
+
+    def oracle():
+        return Oracle(LiveAnswers({"CausalAttention": _masked()}, "cpu"), ["CausalAttention"], {"CausalAttention": 8})
+
+    new = {"op": "new", "name": "CausalAttention", "args": (1, 1, 60000, 0.0), "kwargs": {}}
+    asked = oracle()
+    assert "refused" in asked(new) and asked.refused
+    right = oracle()({**new, "args": (2, 3, 6, 0.0)})
+    assert set(right["params"]) == {"W_query.weight"}  # a right size is answered
+    flagged = oracle()
+    assert "refused" in flagged({**new, "args": (2, 3, 6, 0.0), "kwargs": {"stacked": True}}) and flagged.refused
+    forward = {"op": "forward", "name": "CausalAttention", "new_args": (2, 3, 6, 0.0), "new_kwargs": {},
+               "training": False, "param_names": ["W_query.weight"], "args": (torch.zeros(1, 6, 2),), "kwargs": {},
+               "params": [right["params"]["W_query.weight"]], "grad": []}
+    assert oracle()(forward)["out"].shape == (1, 6, 3)
+    for question in ({**forward, "kwargs": {"flag": 1}}, {**forward, "new_args": (2, 3, 60000, 0.0)}):
+        refused = oracle()
+        assert "refused" in refused(question) and refused.refused, question

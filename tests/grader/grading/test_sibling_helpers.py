@@ -204,3 +204,32 @@ def test_round_26c_a_tell_on_the_stand_ins_methods_buys_no_more_than_the_honest_
         wrapper_of[form] = graded[WRAPPER].score
     assert wrapper_of["attack"] <= wrapper_of["honest"] == 15.0, wrapper_of
 
+
+
+ROUND_26D = ROOT / "tests" / "corpus" / "heldout" / "round26d_red_team"
+
+
+def _round_26d(case: str, form: str) -> dict:
+    return {assignment: (ROUND_26D / f"{case}__{form}__{module}.py.txt").read_text()
+            for assignment, module in ((THIRD, "causal_attention"), (FOURTH, "multi_head_attention"))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, weekly", [("t1", False), ("t1", True)])
+def test_round_26d_a_03_class_wrong_only_as_a_stack_makes_it_is_blamed_for_nothing(grader, course, tmp_path, case,
+                                                                                      weekly):
+    """Round 26d (tests/corpus/heldout/round26d_red_team): a 03 class right on its own checks drops the scale only
+    when it is made right after another instance whose first call had the same input, as a wrapper stacks its
+    heads and as the blame made them; the honest wrapper's case was kept given it (verified: a right class makes the
+    wrapper right), and 03 was never charged: 196.29 against 186.29 with one unrelated slip in 03 graded together,
+    200 against 187.5 week by week. The blame now makes each head alone in a process of its own (Grade.afresh), as
+    03's own checks make one: the stacked slip is the wrapper's case, and each form scores its plain form."""
+    scores = {}
+    for form in ("attack", "plain"):
+        modules = _round_26d(case, f"{form}_weekly" if weekly else form)
+        folder = _submission(tmp_path, f"{case}-{form}-{weekly}", modules)
+        runs = [(THIRD,), (FOURTH,)] if weekly else [(THIRD, FOURTH)]
+        scores[form] = sum(e.score for assignments in runs
+                           for e in _graded(grader, course, folder, assignments, (CAUSAL, WRAPPER)).values())
+    assert scores["attack"] <= scores["plain"], scores
+
