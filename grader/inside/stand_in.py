@@ -56,11 +56,15 @@ def _module_class(ask, name: str, device: str):
 
     built_with: dict = {}  # id(instance) -> (a reference to it, its build arguments): nothing on the instance to read
 
+    def remember(instance, args, kwargs) -> None:
+        built_with[id(instance)] = (weakref.ref(instance, lambda _, key=id(instance): built_with.pop(key, None)),
+                                    args, kwargs)
+
     class StandIn(torch.nn.Module):  # its __init__ and forward run in the student's own class (worker.Server.stand_in)
         def __init__(self, *args, **kwargs):
             torch.nn.Module.__init__(self)
             built = _answer(ask({"op": "new", "name": name, "args": args, "kwargs": kwargs}))
-            built_with[id(self)] = (weakref.ref(self, lambda _, key=id(self): built_with.pop(key, None)), args, kwargs)
+            remember(self, args, kwargs)
             for path, (features_in, features_out, bias) in built["linears"].items():
                 _place(self, path, torch.nn.Linear(features_in, features_out, bias=bias))
             for path, value in built["params"].items():
@@ -70,6 +74,20 @@ def _module_class(ask, name: str, device: str):
                 else:
                     with torch.no_grad():
                         getattr(owner, leaf).copy_(value)
+
+        def __getstate__(self):  # a copy (copy.deepcopy of the heads, session 18's styles) is built as this was
+            state = torch.nn.Module.__getstate__(self)
+            ref, args_of, kwargs_of = built_with.get(id(self), (None, None, None))
+            if ref is not None and ref() is self:
+                state = {**state, _BUILT: (args_of, kwargs_of)}
+            return state
+
+        def __setstate__(self, state):
+            state = dict(state)
+            built = state.pop(_BUILT, None)
+            torch.nn.Module.__setstate__(self, state)
+            if isinstance(built, tuple) and len(built) == 2:
+                remember(self, *built)
 
         def forward(self, *args, **kwargs):
             names, params = zip(*self.named_parameters()) if list(self.parameters()) else ((), ())
@@ -82,6 +100,9 @@ def _module_class(ask, name: str, device: str):
 
     StandIn.__name__ = StandIn.__qualname__ = name
     return StandIn
+
+
+_BUILT = "grader stand-in: built with"  # a key of a copy's state only, never an attribute (not a name)
 
 
 def _place(root, path: str, module) -> None:

@@ -299,11 +299,12 @@ def _mode_classes() -> tuple:
 def uncompiled(mode_class):
     """``mode_class`` (a TorchDispatchMode) with its ``__torch_dispatch__`` called as it is: torch wraps it
     to keep torch.compile out of it, importing torch._dynamo (a second and a half, and memory) at its first
-    call; neither the worker (see switch_off_compilers) nor the grader's counting of the reference
-    (grader.grading.operation_count) compiles anything."""
+    call, and the wrapper is a Python call of its own for every operator; neither the worker (see
+    switch_off_compilers) nor the grader's counting of the reference (grader.grading.operation_count) compiles
+    anything."""
     raw = getattr(mode_class.__torch_dispatch__, "__wrapped__", None)
-    if raw is not None:
-        setattr(raw, "__dynamo_disable", raw)
+    if raw is not None:  # the wrapper itself gone too: one Python call less an operator
+        mode_class.__torch_dispatch__ = raw
     return mode_class
 
 

@@ -248,7 +248,8 @@ def _filled(cell) -> bool:
     return True
 
 
-STAND_IN_METHODS = ("__init__", "forward")  # what a class helper's stand-in puts into the student's own class
+# what a class helper's stand-in puts into the student's own class (a copy's state carries how it was built)
+STAND_IN_METHODS = ("__init__", "forward", "__getstate__", "__setstate__")
 
 
 def _students(filename: str, spec: WorkerSpec) -> bool:

@@ -314,7 +314,9 @@ def copied_pairs(grade, d_in, d_out, dtype=None, probe=None):
     try:
         returned = grade.call("copy_v2_weights_into_v1", v2.handle, v1.handle).out
     except StudentFault as fault:
-        raise copy_crash_explained(grade, fault, d_in, d_out, dtype) from None
+        explained = copy_crash_explained(grade, fault, d_in, d_out, dtype)
+        raise (explained if explained is not fault else copy_crash_given_helpers(grade, fault, d_in, d_out, dtype)) \
+            from None
     v1.copy_returned = returned  # the contract: (v2, v1) -> None (judged by copy_gives_output)
     if not grade.replaying:  # a replayed run has the reference's parameters after the copy on record
         grade.ref.copy_v2_weights_into_v1(v2.ref, v1.ref)
@@ -419,6 +421,37 @@ def copy_crash_explained(grade, fault, d_in, d_out, dtype=None):
                        f"SelfAttention_v1({d_in}, {d_in}), where that runs, the v1's W_query is the v2's "
                        "W_query.weight itself): nn.Linear stores its weight as [d_out, d_in], and the v1 wants "
                        "[d_in, d_out]: copy weight.T, v1.W_query.copy_(v2.W_query.weight.T)")
+
+
+def copy_crash_given_helpers(grade, fault, d_in, d_out, dtype=None):
+    """A raise of the copy where the student's own SelfAttention_v1 or SelfAttention_v2, of these sizes and alone,
+    gives another output than the lesson's (a copy that checks its own result, ``assert torch.allclose(v1(x),
+    v2(x))``, raises beside a wrong v1: session 18's styles hunt, 0 of 15): the helper's, provisionally, the copy
+    run again with a right class in place of the wrong one deciding (as for any helper that stands in). Otherwise
+    ``fault``. Computed from the student's own classes and the lesson's formula: the same in a replay."""
+    import torch
+
+    if fault.kind != "error":
+        return fault
+    x = grade.randn(3, d_in, dtype=dtype)
+    try:
+        v2, weights = _their_v2(grade, d_in, d_out, dtype)
+        v1, params = their_module(grade, "SelfAttention_v1", d_in, d_out, dtype=dtype)
+        outputs = {"SelfAttention_v2": grade.call(v2, x, label="SelfAttention_v2").out,
+                   "SelfAttention_v1": grade.call(v1, x, label="SelfAttention_v1").out}
+    except (_Unjudged, StudentFault, CheckFailed):
+        return fault
+    plain_x = x.detach().cpu()
+    with torch.no_grad():
+        right = {"SelfAttention_v2": right_attention(*(mistaken.linear(weights, f"W_{r}", plain_x) for r in
+                                                       mistaken.ROLES)),
+                 "SelfAttention_v1": right_attention(*(plain_x @ params[f"W_{r}"].cpu() for r in mistaken.ROLES))
+                 if set(params) == {f"W_{r}" for r in mistaken.ROLES} else None}
+    for name in ("SelfAttention_v1", "SelfAttention_v2"):
+        if right[name] is not None and difference(outputs[name], right[name], grade.tolerance(right[name]), name):
+            return diagnose.helper_at_fault(grade, fault, name, "it gives another output than the lesson's on its own",
+                                            provisional=True)
+    return fault
 
 
 def copy_given_their_v1(grade, failure, d_in, d_out, dtype=None, probe=None):

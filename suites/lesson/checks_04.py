@@ -18,7 +18,7 @@ import torch
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, RightGivenHelper, StudentFault,
                               UsageError, diagnose, shape_mismatch, shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
-from lesson.dropout import expect_dropout_on_weights, judged
+from lesson.dropout import expect_dropout_on_weights, judged, one_hot
 from lesson.mistaken import ScaleSearch
 from lesson.checks_03 import student_module
 from lesson.mistaken import linear
@@ -202,8 +202,10 @@ def expect_deterministic_eval(grade, pair, x):
             raise
         if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
                 and not torch.equal(first.nan_to_num(), second.nan_to_num()):  # NaN twice is no dropout
-            raise CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
-                              "dropout must only act in training mode", ("dropout-in-eval",))
+            failure = CheckFailed(f"{pair.what}: in eval mode two calls on the same input gave different outputs; "
+                                  "dropout must only act in training mode", ("dropout-in-eval",))
+            blamed = heads_eval_dropout_root_cause(pair, x, failure) if pair.name == WRAPPER else None
+            raise blamed or failure
         same()
 
     causal_module_check(grade, pair, x, check)
@@ -223,6 +225,12 @@ def expect_module_dropout(grade, pair, *, tokens, p=0.5):
             else None
         if none is not None:
             raise none from None
+        evaluation = failure.misconceptions == ("dropout-in-eval",) or "in training mode" not in failure.message
+        if pair.name == WRAPPER and evaluation:  # the evaluation-mode output: its heads' own, alone too?
+            d_in = pair.weights["heads.0.W_query.weight"].shape[1]
+            blamed = heads_eval_dropout_root_cause(pair, one_hot(2, tokens, d_in, pair.dtype or torch.float32), failure)
+            if blamed is not None:
+                raise blamed from None
         if pair.name != WRAPPER or not failure.misconceptions or "in training mode" not in failure.message:
             raise
         blamed = heads_dropout_root_cause(grade, pair, tokens, p, failure)
@@ -354,6 +362,31 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
                                           theirs[0] if theirs else None), failure)
 
 
+def heads_eval_dropout_root_cause(pair, x, failure):
+    """The wrapper's evaluation-mode calls that differ, where the student's own CausalAttention (assignment 03),
+    made alone with the first head's weights in evaluation mode, gives different outputs on two calls too: the
+    helper's dropout-in-eval, charged in 03 (a styles hunt of session 18: an honest wrapper lost 5 points beside a
+    03 class calling F.dropout(..., training=True)). Provisional: the check run again with a right CausalAttention
+    in place of the student's must be right (of_03). None otherwise, or where 03 is not at hand."""
+    head = "heads.0."
+    params = {n[len(head):]: t for n, t in pair.weights.items() if n.startswith(head)}
+    try:
+        other = pair.grade.sibling("03_causal_attention")
+        other.afresh()  # alone, as 03's own checks make one (red team round 26d)
+        single = student_module(other, "CausalAttention", argument(pair, "d_in"), params["W_query.weight"].shape[0],
+                                argument(pair, "context_length"), argument(pair, "dropout"), params=params,
+                                dtype=pair.dtype, training=False, **as_03_makes_it(params))
+        first, second = single(x, seed=1), single(x, seed=2)
+    except (StudentFault, CheckFailed, KeyError, UsageError):
+        return None
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape
+            and not torch.equal(first.nan_to_num(), second.nan_to_num())):
+        return None
+    return of_03(diagnose.helper_at_fault(pair.grade, failure, "CausalAttention (assignment 03)",
+                                          "its dropout is active in evaluation mode: two calls on the same input "
+                                          "give different outputs", "dropout-in-eval"), failure)
+
+
 def expect_vectorised(grade, pair, x_short, x_long):
     """As many torch operations for a long sequence as for a short one, each output right."""
     grade.reads_rule(VECTORISED)
@@ -451,15 +484,22 @@ def heads_root_cause(grade, pair, x, seed):
                 single = student_module(other, "CausalAttention", argument(pair, "d_in"), argument(pair, "d_out"),
                                         argument(pair, "context_length"), argument(pair, "dropout"),
                                         params=params, dtype=pair.dtype, training=False, **as_03_makes_it(params))
-                theirs.append(single(x))
+                try:
+                    theirs.append(single(x))
+                except StudentFault as fault:  # the class alone raises on the head's call: the wrapper's raise is
+                    if not isinstance(failure, RaisedFailure):  # its, if a right class makes the wrapper right
+                        return None
+                    return of_03(diagnose.helper_at_fault(grade, failure, "CausalAttention (assignment 03)",
+                                                          f"it raises on this case's inputs ({fault.kind})",
+                                                          provisional=True), failure)
         except (StudentFault, CheckFailed, KeyError, UsageError):
             return None
         xc = plain(x)
         with torch.no_grad():
             right = wrapper_variant(pair, xc)
         if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
-                or sum(t.numel() for t in theirs) > right.numel():  # never a concatenation larger than the answer
-            return None
+                or sum(t.numel() for t in theirs) > right.numel() * max(x.shape[1], argument(pair, "context_length")):
+            return None  # (a mask used whole broadcasts a call of one token to the context's length, no more)
         return of_03(mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
                                     right, lambda h: h, [(m, f"your CausalAttention gives {what}",
                                                           lambda make=make: make(xc, seed))

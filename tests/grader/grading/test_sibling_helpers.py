@@ -109,6 +109,45 @@ def test_a_right_wrapper_keeps_its_points_beside_a_wrong_causal_attention_howeve
 
 
 @pytest.mark.slow
+def test_a_right_wrapper_keeps_its_points_beside_a_causal_attention_dropping_in_evaluation_mode(grader, course,
+                                                                                                tmp_path):
+    """Session 18's styles hunt: a 03 class calling F.dropout(..., training=True) (dropout-in-eval, charged in 03)
+    cost the lesson's own wrapper 5 points, named dropout-in-eval on the wrapper: its evaluation-mode checks (two
+    calls that differ; weights dropped in evaluation mode) blamed no helper. Now they ask the student's class,
+    made alone in evaluation mode, for two calls too (checks_04.heads_eval_dropout_root_cause), verified with a
+    right class in place of theirs."""
+    text = (ROOT / "solutions" / THIRD / "causal_attention.py").read_text()
+    slip = re.sub(r"self\.dropout\((\w+)\)", r"torch.nn.functional.dropout(\1, self.dropout.p, training=True)", text)
+    assert slip != text
+    graded = _graded(grader, course, _submission(tmp_path, "eval", {THIRD: slip}), (THIRD, FOURTH), (CAUSAL, WRAPPER))
+    assert "dropout-in-eval" in graded[CAUSAL].misconceptions
+    assert graded[WRAPPER].score == graded[WRAPPER].max_score, graded[WRAPPER].feedback
+    assert "right, given your CausalAttention (assignment 03)" in graded[WRAPPER].feedback
+
+
+@pytest.mark.slow
+def test_a_right_wrapper_copying_its_heads_keeps_its_points_beside_a_wrong_causal_attention(grader, course, tmp_path):
+    """Session 18's styles hunt: heads made by copy.deepcopy lost the forgiveness beside a wrong 03 class (2.5 of
+    15, "still wrong with a right CausalAttention"): a copy of a stand-in instance did not know how it was built.
+    Its state now carries that (stand_in's __getstate__ and __setstate__, in the student's class while it runs);
+    and a 03 class that raises alone on the wrapper's calls (its mask not truncated) leaves the wrapper's raise
+    its helper's, verified as any blame of it is."""
+    text = _wrapper_module("imported where the heads are made")
+    copied = text.replace("self.heads = nn.ModuleList(", "self.heads = copy.deepcopy(nn.ModuleList(").replace(
+        "for _ in range(num_heads)\n        )", "for _ in range(num_heads)\n        ))")
+    assert "deepcopy(" in copied and "))" in copied
+    copied = "import copy\n" + copied
+    causal = (ROOT / "solutions" / THIRD / "causal_attention.py").read_text()
+    untruncated = causal.replace("self.mask[:num_tokens, :num_tokens]", "self.mask")
+    assert untruncated != causal
+    for name, modules in (("copied", {THIRD: _wrong_03("mask-not-applied"), FOURTH: copied}),
+                          ("untruncated", {THIRD: untruncated})):
+        graded = _graded(grader, course, _submission(tmp_path, name, modules), (THIRD, FOURTH), (CAUSAL, WRAPPER))
+        assert graded[CAUSAL].score < graded[CAUSAL].max_score, (name, graded[CAUSAL].feedback)
+        assert graded[WRAPPER].score == graded[WRAPPER].max_score, (name, graded[WRAPPER].feedback)
+
+
+@pytest.mark.slow
 def test_a_03_class_wrong_only_as_the_wrapper_passes_its_arguments_leaves_the_case_to_the_wrapper(grader, course,
                                                                                                   tmp_path):
     """Round 26's a4 03 class (right on all of 03's checks, zeros only when qkv_bias comes as a fifth positional
@@ -233,3 +272,29 @@ def test_round_26d_a_03_class_wrong_only_as_a_stack_makes_it_is_blamed_for_nothi
                            for e in _graded(grader, course, folder, assignments, (CAUSAL, WRAPPER)).values())
     assert scores["attack"] <= scores["plain"], scores
 
+
+
+@pytest.mark.slow
+def test_a_copy_that_checks_its_own_result_keeps_its_points_beside_a_wrong_self_attention(grader, course, tmp_path):
+    """Session 18's styles hunt (02's class helpers): a right copy_v2_weights_into_v1 that ends by checking its own
+    result (assert torch.allclose(v1(x), v2(x))) raised beside a wrong SelfAttention_v1 and lost all 15 points, the
+    helper unnamed. Its raise is now the helper's where the student's v1 or v2, alone, is not the lesson's, and the
+    copy run again with a right class in place of the wrong one decides (checks_02.copy_crash_given_helpers)."""
+    text = (ROOT / "solutions" / "02_self_attention" / "self_attention.py").read_text()
+    checked = text.replace("        v1.W_value.copy_(v2.W_value.weight.T)\n",
+                           "        v1.W_value.copy_(v2.W_value.weight.T)\n"
+                           "    x = torch.rand(4, v1.W_query.shape[0], dtype=v1.W_query.dtype)\n"
+                           "    assert torch.allclose(v1(x), v2(x), atol=1e-5), 'v1 and v2 disagree after the copy'\n")
+    assert checked != text
+    scaled = "        return scaled_dot_product_attention(queries, keys, values)  # [T, d_out]\n"
+    start = checked.index("class SelfAttention_v1")
+    at = checked.index(scaled, start)  # v1's forward: no scale
+    wrong_v1 = checked[:at] + "        return torch.softmax(queries @ keys.T, dim=-1) @ values\n" + checked[at + len(scaled):]
+    folder = tmp_path / "selfcheck" / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    (folder / "02_self_attention" / "self_attention.py").write_text(wrong_v1)
+    graded = _graded(grader, course, folder, ("02_self_attention",),
+                     ("SelfAttention_v1", "copy_v2_weights_into_v1"))
+    assert graded["SelfAttention_v1"].score < graded["SelfAttention_v1"].max_score
+    copy = graded["copy_v2_weights_into_v1"]
+    assert copy.score == copy.max_score and "right, given your SelfAttention_v1" in copy.feedback, copy.feedback

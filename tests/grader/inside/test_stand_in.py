@@ -1,5 +1,6 @@
 """A class helper's stand-in (grader/inside/stand_in.py), put into the student's own class by the worker
 (grader/inside/worker.py Server.stand_in): nothing of the run with it in place tells it apart by identity."""
+import copy
 import types
 
 import torch
@@ -46,7 +47,12 @@ def test_a_class_runs_the_stand_in_through_its_own_method_objects_and_gets_them_
     assert torch.equal(out, torch.ones(4, 3))  # the grader's answer, not the student's zeros
     assert [q["op"] for q in asked] == ["new", "forward"] and asked[1]["new_args"] == (2, 3)
     assert set(vars(head)) == set(vars(torch.nn.Module())), set(vars(head)) - set(vars(torch.nn.Module()))
+    twin = copy.deepcopy(head)  # heads made by copying one (session 18's styles hunt): built as it was
+    twin(torch.randn(4, 2))
+    assert asked[-1]["op"] == "forward" and asked[-1]["new_args"] == (2, 3)
+    assert set(vars(twin)) == set(vars(head))
     server.stand_in({"helpers": []})  # an empty request restores the student's own
     assert {name: method.__code__ for name, method in methods.items()} == codes
+    assert "__getstate__" not in vars(CausalAttention) and "__setstate__" not in vars(CausalAttention)
     assert not torch.equal(CausalAttention(2, 3)(torch.randn(4, 2)), torch.ones(4, 3))
     assert not [key for key in globals() if key.startswith("grader stand-in")]
