@@ -216,21 +216,25 @@ def _mode_classes() -> tuple:
                 _setprofile(None)
             try:
                 known = operators.get(id(func))
-                if known is None or known[0] is not func:
-                    known = operators[id(func)] = (func, *_operator_facts(func))  # kept: its id is never reused
-                _, name, rule = known
+                if known is None or known[0] is not func:  # kept: its id is never reused
+                    known = operators[id(func)] = (func, *_operator_facts(func), getattr(func, "_op", func))
+                _, name, rule, run = known  # run: the operator itself, without OpOverload.__call__'s frame
                 if name in tracer.forbidden_names:
                     tracer.refuse(name)
                 tracer.count += 1
-                tracer.names[name] = tracer.names.get(name, 0) + 1
+                names = tracer.names
+                names[name] = names.get(name, 0) + 1
                 if tracer.within:
                     tracer.attribute(_getframe(1))
-                kwargs = kwargs or {}
-                result = func(*args, **kwargs)
-                if isinstance(result, Tensor):
-                    if result.numel() > tracer.max_numel:
-                        tracer.max_numel = result.numel()
-                elif isinstance(result, (tuple, list)):
+                if kwargs:
+                    result = run(*args, **kwargs)
+                else:
+                    kwargs = {}
+                    result = run(*args)
+                numel = result.numel() if isinstance(result, Tensor) else -1
+                if numel > tracer.max_numel:
+                    tracer.max_numel = numel
+                elif numel < 0 and isinstance(result, (tuple, list)):
                     for item in result:
                         if isinstance(item, Tensor) and item.numel() > tracer.max_numel:
                             tracer.max_numel = item.numel()
@@ -240,11 +244,15 @@ def _mode_classes() -> tuple:
                         tensors.append(value)
                     elif isinstance(value, (list, tuple)):
                         tensors.extend(item for item in value if isinstance(item, Tensor))
-                if tracer.elsewhere is None and any(t.is_inference() for t in tensors):
-                    tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
+                if tracer.elsewhere is None:
+                    for t in tensors:
+                        if t.is_inference():
+                            tracer.elsewhere = INFERENCE_TENSORS  # the call is refused (worker.Elsewhere)
+                            break
                 if tracer.measure:
-                    if isinstance(result, Tensor) and result.numel() > tracer.sizes.get(name, 0):
-                        tracer.sizes[name] = result.numel()
+                    sizes = tracer.sizes
+                    if numel > sizes.get(name, 0):
+                        sizes[name] = numel
                     for t in tensors:
                         if t.numel() > tracer.max_operand:
                             tracer.max_operand = t.numel()
@@ -260,10 +268,10 @@ def _mode_classes() -> tuple:
                         width *= 2
                     if width > tracer.widths.get(name, 0):
                         tracer.widths[name] = width
-                    if name in PRODUCTS and isinstance(result, Tensor):  # a product's result by what it contracted too
+                    if numel >= 0 and name in PRODUCTS:  # a product's result by what it contracted too
                         key = f"{name}@{width}"
-                        if result.numel() > tracer.sizes.get(key, 0):
-                            tracer.sizes[key] = result.numel()
+                        if numel > sizes.get(key, 0):
+                            sizes[key] = numel
                     read = False  # a test read into Python here
                     if name == "_local_scalar_dense" and args:
                         test = tracer.tests.get(id(args[0]))
