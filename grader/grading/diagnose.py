@@ -371,6 +371,8 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
         return _blame_gradients(grade, failure, helper, chain) if chain else None
     if isinstance(failure, RaisedFailure):
         return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
+    if isinstance(theirs, Raised) and isinstance(right, torch.Tensor):  # it raises where a right helper returns
+        return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, False)
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
     fits = within(theirs, right)
@@ -386,10 +388,13 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
     if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
         return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, fits)
     # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
-    found = first_match(grade, theirs, helper_mistakes, right) or \
-        (non_finite if non_finite and unstable(theirs, right) else None)
+    named = first_match(grade, theirs, helper_mistakes, right)
+    found = named or (non_finite if non_finite and unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
-    return helper_at_fault(grade, failure, helper, detail, misconception)
+    blamed = helper_at_fault(grade, failure, helper, detail, misconception)
+    if isinstance(blamed, RightGivenHelper):  # the helper's mistake by its own id; inf or NaN is a symptom of many
+        blamed.named = named[0] or "" if named else ""
+    return blamed
 
 
 def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes, fits: bool) -> Exception | None:
@@ -404,6 +409,8 @@ def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes, fi
     if not has_stand_in(helper) or grade.cascades != "once":
         return None
     found = first_match(grade, theirs, helper_mistakes, right) if fits else None
+    if found is None and isinstance(theirs, Raised):
+        found = (None, f"it raises {theirs.exception} on this case's inputs")
     if found is None:  # (fits: within(theirs, right), which _blame worked out)
         found = (None, "it gives a wrong result on this case's inputs" if fits and theirs.shape == right.shape
                  else f"it returns {_described(theirs)} on this case's inputs")
@@ -610,8 +617,10 @@ def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misco
     "every" a failure naming it. ``provisional``: only the helper's stand-in can confirm it (the check
     run again with a right helper, grader.grading.stand_ins); without that run, ``failure`` stands."""
     if grade.cascades == "once":
-        return RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
+        kept = RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
                                 f"({detail}): fix the {helper} exercise", raised=raised, helper=helper,
                                 unverified=failure if provisional else None)
+        kept.named = misconception or ""
+        return kept
     return CheckFailed(f"{failure.message}; the mistake is in your {helper}, which this uses: {detail}. "
                        f"Fix the {helper} exercise first", (misconception,) if misconception else ())

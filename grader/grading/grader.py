@@ -408,20 +408,34 @@ def charged_once(exercises: list) -> list:
 
 def charged_across(assignments: list) -> list:
     """:func:`charged_once` across the assignments graded together: a case kept as right given the student's
-    helper of an earlier assignment (04's wrapper given 03's CausalAttention) fails where that helper, graded
-    here, passed all of its own checks (red team round 26: a 03 class right on its own checks and wrong only as
-    the wrapper builds it). A helper whose assignment is not graded here was charged when it was: the case stays
-    kept."""
-    clean = {(a.id, e.name) for a in assignments for e in a.exercises
-             if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
+    helper of an earlier assignment (04's wrapper given 03's CausalAttention) holds only where that mistake is
+    charged in the helper's own exercise, graded here (the contract: "that mistake is then charged in the helper's
+    exercise"). It fails where the helper passed all of its own checks (red team round 26: a 03 class right on its
+    own checks and wrong only as the wrapper builds it), where the blame named the helper's mistake and its own
+    exercise did not name it (round 26e: a class wrong only in a process that had run none of 03's code, with one
+    cheap unrelated slip so that it was not clean), and where the helper's assignment is not graded here (round
+    26e: the same class week by week, 03 graded clean and 04 kept given it): a mistake no run charges costs the
+    exercise that shows it."""
+    exercises = {e.name: e for a in assignments for e in a.exercises}
+    clean = {name for name, e in exercises.items() if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     for assignment in assignments:
         own = {e.name for e in assignment.exercises}
-        elsewhere = {name for graded, name in clean if graded != assignment.id and name not in own}
         for exercise in assignment.exercises:
             for index, check in enumerate(exercise.checks):
-                if check.forgiven_by in elsewhere:
-                    exercise.checks[index] = _the_exercises_own(
-                        check, f"your {check.forgiven_by} passes all of its own checks")
+                helper = check.forgiven_by
+                if not helper or helper in own:
+                    continue
+                if helper not in exercises:
+                    why = (f"your {helper} is not graded with this assignment, so its mistake is charged nowhere in this "
+                           f"grading (graded together, it is charged there, once)")
+                elif helper in clean:
+                    why = f"your {helper} passes all of its own checks"
+                elif check.forgiven_for and check.forgiven_for not in exercises[helper].misconceptions:
+                    why = (f"your {helper} gives {check.forgiven_for} here, a mistake its own checks do not find in "
+                           "it")
+                else:
+                    continue
+                exercise.checks[index] = _the_exercises_own(check, why)
     return assignments
 
 

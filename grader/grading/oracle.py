@@ -122,9 +122,12 @@ class Raised(Exception):
 MAX_ELEMENTS = 1 << 23
 GROWTH = 16
 MAX_INT = 1 << 14  # where the size cannot be worked out beforehand, no integer argument past this
+# all the answers of one verification run together (each kept until the run ends, its graph with it): at most this
+# many elements (red team round 26e: up to 256 questions of the bound each)
+MAX_RUN_ELEMENTS = 1 << 26
 
 
-def _sized(name: str, target, question: dict) -> None:
+def _sized(name: str, target, question: dict) -> int:
     """Refuses (Unanswerable) a question whose answer, with what the reference makes to give it (a class's
     parameters), would hold more than the bound: worked out on torch's meta device, without computing it;
     where that fails, its integers are bounded."""
@@ -134,16 +137,48 @@ def _sized(name: str, target, question: dict) -> None:
                    if isinstance(t, torch.Tensor)] + [0])
     bound = max(MAX_ELEMENTS, GROWTH * largest)
     try:
-        size = sum(t.numel() for t in flatten(_on_meta(target, question)) if isinstance(t, torch.Tensor))
+        widest = _Widest.made()
+        with widest:
+            made = _on_meta(target, question)
+        size = max(sum(t.numel() for t in flatten(made) if isinstance(t, torch.Tensor)), widest.most)
     except Exception:  # noqa: BLE001 - not computable on meta: the plain bound on its integers
         numbers = [v for v in flatten((question.get("args"), question.get("kwargs"), question.get("new_args"),
                                        question.get("new_kwargs"))) if isinstance(v, int) and not isinstance(v, bool)]
         if any(abs(v) > MAX_INT for v in numbers):
             raise Unanswerable(f"a call of {name} with sizes past {MAX_INT}") from None
-        return
+        return MAX_ELEMENTS
     if size > bound:
-        raise Unanswerable(f"a call of {name} whose answer holds {size:,} elements (a right exercise asks for at most "
-                           f"{bound:,})")
+        raise Unanswerable(f"a call of {name} whose answer, or what the reference makes on the way to it, holds "
+                           f"{size:,} elements (a right exercise asks for at most {bound:,})")
+    return size
+
+
+class _Widest:
+    """A dispatch mode that keeps the most entries any operator made (on the meta device: nothing computed), so
+    that what the reference makes on the way to an answer is sized too (red team round 26e: four questions of a
+    [64, 2048, 1] input made [64, 2048, 2048] scores each, 11.6 GiB in the grading process, their answers small)."""
+
+    _class = None
+
+    @classmethod
+    def made(cls):
+        if cls._class is None:
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            from grader.inside.tracer import uncompiled
+
+            class Widest(TorchDispatchMode):
+                most = 0
+
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    out = func(*args, **(kwargs or {}))
+                    for leaf in flatten(out):
+                        if hasattr(leaf, "numel") and leaf.numel() > self.most:
+                            self.most = leaf.numel()
+                    return out
+
+            cls._class = uncompiled(Widest)
+        return cls._class()
 
 
 def _called_as_written(name: str, target, question: dict) -> None:
@@ -193,6 +228,12 @@ class LiveAnswers:
 
     def __init__(self, functions: dict, device: str, record: list | None = None):
         self.functions, self.device, self.record = functions, device, record
+        self.made = 0  # the elements of every answer so far, with what was made on the way (_sized)
+
+    def _within_run(self, name: str, size: int) -> None:
+        self.made += size
+        if self.made > MAX_RUN_ELEMENTS:
+            raise Unanswerable(f"more of {name} than a right exercise asks for in one run")
 
     def _target(self, name):
         target = self.functions.get(name)
@@ -205,7 +246,7 @@ class LiveAnswers:
 
         target = self._target(question["name"])
         _called_as_written(question["name"], target, question)
-        _sized(question["name"], target, question)
+        self._within_run(question["name"], _sized(question["name"], target, question))
         instance = target(*question.get("args", ()), **question.get("kwargs", {}))
         linears = {path: [m.in_features, m.out_features, m.bias is not None]
                    for path, m in instance.named_modules() if path and type(m) is torch.nn.Linear}
@@ -219,7 +260,8 @@ class LiveAnswers:
 
         target = self._target(question["name"])
         _called_as_written(question["name"], target, question)
-        _sized(question["name"], target, question)  # before anything is made of it (a class's instance too)
+        # before anything is made of it (a class's instance too)
+        self._within_run(question["name"], _sized(question["name"], target, question))
         # the reference's leaves: copies, never the tensors asked about (in a recording, the reference's own)
         args = on_device(question.get("args", ()), self.device, copy=True)
         kwargs = on_device(question.get("kwargs", {}), self.device, copy=True)

@@ -45,6 +45,7 @@ class RightGivenHelper(Exception):
         self.helper = helper
         self.verified = False
         self.unverified = unverified
+        self.named = ""  # the helper's mistake this case shows, by its id, where the blame named one
         self.by_stand_in_only = False  # the helper does not explain the output: only that run keeps the case
 
 

@@ -105,3 +105,22 @@ def test_a_helper_called_outside_its_contract_leaves_the_case_to_the_caller_sayi
     assert simple.score < simple.max_score
     assert "this exercise called it as no right exercise does" in simple.feedback, simple.feedback
     assert "still wrong" not in simple.feedback
+
+
+@pytest.mark.slow
+def test_a_helper_that_raises_on_the_graders_call_of_it_is_verified_with_a_right_one(grader, course, tmp_path):
+    """Session 18's styles hunt (tests/corpus/heldout/session18_styles2): a softmax summing without keepdim raises on
+    the [B, T, T] scores the grader's model of simple_self_attention gives it, and a right simple_self_attention that
+    calls itself on each [T, T] slice got there a wrong softmax that raises nothing: the blame, which could compute
+    nothing from a helper that raises, left the case to the exercise (10.48 of 20). A helper that raises where a right
+    one returns now has its case run again with a right softmax in place, which alone decides."""
+    text = (HELDOUT / "session18_styles2" / "sm_nokeepdim__per_batch_loop__attention_basics.py.txt").read_text()
+    folder = tmp_path / "slices" / "01_attention_basics"
+    folder.mkdir(parents=True)
+    (folder / "attention_basics.py").write_text(text)
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("01_attention_basics"),), seed=5,
+                          exercises=("softmax", "simple_self_attention")).assignments[0]
+    graded = {e.name: e for e in result.exercises}
+    assert graded["softmax"].score < graded["softmax"].max_score
+    caller = graded["simple_self_attention"]
+    assert caller.score == caller.max_score and "right, given your softmax" in caller.feedback, caller.feedback

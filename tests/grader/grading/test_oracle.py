@@ -267,3 +267,16 @@ def test_a_class_helpers_question_is_sized_by_its_buffers_and_held_to_its_signat
     for question in ({**forward, "kwargs": {"flag": 1}}, {**forward, "new_args": (2, 3, 60000, 0.0)}):
         refused = oracle()
         assert "refused" in refused(question) and refused.refused, question
+    # round 26e: small answers of large work ([64, 2048, 2048] scores on the way), sized on meta as they are made
+    wide = oracle()
+    scores = {**forward, "args": (torch.ones(64, 2048, 2),), "kwargs": {}}
+    scores["params"] = [torch.zeros(3, 2)]
+    import grader.grading.oracle as module
+
+    class Scoring(_masked()):
+        def forward(self, x):
+            return self.W_query(x) + (x @ x.transpose(-2, -1)).sum(-1, keepdim=True)
+
+    wide.answers.functions["CausalAttention"] = Scoring
+    assert "refused" in wide(scores) and "on the way" in wide.refused[0]
+    assert module.MAX_RUN_ELEMENTS < 256 * module.MAX_ELEMENTS  # and all of a run's answers together are bounded

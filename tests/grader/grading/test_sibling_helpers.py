@@ -165,22 +165,28 @@ def test_a_03_class_wrong_only_as_the_wrapper_passes_its_arguments_leaves_the_ca
 
 def test_a_case_kept_given_a_helper_of_another_assignment_fails_where_that_helper_passed_its_own_checks():
     """charged_across: as charged_once within one assignment, across the assignments graded together; a helper whose
-    assignment is not graded here leaves the case kept (its mistake was charged when it was graded)."""
+    assignment is not graded here charges nothing here, so the case is the exercise's own (red team round 26e); and
+    where the blame named the helper's mistake, the helper's own exercise must name it too."""
     from grader.grading.grader import charged_across
     from grader.results import AssignmentResult, CheckOutcome, ExerciseResult
 
-    def graded(causal_passes: bool, with_03: bool = True):
+    def graded(causal_passes: bool, with_03: bool = True, named: str = "", theirs: tuple = ()):
         kept = CheckOutcome("wrapper_lesson_data", 1.0, "passed", "right, given your CausalAttention (assignment 03), "
-                            "which this uses; but your CausalAttention (assignment 03) is wrong", forgiven_by=CAUSAL)
+                            "which this uses; but your CausalAttention (assignment 03) is wrong", forgiven_by=CAUSAL,
+                            forgiven_for=named)
         fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [kept])])
         third = AssignmentResult(THIRD, "03", [ExerciseResult(CAUSAL, 35.0, [
-            CheckOutcome("causal", 1.0, "passed" if causal_passes else "failed", "")])])
+            CheckOutcome("causal", 1.0, "passed" if causal_passes else "failed", "", theirs)])])
         return {a.id: a for a in charged_across([third, fourth] if with_03 else [fourth])}[FOURTH].exercises[0]
 
     assert graded(causal_passes=False).score == 15.0
-    assert graded(causal_passes=True, with_03=False).score == 15.0
+    assert graded(causal_passes=False, named="missing-scale", theirs=("missing-scale",)).score == 15.0
+    weekly = graded(causal_passes=True, with_03=False)
+    assert weekly.score == 0.0 and "not graded with this assignment" in weekly.feedback
     wrapper = graded(causal_passes=True)
     assert wrapper.score == 0.0 and "your CausalAttention passes all of its own checks" in wrapper.feedback
+    other = graded(causal_passes=False, named="missing-scale", theirs=("mask-not-applied",))
+    assert other.score == 0.0 and "a mistake its own checks do not find" in other.feedback
 
 
 ROUND_26B = ROOT / "tests" / "corpus" / "heldout" / "round26b_red_team"
@@ -219,8 +225,9 @@ def test_round_26b_a_right_wrapper_reaching_the_class_its_own_way_keeps_its_poin
     functools.partial, or subclassing it (`class Head(CausalAttention)`), beside a 03 class without its scale (f1),
     lost the wrapper's 15 points (the stand-in was put under the class's name only) and, for the subclass, 5.17 of
     04's observed checks even beside a right 03 (f1b: a class built on the student's own 03 class read as foreign).
-    Each now scores what the lesson's own wrapper scores beside the same 03 class."""
-    (got, wrapper), (expected, _) = (_round_26b(grader, course, tmp_path, case, form, (FOURTH,))
+    Each now scores what the lesson's own wrapper scores beside the same 03 class (03 graded with it: since round 26e
+    a case kept given a helper of an assignment not graded in the run is the exercise's own)."""
+    (got, wrapper), (expected, _) = (_round_26b(grader, course, tmp_path, case, form, (THIRD, FOURTH))
                                      for form in (style, "plain"))
     assert got == expected and wrapper.score == wrapper.max_score, (got, expected, wrapper.feedback)
 
@@ -239,7 +246,8 @@ def test_round_26c_a_tell_on_the_stand_ins_methods_buys_no_more_than_the_honest_
     for form, fourth in (("attack", (ROUND_26C / "t4__attack__multi_head_attention.py.txt").read_text()),
                          ("honest", None)):
         modules = {THIRD: causal, **({FOURTH: fourth} if fourth else {})}
-        graded = _graded(grader, course, _submission(tmp_path, f"t4-{form}", modules), (FOURTH,), (WRAPPER,))
+        graded = _graded(grader, course, _submission(tmp_path, f"t4-{form}", modules), (THIRD, FOURTH),
+                         (CAUSAL, WRAPPER))
         wrapper_of[form] = graded[WRAPPER].score
     assert wrapper_of["attack"] <= wrapper_of["honest"] == 15.0, wrapper_of
 
@@ -298,3 +306,29 @@ def test_a_copy_that_checks_its_own_result_keeps_its_points_beside_a_wrong_self_
     assert graded["SelfAttention_v1"].score < graded["SelfAttention_v1"].max_score
     copy = graded["copy_v2_weights_into_v1"]
     assert copy.score == copy.max_score and "right, given your SelfAttention_v1" in copy.feedback, copy.feedback
+
+
+ROUND_26E = ROOT / "tests" / "corpus" / "heldout" / "round26e_red_team"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, assignments", [("fresh_week", (FOURTH,)), ("fresh_slip", (THIRD, FOURTH)),
+                                               ("fresh_evaldrop", (THIRD, FOURTH))])
+def test_round_26e_a_helper_wrong_only_where_its_own_checks_never_run_is_charged_where_it_shows(grader, course,
+                                                                                                 tmp_path, case,
+                                                                                                 assignments):
+    """Round 26e (tests/corpus/heldout/round26e_red_team): a 03 class wrong (unscaled, or dropping in evaluation mode)
+    only in a process where none of 03's functions ran, as the wrapper's worker and the blame's fresh processes are
+    and 03's own checks never are: the honest wrapper's cases were kept given it and 03 was clean (200 against
+    166.21 week by week), or, with one cheap unrelated slip, not clean (198.79 graded together). A case kept given a
+    helper of another assignment now holds only where that mistake is charged in the helper's own exercise, graded
+    in the same run (charged_across: the blame's named mistake named there too): here it is the wrapper's, where
+    the mistake shows. (Its cost is the wrapper's share, which may weigh less than 03's checks would have charged:
+    a class right wherever its own checks look cannot be charged there.)"""
+    modules = {THIRD: (ROUND_26E / f"{case}__attack__causal_attention.py.txt").read_text(),
+               FOURTH: (ROUND_26E / f"{case}__attack__multi_head_attention.py.txt").read_text()}
+    folder = _submission(tmp_path, case, modules)
+    result = grader.grade(resolve_submission(folder, course), tuple(course.assignment(a) for a in assignments), seed=3)
+    wrapper = next(e for a in result.assignments for e in a.exercises if e.name == WRAPPER)
+    assert wrapper.score < wrapper.max_score, wrapper.feedback
+    assert "right, given your CausalAttention" not in wrapper.feedback, wrapper.feedback
