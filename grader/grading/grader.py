@@ -355,7 +355,8 @@ class Grader:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
         results = charged_across([self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
-                                  for a in run.assignments])
+                                  for a in run.assignments],
+                                 {name: a.id for a in self.course.assignments for name in a.exercises})
         for assignment in results:  # a figure for what is wrong once every mistake is charged (charged_once)
             for exercise in assignment.exercises:
                 if exercise.status != "passed":
@@ -406,7 +407,7 @@ def charged_once(exercises: list) -> list:
     return exercises
 
 
-def charged_across(assignments: list) -> list:
+def charged_across(assignments: list, assignment_of: dict | None = None) -> list:
     """:func:`charged_once` across the assignments graded together: a case kept as right given the student's
     helper of an earlier assignment (04's wrapper given 03's CausalAttention) holds only where that mistake is
     charged in the helper's own exercise, graded here (the contract: "that mistake is then charged in the helper's
@@ -415,7 +416,8 @@ def charged_across(assignments: list) -> list:
     exercise did not name it (round 26e: a class wrong only in a process that had run none of 03's code, with one
     cheap unrelated slip so that it was not clean), and where the helper's assignment is not graded here (round
     26e: the same class week by week, 03 graded clean and 04 kept given it): a mistake no run charges costs the
-    exercise that shows it."""
+    exercise that shows it. ``assignment_of``: each exercise's assignment in the course (a helper of the same
+    assignment, graded or not in this run, is charged_once's)."""
     exercises = {e.name: e for a in assignments for e in a.exercises}
     clean = {name for name, e in exercises.items() if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     for assignment in assignments:
@@ -423,7 +425,7 @@ def charged_across(assignments: list) -> list:
         for exercise in assignment.exercises:
             for index, check in enumerate(exercise.checks):
                 helper = check.forgiven_by
-                if not helper or helper in own:
+                if not helper or helper in own or (assignment_of or {}).get(helper) == assignment.id:
                     continue
                 if helper not in exercises:
                     why = (f"your {helper} is not graded with this assignment, so its mistake is charged nowhere in this "

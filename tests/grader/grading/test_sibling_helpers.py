@@ -187,6 +187,13 @@ def test_a_case_kept_given_a_helper_of_another_assignment_fails_where_that_helpe
     assert wrapper.score == 0.0 and "your CausalAttention passes all of its own checks" in wrapper.feedback
     other = graded(causal_passes=False, named="missing-scale", theirs=("mask-not-applied",))
     assert other.score == 0.0 and "a mistake its own checks do not find" in other.feedback
+    # a helper of the same assignment not graded in the run (a notebook's check() grades one exercise) is
+    # charged_once's, never "not graded with this assignment"
+    alone = CheckOutcome("simple_self_attention_lesson_data", 1.0, "passed", "right, given your softmax, which this "
+                         "uses; but your softmax is wrong", forgiven_by="softmax")
+    first = AssignmentResult("01_attention_basics", "01", [ExerciseResult("simple_self_attention", 20.0, [alone])])
+    kept = charged_across([first], {"softmax": "01_attention_basics", "simple_self_attention": "01_attention_basics"})
+    assert kept[0].exercises[0].score == 20.0
 
 
 ROUND_26B = ROOT / "tests" / "corpus" / "heldout" / "round26b_red_team"
