@@ -393,7 +393,7 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
     blamed = helper_at_fault(grade, failure, helper, detail, misconception)
     if isinstance(blamed, RightGivenHelper):  # the helper's mistake by its own id; inf or NaN is a symptom of many
-        blamed.named = named[0] or "" if named else ""
+        blamed.named = (named[0] if named else None) or ""
     return blamed
 
 

@@ -60,6 +60,11 @@ def _module_class(ask, name: str, device: str):
         built_with[id(instance)] = (weakref.ref(instance, lambda _, key=id(instance): built_with.pop(key, None)),
                                     args, kwargs)
 
+    def built(instance):
+        """(args, kwargs) ``instance`` was built with by this stand-in; None for any other."""
+        entry = built_with.get(id(instance))
+        return entry[1:] if entry is not None and entry[0]() is instance else None
+
     class StandIn(torch.nn.Module):  # its __init__ and forward run in the student's own class (worker.Server.stand_in)
         def __init__(self, *args, **kwargs):
             torch.nn.Module.__init__(self)
@@ -77,10 +82,7 @@ def _module_class(ask, name: str, device: str):
 
         def __getstate__(self):  # a copy (copy.deepcopy of the heads, session 18's styles) is built as this was
             state = torch.nn.Module.__getstate__(self)
-            ref, args_of, kwargs_of = built_with.get(id(self), (None, None, None))
-            if ref is not None and ref() is self:
-                state = {**state, _BUILT: (args_of, kwargs_of)}
-            return state
+            return state if built(self) is None else {**state, _BUILT: built(self)}
 
         def __setstate__(self, state):
             state = dict(state)
@@ -91,9 +93,9 @@ def _module_class(ask, name: str, device: str):
 
         def forward(self, *args, **kwargs):
             names, params = zip(*self.named_parameters()) if list(self.parameters()) else ((), ())
-            ref, args_of, kwargs_of = built_with.get(id(self), (None, None, None))
-            if ref is None or ref() is not self:
+            if built(self) is None:
                 raise Refused("an instance the stand-in did not build")
+            args_of, kwargs_of = built(self)
             question = {"name": name, "new_args": args_of, "new_kwargs": kwargs_of, "training": self.training,
                         "param_names": list(names)}
             return _asked(ask, question, args, kwargs, params, device)

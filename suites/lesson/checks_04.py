@@ -335,21 +335,14 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     CausalAttention (assignment 03), built alone with the first head's weights (the design the check set,
     which shows the attention weights), judged the same way on the same one-hot tokens, makes them too:
     the helper's mistake (diagnose.helper_at_fault). None otherwise, or where 03 is not at hand."""
-    head = "heads.0."
-    params = {n[len(head):]: t for n, t in pair.weights.items() if n.startswith(head)}
+    params = head_weights(pair, 0)
     d_in = params["W_query.weight"].shape[1]
     dtype = pair.dtype or torch.float32
     x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (lesson/dropout.py)
     x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
     try:
-        other = pair.grade.sibling("03_causal_attention")
-        args = (d_in, params["W_query.weight"].shape[0], argument(pair, "context_length"), p)
-        other.afresh()  # each instance alone, as 03's own checks make one (red team round 26d)
-        own = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype, training=False,
-                             **as_03_makes_it(params))(x)
-        other.afresh()
-        trained = student_module(other, "CausalAttention", *args, params=params, dtype=pair.dtype,
-                                 training=True, **as_03_makes_it(params))(x, seed=grade.seed)
+        own = their_03_alone(pair, params, d_in, p, training=False)(x)
+        trained = their_03_alone(pair, params, d_in, p, training=True)(x, seed=grade.seed)
     except (StudentFault, CheckFailed, KeyError, UsageError):
         return None
     if not isinstance(own, torch.Tensor):
@@ -368,14 +361,9 @@ def heads_eval_dropout_root_cause(pair, x, failure):
     helper's dropout-in-eval, charged in 03 (a styles hunt of session 18: an honest wrapper lost 5 points beside a
     03 class calling F.dropout(..., training=True)). Provisional: the check run again with a right CausalAttention
     in place of the student's must be right (of_03). None otherwise, or where 03 is not at hand."""
-    head = "heads.0."
-    params = {n[len(head):]: t for n, t in pair.weights.items() if n.startswith(head)}
+    params = head_weights(pair, 0)
     try:
-        other = pair.grade.sibling("03_causal_attention")
-        other.afresh()  # alone, as 03's own checks make one (red team round 26d)
-        single = student_module(other, "CausalAttention", argument(pair, "d_in"), params["W_query.weight"].shape[0],
-                                argument(pair, "context_length"), argument(pair, "dropout"), params=params,
-                                dtype=pair.dtype, training=False, **as_03_makes_it(params))
+        single = their_03_alone(pair, params, argument(pair, "d_in"), argument(pair, "dropout"), training=False)
         first, second = single(x, seed=1), single(x, seed=2)
     except (StudentFault, CheckFailed, KeyError, UsageError):
         return None
@@ -476,14 +464,9 @@ def heads_root_cause(grade, pair, x, seed):
         heads = argument(pair, "num_heads")
         theirs = []
         try:  # (a course without 03, such as a distribution of 04 alone, has no CausalAttention to blame)
-            other = pair.grade.sibling("03_causal_attention")
             for head in range(heads):
-                prefix = f"heads.{head}."
-                params = {n[len(prefix):]: p for n, p in pair.weights.items() if n.startswith(prefix)}
-                other.afresh()  # each head alone, as 03's own checks make one (red team round 26d)
-                single = student_module(other, "CausalAttention", argument(pair, "d_in"), argument(pair, "d_out"),
-                                        argument(pair, "context_length"), argument(pair, "dropout"),
-                                        params=params, dtype=pair.dtype, training=False, **as_03_makes_it(params))
+                single = their_03_alone(pair, head_weights(pair, head), argument(pair, "d_in"),
+                                        argument(pair, "dropout"), training=False)
                 try:
                     theirs.append(single(x))
                 except StudentFault as fault:  # the class alone raises on the head's call: the wrapper's raise is
@@ -505,6 +488,23 @@ def heads_root_cause(grade, pair, x, seed):
                                                           lambda make=make: make(xc, seed))
                                                          for m, what, make in wrapper_mistakes(pair)]), failure)
     return blame
+
+
+def head_weights(pair, head: int) -> dict:
+    """The wrapper's head ``head``: its parameters, named as a CausalAttention's."""
+    prefix = f"heads.{head}."
+    return {n[len(prefix):]: t for n, t in pair.weights.items() if n.startswith(prefix)}
+
+
+def their_03_alone(pair, params, d_in, dropout, *, training):
+    """The student's own CausalAttention (assignment 03) holding ``params``, made alone in a process of its own as
+    03's own checks make one (red team round 26d: a class wrong only as a stack of them is made is not wrong on a
+    call its own exercise grades; qkv_bias by name, round 26b): a function calling its forward."""
+    other = pair.grade.sibling("03_causal_attention")  # (a course without 03 has none: UsageError)
+    other.afresh()
+    return student_module(other, "CausalAttention", d_in, params["W_query.weight"].shape[0],
+                          argument(pair, "context_length"), dropout, params=params, dtype=pair.dtype,
+                          training=training, **as_03_makes_it(params))
 
 
 def as_03_makes_it(params) -> dict:
