@@ -528,16 +528,21 @@ class Grade:
             return repr(value)
 
         fn = reference()
-        made = repr(fn) if isinstance(fn, torch.nn.Module) else getattr(fn, "__qualname__", repr(fn))  # its layers
+        module = isinstance(fn, torch.nn.Module)
+        made = repr(fn) if module else getattr(fn, "__qualname__", repr(fn))  # its layers
         key = (name, made, getattr(fn, "training", None), sized(args), sized(sorted(kwargs.items())))
-        count = self.session.reference_counts.get(key)
+        # a reference function's count is its sizes' and settings' alone (no branch on a value): kept for the
+        # batch's next submission; a module's may depend on what it keeps (a KV cache): this grading's alone
+        counts = self.session.memo.counts if self.session.memo is not None and not module else \
+            self.session.reference_counts
+        count = counts.get(key)
         if count is None:
             from grader.grading.operation_count import operations
 
             with torch.random.fork_rng(devices=[]):  # a dropout of the reference's draws nothing of what follows
                 count = operations(fn, _on_args(self.device, _cloned(args), False),
                                    _on(self.device, _cloned(kwargs), False))
-            self.session.reference_counts[key] = count
+            counts[key] = count
         self.reference_ops[name] = max(self.reference_ops.get(name, 0), count)
 
     def expect_few_operations(self, name, *counts: int) -> None:

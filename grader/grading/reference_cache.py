@@ -125,6 +125,8 @@ class ReferenceMemo:
         # fingerprinted, or that change what they read (never kept): computed each time, never looked up
         # (computing is always right)
         self.cheap: set[str] = set()
+        # the operators a reference function runs, by its name, sizes and settings (Grade.count_reference)
+        self.counts: dict[tuple, int] = {}
 
     def lookup(self, use: str, reads: tuple, compute, unchanged=None):
         """:meth:`get` under the fingerprint of ``reads``; a ``use`` whose computation took less time

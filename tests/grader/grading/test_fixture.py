@@ -424,6 +424,41 @@ def test_a_value_worked_out_by_a_check_is_kept_by_the_batch_under_what_it_reads(
     assert _bare_grade(None).worked_out(work, x) is not None and len(calls) == 2  # no batch: computed
 
 
+def test_a_reference_functions_operator_count_is_kept_for_the_batch_and_a_modules_is_not():
+    """Issue 47: 05's vectorisation checks count the reference's flash_attention and online_softmax on every
+    case (60 ms of a grading). A reference function's count depends on its sizes and settings alone, so the
+    batch's memo keeps it for the next submission; a module's may depend on what it keeps (a KV cache), so each
+    grading counts its own; without a batch each grading counts."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from grader.grading.reference_cache import ReferenceMemo
+
+    calls = []
+
+    def attention(q, k):
+        calls.append(1)
+        return torch.softmax(q @ k.mT, dim=-1)
+
+    layer = torch.nn.Linear(4, 4)
+    reference = SimpleNamespace(attention=attention)
+    memo, q = ReferenceMemo(), torch.randn(2, 3, 4)
+
+    def counted(memo):
+        grade = _bare_grade(memo)
+        grade.session.reference_counts, grade.ref, grade.device, grade.reference_ops = {}, reference, "cpu", {}
+        grade.count_reference("attention", lambda: reference.attention, (q, q), {})
+        grade.count_reference("layer", lambda: layer, (q,), {})
+        return grade.reference_ops
+
+    first = counted(memo)
+    assert first["attention"] >= 3 and first["layer"] >= 1 and len(calls) == 1
+    assert counted(memo) == first and len(calls) == 1  # the batch's next submission: the function's count kept
+    assert list(memo.counts.values()) == [first["attention"]]  # the function's count only
+    assert counted(None) == first and len(calls) == 2  # no batch: counted again
+
+
 def test_a_value_worked_out_ahead_is_computed_on_another_thread_in_the_callers_grad_mode():
     """grade check of 06: the memory cases' last-chunk attention (36 ms each) is worked out while the student's
     processes run the cached sequence; its value and any error are what computing it then would give."""
