@@ -128,6 +128,8 @@ BY_NAME = frozenset({"getattr", "setattr", "hasattr"})
 # watching of torch functions is off; red team round 13 ran a forbidden call in each of four)
 DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__", "__enter__", "__exit__"})
 DUNDER_READS = frozenset({"__init__", "__name__", "__doc__", "__qualname__", "__file__"})
+# the module's own strings, read as bare names (the builtins module has them too, which is not what is read)
+MODULE_TEXTS = frozenset({"__name__", "__doc__"})
 # methods of a tensor that hand its values to code the grader cannot watch (or make a tensor subclass)
 ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "untyped_storage", "apply_", "map_",
                      "map2_", "__array__", "share_memory_", "pin_memory", "from_dlpack", "to_dlpack", "__dlpack__"}
@@ -671,7 +673,8 @@ class _Reader:
             raise _Found(node, f"{self.foreign[name]} (the grader watches only code that uses torch, math and "
                                "plain Python)")
         elif name not in self.bound and name not in self.students and hasattr(builtins, name) \
-                and name not in BUILTINS and id(node) not in self.plain_lookups and id(node) not in self.names_only:
+                and name not in BUILTINS and name not in MODULE_TEXTS and id(node) not in self.plain_lookups \
+                and id(node) not in self.names_only:
             raise _Found(node, f"{name}(), which the grader does not follow")
         elif name not in self.bound and name not in self.students and not hasattr(builtins, name) \
                 and isinstance(node.ctx, ast.Load):

@@ -527,6 +527,26 @@ def test_plain_python_torch_and_math_pass(tmp_path):
         """) is None
 
 
+def test_the_modules_own_name_read_in_a_function_passes(tmp_path):
+    """A blind hunt for false alarms (session 18, tests/corpus/heldout/session18_styles2): ``assert __name__`` in
+    simple_self_attention left the whole file unobserved ("__name__(), which the grader does not follow": the
+    builtins module has a ``__name__`` too), softmax losing 25 points. The module's name and docstring are
+    strings; binding them, or reaching the module through them, is still refused."""
+    assert reading(tmp_path, """
+        def simple_self_attention(x):
+            assert __name__ is not None and (__doc__ is None or isinstance(__doc__, str))
+            return torch.softmax(x @ x.mT, dim=-1) @ x
+        """) is None
+    for route in ("import sys\n            kind = sys.modules[__name__]", "kind = globals()[__name__]",
+                  "__name__ = 'x'", "kind = __builtins__"):
+        why = reading(tmp_path, f"""
+            def simple_self_attention(x):
+                {route}
+                return torch.softmax(x @ x.mT, dim=-1) @ x
+            """)
+        assert why is not None, route
+
+
 def test_a_class_read_for_its_name_alone_passes(tmp_path):
     """A learner's input check named the type it was given in its error (``type(x).__name__``) and lost 52 of
     05's points as not observed: a class's name is a string. ``type(x)`` or ``x.__class__`` as a value, or any
