@@ -381,6 +381,12 @@ class _Reader:
                 self.bound.add(node.name)
                 if isinstance(node, ast.ClassDef):
                     self.classes.add(node.name)
+                    # a class attribute of its own body (_split = staticmethod(split_qkv)): read as self._split
+                    self.own_private.update(
+                        target.id for item in node.body if isinstance(item, (ast.Assign, ast.AnnAssign))
+                        for target in (item.targets if isinstance(item, ast.Assign) else [item.target])
+                        if isinstance(target, ast.Name) and target.id.startswith("_")
+                        and not target.id.startswith("__"))
                 if node.name.startswith("_") and not node.name.startswith("__"):
                     self.own_private.add(node.name)
             elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):

@@ -547,6 +547,25 @@ def test_the_modules_own_name_read_in_a_function_passes(tmp_path):
         assert why is not None, route
 
 
+def test_a_private_class_attribute_of_the_files_own_class_is_read_on_self(tmp_path):
+    """The same hunt: a helper kept as a private class attribute (``_split = staticmethod(split_qkv)``, read as
+    ``self._split``) left 04's file unobserved, MultiHeadAttention losing 2.5 points. A private name the class's
+    own body binds is the file's own, as ``self._cache = ...`` is; a private name it does not bind is not."""
+    def fused(body: str) -> str | None:
+        return reading(tmp_path, f"""
+            def split_qkv(x, heads):
+                return x.chunk(3, dim=-1)
+            class FusedQKVAttention(nn.Module):
+                {body}
+                def forward(self, x):
+                    q, k, v = self._split(x, self._heads)
+                    return torch.softmax(q @ k.mT, dim=-1) @ v
+            """, "multi_head_attention.py")
+
+    assert fused("_split = staticmethod(split_qkv)\n                _heads: int = 2") is None
+    assert fused("split = staticmethod(split_qkv)\n                heads: int = 2") is not None  # not its own
+
+
 def test_a_class_read_for_its_name_alone_passes(tmp_path):
     """A learner's input check named the type it was given in its error (``type(x).__name__``) and lost 52 of
     05's points as not observed: a class's name is a string. ``type(x)`` or ``x.__class__`` as a value, or any
