@@ -331,7 +331,7 @@ def their(grade, name, *args, **kwargs):
 def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed: Callable,
           helper_mistakes: Iterable[Candidate] = (), chain: tuple | None = None,
           call: tuple | None = None, provisional: bool = False,
-          non_finite: tuple[str, str] | None = None) -> Exception | None:
+          non_finite: tuple[str, str] | None = None, also: tuple = ()) -> Exception | None:
     """The root cause, when this exercise is right but for a helper it uses from another exercise.
 
     ``theirs`` is the student's ``helper`` on this case's intermediate inputs, ``right`` what it should
@@ -354,9 +354,14 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     ``provisional``: ``composed`` itself calls another of the student's helpers (two wrong helpers, the
     output their composition): the case is kept only once the run with right helpers in place of both
     confirms it (grader.grading.pytest_session._verify stands in for one, then the other); without that
-    run, ``failure`` stands."""
+    run, ``failure`` stands.
+
+    ``also``: other calls of the helper its contract makes the same as the modelled one, ``(where, args,
+    kwargs)`` (an explicit mask that hides nothing for none), which an exercise may make instead: where the
+    helper is right on the modelled call but not on one of them, the run with a right helper decides
+    (:func:`wrong_elsewhere`)."""
     called = plain_call(helper, call) if call is not None else None
-    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite)
+    found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite, also)
     if isinstance(found, RightGivenHelper) and called:
         found.call = called
     if isinstance(found, RightGivenHelper) and provisional and found.unverified is None:
@@ -364,20 +369,20 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     return found
 
 
-def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite):
+def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite, also=()):
     import torch
 
     if isinstance(failure, GradientFailure):
         return _blame_gradients(grade, failure, helper, chain) if chain else None
     if isinstance(failure, RaisedFailure):
-        return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes)
+        return _blame_raised(grade, failure, helper, theirs, right, composed, helper_mistakes, chain, also)
     if isinstance(theirs, Raised) and isinstance(right, torch.Tensor):  # it raises where a right helper returns
         return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, False)
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
     fits = within(theirs, right)
     if fits and _right(grade, theirs, right):
-        return None
+        return wrong_elsewhere(grade, failure, helper, chain, also)
     again = None
     if fits:
         with torch.no_grad():
@@ -446,8 +451,59 @@ def _right(grade, theirs, right) -> bool:
     return theirs.dtype == right.dtype and matches(grade, theirs, right)
 
 
+def wrong_elsewhere(grade, failure: CheckFailed, helper: str, chain: tuple | None, also: tuple = ()):
+    """The helper right on the grader's model of its call (``chain``: the exercise's inputs and how they
+    become the helper's arguments, see :func:`blame`), but not on the same values as a batch of one (a leading
+    dimension of 1) or, batched, on the first of the batch, or on a call in ``also``: calls its contract
+    allows ([..., T, d]; a mask that hides nothing) and an exercise may make instead (a batch flattened to three
+    dimensions, a loop over the samples, an explicit empty mask; session 18's hunt for false alarms:
+    simple_self_attention lost 10.48 of 20 beside an attention_scores written ``x @ x.T``, SelfAttention_v2 all
+    15 beside an inverted mask). Wrong there, the check is run again with a right helper, which alone decides
+    (as :func:`_unexplained`); None otherwise, or where no such run can be had (no stand-in, a student
+    distribution: no reference)."""
+    import torch
+
+    if not has_stand_in(helper) or grade.cascades != "once" or grade.replaying:
+        return None
+    variants = [(where, args, kwargs) for where, args, kwargs in also]
+    if chain:
+        inputs, before, _, kwargs, *_ = chain
+        with torch.no_grad():
+            args = before(*[x.detach() for x in inputs])
+        args = args if isinstance(args, tuple) else (args,)
+        # (not where a dimension is counted from the front: a leading dimension would change what it means)
+        if args and all(isinstance(a, torch.Tensor) and a.dim() >= 2 for a in args) and not any(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in kwargs.values()):
+            variants.append(("as a batch of one", tuple(a.unsqueeze(0) for a in args), kwargs))
+            if all(a.dim() >= 3 and a.shape[0] == args[0].shape[0] for a in args):
+                variants.append(("on the first of the batch alone", tuple(a[0] for a in args), kwargs))
+    for where, values, kwargs in variants:
+        try:
+            with torch.no_grad():
+                right = getattr(grade.ref, helper)(*_to(values, grade.device),
+                                                   **dict(zip(kwargs, _to(kwargs.values(), grade.device))))
+        except Exception:  # noqa: BLE001 - not a call the right helper makes either: nothing to judge it by
+            continue
+        theirs = their(grade, helper, *values, **kwargs)
+        if isinstance(theirs, Raised):
+            detail = f"it raises {theirs.exception} on this case's inputs {where}, {_described(values[0])}"
+        elif not isinstance(theirs, torch.Tensor):
+            continue  # it could not be had: nothing shows it wrong
+        elif theirs.shape != right.shape:
+            detail = f"it returns {_described(theirs)}, not {_described(right)}, on this case's inputs {where}"
+        elif not _right(grade, theirs, right.to(theirs.device)):
+            detail = f"it gives a wrong result on this case's inputs {where}"
+        else:
+            continue
+        blamed = helper_at_fault(grade, failure, helper, detail, provisional=True)
+        blamed.by_stand_in_only = True
+        return blamed
+    return None
+
+
 def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, composed: Callable,
-                  helper_mistakes: Iterable[Candidate]) -> Exception | None:
+                  helper_mistakes: Iterable[Candidate], chain: tuple | None = None,
+                  also: tuple = ()) -> Exception | None:
     """The helper at fault for the student's code raising. With a stand-in for the helper
     (grader.grading.stand_ins), whenever the helper is wrong on this case's inputs (it raises, or
     returns another result): the check is then run again with a right helper, which alone decides.
@@ -472,7 +528,7 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
         return helper_at_fault(grade, failure, helper, f"it returns {_described(theirs)}, not {_described(right)}, "
                                "on this case's inputs", provisional=True) if verified else None
     if _right(grade, theirs, right):
-        return None
+        return wrong_elsewhere(grade, failure, helper, chain, also) if verified else None
     if not verified:
         with torch.no_grad():
             try:

@@ -91,18 +91,25 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
     import torch
 
     kwargs = {} if mask is None else {"mask": mask}
+    # an exercise may pass a mask that hides nothing where it has none (the same call, by the contract)
+    empty = {"mask": torch.zeros(q.shape[-2], k.shape[-2], dtype=torch.bool)} if mask is None else None
     with torch.no_grad():
         right_weights = right_attention(q, k, None, mask)
         blamed = mistaken.blame(grade, failure, out, "attention_weights",
                                 diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
                                 lambda w: w @ v, attention_mistakes(q, k, None, mask),
                                 chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs,
-                                       lambda q, k, mask=None: right_attention(q, k, None, mask)))
+                                       lambda q, k, mask=None: right_attention(q, k, None, mask)),
+                                also=(((EMPTY_MASK, (q, k), empty),) if empty else ()))
         if blamed or not via_sdpa:
             return blamed
         return mistaken.blame(grade, failure, out, "scaled_dot_product_attention",
                               diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs),
-                              right_weights @ v, lambda o: o, attention_mistakes(q, k, v, mask))
+                              right_weights @ v, lambda o: o, attention_mistakes(q, k, v, mask),
+                              also=(((EMPTY_MASK, (q, k, v), empty),) if empty else ()))
+
+
+EMPTY_MASK = "with a mask that hides nothing"
 
 
 # --- the modules: the right projections, from the weights both instances hold -------------------------

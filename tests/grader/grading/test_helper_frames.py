@@ -1,6 +1,7 @@
 """simple_self_attention's helpers (grader/inside/tracer.py Tracer.attribute, grader/inside/worker.py helpers_code and
 stand_in, grader/grading/oracle.py, lesson.checks_01): red team rounds 25 and 25b, graded on the three exercises that
-decide (softmax, attention_scores, simple_self_attention)."""
+decide (softmax, attention_scores, simple_self_attention); and a function helper wrong only on calls the grader's
+model of it does not make (grader/grading/diagnose.py wrong_elsewhere, 01's and 02's)."""
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,46 @@ def test_a_helper_that_raises_on_the_graders_call_of_it_is_verified_with_a_right
     assert graded["softmax"].score < graded["softmax"].max_score
     caller = graded["simple_self_attention"]
     assert caller.score == caller.max_score and "right, given your softmax" in caller.feedback, caller.feedback
+
+
+@pytest.mark.slow
+def test_a_helper_wrong_on_a_call_the_graders_model_does_not_make_is_verified_with_a_right_one(grader, course, tmp_path):
+    """The same hunt: a right simple_self_attention flattening the batch into a 3-d call of attention_scores (right
+    on the [T, d] calls the grader's model makes, ``x @ x.T``, wrong on every batch) lost 10.48 of 20, and a right
+    SelfAttention_v2 passing an explicit mask that hides nothing to an attention_weights whose mask is inverted (right
+    without a mask) lost all 15: the helper was right on the modelled call, so nothing asked for the run with a right
+    helper. Now a helper right on the modelled call is tried on the same values as a batch of one, on the first of a
+    batch, and (attention_weights) with an empty mask; wrong there, the run with a right helper decides. The same
+    callers with a slip of their own still lose their cases (that run names it), and a right helper asks for nothing."""
+    cases = (("as_dotT__flatten_batch__attention_basics.py.txt", "01_attention_basics", "attention_scores",
+              "simple_self_attention", "as a batch of one",
+              ("w = softmax(attention_scores(x), dim=-1)", "w = softmax(attention_scores(x) / 2, dim=-1)"),
+              ("inputs @ inputs.T", "inputs @ inputs.transpose(-2, -1)")),
+             ("aw_mask_inverted__B6__self_attention.py.txt", "02_self_attention", "attention_weights",
+              "SelfAttention_v2", "with a mask that hides nothing",
+              ("self.W_value(x), nothing_hidden)", "self.W_value(x) / 2, nothing_hidden)"),
+              ("scores.masked_fill(~mask,", "scores.masked_fill(mask,")))
+    for file, assignment, helper, caller, where, (line, slip), (wrong, right) in cases:
+        text = (HELDOUT / "session18_styles2" / file).read_text()
+        assert line in text and wrong in text, file
+        graded = {e.name: e for e in _graded_exercises(grader, course, tmp_path, file, assignment, text,
+                                                       (helper, caller))}
+        assert graded[helper].score < graded[helper].max_score
+        kept = graded[caller]
+        assert kept.score == kept.max_score and f"right, given your {helper}" in kept.feedback, kept.feedback
+        assert where in kept.feedback, kept.feedback
+        graded = {e.name: e for e in _graded_exercises(grader, course, tmp_path, file + "_slip", assignment,
+                                                       text.replace(line, slip), (helper, caller))}
+        assert graded[caller].score < 0.5 * graded[caller].max_score, graded[caller].feedback
+        graded = _graded_exercises(grader, course, tmp_path, file + "_right", assignment, text.replace(wrong, right),
+                                   (helper, caller))
+        assert all(e.score == e.max_score and "given your" not in e.feedback for e in graded), file
+
+
+def _graded_exercises(grader, course, tmp_path, name, assignment, text, exercises):
+    module = course.assignment(assignment).module
+    folder = tmp_path / name / assignment
+    folder.mkdir(parents=True)
+    (folder / module).write_text(text)
+    return grader.grade(resolve_submission(folder, course), (course.assignment(assignment),), seed=5,
+                        exercises=exercises).assignments[0].exercises
