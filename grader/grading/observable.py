@@ -252,6 +252,26 @@ MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__spec__", "__load
                           "__path__", "__dict__", "__qualname__", "__class__", "__annotations__"})
 
 
+def _own_nodes(function):
+    """The nodes of ``function``'s body, not those of the functions, lambdas and classes defined in it."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _finalised(function):
+    """The first try or with statement of a generator function (one that yields), or None: a generator let go
+    before it ends runs its ``finally``, ``except`` and ``with`` exits then (red team round 27b: a generator kept
+    on a tensor the watching held ran the library softmax when the watching let it go)."""
+    nodes = list(_own_nodes(function))
+    if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
+        return None
+    return next((n for n in nodes if isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith))), None)
+
+
 def _bindable(node, name: str) -> None:
     """A name a match pattern, an ``except ... as``, or an import binds: never a builtin that looks things up,
     a method's owner, or a dunder (round 8: ``case __name__:`` made the main guard true at import, so code
@@ -620,6 +640,9 @@ class _Reader:
             if node.name.startswith("__") and node.name.endswith("__") and node.name not in DUNDER_DEFS:
                 raise _Found(node, f"a method named {node.name}, which torch's own code may call where the grader "
                                    "cannot watch it")
+            if (guarded := _finalised(node)) is not None:
+                raise _Found(guarded, f"a generator ({node.name}) with a try or with block, whose code runs whenever "
+                                      "the generator is let go, where the grader may not watch it")
         elif isinstance(node, ast.ClassDef) and id(node) in self.used_classes:
             self._class(node)
         elif isinstance(node, ast.Call) and (looked_up := _format_looks_up(node)):

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import re
 
-_SOFTMAX = ("softmax", "_softmax", "_safe_softmax")
-_LOG_SOFTMAX = ("log_softmax", "_log_softmax")
+# (with every aten operator that computes one below the dispatcher: a masked, sparse or nested softmax)
+_SOFTMAX = ("softmax", "_softmax", "_safe_softmax", "_masked_softmax", "_sparse_softmax", "special_softmax",
+            "_nested_tensor_softmax_with_shape")
+_LOG_SOFTMAX = ("log_softmax", "_log_softmax", "_sparse_log_softmax", "special_log_softmax")
 _SDPA = ("scaled_dot_product_attention", "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
          "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
          "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
-         "_flash_attention_forward", "_efficient_attention_forward",
+         "_flash_attention_forward", "_efficient_attention_forward", "_scaled_dot_product_attention_math_for_mps",
+         "_flash_attention_forward_no_dropout_inplace", "_cudnn_attention_forward", "_triton_scaled_dot_attention",
+         # the fused layers that attend inside one operator (nn.TransformerEncoderLayer's and nn.MultiheadAttention's
+         # fast paths; red team round 27b ran 01's softmax through the first)
+         "_transformer_encoder_layer_fwd", "_native_multi_head_attention", "_triton_multi_head_attention",
          # its math path (inputs not 4-d, or a CPU kernel declined) reaches the dispatcher as _safe_softmax, which no
          # other public function computes: seen there whatever switched the function-level watching off (round 13)
          "_safe_softmax")
-_MULTI_HEAD = ("multi_head_attention_forward", "_native_multi_head_attention") + _SDPA
+_MULTI_HEAD = ("multi_head_attention_forward",) + _SDPA
 
 # the contract's words -> the operations they stand for
 OPERATIONS_OF = {

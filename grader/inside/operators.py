@@ -70,8 +70,8 @@ def _operator_facts(func) -> tuple:
     name = packet.__name__ if packet is not None else op_name(str(func))
     try:
         rule = rule_of(func)
-    except Exception:  # noqa: BLE001 - an operator no rule foresaw: taken at its widest
-        rule = _at_widest
+    except Exception:  # noqa: BLE001 - an operator no rule foresaw: taken at its widest, unknown
+        rule = _unknown
     return name, rule
 
 
@@ -82,7 +82,7 @@ def rule_of(func):
     import torch
 
     if getattr(func, "namespace", None) != "aten":
-        return _at_widest
+        return _unknown
     tags = func.tags
     if torch.Tag.pointwise in tags:
         return None
@@ -94,7 +94,7 @@ def rule_of(func):
         return special(func)
     if name in NOTHING_COMBINED or func.is_view or torch.Tag.view_copy in tags or _elementwise_family(name):
         return None
-    return _at_widest
+    return _at_widest if name in SEEN_THROUGH else _unknown
 
 
 def _base_name(name: str) -> str:
@@ -162,6 +162,21 @@ def _along_dimensions(func):
             return 0
         return _extent(tensor, _read(where, args, kwargs) if where is not None else None)
     return rule
+
+
+def _unknown(args, kwargs, result) -> int:
+    """An operator no table or tag describes, or one not of aten (the student's own ``torch.library``
+    operator): measured at its widest, and refused in a call that forbids something (grader.inside.tracer),
+    since what runs inside it is not seen and may be what is forbidden (red team round 27b: the library
+    softmax run inside nn.TransformerEncoderLayer's fused ``_transformer_encoder_layer_fwd``)."""
+    return _at_widest(args, kwargs, result)
+
+
+# operators no table describes, measured at their widest, whose inside holds nothing an exercise may forbid
+# (a comparison, a norm, a distance): not refused where something is forbidden (an honest softmax may assert
+# with torch.allclose)
+SEEN_THROUGH = frozenset({"allclose", "native_layer_norm", "trace", "isin", "searchsorted", "linalg_cross",
+                          "_cdist_forward"})
 
 
 def _at_widest(args, kwargs, result) -> int:
@@ -425,7 +440,9 @@ SPECIAL = {
                      "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
                      "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward",
                      "_efficient_attention_forward", "_scaled_dot_product_attention_math",
-                     "_scaled_dot_product_attention_math_for_mps", "_native_multi_head_attention"), _attended),
+                     "_scaled_dot_product_attention_math_for_mps", "_native_multi_head_attention",
+                     "_transformer_encoder_layer_fwd", "_triton_multi_head_attention", "_triton_scaled_dot_attention",
+                     "_cudnn_attention_forward", "_flash_attention_forward_no_dropout_inplace"), _attended),
     "index_add": _scattered(2, False), "index_reduce": _scattered(2, False),
     "scatter_add": _scattered(2, True), "scatter_reduce": _scattered(2, True),
     "scatter": _scattered(2, True, ("reduce",)),

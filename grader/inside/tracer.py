@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, op_name
+from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, _unknown, op_name
 
 _getframe = sys._getframe  # taken before any student's code is imported
 _getprofile, _setprofile = sys.getprofile, sys.setprofile
@@ -126,8 +126,12 @@ class Tracer:
         """Each helper's share of the call: name -> [operators run inside it, its calls that ran any]."""
         return {name: [self.inside.get(name, 0), len(self._frames.get(name, ()))] for name in set(self.within.values())}
 
-    def refuse(self, bare: str) -> None:
-        if bare in self.forbidden_names:
+    def refuse(self, bare: str, unknown: bool = False) -> None:
+        """Refuse ``bare`` where it is forbidden; ``unknown``: an operator the grader cannot see into (see
+        grader.inside.operators._unknown), refused wherever something is forbidden."""
+        if unknown:
+            bare = f"{bare} (an operator whose inside the grader cannot watch: it may compute what is forbidden)"
+        if unknown or bare in self.forbidden_names:
             if bare not in self.forbidden:
                 self.forbidden.append(bare)
             raise ForbiddenOperation(bare)
@@ -139,11 +143,21 @@ class Tracer:
         return self
 
     def __exit__(self, *exc):
-        for mode in reversed(self.modes):
-            mode.__exit__(*exc)
-        self.entry = None
-        self.settle()
+        try:  # what the call's watching held is let go while the modes are on: a finaliser of the student's that
+            for _ in range(4):  # it sets off (a generator kept on a tensor) is watched as the call is (red team
+                if not self.holding():  # round 27b), and what that one's own operations keep, in turn
+                    break
+                self.settle()
+        finally:
+            for mode in reversed(self.modes):
+                mode.__exit__(*exc)
+            self.entry = None
+        self.settle()  # and what that finaliser's own operations left
         return False
+
+    def holding(self) -> bool:
+        """Whether the watching still holds anything the call made (a test, an entry, a helper's frame)."""
+        return bool(self.tests or self.ones) or any(f is not None for kept in self._frames.values() for f in kept.values())
 
     def settle(self) -> None:
         """The tests never read into Python count as the reductions they are."""
@@ -219,8 +233,8 @@ def _mode_classes() -> tuple:
                 if known is None or known[0] is not func:  # kept: its id is never reused
                     known = operators[id(func)] = (func, *_operator_facts(func), getattr(func, "_op", func))
                 _, name, rule, run = known  # run: the operator itself, without OpOverload.__call__'s frame
-                if name in tracer.forbidden_names:
-                    tracer.refuse(name)
+                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown):
+                    tracer.refuse(name, unknown=rule is _unknown)
                 tracer.count += 1
                 names = tracer.names
                 names[name] = names.get(name, 0) + 1

@@ -773,7 +773,11 @@ WINDOW = "the sliding window"  # the rule expect_window_attended reads (Grade.re
 KEY_REDUCTIONS = frozenset({
     "_softmax", "_safe_softmax", "_log_softmax", "logsumexp", "amax", "max", "sum", "_scaled_dot_product_flash_attention_for_cpu",
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable"})
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+    "_native_multi_head_attention", "_transformer_encoder_layer_fwd", "_masked_softmax",
+    "_scaled_dot_product_attention_math_for_mps", "_flash_attention_forward", "_efficient_attention_forward",
+    "_cudnn_attention_forward", "_flash_attention_forward_no_dropout_inplace", "_triton_scaled_dot_attention",
+    "_triton_multi_head_attention"})
 
 
 def window_kept(grade, pair, x, start, size):

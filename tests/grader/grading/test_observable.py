@@ -566,6 +566,33 @@ def test_a_private_class_attribute_of_the_files_own_class_is_read_on_self(tmp_pa
     assert fused("split = staticmethod(split_qkv)\n                heads: int = 2") is not None  # not its own
 
 
+def test_a_generator_whose_code_runs_when_it_is_let_go_is_not_observed(tmp_path):
+    """Red team round 27b (a2, a3, a5): a started generator's ``finally`` runs whenever the generator is let go,
+    which its author can arrange for after a watched call (a generator kept on a tensor that outlives the call).
+    A generator function with a try or with block leaves the file unobserved; generators and generator
+    expressions without one (nothing of theirs runs when they are let go) are observed as before."""
+    assert reading(tmp_path, """
+        def rows(x):
+            for row in x:
+                yield row.exp()
+        def softmax(x, dim=-1):
+            e = torch.stack(list(rows(x - x.amax(dim=dim, keepdim=True))))
+            return e / sum(e[..., i:i + 1] for i in range(e.shape[-1]))
+        """) is None
+    for block in ("try:\n                    yield\n                finally:\n                    x.exp()",
+                  "try:\n                    yield\n                except GeneratorExit:\n                    x.exp()",
+                  "with torch.no_grad():\n                    yield"):
+        why = reading(tmp_path, f"""
+            def later(x):
+                {block}
+            def softmax(x, dim=-1):
+                kept = later(x)
+                next(kept)
+                return torch.softmax(x, dim)
+            """)
+        assert why is not None and "generator (later)" in why, block
+
+
 def test_a_class_read_for_its_name_alone_passes(tmp_path):
     """A learner's input check named the type it was given in its error (``type(x).__name__``) and lost 52 of
     05's points as not observed: a class's name is a string. ``type(x)`` or ``x.__class__`` as a value, or any
@@ -767,3 +794,28 @@ def test_each_file_is_parsed_once_for_its_imports_and_its_reading(tmp_path, monk
                      entry_points=EXERCISES)
     assert why and why.startswith("causal_attention.py line 3"), why
     assert sorted(parsed) == sorted([helper.read_text(), user.read_text()]), len(parsed)
+
+
+ROUND_27B = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round27b_red_team"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ["a1_hidden_softmax", "a2_finalizer_after_watch", "a3_finalizer_05",
+                                    "a5_finalizer_flash"])
+def test_work_the_watching_cannot_see_earns_no_more_than_the_same_work_done_openly(grader, course, tmp_path, attack):
+    """Red team round 27b (blind, white box; tests/corpus/heldout/round27b_red_team): 01's softmax computed inside
+    nn.TransformerEncoderLayer's fused operator (a1: 98.1 against 75 for torch.softmax called openly), and the
+    library softmax or the whole score matrix run by a generator's ``finally`` that the tracer let go after its
+    modes ended (a2: 01 100 against 75; a3: 05 100 against 86.67; a5: 05 100 against 60). Each now earns at most
+    what the same work done openly earns."""
+    scores = {}
+    for form in ("attack", "plain"):
+        module = next(ROUND_27B.glob(f"{attack}__{form}__*.py.txt"))
+        name = module.name.split("__")[2].removesuffix(".txt")
+        assignment = next(a for a in course.assignments if a.module == name)
+        folder = tmp_path / form / assignment.id
+        folder.mkdir(parents=True)
+        (folder / name).write_text(module.read_text())
+        result = grader.grade(resolve_submission(folder, course), (assignment,), seed=3)
+        scores[form] = round(sum(e.score for e in result.assignments[0].exercises), 2)
+    assert scores["attack"] <= scores["plain"], scores

@@ -90,6 +90,75 @@ def test_sdpa_s_math_path_is_refused_at_the_dispatcher_where_the_function_level_
     assert tracer.forbidden == ["_safe_softmax"] and not ran
 
 
+def test_a_fused_layer_that_attends_inside_one_operator_is_refused_where_a_softmax_is_forbidden():
+    """Red team round 27b (tests/corpus/heldout/round27b_red_team, a1): 01's softmax computed by
+    nn.TransformerEncoderLayer's fast path, run as F.triplet_margin_with_distance_loss's distance function, where
+    torch's handling has the function-level watching off: the dispatcher saw one operator,
+    _transformer_encoder_layer_fwd, whose kernel attends (and softmaxes) below it (98.1 against 75). The fused
+    layers are forbidden wherever a softmax or SDPA is, and so is any operator no table describes (its inside
+    is not seen) wherever something is forbidden; an honest softmax that asserts with torch.allclose is not."""
+    from grader.inside.tracer import ForbiddenOperation, make_tracer
+
+    assert {"_transformer_encoder_layer_fwd", "_masked_softmax", "_native_multi_head_attention"} <= \
+        set(forbidden_of("softmax"))
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=1, dropout=0.0, batch_first=True).eval()
+    for parameter in layer.parameters():
+        parameter.requires_grad_(False)
+    x, masks = torch.randn(1, 3, 8), torch.zeros(2, 3, 3)
+    with torch.no_grad():  # the layer as the loss's distance function (a module of torch's: no code of the student's)
+        tracer = make_tracer(frozenset(forbidden_of("softmax")), measure=True)
+        with pytest.raises(ForbiddenOperation), tracer:
+            torch.nn.functional.triplet_margin_with_distance_loss(x, masks, masks, distance_function=layer)
+    assert tracer.forbidden == ["_transformer_encoder_layer_fwd"], tracer.forbidden
+    unknown = make_tracer(frozenset({"softmax"}), measure=True)
+    with pytest.raises(ForbiddenOperation), unknown:
+        torch.nn.functional.nll_loss(x[0], torch.zeros(3, dtype=torch.long))
+    assert "cannot watch" in unknown.forbidden[0]
+    honest = make_tracer(frozenset(forbidden_of("softmax")), measure=True)
+    with honest:
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        out = e / e.sum(-1, keepdim=True)
+        assert torch.allclose(out.sum(-1), torch.ones(2, 3))
+    assert honest.forbidden == [] and honest.elsewhere is None
+    free = make_tracer(frozenset(), measure=True)  # nothing forbidden: measured at its widest, not refused
+    with free:
+        torch.nn.functional.nll_loss(x[0], torch.zeros(3, dtype=torch.long))
+    assert free.forbidden == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the finaliser's refusal
+def test_what_the_watching_held_is_let_go_while_it_watches():
+    """Red team round 27b (a2, a3, a5): a started generator kept on a one-entry test tensor, which the tracer holds
+    until the call ends (Tracer.tests), ran the library softmax in its ``finally`` when the tracer let it go,
+    after its modes had ended: 01's softmax 100 against 75, 05's online_softmax and flash_attention at full marks
+    with the whole row softmaxed there. The tracer now lets go of what it held while its modes are still on, so
+    the finaliser's work is watched as the call's own (such generators also leave the file unobserved:
+    test_observable)."""
+    from grader.inside.tracer import ForbiddenOperation, make_tracer
+
+    x = torch.randn(3, 5)
+    ran = []
+
+    def finaliser():
+        try:
+            yield
+        finally:
+            ran.append(torch.softmax(x, -1))
+
+    for kept in ("test", "one"):
+        ran.clear()
+        tracer = make_tracer(frozenset(forbidden_of("softmax")), measure=True)
+        with tracer:
+            held = torch.isfinite(x).all() if kept == "test" else x.reshape(-1)[:1].sum()
+            generator = finaliser()
+            next(generator)
+            held.generator = generator
+            del generator, held
+        assert tracer.forbidden and "softmax" in tracer.forbidden[0] and not ran, kept
+        with pytest.raises(ForbiddenOperation):
+            tracer.refuse(tracer.forbidden[0].split(" ")[0])
+
+
 def test_any_torch_function_is_forbidden_by_its_dotted_name_at_both_levels():
     """A course of its own forbids what its exercises would shortcut (a newcomer's RMSNorm course: F.rms_norm,
     F.softplus) without a word in the grader: the bare name at the function level, whichever spelling or
