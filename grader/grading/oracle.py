@@ -17,12 +17,14 @@ No code of a right helper ever reaches the student's process: only tensors and p
 from __future__ import annotations
 
 from grader.grading.recorded_outputs import on_device
-from grader.inside.protocol import flatten
+from grader.inside.protocol import flatten, mapped
 
 LIVE_CALLS = 256  # answers per helper per verification run, from the reference (the longest decoding check
 # of this course makes 64 calls of one helper)
 RECORDED_FACTOR = 4  # answers per helper per run, from a recording: this many times the reference's calls
 RECORDED_MINIMUM = 16
+BACKWARDS_A_CALL = 2  # backward passes through one answered call (the check's own asks one)
+MAX_RUN_SECONDS = 10.0  # the grading process's processor time for one run's questions (a right one's: milliseconds)
 RAISES = ("ValueError", "RuntimeError", "TypeError", "IndexError", "AssertionError")  # a right helper's raise
 
 
@@ -50,6 +52,8 @@ class Oracle:
         self.answered = 0  # questions answered with a result (a construction's included)
         self.exhausted: list[str] = []
         self.calls: dict[int, object] = {}  # this run's answered forward calls, for their backward passes
+        self.backs: dict[int, int] = {}  # how many backward passes each was asked for
+        self.spent = 0.0  # the grading process's processor time answering them
         # the questions no right exercise asks (a helper called outside its signature, another helper, more often
         # than a right exercise, sizes past the bound): refused, and the run shows nothing of the exercise's own
         # (red team round 25: a flag passed to a helper ran the caller's loop in its frame; where the stand-in
@@ -65,6 +69,11 @@ class Oracle:
         return self.answered > 0 or not self.answers.holds(self.helpers)
 
     def __call__(self, question: dict) -> dict:
+        import time
+
+        if self.spent > MAX_RUN_SECONDS:  # the grading process's own time (red team round 27a: a minute of it)
+            return self._refuse("more of the grader's time than a right exercise's questions take in one run")
+        started = time.process_time()
         try:
             return self._answer(question)
         except NotOnRecord as why:
@@ -74,6 +83,8 @@ class Oracle:
             return self._refuse(str(why))
         except Exception as exc:  # noqa: BLE001 - a question no right helper's call makes: the student's doing
             return self._refuse(f"not a call of a right {question.get('name')!s:.40} ({type(exc).__name__})")
+        finally:
+            self.spent += time.process_time() - started
 
     def _refuse(self, why: str) -> dict:
         self.refused.append(why)
@@ -85,6 +96,11 @@ class Oracle:
             call = question.get("call")
             if call not in self.calls:
                 raise Unanswerable("a backward pass of no call of this verification")
+            # one a call, as the grader's own backward pass asks (red team round 27a: backward passes through one
+            # answered call, asked for eight seconds a call, took a minute of the grading process)
+            backs = self.backs[call] = self.backs.get(call, 0) + 1
+            if backs > BACKWARDS_A_CALL:
+                return self._refuse("a backward pass through one call more often than a right exercise asks")
             return {"grads": self.answers.backward(self.calls[call], question.get("grads") or [])}
         if name not in self.helpers or op not in ("new", "forward"):
             raise Unanswerable(f"{name!r} is not being verified")
@@ -121,16 +137,20 @@ class Raised(Exception):
 # what the check gave it; a question of sizes 24000 x 24000 is refused before anything is computed)
 MAX_ELEMENTS = 1 << 23
 GROWTH = 16
-MAX_INT = 1 << 14  # where the size cannot be worked out beforehand, no integer argument past this
+MAX_INT = 1 << 10  # where the size cannot be worked out beforehand (the right helper raises), no integer past this
 # all the answers of one verification run together (each kept until the run ends, its graph with it): at most this
-# many elements (red team round 26e: up to 256 questions of the bound each)
-MAX_RUN_ELEMENTS = 1 << 26
+# many bytes, counting everything the reference made on the way (red team round 26e: up to 256 questions of the
+# bound each; round 27a: eight questions within the bound of elements kept 3.6 GiB of graphs)
+MAX_RUN_BYTES = 1 << 28
 
 
 def _sized(name: str, target, question: dict) -> int:
     """Refuses (Unanswerable) a question whose answer, with what the reference makes to give it (a class's
-    parameters), would hold more than the bound: worked out on torch's meta device, without computing it;
-    where that fails, its integers are bounded."""
+    parameters), would hold more than the bound: worked out on torch's meta device, without computing it; and
+    one that cannot be worked out there (red team round 27a: a tensor for qkv_bias, which the reference reads as
+    a bool, made the meta run fail, and the fallback let a 9000-feature class be built, 3 GB). The bytes it
+    keeps: everything the reference makes on the way, which an answer's autograd graph may hold until the run
+    ends (round 27a: 417 MiB a question where its output counted 62 MiB)."""
     import torch
 
     largest = max([t.numel() for t in flatten((question.get("args"), question.get("kwargs"), question.get("params")))
@@ -139,18 +159,19 @@ def _sized(name: str, target, question: dict) -> int:
     try:
         widest = _Widest.made()
         with widest:
-            made = _on_meta(target, question)
-        size = max(sum(t.numel() for t in flatten(made) if isinstance(t, torch.Tensor)), widest.most)
-    except Exception:  # noqa: BLE001 - not computable on meta: the plain bound on its integers
+            made = [t for t in flatten(_on_meta(target, question)) if isinstance(t, torch.Tensor)]
+    except Exception:  # noqa: BLE001 - the right helper raises (its raise is the answer): small integers only
         numbers = [v for v in flatten((question.get("args"), question.get("kwargs"), question.get("new_args"),
                                        question.get("new_kwargs"))) if isinstance(v, int) and not isinstance(v, bool)]
         if any(abs(v) > MAX_INT for v in numbers):
-            raise Unanswerable(f"a call of {name} with sizes past {MAX_INT}") from None
-        return MAX_ELEMENTS
+            raise Unanswerable(f"a call of {name} whose size cannot be worked out before it is computed, with "
+                               f"sizes past {MAX_INT}") from None
+        return MAX_ELEMENTS * 8
+    size = max(sum(t.numel() for t in made), widest.most)
     if size > bound:
         raise Unanswerable(f"a call of {name} whose answer, or what the reference makes on the way to it, holds "
                            f"{size:,} elements (a right exercise asks for at most {bound:,})")
-    return size
+    return widest.total + sum(t.numel() * t.element_size() for t in made)
 
 
 class _Widest:
@@ -168,13 +189,16 @@ class _Widest:
             from grader.inside.tracer import uncompiled
 
             class Widest(TorchDispatchMode):
-                most = 0
+                most = 0  # the most entries one operator made
+                total = 0  # the bytes every operator made, together
 
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                     out = func(*args, **(kwargs or {}))
+                    new = not func.is_view and not func._schema.is_mutable  # (a view or an in-place result: none)
                     for leaf in flatten(out):
-                        if hasattr(leaf, "numel") and leaf.numel() > self.most:
-                            self.most = leaf.numel()
+                        if hasattr(leaf, "numel"):
+                            self.most = max(self.most, leaf.numel())
+                            self.total += leaf.numel() * leaf.element_size() if new else 0
                     return out
 
             cls._class = uncompiled(Widest)
@@ -211,13 +235,19 @@ def _on_meta(target, question: dict) -> list:
     tokens); a call's output, and for a class's forward its instance's parameters and buffers too."""
     import torch
 
-    args, kwargs = on_device((question.get("args", ()), question.get("kwargs", {})), "meta")
-    with torch.device("meta"), torch.no_grad():
+    def settings(values):  # a one-entry tensor given as a setting (qkv_bias=torch.tensor(True)) is its value there:
+        return mapped(lambda v: v.item() if isinstance(v, torch.Tensor) and v.numel() == 1 else v, values)
+
+    made_with = settings((question.get("new_args", ()), question.get("new_kwargs", {})))  # (a class's, to call it)
+    args, kwargs = on_device(settings((question.get("args", ()), question.get("kwargs", {})))
+                             if question.get("op") == "new" else (question.get("args", ()), question.get("kwargs", {})),
+                             "meta")
+    with torch.device("meta"), torch.no_grad():  # (which a meta tensor, whose truth is unknown, could not be: round 27a)
         if question.get("op") == "new":
             instance = target(*args, **kwargs)
             return [*instance.parameters(), *instance.buffers()]
         if "new_args" in question:
-            instance = target(*question["new_args"], **question["new_kwargs"])
+            instance = target(*made_with[0], **made_with[1])
             return [instance(*args, **kwargs), *instance.parameters(), *instance.buffers()]
         return [target(*args, **kwargs)]
 
@@ -228,13 +258,13 @@ class LiveAnswers:
 
     def __init__(self, functions: dict, device: str, record: list | None = None, *, one_run: bool = True):
         self.functions, self.device, self.record = functions, device, record
-        self.made = 0  # the elements of every answer so far, with what was made on the way (_sized)
+        self.made = 0  # the bytes of every answer so far, with what was made on the way (_sized)
         self.one_run = one_run  # the answers of one verification run (not the recorder's, of a whole recording)
 
     def _within_run(self, name: str, size: int) -> None:
-        self.made += size
-        if self.one_run and self.made > MAX_RUN_ELEMENTS:
+        if self.one_run and self.made + size > MAX_RUN_BYTES:
             raise Unanswerable(f"more of {name} than a right exercise asks for in one run")
+        self.made += size
 
     def _target(self, name):
         target = self.functions.get(name)

@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "corpus"))
 import corpus  # noqa: E402
 
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, budget  # noqa: E402
+from grader.submission import resolve_submission  # noqa: E402
 
 HUNTER = '"""scaled_dot_product_attention: an attacker that searches its own process for the grader\'s answers while\nits kept case is verified (issue 43), and reports what it finds through its feedback"""\nimport gc\nimport sys\n\nimport torch\n\n\ndef attention_weights(queries, keys, mask=None):\n    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # wrong on purpose: divided by d_k\n    if mask is not None:\n        scores = scores.masked_fill(mask, float("-inf"))\n    return torch.softmax(scores, dim=-1)\n\n\ndef _found():\n    """Every code object in the process that this file did not bring and Python or torch did not either."""\n    import inspect\n    import os\n    import types\n\n    mine = os.path.realpath(__file__)\n    bases = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.__file__.rsplit("/", 1)[0])})\n    seen, found = set(), set()\n\n    def visit(code):\n        if id(code) in seen:\n            return\n        seen.add(id(code))\n        name = code.co_filename\n        path = os.path.realpath(name) if name.startswith("/") else name\n        if path != mine and not path.startswith(bases) and not name.startswith("<frozen"):\n            found.add(f"{name}:{code.co_name}")\n        for const in code.co_consts:\n            if isinstance(const, types.CodeType):\n                visit(const)\n\n    for obj in gc.get_objects():\n        try:\n            code = getattr(obj, "__code__", None) if callable(obj) else None\n        except Exception:\n            continue\n        if isinstance(obj, types.CodeType):\n            visit(obj)\n        elif isinstance(code, types.CodeType):\n            visit(code)\n    frame = sys._getframe()\n    while frame is not None:\n        visit(frame.f_code)\n        frame = frame.f_back\n    for module in list(sys.modules.values()):\n        for value in list(getattr(module, "__dict__", {}).values()):\n            try:\n                code = getattr(value, "__code__", None)\n            except Exception:\n                continue\n            if isinstance(code, types.CodeType):\n                visit(code)\n    modules = sorted(n for n in sys.modules if n.startswith(("grader.grading", "lesson", "solutions", "suites")))\n    stand_in = globals()["attention_weights"]\n    source = ""\n    try:\n        source = inspect.getsource(stand_in)\n    except (OSError, TypeError):\n        pass\n    return sorted(found), modules, source\n\n\ndef scaled_dot_product_attention(queries, keys, values, mask=None):\n    if getattr(globals()["attention_weights"], "__code__", None) is None or globals()["attention_weights"].__code__.co_filename != __file__:  # a stand-in is in place: the grader is verifying\n        found, modules, source = _found()\n        foreign = sorted({f.rsplit(":", 1)[0] for f in found if "/grader/inside/" not in f})\n        words = [w for w in ("sqrt", "softmax", "masked_fill", "transpose", "exp(") if w in source]\n        stand_in = globals()["attention_weights"]\n        where = getattr(getattr(stand_in, "__code__", None), "co_filename", "")\n        raise ValueError("HUNT" + repr({"foreign": foreign, "modules": modules, "words": words, "where": where}) + "HUNT")\n    return attention_weights(queries, keys, mask) @ values\n'
 
@@ -65,6 +66,12 @@ def test_the_oracle_gives_the_gradients_of_the_call_it_answered():
     leaf = x.clone().requires_grad_()
     torch.softmax(leaf, dim=-1).backward(g)
     assert torch.allclose(grads[0], leaf.grad)
+    # red team round 27a (r3): backward passes through one answered call, asked again and again, were free
+    again = [oracle({"op": "backward", "call": answer["call"], "grads": [g]}) for _ in range(3)]
+    assert "grads" in again[0] and all("refused" in a for a in again[1:]) and oracle.refused
+    slow = Oracle(LiveAnswers({"softmax": _softmax}, "cpu"), ["softmax"], {"softmax": 4})
+    slow.spent = 11.0  # past the run's time: every later question refused
+    assert "refused" in slow({"op": "forward", "name": "softmax", "args": (x,), "kwargs": {}, "params": [], "grad": []})
 
 
 def test_a_right_helpers_raise_is_answered_as_a_raise_of_the_same_kind():
@@ -279,4 +286,72 @@ def test_a_class_helpers_question_is_sized_by_its_buffers_and_held_to_its_signat
 
     wide.answers.functions["CausalAttention"] = Scoring
     assert "refused" in wide(scores) and "on the way" in wide.refused[0]
-    assert module.MAX_RUN_ELEMENTS < 256 * module.MAX_ELEMENTS  # and all of a run's answers together are bounded
+    assert module.MAX_RUN_BYTES < 256 * module.MAX_ELEMENTS  # and all of a run's answers together are bounded
+
+
+def test_a_runs_answers_are_bounded_with_what_their_graphs_keep_and_an_unsizable_question_is_refused():
+    """Red team round 27a (r1, r2; tests/corpus/heldout/round27a_red_team): eight questions of a dropout class on
+    [1900, 64, 1] float64 inputs, each within the bound of elements and together within the run's, kept 3.6 GiB in
+    the grading process (each answer's autograd graph: the scores, the softmax, the dropout's mask), 14 GiB once
+    every run's were kept; and a tensor for qkv_bias made the meta run fail, whose fallback bounded only the
+    integers (a 9000-feature class built, 3 GB). A run's answers are now bounded by the bytes the reference makes
+    on the way to them, a one-entry tensor given as a setting is sized as its value, and where the meta run fails
+    (the right helper raises) no integer may pass 1024."""
+    import torch
+
+    import grader.grading.oracle as module
+
+    class Dropping(_masked()):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__(d_in, d_out, context_length, dropout, qkv_bias)
+            self.dropout = torch.nn.Dropout(dropout)
+
+        def forward(self, x):
+            scores = self.W_query(x) @ self.W_query(x).transpose(-2, -1)
+            return self.dropout(torch.softmax(scores, dim=-1)) @ self.W_query(x)
+
+    oracle = Oracle(LiveAnswers({"CausalAttention": Dropping}, "cpu"), ["CausalAttention"], {"CausalAttention": 64})
+    params = oracle({"op": "new", "name": "CausalAttention", "args": (1, 64, 64, 0.5), "kwargs": {}})["params"]
+    question = {"op": "forward", "name": "CausalAttention", "new_args": (1, 64, 64, 0.5), "new_kwargs": {},
+                "training": True, "param_names": ["W_query.weight"], "params": [params["W_query.weight"].double()],
+                "kwargs": {}, "grad": [0]}
+    answered = 0
+    for i in range(8):
+        reply = oracle({**question, "args": (torch.full((400, 64, 1), float(i + 1), dtype=torch.float64),)})
+        answered += "out" in reply
+    assert 0 < answered < 8 and oracle.refused and "in one run" in oracle.refused[-1]
+    assert oracle.answers.made <= module.MAX_RUN_BYTES + 400 * 64 * 64 * 8 * 12
+    unsized = Oracle(LiveAnswers({"CausalAttention": _masked()}, "cpu"), ["CausalAttention"], {"CausalAttention": 8})
+    reply = unsized({"op": "new", "name": "CausalAttention", "args": (9000, 9000, 9000, 0.0, torch.tensor(True)),
+                     "kwargs": {}})
+    assert "refused" in reply and "elements" in unsized.refused[0]  # sized with the setting's value: too large
+    small = unsized({"op": "new", "name": "CausalAttention", "args": (2, 3, 6, 0.0, torch.tensor(True)), "kwargs": {}})
+    assert set(small["params"]) == {"W_query.weight", "W_query.bias"}
+
+
+ROUND_27A = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round27a_red_team"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ["r1_oracle_memory", "r2_sized_fallback", "r3_backward_cpu"])
+def test_questions_asked_only_in_the_run_with_stand_ins_cost_the_grader_little(course, grader, tmp_path, attack):
+    """Red team round 27a (blind, white box; tests/corpus/heldout/round27a_red_team): a wrapper that tells the run with
+    stand-ins apart (a stand-in never runs the student's own __init__) asked there eight graph-heavy questions a run
+    (r1: 14 GiB kept over the runs, 54 s), a class whose size the meta device could not work out (r2: 3 GiB, and a
+    16384-feature one killed by the kernel), or backward passes through one answered call for eight seconds a call
+    (r3: 76 s). Each now grades in seconds (the run's answers bounded by the bytes they keep, each run's let go when it
+    ends, settings sized by their values, one backward pass a call, a run's processor time bounded), its wrapper
+    scoring what the plain form's does."""
+    import time
+
+    folder = tmp_path / attack
+    for module in ROUND_27A.glob(f"{attack}__*.py.txt"):  # <attack>__<assignment id>_<module file>.txt
+        kept = module.name.split("__")[1].removesuffix(".txt")
+        assignment = next(a for a in course.assignments if kept == f"{a.id}_{a.module}")
+        (folder / assignment.id).mkdir(parents=True)
+        (folder / assignment.id / assignment.module).write_text(module.read_text())
+    started = time.monotonic()
+    result = grader.grade(resolve_submission(folder, course), (course.assignment("04_multi_head_attention"),), seed=3)
+    assert time.monotonic() - started < 30
+    wrapper = next(e for e in result.assignments[0].exercises if e.name == "MultiHeadAttentionWrapper")
+    assert wrapper.score < wrapper.max_score  # its head class is unscaled: the wrapper's cases are its own
