@@ -233,8 +233,8 @@ def _mode_classes() -> tuple:
                 if known is None or known[0] is not func:  # kept: its id is never reused
                     known = operators[id(func)] = (func, *_operator_facts(func), getattr(func, "_op", func))
                 _, name, rule, run = known  # run: the operator itself, without OpOverload.__call__'s frame
-                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown):
-                    tracer.refuse(name, unknown=rule is _unknown)
+                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown and _any_tensor(args)):
+                    tracer.refuse(name, unknown=rule is _unknown)  # (one of no tensor, promote_types, computes none)
                 tracer.count += 1
                 names = tracer.names
                 names[name] = names.get(name, 0) + 1
@@ -316,6 +316,14 @@ def _mode_classes() -> tuple:
     Tensor = torch.Tensor
     _MODES = (Functions, uncompiled(Operators))
     return _MODES
+
+
+def _any_tensor(args) -> bool:
+    """Whether ``args`` hold a tensor, or a list or tuple of them holds one."""
+    import torch
+
+    return any(isinstance(a, torch.Tensor) or isinstance(a, (list, tuple)) and any(isinstance(i, torch.Tensor) for i in a)
+               for a in args)
 
 
 def uncompiled(mode_class):
