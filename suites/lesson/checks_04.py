@@ -483,11 +483,46 @@ def heads_root_cause(grade, pair, x, seed):
         if not all(isinstance(t, torch.Tensor) and t.shape == theirs[0].shape for t in theirs) \
                 or sum(t.numel() for t in theirs) > right.numel() * max(x.shape[1], argument(pair, "context_length")):
             return None  # (a mask used whole broadcasts a call of one token to the context's length, no more)
-        return of_03(mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
-                                    right, lambda h: h, [(m, f"your CausalAttention gives {what}",
-                                                          lambda make=make: make(xc, seed))
-                                                         for m, what, make in wrapper_mistakes(pair)]), failure)
+        return given_their_causal_mask(grade, pair, failure, out, xc, torch.cat(theirs, dim=-1)) or \
+            of_03(mistaken.blame(grade, failure, out, "CausalAttention (assignment 03)", torch.cat(theirs, dim=-1),
+                                 right, lambda h: h, [(m, f"your CausalAttention gives {what}",
+                                                       lambda make=make: make(xc, seed))
+                                                      for m, what, make in wrapper_mistakes(pair)]), failure)
     return blame
+
+
+def given_their_causal_mask(grade, pair, failure, out, x, heads):
+    """The wrapper's failure blamed on the student's causal_mask (assignment 03), where the student's
+    CausalAttention, head by head (``heads``), is the right class given the mask that causal_mask makes for its
+    context: the mistake is the function's, which 03 charges, not the class's, whose own checks are all right given
+    it (a wrapper beside a causal_mask hiding the diagonal lost 12.5 of 15 as "a mistake CausalAttention's own
+    checks do not find", the chain's own mistake charged twice). Verified, as any function helper's blame, by the run
+    with a right causal_mask in place of theirs; None where that mask does not explain the heads."""
+    from lesson.checks_03 import causal_masks, mask_mistakes
+
+    context, tokens = argument(pair, "context_length"), x.shape[1]
+    try:
+        mask = diagnose.their(pair.grade.sibling("03_causal_attention"), "causal_mask", context)
+    except (StudentFault, CheckFailed, KeyError, UsageError):
+        return None
+    masks = causal_masks(context)
+    if not isinstance(mask, torch.Tensor) or mask.shape != (context, context) or mask.dtype != torch.bool \
+            or torch.equal(mask, masks["future"]):
+        return None
+
+    def given(rows):  # the wrapper done right with a causal mask ([context, context]); a row whose keys the mask
+        return lambda hidden: wrapper_variant(pair, x, hidden=hidden[:tokens, :tokens], rows=rows)  # hides all: rows
+
+    with torch.no_grad():  # (zeros, as the course asks, or NaN, as torch.softmax gives and a class may leave)
+        wrapper_given = next((given(rows) for rows in ("zero", "nan") if diagnose.matches(grade, heads, given(rows)(mask))),
+                             None)
+    if wrapper_given is None:
+        return None  # the class's heads are not what the student's mask explains: the class's own
+    found = mistaken.blame(grade, failure, out, "causal_mask", mask, masks["future"], wrapper_given,
+                           mask_mistakes(lambda name: masks[name] if name else masks["future"]))
+    if isinstance(found, RightGivenHelper) and found.unverified is None:
+        found.unverified = failure  # kept once the run with a right causal_mask confirms it
+    return found
 
 
 def head_weights(pair, head: int) -> dict:

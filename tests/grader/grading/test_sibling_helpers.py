@@ -339,3 +339,79 @@ def test_round_26e_a_helper_wrong_only_where_its_own_checks_never_run_is_charged
     wrapper = next(e for a in result.assignments for e in a.exercises if e.name == WRAPPER)
     assert wrapper.score < wrapper.max_score, wrapper.feedback
     assert "right, given your CausalAttention" not in wrapper.feedback, wrapper.feedback
+
+
+def test_an_unnamed_mistake_of_a_helper_that_lost_nothing_is_the_exercises_own():
+    """Red team round 27a (a2, a3): a helper passing all of its own checks, one of them kept right given a helper of
+    its own (a causal_mask slip at one size; an attention_weights slip on non-contiguous queries), counted as "not
+    clean", so an unnamed slip of its own, made only where its checks never look, kept every case of what uses it
+    (198.57 against 183.57; 99.2 against 49.2). A forgiven check charges the mistake its own helper explains; an
+    unnamed mistake of the helper's own needs the helper to have lost points, in one assignment and across two."""
+    from grader.grading.grader import charged_across, charged_once
+    from grader.results import AssignmentResult, CheckOutcome, ExerciseResult
+
+    def kept_by(helper, named=""):
+        return CheckOutcome("case", 1.0, "passed", f"right, given your {helper}, which this uses; but your {helper} is "
+                            "wrong", forgiven_by=helper, forgiven_for=named)
+
+    forgiven = CheckOutcome("its_own", 1.0, "passed", "right, given your attention_weights", forgiven_by="attention_weights")
+    sdpa = ExerciseResult("scaled_dot_product_attention", 15.0, [forgiven])
+    weights = ExerciseResult("attention_weights", 20.0, [CheckOutcome("w", 1.0, "failed", "")])
+    for named, kept in (("", 0.0), ("mask-inverted", 15.0)):
+        v2 = ExerciseResult("SelfAttention_v2", 15.0, [kept_by("scaled_dot_product_attention", named)])
+        assert charged_once([weights, sdpa, v2])[2].score == kept, named
+    causal = ExerciseResult(CAUSAL, 35.0, [CheckOutcome("c", 1.0, "passed", "right, given your causal_mask",
+                                                        forgiven_by="causal_mask")])
+    mask = ExerciseResult("causal_mask", 10.0, [CheckOutcome("m", 1.0, "failed", "")])
+    third = AssignmentResult(THIRD, "03", [mask, causal])
+    fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [kept_by(CAUSAL)])])
+    wrapper = charged_across([third, fourth])[1].exercises[0]
+    assert wrapper.score == 0.0 and "passes all of its own checks" in wrapper.feedback
+    fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [kept_by("causal_mask")])])
+    assert charged_across([third, fourth])[1].exercises[0].score == 15.0  # the chain's own helper, which lost points
+
+
+ROUND_27A = ROOT / "tests" / "corpus" / "heldout" / "round27a_red_team"
+
+
+def _round_27a(tmp_path, case: str, course) -> Path:
+    folder = tmp_path / case / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    for module in ROUND_27A.glob(f"{case}__*.py.txt"):
+        kept = module.name.split("__")[1].removesuffix(".txt")
+        assignment = next(a for a in course.assignments if kept == f"{a.id}_{a.module}")
+        (folder / assignment.id / assignment.module).write_text(module.read_text())
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, plain, assignments", [
+    ("a2_forgiven_not_clean", "a2_plain_wrapper_own", (THIRD, FOURTH)),
+    ("a3_02_forgiven_not_clean", "a3_plain_classes_own", ("02_self_attention",))])
+def test_round_27a_a_helper_not_clean_only_through_its_own_helper_keeps_nothing_of_an_unnamed_slip(
+        grader, course, tmp_path, case, plain, assignments):
+    """Round 27a, graded: each attack scores no more than its plain form (the slip made by the exercise itself)."""
+    scores = {}
+    for form in (case, plain):
+        graded = _graded(grader, course, _round_27a(tmp_path, form, course), assignments, None)
+        scores[form] = round(sum(e.score for e in graded.values()), 2)
+    assert scores[case] <= scores[plain], scores
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("diagonal", [0, 2])
+def test_a_right_wrapper_beside_a_wrong_causal_mask_is_right_given_that_mask(grader, course, tmp_path, diagonal):
+    """A right 03 class and a right wrapper beside a causal_mask that hides the diagonal (diagonal=0, named) or lets a
+    token see the next one (diagonal=2, no id): the class's checks are kept right given causal_mask, and the wrapper,
+    whose heads are that class, lost 12.5 of 15 where the blame named the class's mistake (mask-hides-diagonal,
+    which the class's own checks, all kept, do not name). The wrapper's case is now blamed on causal_mask itself when
+    the heads are the right class given the student's mask, verified with a right causal_mask: the mistake costs
+    once, in causal_mask."""
+    text = (ROOT / "solutions" / THIRD / "causal_attention.py").read_text()
+    wrong = text.replace("torch.triu(ones, diagonal=1)", f"torch.triu(ones, diagonal={diagonal})", 1)
+    assert wrong != text
+    graded = _graded(grader, course, _submission(tmp_path, f"d{diagonal}", {THIRD: wrong}), (THIRD, FOURTH), None)
+    assert graded["causal_mask"].score < graded["causal_mask"].max_score
+    for name in (CAUSAL, WRAPPER):
+        assert graded[name].score == graded[name].max_score, graded[name].feedback
+        assert "right, given your causal_mask" in graded[name].feedback, graded[name].feedback
