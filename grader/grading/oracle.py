@@ -171,7 +171,10 @@ def _sized(name: str, target, question: dict) -> int:
     if size > bound:
         raise Unanswerable(f"a call of {name} whose answer, or what the reference makes on the way to it, holds "
                            f"{size:,} elements (a right exercise asks for at most {bound:,})")
-    return widest.total + sum(t.numel() * t.element_size() for t in made)
+    # kept until the run ends where a gradient may be asked through it: the answer and its graph (at most everything
+    # made on the way); else nothing (computed, sent, let go)
+    graph = question.get("op") == "new" or bool(question.get("grad")) or bool(question.get("params"))
+    return widest.total + sum(t.numel() * t.element_size() for t in made) if graph else 0
 
 
 class _Widest:
@@ -335,13 +338,15 @@ class LiveAnswers:
         if self.record is not None:
             entry = {"q": on_device(question, "cpu", copy=True), "a": on_device(answer, "cpu", copy=True), "back": []}
             self.record.append(entry)
+        if not wanted:  # no gradient can be asked through it: nothing of it is kept for the run (a 06 memory case's
+            out = None  # sixteen cached calls of [32, 8, 256, 16] keys, answered and let go)
         return answer, (out, [slots[i] for i in wanted], wanted, len(slots), entry)
 
     def backward(self, handle, grads: list) -> list:
         import torch
 
         out, leaves, wanted, count, entry = handle
-        outs = [o for o in flatten(out) if hasattr(o, "requires_grad")]
+        outs = [o for o in flatten(out) if hasattr(o, "requires_grad")] if out is not None else []
         pairs = [(o, g.to(o.device, o.dtype)) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
         found = [None] * count
         if pairs and leaves:
