@@ -387,17 +387,14 @@ def charged_once(exercises: list) -> list:
     its own checks leaves the case to the exercise that made it. Where the helper's call on that case
     has plain arguments (``forgiven_call``), the helper's own exercise must have graded that very call
     and found it wrong: a call outside what its exercise checks is the caller's."""
-    # a helper that passed every check on its own (none kept only as right given a helper of its own)
-    clean = {e.name for e in exercises if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     passed = {e.name for e in exercises if e.status == "passed"}  # kept right given helpers of their own or not
     # the plain calls each exercise's own checks graded and found wrong
     wrong = {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
     for exercise in exercises:
         for index, check in enumerate(exercise.checks):
             helper = check.forgiven_by
-            if helper in clean or helper in passed and not check.forgiven_for:
-                # (a mistake no id names, in a helper that lost nothing: a check of its own kept right given a
-                # helper of its own charges the mistake that helper explains, not this one; red team round 27a)
+            if helper in passed:  # (lost nothing: a check of its own kept right given a helper of its own charges
+                # the mistake that helper explains, not this one; red team rounds 27a and 27c, unnamed and named)
                 why = f"your {helper} passes all of its own checks"
             elif helper and check.forgiven_call and helper in wrong and check.forgiven_call not in wrong[helper]:
                 why = f"your {helper} is wrong on {check.forgiven_call}, a call its own exercise does not grade"
@@ -419,13 +416,12 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
     exercise did not name it (round 26e: a class wrong only in a process that had run none of 03's code, with one
     cheap unrelated slip so that it was not clean), and where the helper's assignment is not graded here (round
     26e: the same class week by week, 03 graded clean and 04 kept given it): a mistake no run charges costs the
-    exercise that shows it; and where the blame named no id and the helper lost nothing, a check of its own kept
-    only as right given a helper of its own (round 27a: a causal_mask slip at one size, which a 03 class's own check
-    was kept given, made the class "not clean" beside an unnamed slip of its own). ``assignment_of``: each
+    exercise that shows it; a check of the helper's own kept only as right given a helper of its own charges that
+    helper's mistake, not this one (round 27a: a causal_mask slip at one size, which a 03 class's own check was kept
+    given, made the class "not clean" beside a slip of its own). ``assignment_of``: each
     exercise's assignment in the course (a helper of the same assignment, graded or not in this run, is
     charged_once's)."""
     exercises = {e.name: e for a in assignments for e in a.exercises}
-    clean = {name for name, e in exercises.items() if e.status == "passed" and not any(c.forgiven_by for c in e.checks)}
     passed = {name for name, e in exercises.items() if e.status == "passed"}
     for assignment in assignments:
         own = {e.name for e in assignment.exercises}
@@ -437,7 +433,7 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
                 if helper not in exercises:
                     why = (f"your {helper} is not graded with this assignment, so its mistake is charged nowhere in this "
                            f"grading (graded together, it is charged there, once)")
-                elif helper in clean or helper in passed and not check.forgiven_for:  # (as in charged_once)
+                elif helper in passed:  # (as in charged_once)
                     why = f"your {helper} passes all of its own checks"
                 elif check.forgiven_for and check.forgiven_for not in exercises[helper].misconceptions:
                     why = (f"your {helper} gives {check.forgiven_for} here, a mistake its own checks do not find in "

@@ -156,14 +156,20 @@ def _sized(name: str, target, question: dict) -> int:
     largest = max([t.numel() for t in flatten((question.get("args"), question.get("kwargs"), question.get("params")))
                    if isinstance(t, torch.Tensor)] + [0])
     bound = max(MAX_ELEMENTS, GROWTH * largest)
-    try:
-        widest = _Widest.made()
-        with widest:
-            made = [t for t in flatten(_on_meta(target, question)) if isinstance(t, torch.Tensor)]
-    except Exception:  # noqa: BLE001 - the right helper raises (its raise is the answer): small integers only
-        numbers = [v for v in flatten((question.get("args"), question.get("kwargs"), question.get("new_args"),
-                                       question.get("new_kwargs"))) if isinstance(v, int) and not isinstance(v, bool)]
-        if any(abs(v) > MAX_INT for v in numbers):
+    widest = made = None
+    for settings in (False, True):  # its tensors as they are; then a one-entry one as the value it holds
+        try:  # (round 27c: causal_mask(torch.tensor(30000)), whose size only its value gives, built 4.7 GB)
+            widest = _Widest.made()
+            with widest:
+                made = [t for t in flatten(_on_meta(target, question, settings)) if isinstance(t, torch.Tensor)]
+            break
+        except Exception:  # noqa: BLE001 - not on meta; tried again, or below
+            made = None
+    if made is None:  # the right helper raises (its raise is the answer): small numbers only
+        numbers = [v.item() if isinstance(v, torch.Tensor) else v for v in flatten(
+            (question.get("args"), question.get("kwargs"), question.get("new_args"), question.get("new_kwargs")))
+            if isinstance(v, int) and not isinstance(v, bool) or isinstance(v, torch.Tensor) and v.numel() == 1]
+        if any(not isinstance(v, (int, float)) or abs(v) > MAX_INT for v in numbers if not isinstance(v, bool)):
             raise Unanswerable(f"a call of {name} whose size cannot be worked out before it is computed, with "
                                f"sizes past {MAX_INT}") from None
         return MAX_ELEMENTS * 8
@@ -232,20 +238,21 @@ def _called_as_written(name: str, target, question: dict) -> None:
         raise Unanswerable(f"a call of {name} with arguments its signature does not take") from None
 
 
-def _on_meta(target, question: dict) -> list:
+def _on_meta(target, question: dict, settings: bool = False) -> list:
     """What the reference makes to answer ``question``, on torch's meta device (shapes, no memory): a new
     instance's parameters and buffers (a mask of its context's size: red team round 26d built one of 60000
-    tokens); a call's output, and for a class's forward its instance's parameters and buffers too."""
+    tokens); a call's output, and for a class's forward its instance's parameters and buffers too. A one-entry
+    tensor among a class's settings, or (``settings``) among a call's arguments, is the value it holds there
+    (qkv_bias=torch.tensor(True); a size given as a tensor)."""
     import torch
 
-    def settings(values):  # a one-entry tensor given as a setting (qkv_bias=torch.tensor(True)) is its value there:
+    def valued(values):  # a one-entry tensor as its value, which a meta tensor, whose truth is unknown, cannot give
         return mapped(lambda v: v.item() if isinstance(v, torch.Tensor) and v.numel() == 1 else v, values)
 
-    made_with = settings((question.get("new_args", ()), question.get("new_kwargs", {})))  # (a class's, to call it)
-    args, kwargs = on_device(settings((question.get("args", ()), question.get("kwargs", {})))
-                             if question.get("op") == "new" else (question.get("args", ()), question.get("kwargs", {})),
-                             "meta")
-    with torch.device("meta"), torch.no_grad():  # (which a meta tensor, whose truth is unknown, could not be: round 27a)
+    made_with = valued((question.get("new_args", ()), question.get("new_kwargs", {})))  # (a class's, to call it)
+    called = (question.get("args", ()), question.get("kwargs", {}))
+    args, kwargs = on_device(valued(called) if question.get("op") == "new" or settings else called, "meta")
+    with torch.device("meta"), torch.no_grad():
         if question.get("op") == "new":
             instance = target(*args, **kwargs)
             return [*instance.parameters(), *instance.buffers()]

@@ -328,6 +328,14 @@ def test_a_runs_answers_are_bounded_with_what_their_graphs_keep_and_an_unsizable
     small = unsized({"op": "new", "name": "CausalAttention", "args": (2, 3, 6, 0.0, torch.tensor(True)), "kwargs": {}})
     assert set(small["params"]) == {"W_query.weight", "W_query.bias"}
 
+    def causal_mask(n, device=None):  # round 27c (r2): a size given as a tensor, causal_mask(torch.tensor(30000))
+        return torch.triu(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=1)
+
+    masks = Oracle(LiveAnswers({"causal_mask": causal_mask}, "cpu"), ["causal_mask"], {"causal_mask": 8})
+    call = {"op": "forward", "name": "causal_mask", "kwargs": {}, "params": [], "grad": []}
+    assert "refused" in masks({**call, "args": (torch.tensor(30000),)}) and "900,000,000" in masks.refused[0]
+    assert masks({**call, "args": (torch.tensor(6),)})["out"].shape == (6, 6)
+
 
 ROUND_27A = Path(__file__).resolve().parents[2] / "corpus" / "heldout" / "round27a_red_team"
 

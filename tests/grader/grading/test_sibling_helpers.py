@@ -341,12 +341,13 @@ def test_round_26e_a_helper_wrong_only_where_its_own_checks_never_run_is_charged
     assert "right, given your CausalAttention" not in wrapper.feedback, wrapper.feedback
 
 
-def test_an_unnamed_mistake_of_a_helper_that_lost_nothing_is_the_exercises_own():
+def test_a_mistake_of_a_helper_that_lost_nothing_is_the_exercises_own():
     """Red team round 27a (a2, a3): a helper passing all of its own checks, one of them kept right given a helper of
     its own (a causal_mask slip at one size; an attention_weights slip on non-contiguous queries), counted as "not
     clean", so an unnamed slip of its own, made only where its checks never look, kept every case of what uses it
-    (198.57 against 183.57; 99.2 against 49.2). A forgiven check charges the mistake its own helper explains; an
-    unnamed mistake of the helper's own needs the helper to have lost points, in one assignment and across two."""
+    (198.57 against 183.57; 99.2 against 49.2); round 27c (a4) did the same with a named slip (99.2 against 86.34). A
+    forgiven check charges the mistake its own helper explains; a mistake of the helper's own needs the helper to
+    have lost points, in one assignment and across two."""
     from grader.grading.grader import charged_across, charged_once
     from grader.results import AssignmentResult, CheckOutcome, ExerciseResult
 
@@ -357,9 +358,11 @@ def test_an_unnamed_mistake_of_a_helper_that_lost_nothing_is_the_exercises_own()
     forgiven = CheckOutcome("its_own", 1.0, "passed", "right, given your attention_weights", forgiven_by="attention_weights")
     sdpa = ExerciseResult("scaled_dot_product_attention", 15.0, [forgiven])
     weights = ExerciseResult("attention_weights", 20.0, [CheckOutcome("w", 1.0, "failed", "")])
-    for named, kept in (("", 0.0), ("mask-inverted", 15.0)):
+    for named in ("", "missing-scale"):  # round 27c (a4): a named slip of SDPA's own, made where its checks never look
         v2 = ExerciseResult("SelfAttention_v2", 15.0, [kept_by("scaled_dot_product_attention", named)])
-        assert charged_once([weights, sdpa, v2])[2].score == kept, named
+        assert charged_once([weights, sdpa, v2])[2].score == 0.0, named
+    v2 = ExerciseResult("SelfAttention_v2", 15.0, [kept_by("attention_weights", "mask-inverted")])
+    assert charged_once([weights, sdpa, v2])[2].score == 15.0  # the helper that lost points
     causal = ExerciseResult(CAUSAL, 35.0, [CheckOutcome("c", 1.0, "passed", "right, given your causal_mask",
                                                         forgiven_by="causal_mask")])
     mask = ExerciseResult("causal_mask", 10.0, [CheckOutcome("m", 1.0, "failed", "")])
