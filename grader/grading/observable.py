@@ -252,9 +252,9 @@ MODULE_NAMES = frozenset({"__name__", "__file__", "__doc__", "__spec__", "__load
                           "__path__", "__dict__", "__qualname__", "__class__", "__annotations__"})
 
 
-def _own_nodes(function):
-    """The nodes of ``function``'s body, not those of the functions, lambdas and classes defined in it."""
-    stack = list(function.body)
+def _own_nodes(body):
+    """The nodes of the statements ``body``, not those of the functions, lambdas and classes defined in them."""
+    stack = list(body)
     while stack:
         node = stack.pop()
         yield node
@@ -263,13 +263,14 @@ def _own_nodes(function):
 
 
 def _finalised(function):
-    """The first try or with statement of a generator function (one that yields), or None: a generator let go
-    before it ends runs its ``finally``, ``except`` and ``with`` exits then (red team round 27b: a generator kept
-    on a tensor the watching held ran the library softmax when the watching let it go)."""
-    nodes = list(_own_nodes(function))
-    if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in nodes):
-        return None
-    return next((n for n in nodes if isinstance(n, (ast.Try, ast.TryStar, ast.With, ast.AsyncWith))), None)
+    """A try or with statement of a generator function that holds one of its yields, or None: a generator let go
+    while it waits at such a yield runs that statement's ``finally``, ``except`` and ``with`` exit then, whenever
+    that is (red team round 27b: a generator kept on a tensor the watching held ran the library softmax when the
+    watching let it go). A try or with block around no yield runs only while the generator runs (session 19's hunt:
+    honest generators with a try block lost their file's watched checks)."""
+    guarded = (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)
+    return next((n for n in _own_nodes(function.body) if isinstance(n, guarded)
+                 and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in _own_nodes([n]))), None)
 
 
 def _bindable(node, name: str) -> None:
@@ -641,8 +642,8 @@ class _Reader:
                 raise _Found(node, f"a method named {node.name}, which torch's own code may call where the grader "
                                    "cannot watch it")
             if (guarded := _finalised(node)) is not None:
-                raise _Found(guarded, f"a generator ({node.name}) with a try or with block, whose code runs whenever "
-                                      "the generator is let go, where the grader may not watch it")
+                raise _Found(guarded, f"a generator ({node.name}) with a try or with block around a yield, whose code "
+                                      "runs whenever the generator is let go, where the grader may not watch it")
         elif isinstance(node, ast.ClassDef) and id(node) in self.used_classes:
             self._class(node)
         elif isinstance(node, ast.Call) and (looked_up := _format_looks_up(node)):

@@ -569,10 +569,14 @@ def test_a_private_class_attribute_of_the_files_own_class_is_read_on_self(tmp_pa
 def test_a_generator_whose_code_runs_when_it_is_let_go_is_not_observed(tmp_path):
     """Red team round 27b (a2, a3, a5): a started generator's ``finally`` runs whenever the generator is let go,
     which its author can arrange for after a watched call (a generator kept on a tensor that outlives the call).
-    A generator function with a try or with block leaves the file unobserved; generators and generator
-    expressions without one (nothing of theirs runs when they are let go) are observed as before."""
+    A generator function with a try or with block around a yield leaves the file unobserved; generators and
+    generator expressions without one (nothing of theirs runs when they are let go) are observed as before."""
     assert reading(tmp_path, """
         def rows(x):
+            try:  # (a try block around no yield runs only while the generator runs)
+                x = x.double()
+            finally:
+                pass
             for row in x:
                 yield row.exp()
         def softmax(x, dim=-1):

@@ -402,18 +402,20 @@ def test_round_27a_a_helper_not_clean_only_through_its_own_helper_keeps_nothing_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("diagonal", [0, 2])
+@pytest.mark.parametrize("diagonal", [0, 2, "1).float(", "1).long("])
 def test_a_right_wrapper_beside_a_wrong_causal_mask_is_right_given_that_mask(grader, course, tmp_path, diagonal):
     """A right 03 class and a right wrapper beside a causal_mask that hides the diagonal (diagonal=0, named) or lets a
     token see the next one (diagonal=2, no id): the class's checks are kept right given causal_mask, and the wrapper,
     whose heads are that class, lost 12.5 of 15 where the blame named the class's mistake (mask-hides-diagonal,
     which the class's own checks, all kept, do not name). The wrapper's case is now blamed on causal_mask itself when
     the heads are the right class given the student's mask, verified with a right causal_mask: the mistake costs
-    once, in causal_mask."""
+    once, in causal_mask. A mask of another kind (float, int64: session 19's hunt), on which the class raises, is
+    blamed on causal_mask too, the run with a right one deciding."""
     text = (ROOT / "solutions" / THIRD / "causal_attention.py").read_text()
     wrong = text.replace("torch.triu(ones, diagonal=1)", f"torch.triu(ones, diagonal={diagonal})", 1)
     assert wrong != text
-    graded = _graded(grader, course, _submission(tmp_path, f"d{diagonal}", {THIRD: wrong}), (THIRD, FOURTH), None)
+    graded = _graded(grader, course, _submission(tmp_path, "d" + re.sub(r"\W", "", str(diagonal)), {THIRD: wrong}),
+                     (THIRD, FOURTH), None)
     assert graded["causal_mask"].score < graded["causal_mask"].max_score
     for name in (CAUSAL, WRAPPER):
         assert graded[name].score == graded[name].max_score, graded[name].feedback
