@@ -269,8 +269,23 @@ def _finalised(function):
     watching let it go). A try or with block around no yield runs only while the generator runs (session 19's hunt:
     honest generators with a try block lost their file's watched checks)."""
     guarded = (ast.Try, ast.TryStar, ast.With, ast.AsyncWith)
-    return next((n for n in _own_nodes(function.body) if isinstance(n, guarded)
+    return next((n for n in _own_nodes(function.body) if isinstance(n, guarded) and _runs_when_closed(n)
                  and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in _own_nodes([n]))), None)
+
+
+def _runs_when_closed(statement) -> bool:
+    """Whether closing a generator that waits inside ``statement`` runs code: a with block's exit does; a try's
+    ``finally`` does unless it only passes or deletes names (letting go of what they hold runs nothing of the
+    student's: a generator so let go is read by this same rule, a ``__del__`` is refused), and its handlers do where
+    one catches GeneratorExit (bare, BaseException, GeneratorExit)."""
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return True
+    idle = all(isinstance(s, ast.Pass) or isinstance(s, ast.Delete) and all(isinstance(t, ast.Name) for t in s.targets)
+               for s in statement.finalbody)
+    caught = [h.type for h in statement.handlers]
+    names = [n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+             for t in caught if t is not None for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    return not idle or None in caught or any(n in ("BaseException", "GeneratorExit", None) for n in names)
 
 
 def _bindable(node, name: str) -> None:

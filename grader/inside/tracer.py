@@ -233,7 +233,8 @@ def _mode_classes() -> tuple:
                 if known is None or known[0] is not func:  # kept: its id is never reused
                     known = operators[id(func)] = (func, *_operator_facts(func), getattr(func, "_op", func))
                 _, name, rule, run = known  # run: the operator itself, without OpOverload.__call__'s frame
-                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown and _any_tensor(args)):
+                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown and _any_tensor(args)
+                                               and not _inference(args, tracer)):
                     tracer.refuse(name, unknown=rule is _unknown)  # (one of no tensor, promote_types, computes none)
                 tracer.count += 1
                 names = tracer.names
@@ -316,6 +317,17 @@ def _mode_classes() -> tuple:
     Tensor = torch.Tensor
     _MODES = (Functions, uncompiled(Operators))
     return _MODES
+
+
+def _inference(args, tracer) -> bool:
+    """Whether the call is refused as work the tracer did not see whole already, or an operand is an inference
+    tensor, which reaches the dispatcher whole (cross_entropy as one operator): that says why better than the
+    operator's name."""
+    import torch
+
+    if any(isinstance(a, torch.Tensor) and a.is_inference() for a in args):
+        tracer.elsewhere = tracer.elsewhere or INFERENCE_TENSORS
+    return tracer.elsewhere is not None  # (refused as work seen elsewhere already: an inference tensor's result)
 
 
 def _any_tensor(args) -> bool:

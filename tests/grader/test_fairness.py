@@ -64,13 +64,16 @@ def test_a_case_forgiven_for_a_helper_that_passes_its_own_checks_is_charged_wher
     user = ExerciseResult("GroupedQueryAttention", 15, [forgiven])
     charged_once([failing_helper, user])
     assert user.score == 15
-    # a chain: the helper passes only as right given its own faulty helper, which was charged
+    # a chain: the helper passes only as right given its own faulty helper, which was charged; a case kept given the
+    # middle helper is the exercise's own (red team rounds 27a and 27c: the middle helper's own slip, made where its
+    # checks never look, hid behind a check of its kept given its helper); the blames name the chain's first helper
+    # (a copy beside a wrong attention_weights is right given attention_weights: tests/grader/grading)
     middle = ExerciseResult("SelfAttention_v1", 15, [CheckOutcome("v1", 1, "passed", "right, given your attention_weights",
                                                                   forgiven_by="attention_weights")])
     copy = ExerciseResult("copy_v2_weights_into_v1", 15, [CheckOutcome("copy", 1, "passed", "right, given your "
                                                                        "SelfAttention_v1", forgiven_by="SelfAttention_v1")])
     charged_once([ExerciseResult("attention_weights", 20, [CheckOutcome("w", 1, "failed", "wrong")]), middle, copy])
-    assert copy.score == 15 and middle.score == 15
+    assert copy.score == 0 and middle.score == 15
 
 
 def test_a_case_forgiven_on_a_call_the_helpers_exercise_never_graded_is_the_callers():
