@@ -420,6 +420,13 @@ def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes, fi
         found = (None, "it gives a wrong result on this case's inputs" if fits and theirs.shape == right.shape
                  else f"it returns {_described(theirs)} on this case's inputs")
     misconception, detail = found
+    return stand_in_decides(grade, failure, helper, detail, misconception)
+
+
+def stand_in_decides(grade, failure: CheckFailed, helper: str, detail: str, misconception: str | None = None):
+    """:func:`helper_at_fault`, kept only by the run with a right ``helper`` in place of the student's
+    (``by_stand_in_only``): the grader's own computation from the helper's result does not give the student's
+    output, or cannot be made; a student distribution, which cannot have that run, keeps the failure."""
     blamed = helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
     blamed.by_stand_in_only = True
     return blamed
@@ -495,9 +502,7 @@ def wrong_elsewhere(grade, failure: CheckFailed, helper: str, chain: tuple | Non
             detail = f"it gives a wrong result on this case's inputs {where}"
         else:
             continue
-        blamed = helper_at_fault(grade, failure, helper, detail, provisional=True)
-        blamed.by_stand_in_only = True
-        return blamed
+        return stand_in_decides(grade, failure, helper, detail)
     return None
 
 

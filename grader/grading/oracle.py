@@ -156,7 +156,7 @@ def _sized(name: str, target, question: dict) -> int:
     largest = max([t.numel() for t in flatten((question.get("args"), question.get("kwargs"), question.get("params")))
                    if isinstance(t, torch.Tensor)] + [0])
     bound = max(MAX_ELEMENTS, GROWTH * largest)
-    widest = made = None
+    made = None
     for settings in (False, True):  # its tensors as they are; then a one-entry one as the value it holds
         try:  # (round 27c: causal_mask(torch.tensor(30000)), whose size only its value gives, built 4.7 GB)
             widest = _Widest.made()

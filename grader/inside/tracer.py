@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from grader.inside.operators import _at_widest, _complex, _one_entry, _operator_facts, _overlapping, _unknown, op_name
+from grader.inside.operators import (_at_widest, _complex, _one_entry, _operator_facts, _overlapping, _tensors, _unknown,
+                                     op_name)
 
 _getframe = sys._getframe  # taken before any student's code is imported
 _getprofile, _setprofile = sys.getprofile, sys.setprofile
@@ -233,7 +234,8 @@ def _mode_classes() -> tuple:
                 if known is None or known[0] is not func:  # kept: its id is never reused
                     known = operators[id(func)] = (func, *_operator_facts(func), getattr(func, "_op", func))
                 _, name, rule, run = known  # run: the operator itself, without OpOverload.__call__'s frame
-                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown and _any_tensor(args)
+                if tracer.forbidden_names and (name in tracer.forbidden_names or rule is _unknown
+                                               and next(_tensors(args), None) is not None
                                                and not _inference(args, tracer)):
                     tracer.refuse(name, unknown=rule is _unknown)  # (one of no tensor, promote_types, computes none)
                 tracer.count += 1
@@ -328,14 +330,6 @@ def _inference(args, tracer) -> bool:
     if any(isinstance(a, torch.Tensor) and a.is_inference() for a in args):
         tracer.elsewhere = tracer.elsewhere or INFERENCE_TENSORS
     return tracer.elsewhere is not None  # (refused as work seen elsewhere already: an inference tensor's result)
-
-
-def _any_tensor(args) -> bool:
-    """Whether ``args`` hold a tensor, or a list or tuple of them holds one."""
-    import torch
-
-    return any(isinstance(a, torch.Tensor) or isinstance(a, (list, tuple)) and any(isinstance(i, torch.Tensor) for i in a)
-               for a in args)
 
 
 def uncompiled(mode_class):

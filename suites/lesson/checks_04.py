@@ -515,10 +515,9 @@ def given_their_causal_mask(grade, pair, failure, out, x, heads):
         # the grader cannot compose with: only the run with a right causal_mask can tell (hunt of session 19: a
         # right wrapper lost its 15 beside a float causal_mask, its class "passing all of its own checks", each
         # of them kept right given that mask)
-        found = diagnose.helper_at_fault(grade, failure, "causal_mask", f"it returns {str(mask.dtype).replace('torch.', '')} "
-                                         f"{list(mask.shape)} for context_length = {context}", provisional=True)
-        found.by_stand_in_only = True
-        return found
+        return diagnose.stand_in_decides(grade, failure, "causal_mask", f"it returns "
+                                         f"{str(mask.dtype).replace('torch.', '')} {list(mask.shape)} for "
+                                         f"context_length = {context}")
 
     def given(rows):  # the wrapper done right with a causal mask ([context, context]); a row whose keys the mask
         return lambda hidden: wrapper_variant(pair, x, hidden=hidden[:tokens, :tokens], rows=rows)  # hides all: rows
