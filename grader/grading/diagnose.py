@@ -382,7 +382,10 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
         return None
     fits = within(theirs, right)
     if fits and _right(grade, theirs, right):
-        return wrong_elsewhere(grade, failure, helper, chain, also)
+        found = wrong_elsewhere(grade, failure, helper, chain, also)
+        if found is None:  # (04's wrapper given a 03 class's name: "CausalAttention (assignment 03)")
+            getattr(grade, "helpers_right", set()).add(helper.split(" (", 1)[0])
+        return found
     again = None
     if fits:
         with torch.no_grad():

@@ -163,6 +163,22 @@ class _Unsupported:
 
 
 # --- what a suite's test receives --------------------------------------------------------------------
+
+def _a_value_check(method):
+    """Marks the check's Grade where this comparison of the student's output (or gradients) with the right one
+    fails (``value_failed``): a failure a wrong helper of theirs can cause, which grader.grading.chains may run
+    again with a right one, unlike a rule of how the exercise computes, broken in its own frames."""
+    import functools
+
+    @functools.wraps(method)
+    def compared(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (CheckFailed, StudentFault):
+            self.value_failed = True
+            raise
+    return compared
+
 class Grade:
     """The ``grade`` fixture: inputs from this check's seed, the reference, the student, the checks."""
 
@@ -179,6 +195,10 @@ class Grade:
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.verified = 0  # outputs of the student's found right in this check (expect)
         self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
+        # the student's helpers the check's own blame found right on its model of their call: a failure is then
+        # the exercise's, never run again with right versions of them (GradingPlugin._through_helpers)
+        self.helpers_right: set[str] = set()
+        self.value_failed = False  # a comparison of an output or gradient with the right one failed (_a_value_check)
         self.nodeid = nodeid
         self._events = 0
         self._worked = 0  # values worked out by the check itself (worked_out), numbered for the batch's memo
@@ -591,6 +611,7 @@ class Grade:
             if isinstance(explained, RightGivenHelper) and explained.unverified is not None:
                 raise explained from None  # only the run with a right helper can show it right: that run measures
             if isinstance(explained, RightGivenHelper):
+                self.value_failed = False  # (kept: what fails later is no comparison of this one)
                 return
             raise named_wins(explained) if isinstance(explained, CheckFailed) else (explained or failure) from None
 
@@ -754,6 +775,7 @@ class Grade:
             raise
         self.verified += 1  # an output of the student's, right (grader.grading.grader.charged_once counts them)
 
+    @_a_value_check
     def _expect(self, reply: Reply, expected, what: str, slack: float = 0.0):
         import torch
 
@@ -777,6 +799,7 @@ class Grade:
             raise CheckFailed(f"{what}: the output is on {reply.device}, expected {expected.device} "
                               "(outputs stay on the input's device)", ("wrong-device",))
 
+    @_a_value_check
     def _expect_grads(self, reply: Reply, expected, name, slack=None):
         """A gradient for every input the reference has one for, matching it (within the dtype's
         tolerance plus that input's ``slack``): one missing, or a reply with fewer, is a failure."""
@@ -827,6 +850,7 @@ class Grade:
             return plain
         return f"{names[position]} ({plain})" if position < len(names) else plain
 
+    @_a_value_check
     def _expect_param_grads(self, reply: Reply, expected: dict | None, what: str):
         """A gradient for every parameter the reference's has one for, matching it."""
         got = reply.param_grads or {}
@@ -837,6 +861,7 @@ class Grade:
             if problem:
                 raise CheckFailed(f"{what}: {problem}{self.case()}{float32_only(got[n], expected_grad, 'gradient')}")
 
+    @_a_value_check
     def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
         """``actual`` matches ``expected`` within the tolerance of its dtype."""
         problem = difference(actual, expected, self.tolerance(expected), "the output")

@@ -400,7 +400,9 @@ def charged_once(exercises: list) -> list:
                 why = f"your {helper} is wrong on {check.forgiven_call}, a call its own exercise does not grade"
             else:
                 continue
-            exercise.checks[index] = _the_exercises_own(check, why)
+            # kept given another helper too, which lost points (or is another assignment's: charged_across decides)
+            exercise.checks[index] = _given_another(check, lambda h: h not in wrong or h not in passed) or \
+                _the_exercises_own(check, why)
     named = {e.name for e in exercises if e.misconceptions}  # helpers whose mistake the feedback names
     for exercise in exercises:
         _bound_raised_helpers(exercise, named)
@@ -440,8 +442,24 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
                            "it")
                 else:
                     continue
-                exercise.checks[index] = _the_exercises_own(check, why)
+                exercise.checks[index] = _given_another(check, lambda h: h in exercises and h not in passed) or \
+                    _the_exercises_own(check, why)
     return assignments
+
+
+def _given_another(check, lost):
+    """``check`` kept as right given the first of the other helpers it was also found right given, each alone put right
+    (``forgiven_also``: a chain, grader.grading.chains), for which ``lost(helper)``; None where there is none."""
+    import dataclasses
+
+    for index, helper in enumerate(check.forgiven_also):
+        if lost(helper):
+            return dataclasses.replace(
+                check, forgiven_by=helper, forgiven_also=check.forgiven_also[index + 1:], forgiven_call="",
+                forgiven_for="", forgiven_raise=False,
+                message=f"right, given your {helper}, which this uses; but your {helper} is wrong (its own checks "
+                        f"fail): fix the {helper} exercise")
+    return None
 
 
 def _the_exercises_own(check, why: str):

@@ -47,6 +47,7 @@ class RightGivenHelper(Exception):
         self.unverified = unverified
         self.named = ""  # the helper's mistake this case shows, by its id, where the blame named one
         self.by_stand_in_only = False  # the helper does not explain the output: only that run keeps the case
+        self.also: list[str] = []  # other helpers each of which, alone put right, made the case right (verified)
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

@@ -16,6 +16,7 @@ import pytest
 
 from grader.config import Assignment, Course
 from grader.errors import IsolationError
+from grader.grading.chains import ChainRuns
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
 from grader.grading.recorded_outputs import NotReplayable
@@ -459,6 +460,7 @@ class GradingPlugin:
         # where the grader allows it, else None; and what the second process graded, once it has
         self.twins = None
         self.twin: dict | None = None
+        self.chains = ChainRuns(self)  # the runs with a right helper of those an exercise's code calls
 
     def pytest_configure(self, config):
         register_markers(config)
@@ -489,17 +491,29 @@ class GradingPlugin:
         try:
             pyfuncitem.obj(**args)
         except RightGivenHelper as given:
-            self._verify(pyfuncitem, args, given)
+            try:
+                self._verify(pyfuncitem, args, given)
+            except RightGivenHelper as kept:
+                if kept.verified:  # and where the helper is itself right given a helper of its own (a chain)
+                    self.chains.also_given(pyfuncitem, args, kept)
+                raise
+        except (CheckFailed, StudentFault) as failure:
+            self.chains.after_failure(pyfuncitem, args, failure)  # a run with a right helper of those it calls
+            raise
         return True
 
-    def _verify(self, item, args, given: RightGivenHelper, depth: int = 3):
+    def _verify(self, item, args, given: RightGivenHelper, depth: int = 3, alone: bool = False):
         """Runs the check again from its start (same inputs) with the student's faulty helpers replaced, in
         the student's process, by stand-ins that ask the grader for each call's right result
         (grader/grading/oracle.py). Right then: the case keeps its points, verified. Wrong then: the
         exercise's own mistake, which the helper's hid, is the verdict (named as any failure is). A helper
         with no stand-in, or one the exercise does not reach by its name, leaves ``given`` as it was
         (bounded where the helper raised: run.charged_once), or its ``unverified`` verdict where only that
-        run could confirm it; so does a run whose calls a student distribution has no record of, saying so."""
+        run could confirm it; so does a run whose calls a student distribution has no record of, saying so.
+
+        ``alone``: the run stands in for ``given.helper`` only, and only right then, having called it, is the case
+        kept; anything else gives ``given.unverified``, the first run's verdict (grader.grading.chains: a helper
+        the exercise's code calls, which no blame of its check modelled)."""
         helpers, said = [given.helper], [given.message]
         while len(helpers) <= depth:
             if not verifiable(helpers):
@@ -518,6 +532,8 @@ class GradingPlugin:
                 item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
                 item.obj(**{**args, "grade": grade})
             except RightGivenHelper as again:  # another helper of theirs is at fault too
+                if alone and not oracle.unanswered:
+                    raise given.unverified from None
                 if oracle.unanswered and again.helper in helpers:  # a stand-in refused (no record): not the helper
                     raise _not_checked_here(given, oracle, helpers) from None
                 if not again.helper or again.helper in helpers:
@@ -528,6 +544,8 @@ class GradingPlugin:
             except (CheckFailed, StudentFault) as failure:
                 if oracle.unanswered:  # a student distribution without the record of a call it made
                     raise _not_checked_here(given, oracle, helpers) from None
+                if alone:  # the run shows nothing of the helper's: the first run's verdict stands
+                    raise given.unverified from None
                 if oracle.refused:  # what failed was the call no right exercise makes (red team round 25b)
                     raise _called_otherwise(oracle, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
@@ -535,6 +553,8 @@ class GradingPlugin:
                 _restore(grade.student)
                 oracle.calls.clear()  # the run's answers and their graphs, whatever still holds the oracle (a
                 # traceback of this frame: red team round 27a kept every run's until the grading ended, 14 GiB)
+            if alone and (oracle.refused or not oracle.used):  # right without calling it as a right one: nothing shown
+                raise given.unverified
             if oracle.refused:  # the stand-in was asked what no right exercise asks: nothing of its own was shown
                 raise _called_otherwise(oracle, helpers)
             given.verified, given.raised = True, False
@@ -607,7 +627,7 @@ class GradingPlugin:
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
                                  forgiven_call=error.call, forgiven_raise=error.raised,
-                                 forgiven_for=error.named)
+                                 forgiven_for=error.named, forgiven_also=tuple(error.also))
         elif isinstance(error, CheckFailed):
             # a right output whose gradients alone fail keeps the forward's share (issue 46: a right forward
             # with an in-place change that breaks autograd kept 8/40)

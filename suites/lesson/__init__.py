@@ -92,9 +92,10 @@ def every_call(grade, check_one, calls):
 
 # the helper exercises a case kept as "right, given your helper" is verified with (grader.grading.stand_ins):
 # names only; each call's right result comes from the grader's side (the reference, or its recording)
-stand_ins("softmax", "attention_scores", "attention_weights", "scaled_dot_product_attention", "causal_mask",
-          "padding_mask", "split_heads", "merge_heads", "split_qkv", "repeat_kv", "sliding_window_mask",
-          "SelfAttention_v1", "SelfAttention_v2", "CausalAttention")
+stand_ins("attention_scores_for_query", "softmax_naive", "softmax", "attention_scores", "attention_weights",
+          "scaled_dot_product_attention", "causal_mask", "apply_causal_mask", "renormalize_causal_weights",
+          "padding_mask", "causal_padding_mask", "split_heads", "merge_heads", "split_qkv", "compute_rope_params",
+          "apply_rope", "repeat_kv", "sliding_window_mask", "SelfAttention_v1", "SelfAttention_v2", "CausalAttention")
 # the student's own helpers an exercise calls by name: each call counts their share apart (Reply.within)
 uses("simple_self_attention", "attention_scores", "softmax")
 

@@ -1,0 +1,188 @@
+"""Which of the student's own helper exercises an exercise calls, read from its code (issue 44, session 19's
+hunt for false alarms): a check that failed where the exercise uses a helper of the student's that is wrong is
+run again with right versions of those helpers in place (grader.grading.pytest_session.GradingPlugin._verify),
+and that run alone decides. A suite's own blame models one helper of one exercise (03's CausalAttention given
+its causal_mask); an exercise written on another helper of the course's (CausalAttention on the student's
+apply_causal_mask, split_qkv on split_heads, attention_scores_loop on attention_scores_for_query, a
+MultiHeadAttention that imports 03's causal_mask) lost the points of that helper's mistake a second time.
+
+What is read is the submission's files, here in the grading process (as grader.grading.observable reads them),
+never anything the student's process says: a name the exercise's definition writes, directly or through a
+function or class of the file's own that it names. A name is only where a verification may look: the run with
+right helpers decides, checked by the grader as every verification is, and a helper that lost no points keeps
+nothing (grader.grading.grader.charged_once).
+"""
+from __future__ import annotations
+
+import ast
+
+from grader.grading.outcomes import CheckFailed, RightGivenHelper, StudentFault
+from grader.grading.stand_ins import HELPERS
+
+
+def helpers_named(paths, exercise: str, helpers, course_modules=frozenset()) -> tuple[str, ...]:
+    """The names among ``helpers`` (exercises that can be stood in for) that ``exercise``'s definitions in the
+    files ``paths`` (a module, the notebook laid over it) call as the student's own, and those called by the
+    file's own functions and classes it names in turn (helpers' own code included: CausalAttention on
+    apply_causal_mask on causal_mask), nearest first. The student's own: a function or class the files define,
+    one imported by name from a course module (``course_modules``: ``from causal_attention import
+    causal_mask``), or read off such a module (``causal_attention.causal_mask``); never a library's of the same
+    name (``torch.softmax``). Empty where the files cannot be read."""
+    from grader.grading.observable import kept_code
+
+    definitions: dict[str, list[ast.AST]] = {}
+    imported, modules = set(), set()  # names imported from course modules; names the modules are bound to
+    for path in paths:
+        try:
+            tree = ast.parse(kept_code(path)[0])
+        except Exception:  # noqa: BLE001 - what cannot be read names nothing (grader.grading.observable says why)
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                definitions.setdefault(node.name, []).append(node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module in course_modules:
+                imported.update(alias.asname or alias.name for alias in node.names)
+            elif isinstance(node, ast.Import):
+                modules.update(alias.asname or alias.name for alias in node.names if alias.name in course_modules)
+    own = frozenset(helpers) & (frozenset(definitions) | imported) - {exercise}
+    read_off = frozenset(helpers) - {exercise}
+    found, seen, queue = [], {exercise}, [exercise]
+    while queue:
+        name = queue.pop(0)
+        for definition in definitions.get(name, ()):
+            for node in ast.walk(definition):
+                if isinstance(node, ast.Name):
+                    word, ours = node.id, node.id in own
+                elif isinstance(node, ast.Attribute):
+                    word = node.attr
+                    ours = word in read_off and isinstance(node.value, ast.Name) and node.value.id in modules
+                else:
+                    continue
+                if ours and word not in found:
+                    found.append(word)
+                if word in definitions and word not in seen and isinstance(node, ast.Name):
+                    seen.add(word)
+                    queue.append(word)
+    return tuple(found)
+
+
+class ChainRuns:
+    """The runs with a right version of one helper the exercise's code calls (:func:`helpers_named`), for the
+    grading plugin (grader.grading.pytest_session.GradingPlugin): where a check failed, or where its case was kept
+    given a helper that is itself right given one of its own. Each run stands in for one helper alone, and keeps
+    the case only where the exercise, with that helper right and the rest of the student's code as it is, is
+    right: the case is then kept given that helper (``forgiven_by``), or also given it (``also``), and stays kept
+    where one of them lost points (grader.grading.grader.charged_once). Two wrong helpers whose mistakes only
+    together explain a case are not stood in for together: a helper that lost nothing could not then be told
+    from one whose own mistake, made where its checks never look, the case shows (red team round 27a)."""
+
+    def __init__(self, plugin):
+        self.plugin = plugin
+        self.still_wrong: set[tuple[str, str]] = set()  # (assignment, exercise) such runs showed wrong on its own
+
+    def after_failure(self, item, args, failure: Exception) -> None:
+        """Raises the case kept given one of the helpers the exercise calls, where a run with it right is right;
+        returns (the failure stands) where there is none, where the failure is not one a helper can cause
+        (forbidden, not attempted, timed out, not observed), where a check of a rule of how the exercise computes
+        failed on the rule, not on a value (the tracer saw the exercise's own frames break it, a helper's share
+        counted apart: grader.grading.stand_ins.uses; red team round 25b's a2forgive, a loop run only beside its
+        own softmax), on a student distribution (no reference to stand in
+        with), or where such runs already showed this exercise wrong on its own (each costs a worker)."""
+        grade = _grade(item)
+        if grade is None or grade.cascades != "once" or grade.replaying:
+            return
+        if grade.rules_read and not grade.value_failed:  # a rule of how it computes, broken in its own frames
+            return
+        if isinstance(failure, StudentFault) and failure.kind != "error":
+            return
+        if isinstance(failure, CheckFailed) and failure.message.startswith("not observed:"):
+            return
+        assignment, exercise = _exercise_of(item)
+        if (assignment, exercise) in self.still_wrong:
+            return
+        named = [h for h in self._named(assignment, exercise) if h not in grade.helpers_right]
+        kept = self._singles(item, args, grade, failure, self._unless_passed(assignment, named))
+        if kept is None:
+            self.still_wrong.add((assignment, exercise))
+            return
+        raise kept
+
+    def also_given(self, item, args, kept: RightGivenHelper) -> None:
+        """``kept`` (verified right given the student's helper) also given each helper that helper's own code
+        calls (``kept.also``), where a run with that one right, and the student's helper as it is, is right:
+        CausalAttention right given apply_causal_mask keeps its own checks, so a wrapper kept given CausalAttention
+        holds by apply_causal_mask's lost points. Nothing where the helper lost points here already."""
+        grade = _grade(item)
+        helper = kept.helper.split(" (", 1)[0]  # (04's wrapper names "CausalAttention (assignment 03)")
+        assignment, _ = _exercise_of(item)
+        owner = self._assignment_of(helper)
+        if grade is None or owner is None or grade.replaying or (grade.rules_read and not grade.value_failed) or \
+                self._status(assignment).get(helper) is False:
+            return
+        deep = [h for h in self._named(owner, helper) if h != helper]
+        found = self._singles(item, args, grade, kept.unverified or kept, self._unless_passed(assignment, deep),
+                              every=True)
+        item.funcargs["grade"] = grade  # what the outcome reads is the verified run's
+        if found is not None:
+            kept.also = [found.helper, *found.also]
+
+    def _singles(self, item, args, grade, failure, candidates, every: bool = False):
+        """One run for each of ``candidates`` ((helper, whether it lost points here)), each alone; the first kept
+        case, holding in ``also`` the others kept (all of them tried where ``every``, else until one that lost
+        points here), or None. The outcome reads the first run's grade again where none was kept."""
+        from grader.grading.diagnose import stand_in_decides
+
+        kept = None
+        for helper, lost in candidates:
+            given = stand_in_decides(grade, failure, helper, "its own checks fail" if lost else
+                                     "as your code uses it here")
+            try:
+                self.plugin._verify(item, args, given, alone=True)
+            except RightGivenHelper as right:
+                if right is given and right.verified:  # (else the first run's verdict, which may be a kept case)
+                    if kept is None:
+                        kept, verified = right, item.funcargs["grade"]
+                    else:
+                        kept.also.append(helper)
+                    if lost and not every:
+                        break
+            except (CheckFailed, StudentFault):
+                pass
+        item.funcargs["grade"] = grade if kept is None else verified
+        return kept
+
+    def _named(self, assignment: str, exercise: str) -> tuple[str, ...]:
+        session = self.plugin.session
+        return helpers_named(session.files_run(assignment), exercise, HELPERS,
+                             frozenset(a.module_name for a in session.course.assignments))
+
+    def _assignment_of(self, exercise: str) -> str | None:
+        session = self.plugin.session
+        owner = next((a.id for a in session.course.assignments if exercise in a.exercises), None)
+        return owner if owner in session.copy.sources else None
+
+    def _status(self, assignment: str) -> dict[str, bool]:
+        """The exercises of ``assignment`` graded so far in this process, and whether each passed every check so far:
+        the same in every grading of a submission (its checks run in the suites' order, an assignment whole in one
+        process), never another assignment's (graded by the other process, or not yet, as the machine's load
+        decides: grader.grading.twins)."""
+        graded: dict[str, bool] = {}
+        for owner, name, outcome in self.plugin.outcomes:
+            if owner == assignment:
+                graded[name] = graded.get(name, True) and outcome.status == "passed"
+        return graded
+
+    def _unless_passed(self, assignment: str, named) -> list[tuple[str, bool]]:
+        """``named`` but those that passed every check of their own so far (a case kept given one would not hold),
+        those that lost points first: (helper, lost)."""
+        status = self._status(assignment)
+        return [(h, True) for h in named if status.get(h) is False] + [(h, False) for h in named if h not in status]
+
+
+def _grade(item):
+    return (getattr(item, "funcargs", None) or {}).get("grade")
+
+
+def _exercise_of(item) -> tuple[str, str]:
+    return item.get_closest_marker("assignment").args[0], item.get_closest_marker("exercise").args[0]

@@ -1,0 +1,142 @@
+"""An exercise written on another helper exercise of the student's than its checks model (grader/grading/chains.py,
+GradingPlugin._through_helpers in grader/grading/pytest_session.py, charged_once's chains in grader/grading/grader.py):
+session 19's blind hunt for false alarms (tests/corpus/heldout/hunt27_chains), where a right exercise lost the points
+of its helper's mistake a second time, and the rules that keep the run with right helpers the only judge."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.submission import resolve_submission
+
+ROOT = Path(__file__).resolve().parents[3]
+HUNT = ROOT / "tests" / "corpus" / "heldout" / "hunt27_chains"
+MODULES = ("01_attention_basics", "02_self_attention", "03_causal_attention", "04_multi_head_attention",
+           "06_decoding_attention")
+
+# the hunt's variant -> (assignments graded, the helper whose own mistake it is, the exercises right given it)
+CHAINS = {
+    "b03_apply_dropped": (("03_causal_attention", "04_multi_head_attention"), "apply_causal_mask",
+                          ("CausalAttention", "MultiHeadAttentionWrapper")),
+    "b03_renorm_nokeepdim": (("03_causal_attention",), "renormalize_causal_weights", ("CausalAttention",)),
+    "b04_split_notranspose_viasplit_sol": (("04_multi_head_attention",), "split_heads",
+                                           ("split_qkv", "FusedQKVAttention")),
+    "b04_fused_direct_split_notranspose": (("04_multi_head_attention",), "split_heads", ("FusedQKVAttention",)),
+    "b04_mha_import_cm_diag": (("03_causal_attention", "04_multi_head_attention"), "causal_mask",
+                               ("MultiHeadAttention",)),
+    "h01_forquery_selfdot": (("01_attention_basics",), "attention_scores_for_query", ("attention_scores_loop",)),
+    "b02_mutates_natural_sol": (("02_self_attention",), "attention_weights", ("scaled_dot_product_attention",)),
+    "b06_rkv_wrongdim": (("06_decoding_attention",), "repeat_kv", ("GroupedQueryAttention",)),
+}
+
+
+def _submission(tmp_path, variant: str) -> Path:
+    """The solutions with the variant's modules in place of theirs."""
+    folder = tmp_path / variant / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    for kept in HUNT.glob(f"{variant}__*.py.txt"):
+        _, assignment, module = kept.name.removesuffix(".txt").split("__")
+        (folder / assignment / module).write_text(kept.read_text())
+    return folder
+
+
+def _graded(grader, course, folder, assignments):
+    result = grader.grade(resolve_submission(folder, course), tuple(course.assignment(a) for a in assignments), seed=3)
+    return {e.name: e for a in result.assignments for e in a.exercises}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(CHAINS))
+def test_an_exercise_right_given_a_helper_its_checks_do_not_model_keeps_its_points(grader, course, tmp_path, variant):
+    """Session 19's hunt, FA2 to FA8 and FA10: CausalAttention on the student's apply_causal_mask (1.21 of 35) or
+    renormalize_causal_weights (0), split_qkv and FusedQKVAttention on split_heads (4.55 of 10, 5.33 of 20), a
+    MultiHeadAttention importing 03's causal_mask (2.5 of 25), attention_scores_loop on attention_scores_for_query
+    (4.44 of 10), scaled_dot_product_attention on an attention_weights that scales its queries in place (0 of 15),
+    GroupedQueryAttention's memory beside a repeat_kv along the tokens (14 of 15): each is right given the helper,
+    whose mistake its own exercise charges, once."""
+    assignments, helper, users = CHAINS[variant]
+    graded = _graded(grader, course, _submission(tmp_path, variant), assignments)
+    assert graded[helper].score < graded[helper].max_score, graded[helper].feedback
+    for user in users:
+        assert graded[user].score == graded[user].max_score, (user, graded[user].feedback)
+    assert f"right, given your {helper}" in graded[users[0]].feedback, graded[users[0]].feedback
+
+
+@pytest.mark.slow
+def test_an_exercise_wrong_on_its_own_beside_a_wrong_helper_keeps_its_failure(grader, course, tmp_path):
+    """The run with a right helper decides both ways: attention_scores_loop doubling what it stacks, beside the
+    hunt's wrong attention_scores_for_query, is wrong with a right one too; its own failure stands, as the first run
+    showed it (the student's own output), and no case is kept given the helper."""
+    folder = _submission(tmp_path, "h01_forquery_selfdot")
+    module = folder / "01_attention_basics" / "attention_basics.py"
+    text = module.read_text()
+    doubled = text.replace("return torch.stack([attention_scores_for_query(inputs, x_i) for x_i in inputs])",
+                           "return 2 * torch.stack([attention_scores_for_query(inputs, x_i) for x_i in inputs])")
+    assert doubled != text
+    module.write_text(doubled)
+    loop = _graded(grader, course, folder, ("01_attention_basics",))["attention_scores_loop"]
+    assert loop.score < loop.max_score / 2, loop.feedback
+    assert "right, given your" not in loop.feedback and "attention_scores_loop(<" in loop.feedback, loop.feedback
+
+
+def _write(tmp_path, text: str, name: str = "causal_attention.py") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+HELPERS = frozenset({"causal_mask", "apply_causal_mask", "softmax", "split_heads", "CausalAttention"})
+
+
+def test_the_helpers_an_exercise_calls_are_read_from_its_definition_and_its_own_functions(tmp_path):
+    from grader.grading.chains import helpers_named
+
+    path = _write(tmp_path, (
+        "import torch\nfrom multi_head_attention import split_heads as sh\nimport causal_attention as ca\n"
+        "def causal_mask(n):\n    return torch.ones(n, n).triu(1).bool()\n"
+        "def apply_causal_mask(s):\n    return s.masked_fill(causal_mask(s.shape[-1]), float('-inf'))\n"
+        "def _scores(q, k):\n    return apply_causal_mask(q @ k.mT)\n"
+        "class CausalAttention(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        w = torch.softmax(_scores(x, x), -1)  # softmax here is torch's, not the student's\n"
+        "        return ca.split_heads(w) if False else w\n"
+        "def unrelated(x):\n    return sh(x)\n"))
+    modules = frozenset({"causal_attention", "multi_head_attention"})
+    named = helpers_named([path], "CausalAttention", HELPERS, modules)
+    assert sorted(named) == ["apply_causal_mask", "causal_mask", "split_heads"], named
+    assert named.index("apply_causal_mask") < named.index("causal_mask")  # the nearest first
+    assert helpers_named([path], "causal_mask", HELPERS, modules) == ()
+    # a name in a string or a comment is no call; a file that does not parse names nothing
+    assert helpers_named([_write(tmp_path, "def f(x):\n    return 'causal_mask'  # causal_mask\n", "a.py")], "f",
+                         HELPERS) == ()
+    assert helpers_named([_write(tmp_path, "def f(x:\n", "b.py")], "f", HELPERS) == ()
+
+
+def test_a_case_kept_given_a_helper_also_right_given_its_own_helper_holds_where_either_lost_points():
+    """charged_once along a chain: the wrapper kept given CausalAttention, also found right with the student's
+    CausalAttention and a right apply_causal_mask alone (``forgiven_also``). CausalAttention passed (its own cases kept
+    given apply_causal_mask): the case holds by apply_causal_mask's lost points, named so; where apply_causal_mask lost
+    nothing either, it is the exercise's own. A case kept given a helper that lost nothing, and no other (red team
+    round 27a: a helper's own slip where its checks never look), stays the exercise's."""
+    from grader.grading.grader import charged_once
+    from grader.results import CheckOutcome, ExerciseResult
+
+    def graded(helper_lost: bool, also=("apply_causal_mask",)):
+        apply = ExerciseResult("apply_causal_mask", 15.0, [
+            CheckOutcome("apply", 1.0, "failed" if helper_lost else "passed", "", ("mask-not-applied",))])
+        causal = ExerciseResult("CausalAttention", 35.0, [CheckOutcome(
+            "causal", 1.0, "passed", "right, given your apply_causal_mask, which this uses; but your "
+            "apply_causal_mask is wrong", forgiven_by="apply_causal_mask")])
+        user = ExerciseResult("user", 10.0, [CheckOutcome(
+            "user", 1.0, "passed", "right, given your CausalAttention, which this uses; but your CausalAttention "
+            "is wrong", forgiven_by="CausalAttention", forgiven_for="mask-not-applied", forgiven_also=also)])
+        return {e.name: e for e in charged_once([apply, causal, user])}
+
+    kept = graded(helper_lost=True)
+    assert kept["CausalAttention"].score == 35.0 and kept["user"].score == 10.0
+    assert kept["user"].checks[0].forgiven_by == "apply_causal_mask"
+    assert "right, given your apply_causal_mask" in kept["user"].feedback
+    own = graded(helper_lost=False)
+    assert own["CausalAttention"].score == 0.0 and own["user"].score == 0.0, own["user"].feedback
+    alone = graded(helper_lost=True, also=())
+    assert alone["user"].score == 0.0 and "your CausalAttention passes all of its own checks" in alone["user"].feedback
