@@ -14,10 +14,32 @@ collect_ignore = ["second_course"]
 COURSE_FILES = ("suites/lesson/misconceptions.toml", "suites/lesson/figures.py")  # what course.toml names
 
 
+# the test files that take longest (a CI run's --durations, seconds of two workers' time), run first so that the
+# short ones fill the end: with -n 2 and --dist loadfile a file is one unit, and a long one handed out last kept
+# one worker busy minutes after the other ran out (a file's tests stay together, in their order: module fixtures)
+LONGEST_FIRST = (
+    "tests/grader/grading/test_diagnose.py",  # 290: the corpus, graded once
+    "tests/grader/test_fairness.py",  # 210
+    "tests/grader/test_cli.py",  # 200
+    "tests/grader/course/test_distribution.py",  # 195
+    "tests/grader/batch/test_autograde.py",  # 125
+    "tests/grader/course/test_notebooks.py",  # 100
+    "tests/grader/test_docs_recipes.py",  # 95
+    "tests/grader/test_install_layouts.py",  # 95
+    "tests/grader/grading/test_fixture.py",  # 65
+    "tests/grader/sandbox/test_kernel_sandbox.py",  # 60
+    "tests/notebooks/test_lessons.py",  # 55
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU cases stay in the report as skipped where there is no GPU; they never vanish."""
+    """The longest test files first (LONGEST_FIRST), the rest in their order; and GPU cases stay in the report as
+    skipped where there is no GPU; they never vanish."""
     import torch
 
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    order = {id(item): (rank.get(item.nodeid.split("::", 1)[0], len(rank)), index) for index, item in enumerate(items)}
+    items.sort(key=lambda item: order[id(item)])
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device; none on this machine")

@@ -67,6 +67,9 @@ def helpers_named(paths, exercise: str, helpers, course_modules=frozenset()) -> 
     return tuple(found)
 
 
+STILL_WRONG = 2  # failed cases of one exercise that runs with right helpers showed wrong before no more are run
+
+
 class ChainRuns:
     """The runs with a right version of one helper the exercise's code calls (:func:`helpers_named`), for the
     grading plugin (grader.grading.pytest_session.GradingPlugin): where a check failed, or where its case was kept
@@ -79,7 +82,7 @@ class ChainRuns:
 
     def __init__(self, plugin):
         self.plugin = plugin
-        self.still_wrong: set[tuple[str, str]] = set()  # (assignment, exercise) such runs showed wrong on its own
+        self.still_wrong: dict[tuple[str, str], int] = {}  # (assignment, exercise) -> cases such runs showed wrong
 
     def after_failure(self, item, args, failure: Exception) -> None:
         """Raises the case kept given one of the helpers the exercise calls, where a run with it right is right;
@@ -88,7 +91,8 @@ class ChainRuns:
         failed on the rule, not on a value (the tracer saw the exercise's own frames break it, a helper's share
         counted apart: grader.grading.stand_ins.uses; red team round 25b's a2forgive, a loop run only beside its
         own softmax), on a student distribution (no reference to stand in
-        with), or where such runs already showed this exercise wrong on its own (each costs a worker)."""
+        with), or where such runs already showed this exercise wrong on its own STILL_WRONG times (each costs a
+        worker: the exercise's own mistake then costs those cases, as it would beside right helpers)."""
         grade = _grade(item)
         if grade is None or grade.cascades != "once" or grade.replaying:
             return
@@ -99,12 +103,14 @@ class ChainRuns:
         if isinstance(failure, CheckFailed) and failure.message.startswith("not observed:"):
             return
         assignment, exercise = _exercise_of(item)
-        if (assignment, exercise) in self.still_wrong:
+        if self.still_wrong.get((assignment, exercise), 0) >= STILL_WRONG:
             return
         named = [h for h in self._named(assignment, exercise) if h not in grade.helpers_right]
-        kept = self._singles(item, args, grade, failure, self._unless_passed(assignment, named))
+        candidates = self._unless_passed(assignment, named)
+        kept = self._singles(item, args, grade, failure, candidates) if candidates else None
         if kept is None:
-            self.still_wrong.add((assignment, exercise))
+            if candidates:
+                self.still_wrong[(assignment, exercise)] = self.still_wrong.get((assignment, exercise), 0) + 1
             return
         raise kept
 
@@ -118,7 +124,7 @@ class ChainRuns:
         assignment, _ = _exercise_of(item)
         owner = self._assignment_of(helper)
         if grade is None or owner is None or grade.replaying or (grade.rules_read and not grade.value_failed) or \
-                self._status(assignment).get(helper) is False:
+                self._status(assignment).get(helper) is False:  # (lost points: the case holds by them)
             return
         deep = [h for h in self._named(owner, helper) if h != helper]
         found = self._singles(item, args, grade, kept.unverified or kept, self._unless_passed(assignment, deep),
@@ -147,7 +153,7 @@ class ChainRuns:
                         kept.also.append(helper)
                     if lost and not every:
                         break
-            except (CheckFailed, StudentFault):
+            except Exception:  # noqa: BLE001 - the run's failure, or its worker's: the first run's verdict stands
                 pass
         item.funcargs["grade"] = grade if kept is None else verified
         return kept
@@ -163,22 +169,25 @@ class ChainRuns:
         return owner if owner in session.copy.sources else None
 
     def _status(self, assignment: str) -> dict[str, bool]:
-        """The exercises of ``assignment`` graded so far in this process, and whether each passed every check so far:
-        the same in every grading of a submission (its checks run in the suites' order, an assignment whole in one
-        process), never another assignment's (graded by the other process, or not yet, as the machine's load
-        decides: grader.grading.twins)."""
-        graded: dict[str, bool] = {}
+        """What this process's grading has settled of each exercise so far: False where it lost points (it stays
+        lost), True where it passed every check of an assignment other than ``assignment`` (graded whole before this
+        one, in this process: grader.grading.twins); an exercise of ``assignment`` itself that passed its checks so
+        far may fail a later one (its half-precision check follows the class's), so it is unknown. Whatever the
+        machine's load gives this process to grade, a helper left out for it could have kept nothing: the score
+        is the same either way."""
+        lost, passed = set(), {}
         for owner, name, outcome in self.plugin.outcomes:
-            if owner == assignment:
-                graded[name] = graded.get(name, True) and outcome.status == "passed"
-        return graded
+            if outcome.status != "passed":
+                lost.add(name)
+            elif owner != assignment:
+                passed[name] = True
+        return {**passed, **dict.fromkeys(lost, False)}
 
     def _unless_passed(self, assignment: str, named) -> list[tuple[str, bool]]:
-        """``named`` but those that passed every check of their own so far (a case kept given one would not hold),
+        """``named`` but those known to have passed every check of their own (a case kept given one would not hold),
         those that lost points first: (helper, lost)."""
         status = self._status(assignment)
         return [(h, True) for h in named if status.get(h) is False] + [(h, False) for h in named if h not in status]
-
 
 def _grade(item):
     return (getattr(item, "funcargs", None) or {}).get("grade")
