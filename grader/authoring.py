@@ -32,7 +32,7 @@ from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_named
 from grader.grading.fixture import helper_calls_not_growing, low_precision
 from grader.grading.operation_count import bound as operations_allowed  # a vectorised call's most operations
-from grader.grading.stand_ins import stand_ins, uses
+from grader.grading.stand_ins import runs, stand_ins, uses
 from grader.errors import UsageError
 from grader.grading.pictures import Picture
 from grader.inside.protocol import HandleRef
@@ -66,4 +66,4 @@ __all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mista
            "ShapeMismatch",
            "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
            "manual_seed", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
-           "stand_ins", "uses"]
+           "runs", "stand_ins", "uses"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from grader.grading.outcomes import CheckFailed, RightGivenHelper, StudentFault
-from grader.grading.stand_ins import HELPERS
+from grader.grading.stand_ins import HELPERS, RUNS
 
 
 def helpers_named(paths, exercise: str, helpers, course_modules=frozenset()) -> tuple[str, ...]:
@@ -159,9 +159,13 @@ class ChainRuns:
         return kept
 
     def _named(self, assignment: str, exercise: str) -> tuple[str, ...]:
+        """The helpers ``exercise``'s code calls, then those that the exercises its checks run call (``RUNS``)."""
         session = self.plugin.session
-        return helpers_named(session.files_run(assignment), exercise, HELPERS,
-                             frozenset(a.module_name for a in session.course.assignments))
+        modules = frozenset(a.module_name for a in session.course.assignments)
+        named = list(helpers_named(session.files_run(assignment), exercise, HELPERS, modules))
+        for other in RUNS.get(exercise, ()):
+            named += [h for h in helpers_named(session.files_run(assignment), other, HELPERS, modules) if h not in named]
+        return tuple(named)
 
     def _assignment_of(self, exercise: str) -> str | None:
         session = self.plugin.session

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 HELPERS: set[str] = set()
 USES: dict[str, tuple[str, ...]] = {}  # an exercise's function -> the student's own helpers it calls by name
+RUNS: dict[str, tuple[str, ...]] = {}  # an exercise -> the student's other exercises its checks run (runs())
 
 
 def uses(exercise: str, *helpers: str) -> None:
@@ -21,6 +22,13 @@ def uses(exercise: str, *helpers: str) -> None:
     (grader.inside.tracer.Tracer.attribute; ``Reply.within``), so that a loop in a helper is the helper's and a
     loop of the caller's own is the caller's, read on the very call (red team round 24d)."""
     USES[exercise] = tuple(helpers)
+
+
+def runs(exercise: str, *others: str) -> None:
+    """Declares that the checks of ``exercise`` run the student's ``others`` too (02's copy exercise compares the
+    student's two classes): a failed case of it may be run again with a right version of a helper those call, as
+    of a helper the exercise's own code calls (grader.grading.chains)."""
+    RUNS[exercise] = tuple(others)
 
 
 def stand_ins(*names: str) -> None:

@@ -7,7 +7,7 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, StudentFault, operations_allowed, stand_ins, uses
+from grader.authoring import CheckFailed, StudentFault, operations_allowed, runs, stand_ins, uses
 
 VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
 # operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
@@ -98,6 +98,8 @@ stand_ins("attention_scores_for_query", "softmax_naive", "softmax", "attention_s
           "apply_rope", "repeat_kv", "sliding_window_mask", "SelfAttention_v1", "SelfAttention_v2", "CausalAttention")
 # the student's own helpers an exercise calls by name: each call counts their share apart (Reply.within)
 uses("simple_self_attention", "attention_scores", "softmax")
+# the student's other exercises a check runs: a helper they call may be put right for its case (grader.grading.chains)
+runs("copy_v2_weights_into_v1", "SelfAttention_v1", "SelfAttention_v2")
 
 
 def layout_of(x) -> tuple:

@@ -27,6 +27,8 @@ CHAINS = {
     "h01_forquery_selfdot": (("01_attention_basics",), "attention_scores_for_query", ("attention_scores_loop",)),
     "b02_mutates_natural_sol": (("02_self_attention",), "attention_weights", ("scaled_dot_product_attention",)),
     "b06_rkv_wrongdim": (("06_decoding_attention",), "repeat_kv", ("GroupedQueryAttention",)),
+    # FA9: the copy exercise's check runs the student's classes, which call attention_weights (suites' runs())
+    "b02_float64_out_sol": (("02_self_attention",), "attention_weights", ("copy_v2_weights_into_v1",)),
 }
 
 
@@ -52,8 +54,9 @@ def test_an_exercise_right_given_a_helper_its_checks_do_not_model_keeps_its_poin
     renormalize_causal_weights (0), split_qkv and FusedQKVAttention on split_heads (4.55 of 10, 5.33 of 20), a
     MultiHeadAttention importing 03's causal_mask (2.5 of 25), attention_scores_loop on attention_scores_for_query
     (4.44 of 10), scaled_dot_product_attention on an attention_weights that scales its queries in place (0 of 15),
-    GroupedQueryAttention's memory beside a repeat_kv along the tokens (14 of 15): each is right given the helper,
-    whose mistake its own exercise charges, once."""
+    GroupedQueryAttention's memory beside a repeat_kv along the tokens (14 of 15), the copy exercise whose check runs
+    the student's classes beside an attention_weights returning float64 (12.5 of 15): each is right given the
+    helper, whose mistake its own exercise charges, once."""
     assignments, helper, users = CHAINS[variant]
     graded = _graded(grader, course, _submission(tmp_path, variant), assignments)
     assert graded[helper].score < graded[helper].max_score, graded[helper].feedback
