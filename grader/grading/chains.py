@@ -30,8 +30,9 @@ def helpers_named(paths, exercise: str, helpers, course_modules=frozenset()) -> 
     name (``torch.softmax``). Empty where the files cannot be read."""
     from grader.grading.observable import kept_code
 
-    definitions: dict[str, list[ast.AST]] = {}
-    imported, modules = set(), set()  # names imported from course modules; names the modules are bound to
+    definitions: dict[str, list[ast.AST]] = {}  # a module-level name -> what binds it (a def, a class, a value)
+    imported: dict[str, str] = {}  # a name bound by importing a course module's own: -> the name there
+    modules = set()  # names the course modules are bound to
     for path in paths:
         try:
             tree = ast.parse(kept_code(path)[0])
@@ -40,28 +41,33 @@ def helpers_named(paths, exercise: str, helpers, course_modules=frozenset()) -> 
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 definitions.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                # an alias, a partial, a lambda: ``_mask = apply_causal_mask`` (session 20's hunt)
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(target, ast.Name):
+                        definitions.setdefault(target.id, []).append(node.value)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and not node.level and node.module in course_modules:
-                imported.update(alias.asname or alias.name for alias in node.names)
+                imported.update((alias.asname or alias.name, alias.name) for alias in node.names)
             elif isinstance(node, ast.Import):
                 modules.update(alias.asname or alias.name for alias in node.names if alias.name in course_modules)
-    own = frozenset(helpers) & (frozenset(definitions) | imported) - {exercise}
-    read_off = frozenset(helpers) - {exercise}
+    helpers = frozenset(helpers) - {exercise}
     found, seen, queue = [], {exercise}, [exercise]
     while queue:
         name = queue.pop(0)
         for definition in definitions.get(name, ()):
             for node in ast.walk(definition):
                 if isinstance(node, ast.Name):
-                    word, ours = node.id, node.id in own
+                    word = node.id
+                    helper = imported.get(word, word if word in definitions else None)
                 elif isinstance(node, ast.Attribute):
-                    word = node.attr
-                    ours = word in read_off and isinstance(node.value, ast.Name) and node.value.id in modules
+                    word = None
+                    helper = node.attr if isinstance(node.value, ast.Name) and node.value.id in modules else None
                 else:
                     continue
-                if ours and word not in found:
-                    found.append(word)
-                if word in definitions and word not in seen and isinstance(node, ast.Name):
+                if helper in helpers and helper not in found:
+                    found.append(helper)
+                if word in definitions and word not in seen:
                     seen.add(word)
                     queue.append(word)
     return tuple(found)
@@ -96,8 +102,8 @@ class ChainRuns:
         grade = _grade(item)
         if grade is None or grade.cascades != "once" or grade.replaying:
             return
-        if grade.rules_read and not grade.value_failed:  # a rule of how it computes, broken in its own frames
-            return
+        if isinstance(failure, CheckFailed) and grade.rules_read and not grade.value_failed:
+            return  # a rule of how it computes, broken in its own frames (a raise is no rule's)
         if isinstance(failure, StudentFault) and failure.kind != "error":
             return
         if isinstance(failure, CheckFailed) and failure.message.startswith("not observed:"):
@@ -114,22 +120,24 @@ class ChainRuns:
             return
         raise kept
 
-    def also_given(self, item, args, kept: RightGivenHelper) -> None:
+    def also_given(self, item, args, kept: RightGivenHelper, grade) -> None:
         """``kept`` (verified right given the student's helper) also given each helper that helper's own code
         calls (``kept.also``), where a run with that one right, and the student's helper as it is, is right:
         CausalAttention right given apply_causal_mask keeps its own checks, so a wrapper kept given CausalAttention
-        holds by apply_causal_mask's lost points. Nothing where the helper lost points here already."""
-        grade = _grade(item)
+        holds by apply_causal_mask's lost points. Nothing where the helper lost points here already. ``grade``: the
+        check's first run's."""
+        verified = _grade(item)
         helper = kept.helper.split(" (", 1)[0]  # (04's wrapper names "CausalAttention (assignment 03)")
         assignment, _ = _exercise_of(item)
         owner = self._assignment_of(helper)
-        if grade is None or owner is None or grade.replaying or (grade.rules_read and not grade.value_failed) or \
+        if grade is None or owner is None or grade.replaying or \
                 self._status(assignment).get(helper) is False:  # (lost points: the case holds by them)
             return
-        deep = [h for h in self._named(owner, helper) if h != helper]
+        _, exercise = _exercise_of(item)  # (a helper whose code names the exercise: never kept given itself)
+        deep = [h for h in self._named(owner, helper) if h not in (helper, exercise)]
         found = self._singles(item, args, grade, kept.unverified or kept, self._unless_passed(assignment, deep),
                               every=True)
-        item.funcargs["grade"] = grade  # what the outcome reads is the verified run's
+        item.funcargs["grade"] = verified  # what the outcome reads is the verified run's
         if found is not None:
             kept.also = [found.helper, *found.also]
 
@@ -165,7 +173,7 @@ class ChainRuns:
         named = list(helpers_named(session.files_run(assignment), exercise, HELPERS, modules))
         for other in RUNS.get(exercise, ()):
             named += [h for h in helpers_named(session.files_run(assignment), other, HELPERS, modules) if h not in named]
-        return tuple(named)
+        return tuple(h for h in named if h != exercise)
 
     def _assignment_of(self, exercise: str) -> str | None:
         session = self.plugin.session

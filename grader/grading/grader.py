@@ -388,6 +388,7 @@ def charged_once(exercises: list) -> list:
     has plain arguments (``forgiven_call``), the helper's own exercise must have graded that very call
     and found it wrong: a call outside what its exercise checks is the caller's."""
     passed = {e.name for e in exercises if e.status == "passed"}  # kept right given helpers of their own or not
+    kept = _kept_given(exercises)
     # the plain calls each exercise's own checks graded and found wrong
     wrong = {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
     for exercise in exercises:
@@ -401,7 +402,7 @@ def charged_once(exercises: list) -> list:
             else:
                 continue
             # kept given another helper too, which lost points (or is another assignment's: charged_across decides)
-            exercise.checks[index] = _given_another(check, lambda h: h not in wrong or h not in passed) or \
+            exercise.checks[index] = _given_another(check, lambda h: h not in wrong or h not in passed, kept) or \
                 _the_exercises_own(check, why)
     named = {e.name for e in exercises if e.misconceptions}  # helpers whose mistake the feedback names
     for exercise in exercises:
@@ -442,18 +443,27 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
                            "it")
                 else:
                     continue
-                exercise.checks[index] = _given_another(check, lambda h: h in exercises and h not in passed) or \
-                    _the_exercises_own(check, why)
+                exercise.checks[index] = _given_another(check, lambda h: h in exercises and h not in passed,
+                                                        _kept_given(exercises.values())) or _the_exercises_own(check, why)
     return assignments
 
 
-def _given_another(check, lost):
+def _kept_given(exercises) -> set:
+    """(exercise, helper) where a check of the exercise's own was kept as right given that helper."""
+    return {(e.name, c.forgiven_by) for e in exercises for c in e.checks if c.status == "passed" and c.forgiven_by}
+
+
+def _given_another(check, lost, kept: set):
     """``check`` kept as right given the first of the other helpers it was also found right given, each alone put right
-    (``forgiven_also``: a chain, grader.grading.chains), for which ``lost(helper)``; None where there is none."""
+    (``forgiven_also``: a chain, grader.grading.chains), for which ``lost(helper)`` and through which the helper it was
+    kept given (``forgiven_by``) kept a check of its own (``kept``: its own grading shows that helper's mistake reach
+    it: the wrapper given a class right given apply_causal_mask; red team round 28a, a3: a softmax clean on its own
+    checks whose softmax_naive was wrong only where its own checks never look, beside a cheap unrelated slip); None
+    where there is none."""
     import dataclasses
 
     for index, helper in enumerate(check.forgiven_also):
-        if lost(helper):
+        if lost(helper) and (check.forgiven_by, helper) in kept:
             return dataclasses.replace(
                 check, forgiven_by=helper, forgiven_also=check.forgiven_also[index + 1:], forgiven_call="",
                 forgiven_for="", forgiven_raise=False,

@@ -491,11 +491,12 @@ class GradingPlugin:
         try:
             pyfuncitem.obj(**args)
         except RightGivenHelper as given:
+            first = pyfuncitem.funcargs.get("grade")
             try:
                 self._verify(pyfuncitem, args, given)
             except RightGivenHelper as kept:
                 if kept.verified:  # and where the helper is itself right given a helper of its own (a chain)
-                    self.chains.also_given(pyfuncitem, args, kept)
+                    self.chains.also_given(pyfuncitem, args, kept, first)
                 raise
         except (CheckFailed, StudentFault) as failure:
             self.chains.after_failure(pyfuncitem, args, failure)  # a run with a right helper of those it calls

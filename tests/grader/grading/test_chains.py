@@ -32,12 +32,27 @@ CHAINS = {
 }
 
 
+# session 20's hunt (tests/corpus/heldout/hunt28_aliases): a right exercise reaching its helper through a module-level
+# alias, partial or lambda, or a name imported under another, lost the helper's points (15 false alarms)
+ALIASES = {
+    "acm_drop__ca_apply_alias_unscaled": (("03_causal_attention",), "apply_causal_mask", ("CausalAttention",)),
+    "acm_diag0__ca_apply_lambda": (("03_causal_attention",), "apply_causal_mask", ("CausalAttention",)),
+    "acm_drop__ca_apply_modpartial": (("03_causal_attention",), "apply_causal_mask", ("CausalAttention",)),
+    "q_dtype__asl_rows_alias": (("01_attention_basics",), "attention_scores_for_query", ("attention_scores_loop",)),
+    "cm_diag0__mha_cm03_as": (("03_causal_attention", "04_multi_head_attention"), "causal_mask",
+                              ("MultiHeadAttention",)),
+    "sh_notrans__fq_viaheads_alias": (("03_causal_attention", "04_multi_head_attention"), "split_heads",
+                                      ("FusedQKVAttention",)),
+}
+
+
 def _submission(tmp_path, variant: str) -> Path:
     """The solutions with the variant's modules in place of theirs."""
     folder = tmp_path / variant / "assignments"
     shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
-    for kept in HUNT.glob(f"{variant}__*.py.txt"):
-        _, assignment, module = kept.name.removesuffix(".txt").split("__")
+    kept_in = HUNT if variant in CHAINS else HUNT.parent / "hunt28_aliases"
+    for kept in kept_in.glob(f"{variant}__0*.py.txt"):
+        _, assignment, module = kept.name.removesuffix(".txt").rsplit("__", 2)
         (folder / assignment / module).write_text(kept.read_text())
     return folder
 
@@ -48,7 +63,7 @@ def _graded(grader, course, folder, assignments):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(CHAINS))
+@pytest.mark.parametrize("variant", sorted(CHAINS) + sorted(ALIASES))
 def test_an_exercise_right_given_a_helper_its_checks_do_not_model_keeps_its_points(grader, course, tmp_path, variant):
     """Session 19's hunt, FA2 to FA8 and FA10: CausalAttention on the student's apply_causal_mask (1.21 of 35) or
     renormalize_causal_weights (0), split_qkv and FusedQKVAttention on split_heads (4.55 of 10, 5.33 of 20), a
@@ -56,8 +71,9 @@ def test_an_exercise_right_given_a_helper_its_checks_do_not_model_keeps_its_poin
     (4.44 of 10), scaled_dot_product_attention on an attention_weights that scales its queries in place (0 of 15),
     GroupedQueryAttention's memory beside a repeat_kv along the tokens (14 of 15), the copy exercise whose check runs
     the student's classes beside an attention_weights returning float64 (12.5 of 15): each is right given the
-    helper, whose mistake its own exercise charges, once."""
-    assignments, helper, users = CHAINS[variant]
+    helper, whose mistake its own exercise charges, once. Session 20's hunt: the same through a module-level alias,
+    partial or lambda, or an import under another name."""
+    assignments, helper, users = CHAINS.get(variant) or ALIASES[variant]
     graded = _graded(grader, course, _submission(tmp_path, variant), assignments)
     assert graded[helper].score < graded[helper].max_score, graded[helper].feedback
     for user in users:
@@ -109,6 +125,18 @@ def test_the_helpers_an_exercise_calls_are_read_from_its_definition_and_its_own_
     assert sorted(named) == ["apply_causal_mask", "causal_mask", "split_heads"], named
     assert named.index("apply_causal_mask") < named.index("causal_mask")  # the nearest first
     assert helpers_named([path], "causal_mask", HELPERS, modules) == ()
+    # through a module-level alias, partial or lambda, and a name imported under another (session 20's hunt: 15 false
+    # alarms, each a right exercise reaching its helper through such a name)
+    aliased = _write(tmp_path, (
+        "import functools\nfrom causal_attention import causal_mask as _future\n"
+        "def apply_causal_mask(s):\n    return s\n"
+        "_mask = apply_causal_mask\n_part = functools.partial(apply_causal_mask)\n_lam = lambda s: _future(3)\n"
+        "def by_alias(s):\n    return _mask(s)\n"
+        "def by_partial(s):\n    return _part(s)\n"
+        "def by_lambda(s):\n    return _lam(s)\n"), "aliased.py")
+    assert helpers_named([aliased], "by_alias", HELPERS, modules) == ("apply_causal_mask",)
+    assert helpers_named([aliased], "by_partial", HELPERS, modules) == ("apply_causal_mask",)
+    assert helpers_named([aliased], "by_lambda", HELPERS, modules) == ("causal_mask",)
     # a name in a string or a comment is no call; a file that does not parse names nothing
     assert helpers_named([_write(tmp_path, "def f(x):\n    return 'causal_mask'  # causal_mask\n", "a.py")], "f",
                          HELPERS) == ()
@@ -143,3 +171,34 @@ def test_a_case_kept_given_a_helper_also_right_given_its_own_helper_holds_where_
     assert own["CausalAttention"].score == 0.0 and own["user"].score == 0.0, own["user"].feedback
     alone = graded(helper_lost=True, also=())
     assert alone["user"].score == 0.0 and "your CausalAttention passes all of its own checks" in alone["user"].feedback
+
+
+ROUND_28A = ROOT / "tests" / "corpus" / "heldout" / "round28a_red_team"
+
+
+def _round_28a(tmp_path, case: str, form: str) -> tuple[Path, tuple[str, ...]]:
+    folder = tmp_path / f"{case}-{form}" / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    assignments = []
+    for kept in sorted(ROUND_28A.glob(f"{case}__{form}__*.py.txt")):
+        module = kept.name.split("__")[2].removesuffix(".txt")
+        assignment = next(a for a in MODULES if (ROOT / "solutions" / a / module).is_file())
+        (folder / assignment / module).write_text(kept.read_text())
+        assignments.append(assignment)
+    return folder, tuple(assignments)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["A14"])
+def test_round_28a_a_chain_keeps_no_case_through_a_clean_helper_nor_given_the_exercise_itself(grader, course,
+                                                                                              tmp_path, case):
+    """Red team round 28a, against the chain runs: A14, an attention_weights whose code names
+    scaled_dot_product_attention: SDPA's cases were kept given itself (90.79 against 86.5); an exercise is never stood
+    in for in its own check, and now scores no more than its plain form. (A1, A3 and A5, a helper wrong only where its
+    own checks never look beside a cheap unrelated slip, are the documented residual: below the honest form.)"""
+    scores = {}
+    for form in ("attack", "plain"):
+        folder, assignments = _round_28a(tmp_path, case, form)
+        graded = _graded(grader, course, folder, assignments)
+        scores[form] = round(sum(e.score for e in graded.values()), 2)
+    assert scores["attack"] <= scores["plain"], scores
