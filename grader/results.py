@@ -76,7 +76,8 @@ class CheckOutcome:
     forgiven_call: str = ""  # and that helper's call on this case, where its arguments are plain
     forgiven_raise: bool = False  # ... and the helper raised there: nothing of this exercise's own was seen
     forgiven_for: str = ""  # ... and the helper's mistake it shows, by its id, where the blame named one
-    forgiven_also: tuple[str, ...] = ()  # ... and other helpers each of which, alone put right, made it right
+    forgiven_also: tuple[str, ...] = ()  # ... and that helper's own helpers each of which, alone put right, made it right
+    forgiven_either: tuple[str, ...] = ()  # ... and the exercise's other helpers each of which, alone put right, did
     verified: bool = False  # an output of the student's was compared and found right in this check
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
     kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed

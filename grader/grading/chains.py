@@ -139,12 +139,13 @@ class ChainRuns:
                               every=True)
         item.funcargs["grade"] = verified  # what the outcome reads is the verified run's
         if found is not None:
-            kept.also = [found.helper, *found.also]
+            kept.also = [found.helper, *found.also, *found.either]
 
     def _singles(self, item, args, grade, failure, candidates, every: bool = False):
         """One run for each of ``candidates`` ((helper, whether it lost points here)), each alone; the first kept
-        case, holding in ``also`` the others kept (all of them tried where ``every``, else until one that lost
-        points here), or None. The outcome reads the first run's grade again where none was kept."""
+        case, holding the others kept in ``also`` where ``every`` (all tried: a helper's own helpers), else in
+        ``either`` (the exercise's own other helpers, tried until one that lost points here), or None. The outcome
+        reads the first run's grade again where none was kept."""
         from grader.grading.diagnose import stand_in_decides
 
         kept = None
@@ -157,8 +158,8 @@ class ChainRuns:
                 if right is given and right.verified:  # (else the first run's verdict, which may be a kept case)
                     if kept is None:
                         kept, verified = right, item.funcargs["grade"]
-                    else:
-                        kept.also.append(helper)
+                    else:  # (deeper helpers where ``every``, the exercise's own others else)
+                        (kept.also if every else kept.either).append(helper)
                     if lost and not every:
                         break
             except Exception:  # noqa: BLE001 - the run's failure, or its worker's: the first run's verdict stands

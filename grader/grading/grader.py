@@ -455,21 +455,23 @@ def _kept_given(exercises) -> set:
 
 def _given_another(check, lost, kept: set):
     """``check`` kept as right given the first of the other helpers it was also found right given, each alone put right
-    (``forgiven_also``: a chain, grader.grading.chains), for which ``lost(helper)`` and through which the helper it was
-    kept given (``forgiven_by``) kept a check of its own (``kept``: its own grading shows that helper's mistake reach
-    it: the wrapper given a class right given apply_causal_mask; red team round 28a, a3: a softmax clean on its own
-    checks whose softmax_naive was wrong only where its own checks never look, beside a cheap unrelated slip); None
-    where there is none."""
+    for which ``lost(helper)``: one of the exercise's own other helpers (``forgiven_either``: which of them was tried
+    first depends on what the process had graded, grader.grading.chains), or one of that helper's own
+    (``forgiven_also``) through which the helper it was kept given (``forgiven_by``) kept a check of its own
+    (``kept``: its own grading shows that helper's mistake reach it: the wrapper given a class right given
+    apply_causal_mask; red team round 28a, a3: a softmax clean on its own checks whose softmax_naive was wrong only
+    where its own checks never look, beside a cheap unrelated slip); None where there is none."""
     import dataclasses
 
-    for index, helper in enumerate(check.forgiven_also):
-        if lost(helper) and (check.forgiven_by, helper) in kept:
-            return dataclasses.replace(
-                check, forgiven_by=helper, forgiven_also=check.forgiven_also[index + 1:], forgiven_call="",
-                forgiven_for="", forgiven_raise=False,
-                message=f"right, given your {helper}, which this uses; but your {helper} is wrong (its own checks "
-                        f"fail): fix the {helper} exercise")
-    return None
+    either = [h for h in check.forgiven_either if lost(h)]  # (the exercise's own others: no chain to show)
+    deeper = [h for h in check.forgiven_also if lost(h) and (check.forgiven_by, h) in kept]
+    if not either + deeper:
+        return None
+    helper = (either + deeper)[0]
+    return dataclasses.replace(check, forgiven_by=helper, forgiven_also=(), forgiven_either=(), forgiven_call="",
+                               forgiven_for="", forgiven_raise=False,
+                               message=f"right, given your {helper}, which this uses; but your {helper} is wrong (its "
+                                       f"own checks fail): fix the {helper} exercise")
 
 
 def _the_exercises_own(check, why: str):

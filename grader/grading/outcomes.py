@@ -47,7 +47,8 @@ class RightGivenHelper(Exception):
         self.unverified = unverified
         self.named = ""  # the helper's mistake this case shows, by its id, where the blame named one
         self.by_stand_in_only = False  # the helper does not explain the output: only that run keeps the case
-        self.also: list[str] = []  # other helpers each of which, alone put right, made the case right (verified)
+        self.also: list[str] = []  # the helper's own helpers each of which, alone put right, made it right (verified)
+        self.either: list[str] = []  # other helpers of the exercise's own each of which, alone put right, did
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

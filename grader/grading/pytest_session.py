@@ -628,7 +628,8 @@ class GradingPlugin:
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
                                  forgiven_call=error.call, forgiven_raise=error.raised,
-                                 forgiven_for=error.named, forgiven_also=tuple(error.also))
+                                 forgiven_for=error.named, forgiven_also=tuple(error.also),
+                                 forgiven_either=tuple(error.either))
         elif isinstance(error, CheckFailed):
             # a right output whose gradients alone fail keeps the forward's share (issue 46: a right forward
             # with an in-place change that breaks autograd kept 8/40)

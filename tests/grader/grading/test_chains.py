@@ -171,6 +171,20 @@ def test_a_case_kept_given_a_helper_also_right_given_its_own_helper_holds_where_
     assert own["CausalAttention"].score == 0.0 and own["user"].score == 0.0, own["user"].feedback
     alone = graded(helper_lost=True, also=())
     assert alone["user"].score == 0.0 and "your CausalAttention passes all of its own checks" in alone["user"].feedback
+    # a deeper helper the middle one kept no check of its own given is no chain (red team round 28a's a3 variant)
+    unrelated = ExerciseResult("softmax_naive", 10.0, [CheckOutcome("naive", 1.0, "failed", "")])
+    mid = ExerciseResult("softmax", 25.0, [CheckOutcome("softmax", 1.0, "passed", "")])
+    user = ExerciseResult("simple_self_attention", 20.0, [CheckOutcome(
+        "ssa", 1.0, "passed", "right, given your softmax, which this uses; but your softmax is wrong",
+        forgiven_by="softmax", forgiven_also=("softmax_naive",))])
+    assert charged_once([unrelated, mid, user])[2].score == 0.0
+    # another helper of the exercise's own, found right alone too, holds the case where it lost points, whichever
+    # of the two was tried first (grader.grading.chains: that depends on what the process had graded)
+    user = ExerciseResult("simple_self_attention", 20.0, [CheckOutcome(
+        "ssa", 1.0, "passed", "right, given your softmax, which this uses; but your softmax is wrong",
+        forgiven_by="softmax", forgiven_either=("softmax_naive",))])
+    either = charged_once([unrelated, mid, user])[2]
+    assert either.score == 20.0 and either.checks[0].forgiven_by == "softmax_naive"
 
 
 ROUND_28A = ROOT / "tests" / "corpus" / "heldout" / "round28a_red_team"
