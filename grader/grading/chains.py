@@ -96,11 +96,10 @@ class ChainRuns:
         (forbidden, not attempted, timed out, not observed), where a check of a rule of how the exercise computes
         failed on the rule, not on a value (the tracer saw the exercise's own frames break it, a helper's share
         counted apart: grader.grading.stand_ins.uses; red team round 25b's a2forgive, a loop run only beside its
-        own softmax), on a student distribution (no reference to stand in
-        with), or where such runs already showed this exercise wrong on its own STILL_WRONG times (each costs a
+        own softmax), or where such runs already showed this exercise wrong on its own STILL_WRONG times (each costs a
         worker: the exercise's own mistake then costs those cases, as it would beside right helpers)."""
         grade = _grade(item)
-        if grade is None or grade.cascades != "once" or grade.replaying:
+        if grade is None or grade.cascades != "once":
             return
         if isinstance(failure, CheckFailed) and grade.rules_read and not grade.value_failed:
             return  # a rule of how it computes, broken in its own frames (a raise is no rule's)
@@ -130,7 +129,7 @@ class ChainRuns:
         helper = kept.helper.split(" (", 1)[0]  # (04's wrapper names "CausalAttention (assignment 03)")
         assignment, _ = _exercise_of(item)
         owner = self._assignment_of(helper)
-        if grade is None or owner is None or grade.replaying or \
+        if grade is None or owner is None or \
                 self._status(assignment).get(helper) is False:  # (lost points: the case holds by them)
             return
         _, exercise = _exercise_of(item)  # (a helper whose code names the exercise: never kept given itself)

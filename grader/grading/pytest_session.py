@@ -533,7 +533,7 @@ class GradingPlugin:
                 item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
                 item.obj(**{**args, "grade": grade})
             except RightGivenHelper as again:  # another helper of theirs is at fault too
-                if alone and not oracle.unanswered:
+                if alone:
                     raise given.unverified from None
                 if oracle.unanswered and again.helper in helpers:  # a stand-in refused (no record): not the helper
                     raise _not_checked_here(given, oracle, helpers) from None
@@ -543,10 +543,11 @@ class GradingPlugin:
                 said.append(again.message)
                 continue
             except (CheckFailed, StudentFault) as failure:
+                if alone:  # the run shows nothing of the helper's: the first run's verdict stands (a student
+                    # distribution's run without the record of a call it made too: no note, the case is as failed)
+                    raise given.unverified from None
                 if oracle.unanswered:  # a student distribution without the record of a call it made
                     raise _not_checked_here(given, oracle, helpers) from None
-                if alone:  # the run shows nothing of the helper's: the first run's verdict stands
-                    raise given.unverified from None
                 if oracle.refused:  # what failed was the call no right exercise makes (red team round 25b)
                     raise _called_otherwise(oracle, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
@@ -554,7 +555,7 @@ class GradingPlugin:
                 _restore(grade.student)
                 oracle.calls.clear()  # the run's answers and their graphs, whatever still holds the oracle (a
                 # traceback of this frame: red team round 27a kept every run's until the grading ended, 14 GiB)
-            if alone and (oracle.refused or not oracle.used):  # right without calling it as a right one: nothing shown
+            if alone and (oracle.refused or oracle.unanswered or not oracle.used):  # nothing of the helper's shown
                 raise given.unverified
             if oracle.refused:  # the stand-in was asked what no right exercise asks: nothing of its own was shown
                 raise _called_otherwise(oracle, helpers)
