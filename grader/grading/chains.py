@@ -89,6 +89,7 @@ class ChainRuns:
     def __init__(self, plugin):
         self.plugin = plugin
         self.still_wrong: dict[tuple[str, str], int] = {}  # (assignment, exercise) -> cases such runs showed wrong
+        self.named: dict[tuple[str, str], tuple[str, ...]] = {}  # (assignment, exercise) -> _named's, read once
 
     def after_failure(self, item, args, failure: Exception) -> None:
         """Raises the case kept given one of the helpers the exercise calls, where a run with it right is right;
@@ -127,12 +128,12 @@ class ChainRuns:
         check's first run's."""
         verified = _grade(item)
         helper = kept.helper.split(" (", 1)[0]  # (04's wrapper names "CausalAttention (assignment 03)")
-        assignment, _ = _exercise_of(item)
+        assignment, exercise = _exercise_of(item)
         owner = self._assignment_of(helper)
         if grade is None or owner is None or \
                 self._status(assignment).get(helper) is False:  # (lost points: the case holds by them)
             return
-        _, exercise = _exercise_of(item)  # (a helper whose code names the exercise: never kept given itself)
+        # (a helper whose code names the exercise: never kept given itself)
         deep = [h for h in self._named(owner, helper) if h not in (helper, exercise)]
         found = self._singles(item, args, grade, kept.unverified or kept, self._unless_passed(assignment, deep),
                               every=True)
@@ -167,13 +168,16 @@ class ChainRuns:
         return kept
 
     def _named(self, assignment: str, exercise: str) -> tuple[str, ...]:
-        """The helpers ``exercise``'s code calls, then those that the exercises its checks run call (``RUNS``)."""
-        session = self.plugin.session
-        modules = frozenset(a.module_name for a in session.course.assignments)
-        named = list(helpers_named(session.files_run(assignment), exercise, HELPERS, modules))
-        for other in RUNS.get(exercise, ()):
-            named += [h for h in helpers_named(session.files_run(assignment), other, HELPERS, modules) if h not in named]
-        return tuple(h for h in named if h != exercise)
+        """The helpers ``exercise``'s code calls, then those that the exercises its checks run call (``RUNS``): read
+        once a grading (the files do not change while it runs)."""
+        if (assignment, exercise) not in self.named:
+            session = self.plugin.session
+            files, modules = session.files_run(assignment), frozenset(a.module_name for a in session.course.assignments)
+            named = []
+            for reader in (exercise, *RUNS.get(exercise, ())):
+                named += [h for h in helpers_named(files, reader, HELPERS, modules) if h not in named and h != exercise]
+            self.named[(assignment, exercise)] = tuple(named)
+        return self.named[(assignment, exercise)]
 
     def _assignment_of(self, exercise: str) -> str | None:
         session = self.plugin.session

@@ -179,6 +179,7 @@ def _a_value_check(method):
             raise
     return compared
 
+
 class Grade:
     """The ``grade`` fixture: inputs from this check's seed, the reference, the student, the checks."""
 
@@ -196,7 +197,7 @@ class Grade:
         self.verified = 0  # outputs of the student's found right in this check (expect)
         self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
         # the student's helpers the check's own blame found right on its model of their call: a failure is then
-        # the exercise's, never run again with right versions of them (GradingPlugin._through_helpers)
+        # the exercise's, never run again with right versions of them (grader.grading.chains.ChainRuns)
         self.helpers_right: set[str] = set()
         self.value_failed = False  # a comparison of an output or gradient with the right one failed (_a_value_check)
         self.nodeid = nodeid

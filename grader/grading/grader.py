@@ -426,6 +426,7 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
     charged_once's)."""
     exercises = {e.name: e for a in assignments for e in a.exercises}
     passed = {name for name, e in exercises.items() if e.status == "passed"}
+    kept = _kept_given(exercises.values())
     for assignment in assignments:
         own = {e.name for e in assignment.exercises}
         for exercise in assignment.exercises:
@@ -443,8 +444,8 @@ def charged_across(assignments: list, assignment_of: dict | None = None) -> list
                            "it")
                 else:
                     continue
-                exercise.checks[index] = _given_another(check, lambda h: h in exercises and h not in passed,
-                                                        _kept_given(exercises.values())) or _the_exercises_own(check, why)
+                exercise.checks[index] = _given_another(check, lambda h: h in exercises and h not in passed, kept) or \
+                    _the_exercises_own(check, why)
     return assignments
 
 
@@ -465,9 +466,9 @@ def _given_another(check, lost, kept: set):
 
     either = [h for h in check.forgiven_either if lost(h)]  # (the exercise's own others: no chain to show)
     deeper = [h for h in check.forgiven_also if lost(h) and (check.forgiven_by, h) in kept]
-    if not either + deeper:
+    if not either and not deeper:
         return None
-    helper = (either + deeper)[0]
+    helper = (either or deeper)[0]
     return dataclasses.replace(check, forgiven_by=helper, forgiven_also=(), forgiven_either=(), forgiven_call="",
                                forgiven_for="", forgiven_raise=False,
                                message=f"right, given your {helper}, which this uses; but your {helper} is wrong (its "

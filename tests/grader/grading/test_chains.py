@@ -1,5 +1,6 @@
-"""An exercise written on another helper exercise of the student's than its checks model (grader/grading/chains.py,
-GradingPlugin._through_helpers in grader/grading/pytest_session.py, charged_once's chains in grader/grading/grader.py):
+"""An exercise written on another helper exercise of the student's than its checks model (grader/grading/chains.py
+ChainRuns, run by GradingPlugin.pytest_pyfunc_call in grader/grading/pytest_session.py; charged_once's chains in
+grader/grading/grader.py):
 session 19's blind hunt for false alarms (tests/corpus/heldout/hunt27_chains), where a right exercise lost the points
 of its helper's mistake a second time, and the rules that keep the run with right helpers the only judge."""
 import shutil
