@@ -101,6 +101,10 @@ class ExerciseResult:
     figure: dict | None = None  # wrong on the lesson's data: theirs beside the right output (grader/grading/pictures.py)
     # the course's catalogue (Course.catalogue), whose words explain the ids named; None: the generic ones
     known: dict | None = field(default=None, repr=False, compare=False)
+    # the cases of other exercises kept right given this one's mistake, which no check of its own is known to have
+    # charged: (that exercise, its cases, their points there); this exercise scores at most its points less theirs
+    # (grader.grading.charges)
+    charges: list[tuple[str, int, float]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -111,7 +115,8 @@ class ExerciseResult:
         if not total:
             return 0.0
         earned = sum(c.weight * (1.0 if c.status == "passed" else c.kept) for c in graded)
-        return round(self.max_score * earned / total, 2)
+        own = self.max_score * earned / total
+        return round(max(0.0, min(own, self.max_score - sum(points for _, _, points in self.charges))), 2)
 
     @property
     def status(self) -> str:
@@ -177,7 +182,18 @@ class ExerciseResult:
                 else f"\n{entry.feedback()}"
             said.setdefault(entry.id, self.name)
         noted = f"\n{self.source_note}" if self.source_note else ""
-        return plain_text(f"{first.name}: {message}{more}{noted}{explained}", FEEDBACK_LIMIT)
+        return plain_text(f"{first.name}: {message}{more}{self.charged_note}{noted}{explained}", FEEDBACK_LIMIT)
+
+    @property
+    def charged_note(self) -> str:
+        """What :attr:`charges` says, or ""."""
+        if not self.charges:
+            return ""
+        shown = ", ".join(f"{through}'s {cases} case(s) ({points:.2f} point(s))" for through, cases, points in self.charges)
+        kept = sum(points for _, _, points in self.charges)
+        return (f"\nkept right given your {self.name}: {shown}; its mistake costs here at least what they kept, so "
+                f"this exercise scores at most {max(0.0, self.max_score - kept):.2f} (no check of its own found "
+                f"those calls wrong)")
 
     @property
     def explanations(self) -> list:
@@ -195,6 +211,8 @@ class ExerciseResult:
                 "duration_s": round(self.duration_s, 3), "source": self.source,
                 "checks": [{"name": c.name, "status": c.status, "weight": c.weight, **({"kept": c.kept} if c.kept else {})}
                            for c in self.checks],
+                **({"charged": [{"through": t, "cases": n, "points": round(p, 4)} for t, n, p in self.charges]}
+                   if self.charges else {}),
                 **({"figure": self.figure} if self.figure and self.status != "passed" else {})}
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from grader.sandbox.confine import blocked_paths, confinement_for
 from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError, SubmissionError
+from grader.grading.charges import charged_to_helpers
 from grader.grading.pictures import pictures
 from grader.grading.recorded_outputs import public_recording
 from grader.grading.rules_read import kept_where_read
@@ -354,9 +355,9 @@ class Grader:
     def _result(self, run: "_Run", code, figures=None) -> SubmissionResult:
         if code not in (0, 1):
             raise GraderError(f"the grading suites could not run (pytest exit code {int(code)})")
-        results = charged_across([self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session)
-                                  for a in run.assignments],
-                                 {name: a.id for a in self.course.assignments for name in a.exercises})
+        results = charged_to_helpers(charged_across(
+            [self._assignment_result(a, run.plugin.outcomes, run.exercises, run.session) for a in run.assignments],
+            {name: a.id for a in self.course.assignments for name in a.exercises}))
         for assignment in results:  # a figure for what is wrong once every mistake is charged (charged_once)
             for exercise in assignment.exercises:
                 if exercise.status != "passed":

@@ -204,16 +204,29 @@ def _round_28a(tmp_path, case: str, form: str) -> tuple[Path, tuple[str, ...]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["A14"])
+@pytest.mark.parametrize("case", ["A14", "A1", "A5"])
 def test_round_28a_a_chain_keeps_no_case_through_a_clean_helper_nor_given_the_exercise_itself(grader, course,
                                                                                               tmp_path, case):
     """Red team round 28a, against the chain runs: A14, an attention_weights whose code names
     scaled_dot_product_attention: SDPA's cases were kept given itself (90.79 against 86.5); an exercise is never stood
-    in for in its own check, and now scores no more than its plain form. (A1, A3 and A5, a helper wrong only where its
-    own checks never look beside a cheap unrelated slip, are the documented residual: below the honest form.)"""
+    in for in its own check. A1 and A5, a helper wrong only on the calls its users make, beside a cheap unrelated slip
+    its own checks see (98.89 against 94.45; 198.96 against 178.96): the cases kept given it cost the helper
+    (grader.grading.charges). Each now scores no more than its plain form."""
     scores = {}
     for form in ("attack", "plain"):
         folder, assignments = _round_28a(tmp_path, case, form)
         graded = _graded(grader, course, folder, assignments)
         scores[form] = round(sum(e.score for e in graded.values()), 2)
     assert scores["attack"] <= scores["plain"], scores
+
+
+@pytest.mark.slow
+def test_round_28a_a3_a_hidden_mistake_costs_at_least_what_it_costs_made_openly_where_it_is(grader, course, tmp_path):
+    """A3: softmax_naive wrong only on square inputs (none of its or softmax's checks use them) beside a cheap slip;
+    simple_self_attention wrong on every call, kept given softmax, also given softmax_naive (96.67). The cases kept
+    cost softmax_naive, which has 10 points to give: the file scores what the same code with softmax_naive wrong on
+    every call scores (the mistake costs once, in the exercise where it is made: all of it), never more."""
+    folder, assignments = _round_28a(tmp_path, "A3", "attack")
+    graded = _graded(grader, course, folder, assignments)
+    assert graded["softmax_naive"].score == 0.0 and graded["softmax_naive"].charges, graded["softmax_naive"].feedback
+    assert round(sum(e.score for e in graded.values()), 2) <= 100.0 - graded["softmax_naive"].max_score

@@ -1,0 +1,52 @@
+"""The contract's "that mistake is then charged in the helper's exercise", for every case kept as right given a
+helper of the student's own (red team round 28a, session 21).
+
+A case of an exercise is kept "right, given your <helper>" where the run with a right helper in place of the
+student's, or the suite's own blame, shows that the exercise is right but for what the helper gave it
+(grader.grading.diagnose, grader.grading.chains). That shows the helper wrong on the call the exercise made; it
+does not show that the helper's own exercise charged that mistake. charged_once and charged_across keep such a case
+only where the helper lost points; but a helper wrong on every call its users make and right on its own checks but
+for one cheap slip lost those points for the slip, and its users' cases cost nothing at all (round 28a's A1, A3,
+A5: 98.89 where the same mistake made openly in the user scores 94.45).
+
+So the case's points move, not vanish: a kept case costs the helper's exercise what it would have cost its own
+(its share of the user's points), up to what the helper has left, unless the helper's own exercise is known to
+have charged that very mistake: the very call, where its arguments are plain (``forgiven_call``, which its own
+checks graded and found wrong), or the mistake by its id (``forgiven_for``, which its own exercise names). A
+helper wrong on every case of its own has nothing left to take, so a student whose helper is plainly wrong keeps
+every case of what uses it, as before; a helper wrong only on calls its checks never make pays for them where the
+mistake is, once.
+"""
+from __future__ import annotations
+
+from grader.results import GRADER_ERROR
+
+
+def charged_to_helpers(assignments: list) -> list:
+    """Adds to each helper exercise the charges of the cases kept right given it (``ExerciseResult.charges``),
+    after charged_once and charged_across have settled which cases stay kept: ``assignments`` (AssignmentResult),
+    graded together, returned."""
+    exercises = {e.name: e for a in assignments for e in a.exercises}
+    wrong = {name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls}
+             for name, e in exercises.items()}
+    owed: dict[str, dict[str, list]] = {}  # helper -> user -> [cases, points]
+    for user in exercises.values():
+        total = sum(c.weight for c in user.checks if c.status != GRADER_ERROR)
+        for check in user.checks:
+            helper = exercises.get(check.forgiven_by)
+            if check.status != "passed" or helper is None or helper is user or not total:
+                continue
+            if check.forgiven_call and check.forgiven_call in wrong[helper.name]:
+                continue  # the very call, graded by its own exercise and found wrong
+            if check.forgiven_for and check.forgiven_for in helper.misconceptions:
+                continue  # the very mistake, named by its own exercise
+            entry = owed.setdefault(helper.name, {}).setdefault(user.name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += user.max_score * check.weight / total
+    for name, users in owed.items():
+        helper = exercises[name]
+        before = helper.score
+        charges = [(user, cases, round(points, 4)) for user, (cases, points) in users.items()]
+        if helper.max_score - sum(points for _, _, points in charges) < before:
+            helper.charges = charges  # (only where it costs: what its own checks lost may be more already)
+    return assignments
