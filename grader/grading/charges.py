@@ -9,13 +9,20 @@ only where the helper lost points; but a helper wrong on every call its users ma
 for one cheap slip lost those points for the slip, and its users' cases cost nothing at all (round 28a's A1, A3,
 A5: 98.89 where the same mistake made openly in the user scores 94.45).
 
-So the case's points move, not vanish: a kept case costs the helper's exercise what it would have cost its own
-(its share of the user's points), up to what the helper has left, unless the helper's own exercise is known to
+So the case's points move, not vanish: the helper's exercise scores at most its points less the points of the
+cases kept given it (each its share of its own exercise's points), unless the helper's own exercise is known to
 have charged that very mistake: the very call, where its arguments are plain (``forgiven_call``, which its own
-checks graded and found wrong), or the mistake by its id (``forgiven_for``, which its own exercise names). A
-helper wrong on every case of its own has nothing left to take, so a student whose helper is plainly wrong keeps
-every case of what uses it, as before; a helper wrong only on calls its checks never make pays for them where the
-mistake is, once.
+checks graded and found wrong), or the mistake by its id (``forgiven_for``, which its own exercise names). What
+the helper's own checks took already is not taken again: the mistake costs the larger of the two, once, in the
+helper, and all of its points at most. So a helper wrong on every case of its own has nothing more to give and its
+users keep every case, as before; a helper wrong only on calls its checks never make pays for them where the
+mistake is (A1: 94.44 against the plain form's 94.45); and where its users' cases weigh more than its own
+points, the file scores what the same code with that helper wrong everywhere scores (A3: 90).
+
+Why not the sum of the two: a helper whose one mistake shows in its own checks and in its users' cases (a
+merge_heads that raises on every tensor that is not contiguous) would pay for it twice, and nothing in an unnamed
+wrong value tells one mistake from two (session 21's corpus: 47 files of honest mistakes lost points under the
+sum, 36 under this, each its helper's mistake shown heavier in its users than in its own checks).
 """
 from __future__ import annotations
 
