@@ -414,9 +414,12 @@ def _unexplained(grade, failure, helper: str, theirs, right, helper_mistakes, fi
     keeps its points as any right-given-your-helper case; wrong, that run names the exercise's own
     mistake. Only that run decides (``by_stand_in_only``: a student distribution that cannot have it
     keeps the failure). None without a stand-in: the failure stays this exercise's."""
+    import torch
+
     if not has_stand_in(helper) or grade.cascades != "once":
         return None
-    found = first_match(grade, theirs, helper_mistakes, right) if fits else None
+    # (a mistake that changes the shape is named too: scores K Qᵀ where the queries and keys differ in number)
+    found = first_match(grade, theirs, helper_mistakes, right) if isinstance(theirs, torch.Tensor) else None
     if found is None and isinstance(theirs, Raised):
         found = (None, f"it raises {theirs.exception} on this case's inputs")
     if found is None:  # (fits: within(theirs, right), which _blame worked out)
@@ -533,8 +536,12 @@ def _blame_raised(grade, failure: RaisedFailure, helper: str, theirs, right, com
     if not isinstance(theirs, torch.Tensor) or not isinstance(right, torch.Tensor):
         return None
     if not within(theirs, right) or (verified and theirs.shape != right.shape):  # (the stand-in decides)
-        return helper_at_fault(grade, failure, helper, f"it returns {_described(theirs)}, not {_described(right)}, "
-                               "on this case's inputs", provisional=True) if verified else None
+        if not verified:
+            return None
+        named = first_match(grade, theirs, helper_mistakes, right)  # (K Qᵀ where Tq and Tk differ: a shape's own)
+        misconception, detail = named or (None, f"it returns {_described(theirs)}, not {_described(right)}, on this "
+                                                "case's inputs")
+        return helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
     if _right(grade, theirs, right):
         return wrong_elsewhere(grade, failure, helper, chain, also) if verified else None
     if not verified:

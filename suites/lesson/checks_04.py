@@ -836,7 +836,8 @@ def fused_root_cause(grade, pair, x, seed):
         with torch.no_grad():
             xc = plain(x)
             parts = fused_parts(pair, xc)
-            theirs = diagnose.their(grade, "split_qkv", linear(pair.weights, "qkv", xc), heads)
+            qkv = linear(pair.weights, "qkv", xc)
+            theirs = diagnose.their(grade, "split_qkv", qkv, heads)
             if isinstance(theirs, tuple) and len(theirs) == 3 and all(diagnose.within(t, parts[0]) for t in theirs) \
                     and len({t.shape for t in theirs}) == 1:
                 blamed = mistaken.blame(
@@ -844,7 +845,10 @@ def fused_root_cause(grade, pair, x, seed):
                     lambda split: fused_variant(pair, xc, parts=split),
                     [("qkv-swapped", f"it returns them in the order {', '.join('qkv'[i] for i in order)}",
                       lambda order=order: parts[list(order)])
-                     for order in itertools.permutations(range(3)) if order != (0, 1, 2)])
+                     for order in itertools.permutations(range(3)) if order != (0, 1, 2)] + [
+                        ("heads-split-without-transpose", "it reshapes each of q, k, v straight to [B, H, T, hd]",
+                         lambda: torch.stack([p.reshape(batch, heads, tokens, chan // heads)
+                                              for p in qkv.reshape(batch, tokens, 3, chan).unbind(2)]))])
                 if blamed:
                     return blamed
                 stacked = torch.stack(theirs)
