@@ -105,6 +105,10 @@ class ExerciseResult:
     # charged: (that exercise, its cases, their points there); this exercise scores at most its points less theirs
     # (grader.grading.charges)
     charges: list[tuple[str, int, float]] = field(default_factory=list)
+    # a notebook cell's: what the charges its cases kept lay on helpers graded beside it take from those helpers,
+    # whose own cells never grade their users: (helper, points), taken from this exercise's cell instead
+    # (grader.platforms.notebook_grading.the_cells_exercise)
+    carried: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -116,7 +120,8 @@ class ExerciseResult:
             return 0.0
         earned = sum(c.weight * (1.0 if c.status == "passed" else c.kept) for c in graded)
         own = self.max_score * earned / total
-        return round(max(0.0, min(own, self.max_score - sum(points for _, _, points in self.charges))), 2)
+        charged = min(own, self.max_score - sum(points for _, _, points in self.charges))
+        return round(max(0.0, charged - sum(points for _, points in self.carried)), 2)
 
     @property
     def status(self) -> str:
@@ -162,8 +167,9 @@ class ExerciseResult:
         pointed to, not repeated."""
         status = self.status
         noted = [self.source_note] if self.source_note else []
+        carried = [self.carried_note] if self.carried else []
         if status == "passed":
-            return plain_text("\n".join([f"all {len(self.checks)} checks passed", *self.notes, *noted]),
+            return plain_text("\n".join([f"all {len(self.checks)} checks passed", *self.notes, *carried, *noted]),
                               FEEDBACK_LIMIT)
         if status == "not_implemented":
             first = next(c for c in self.checks if c.status == "not_implemented")
@@ -182,7 +188,14 @@ class ExerciseResult:
                 else f"\n{entry.feedback()}"
             said.setdefault(entry.id, self.name)
         noted = f"\n{self.source_note}" if self.source_note else ""
-        return plain_text(f"{first.name}: {message}{more}{self.charged_note}{noted}{explained}", FEEDBACK_LIMIT)
+        carried = f"\n{self.carried_note}" if self.carried else ""
+        return plain_text(f"{first.name}: {message}{more}{self.charged_note}{carried}{noted}{explained}", FEEDBACK_LIMIT)
+
+    @property
+    def carried_note(self) -> str:
+        return "; ".join(f"this cell carries {points:.2f} point(s) of your {helper}'s mistake, which cases of this "
+                         f"exercise kept right given it show (graded whole, `grade check` takes them from {helper})"
+                         for helper, points in self.carried)
 
     @property
     def charged_note(self) -> str:
@@ -213,6 +226,7 @@ class ExerciseResult:
                            for c in self.checks],
                 **({"charged": [{"through": t, "cases": n, "points": round(p, 4)} for t, n, p in self.charges]}
                    if self.charges else {}),
+                **({"carried": [{"helper": h, "points": round(p, 4)} for h, p in self.carried]} if self.carried else {}),
                 **({"figure": self.figure} if self.figure and self.status != "passed" else {})}
 
 

@@ -10,9 +10,11 @@ for one cheap slip lost those points for the slip, and its users' cases cost not
 A5: 98.89 where the same mistake made openly in the user scores 94.45).
 
 So the case's points move, not vanish: the helper's exercise scores at most its points less the points of the
-cases kept given it (each its share of its own exercise's points), unless the helper's own exercise is known to
-have charged that very mistake: the very call, where its arguments are plain (``forgiven_call``, which its own
-checks graded and found wrong), or the mistake by its id (``forgiven_for``, which its own exercise names). What
+cases kept given it (each its share of its own exercise's points), unless the helper's own exercise graded that very call,
+where its arguments are plain (``forgiven_call``, which its own checks graded and found wrong). Not where its own
+exercise names the mistake the case shows (``forgiven_for``): a name says what the mistake is, not how often its
+checks met it (red team round 29a: a softmax over the wrong dim only on square inputs, named on its one cheap
+non-contiguous check, 98.96 against a helper form of 88.54). What
 the helper's own checks took already is not taken again: the mistake costs the larger of the two, once, in the
 helper, and all of its points at most. So a helper wrong on every case of its own has nothing more to give and its
 users keep every case, as before; a helper wrong only on calls its checks never make pays for them where the
@@ -45,8 +47,6 @@ def charged_to_helpers(assignments: list) -> list:
                 continue
             if check.forgiven_call and check.forgiven_call in wrong[helper.name]:
                 continue  # the very call, graded by its own exercise and found wrong
-            if check.forgiven_for and check.forgiven_for in helper.misconceptions:
-                continue  # the very mistake, named by its own exercise
             entry = owed.setdefault(helper.name, {}).setdefault(user.name, [0, 0.0])
             entry[0] += 1
             entry[1] += user.max_score * check.weight / total

@@ -93,7 +93,42 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
                           .replace("use --device", "set GRADE_DEVICE to")) from None
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         submission = cells_submission(course, assignment, cells, cwd, Path(scratch))
-        return grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,), memo=memo)
+        helpers = helpers_of(course, assignment, exercise, submission)
+        result = grader.grade(submission, (assignment,), seed=seed, exercises=(exercise, *helpers), memo=memo)
+    return the_cells_exercise(result, exercise)
+
+
+def helpers_of(course, assignment, exercise: str, submission) -> tuple[str, ...]:
+    """The exercises of ``assignment`` that ``exercise``'s code calls, read from the kernel's files
+    (grader.grading.chains.helpers_named): graded beside it, so that a case kept right given one holds only where
+    that helper lost points, and moves them (grader.grading.charges), as in ``grade check`` (red team round 29a's
+    N1: a softmax wrong only on the square inputs simple_self_attention gives it, graded alone, kept every
+    case)."""
+    from grader.grading.chains import helpers_named
+
+    paths = [p for a, p in (*submission.sources, *submission.overlays, *submission.beside) if a == assignment.id]
+    modules = frozenset(a.module_name for a in course.assignments)
+    return helpers_named(paths, exercise, set(assignment.exercises), modules)
+
+
+def the_cells_exercise(result, exercise: str):
+    """``result`` of a cell's grading with the one exercise it grades left in it. Its helpers' own cells never
+    grade what uses them, so what the charges of its kept cases would take from a helper graded beside it
+    (``ExerciseResult.charges``) is taken from this cell (``carried``): a notebook's points add up to what
+    ``grade check`` gives the same code, or to less where several exercises' cases move one helper's points (no
+    cell sees the others': each carries its own)."""
+    assignment = result.assignments[0]
+    ours = next(e for e in assignment.exercises if e.name == exercise)
+    for other in assignment.exercises:
+        mine = [c for c in other.charges if c[0] == exercise]
+        if other is ours or not mine:
+            continue
+        charged, other.charges = other.score, [c for c in other.charges if c[0] != exercise]
+        taken = other.score - charged
+        if taken > 0:
+            ours.carried.append((other.name, round(taken, 4)))
+    assignment.exercises = [ours]
+    return result
 
 
 def cells_submission(course, assignment, cells: list[str], cwd: Path, into: Path):

@@ -47,9 +47,10 @@ def test_what_the_helpers_own_checks_already_took_is_not_taken_twice():
     assert helper.score == 0.0 and user.score == 20.0
 
 
-def test_a_mistake_its_own_exercise_charged_by_the_very_call_or_by_name_moves_nothing():
-    """The very call (plain arguments its own checks graded and found wrong), or the mistake by the id its own
-    exercise names: known charged there."""
+def test_a_mistake_its_own_exercise_charged_by_the_very_call_moves_nothing_but_a_name_does_not_excuse():
+    """The very call (plain arguments its own checks graded and found wrong): known charged there. The mistake by
+    the id its own exercise names is not: a name says what the mistake is, not how often its checks met it (red
+    team round 29a: a softmax over the wrong dim only on square inputs, named on one cheap check of its own)."""
     own = [CheckOutcome(f"h{i}", 1.0, "passed") for i in range(9)] + [
         CheckOutcome("slip", 1.0, "failed", wrong_calls=("helper(5)",))]
     helper, user = _graded(own, [_kept(f"u{i}", "helper", forgiven_call="helper(5)") for i in range(8)])
@@ -58,7 +59,4 @@ def test_a_mistake_its_own_exercise_charged_by_the_very_call_or_by_name_moves_no
     assert helper.score == 0.0 and user.score == 20.0  # another call: not known charged
     helper, _ = _graded(own, [_kept(f"u{i}", "helper", forgiven_for="missing-scale") for i in range(8)],
                         misconceptions=("missing-scale",))
-    assert helper.score == 9.0
-    helper, _ = _graded(own, [_kept(f"u{i}", "helper", forgiven_for="missing-scale") for i in range(8)],
-                        misconceptions=("wrong-scale",))
-    assert helper.score == 0.0
+    assert helper.score == 0.0 and helper.misconceptions == ["missing-scale"]
