@@ -81,6 +81,7 @@ class CheckOutcome:
     verified: bool = False  # an output of the student's was compared and found right in this check
     wrong_calls: tuple[str, ...] = ()  # calls of plain arguments this check graded and found wrong
     kept: float = 0.0  # the share of its weight a failed check keeps: FORWARD_SHARE where only the backward failed
+    # (on a case kept right given a helper: what it would keep, failed; grader.grading.charges moves the rest)
     rules_read: tuple[str, ...] = ()  # rules this check read on its own calls (Grade.reads_rule)
     rules_broken: tuple[tuple, ...] = ()  # (rule, how[, helpers]) broken on its comparing calls (Grade.keeps_rules)
     rules_unverified: tuple[tuple[str, str], ...] = ()  # (rule, why): its reading call was wrong
@@ -222,7 +223,7 @@ class ExerciseResult:
                 "hints": [{"misconception": e.id, "explanation": e.explanation, "hint": e.hint, "example": e.example}
                           for e in self.explanations],
                 "duration_s": round(self.duration_s, 3), "source": self.source,
-                "checks": [{"name": c.name, "status": c.status, "weight": c.weight, **({"kept": c.kept} if c.kept else {})}
+                "checks": [{"name": c.name, "status": c.status, "weight": c.weight, **({"kept": c.kept} if c.kept and c.status != "passed" else {})}
                            for c in self.checks],
                 **({"charged": [{"through": t, "cases": n, "points": round(p, 4)} for t, n, p in self.charges]}
                    if self.charges else {}),

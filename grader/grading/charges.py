@@ -49,7 +49,7 @@ def charged_to_helpers(assignments: list) -> list:
                 continue  # the very call, graded by its own exercise and found wrong
             entry = owed.setdefault(helper.name, {}).setdefault(user.name, [0, 0.0])
             entry[0] += 1
-            entry[1] += user.max_score * check.weight / total
+            entry[1] += user.max_score * check.weight * (1.0 - check.kept) / total  # (a right forward's share stays)
     for name, users in owed.items():
         helper = exercises[name]
         before = helper.score

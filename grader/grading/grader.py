@@ -481,7 +481,7 @@ def _the_exercises_own(check, why: str):
     import dataclasses
 
     own = check.message.split(";", 1)[-1].strip()
-    return dataclasses.replace(check, status="failed", forgiven_by="", forgiven_call="",
+    return dataclasses.replace(check, status="failed", forgiven_by="", forgiven_call="", kept=0.0,
                                message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
 
 
@@ -504,7 +504,7 @@ def _bound_raised_helpers(exercise, named: set[str]) -> None:
             continue
         helper = check.forgiven_by
         exercise.checks[index] = dataclasses.replace(
-            check, status="failed", forgiven_by="", forgiven_call="", forgiven_raise=False,
+            check, status="failed", forgiven_by="", forgiven_call="", forgiven_raise=False, kept=0.0,
             message=f"not checked: your {helper} raised on this case, so nothing of this exercise ran to the end; "
                     f"a case like this keeps its points only as far as this exercise's own right answers on other "
                     f"cases earn them. Fix the {helper} exercise, and this one is graded on every case")

@@ -49,6 +49,7 @@ class RightGivenHelper(Exception):
         self.by_stand_in_only = False  # the helper does not explain the output: only that run keeps the case
         self.also: list[str] = []  # the helper's own helpers each of which, alone put right, made it right (verified)
         self.either: list[str] = []  # other helpers of the exercise's own each of which, alone put right, did
+        self.forward_right = False  # the first run's output was right, its gradients alone failed
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

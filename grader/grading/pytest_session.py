@@ -515,6 +515,9 @@ class GradingPlugin:
         ``alone``: the run stands in for ``given.helper`` only, and only right then, having called it, is the case
         kept; anything else gives ``given.unverified``, the first run's verdict (grader.grading.chains: a helper
         the exercise's code calls, which no blame of its check modelled)."""
+        first = (getattr(item, "funcargs", None) or {}).get("grade")
+        # (the first run's: a right output whose gradients alone failed, which the verified run replaces)
+        given.forward_right = given.forward_right or bool(getattr(first, "gradients_alone_failed", False))
         helpers, said = [given.helper], [given.message]
         while len(helpers) <= depth:
             if not verifiable(helpers):
@@ -630,7 +633,9 @@ class GradingPlugin:
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
                                  forgiven_call=error.call, forgiven_raise=error.raised,
                                  forgiven_for=error.named, forgiven_also=tuple(error.also),
-                                 forgiven_either=tuple(error.either))
+                                 forgiven_either=tuple(error.either),
+                                 # what it would keep, failed: the share grader.grading.charges does not move
+                                 kept=FORWARD_SHARE if forward_right or error.forward_right else 0.0)
         elif isinstance(error, CheckFailed):
             # a right output whose gradients alone fail keeps the forward's share (issue 46: a right forward
             # with an in-place change that breaks autograd kept 8/40)

@@ -73,7 +73,7 @@ def kept_where_read(exercises: list) -> list:
                 continue
             exercise.checks[index] = dataclasses.replace(
                 check, status="failed", message=message, unexplained=message, verified=False,
-                forgiven_by="", forgiven_call="", forgiven_raise=False)
+                forgiven_by="", forgiven_call="", forgiven_raise=False, kept=0.0)
     return exercises
 
 

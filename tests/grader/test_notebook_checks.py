@@ -379,3 +379,34 @@ def test_a_kernels_module_is_read_before_what_it_computes_is_watched(course, gra
                            grader=grader).assignments[0].exercises
     assert graded.score < graded.max_score and "attention_basics.py line 56 uses numpy" in graded.feedback, \
         graded.feedback
+
+
+@pytest.mark.slow
+def test_a_notebooks_graded_cells_add_up_to_what_grade_check_gives(tmp_path):
+    """Red team round 29a's N1: each graded cell grades one exercise, so a helper wrong only on the square inputs
+    simple_self_attention gives it kept every case through the cells (100) where `grade check` gives the same file
+    85.71 (a helper that lost nothing keeps nothing; grader.grading.charges). A cell grades its exercise beside the
+    helpers its code calls, and carries what its kept cases take from them (their own cells never grade their
+    users): the cells add up to `grade check`'s score."""
+    from grader.config import load_course
+    from grader.platforms.notebook_grading import points_of
+
+    kept = ROOT / "tests" / "corpus" / "heldout" / "round29a_red_team"
+    course = load_course(ROOT)
+    assignment = course.assignment("01_attention_basics")
+    for form in ("attack", "helperform"):
+        source = (kept / f"N1__{form}__attention_basics.py.txt").read_text()
+        cwd = tmp_path / form / "01_attention_basics"
+        cwd.mkdir(parents=True)
+        cells = sum(points_of(grade_cells(course, assignment, name, ["", source], cwd=cwd, seed=3)
+                                .assignments[0].exercises[0]) for name in assignment.exercises)
+        folder = tmp_path / form / "submission" / "01_attention_basics"
+        folder.mkdir(parents=True)
+        (folder / "attention_basics.py").write_text(source)
+        out = tmp_path / form / "result.json"
+        subprocess.run([sys.executable, "-m", "grader", "check", "01_attention_basics", "--submission",
+                        str(folder.parent), "--seed", "3", "--format", "json", "--output", str(out)],
+                       cwd=ROOT, capture_output=True, text=True)
+        whole = json.loads(out.read_text())["score"]
+        assert round(cells, 2) == whole, (form, cells, whole)
+    assert whole < 100.0

@@ -230,3 +230,49 @@ def test_round_28a_a3_a_hidden_mistake_costs_at_least_what_it_costs_made_openly_
     graded = _graded(grader, course, folder, assignments)
     assert graded["softmax_naive"].score == 0.0 and graded["softmax_naive"].charges, graded["softmax_naive"].feedback
     assert round(sum(e.score for e in graded.values()), 2) <= 100.0 - graded["softmax_naive"].max_score
+
+
+ROUND_29A = ROOT / "tests" / "corpus" / "heldout" / "round29a_red_team"
+
+
+def _round_29a(tmp_path, case: str, form: str) -> Path:
+    """The solutions with the round's modules of ``case`` in place (a form without a module of the attack's keeps
+    the attack's: A3's plain form rewrites the wrapper too)."""
+    folder = tmp_path / f"{case}-{form}" / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    for kept in sorted(ROUND_29A.glob(f"{case}__{form}__*.py.txt")):
+        module = kept.name.split("__")[2].removesuffix(".txt")
+        assignment = next(a for a in MODULES if (ROOT / "solutions" / a / module).is_file())
+        (folder / assignment / module).write_text(kept.read_text())
+    return folder
+
+
+def _own_lost(exercise) -> float:
+    """What an exercise's own checks took, before any charge (grader.grading.charges)."""
+    graded = [c for c in exercise.checks if c.status != "grader-error"]
+    earned = sum(c.weight * (1.0 if c.status == "passed" else c.kept) for c in graded)
+    return exercise.max_score - exercise.max_score * earned / sum(c.weight for c in graded)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, assignments, helper", [
+    ("A1", ("01_attention_basics",), "softmax"),
+    ("A2", ("04_multi_head_attention",), "split_heads"),
+    ("A3", ("03_causal_attention", "04_multi_head_attention"), "CausalAttention")])
+def test_round_29a_a_name_excuses_no_charge(grader, course, tmp_path, case, assignments, helper):
+    """Red team round 29a: a helper wrong only on its users' calls (a softmax over the wrong dim on square inputs
+    alone; a split_heads without the transpose but on its own checks' shapes; a 03 class unscaled only as the
+    wrapper builds it), named by one check of its own: the name freed every case kept given it (98.96 against a
+    helper form of 88.54 and a plain form of 82.77; 98.64 against 90.45 and 78.64; 191.55 against 166.21 and
+    179.05). A name no longer excuses: each scores at most the better of its honest forms (the helper wrong openly
+    on every call; the same wrong outputs made in the user), but for what the helper's own checks took, which the
+    larger of the two charges absorbs (A3: the class's own 8.45, the module's documented residual)."""
+    scores, lost = {}, 0.0
+    for form in ("attack", "plain", "helperform"):
+        graded = _graded(grader, course, _round_29a(tmp_path, case, form), assignments)
+        scores[form] = round(sum(e.score for e in graded.values()), 2)
+        if form == "attack":
+            lost = _own_lost(graded[helper])
+    assert scores["attack"] <= max(scores["plain"], scores["helperform"]) + lost + 0.01, (scores, lost)
+    if case != "A3":  # (its helper's own checks took 8.45: absorbed)
+        assert scores["attack"] <= max(scores["plain"], scores["helperform"]), scores

@@ -64,7 +64,10 @@ def test_an_exercise_that_uses_a_function_that_hung_fails_at_once_naming_it(tigh
     assert "right, given your softmax" in ex["simple_self_attention"].feedback
     assert "worker.py" not in ex["simple_self_attention"].feedback
     assert ex["attention_scores"].status == "passed" and ex["context_vector_loop"].status == "passed"
-    assert elapsed < 2 * 2.0  # one time limit (2 s here), not one per exercise that uses softmax
+    # one time limit (2 s here), not one per exercise that uses softmax: no check of simple_self_attention waits one
+    # out (its cases' runs with a right softmax cost a worker each, 1.5 s in all on a quiet machine: not a limit)
+    assert max(c.duration_s for c in ex["simple_self_attention"].checks) < 2.0
+    assert elapsed < 2.0 + 8.0
 
 
 def test_an_error_names_the_call_and_the_shapes_it_was_given(tight, tmp_path):
