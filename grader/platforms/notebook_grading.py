@@ -93,15 +93,16 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
                           .replace("use --device", "set GRADE_DEVICE to")) from None
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         submission = cells_submission(course, assignment, cells, cwd, Path(scratch))
-        graded = (exercise, *helpers_of(course, assignment, exercise, submission))
-        result = grader.grade(submission, (assignment,), seed=seed, exercises=graded, memo=memo)
-        # a case kept given a helper its code does not name where the reading sees it (the suite's blame found it):
-        # graded again beside that one too, so that nothing is kept given a helper this grading never saw
-        kept_given = {name for e in result.assignments[0].exercises for c in e.checks if c.status == "passed"
-                      for name in (c.forgiven_by, *c.forgiven_also, *c.forgiven_either)}
-        missing = tuple(sorted((kept_given & set(assignment.exercises)) - set(graded)))
-        if missing:
-            result = grader.grade(submission, (assignment,), seed=seed, exercises=(*graded, *missing), memo=memo)
+        result = grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,), memo=memo)
+        # a case kept right given a helper holds only where that helper lost points, and moves them (grader.grading.
+        # charges): graded again beside the helpers its code calls and any a kept case names (the reading may miss
+        # one the suite's blame found), where some case was kept; a right exercise costs one grading, as before
+        kept_given = {name for c in result.assignments[0].exercises[0].checks if c.status == "passed"
+                      for name in (c.forgiven_by, *c.forgiven_also, *c.forgiven_either)} & set(assignment.exercises)
+        if kept_given - {exercise}:
+            helpers = (*helpers_of(course, assignment, exercise, submission), *sorted(kept_given))
+            graded = tuple(dict.fromkeys((exercise, *helpers)))
+            result = grader.grade(submission, (assignment,), seed=seed, exercises=graded, memo=memo)
     return the_cells_exercise(result, exercise)
 
 
