@@ -21,10 +21,12 @@ users keep every case, as before; a helper wrong only on calls its checks never 
 mistake is (A1: 94.44 against the plain form's 94.45); and where its users' cases weigh more than its own
 points, the file scores what the same code with that helper wrong everywhere scores (A3: 90).
 
-Why not the sum of the two: a helper whose one mistake shows in its own checks and in its users' cases (a
+Why not the sum of the two: a helper whose one mistake shows both in its own checks and in its users' cases (a
 merge_heads that raises on every tensor that is not contiguous) would pay for it twice, and nothing in an unnamed
-wrong value tells one mistake from two (session 21's corpus: 47 files of honest mistakes lost points under the
-sum, 36 under this, each its helper's mistake shown heavier in its users than in its own checks).
+wrong value tells one mistake from two. What the rule costs honest files (session 21's corpus, 933 entries, seed
+1): 80 wrong files lose 0.2 to 8.6 points (median 2.7), each a helper whose mistake weighs more in its users'
+cases than in its own checks (a split_heads without the transpose: 4.55 of 10 before, 0 now, its users' cases all
+kept); no correct file changes.
 """
 from __future__ import annotations
 
