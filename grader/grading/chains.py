@@ -91,14 +91,15 @@ class ChainRuns:
         self.still_wrong: dict[tuple[str, str], int] = {}  # (assignment, exercise) -> cases such runs showed wrong
         self.named: dict[tuple[str, str], tuple[str, ...]] = {}  # (assignment, exercise) -> _named's, read once
 
-    def after_failure(self, item, args, failure: Exception) -> None:
+    def after_failure(self, item, args, failure: Exception, tried: tuple[str, ...] = ()) -> None:
         """Raises the case kept given one of the helpers the exercise calls, where a run with it right is right;
         returns (the failure stands) where there is none, where the failure is not one a helper can cause
         (forbidden, not attempted, timed out, not observed), where a check of a rule of how the exercise computes
         failed on the rule, not on a value (the tracer saw the exercise's own frames break it, a helper's share
         counted apart: grader.grading.stand_ins.uses; red team round 25b's a2forgive, a loop run only beside its
         own softmax), or where such runs already showed this exercise wrong on its own STILL_WRONG times (each costs a
-        worker: the exercise's own mistake then costs those cases, as it would beside right helpers)."""
+        worker: the exercise's own mistake then costs those cases, as it would beside right helpers). ``tried``: the
+        helpers a run with a right one already showed not to explain it (the suite's blame's)."""
         grade = _grade(item)
         if grade is None or grade.cascades != "once":
             return
@@ -111,7 +112,7 @@ class ChainRuns:
         assignment, exercise = _exercise_of(item)
         if self.still_wrong.get((assignment, exercise), 0) >= STILL_WRONG:
             return
-        named = [h for h in self._named(assignment, exercise) if h not in grade.helpers_right]
+        named = [h for h in self._named(assignment, exercise) if h not in grade.helpers_right and h not in tried]
         candidates = self._unless_passed(assignment, named)
         kept = self._singles(item, args, grade, failure, candidates) if candidates else None
         if kept is None:

@@ -498,6 +498,11 @@ class GradingPlugin:
                 if kept.verified:  # and where the helper is itself right given a helper of its own (a chain)
                     self.chains.also_given(pyfuncitem, args, kept, first)
                 raise
+            except (CheckFailed, StudentFault) as failure:  # not right given the helper the suite's blame modelled:
+                # maybe given another its code calls (red team round 29b's F2: simple_self_attention calling the
+                # student's softmax_naive, the blame modelling softmax)
+                self.chains.after_failure(pyfuncitem, args, failure, tried=(given.helper,))
+                raise
         except (CheckFailed, StudentFault) as failure:
             self.chains.after_failure(pyfuncitem, args, failure)  # a run with a right helper of those it calls
             raise

@@ -99,11 +99,30 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
         # one the suite's blame found), where some case was kept; a right exercise costs one grading, as before
         kept_given = {name for c in result.assignments[0].exercises[0].checks if c.status == "passed"
                       for name in (c.forgiven_by, *c.forgiven_also, *c.forgiven_either)} & set(assignment.exercises)
+        whole = None
         if kept_given - {exercise}:
             helpers = (*helpers_of(course, assignment, exercise, submission), *sorted(kept_given))
             graded = tuple(dict.fromkeys((exercise, *helpers)))
             result = grader.grade(submission, (assignment,), seed=seed, exercises=graded, memo=memo)
-    return the_cells_exercise(result, exercise)
+            whole = notebook_graded_whole(course, assignment, cwd, grader, seed, memo)
+    return the_cells_exercise(result, exercise, whole)
+
+
+def notebook_graded_whole(course, assignment, cwd: Path, grader, seed: int, memo: bool):
+    """The assignment's notebook beside the kernel (nbgrader's submitted file, a course checkout's) graded whole, or
+    None where there is none or it cannot be graded: which exercises' cases are kept given a helper, all of them,
+    whatever of them the kernel has run so far (red team round 29b: three classes kept given one
+    scaled_dot_product_attention, each cell seeing its own alone)."""
+    from grader.errors import GraderError
+    from grader.submission import resolve_submission
+
+    path = cwd / assignment.notebook
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        return grader.grade(resolve_submission(path, course), (assignment,), seed=seed, memo=memo)
+    except GraderError:
+        return None
 
 
 def helpers_of(course, assignment, exercise: str, submission) -> tuple[str, ...]:
@@ -119,24 +138,37 @@ def helpers_of(course, assignment, exercise: str, submission) -> tuple[str, ...]
     return helpers_named(paths, exercise, set(assignment.exercises), modules)
 
 
-def the_cells_exercise(result, exercise: str):
+def the_cells_exercise(result, exercise: str, whole=None):
     """``result`` of a cell's grading with the one exercise it grades left in it. Its helpers' own cells never
-    grade what uses them, so what the charges of its kept cases would take from a helper graded beside it
-    (``ExerciseResult.charges``) is taken from this cell (``carried``): a notebook's points add up to what
-    ``grade check`` gives the same code, or to less where several exercises' cases move one helper's points (no
-    cell sees the others': each carries its own)."""
+    grade what uses them, so what the charges of its kept cases take from a helper graded beside it
+    (``ExerciseResult.charges``) is taken from this cell (``carried``): its share, by the points its cases kept, of
+    what the kept cases of all the helper's users take from it in ``whole`` (:func:`notebook_graded_whole`), so that
+    a notebook's cells add up to what ``grade check`` gives the same notebook; without ``whole``, what the cases
+    of this cell alone take (each cell of several users then takes the helper's own loss into account alone: the
+    cells may add up to less, red team round 29b's M2 to M4)."""
     assignment = result.assignments[0]
     ours = next(e for e in assignment.exercises if e.name == exercise)
-    for other in assignment.exercises:
-        mine = [c for c in other.charges if c[0] == exercise]
-        if other is ours or not mine:
+    helpers = whole.assignments[0].exercises if whole is not None else assignment.exercises
+    for helper in helpers:
+        if helper.name == exercise or not any(c[0] == exercise for c in helper.charges):
             continue
-        charged, other.charges = other.score, [c for c in other.charges if c[0] != exercise]
-        taken = other.score - charged
+        other = helper
+        mine = sum(points for user, _, points in helper.charges if user == exercise)
+        kept = sum(points for _, _, points in helper.charges)
+        taken = (_uncharged(helper) - helper.score) * (mine / kept if kept else 0.0)
         if taken > 0:
             ours.carried.append((other.name, round(taken, 4)))
     assignment.exercises = [ours]
     return result
+
+
+def _uncharged(exercise) -> float:
+    """``exercise``'s score before what its users' kept cases take (``charges``)."""
+    charges, exercise.charges = exercise.charges, []
+    try:
+        return exercise.score
+    finally:
+        exercise.charges = charges
 
 
 def cells_submission(course, assignment, cells: list[str], cwd: Path, into: Path):

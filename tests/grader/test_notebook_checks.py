@@ -410,3 +410,32 @@ def test_a_notebooks_graded_cells_add_up_to_what_grade_check_gives(tmp_path):
         whole = json.loads(out.read_text())["score"]
         assert round(cells, 2) == whole, (form, cells, whole)
     assert whole < 100.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["M3__attack", "F1__honest"])
+def test_the_cells_of_several_users_of_one_helper_add_up_to_grade_check(tmp_path, case):
+    """Red team round 29b: three classes kept given one scaled_dot_product_attention, each cell seeing its own kept
+    cases alone, took the helper's own loss into account once per cell (M3: 93.58 in cells against 85 by `grade
+    check`; F1, honest, 76.72 against 85). Each cell now carries its share, by the points its cases kept, of what all
+    the users' kept cases take, read from the notebook graded whole."""
+    from grader.config import load_course
+    from grader.platforms.notebook_grading import points_of
+
+    source = (ROOT / "tests" / "corpus" / "heldout" / "round29b_red_team" / f"{case}__self_attention.py.txt").read_text()
+    course = load_course(ROOT)
+    assignment = course.assignment("02_self_attention")
+    cwd = tmp_path / "02_self_attention"
+    cwd.mkdir()
+    notebook = cwd / assignment.notebook
+    notebook.write_text(json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                                               "outputs": [], "source": source}],
+                                    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    cells = sum(points_of(grade_cells(course, assignment, name, ["", source], cwd=cwd, seed=3)
+                          .assignments[0].exercises[0]) for name in assignment.exercises)
+    out = tmp_path / "result.json"
+    subprocess.run([sys.executable, "-m", "grader", "check", "02_self_attention", "--submission", str(notebook),
+                    "--seed", "3", "--format", "json", "--output", str(out)], cwd=ROOT, capture_output=True, text=True)
+    whole = json.loads(out.read_text())["score"]
+    assert abs(cells - whole) <= 0.05, (cells, whole)
+    assert whole < 100.0

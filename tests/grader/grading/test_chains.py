@@ -276,3 +276,17 @@ def test_round_29a_a_name_excuses_no_charge(grader, course, tmp_path, case, assi
     assert scores["attack"] <= max(scores["plain"], scores["helperform"]) + lost + 0.01, (scores, lost)
     if case != "A3":  # (its helper's own checks took 8.45: absorbed)
         assert scores["attack"] <= max(scores["plain"], scores["helperform"]), scores
+
+
+@pytest.mark.slow
+def test_a_case_the_suites_blame_does_not_keep_is_run_again_with_the_helper_its_code_calls(grader, course, tmp_path):
+    """Red team round 29b's F2: simple_self_attention calling the student's softmax_naive (wrong on every call), the
+    suite's blame modelling softmax: the run with a right softmax failed, and no run with a right softmax_naive
+    followed (71.9: the one mistake charged twice). The chain runs follow a blame that a run did not confirm."""
+    folder = tmp_path / "assignments"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    kept = ROOT / "tests" / "corpus" / "heldout" / "round29b_red_team" / "F2__helperform__attention_basics.py.txt"
+    (folder / "01_attention_basics" / "attention_basics.py").write_text(kept.read_text())
+    graded = _graded(grader, course, folder, ("01_attention_basics",))
+    assert graded["simple_self_attention"].score == 20.0, graded["simple_self_attention"].feedback
+    assert graded["softmax_naive"].score == 0.0
