@@ -144,20 +144,19 @@ def the_cells_exercise(result, exercise: str, whole=None):
     (``ExerciseResult.charges``) is taken from this cell (``carried``): its share, by the points its cases kept, of
     what the kept cases of all the helper's users take from it in ``whole`` (:func:`notebook_graded_whole`), so that
     a notebook's cells add up to what ``grade check`` gives the same notebook; without ``whole``, what the cases
-    of this cell alone take (each cell of several users then takes the helper's own loss into account alone: the
-    cells may add up to less, red team round 29b's M2 to M4)."""
+    of this cell alone take (each cell of several users then takes the helper's own loss into account alone, and
+    the cells may add up to more or less: red team round 29b's M2 to M4 and F1)."""
     assignment = result.assignments[0]
     ours = next(e for e in assignment.exercises if e.name == exercise)
     helpers = whole.assignments[0].exercises if whole is not None else assignment.exercises
     for helper in helpers:
         if helper.name == exercise or not any(c[0] == exercise for c in helper.charges):
             continue
-        other = helper
         mine = sum(points for user, _, points in helper.charges if user == exercise)
         kept = sum(points for _, _, points in helper.charges)
         taken = (_uncharged(helper) - helper.score) * (mine / kept if kept else 0.0)
         if taken > 0:
-            ours.carried.append((other.name, round(taken, 4)))
+            ours.carried.append((helper.name, round(taken, 4)))
     assignment.exercises = [ours]
     return result
 
