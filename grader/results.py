@@ -1,6 +1,7 @@
 """What a grading run produces, and its JSON form (the course spec's schema 1)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 STATUSES = ("passed", "failed", "error", "timeout", "not_implemented", "forbidden", "crashed", "grader-error")
@@ -123,6 +124,11 @@ class ExerciseResult:
         own = self.max_score * earned / total
         charged = min(own, self.max_score - sum(points for _, _, points in self.charges))
         return round(max(0.0, charged - sum(points for _, points in self.carried)), 2)
+
+    @property
+    def own_score(self) -> float:
+        """:attr:`score` from its own checks alone, before what :attr:`charges` and :attr:`carried` take."""
+        return dataclasses.replace(self, charges=[], carried=[]).score
 
     @property
     def status(self) -> str:

@@ -33,13 +33,17 @@ from __future__ import annotations
 from grader.results import GRADER_ERROR
 
 
+def wrong_calls(exercises) -> dict[str, set[str]]:
+    """Each exercise's calls of plain arguments that its own checks graded and found wrong (``wrong_calls``)."""
+    return {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
+
+
 def charged_to_helpers(assignments: list) -> list:
     """Adds to each helper exercise the charges of the cases kept right given it (``ExerciseResult.charges``),
     after charged_once and charged_across have settled which cases stay kept: ``assignments`` (AssignmentResult),
     graded together, returned."""
     exercises = {e.name: e for a in assignments for e in a.exercises}
-    wrong = {name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls}
-             for name, e in exercises.items()}
+    wrong = wrong_calls(exercises.values())
     owed: dict[str, dict[str, list]] = {}  # helper -> user -> [cases, points]
     for user in exercises.values():
         total = sum(c.weight for c in user.checks if c.status != GRADER_ERROR)
@@ -54,8 +58,7 @@ def charged_to_helpers(assignments: list) -> list:
             entry[1] += user.max_score * check.weight * (1.0 - check.kept) / total  # (a right forward's share stays)
     for name, users in owed.items():
         helper = exercises[name]
-        before = helper.score
         charges = [(user, cases, round(points, 4)) for user, (cases, points) in users.items()]
-        if helper.max_score - sum(points for _, _, points in charges) < before:
+        if helper.max_score - sum(points for _, _, points in charges) < helper.own_score:
             helper.charges = charges  # (only where it costs: what its own checks lost may be more already)
     return assignments

@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.sandbox.confine import blocked_paths, confinement_for
 from grader.config import Assignment, Course
 from grader.errors import DeviceError, GraderError, SubmissionError
-from grader.grading.charges import charged_to_helpers
+from grader.grading.charges import charged_to_helpers, wrong_calls
 from grader.grading.pictures import pictures
 from grader.grading.recorded_outputs import public_recording
 from grader.grading.rules_read import kept_where_read
@@ -390,8 +390,7 @@ def charged_once(exercises: list) -> list:
     and found it wrong: a call outside what its exercise checks is the caller's."""
     passed = {e.name for e in exercises if e.status == "passed"}  # kept right given helpers of their own or not
     kept = _kept_given(exercises)
-    # the plain calls each exercise's own checks graded and found wrong
-    wrong = {e.name: {call for c in e.checks if c.status != "passed" for call in c.wrong_calls} for e in exercises}
+    wrong = wrong_calls(exercises)  # the plain calls each exercise's own checks graded and found wrong
     for exercise in exercises:
         for index, check in enumerate(exercise.checks):
             helper = check.forgiven_by

@@ -154,20 +154,11 @@ def the_cells_exercise(result, exercise: str, whole=None):
             continue
         mine = sum(points for user, _, points in helper.charges if user == exercise)
         kept = sum(points for _, _, points in helper.charges)
-        taken = (_uncharged(helper) - helper.score) * (mine / kept if kept else 0.0)
+        taken = (helper.own_score - helper.score) * (mine / kept if kept else 0.0)
         if taken > 0:
             ours.carried.append((helper.name, round(taken, 4)))
     assignment.exercises = [ours]
     return result
-
-
-def _uncharged(exercise) -> float:
-    """``exercise``'s score before what its users' kept cases take (``charges``)."""
-    charges, exercise.charges = exercise.charges, []
-    try:
-        return exercise.score
-    finally:
-        exercise.charges = charges
 
 
 def cells_submission(course, assignment, cells: list[str], cwd: Path, into: Path):
