@@ -153,6 +153,7 @@ class ChainRuns:
         for helper, lost in candidates:
             given = stand_in_decides(grade, failure, helper, "its own checks fail" if lost else
                                      "as your code uses it here")
+            item.funcargs["grade"] = grade  # (each run starts from the first run's: _verify reads what its output was)
             try:
                 self.plugin._verify(item, args, given, alone=True)
             except RightGivenHelper as right:
