@@ -577,7 +577,7 @@ class Grade:
         if reference is not None and most > bound(reference):
             raise CheckFailed(f"{name} made {most} torch operations for one call, where the computation takes "
                               f"{reference} and a vectorised one at most {bound(reference)}: it runs operations "
-                              "for each token in Python (with others that do nothing); use matrix products "
+                              "for each token in Python (or adds operations that do nothing); use matrix products "
                               "instead", ("not-vectorised",))
 
     def _call_blaming(self, root_cause, target, *args, **kwargs) -> Reply:

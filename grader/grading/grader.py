@@ -238,12 +238,13 @@ class Grader:
         the job's Submission (a GraderError: the job cannot be graded); ``report(job, result)`` gets its
         SubmissionResult, or the GraderError. ``assignments_of(job)``: those of ``assignments`` this job
         is graded on (by default all; --watch grades what a save changed); ``exercises_of(job)``: the names of
-        the only exercises it is graded on (by default all of them; a notebook's check() grades one)."""
+        the only exercises it is graded on (by default, or None, all of them; a notebook's check() grades one)."""
         from grader.grading.pytest_session import GradingStream
 
         def start(job):
             chosen = assignments if assignments_of is None else assignments_of(job)
-            only = None if exercises_of is None else tuple(exercises_of(job))
+            only = None if exercises_of is None else exercises_of(job)
+            only = None if only is None else tuple(only)  # (None for a job: all of them)
             return self._begin(prepare(job), chosen, seed, None, only, "hidden", memo=True)
 
         def finish(run):

@@ -60,7 +60,7 @@ def kept_where_read(exercises: list) -> list:
                 if rule not in exempt and not theirs:
                     broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
                                             "this check reads, so the check earns nothing, as where the rule is "
-                                            "broken on its own calls")
+                                            "broken on its own calls" + _inside(exercise.name, by))
             for rule, why in check.rules_unverified:
                 if rule not in exempt:
                     broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
@@ -75,6 +75,19 @@ def kept_where_read(exercises: list) -> list:
                 check, status="failed", message=message, unexplained=message, verified=False,
                 forgiven_by="", forgiven_call="", forgiven_raise=False, kept=0.0)
     return exercises
+
+
+def _inside(name: str, by) -> str:
+    """Where the operations that break the rule ran, when the student's own helpers alone account for them (the
+    caller's own code keeps it): said, so that the student looks where the loop is (a softmax that loops over
+    the entries of its dim makes simple_self_attention loop, whose own code has no loop)."""
+    helpers = by[0] if by and by[0] else ()
+    if not helpers:
+        return ""
+    named = " and ".join(helpers)
+    return (f". The operations that grow with the tokens run inside your {named}, which {name} calls: "
+            f"{name}'s own code keeps the rule, so make {named} work without a Python loop over them, or compute "
+            "that step here")
 
 
 def _rules_lost(exercise) -> set[str]:

@@ -94,25 +94,42 @@ def grade_cells(course, assignment, exercise: str, cells: list[str], *, cwd: Pat
     with tempfile.TemporaryDirectory(prefix="grade-kernel-") as scratch, _kernel_untouched(course, grader):
         submission = cells_submission(course, assignment, cells, cwd, Path(scratch))
         result = grader.grade(submission, (assignment,), seed=seed, exercises=(exercise,), memo=memo)
-        # a case kept right given a helper holds only where that helper lost points, and moves them (grader.grading.
-        # charges): graded again beside the helpers its code calls and any a kept case names (the reading may miss
-        # one the suite's blame found), where some case was kept; a right exercise costs one grading, as before
-        kept_given = {name for c in result.assignments[0].exercises[0].checks if c.status == "passed"
-                      for name in (c.forgiven_by, *c.forgiven_also, *c.forgiven_either)} & set(assignment.exercises)
         whole = None
-        if kept_given - {exercise}:
-            helpers = (*helpers_of(course, assignment, exercise, submission), *sorted(kept_given))
-            graded = tuple(dict.fromkeys((exercise, *helpers)))
+        kept = kept_given(result, assignment, exercise)
+        if kept:
+            graded = beside_helpers(course, assignment, exercise, submission, kept)
             result = grader.grade(submission, (assignment,), seed=seed, exercises=graded, memo=memo)
             whole = notebook_graded_whole(course, assignment, cwd, grader, seed, memo)
     return the_cells_exercise(result, exercise, whole)
 
 
-def notebook_graded_whole(course, assignment, cwd: Path, grader, seed: int, memo: bool):
-    """The assignment's notebook beside the kernel (nbgrader's submitted file, a course checkout's) graded whole, or
-    None where there is none or it cannot be graded: which exercises' cases are kept given a helper, all of them,
-    whatever of them the kernel has run so far (red team round 29b: three classes kept given one
-    scaled_dot_product_attention, each cell seeing its own alone)."""
+def kept_given(result, assignment, exercise: str) -> set[str]:
+    """The other exercises of ``assignment`` that ``exercise``'s cases in ``result`` (its grading alone) were
+    kept right given. A case kept so holds only where that helper lost points, and moves them
+    (grader.grading.charges), so where there are any the cell is graded again beside its helpers
+    (:func:`beside_helpers`) and its share read from the notebook graded whole (:func:`notebook_graded_whole`); a
+    right exercise costs one grading. Both of a cell's paths do so: the kernel's own (:func:`grade_cells`) and the
+    grading service of nbgrader's sandboxed kernels (grader.platforms.notebook_service.grade; red team round 30:
+    that path graded each cell alone, and a softmax wrong only on the calls simple_self_attention makes was charged
+    nowhere)."""
+    graded = result.assignments[0]
+    ours = next((e for e in graded.exercises if e.name == exercise), None)
+    if ours is None:
+        return set()
+    names = {name for c in ours.checks if c.status == "passed"
+             for name in (c.forgiven_by, *c.forgiven_also, *c.forgiven_either)}
+    return (names & set(assignment.exercises)) - {exercise}
+
+
+def beside_helpers(course, assignment, exercise: str, submission, kept: set[str]) -> tuple[str, ...]:
+    """The exercises a cell of ``exercise`` is graded on the second time: itself, the helpers its code calls
+    (:func:`helpers_of`) and those its kept cases name (``kept``: the reading may miss one the suite's blame found)."""
+    return tuple(dict.fromkeys((exercise, *helpers_of(course, assignment, exercise, submission), *sorted(kept))))
+
+
+def whole_notebook(course, assignment, cwd: Path):
+    """The Submission of the assignment's notebook beside the kernel (nbgrader's submitted file, a course
+    checkout's), or None where there is none (a link is not followed) or it cannot be read."""
     from grader.errors import GraderError
     from grader.submission import resolve_submission
 
@@ -120,7 +137,23 @@ def notebook_graded_whole(course, assignment, cwd: Path, grader, seed: int, memo
     if not path.is_file() or path.is_symlink():
         return None
     try:
-        return grader.grade(resolve_submission(path, course), (assignment,), seed=seed, memo=memo)
+        return resolve_submission(path, course)
+    except GraderError:
+        return None
+
+
+def notebook_graded_whole(course, assignment, cwd: Path, grader, seed: int, memo: bool):
+    """The assignment's notebook beside the kernel (:func:`whole_notebook`) graded whole, or None where there is
+    none or it cannot be graded: which exercises' cases are kept given a helper, all of them, whatever of them the
+    kernel has run so far (red team round 29b: three classes kept given one scaled_dot_product_attention, each
+    cell seeing its own alone)."""
+    from grader.errors import GraderError
+
+    submission = whole_notebook(course, assignment, cwd)
+    if submission is None:
+        return None
+    try:
+        return grader.grade(submission, (assignment,), seed=seed, memo=memo)
     except GraderError:
         return None
 

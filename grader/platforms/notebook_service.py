@@ -61,6 +61,17 @@ class _Job:
         self.exercise, self.assignment, self.seed = exercise, assignment, seed
         self.folder: Path | None = None  # where its cells are written out as a submission, while it is graded
         self.answered = False
+        self.exercises = (exercise,)  # graded on, the first time: its exercise alone
+        self.submission = self.current = None  # its cells' submission; the one under way (a later grading's)
+        self.beside = None  # its grading beside its helpers, where it has one
+        self.cancelled = False
+
+    def cancel(self, grader):
+        """What :func:`_watch` calls once the kernel stops waiting: the grading under way cut short, no later one."""
+        def cancel():
+            self.cancelled = True
+            grader.cancel(self.current)
+        return cancel
 
     def answer(self, reply: dict) -> None:
         from grader.sandbox.leftovers import remove_tree
@@ -116,31 +127,82 @@ def grade(jobs, *, course, grader, seed: int) -> None:
     """Grade ``jobs`` (an iterator; each on ``seed``) one after another in one pytest session, as ``grade
     autograde`` grades a class (the suites collected once, grader.grading.grader.Grader.grade_each): each
     check() is a submission of its own, graded on its exercise alone, and answered as soon as it is graded.
+    Where a case of it is kept right given a helper (grader.platforms.notebook_grading.kept_given), it is graded
+    again beside its helpers and the kernel's notebook graded whole, as the kernel's own path does, before it is
+    answered (red team round 30: graded alone, a helper wrong only on its users' calls was charged nowhere).
     A job whose kernel stops waiting for it (its cell interrupted, the kernel closed) is cut short (red team
     round 19: a parting request, or a slow last check, held every later student's check() past nbgrader's cell
     timeout, and they lost their notebooks): :func:`_watch`."""
-    from grader.platforms.notebook_grading import cells_submission
+    import collections
 
-    graded: list[_Job] = []  # the one being graded, if any
+    from grader.platforms import notebook_grading as cells
 
-    def prepare(job):
-        graded.append(job)
-        job.folder = Path(tempfile.mkdtemp(prefix="grade-kernel-"))
-        submission = cells_submission(course, job.assignment, job.cells, job.kernel.cwd, job.folder)
-        _watch(job, lambda: grader.cancel(submission))
-        return submission
+    graded: list = []  # the one being graded, if any
+    stages: collections.deque = collections.deque()  # a job's later gradings, graded before the next job
 
-    def report(job, result):
-        if job in graded:
-            graded.remove(job)
-        job.answer(reply_of(result))
+    def each():
+        for job in jobs:
+            yield job
+            while stages:
+                yield stages.popleft()
+
+    def prepare(item):
+        graded.append(item)
+        if isinstance(item, _Stage):
+            item.job.current = item.submission
+            return item.submission
+        item.folder = Path(tempfile.mkdtemp(prefix="grade-kernel-"))
+        item.submission = item.current = cells.cells_submission(course, item.assignment, item.cells, item.kernel.cwd,
+                                                                item.folder)
+        _watch(item, item.cancel(grader))
+        return item.submission
+
+    def report(item, result):
+        answered(item, result)
+        if item in graded:  # (where answering failed, the grader's failure is said below)
+            graded.remove(item)
+
+    def answered(item, result):
+        job = item.job if isinstance(item, _Stage) else item
+        if job.answered:
+            return
+        if isinstance(result, GraderError) and not (isinstance(item, _Stage) and item.whole):
+            job.answer(reply_of(result))
+            return
+        if not isinstance(item, _Stage):  # graded alone
+            kept = cells.kept_given(result, job.assignment, job.exercise)
+            if not kept or job.cancelled:
+                job.answer(reply_of(cells.the_cells_exercise(result, job.exercise)))
+                return
+            stages.append(_Stage(job, job.submission, cells.beside_helpers(course, job.assignment, job.exercise,
+                                                                          job.submission, kept)))
+            return
+        if not item.whole:  # graded beside its helpers: its share is read from the notebook graded whole
+            job.beside = result
+            notebook = cells.whole_notebook(course, job.assignment, job.kernel.cwd)
+            if notebook is not None and not job.cancelled:
+                stages.append(_Stage(job, notebook, None))
+                return
+        whole = result if item.whole and not isinstance(result, GraderError) else None
+        job.answer(reply_of(cells.the_cells_exercise(job.beside, job.exercise, whole)))
 
     try:
-        grader.grade_each(jobs, tuple(course.assignments), seed=seed, prepare=prepare, report=report,
-                          assignments_of=lambda job: (job.assignment,), exercises_of=lambda job: (job.exercise,))
+        grader.grade_each(each(), tuple(course.assignments), seed=seed, prepare=prepare, report=report,
+                          assignments_of=lambda item: (item.assignment,), exercises_of=lambda item: item.exercises)
     except Exception as error:  # noqa: BLE001 - the grader's own failure: said in the cell, the service goes on
-        for job in graded:
-            job.answer({"ok": False, "error": f"the grader failed ({type(error).__name__}: {str(error)[:200]})"})
+        for item in (*graded, *stages):  # (a job whose later grading waits is not answered yet either)
+            job = item.job if isinstance(item, _Stage) else item
+            if not job.answered:
+                job.answer({"ok": False, "error": f"the grader failed ({type(error).__name__}: {str(error)[:200]})"})
+
+
+class _Stage:
+    """A later grading of a job's check(): beside its helpers (``exercises``, on the cells' own submission), or the
+    kernel's notebook graded whole (``exercises`` None)."""
+
+    def __init__(self, job: _Job, submission, exercises):
+        self.job, self.submission, self.exercises = job, submission, exercises
+        self.assignment, self.whole = job.assignment, exercises is None
 
 
 def _watch(job: _Job, cancel) -> None:

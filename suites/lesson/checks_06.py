@@ -1040,9 +1040,10 @@ def _expect_held_memory(grade, pair, batch, chunk, chunks, d_in):
         raise diagnose.name_mistake(grade, failure, reply.out, window_cache_too_small(model, x, last, chunk)) from None
     every_head = batch * chunk * (chunks - 2) * 2 * model.d_out * 8  # every head's keys and values of those tokens
     share = model.groups / model.num_heads
-    # GQA's groups hold `share` of it (honest: share + 0.0 to 0.13), SWA none (honest: 0 on every seed measured;
-    # a float16 copy of every token grows by 0.13 to 0.19 of it)
-    if grown > every_head * (0.35 + share if pair.name == GQA else 0.1):
+    # GQA's groups hold `share` of it (honest: share + 0.0 to 0.13), SWA none (honest: 0 on every seed measured,
+    # at most 0.0025 of it over 23 correct classes on three seeds; a float16 copy of every token grows by 0.13 to
+    # 0.19 of it, an int8 copy of every token's input by 0.065: red team round 30's M1, under the 0.1 this was)
+    if grown > every_head * (0.35 + share if pair.name == GQA else SWA_GROWTH):
         kept = (f"the keys and values of its {model.groups} key/value group(s), not of the {model.num_heads} query "
                 "heads they serve (repeat them only when attending)") if pair.name == GQA else \
             f"only the last sliding_window_size = {model.window} positions" + (
@@ -1082,6 +1083,9 @@ def expect_window_attended(grade, window, batch=2, chunk=4, chunks=8, d=4):
                           "under a mask")
 
 
+SWA_GROWTH = 0.02  # of every head's keys and values: what a window cache may grow by, or give back past its window
+# (honest: at most 0.0025 grown and 0.0022 given back past the right cache, 23 correct classes on three seeds; a
+# history kept at fewer than 2 bits a feature stays under it, the residual of red team round 30's M1)
 OWN_ROOM = 6 << 20  # what an honest worker holds beyond its cache and weights (its module, torch's first calls:
 # 0.6 to 2 MiB measured, lesson notebooks included), with room to spare
 
@@ -1143,7 +1147,7 @@ def expect_given_back(grade, pair, model, batch, chunk, tokens, every_head):
     pair.release()
     given_back = held - grade.held_bytes()
     right, weights = right_cache_bytes(pair, model, batch, chunk, tokens), weight_bytes(pair)
-    if given_back > right + weights + every_head * 0.1:
+    if given_back > right + weights + every_head * (0.1 if pair.name == GQA else SWA_GROWTH):
         raise CheckFailed(f"{pair.name}: letting go of your instance after {tokens} cached tokens of a batch of "
                           f"{batch} gave back {given_back / 2**20:.1f} MiB; its cache should hold at most "
                           f"{right / 2**20:.1f} MiB (the keys and values of "

@@ -206,6 +206,18 @@ def test_a_cache_that_stops_the_heaps_trim_gains_nothing(course, grader, tmp_pat
     assert "not observed" in gqa.feedback or "of its own" in gqa.feedback, gqa.feedback
 
 
+def test_a_window_cache_beside_a_small_history_of_every_token_loses_its_memory_check(course, grader, tmp_path):
+    """Red team round 30 (M1): a right window cache beside every token's input kept as int8 and never attended grew
+    by 0.065 of every head's keys and values, under the 0.1 a window cache was allowed, and kept 15/15 where the
+    same history in float64 loses the memory check. A window cache may grow by 0.02 of it now (honest: at most
+    0.0025 over 23 correct classes and the porters' five on three seeds)."""
+    entry = corpus._entry(ROOT / "tests" / "corpus" / "hostile" / "swa_int8_history.py", None)
+    exercise, _ = corpus.grade_all([entry], course, grader, tmp_path, seed=7)[entry.name]
+    memory = next(c for c in exercise.checks if c.name.startswith("the_cache_holds_what_it_should"))
+    assert exercise.score < exercise.max_score and memory.status == "failed", exercise.feedback
+    assert "grew by" in memory.message, memory.message
+
+
 UNWATCHED = {  # red team rounds 11 to 15 (issue 44): (exercise, what the computation earns written plainly, said)
     "softmax_cross_entropy_inference.py": ("softmax", 0.0, "inference"),  # 25/25; under no_grad _log_softmax: 0
     "online_softmax_layer_norm_inference.py": ("online_softmax", 36.36, "inference"),  # 40/40; two-pass 36.36

@@ -122,6 +122,23 @@ def test_a_rule_broken_by_the_helpers_alone_is_theirs_where_they_lose_it():
     assert graded((("softmax",),)) == "failed"  # a helper that keeps the rule in its own exercise pays nothing
 
 
+def test_a_rule_broken_by_a_helper_that_keeps_it_says_where_the_loop_is():
+    """Session 22 (the corpus's correct softmax that loops over the entries of its dim, seeds 2 to 21):
+    simple_self_attention, whose own code has no loop, loses its rule check for the helper's loop; its feedback
+    names that helper, where it told the student to vectorise code that was vectorised already."""
+    attention = ExerciseResult("simple_self_attention", 20, [
+        CheckOutcome("large_scores", 2, "passed", rules_broken=(("vectorised", "it made 737 operations",
+                                                                 ("softmax",)),)),
+        CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",))])
+    check = kept_where_read([attention])[0].checks[1]
+    assert check.status == "failed"
+    assert "run inside your softmax, which simple_self_attention calls" in check.message
+    own = ExerciseResult("simple_self_attention", 20, [
+        CheckOutcome("large_scores", 2, "passed", rules_broken=(("vectorised", "it made 737 operations"),)),
+        CheckOutcome("not_growing", 2, "passed", rules_read=("vectorised",))])
+    assert "inside your" not in kept_where_read([own])[0].checks[1].message  # its own loop: nothing more said
+
+
 def test_a_rule_is_a_helpers_to_charge_only_where_the_helpers_exercise_loses_it():
     """Red team round 24 (a01help): a softmax looping only on the score matrices it recognises made the rule check
     of simple_self_attention right given that softmax, which exempted the rule on every call there. The helper

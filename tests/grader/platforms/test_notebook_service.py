@@ -107,6 +107,8 @@ def _serving(course, monkeypatch, answer):
 
     monkeypatch.setattr("grader.grading.grader.Grader", Grader)
     monkeypatch.setattr(kernel_service, "reply_of", lambda reply: reply)
+    monkeypatch.setattr("grader.platforms.notebook_grading.kept_given", lambda *_: set())  # nothing kept
+    monkeypatch.setattr("grader.platforms.notebook_grading.the_cells_exercise", lambda reply, *_: reply)
     ours, theirs = socket.socketpair()
     serving = threading.Thread(target=kernel_service.serve, args=(theirs,), kwargs={"course": course})
     serving.start()
@@ -269,3 +271,57 @@ def test_a_check_whose_kernel_hangs_up_is_cut_short_and_the_next_students_check_
     reply = protocol.decode(protocol.recv(ends[1], limit=1 << 20, timeout=5), limit=0)
     assert reply["ok"] and reply["points"] == 25.0, reply
     assert took < 25, took  # graded to its end, the slow one alone takes minutes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kept,assignment_id,score", [
+    ("round29a_red_team/N1__attack__attention_basics", "01_attention_basics", 85.71),
+    ("round29b_red_team/M3__attack__self_attention", "02_self_attention", 85.0)])
+def test_the_services_cells_add_up_to_grade_check_where_a_helper_is_wrong_only_on_its_users_calls(
+        course, tmp_path, monkeypatch, kept, assignment_id, score):
+    """Red team round 30 (S1, S2): rounds 29a and 29b were fixed in the kernel's own graded cells
+    (notebook_grading.grade_cells), but nbgrader's sandboxed kernels are graded by this service, which graded each
+    cell alone: a softmax wrong only on the square inputs simple_self_attention gives it kept every case there and
+    was charged nowhere (100 where `grade check` gives 85.71; 02's three users of one helper 95.71 against 85). The
+    service grades a cell with kept cases again beside its helpers and carries its share, read from the kernel's
+    notebook graded whole, as the kernel's path does: its cells add up to `grade check` (what
+    test_notebook_checks.py's N1 and M3 cases read for that path; 85.71 and 85 on seed 3)."""
+    import json
+    import socket
+    from pathlib import Path
+
+    from grader.grading.grader import Grader
+    from grader.inside import protocol
+
+    root = Path(__file__).resolve().parents[3]
+    source = (root / "tests" / "corpus" / "heldout" / f"{kept}.py.txt").read_text()
+    monkeypatch.setenv("GRADE_DEVICE", "cpu")
+    assignment = course.assignment(assignment_id)
+    cwd = tmp_path / assignment.id
+    cwd.mkdir()
+    (cwd / assignment.notebook).write_text(json.dumps({  # nbgrader's submitted file, beside the kernel
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+    class Kernel:
+        def __init__(self, cwd):
+            self.cwd = cwd
+
+        def done(self, connection):
+            connection.close()
+
+    ends, jobs = [], []
+    for exercise in assignment.exercises:
+        ours, theirs = socket.socketpair()
+        ends.append(theirs)
+        jobs.append(kernel_service._Job(Kernel(cwd), ours, ["", source], exercise, assignment, 3))
+    grader = Grader(course, device="cpu", batch=True)
+    try:
+        kernel_service.grade(iter(jobs), course=course, grader=grader, seed=3)
+    finally:
+        grader.close()
+    replies = [protocol.decode(protocol.recv(end, limit=1 << 20, timeout=5), limit=0) for end in ends]
+    assert all(reply["ok"] for reply in replies), replies
+    assert abs(sum(reply["points"] for reply in replies) - score) <= 0.05, [r["points"] for r in replies]
+    # (01's simple_self_attention loses its cases, its softmax having lost nothing; 02's users carry their shares)
+    assert any("this cell carries" in reply["text"] for reply in replies) == (assignment_id == "02_self_attention")
