@@ -57,3 +57,25 @@ def test_a_check_whose_output_is_right_and_gradients_wrong_keeps_the_forwards_sh
                                                 CheckOutcome("c", 2.0, "failed", "wrong")])
     assert exercise.score == 20.0 * 1.5 / 4
     assert [c.get("kept") for c in exercise.to_json()["checks"]] == [None, 0.5, None]
+
+
+def test_what_most_failing_checks_show_is_said_where_another_contradicts_the_name():
+    """Session 22's porters: an attention_weights taking its softmax over the queries, with a right handling of
+    fully hidden rows that no mistake model has, got only numbers: one failing case contradicted the name, and
+    with the name went the first check's explanation. What most failing checks show is said, naming no id; a
+    minority explains nothing."""
+    def check(name, ids=(), why=""):
+        plain = f"{name}: the output is off at 6 of 6 entries"
+        return CheckOutcome(name, 1.0, "failed", plain + (f"; {why}" if why else ""), misconceptions=ids,
+                            unexplained=plain, ruled_out=() if ids else ("softmax-wrong-dim",))
+
+    why = "your softmax runs over the queries, not the keys"
+    mostly = ExerciseResult("attention_weights", 20, [check("lesson", ("softmax-wrong-dim",), why),
+                                                      check("random", ("softmax-wrong-dim",), why),
+                                                      check("fully_hidden_row")])
+    assert mostly.misconceptions == []
+    assert f"On 2 of the 3 failing checks {why}; fully_hidden_row is off in another way too" in mostly.feedback
+    assert "softmax-wrong-dim" not in mostly.feedback  # no id named
+    few = ExerciseResult("attention_weights", 20, [check("lesson", ("softmax-wrong-dim",), why),
+                                                   check("random"), check("fully_hidden_row")])
+    assert why not in few.feedback
