@@ -52,7 +52,23 @@ def _read_secret(path: Path) -> bytes | None:
         secret = b""
     if len(secret) != 32:
         raise CourseSecretError(path, None)
+    _kept_apart(path)
     return secret
+
+
+def _kept_apart(path: Path) -> None:
+    """Refuse a secret that others may read or anyone but its owner write (mode bits 0o037: a staff group may
+    read it, 0o640): whoever reads it can sign a results folder's manifest and recompute --anonymise's
+    pseudonyms from a roster (red team round 30b: a course folder copied with its secret at 0644, and an
+    ordinary user forged a signed manifest with full marks that root's `grade export` took)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise CourseSecretError(path, exc) from None
+    if mode & 0o037:
+        raise CourseSecretError(path, None, f"can be {'written' if mode & 0o022 else 'read'} by others (mode "
+                                            f"{mode & 0o777:o}), who could sign results and recompute pseudonyms "
+                                            f"with it: chmod 600 {path}")
 
 
 def kept_secret(root: Path) -> bytes | None:

@@ -134,10 +134,29 @@ def read_manifest(folder: Path) -> dict[str, str] | None:
     return _read(folder)[0]
 
 
-def written_at(folder: Path) -> dict[str, float]:
+def written_at(folder: Path, secret: bytes | None = None) -> dict[str, float]:
     """When the run that listed each result file wrote it (export's "most recent wins" uses this, not
-    the file's mtime, which student code could set)."""
+    the file's mtime, which student code could set), where the manifest's key over them verifies with the
+    course's ``secret``; else {} (no time is believed: whoever could write the manifest would choose which of
+    two genuine results wins, red team round 30b)."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    told = data.get("written_key") if isinstance(data, dict) else None
+    if secret is None or not isinstance(told, str):  # (a manifest from before the key: no time believed)
+        return {}
+    if not hmac.compare_digest(told, _stamps_key(secret, data.get("seed"), data.get("written"))):
+        raise UntrustedResults(f"{folder / MANIFEST}: its seed or the times its results were written were changed "
+                               f"since grade autograde wrote them (its key does not verify): refused; grade the "
+                               f"class again (grade autograde SUBMISSIONS --out NEW_FOLDER)")
     return _read(folder)[1]
+
+
+def _stamps_key(secret: bytes, seed, stamps) -> str:
+    """The manifest's key over its class seed and when each result was written."""
+    message = json.dumps({"seed": seed, "written": stamps}, sort_keys=True).encode("utf-8", "backslashreplace")
+    return hmac.new(secret, b"written\0" + message, hashlib.sha256).hexdigest()
 
 
 def pending(folder: Path) -> list[str]:
@@ -162,6 +181,33 @@ def keyed(folder: Path) -> bool:
         return json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("digests") == KEYED
     except (OSError, ValueError, RecursionError, AttributeError):
         return False
+
+
+def check_read(folder: Path) -> None:
+    """Refuse a results folder that ``grade export`` or ``grade report`` reads where it, its manifest or a result in
+    it belongs to another user than you or root, or can be written by group or others, or where a folder above it
+    could be swapped (:func:`check_ancestors`): whoever owns or may write it could replace any result, and with a
+    course secret they could read, sign it (red team round 30b: root's export took an ordinary user's folder).
+    Raises UntrustedResults."""
+    check_ancestors(folder, "the results folder")
+    trusted = {os.geteuid(), 0}
+    for path in (folder, folder / MANIFEST, *folder.glob("*.json")):
+        try:
+            seen = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise UntrustedResults(f"the results folder {path} cannot be examined ({error.strerror or error})") \
+                from None
+        if stat.S_ISLNK(seen.st_mode):
+            continue  # (a link is never believed: sort_results)
+        if seen.st_uid not in trusted:
+            raise UntrustedResults(f"{path} belongs to uid {seen.st_uid}, neither you nor root: whoever owns it could "
+                                   f"change any result in it; export results folders that you (or root) wrote")
+        who = " and ".join(them for bit, them in ((0o020, "group"), (0o002, "others")) if seen.st_mode & bit)
+        if who:
+            raise UntrustedResults(f"{path} can be written by {who}, who could change any result in it: chmod go-w "
+                                   f"it, and grade the class again if others could have written it")
 
 
 def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
@@ -231,10 +277,11 @@ def write_manifest(folder: Path, written: dict[str, str], earlier: dict[str, str
     listed = {file.removesuffix(".json") for file in files}
     still = (set(current_pending) | set(waiting)) - listed
     seed = seed if seed is not None else recorded
-    keying = {"digests": KEYED} if secret is not None else {}
+    stamps = dict(sorted(stamps.items()))
+    keying = {"digests": KEYED, "written_key": _stamps_key(secret, seed, stamps)} if secret is not None else {}
     write_atomically(folder / MANIFEST, json.dumps({"schema": 1, "seed": seed, **keying,
                                                    "results": dict(sorted(files.items())),
-                                                   "written": dict(sorted(stamps.items())),
+                                                   "written": stamps,
                                                    "pending": sorted(still)}, indent=1) + "\n")
     return [] if trust_meanwhile else sorted(meanwhile)
 
@@ -346,7 +393,7 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secre
     for folder in result_dirs:
         if not folder.is_dir():
             raise UsageError(f"no such result folder: {folder}")
-        check_ancestors(folder, "the results folder")
+        check_read(folder)
         manifest = read_manifest(folder)
         believed, others = sort_results(folder, manifest, secret=secret)
         if manifest is None and others:
@@ -361,7 +408,7 @@ def collect(result_dirs: list[Path], warnings: list[str] | None = None, *, secre
             names = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
             warnings.append(f"{folder}: the run that wrote it was interrupted, {len(waiting)} submission(s) have no "
                             f"result yet ({names}): finish it with grade autograde ... --out {folder} --resume")
-        times = written_at(folder)
+        times = written_at(folder, secret)
         for path in believed:
             data = read_result(path)
             if data is None:

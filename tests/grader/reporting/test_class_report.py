@@ -328,6 +328,12 @@ def test_a_secret_that_cannot_be_kept_is_one_line_not_an_unkeyed_pseudonym(tmp_p
     (tmp_path / SECRET_FILE).write_text("short\n")
     with pytest.raises(CourseSecretError, match="64 hex digits"):
         course_secret(tmp_path)
+    (tmp_path / SECRET_FILE).write_text(bytes(range(32)).hex() + "\n")
+    (tmp_path / SECRET_FILE).chmod(0o644)  # copied with the folder, readable by all (red team round 30b)
+    with pytest.raises(CourseSecretError, match="can be read by others .*chmod 600"):
+        course_secret(tmp_path)
+    (tmp_path / SECRET_FILE).chmod(0o640)  # a staff group may read it
+    assert course_secret(tmp_path) == bytes(range(32))
 
 
 def _course(root: Path, results: list[dict]) -> Path:

@@ -143,3 +143,50 @@ def test_summary_takes_a_name_that_is_a_formula_as_text_and_keeps_numbers_number
     rows = list(csv.reader((tmp_path / "summary.csv").open(newline="")))
     assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ann"]
     assert [row[1:4] for row in rows[1:]] == [["0.5", "1.0", "1"]] * len(names)
+
+
+def test_the_times_results_were_written_are_believed_only_where_the_manifests_key_over_them_verifies(tmp_path):
+    """Red team round 30b (K1): the manifest's "written" times decide which of two genuine results of a name wins
+    an export's merge, and nothing keyed them: whoever could write the manifest chose. They are keyed with the
+    seed now; changed, the folder is refused; a manifest without the key (an older grader's) gives no time."""
+    import pytest
+
+    from grader.errors import UntrustedResults
+    from grader.reporting.result_folder import written_at
+
+    run(tmp_path, ["alice"])
+    assert set(written_at(tmp_path, SECRET)) == {"alice.json"}
+    assert written_at(tmp_path, None) == {}
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["written"]["alice.json"] += 10**6  # a later time, to win a merge
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(UntrustedResults, match="times its results were written"):
+        written_at(tmp_path, SECRET)
+    del manifest["written_key"]
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    assert written_at(tmp_path, SECRET) == {}
+
+
+def test_a_results_folder_another_user_owns_or_may_write_is_refused_for_export(tmp_path):
+    """Red team round 30b (K1): `grade export` and `grade report` read a results folder owned by an ordinary user
+    (who, with a course secret they could read, signed a forged manifest): a folder, manifest or result that
+    belongs to another user than you or root, or that group or others may write, is refused, as --out is."""
+    import os
+
+    import pytest
+
+    from grader.errors import UntrustedResults
+    from grader.reporting.result_folder import check_read
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    run(folder, ["alice"])
+    check_read(folder)  # yours: read
+    (folder / "alice.json").chmod(0o666)
+    with pytest.raises(UntrustedResults, match="can be written by group and others"):
+        check_read(folder)
+    (folder / "alice.json").chmod(0o644)
+    if os.geteuid() == 0:  # another user's folder, as root reads it
+        os.chown(folder / MANIFEST, 1001, 1001)
+        with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
+            check_read(folder)
