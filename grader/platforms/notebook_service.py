@@ -139,6 +139,7 @@ def grade(jobs, *, course, grader, seed: int) -> None:
 
     graded: list = []  # the one being graded, if any
     stages: collections.deque = collections.deque()  # a job's later gradings, graded before the next job
+    wholes: dict = {}  # a notebook's bytes' digest -> its grading whole (one seed): each user's cell reads it
 
     def each():
         for job in jobs:
@@ -180,10 +181,16 @@ def grade(jobs, *, course, grader, seed: int) -> None:
         if not item.whole:  # graded beside its helpers: its share is read from the notebook graded whole
             job.beside = result
             notebook = cells.whole_notebook(course, job.assignment, job.kernel.cwd)
+            key = _digest(job.kernel.cwd / job.assignment.notebook) if notebook is not None else None
+            if key in wholes:  # graded whole for another cell of the notebook already
+                job.answer(reply_of(cells.the_cells_exercise(job.beside, job.exercise, wholes[key])))
+                return
             if notebook is not None and not job.cancelled:
-                stages.append(_Stage(job, notebook, None))
+                stages.append(_Stage(job, notebook, None, key))
                 return
         whole = result if item.whole and not isinstance(result, GraderError) else None
+        if whole is not None and item.key is not None:
+            wholes[item.key] = whole
         job.answer(reply_of(cells.the_cells_exercise(job.beside, job.exercise, whole)))
 
     try:
@@ -200,9 +207,19 @@ class _Stage:
     """A later grading of a job's check(): beside its helpers (``exercises``, on the cells' own submission), or the
     kernel's notebook graded whole (``exercises`` None)."""
 
-    def __init__(self, job: _Job, submission, exercises):
-        self.job, self.submission, self.exercises = job, submission, exercises
+    def __init__(self, job: _Job, submission, exercises, key: str | None = None):
+        self.job, self.submission, self.exercises, self.key = job, submission, exercises, key
         self.assignment, self.whole = job.assignment, exercises is None
+
+
+def _digest(path: Path) -> str | None:
+    """The sha256 of the file at ``path`` (the notebook a kernel's folder holds), or None where it cannot be read."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _watch(job: _Job, cancel) -> None:
