@@ -115,8 +115,9 @@ def check(*, course: Course, assignment_ids: tuple[str, ...], submission: Path |
         grader.close()
     text = with_note(render(result, fmt, colour=colour and output is None), fmt, seed_not_used(result, seed))
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        from grader.reporting.result_folder import write_output
+
+        write_output(output, text, ancestors=False)  # (a link or another user's file refused: round 30c)
         print(f"{result.submission}: {result.score:g}/{result.max_score:g} -> {output}", file=sys.stderr)  # what it wrote
     else:
         sys.stdout.write(text)
@@ -182,7 +183,9 @@ def export(*, course: Course, result_dirs: tuple[Path, ...], output: Path | None
     if not sources:
         raise NothingToDo("nothing to export: no results folder (./grades, or those named) and no student in a gradebook")
     if output:
-        output.write_text(text, encoding="utf-8")
+        from grader.reporting.result_folder import write_output
+
+        write_output(output, text)  # where no other user can have put something in its place (round 30c)
         book = len(sources) - sources.count("autograde")
         print(f"grade: {sources.count('autograde')} autograde results" + (f" and {book} gradebook rows" if book else "")
               + f" -> {output}", file=sys.stderr)
@@ -199,6 +202,7 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
     also verifies the results folders' manifests."""
     from grader.reporting.class_report import course_secret, gather, render, summarise
     from grader.reporting.course_secret import kept_secret
+    from grader.reporting.result_folder import write_output
 
     course = course or open_course(None)
     secret = course_secret(course.root) if anonymise else None  # before any work
@@ -227,16 +231,14 @@ def report(*, course: Course | None, result_dirs: tuple[Path, ...], out: Path | 
 
         if not fits_inline(summary):  # a large class: each student's feedback in a page beside the report
             companion = out.with_name(f"{out.stem}-students.html")
-            companion.parent.mkdir(parents=True, exist_ok=True)
-            companion.write_text(students_page(summary), encoding="utf-8")
+            write_output(companion, students_page(summary), "--out")
             text = page(summary, companion.name)
         else:
             text = page(summary)
     else:
         text = render(summary, fmt)
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        write_output(out, text, "--out")  # where no other user can have put something in its place (round 30c)
         print(f"grade: the class report of {len(results)} result{'' if len(results) == 1 else 's'} -> {out}",
               file=sys.stderr)
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -134,6 +135,7 @@ def is_distribution(folder: Path) -> bool:
 
 
 def _target(course: Course, out: Path) -> Path:
+    _ours(Path(os.path.abspath(out)))  # (before a link is followed)
     out, root = out.resolve(), course.root.resolve()
     if out == root or root in out.parents:
         raise DistributionError(f"--out {out}: the distribution must be written outside the course folder {root}")
@@ -147,6 +149,31 @@ def _target(course: Course, out: Path) -> Path:
             raise DistributionError(f"--out {out} holds files ({', '.join(sorted(other)[:3])}, ...) and is not a "
                                     "student distribution written before: choose a new or empty folder")
     return out
+
+
+def _ours(out: Path) -> None:
+    """Refuse an ``--out`` another user could change once it is written (red team round 30c: root released into an
+    ordinary user's empty folder, who then put a grader of their own in the distribution): it, where it exists, must
+    belong to you or root and be writable by no one else, and no folder above it may be swappable by another user
+    (grader.reporting.result_folder.check_ancestors)."""
+    import stat
+
+    from grader.errors import UntrustedResults
+    from grader.reporting.result_folder import check_ancestors
+
+    nearest = out  # the folder it goes into: the nearest one that exists (what is missing is made, as yours)
+    while not os.path.lexists(nearest) and nearest != nearest.parent:
+        nearest = nearest.parent
+    try:
+        check_ancestors(nearest / "_" if nearest != out else out)
+        seen = os.lstat(out)
+    except FileNotFoundError:
+        return
+    except UntrustedResults as error:
+        raise DistributionError(str(error)) from None
+    if stat.S_ISLNK(seen.st_mode) or seen.st_uid not in (os.geteuid(), 0) or seen.st_mode & 0o022:
+        raise DistributionError(f"--out {out} is a link, or belongs to another user, or others can write it: they "
+                                "could change the distribution once it is written; choose a folder of your own")
 
 
 def _install(build: Path, out: Path) -> None:

@@ -58,6 +58,34 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def write_output(path: Path, text: str, shown: str = "--output", *, ancestors: bool = True) -> None:
+    """Write a file a command was asked for (an export, a report, a result) where no other user can have put
+    something in its place (red team round 30c: root's `grade export --output` wrote into a file an ordinary user
+    had made beforehand in a shared folder, and through their link into a bystander's result): a link, or a file
+    that belongs to another user than you or root, is refused; with ``ancestors``, so is a folder above it another
+    user could swap (:func:`check_ancestors`). The text goes into a new file renamed into place, never through the
+    file that was there. Raises UntrustedResults."""
+    path = Path(os.path.abspath(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if ancestors:
+        check_ancestors(path, shown)
+    try:
+        seen = os.lstat(path)
+    except FileNotFoundError:
+        seen = None
+    except OSError as error:
+        raise UntrustedResults(f"{shown} {path} cannot be examined ({error.strerror or error})") from None
+    if seen is not None and stat.S_ISLNK(seen.st_mode):
+        raise UntrustedResults(f"{shown} {path} is a link, which would send what is written elsewhere: remove it, or "
+                               "choose another path")
+    if seen is not None and seen.st_uid not in (os.geteuid(), 0):
+        raise UntrustedResults(f"{shown} {path} belongs to uid {seen.st_uid}, who could change what is written into "
+                               "it: choose a path of your own")
+    if seen is not None and not stat.S_ISREG(seen.st_mode):
+        raise UsageError(f"{shown} {path} is not a file")
+    write_atomically(path, text)
+
+
 KEYED = "hmac-sha256"  # the manifest's digests: of "<file name>\0<content>", keyed by the course's secret
 
 

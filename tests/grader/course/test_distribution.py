@@ -177,6 +177,30 @@ def test_a_folder_inside_the_course_or_one_holding_other_files_is_refused(course
 
 
 @pytest.mark.slow  # records the public suite of one assignment
+def test_a_release_into_a_folder_another_user_could_change_is_refused(course, tmp_path):
+    """Red team round 30c (X3): root released into an ordinary user's empty folder, who then swapped the
+    distribution's grader for one of their own. A folder (or link) another user owns, or others may write, is
+    refused before anything is built."""
+    import os
+
+    from grader.course.distribution import DistributionError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # others may write it
+    with pytest.raises(DistributionError, match="others can write it"):
+        write_distribution(course, course.assignments, shared)
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(DistributionError, match="is a link"):
+        write_distribution(course, course.assignments, tmp_path / "link")
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 1001, 1001)
+        with pytest.raises(DistributionError, match="belongs to another user"):
+            write_distribution(course, course.assignments, theirs)
+
+
 def test_release_out_rewrites_a_previous_distribution_keeping_git_and_check_says_what_went_stale(course, tmp_path):
     out = tmp_path / "student"
     (out / ".git").mkdir(parents=True)

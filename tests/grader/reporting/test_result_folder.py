@@ -190,3 +190,34 @@ def test_a_results_folder_another_user_owns_or_may_write_is_refused_for_export(t
         os.chown(folder / MANIFEST, 1001, 1001)
         with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
             check_read(folder)
+
+
+def test_an_output_is_never_written_through_a_link_or_into_another_users_file(tmp_path):
+    """Red team round 30c (X1, X2, X4): root's `grade export --output` and `grade report --out` wrote into a file an
+    ordinary user had made beforehand in a shared folder (who then changed the grades in it), and through their
+    link into a bystander's result. A link or another user's file is refused; the text goes into a new file renamed
+    into place, never through the one that was there."""
+    import os
+
+    import pytest
+
+    from grader.errors import UntrustedResults
+    from grader.reporting.result_folder import write_output
+
+    victim = tmp_path / "bob.json"
+    victim.write_text("bob's result")
+    (tmp_path / "out.csv").symlink_to(victim)
+    with pytest.raises(UntrustedResults, match="is a link"):
+        write_output(tmp_path / "out.csv", "grades")
+    assert victim.read_text() == "bob's result"
+    made = tmp_path / "made.csv"
+    made.write_text("old")
+    made.chmod(0o666)
+    linked = tmp_path / "other-name"
+    os.link(made, linked)  # a second name of the same file: what a co-tenant keeps to edit it later
+    write_output(made, "grades")
+    assert made.read_text() == "grades" and linked.read_text() == "old"  # a new file, not the one that was there
+    if os.geteuid() == 0:
+        os.chown(made, 1001, 1001)
+        with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
+            write_output(made, "grades")
