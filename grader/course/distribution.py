@@ -177,8 +177,11 @@ def _ours(out: Path) -> None:
 
 
 def _install(build: Path, out: Path) -> None:
-    """Replace what ``out`` holds (all but its .git) with the contents of ``build``."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Replace what ``out`` holds (all but its .git) with the contents of ``build``. A folder made here is writable
+    by its owner alone, whatever the umask (a later release refuses one others may write: :func:`_ours`)."""
+    if not out.exists():
+        out.mkdir(parents=True)
+        out.chmod(0o755)
     for entry in out.iterdir():
         if entry.name == ".git":
             continue
