@@ -155,11 +155,11 @@ def _ours(out: Path) -> None:
     """Refuse an ``--out`` another user could change once it is written (red team round 30c: root released into an
     ordinary user's empty folder, who then put a grader of their own in the distribution): it, where it exists, must
     belong to you or root and be writable by no one else, and no folder above it may be swappable by another user
-    (grader.reporting.result_folder.check_ancestors)."""
+    (grader.sandbox.ownership.check_ancestors)."""
     import stat
 
     from grader.errors import UntrustedResults
-    from grader.reporting.result_folder import check_ancestors
+    from grader.sandbox.ownership import check_ancestors
 
     nearest = out  # the folder it goes into: the nearest one that exists (what is missing is made, as yours)
     while not os.path.lexists(nearest) and nearest != nearest.parent:

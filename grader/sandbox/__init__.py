@@ -8,6 +8,8 @@
 - :mod:`grader.sandbox.cgroups`: a memory and process limit per submission;
 - :mod:`grader.sandbox.leftovers`: what a killed grader leaves, and who removes it;
 - :mod:`grader.sandbox.kernel_boundary`: a notebook kernel confined as a worker is.
+- :mod:`grader.sandbox.ownership`: folders no other user can change, for what the grader writes or believes
+  outside the sandbox (results folders, exports, a student distribution).
 
 It imports :mod:`grader.inside` and the shared basics (config, errors, submission), nothing else of
 the grader (tests/grader/test_imports.py).
