@@ -45,11 +45,14 @@ LOCK = ".grade-manifest.lock"
 SUMMARY_FIRST = ["submission", "score", "max_score", "seed"]  # then a column per exercise, then "status"
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
     """Readers see the old file or the new one, never half of one; text that is not valid UTF-8 (a
-    lone surrogate) is written escaped rather than failing."""
+    lone surrogate) is written escaped rather than failing. ``mode``: the new file's (default: readable by its
+    owner alone)."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        if mode is not None:
+            os.fchmod(handle, mode)
         with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="") as stream:
             stream.write(text)
         os.replace(temporary, path)
@@ -84,7 +87,13 @@ def write_output(path: Path, text: str, shown: str = "--output", *, ancestors: b
                                "it: choose a path of your own")
     if seen is not None and not stat.S_ISREG(seen.st_mode):
         raise UsageError(f"{shown} {path} is not a file")
-    write_atomically(path, text)
+    write_atomically(path, text, mode=0o666 & ~_umask())  # as a file the user made would be (a TA's group reads it)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 KEYED = "hmac-sha256"  # the manifest's digests: of "<file name>\0<content>", keyed by the course's secret

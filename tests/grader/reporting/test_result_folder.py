@@ -202,7 +202,7 @@ def test_an_output_is_never_written_through_a_link_or_into_another_users_file(tm
     import pytest
 
     from grader.errors import UntrustedResults
-    from grader.reporting.result_folder import write_output
+    from grader.reporting.result_folder import _umask, write_output
 
     victim = tmp_path / "bob.json"
     victim.write_text("bob's result")
@@ -217,6 +217,7 @@ def test_an_output_is_never_written_through_a_link_or_into_another_users_file(tm
     os.link(made, linked)  # a second name of the same file: what a co-tenant keeps to edit it later
     write_output(made, "grades")
     assert made.read_text() == "grades" and linked.read_text() == "old"  # a new file, not the one that was there
+    assert made.stat().st_mode & 0o777 == 0o666 & ~_umask()  # as a file the user made would be
     if os.geteuid() == 0:
         os.chown(made, 1001, 1001)
         with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
