@@ -118,21 +118,32 @@ def check_owned(folder: Path) -> None:
     is, or a folder above it is not (:func:`check_ancestors`). Raises UntrustedResults."""
     check_ancestors(folder)
     me = os.geteuid()
-    for path in (folder, *(folder / name for name in (MANIFEST, LOCK)), *folder.glob("*.json")):
-        try:
-            seen = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            raise UntrustedResults(f"--out {path} cannot be examined ({error.strerror or error})") from None
+    for path, seen in _examined(folder, (MANIFEST, LOCK), "--out"):
         shown = "--out " + str(folder) if path == folder else f"{path} (in --out)"
         if seen.st_uid != me:
             raise UntrustedResults(f"{shown} belongs to uid {seen.st_uid}, not to you (uid {me}): whoever owns it "
                                    f"could change any result in it; give an --out of your own")
-        who = " and ".join(them for bit, them in ((0o020, "group"), (0o002, "others")) if seen.st_mode & bit)
+        who = _writers(seen.st_mode)
         if who and not stat.S_ISLNK(seen.st_mode):
             raise UntrustedResults(f"{shown} can be written by {who}, who could change any result in it: chmod go-w "
                                    f"it, or give another --out")
+
+
+def _examined(folder: Path, names, shown: str):
+    """``folder``, its files ``names`` and its results, each with what lstat says of it (those not there left out;
+    one that cannot be examined refused, ``shown`` saying which folder)."""
+    for path in (folder, *(folder / name for name in names), *folder.glob("*.json")):
+        try:
+            yield path, os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise UntrustedResults(f"{shown} {path} cannot be examined ({error.strerror or error})") from None
+
+
+def _writers(mode: int) -> str:
+    """Who besides the owner may write what has ``mode``: "group", "others", "group and others", or ""."""
+    return " and ".join(them for bit, them in ((0o020, "group"), (0o002, "others")) if mode & bit)
 
 
 def read_result(path: Path) -> dict | None:
@@ -154,18 +165,15 @@ def written_at(folder: Path, secret: bytes | None = None) -> dict[str, float]:
     the file's mtime, which student code could set), where the manifest's key over them verifies with the
     course's ``secret``; else {} (no time is believed: whoever could write the manifest would choose which of
     two genuine results wins, red team round 30b)."""
-    try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    told = data.get("written_key") if isinstance(data, dict) else None
+    data = _manifest(folder)
+    told = data.get("written_key") if data is not None else None
     if secret is None or not isinstance(told, str):  # (a manifest from before the key: no time believed)
         return {}
     if not hmac.compare_digest(told, _stamps_key(secret, data.get("seed"), data.get("written"))):
         raise UntrustedResults(f"{folder / MANIFEST}: its seed or the times its results were written were changed "
                                f"since grade autograde wrote them (its key does not verify): refused; grade the "
                                f"class again (grade autograde SUBMISSIONS --out NEW_FOLDER)")
-    return _read(folder)[1]
+    return _fields(data)[1]
 
 
 def _stamps_key(secret: bytes, seed, stamps) -> str:
@@ -192,10 +200,8 @@ def recorded_seed(folder: Path, secret: bytes | None) -> int | None:
 
 def keyed(folder: Path) -> bool:
     """Whether ``folder``'s manifest holds keyed digests (KEYED), as every grade autograde now writes."""
-    try:
-        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("digests") == KEYED
-    except (OSError, ValueError, RecursionError, AttributeError):
-        return False
+    data = _manifest(folder)
+    return data is not None and data.get("digests") == KEYED
 
 
 def check_read(folder: Path) -> None:
@@ -206,20 +212,13 @@ def check_read(folder: Path) -> None:
     Raises UntrustedResults."""
     check_ancestors(folder, "the results folder")
     trusted = {os.geteuid(), 0}
-    for path in (folder, folder / MANIFEST, *folder.glob("*.json")):
-        try:
-            seen = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            raise UntrustedResults(f"the results folder {path} cannot be examined ({error.strerror or error})") \
-                from None
+    for path, seen in _examined(folder, (MANIFEST,), "the results folder"):
         if stat.S_ISLNK(seen.st_mode):
             continue  # (a link is never believed: sort_results)
         if seen.st_uid not in trusted:
             raise UntrustedResults(f"{path} belongs to uid {seen.st_uid}, neither you nor root: whoever owns it could "
                                    f"change any result in it; export results folders that you (or root) wrote")
-        who = " and ".join(them for bit, them in ((0o020, "group"), (0o002, "others")) if seen.st_mode & bit)
+        who = _writers(seen.st_mode)
         if who:
             raise UntrustedResults(f"{path} can be written by {who}, who could change any result in it: chmod go-w "
                                    f"it, and grade the class again if others could have written it")
@@ -227,13 +226,25 @@ def check_read(folder: Path) -> None:
 
 def _read(folder: Path) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
     """The manifest's results, when each was written, the pending submissions and the class's seed."""
+    return _fields(_manifest(folder))
+
+
+def _manifest(folder: Path) -> dict | None:
+    """``folder``'s manifest as JSON, or None where there is none or it is not a JSON object."""
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _fields(data: dict | None) -> tuple[dict[str, str] | None, dict[str, float], list[str], int | None]:
+    """:func:`_read`'s fields of a manifest's JSON (``data``, None: no manifest)."""
+    if data is None:
         return None, {}, [], None
-    seed = data.get("seed") if isinstance(data, dict) else None
+    seed = data.get("seed")
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-    files = data.get("results") if isinstance(data, dict) else None
+    files = data.get("results")
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
         return None, {}, [], seed
     times = data.get("written")
