@@ -31,6 +31,7 @@ from grader.grading import diagnose  # the diagnosis toolkit: their, blame, caus
 from grader.grading.compare import difference, manual_seed, shape_str
 from grader.grading.diagnose import FactorFit, name_mistake, non_finite_unless_named
 from grader.grading.fixture import helper_calls_not_growing, low_precision
+from grader.grading.models import model  # @model: a computation of the lesson, recorded for students
 from grader.grading.operation_count import bound as operations_allowed  # a vectorised call's most operations
 from grader.grading.stand_ins import runs, stand_ins, uses
 from grader.errors import UsageError
@@ -65,5 +66,5 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 __all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "RightGivenHelper",
            "ShapeMismatch",
            "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
-           "manual_seed", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
+           "manual_seed", "model", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
            "runs", "stand_ins", "uses"]

@@ -261,6 +261,7 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
         shutil.copy(ours.suite(assignment, "public"), theirs.suite(assignment, "public"))
     (build / "course.toml").write_text(course_toml(course, assignments), encoding="utf-8")
     _copy_course_files(course, course.root, build)
+    _without_answers(course, build)
     (build / "pyproject.toml").write_text(pyproject(course), encoding="utf-8")
 
     templates = course.root / TEMPLATES
@@ -273,6 +274,23 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
             text = source.read_text(encoding="utf-8")
             target.write_text(_fill(text, course, assignments) if source.name == "README.md" else text,
                               encoding="utf-8")
+
+
+def _without_answers(course: Course, build: Path) -> None:
+    """The suites' code as students get it: every ``@model`` function's body cut out (its calls are answered from
+    the recording), and refused if anything in it still computes an answer (grader.course.answers)."""
+    from grader.course.answers import shipped_computations, strip
+
+    suites = Layout(build).suites
+    figures = build / course.figures_file if course.figures_file else None
+    shipped = [suites, *([figures] if figures and suites not in figures.parents else [])]
+    strip(shipped)
+    found = shipped_computations(shipped)
+    if found:
+        path, line, operation = found[0]
+        raise DistributionError(f"refusing to write a distribution whose suites compute an answer outside a @model "
+                                f"function (grader.grading.models): {path.relative_to(build)}:{line} ({operation})"
+                                + (f", and {len(found) - 1} more" if len(found) > 1 else ""))
 
 
 def _copy_course_files(course: Course, source: Path, target: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 from grader.grading.compare import agrees, shape_str, widen
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RaisedFailure, RightGivenHelper, StudentFault,
                                      last_line, plain_call)
+from grader.grading.models import keeping_calls, recording_now, rehearse
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.stand_ins import has_stand_in
 
@@ -89,9 +90,15 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
     out)`` may blame a helper from another exercise (see :func:`blame`); if it does not, the first of
     ``candidates`` that recomputes the output names it; if none does, ``explain_output(out)`` may name
     one from the output alone, returning ``(misconception, explanation)`` or None; ``right()`` gives the
-    right output."""
+    right output. While a release records the lesson's computations, a passing check's candidates and right
+    output are computed all the same (grader.grading.models.rehearse): a failing student's diagnosis on
+    the student's side finds them on record."""
     try:
-        return check()
+        passed = check()
+        if recording_now():  # (the root cause as it would run on a wrong output: the helpers' mistakes it composes)
+            rehearse(right or (lambda: None), *(_output_of(c) for c in _until_unreplayable(candidates)),
+                     lambda: root_cause and root_cause(CheckFailed("rehearsed"), passed))
+        return passed
     except StudentFault as fault:
         raise raised(grade, fault, root_cause) from None
     except CheckFailed as failure:
@@ -128,6 +135,14 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
             blamed.unverified = named
             raise blamed from None
         raise named from None
+
+
+def _output_of(candidate) -> Callable:
+    """What computing ``candidate``'s output takes (a search for a factor: the factors it is usually off by)."""
+    if isinstance(candidate, FactorFit):
+        return lambda: rehearse(*(lambda c=c: candidate.make(c) for c in candidate.usual()))
+    wrong = candidate[2]
+    return wrong if callable(wrong) else (lambda: None)
 
 
 def raised(grade, fault: StudentFault, root_cause: Callable | None, named: CheckFailed | None = None) -> Exception:
@@ -200,7 +215,7 @@ def first_match(grade, out, candidates: Iterable[Candidate], right=None, ruled_o
         with torch.no_grad():
             try:
                 misconception, explanation, wrong = fit.fit(out)
-            except RuntimeError:
+            except (RuntimeError, NotReplayable):  # (a replay has a factor's computation on record for 1 alone)
                 continue
         if matches(grade, out, wrong):
             found.append((misconception, explanation))
@@ -224,6 +239,13 @@ class FactorFit:
         self.make, self.right, self.named = make, right, named
         self.ids, self.what = ids, what
 
+    USUAL = (2.0, 0.5, 4.0, 0.25, 8.0, 0.125, 2 ** 0.5, 2 ** -0.5)  # times the right factor: a slip's usual ones
+
+    def usual(self) -> list[float]:
+        """The factors a slip usually gives (none, and the right one off by a power of two or its root): those a
+        student distribution has on record (it cannot compute ``make``, an answer, for any other)."""
+        return [1.0, *(self.right * f for f in self.USUAL)]
+
     def fit(self, out):
         import math
 
@@ -233,10 +255,35 @@ class FactorFit:
             raise RuntimeError("another shape")  # checked before the student's output is converted
         target = out.detach().double()
 
-        def error(log_c):
-            got = self.make(math.exp(log_c)).detach().double().cpu()
+        def error(c):
+            try:
+                got = self.make(c).detach().double().cpu()
+            except NotReplayable:
+                return float("inf")
             gap = (got - target).abs().nan_to_num(float("inf"))
             return gap.max().item() if gap.numel() else 0.0
+
+        if self._on_record():  # a replay (the student side): the closest of the factors on record
+            c = min(self.usual(), key=error)
+        else:
+            c = self._searched(lambda log_c: error(math.exp(log_c)))
+        if abs(c / self.right - 1) < 1e-3:  # the right scale: the mistake is elsewhere
+            raise RuntimeError("no wrong scale explains this output")
+        if abs(c - 1) < 1e-3:
+            return self.ids[0], f"{self.what} are not scaled", torch.as_tensor(self.make(1.0))
+        return (self.ids[1], f"{self.what} are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
+                             f"{self.named} = {self.right:.4g}", self.make(c))
+
+    @staticmethod
+    def _on_record() -> bool:
+        from grader.grading.models import replaying
+
+        return replaying()
+
+    @staticmethod
+    def _searched(error) -> float:
+        """The factor whose ``error`` is least, searched from 1e-3 to 1e3."""
+        import math
 
         grid = [math.log(10) * (i / 10 - 3) for i in range(61)]  # 1e-3 ... 1e3
         best = min(range(len(grid)), key=lambda i: error(grid[i]))
@@ -248,13 +295,7 @@ class FactorFit:
                 high = b
             else:
                 low = a
-        c = math.exp((low + high) / 2)
-        if abs(c / self.right - 1) < 1e-3:  # the right scale: the mistake is elsewhere
-            raise RuntimeError("no wrong scale explains this output")
-        if abs(c - 1) < 1e-3:
-            return self.ids[0], f"{self.what} are not scaled", torch.as_tensor(self.make(1.0))
-        return (self.ids[1], f"{self.what} are multiplied by {c:.4g} (divided by {1 / c:.4g}); the scale is "
-                             f"{self.named} = {self.right:.4g}", self.make(c))
+        return math.exp((low + high) / 2)
 
 
 def _until_unreplayable(candidates):
@@ -360,6 +401,9 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     kwargs)`` (an explicit mask that hides nothing for none), which an exercise may make instead: where the
     helper is right on the modelled call but not on one of them, the run with a right helper decides
     (:func:`wrong_elsewhere`)."""
+    if keeping_calls():  # a release: the helper's usual mistakes, and this exercise done right on each of them
+        rehearse(lambda: composed(right), *(lambda m=m: _composed_mistake(m, composed)
+                                           for m in _until_unreplayable(helper_mistakes)))
     called = plain_call(helper, call) if call is not None else None
     found = _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite, also)
     if isinstance(found, RightGivenHelper) and called:
@@ -367,6 +411,13 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     if isinstance(found, RightGivenHelper) and provisional and found.unverified is None:
         found.unverified = failure
     return found
+
+
+def _composed_mistake(mistake, composed) -> None:
+    """``composed`` of a helper mistake's output (kept by a release, for the student side's blame)."""
+    wrong = mistake[2]() if callable(mistake[2]) else mistake[2]
+    if wrong is not None:
+        composed(wrong)
 
 
 def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes, chain, non_finite, also=()):
@@ -391,15 +442,25 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
         with torch.no_grad():
             try:  # the student's helper's result as it is, dtype included: what their own exercise was given
                 again = composed(theirs.to(right.device))
+            except NotReplayable:  # the student side has no answer on record for it: the stand-in decides
+                if has_stand_in(helper) and grade.cascades == "once":
+                    return _helper_said(grade, failure, helper, theirs, right, helper_mistakes, non_finite,
+                                        stand_in_decides)
             except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
                 again = None
     if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
         return _unexplained(grade, failure, helper, theirs, right, helper_mistakes, fits)
-    # the helper's own named mistake first (an inverted mask also gives NaN rows), then inf/NaN as such
+    return _helper_said(grade, failure, helper, theirs, right, helper_mistakes, non_finite, helper_at_fault)
+
+
+def _helper_said(grade, failure, helper, theirs, right, helper_mistakes, non_finite, blame_with):
+    """The helper blamed (``blame_with``: helper_at_fault, or stand_in_decides where only the run with a right
+    helper can confirm it), said with its own named mistake first (an inverted mask also gives NaN rows), then
+    inf/NaN as such."""
     named = first_match(grade, theirs, helper_mistakes, right)
     found = named or (non_finite if non_finite and unstable(theirs, right) else None)
     misconception, detail = found if found else (None, "it gives a wrong result on this case's inputs")
-    blamed = helper_at_fault(grade, failure, helper, detail, misconception)
+    blamed = blame_with(grade, failure, helper, detail, misconception)
     if isinstance(blamed, RightGivenHelper):  # the helper's mistake by its own id; inf or NaN is a symptom of many
         blamed.named = (named[0] if named else None) or ""
     return blamed

@@ -14,6 +14,7 @@ A failed check raises :class:`CheckFailed`; a problem in the student's code rais
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from grader.grading.compare import (difference, float32_precision, manual_seed, 
 from grader.inside.forbidden import forbidden_operations
 from grader.grading.outcomes import (CheckFailed, GradientFailure, RightGivenHelper, StudentFault,  # noqa: F401
                                      explained, plain_call)
+from grader.grading.models import rehearse, rehearsing
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.tolerance import (PATTERNS, PERTURBED_NUMEL, _exponent_room, _perturbed,
                                       _room, _widened, _widest)
@@ -265,7 +267,8 @@ class Grade:
             with torch.set_grad_enabled(grad_enabled):
                 return compute()
 
-        return _background().submit(in_its_mode).result
+        # in this thread's context: where a release keeps (a replay answers) the lesson's @model calls
+        return _background().submit(contextvars.copy_context().run, in_its_mode).result
 
     def worked_out(self, compute, *reads):
         """``compute()``: a value the check works out from what it holds already (a formula on the pair's
@@ -686,6 +689,8 @@ class Grade:
         memo of earlier submissions' identical uses (grader/grading/reference_cache.py), if ``compute`` leaves
         ``unchanged`` (the reference module it runs) as it was. ``number``: one taken earlier, for a use
         made only when needed (the uses after it keep their numbers either way)."""
+        if rehearsing():  # a diagnosis rehearsed on a passing check (a release): the numbers stay the run's
+            raise NotReplayable("a rehearsed diagnosis makes no use of the reference")
         if number is None:
             number = self._events
             self._events += 1
@@ -1176,7 +1181,10 @@ def low_precision(dtype, *args) -> tuple:
 def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):
     """``check()``, its failure with the student's mistake named when any way to name one is given."""
     if not (mistakes or explain or root_cause):
-        return check()
+        passed = check()
+        if callable(right):
+            rehearse(right)
+        return passed
     from grader.grading.diagnose import diagnosed as named
 
     try:

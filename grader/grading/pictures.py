@@ -130,9 +130,15 @@ def _picture(session, aid, exercise, case, *, draw, key) -> dict | None:
     from grader.grading.outcomes import GraderFault, StudentFault
     from grader.grading.recorded_outputs import NotReplayable, _on_cpu
 
-    args = case.inputs()
-    kwargs = case.kwargs() if case.kwargs else {}
-    weights = case.weights() if case.module else None
+    from grader.grading.models import keeping
+
+    with keeping(session.recording.models if session.recording else None):  # the lesson's data, on record
+        try:
+            args = case.inputs()
+            kwargs = case.kwargs() if case.kwargs else {}
+            weights = case.weights() if case.module else None
+        except NotReplayable:
+            return None
 
     def compute():
         target = getattr(session.references[aid], exercise)

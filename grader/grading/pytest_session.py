@@ -19,6 +19,7 @@ from grader.errors import IsolationError
 from grader.grading.chains import ChainRuns
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
+from grader.grading.models import keeping
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
 from grader.grading.stand_ins import HELPERS, USES, modules_of, verifiable
@@ -481,7 +482,13 @@ class GradingPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
         """Runs the check. A case found right but for a faulty helper of the student's keeps its points
-        only once verified: see :meth:`_verify`."""
+        only once verified: see :meth:`_verify`. The lesson's computations answer from the recording where
+        there is one (grader.grading.models)."""
+        recording = self.session.recording
+        with keeping(recording.models if recording is not None else None):
+            return self._run_check(pyfuncitem)
+
+    def _run_check(self, pyfuncitem):
         args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
         if self.recorder is not None:
             if not self.recorder.installed:  # the suites have declared their helpers by now

@@ -20,13 +20,18 @@ class NotReplayable(Exception):
 
 
 class Recording:
-    def __init__(self, seed: int, events: dict | None = None, *, replaying: bool = False, helpers: dict | None = None):
+    def __init__(self, seed: int, events: dict | None = None, *, replaying: bool = False, helpers: dict | None = None,
+                 models=None):
+        from grader.grading.models import Book
+
         self.seed = seed
         self.events = {} if events is None else events
         self.replaying = replaying
         # check -> what the reference's helpers were asked and answered in it (grader.grading.oracle.Recorder):
         # the answers a student distribution's stand-ins get
         self.helpers = {} if helpers is None else helpers
+        # the lesson's computations (grader.grading.models): what each call gave, answered from here in a replay
+        self.models = models if models is not None else Book(replaying=replaying)
 
     def event(self, key: str, compute):
         if self.replaying:
@@ -40,14 +45,18 @@ class Recording:
     def save(self, path: Path) -> None:
         import torch
 
-        torch.save({"schema": 2, "seed": self.seed, "events": self.events, "helpers": self.helpers}, path)
+        torch.save({"schema": 3, "seed": self.seed, "events": self.events, "helpers": self.helpers,
+                    "models": self.models.packed()}, path)
 
     @classmethod
     def load(cls, path: Path) -> "Recording":
         import torch
 
+        from grader.grading.models import Book
+
         data = torch.load(path, weights_only=True)  # plain tensors and containers only
-        return cls(int(data["seed"]), dict(data["events"]), replaying=True, helpers=dict(data.get("helpers") or {}))
+        return cls(int(data["seed"]), dict(data["events"]), replaying=True, helpers=dict(data.get("helpers") or {}),
+                   models=Book.unpacked(data.get("models")))
 
 
 def public_recording(course, device: str) -> Recording:

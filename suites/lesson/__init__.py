@@ -7,7 +7,7 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, StudentFault, operations_allowed, runs, stand_ins, uses
+from grader.authoring import CheckFailed, StudentFault, model, operations_allowed, runs, stand_ins, uses
 
 VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
 # operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
@@ -36,10 +36,17 @@ def journey_batch(dtype=None):
     return torch.stack((inputs, inputs))  # [2, 6, 3]
 
 
+@model
 def journey_scores(dtype=None):
     """The journey's attention scores scaled by 1/sqrt(d), [6, 6]."""
     inputs = journey(dtype)  # [6, 3]
     return inputs @ inputs.T * inputs.shape[-1] ** -0.5  # [6, 6]
+
+
+@model
+def projected(x, *weights):
+    """``x`` projected by each of ``weights`` (x @ W): the lesson's queries, keys and values from its data."""
+    return tuple(x @ w for w in weights)
 
 
 def near_one_another(grade, batch, tokens, width, *, norm, spread, dtype=None):

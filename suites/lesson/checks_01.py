@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, StudentFault, diagnose,
-                              helper_calls_not_growing, operations_allowed, shape_mismatch, shape_str)
+                              helper_calls_not_growing, model, operations_allowed, shape_mismatch, shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 
 
@@ -45,15 +45,12 @@ def global_max(x, dim):
     where that gives NaN on a slice that a shift by each slice's own maximum keeps finite (elsewhere the two
     agree, and a NaN is the all -inf slices', which softmax-unstable's own words explain)."""
     def output(guarded=False):
-        top = x.max()
-        e = torch.exp(x - (torch.where(torch.isinf(top), torch.zeros_like(top), top) if guarded else top))
-        total = e.sum(dim=dim, keepdim=True)
-        return e / (torch.where(total == 0, torch.ones_like(total), total) if guarded else total)
+        return _globally_shifted(x, dim, guarded)
 
     try:
         if x.dim() == 0 or x.numel() == 0:
             return []
-        nan = bool((output().isnan() & ~torch.softmax(x, dim=dim).isnan()).any())
+        nan = bool((output().isnan() & ~_torch_softmax(x, dim).isnan()).any())
         # guarded (a -inf maximum shifted by 0, a zero sum divided by 1): a slice far below loses entries to
         # underflow, or gives zeros, not NaN
         guarded, right = output(True), mistaken.safe_softmax(x, dim)
@@ -73,6 +70,22 @@ def global_max(x, dim):
                                                               "to 1"),
                              lambda: output(True)))
     return found
+
+
+@model
+def _globally_shifted(x, dim, guarded: bool):
+    """The softmax of ``x`` along ``dim`` shifted by the maximum of the whole tensor, x.max(): plainly, or
+    ``guarded`` (a -inf maximum shifted by 0, a zero sum divided by 1)."""
+    top = x.max()
+    e = torch.exp(x - (torch.where(torch.isinf(top), torch.zeros_like(top), top) if guarded else top))
+    total = e.sum(dim=dim, keepdim=True)
+    return e / (torch.where(total == 0, torch.ones_like(total), total) if guarded else total)
+
+
+@model
+def _torch_softmax(x, dim):
+    """torch.softmax of ``x`` along ``dim`` (NaN on an all -inf slice)."""
+    return torch.softmax(x, dim=dim)
 
 
 def sum_crash_explained(grade, name, x, dim, kwargs):
@@ -102,22 +115,32 @@ def sum_crash_explained(grade, name, x, dim, kwargs):
 def loop_scores_same(grade, x, grad=False):
     """attention_scores_loop matches the reference; if not, say which entries a loop that exploits the
     symmetry of the scores left unfilled (the diagonal, or one triangle)."""
+    scores, diagonal, upper, lower, strict_upper, strict_lower = _loop_scores(x)
+    grade.same("attention_scores_loop", x, grad=grad, right=scores, mistakes=[
+        Mistake(None, "the diagonal of your scores is 0: the score of each token with itself (i == j) is never "
+                      "filled in (a loop such as range(i) stops before j == i)", diagonal),
+        Mistake(None, "only the upper triangle of your scores is filled in (j >= i): the scores are symmetric, so "
+                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
+                upper),
+        Mistake(None, "only the lower triangle of your scores is filled in (j <= i): the scores are symmetric, so "
+                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
+                lower),
+        Mistake(None, "only the upper triangle of your scores is filled in, without the diagonal (j > i)",
+                strict_upper),
+        Mistake(None, "only the lower triangle of your scores is filled in, without the diagonal (j < i)",
+                strict_lower)])
+
+
+@model
+def _loop_scores(x):
+    """The scores x @ x.T ([T, T]) and what a loop that leaves entries unfilled gives: (the scores, the diagonal
+    0, only the upper triangle (j >= i), only the lower (j <= i), only the upper without the diagonal (j > i),
+    only the lower without it (j < i)), the rest 0."""
     scores = x @ x.T
     eye = torch.eye(x.shape[0], dtype=torch.bool)
     upper, lower = eye.logical_not().triu(), eye.logical_not().tril()
-    grade.same("attention_scores_loop", x, grad=grad, right=scores, mistakes=[
-        Mistake(None, "the diagonal of your scores is 0: the score of each token with itself (i == j) is never "
-                      "filled in (a loop such as range(i) stops before j == i)", scores.masked_fill(eye, 0.0)),
-        Mistake(None, "only the upper triangle of your scores is filled in (j >= i): the scores are symmetric, so "
-                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
-                scores.masked_fill(lower, 0.0)),
-        Mistake(None, "only the lower triangle of your scores is filled in (j <= i): the scores are symmetric, so "
-                      "scores[j, i] = scores[i, j] must be written too, or loop over every pair",
-                scores.masked_fill(upper, 0.0)),
-        Mistake(None, "only the upper triangle of your scores is filled in, without the diagonal (j > i)",
-                scores.masked_fill(lower | eye, 0.0)),
-        Mistake(None, "only the lower triangle of your scores is filled in, without the diagonal (j < i)",
-                scores.masked_fill(upper | eye, 0.0))])
+    return (scores, scores.masked_fill(eye, 0.0), scores.masked_fill(lower, 0.0), scores.masked_fill(upper, 0.0),
+            scores.masked_fill(lower | eye, 0.0), scores.masked_fill(upper | eye, 0.0))
 
 
 def context_vector_same(grade, inputs, weights, grad=False):
@@ -135,11 +158,11 @@ def context_vector_same(grade, inputs, weights, grad=False):
         if not isinstance(failure, RaisedFailure) or width <= tokens:
             return None
         rows = width + 1
-        tall = torch.linspace(-1.0, 1.0, rows * width, dtype=inputs.dtype).reshape(rows, width).cos()
-        w = torch.softmax(torch.linspace(0.0, 2.0, rows, dtype=inputs.dtype), dim=0)
+        tall, w = _tall_case(rows, width, inputs.dtype)
         theirs = diagnose.their(grade, "context_vector_loop", tall, w)
-        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, w[:width] @ tall[:width]) \
-                or diagnose.matches(grade, theirs, w @ tall):
+        if not isinstance(theirs, torch.Tensor) or \
+                not diagnose.matches(grade, theirs, _context(w[:width], tall[:width])) \
+                or diagnose.matches(grade, theirs, _context(w, tall)):
             return None
         return CheckFailed(f"{failure.message}\n{FEATURES.format(tokens=tokens, width=width)}")
 
@@ -149,7 +172,7 @@ def context_vector_same(grade, inputs, weights, grad=False):
             return None
         square, w = inputs[:k, :k].clone(), weights[:k].clone()
         theirs = diagnose.their(grade, "context_vector_loop", square, w)
-        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, w @ square):
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, _context(w, square)):
             return None
         return CheckFailed(
             f"{failure.message}\nyour code is right when there are as many tokens as features ({k} of size {k}) but "
@@ -159,16 +182,42 @@ def context_vector_same(grade, inputs, weights, grad=False):
     mistakes = [Mistake(None, "your context vector is divided by the sum of the weights (weights.sum()): the weights "
                               "come from a softmax, so they sum to 1 already, and the context vector is the plain "
                               "weighted sum of weights[i] * inputs[i]; whatever weights it is given, do not "
-                              "renormalise them", lambda: (weights @ inputs) / weights.sum())]
+                              "renormalise them", lambda: _renormalised_context(weights, inputs))]
     if tokens > 1:  # (with one token, the unweighted start is what the division by the sum gives too)
         mistakes.append(Mistake(None, "your sum starts from inputs[0] itself, unweighted: the first term must be "
                                       "weights[0] * inputs[0] like every other. Start from torch.zeros_like(inputs[0]) "
                                       "and loop over every token, i = 0 included",
-                                lambda: inputs[0] + weights[1:] @ inputs[1:]))
+                                lambda: _unweighted_first(weights, inputs)))
     if tokens > width:  # a loop over the features sums the first d tokens only (with more features it raises)
         mistakes.append(Mistake(None, FEATURES.format(tokens=tokens, width=width),
-                                lambda: weights[:width] @ inputs[:width]))
+                                lambda: _context(weights[:width], inputs[:width])))
     grade.same("context_vector_loop", inputs, weights, grad=grad, root_cause=explain, mistakes=mistakes)
+
+
+@model
+def _tall_case(rows: int, width: int, dtype):
+    """A case of ``rows`` tokens of ``width`` features, (inputs [rows, width], softmax weights [rows])."""
+    tall = torch.linspace(-1.0, 1.0, rows * width, dtype=dtype).reshape(rows, width).cos()
+    w = torch.softmax(torch.linspace(0.0, 2.0, rows, dtype=dtype), dim=0)
+    return tall, w
+
+
+@model
+def _context(weights, inputs):
+    """The context vector: the weighted sum of the rows of ``inputs``, weights @ inputs."""
+    return weights @ inputs
+
+
+@model
+def _renormalised_context(weights, inputs):
+    """The context vector divided by the sum of the weights."""
+    return (weights @ inputs) / weights.sum()
+
+
+@model
+def _unweighted_first(weights, inputs):
+    """The context vector's sum started from inputs[0] itself, unweighted."""
+    return inputs[0] + weights[1:] @ inputs[1:]
 
 
 FEATURES = ("your loop runs over inputs.shape[1], the {width} features of a row, instead of inputs.shape[0], the "
@@ -205,20 +254,20 @@ def nan_gradient_explained(x, dim):
 
 def simple_attention_root_cause(grade, x):
     """The student's own softmax or attention_scores, when simple_self_attention(x) is right given it."""
-    scores = x @ x.transpose(-2, -1)
+    scores = _scores(x)
     weights = mistaken.safe_softmax(scores)
 
     def root_cause(failure, out):
         given_softmax = mistaken.blame(
             grade, failure, out, "softmax", diagnose.their(grade, "softmax", scores, dim=-1), weights,
-            lambda w: w @ x, mistaken.softmax_mistakes(scores, -1),
-            chain=((x,), lambda x: x @ x.transpose(-2, -1), lambda w, x: w @ x, {"dim": -1}, mistaken.safe_softmax))
+            lambda w: _context(w, x), mistaken.softmax_mistakes(scores, -1),
+            chain=((x,), lambda x: _scores(x), lambda w, x: _context(w, x), {"dim": -1}, mistaken.safe_softmax))
         their_scores = diagnose.their(grade, "attention_scores", x)
         return given_softmax or mistaken.blame(
             grade, failure, out, "attention_scores", their_scores, scores,
-            lambda s: mistaken.safe_softmax(s) @ x,
-            chain=((x,), lambda x: x, lambda s, x: mistaken.safe_softmax(s) @ x, {},
-                   lambda x: x @ x.transpose(-2, -1))) or given_both(failure, out, their_scores)
+            lambda s: _attended(s, x),
+            chain=((x,), lambda x: x, lambda s, x: _attended(s, x), {},
+                   lambda x: _scores(x))) or given_both(failure, out, their_scores)
 
     def given_both(failure, out, their_scores):
         """Both helpers wrong, the output their composition: attention_scores blamed provisionally; the
@@ -228,30 +277,54 @@ def simple_attention_root_cause(grade, x):
             weights = diagnose.their(grade, "softmax", s, dim=-1)
             if not isinstance(weights, torch.Tensor):
                 raise ValueError("their softmax gave no tensor")
-            return weights.to(s.device, s.dtype) @ x
+            return _context(weights.to(s.device, s.dtype), x)
         return mistaken.blame(grade, failure, out, "attention_scores", their_scores, scores, with_their_softmax,
                               provisional=True)
     return root_cause
 
 
+@model
+def _scores(x):
+    """The simplified attention's scores, x @ x.transpose(-2, -1)."""
+    return x @ x.transpose(-2, -1)
+
+
+@model
+def _attended(scores, x):
+    """The simplified attention given its ``scores``: safe_softmax(scores) @ x."""
+    return mistaken.safe_softmax(scores) @ x
+
+
+@model
+def _scaled_attended(scores, x):
+    """The simplified attention with its ``scores`` scaled by 1/sqrt(d), d = x.shape[-1]."""
+    return mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x
+
+
+@model
+def _simple_attention(x):
+    """simple_self_attention(x): safe_softmax(x @ x.transpose(-2, -1)) @ x."""
+    return mistaken.safe_softmax(x @ x.transpose(-2, -1)) @ x
+
+
 def simple_attention_mistakes(x) -> list:
     """simple_self_attention(x) with one of the lesson's mistakes: a softmax along another dimension,
     the weights returned instead of the context vectors, a 1/sqrt(d) scale the lesson does not use."""
-    scores = x @ x.transpose(-2, -1)
+    scores = _scores(x)
     weights = mistaken.safe_softmax(scores)
     return [
-        *(Mistake(m, what, lambda wrong=wrong: wrong() @ x)
+        *(Mistake(m, what, lambda wrong=wrong: _context(wrong(), x))
           for m, what, wrong in mistaken.softmax_mistakes(scores, -1)),
         Mistake("values-not-used", "your output is the attention weights: multiply them by the inputs", weights),
         Mistake("wrong-scale", "your scores are scaled by 1/sqrt(d); the simplified attention of this lesson is "
-                               "unscaled", lambda: mistaken.safe_softmax(scores / x.shape[-1] ** 0.5) @ x)]
+                               "unscaled", lambda: _scaled_attended(scores, x))]
 
 
 def simple_attention_same(grade, x, grad=False):
     """simple_self_attention matches the reference; if not, say whether the student's own softmax or
     attention_scores is to blame (the root cause), or which mistake of its own explains the output. The
     vectorised rule is read on the call too (:func:`vectorised_here`)."""
-    right = mistaken.safe_softmax(x @ x.transpose(-2, -1)) @ x
+    right = _simple_attention(x)
     counted = []
     grade.same("simple_self_attention", x, grad=grad, right=right, root_cause=simple_attention_root_cause(grade, x),
                explain=lambda out: mistaken.UNSTABLE if diagnose.unstable(out, right) else None,
@@ -341,7 +414,7 @@ def batched_crash_explained(grade, x):
             return None
         one = x[(0,) * (x.dim() - 2)]  # [T, d]
         theirs = diagnose.their(grade, "attention_scores", one)
-        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, one @ one.T):
+        if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, _gram(one)):
             return None
         batch, (tokens, _) = tuple(x.shape[:-2]), x.shape[-2:]
         # the raise is on the batch: what in the line raised is the student's traceback's to show (an
@@ -354,6 +427,12 @@ def batched_crash_explained(grade, x):
             f"every dimension of a batched tensor ({list(x.shape)} becomes {list(reversed(x.shape))}) and "
             "transpose(0, 1) swaps a batch dimension with another")
     return explain
+
+
+@model
+def _gram(x):
+    """The scores of one sequence ``x`` ([T, d]), x @ x.T."""
+    return x @ x.T
 
 
 def scores_not_growing(grade, short, long):
@@ -375,4 +454,4 @@ def simple_attention_not_growing(grade, short, long):
     many = grade.measured("simple_self_attention", long, root_cause=simple_attention_root_cause(grade, long))
     grade.expect_not_growing("simple_self_attention", few.ops, many.ops, inside=(few, many), helpers=[
         ("attention_scores", (short,), (long,)),
-        ("softmax", (short @ short.transpose(-2, -1), -1), (long @ long.transpose(-2, -1), -1))])
+        ("softmax", (_scores(short), -1), (_scores(long), -1))])

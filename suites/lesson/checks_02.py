@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from grader.authoring import (CheckFailed, HandleRef, Mistake, RaisedFailure, StudentFault, diagnose, difference,
-                              shape_mismatch, shape_str)
+                              model, shape_mismatch, shape_str)
 from lesson import mistaken
 
 
@@ -25,6 +25,12 @@ def right_attention(q, k, v=None, mask=None):
 
 def attention_mistakes(q, k, v=None, mask=None):
     return mistaken.attention_mistakes(q, k, v, scale=k.shape[-1] ** -0.5, hidden=mask)
+
+
+@model
+def _weighted_values(weights, v):
+    """The attention output of ``weights`` over the values ``v``: weights @ v."""
+    return weights @ v
 
 
 # --- the functions -----------------------------------------------------------------------------------
@@ -97,15 +103,16 @@ def attention_root_cause(grade, failure, out, q, k, v, mask=None, *, via_sdpa=Fa
         right_weights = right_attention(q, k, None, mask)
         blamed = mistaken.blame(grade, failure, out, "attention_weights",
                                 diagnose.their(grade, "attention_weights", q, k, **kwargs), right_weights,
-                                lambda w: w @ v, attention_mistakes(q, k, None, mask),
-                                chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: w @ v, kwargs,
+                                lambda w: _weighted_values(w, v), attention_mistakes(q, k, None, mask),
+                                chain=((q, k, v), lambda q, k, v: (q, k), lambda w, q, k, v: _weighted_values(w, v),
+                                       kwargs,
                                        lambda q, k, mask=None: right_attention(q, k, None, mask)),
                                 also=(((EMPTY_MASK, (q, k), empty),) if empty else ()))
         if blamed or not via_sdpa:
             return blamed
         return mistaken.blame(grade, failure, out, "scaled_dot_product_attention",
                               diagnose.their(grade, "scaled_dot_product_attention", q, k, v, **kwargs),
-                              right_weights @ v, lambda o: o, attention_mistakes(q, k, v, mask),
+                              _weighted_values(right_weights, v), lambda o: o, attention_mistakes(q, k, v, mask),
                               also=(((EMPTY_MASK, (q, k, v), empty),) if empty else ()))
 
 
@@ -116,20 +123,38 @@ EMPTY_MASK = "with a mask that hides nothing"
 def v1_roles(pair):
     """x -> the right {"query", "key", "value"} of a SelfAttention_v1 pair (x @ W)."""
     w = pair.weights
-    return lambda x: {role: x @ w[f"W_{role}"].to(x.device) for role in mistaken.ROLES}
+    return lambda x: _v1_projections(w, x)
+
+
+@model
+def _v1_projections(weights, x):
+    """The right {"query", "key", "value"} of x for a SelfAttention_v1's ``weights`` (x @ W)."""
+    return {role: x @ weights[f"W_{role}"].to(x.device) for role in mistaken.ROLES}
 
 
 def linear_roles(pair):
     """x -> the right {"query", "key", "value"} of a SelfAttention_v2 pair (nn.Linear projections)."""
-    return lambda x: {role: mistaken.linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
+    return lambda x: _linear_projections(pair.weights, x)
+
+
+@model
+def _linear_projections(weights, x):
+    """The right {"query", "key", "value"} of x for a SelfAttention_v2's ``weights`` (nn.Linear projections)."""
+    return {role: mistaken.linear(weights, f"W_{role}", x) for role in mistaken.ROLES}
 
 
 def cross_roles(pair):
     """(x_q, x_kv) -> the right projections of a CrossAttention pair: the queries of x_q, the keys and
     values of x_kv."""
     w = pair.weights
-    return lambda x_q, x_kv: {"query": mistaken.linear(w, "W_query", x_q), "key": mistaken.linear(w, "W_key", x_kv),
-                              "value": mistaken.linear(w, "W_value", x_kv)}
+    return lambda x_q, x_kv: _cross_projections(w, x_q, x_kv)
+
+
+@model
+def _cross_projections(weights, x_q, x_kv):
+    """The right projections for a CrossAttention's ``weights``: the queries of x_q, the keys and values of x_kv."""
+    return {"query": mistaken.linear(weights, "W_query", x_q), "key": mistaken.linear(weights, "W_key", x_kv),
+            "value": mistaken.linear(weights, "W_value", x_kv)}
 
 
 def projected(grade, project, *inputs) -> dict:
@@ -172,6 +197,7 @@ UNTRANSPOSED = ("your forward multiplies x @ self.W_query.weight: nn.Linear stor
                 "the layer, self.W_query(x) (it computes x @ weight.T + bias), and the same for W_key and W_value")
 
 
+@model
 def _untransposed_attention(weights, x):
     """Attention whose projections are x @ layer.weight (no transpose, no bias)."""
     import torch
@@ -200,11 +226,35 @@ def weight_untransposed(grade, pair, failure, x):
     except (StudentFault, CheckFailed):
         return None
     wrong = _untransposed_attention(weights, probe)
-    right = right_attention(*(mistaken.linear(weights, f"W_{role}", probe) for role in mistaken.ROLES))
+    right = _v2_attention(weights, probe)
     if not diagnose.matches(grade, out, wrong) or diagnose.matches(grade, out, right):
         return None
     return CheckFailed(f"{failure.message}\non a SelfAttention_v2({d_in}, {d_in}), where it runs, your forward gives "
                        f"attention over x @ weight: {UNTRANSPOSED.split(': ', 1)[1]}")
+
+
+@model
+def _v2_attention(weights, x):
+    """The right attention of a SelfAttention_v2 of ``weights`` on ``x`` (nn.Linear projections)."""
+    return right_attention(*(mistaken.linear(weights, f"W_{role}", x) for role in mistaken.ROLES))
+
+
+@model
+def _v1_attention(params, x):
+    """The right attention of a SelfAttention_v1 of parameters ``params`` on ``x`` (x @ W, W on the cpu)."""
+    return right_attention(*(x @ params[f"W_{r}"].cpu() for r in mistaken.ROLES))
+
+
+@model
+def _attention_of_sources(weights, x_query, x_key, x_value):
+    """The attention of a CrossAttention of ``weights`` whose query, key and value projections read
+    ``x_query``, ``x_key`` and ``x_value`` (each the input a right or a wrong forward gives that role)."""
+    import torch
+
+    project = {role: mistaken.linear(weights, f"W_{role}", x)
+               for role, x in zip(mistaken.ROLES, (x_query, x_key, x_value))}
+    with torch.no_grad():
+        return right_attention(*(project[r].detach().cpu() for r in mistaken.ROLES))
 
 
 CROSS_SOURCES = {"x_q": 0, "x_kv": 1}
@@ -217,8 +267,6 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
     cross-attention); or the raise is a projection built for one input's width fed the other's. None
     when neither explains it."""
     import itertools
-
-    import torch
 
     tq, tk, d_q, d_kv = x_q.shape[-2], x_kv.shape[-2], x_q.shape[-1], x_kv.shape[-1]
     if d_q == d_kv and tq != tk and x_q.shape[:-2] == x_kv.shape[:-2]:
@@ -234,10 +282,8 @@ def cross_crash_explained(grade, pair, failure, x_q, x_kv):
                     continue
                 wrong = [f"{mistaken._PLURAL[role]} from {source}" for role, source, right in
                          zip(mistaken.ROLES, chosen, ("x_q", "x_kv", "x_kv")) if source != right]
-                project = {role: mistaken.linear(pair.weights, f"W_{role}", sources[CROSS_SOURCES[source]].to(grade.device))
-                           for role, source in zip(mistaken.ROLES, chosen)}
-                with torch.no_grad():
-                    candidate = right_attention(*(project[r].detach().cpu() for r in mistaken.ROLES))
+                candidate = _attention_of_sources(pair.weights, *(sources[CROSS_SOURCES[source]].to(grade.device)
+                                                                  for source in chosen))
                 if diagnose.matches(grade, out, candidate):
                     return CheckFailed(
                         f"{failure.message}\nyour code computes the {' and the '.join(wrong)} (it gives that output "
@@ -450,9 +496,8 @@ def copy_crash_given_helpers(grade, fault, d_in, d_out, dtype=None):
         return fault
     plain_x = x.detach().cpu()
     with torch.no_grad():
-        right = {"SelfAttention_v2": right_attention(*(mistaken.linear(weights, f"W_{r}", plain_x) for r in
-                                                       mistaken.ROLES)),
-                 "SelfAttention_v1": right_attention(*(plain_x @ params[f"W_{r}"].cpu() for r in mistaken.ROLES))
+        right = {"SelfAttention_v2": _v2_attention(weights, plain_x),
+                 "SelfAttention_v1": _v1_attention(params, plain_x)
                  if set(params) == {f"W_{r}" for r in mistaken.ROLES} else None}
     for name in ("SelfAttention_v1", "SelfAttention_v2"):
         if right[name] is not None and difference(outputs[name], right[name], grade.tolerance(right[name]), name):

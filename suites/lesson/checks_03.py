@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import torch
 
-from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, name_mistake
+from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, model, name_mistake
 from lesson import every_call, mistaken
 from lesson.mistaken import linear
 from lesson.dropout import expect_dropout_on_weights
 
 
+@model
 def future_mask(tokens):
     """The right causal mask, [T, T] (True = hidden)."""
     return torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
@@ -24,7 +25,13 @@ def future_mask(tokens):
 
 def softmax_weights(grade, *shape, dtype=torch.float32):
     """Rows that sum to 1, as renormalize_causal_weights receives them."""
-    return torch.softmax(grade.randn(*shape, dtype=dtype, scale=2.0), dim=-1)
+    return softmaxed(grade.randn(*shape, dtype=dtype, scale=2.0))
+
+
+@model
+def softmaxed(scores):
+    """``scores`` made weights whose rows sum to 1."""
+    return torch.softmax(scores, dim=-1)
 
 
 def causal_masks(tokens, device=None):
@@ -62,25 +69,42 @@ def on_device(grade, tokens):
 # --- the functions ------------------------------------------------------------------------------------
 def causal_mask_same(grade, tokens, named=True, **kwargs):
     """causal_mask(tokens) matches the reference; ``named``: its mistakes are named."""
-    ones = torch.ones(tokens, tokens, dtype=torch.bool)
     mistakes = [
-        Mistake("mask-inverted", "your mask hides the past; True must mark the future (j > i)", torch.tril(ones, -1)),
-        Mistake("mask-inverted", "your mask is True where attending is allowed; True means hidden", torch.tril(ones)),
+        Mistake("mask-inverted", "your mask hides the past; True must mark the future (j > i)",
+                lambda: wrong_mask(tokens, "past")),
+        Mistake("mask-inverted", "your mask is True where attending is allowed; True means hidden",
+                lambda: wrong_mask(tokens, "past-and-diagonal")),
         Mistake("mask-hides-diagonal", "your mask hides the diagonal too; a token may attend to itself",
-                torch.triu(ones)),
+                lambda: wrong_mask(tokens, "future-and-diagonal")),
     ] if named else ()
     grade.same("causal_mask", tokens, mistakes=mistakes, **kwargs)
 
 
+@model
+def wrong_mask(tokens, kind):
+    """causal_mask(tokens) done wrong: ``kind`` is mistaken.causal_variants' name of the mask it gives."""
+    return mistaken.causal_variants(tokens, tokens)[kind]
+
+
 def apply_mask(scores):
-    return lambda hidden: scores if hidden is None else scores.masked_fill(hidden, float("-inf"))
+    return lambda hidden: masked_scores(scores, hidden)
+
+
+@model
+def masked_scores(scores, hidden):
+    """apply_causal_mask done with the mask ``hidden`` (None: no mask)."""
+    return scores if hidden is None else scores.masked_fill(hidden, float("-inf"))
 
 
 def renormalize(weights):
-    def compose(hidden):
-        kept = weights if hidden is None else weights.masked_fill(hidden, 0.0)
-        return kept / kept.sum(dim=-1, keepdim=True)
-    return compose
+    return lambda hidden: renormalized(weights, hidden)
+
+
+@model
+def renormalized(weights, hidden):
+    """renormalize_causal_weights done with the mask ``hidden`` (None: no mask)."""
+    kept = weights if hidden is None else weights.masked_fill(hidden, 0.0)
+    return kept / kept.sum(dim=-1, keepdim=True)
 
 
 def masked_same(grade, name, x, compose, grad=False, extra=()):
@@ -141,26 +165,43 @@ ONE = {"apply_causal_mask": apply_mask, "renormalize_causal_weights": renormaliz
 def renormalize_slips(weights):
     """renormalize_causal_weights done with the usual slips: row sums without keepdim=True, a softmax
     taken again instead of dividing by the row sums."""
-    future = future_mask(weights.shape[-1])
-    kept = weights.masked_fill(future, 0.0)
+    def slip(kind):
+        return lambda: renormalize_slip(weights, kind)
+
     return [
         Mistake("sum-without-keepdim", "your row sums are taken without keepdim=True: their shape [..., T] "
                 "broadcasts along the last dimension, so entry (i, j) is divided by the sum of row j, not of row i. "
-                "Keep the dimension: weights.sum(dim=-1, keepdim=True)", lambda: kept / kept.sum(dim=-1)),
+                "Keep the dimension: weights.sum(dim=-1, keepdim=True)", slip("no-keepdim")),
         Mistake(None, "you fill the future with -inf after the softmax, on the weights: the row sums become -inf, "
                 "so every entry is 0 or NaN (-inf / -inf). -inf belongs on scores, before a softmax; here zero the "
                 "future, weights.masked_fill(mask, 0.0), and divide each row by its sum",
-                lambda: weights.masked_fill(future, float("-inf")) / weights.masked_fill(future, float("-inf")).sum(
-                    dim=-1, keepdim=True)),
+                slip("inf-divided")),
         Mistake(None, "each entry is divided by its column's sum (a sum along dim=-2, the queries), not its row's: "
                 "each query's row must sum to 1, so divide by weights.sum(dim=-1, keepdim=True)",
-                lambda: kept / kept.sum(dim=-2, keepdim=True)),
+                slip("column-sums")),
         Mistake(None, "you take a softmax again of the weights with the future zeroed: exp(0) = 1 gives the future "
                       "weight back and exp() distorts the past. Renormalise by dividing each row by its sum instead",
-                lambda: torch.softmax(kept, dim=-1)),
+                slip("softmax-of-kept")),
         Mistake(None, "you take a softmax again of the kept weights (the future at -inf): that applies exp() to "
                       "weights that are already probabilities. Renormalise by dividing each row by its sum instead",
-                lambda: torch.softmax(weights.masked_fill(future, float("-inf")), dim=-1))]
+                slip("softmax-of-hidden"))]
+
+
+@model
+def renormalize_slip(weights, kind):
+    """renormalize_causal_weights on ``weights`` with one of :func:`renormalize_slips`' slips (``kind``)."""
+    future = future_mask(weights.shape[-1])
+    kept = weights.masked_fill(future, 0.0)
+    if kind == "no-keepdim":
+        return kept / kept.sum(dim=-1)
+    if kind == "inf-divided":
+        filled = weights.masked_fill(future, float("-inf"))
+        return filled / filled.sum(dim=-1, keepdim=True)
+    if kind == "column-sums":
+        return kept / kept.sum(dim=-2, keepdim=True)
+    if kind == "softmax-of-kept":
+        return torch.softmax(kept, dim=-1)
+    return torch.softmax(weights.masked_fill(future, float("-inf")), dim=-1)  # "softmax-of-hidden"
 
 
 def causal_masks_as_called(grade, sizes):
@@ -175,14 +216,19 @@ def apply_causal_mask_same(grade, scores, grad=False):
 
 def finite_fills(scores):
     """apply_causal_mask with the future filled with a finite number instead of -inf."""
-    future = future_mask(scores.shape[-1])
     lowest = torch.finfo(scores.dtype).min if scores.is_floating_point() else None
     fills = [(0.0, "0"), (-1e4, "-1e4"), (-1e9, "-1e9")] + ([(lowest, "the dtype's lowest number")] if lowest else [])
     return [Mistake("mask-fill-finite", f"your mask fills the future's scores with {what} instead of -inf: after the "
                     "softmax the future still gets weight (exp(0) > 0 for a fill of 0), and a row whose scores are as "
                     "low as the fill lets the future through. Fill with float('-inf'): "
-                    "scores.masked_fill(mask, float('-inf'))", lambda value=value: scores.masked_fill(future, value))
+                    "scores.masked_fill(mask, float('-inf'))", lambda value=value: filled_future(scores, value))
             for value, what in fills]
+
+
+@model
+def filled_future(scores, value):
+    """``scores`` with the future filled with ``value``."""
+    return scores.masked_fill(future_mask(scores.shape[-1]), value)
 
 
 def renormalized_same(grade, weights, grad=False):
@@ -193,8 +239,14 @@ def renormalized_same(grade, weights, grad=False):
     diagnose.diagnosed(
         grade, lambda: masked_same_renormalized(grade, weights, compose, grad=grad), None,
         [Mistake("mask-after-softmax-not-renormalized", "the future is zeroed but the rows no longer sum to 1",
-                 lambda: weights.masked_fill(future, 0.0)), *renormalize_slips(weights)],
+                 lambda: zeroed_future(weights)), *renormalize_slips(weights)],
         right=lambda: compose(future))
+
+
+@model
+def zeroed_future(weights):
+    """``weights`` with the future zeroed, not renormalised."""
+    return weights.masked_fill(future_mask(weights.shape[-1]), 0.0)
 
 
 def masked_same_renormalized(grade, weights, compose, grad=False):
@@ -279,6 +331,7 @@ UNBROADCAST = ("you combine the [T, T] causal mask and the [B, T] padding mask a
 
 
 # --- CausalAttention ----------------------------------------------------------------------------------
+@model
 def projections(weights, x, prefix=""):
     """Queries, keys and values of ``x`` from the weights (``prefix``: "heads.0." for one head)."""
     x = x.detach().cpu()
@@ -351,27 +404,42 @@ def far_below_zero(grade, pair, batch, tokens, *, level=1e4, spread=1e-4):
     eigenvector of the symmetric part of W_queryᵀ W_key), plus noise of ``spread`` times its length, so
     that a row's scores differ by a few units. None where the weights have no such direction (no bias:
     the module is built with qkv_bias=False)."""
-    w_query, w_key = (pair.weights[f"{name}.weight"].double() for name in ("W_query", "W_key"))  # [d_out, d_in]
+    found = lowest_direction(pair.weights["W_query.weight"], pair.weights["W_key.weight"], level)
+    if found is None:
+        return None
+    direction, norm = found
+    noise = grade.randn(batch, tokens, direction.shape[0], dtype=torch.float64, scale=spread * norm)
+    return direction + noise  # [B, T, d_in]
+
+
+@model
+def lowest_direction(w_query, w_key, level):
+    """``(direction, its norm)``: the inputs' direction whose score with itself is about ``-level`` (the most
+    negative eigenvector of the symmetric part of W_queryᵀ W_key, scaled), or None where there is none."""
+    w_query, w_key = w_query.double(), w_key.double()  # [d_out, d_in]
     product = w_query.T @ w_key  # [d_in, d_in]: the score of x with y is x · product · y / sqrt(d_out)
     values, vectors = torch.linalg.eigh((product + product.T) / 2)
     if values[0] > -1e-3 * values.abs().max():
         return None
     norm = (level * w_query.shape[0] ** 0.5 / -values[0].item()) ** 0.5
-    direction = vectors[:, 0] * norm  # [d_in]
-    noise = grade.randn(batch, tokens, direction.shape[0], dtype=torch.float64, scale=spread * norm)
-    return direction + noise  # [B, T, d_in]
+    return vectors[:, 0] * norm, norm  # [d_in]
 
 
 def finite_fill(value):
     """The mistake of filling the future's scores with ``value`` (GPT-2's old -1e4) instead of -inf."""
     def make(q, k, v):
-        scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # [B, T, T]
-        hidden = future_mask(q.shape[-2])
-        weights = torch.softmax(scores.masked_fill(hidden, value), dim=-1)
         return Mistake("mask-fill-finite", f"your mask fills the future's scores with a finite number ({value:g}) "
                        f"instead of -inf: where the scores a query may see are as low as it (here about -10000), "
-                       f"the hidden future takes weight. Fill with -inf", weights @ v)
+                       f"the hidden future takes weight. Fill with -inf", lambda: finite_filled(q, k, v, value))
     return make
+
+
+@model
+def finite_filled(q, k, v, value):
+    """Causal attention whose future's scores are filled with ``value`` instead of -inf."""
+    scores = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # [B, T, T]
+    weights = torch.softmax(scores.masked_fill(future_mask(q.shape[-2]), value), dim=-1)
+    return weights @ v
 
 
 def expect_masked_below_any_fill(grade, pair, batch, tokens):

@@ -16,7 +16,7 @@ import itertools
 import torch
 
 from grader.authoring import (CheckFailed, GradientFailure, Mistake, RaisedFailure, RightGivenHelper, StudentFault,
-                              UsageError, diagnose, shape_mismatch, shape_str)
+                              UsageError, diagnose, model, shape_mismatch, shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, lengthened, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights, judged, one_hot
 from lesson.mistaken import ScaleSearch
@@ -423,9 +423,17 @@ ATTENTION_MISTAKES += tuple((m, what, {**changes, "rows": rows}) for rows in mis
 def wrapper_variant(pair, x, *, order=1, scaled=True, scale=None, interleaved=False, **changes):
     """The wrapper with one thing changed, computed from its heads' weights (``scale``: a number that
     multiplies the scores; ``interleaved``: the heads' features interleaved, torch.stack(dim=-1).flatten(-2))."""
+    return wrapper_output(pair.weights, argument(pair, "num_heads"), x, order=order, scaled=scaled, scale=scale,
+                          interleaved=interleaved, **changes)
+
+
+@model
+def wrapper_output(weights, num_heads, x, *, order=1, scaled=True, scale=None, interleaved=False, **changes):
+    """wrapper_variant's computation: the wrapper of ``num_heads`` heads holding ``weights`` (a pair's
+    {parameter name: tensor}) on ``x``, with the changes wrapper_variant names."""
     outputs = []
-    for head in list(range(argument(pair, "num_heads")))[::order]:
-        q, k, v = (linear(pair.weights, f"heads.{head}.{role}", x) for role in ("W_query", "W_key", "W_value"))
+    for head in list(range(num_heads))[::order]:
+        q, k, v = (linear(weights, f"heads.{head}.{role}", x) for role in ("W_query", "W_key", "W_value"))
         multiplier = scale if scale is not None else k.shape[-1] ** -0.5 if scaled else 1.0
         outputs.append(attention(q, k, v, multiplier, **changes))
     if interleaved:
@@ -573,9 +581,17 @@ def of_03(found, failure):
 def mha_variant(pair, x, *, scale="head", split_transpose=True, merge_transpose=True, out_proj=True,
                 roles=mistaken.ROLES, **changes):
     """MultiHeadAttention with one thing changed, computed from the pair's weights."""
+    return mha_output(pair.weights, argument(pair, "num_heads"), argument(pair, "d_out"), x, scale=scale,
+                      split_transpose=split_transpose, merge_transpose=merge_transpose, out_proj=out_proj,
+                      roles=roles, **changes)
+
+
+@model
+def mha_output(weights, heads, d_out, x, *, scale="head", split_transpose=True, merge_transpose=True,
+               out_proj=True, roles=mistaken.ROLES, **changes):
+    """mha_variant's computation: MultiHeadAttention of ``heads`` heads and width ``d_out`` holding
+    ``weights`` (a pair's {parameter name: tensor}) on ``x``, with the changes mha_variant names."""
     batch, tokens, _ = x.shape
-    heads = argument(pair, "num_heads")
-    d_out = argument(pair, "d_out")
     head_dim = d_out // heads
 
     def split(t):
@@ -583,7 +599,7 @@ def mha_variant(pair, x, *, scale="head", split_transpose=True, merge_transpose=
             return t.reshape(batch, tokens, heads, head_dim).transpose(1, 2)
         return t.reshape(batch, heads, tokens, head_dim)
 
-    projected = {role: linear(pair.weights, f"W_{role}", x) for role in mistaken.ROLES}
+    projected = {role: linear(weights, f"W_{role}", x) for role in mistaken.ROLES}
     q, k, v = (split(projected[role]) for role in roles)
     if isinstance(scale, str):  # the scale named, or a number that multiplies the scores
         scale = 1.0 / {"head": head_dim ** 0.5, "model": d_out ** 0.5, "head-not-sqrt": float(head_dim), "none": 1.0,
@@ -592,7 +608,7 @@ def mha_variant(pair, x, *, scale="head", split_transpose=True, merge_transpose=
     if merge_transpose:
         context = context.transpose(1, 2)
     context = context.reshape(batch, tokens, d_out)
-    return linear(pair.weights, "out_proj", context) if out_proj else context
+    return linear(weights, "out_proj", context) if out_proj else context
 
 
 MHA_MISTAKES = ATTENTION_MISTAKES + (
@@ -635,13 +651,12 @@ def split_merge_root_cause(grade, pair, x, seed):
         head_dim = d_out // heads
         with torch.no_grad():
             xc = plain(x)
-            projected = torch.stack([linear(pair.weights, f"W_{role}", xc) for role in mistaken.ROLES])  # [3, B, T, D]
+            projected = mha_projections(pair.weights, xc)  # [3, B, T, D]
             split = projected.reshape(3, batch, tokens, heads, head_dim).transpose(2, 3)
             context = attention(*split, head_dim ** -0.5)  # [B, H, T, hd]
 
             def attend_and_merge(parts):
-                attended = attention(*parts, head_dim ** -0.5)
-                return linear(pair.weights, "out_proj", attended.transpose(1, 2).reshape(batch, tokens, d_out))
+                return attended_merged(pair.weights, parts, head_dim ** -0.5, batch, tokens, d_out)
 
             theirs = [diagnose.their(grade, "split_heads", p, heads) for p in projected]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
@@ -655,10 +670,31 @@ def split_merge_root_cause(grade, pair, x, seed):
                     return blamed
             return mistaken.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context),
                                   context.transpose(1, 2).reshape(batch, tokens, d_out),
-                                  lambda merged: linear(pair.weights, "out_proj", merged),
+                                  lambda merged: out_projected(pair.weights, merged),
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, T, hd]",
                                     lambda: context.reshape(batch, tokens, d_out))])
     return blame
+
+
+@model
+def mha_projections(weights, x):
+    """MultiHeadAttention's query, key and value projections (``weights``: a pair's) of ``x``, stacked:
+    [3, B, T, d_out]."""
+    return torch.stack([linear(weights, f"W_{role}", x) for role in mistaken.ROLES])
+
+
+@model
+def attended_merged(weights, parts, scale, batch, tokens, d_out):
+    """MultiHeadAttention done right from the heads ``parts`` (q, k, v stacked, [3, B, H, T, hd]) on: causal
+    attention scaled by ``scale``, merged back to [batch, tokens, d_out], and out_proj (``weights``: a pair's)."""
+    attended = attention(*parts, scale)
+    return linear(weights, "out_proj", attended.transpose(1, 2).reshape(batch, tokens, d_out))
+
+
+@model
+def out_projected(weights, merged):
+    """MultiHeadAttention's output projection out_proj (``weights``: a pair's) of the merged heads ``merged``."""
+    return linear(weights, "out_proj", merged)
 
 
 def keys_transposed_as_3d(pair, x, failure):
@@ -703,9 +739,16 @@ def fused_parts(pair, x, *, transpose=True, per_head=False):
     """q, k, v of the fused projection, stacked: [3, B, H, N, hd]; ``transpose=False``: each of them
     reshaped straight from [B, N, chan] to [B, H, N, hd] (heads-split-without-transpose); ``per_head``:
     the layout reshape(B, N, H, 3, hd), q, k and v interleaved per head (no catalogue id)."""
-    batch, tokens, _ = x.shape
     chan, heads, _ = fused_sizes(pair)
-    fused = linear(pair.weights, "qkv", x)
+    return fused_split(pair.weights, chan, heads, x, transpose=transpose, per_head=per_head)
+
+
+@model
+def fused_split(weights, chan, heads, x, *, transpose=True, per_head=False):
+    """fused_parts' computation: the fused projection qkv (``weights``: a pair's) of ``x``, split into
+    ``heads`` heads of a width ``chan`` as fused_parts says."""
+    batch, tokens, _ = x.shape
+    fused = linear(weights, "qkv", x)
     if per_head:
         return fused.reshape(batch, tokens, heads, 3, chan // heads).permute(3, 0, 2, 1, 4)
     if not transpose:
@@ -719,17 +762,28 @@ def fused_variant(pair, x, *, scale=None, skip=True, causal=False, proj=True, me
     """FusedQKVAttention with one thing changed, computed from the pair's weights (``parts``: q, k, v
     stacked, in place of the right split; ``skip_transpose``: how v is merged for the skip connection,
     when not as the attended heads are)."""
-    batch, tokens, _ = x.shape
     chan, _, right_scale = fused_sizes(pair)
     parts = fused_parts(pair, x, transpose=split_transpose) if parts is None else parts
+    return fused_output(pair.weights, chan, parts, x, scale=right_scale if scale is None else scale, skip=skip,
+                        causal=causal, proj=proj, merge_transpose=merge_transpose, skip_transpose=skip_transpose,
+                        order=order, skip_x=skip_x, **changes)
+
+
+@model
+def fused_output(weights, chan, parts, x, *, scale, skip=True, causal=False, proj=True, merge_transpose=True,
+                 skip_transpose=None, order=(0, 1, 2), skip_x=False, **changes):
+    """fused_variant's computation: FusedQKVAttention of width ``chan`` holding ``weights`` (a pair's) on
+    ``x``, from q, k, v stacked in ``parts``, its scores scaled by ``scale``, with the changes fused_variant
+    names."""
+    batch, tokens, _ = x.shape
     q, k, v = (parts[i] for i in order)
     hidden = mistaken.causal_variants(tokens, tokens, x.device)["future"] if causal else None
-    attended = mistaken.attend(q, k, v, scale=right_scale if scale is None else scale, hidden=hidden, **changes)
+    attended = mistaken.attend(q, k, v, scale=scale, hidden=hidden, **changes)
 
     def merge(t, transpose=merge_transpose):
         return (t.transpose(1, 2) if transpose else t).reshape(batch, tokens, chan)
 
-    out = linear(pair.weights, "proj", merge(attended)) if proj else merge(attended)
+    out = linear(weights, "proj", merge(attended)) if proj else merge(attended)
     if skip_x:  # the usual residual: x, where the block's skip is v (only when dim == chan does it run)
         return out + x
     return out + merge(v, merge_transpose if skip_transpose is None else skip_transpose) if skip else out
@@ -836,7 +890,7 @@ def fused_root_cause(grade, pair, x, seed):
         with torch.no_grad():
             xc = plain(x)
             parts = fused_parts(pair, xc)
-            qkv = linear(pair.weights, "qkv", xc)
+            qkv = qkv_projected(pair.weights, xc)
             theirs = diagnose.their(grade, "split_qkv", qkv, heads)
             if isinstance(theirs, tuple) and len(theirs) == 3 and all(diagnose.within(t, parts[0]) for t in theirs) \
                     and len({t.shape for t in theirs}) == 1:
@@ -869,11 +923,24 @@ def fused_root_cause(grade, pair, x, seed):
             if raised is None and not all(diagnose.within(t, right[0]) and t.shape == theirs[0].shape for t in theirs):
                 return None
             return mistaken.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
-                                  lambda merged: linear(pair.weights, "proj", merged[0]) + merged[1],
+                                  lambda merged: proj_plus_skip(pair.weights, merged),
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
                                     lambda: both.reshape(2, batch, tokens, chan))])
 
     return or_raised(blame, pair, x, skip_told)
+
+
+@model
+def qkv_projected(weights, x):
+    """FusedQKVAttention's fused projection qkv (``weights``: a pair's) of ``x``: [B, N, 3 chan]."""
+    return linear(weights, "qkv", x)
+
+
+@model
+def proj_plus_skip(weights, merged):
+    """FusedQKVAttention's output from the merged attention and v (``merged``: the two stacked, [2, B, N,
+    chan]): proj (``weights``: a pair's) of the first, plus the second."""
+    return linear(weights, "proj", merged[0]) + merged[1]
 
 
 def stacked_on_split(grade, failure, out, pair, x, split, seed):

@@ -11,7 +11,7 @@ blocks, more steps), and flash_attention must stay within a memory bound: it may
 from __future__ import annotations
 
 
-from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, shape_mismatch, shape_str
+from grader.authoring import CheckFailed, Mistake, RaisedFailure, StudentFault, model, shape_mismatch, shape_str
 from lesson import LAYOUT_OPS, VECTORISED, carried, doubled_blocks, mistaken, vectorised_on
 from lesson.mistaken import ScaleSearch
 
@@ -37,6 +37,7 @@ def matching(misconception, what, output) -> Mistake:
 
 
 # --- online_softmax -----------------------------------------------------------------------------------
+@model
 def softmax_not_rescaled(x, block_size):
     """The running sum accumulated against each block's own running maximum, never rescaled."""
     import torch
@@ -50,6 +51,7 @@ def softmax_not_rescaled(x, block_size):
     return torch.exp(x - running_max[..., None]) / running_sum[..., None]
 
 
+@model
 def rescaled_without_shift(x, block_size):
     """The running sum rescaled by exp(m_old - m_new) with no _shift: NaN (exp(-inf - -inf)) on a row
     whose running maximum is still -inf when a block is added (its first blocks all -inf)."""
@@ -73,6 +75,7 @@ RESCALE_WITHOUT_SHIFT = (
     "by exp(m_old - _shift(m_new)), as the block's own terms are shifted (it is 0 until something is visible)")
 
 
+@model
 def shift_nan_rows_zeroed(x, block_size):
     """rescaled_without_shift with its NaN rows given zeros, as a final torch.where(s > 0, ...) or
     nan_to_num gives them: the rows whose first blocks are all -inf lose every weight. None where no
@@ -84,6 +87,7 @@ def shift_nan_rows_zeroed(x, block_size):
     return torch.where(lost, torch.zeros_like(out), out)
 
 
+@model
 def maximum_overwritten_by_shift(x, block_size):
     """The running maximum overwritten by its _shift-ed value (m = _shift(m_new), as flash-attention's
     sm90 softmax did, Dao-AILab/flash-attention#2082): a row whose first block is all -inf keeps a running
@@ -119,6 +123,7 @@ MAXIMUM_OVERWRITTEN = (
     "you subtract it, in the rescale exp(m_old - _shift(m_new)) and in exp(block - _shift(m_new))")
 
 
+@model
 def full_blocks_only(x, block_size):
     """The running statistics of the whole blocks only (range(N // block_size)): the last, shorter block
     of N % block_size entries never reaches the running maximum and sum; every entry is then divided by
@@ -136,6 +141,7 @@ def full_blocks_only(x, block_size):
     return torch.where(total > 0, out, torch.zeros_like(out))
 
 
+@model
 def stale_numerators(x, block_size, stale_sum=False):
     """Each block's exponentials kept as they were computed, against the running maximum of that moment,
     and never brought up to the final maximum: the running sum right (``stale_sum``: each block divided by
@@ -164,6 +170,7 @@ STALE_NUMERATORS = (
     "exp(x - m_final) / s_final in a second pass (or rescale what you kept whenever m grows)")
 
 
+@model
 def maximum_not_running(x, block_size):
     """The running maximum replaced by each block's own maximum (m_new = block.amax(-1), the old maximum
     forgotten): the sum is rescaled by exp(m_old - m_new) even when the new block's maximum is lower (a factor
@@ -192,6 +199,7 @@ MAXIMUM_NOT_RUNNING = (
     "the final shift is the last block's maximum, not the row's. Keep m = torch.maximum(m_old, block.amax(-1))")
 
 
+@model
 def softmax_of_last_block(x, block_size):
     """Normalised with the statistics of the last block only (the running values overwritten)."""
     import torch
@@ -202,6 +210,7 @@ def softmax_of_last_block(x, block_size):
     return torch.exp(x - m) / torch.exp(block - m).sum(dim=-1, keepdim=True)
 
 
+@model
 def rescale_inverted(x, block_size):
     """The running sum rescaled upside down, by exp(m_new - m_old) (each maximum _shift-ed, so the first
     block's -inf gives 0): when the maximum grows, the old sum grows with it instead of shrinking."""
@@ -222,6 +231,7 @@ def rescale_inverted(x, block_size):
     return torch.exp(x - shifted(running_max)[..., None]) / total[..., None]
 
 
+@model
 def one_maximum_for_all_rows(x, block_size):
     """The running maximum taken over the whole block, every row at once (block.max(), not
     block.amax(dim=-1)): each row is shifted by the largest entry of all rows, and a row far below it
@@ -241,6 +251,22 @@ def one_maximum_for_all_rows(x, block_size):
     shift = torch.where(torch.isinf(running_max), torch.zeros_like(running_max), running_max)
     total = torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)
     return torch.exp(x - shift[..., None]) / total[..., None]
+
+
+@model
+def softmax_in_float64(x):
+    """torch.softmax of ``x`` over its last dimension, in float64 (its all -inf rows NaN)."""
+    import torch
+
+    return torch.softmax(x.double(), dim=-1)
+
+
+@model
+def softmax_over_first_dim(x):
+    """torch.softmax of ``x`` over its first dimension (softmax-wrong-dim)."""
+    import torch
+
+    return torch.softmax(x, dim=0)
 
 
 def growing_maximum(x):
@@ -293,7 +319,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
         Mistake("softmax-unstable", "your output is right but on the rows whose entries are all -inf: there the "
                 "running sum stays 0, and 0/0 gives NaN; such a row must come out as zeros, as 01's softmax: divide "
                 "only where the sum is > 0 (torch.where, or sum.clamp_min(tiny))",
-                lambda: torch.softmax(x.double(), dim=-1)),
+                lambda: softmax_in_float64(x)),
         Mistake("softmax-unstable", MAXIMUM_OVERWRITTEN, lambda: maximum_overwritten_by_shift(x, block_size)),
         Mistake(None, "the rows whose first blocks are all -inf come out as zeros: your running sum is rescaled "
                 "by exp(m_old - m_new) without _shift, which is exp(-inf - -inf) = NaN while the running maximum "
@@ -305,7 +331,7 @@ def online_softmax_same(grade, x, block_size, grad=False):
                           f"range(0, N, block_size), whose last block x[..., start:start + block_size] is shorter",
                     lambda: full_blocks_only(x, block_size))] if x.shape[-1] % block_size else []),
         matching("softmax-wrong-dim", "a softmax over the first dimension; it is over the last",
-                 lambda: torch.softmax(x, dim=0))])
+                 lambda: softmax_over_first_dim(x))])
     generator = torch.Generator().manual_seed(grade.seed ^ (x.shape[-1] * 7919 + block_size))
 
     def scaled(seen):
@@ -427,6 +453,7 @@ def expect_reductions_within(reply, x, block_size):
 
 
 # --- flash_attention ----------------------------------------------------------------------------------
+@model
 def plain_attention(q, k, v, causal, *, bottom_right=False):
     """Plain attention in float64 (``bottom_right``: the causal mask aligned to the bottom-right corner)."""
     import torch
@@ -436,6 +463,7 @@ def plain_attention(q, k, v, causal, *, bottom_right=False):
     return masked_attention(q, k, v, future)
 
 
+@model
 def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, rescale_acc=True):
     """Tiled attention in float64 that forgets to rescale the running sum or the running output."""
     import torch
@@ -460,11 +488,13 @@ def tiled_without_rescaling(q, k, v, block_size, causal, *, rescale_sum=True, re
     return acc / running_sum.clamp_min(1e-300)[..., None]
 
 
+@model
 def masked_attention(q, k, v, hidden):
     """Plain attention in float64 with ``hidden`` [Tq, Tk] removed; a row with nothing left is zeros."""
     return mistaken.attend(q.double(), k.double(), v.double(), scale=q.shape[-1] ** -0.5, hidden=hidden)
 
 
+@model
 def tile_positions(tq, tk, block_size):
     """Each query's and key's place in its tile, its tile's first position, and the last key tile the
     causal loop visits for its query tile (key tiles after its last query are skipped): [Tq] or [Tk]."""
@@ -477,6 +507,7 @@ def tile_positions(tq, tk, block_size):
     return qi - q_first, kj - k_first, q_last, k_first, last_tile
 
 
+@model
 def tile_local_causal(q, k, v, block_size, *, skip):
     """A causal mask built inside each tile from tile-local indices (key j % bs after query i % bs hidden),
     the key tiles past the query tile's last query skipped (``skip``) or not."""
@@ -487,6 +518,7 @@ def tile_local_causal(q, k, v, block_size, *, skip):
     return masked_attention(q, k, v, hidden)
 
 
+@model
 def last_key_tile_dropped(q, k, v, block_size, causal):
     """Attention over the whole key tiles only: the keys of a shorter last tile never attended (a query that
     then sees no key gets zeros, as a loop dividing by a zero sum guarded gives)."""
@@ -499,6 +531,7 @@ def last_key_tile_dropped(q, k, v, block_size, causal):
     return masked_attention(q, k, v, hidden)
 
 
+@model
 def diagonal_tile_skipped(q, k, v, block_size, *, first_tile_kept):
     """A causal loop that stops at the key tile on the diagonal (break when ks >= qs) instead of after
     it: each query tile sees only the key tiles before its own, the first query tile (qs = 0) its own
@@ -515,6 +548,7 @@ def diagonal_tile_skipped(q, k, v, block_size, *, first_tile_kept):
     return masked_attention(q, k, v, hidden)
 
 
+@model
 def diagonal_hidden_in_masked_tiles(q, k, v, block_size):
     """The diagonal hidden (keys j >= i) in the tiles the causal loop masks, those holding a key after the
     tile's first query (if ke - 1 > qs: a tile of earlier keys only is left unmasked, its last key
@@ -534,6 +568,7 @@ def diagonal_hidden_in_masked_tiles(q, k, v, block_size):
     return masked_attention(q, k, v, hidden)
 
 
+@model
 def normalised_every_tile(q, k, v, block_size, causal):
     """Tiled attention in float64 that divides the running output by the running sum after every key
     tile (acc = acc / l; l = 1) and goes on gathering: the tiles before count as a sum of 1, not l."""
@@ -562,6 +597,7 @@ def normalised_every_tile(q, k, v, block_size, causal):
     return acc / torch.where(running_sum == 0, torch.ones_like(running_sum), running_sum)[..., None]
 
 
+@model
 def last_key_tile_only(q, k, v, block_size, causal):
     """What a loop whose running maximum is never updated (m = m_new forgotten) gives: m stays -inf, so
     each key tile's rescale exp(m - m_new) is 0 and wipes the sum and output before it; each query tile
@@ -578,6 +614,7 @@ def last_key_tile_only(q, k, v, block_size, causal):
     return masked_attention(q, k, v, hidden)
 
 
+@model
 def query_blocks_on_dim0(q, k, v, block_size, causal):
     """The right outputs of the query tiles concatenated with torch.cat(outs), along dim 0."""
     import torch

@@ -12,7 +12,9 @@ under changed weights, the memory the kernel counts), never read from what the s
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, HandleRef, Mistake, StudentFault, diagnose, shape_mismatch, shape_str
+
+from grader.authoring import (CheckFailed, HandleRef, Mistake, StudentFault, diagnose, model, shape_mismatch,
+                              shape_str)
 from lesson import LAYOUT_OPS, VECTORISED, every_call, lengthened, mistaken, vectorised_on
 from lesson.dropout import expect_dropout_on_weights
 
@@ -26,6 +28,7 @@ def _torch():
 
 
 # --- rotary positions --------------------------------------------------------------------------------
+@model
 def rope_angles(head_dim, theta_base, context_length, *, interleaved=False, frequencies="2i/hd"):
     """The angles in float64: halves (the course's layout), or pairs repeated in place (interleaved).
     ``frequencies``: the lesson's theta_base^(-2i/hd), or a mistaken exponent: "i/hd" (the factor 2
@@ -47,6 +50,7 @@ def rope_angles(head_dim, theta_base, context_length, *, interleaved=False, freq
 PAIR_LAYOUTS = ("pairs", "every-two", "even-odd-halves", "pairs-every-other-angle")
 
 
+@model
 def rope(x, cos, sin, offset=0, *, pairs=False, layout=None):
     """x rotated by the angles of positions offset...: the two halves, or (``pairs``) adjacent pairs;
     ``layout``: one of PAIR_LAYOUTS."""
@@ -68,6 +72,7 @@ def rope(x, cos, sin, offset=0, *, pairs=False, layout=None):
     return torch.stack([even * c - odd * s, odd * c + even * s], dim=-1).flatten(-2).to(x.dtype)
 
 
+@model
 def angle_rounding(head_dim, theta_base, context_length) -> float:
     """How far cosines and sines of float32 angles land from float64 ones, times 8: the angles grow with
     the position (thousands of radians at 4096), so another correct order of float32 operations, or
@@ -81,11 +86,10 @@ def angle_rounding(head_dim, theta_base, context_length) -> float:
 
 def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
     """compute_rope_params(head_dim, theta_base, context_length) against the reference's."""
-    torch = _torch()
     args = (head_dim, theta_base, context_length)
 
     def tables(**how):
-        return lambda: tuple(f(rope_angles(*args, **how)).float() for f in (torch.cos, torch.sin))
+        return lambda: rope_tables_of(*args, **how)
 
     counted = []
     grade.same("compute_rope_params", *args, slack=angle_rounding(*args),
@@ -100,12 +104,21 @@ def rope_params_same(grade, head_dim, theta_base=10_000, context_length=64):
                 tables(frequencies="+2i/hd")),
         *([Mistake(None, f"your tables are those of theta_base = 10000, not of the theta_base = {theta_base} passed: "
                    "use the argument, 1.0 / theta_base ** (torch.arange(0, head_dim, 2) / head_dim)",
-                   lambda: tuple(f(rope_angles(head_dim, 10_000, context_length)).float()
-                                 for f in (torch.cos, torch.sin)))] if theta_base != 10_000 else [])])
+                   lambda: rope_tables_of(head_dim, 10_000, context_length))] if theta_base != 10_000 else [])])
     vectorised_here(grade, "compute_rope_params", args, counted, context_length,
                     lambda other: ((head_dim, theta_base, other), {"slack": angle_rounding(head_dim, theta_base, other)}))
 
 
+@model
+def rope_tables_of(head_dim, theta_base, context_length, *, interleaved=False, frequencies="2i/hd"):
+    """compute_rope_params' float32 cos and sin [context_length, head_dim] of rope_angles' angles (the lesson's,
+    or mistaken ones: ``interleaved``, ``frequencies``)."""
+    torch = _torch()
+    how = {"interleaved": interleaved, "frequencies": frequencies}
+    return tuple(f(rope_angles(head_dim, theta_base, context_length, **how)).float() for f in (torch.cos, torch.sin))
+
+
+@model
 def rope_tables(head_dim, context_length=64, dtype=None):
     """cos and sin [context_length, head_dim] of the course's angles (theta_base 10 000), in ``dtype``."""
     angles = rope_angles(head_dim, 10_000, context_length)
@@ -167,12 +180,20 @@ def repeat_kv_same(grade, x, group_size, grad=False):
     """repeat_kv(x, group_size) against the reference's."""
     grade.same("repeat_kv", x, group_size, grad=grad, mistakes=[
         Mistake("kv-heads-tiled", "your groups come out tiled ([K1, K2, K1, K2]); each must be repeated in a row "
-                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: x.repeat(1, group_size, 1, 1)),
+                "([K1, K1, K2, K2]): repeat_interleave, not repeat", lambda: kv_repeated(x, group_size, tiled=True)),
         Mistake(None, "your copies are made along dimension 2, the tokens; each group is repeated along dimension 1, "
-                "the heads: x.repeat_interleave(group_size, dim=1)", lambda: x.repeat_interleave(group_size, dim=2))])
+                "the heads: x.repeat_interleave(group_size, dim=1)", lambda: kv_repeated(x, group_size, dim=2))])
+
+
+@model
+def kv_repeated(x, group_size, dim=1, *, tiled=False):
+    """repeat_kv(x, group_size) as the lesson computes it: each group repeated in a row along ``dim`` (1, the
+    heads; 2, the tokens: a mistake), or ``tiled`` (the groups repeated as a whole, [K1, K2, K1, K2]: a mistake)."""
+    return x.repeat(1, group_size, 1, 1) if tiled else x.repeat_interleave(group_size, dim=dim)
 
 
 # --- sliding_window_mask -----------------------------------------------------------------------------
+@model
 def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
     """The lesson's mask (True = hidden) of queries at q_start... over keys at k_start..."""
     torch = _torch()
@@ -182,22 +203,37 @@ def window_mask(num_queries, num_keys, window, q_start=0, k_start=0):
     return future if window is None else future | (query_at - key_at >= window)
 
 
+@model
+def window_mask_mistakes(num_queries, num_keys, window, q_start=0, k_start=0):
+    """sliding_window_mask done wrong (True = hidden), as mask_same names it: "inverted" (True where a query
+    may look), "mirrored" (the past hidden, the tokens after each query shown), "diagonal" (each query's own
+    position hidden too) and, for a window of more than 1, "near-future" (the window cut on the wrong side of
+    the causal mask: tril)."""
+    torch = _torch()
+    right = window_mask(num_queries, num_keys, window, q_start, k_start)
+    queries = torch.arange(num_queries)[:, None] + q_start
+    keys = torch.arange(num_keys)[None, :] + k_start
+    wrong = {"inverted": ~right,
+             "mirrored": keys < queries if window is None else (keys < queries) | (keys - queries >= window),
+             "diagonal": right | (queries == keys)}
+    if window and window > 1:
+        wrong["near-future"] = (keys > queries) & (keys - queries <= window)
+    return wrong
+
+
 def mask_same(grade, *args):
     """sliding_window_mask(*args) against the reference's, its usual mistakes named."""
-    torch = _torch()
     args = (*args, *(0,) * (5 - len(args)))  # every start given: the classes' calls name both (charged_once)
     num_queries, num_keys, window, *starts = args
-    right = window_mask(*args)
-    queries = torch.arange(num_queries)[:, None] + (starts[0] if starts else 0)
-    keys = torch.arange(num_keys)[None, :] + (starts[1] if len(starts) > 1 else 0)
-    mirrored = keys < queries if window is None else (keys < queries) | (keys - queries >= window)
+    wrong = window_mask_mistakes(*args)
     mistakes = [Mistake("cache-position-not-advanced", "your positions start at 0: queries sit at q_start, keys at "
                         "k_start", lambda: window_mask(num_queries, num_keys, window)),
-                Mistake("mask-inverted", "your mask is True where a query may look; True means hidden", ~right),
+                Mistake("mask-inverted", "your mask is True where a query may look; True means hidden",
+                        wrong["inverted"]),
                 Mistake("mask-inverted", "your mask hides the past and shows the tokens after each query: the "
-                        "distance is the query's position minus the key's", mirrored),
+                        "distance is the query's position minus the key's", wrong["mirrored"]),
                 Mistake("mask-hides-diagonal", "your mask hides each query's own position: a token sees itself",
-                        right | (queries == keys))]
+                        wrong["diagonal"])]
     if len(starts) > 1 and starts[1]:
         mistakes.append(Mistake(None, f"your keys' positions start at 0, not at k_start = {starts[1]}: key j sits at "
                                 "position k_start + j (the queries at q_start + i), torch.arange(k_start, k_start + "
@@ -224,7 +260,7 @@ def mask_same(grade, *args):
                                     "positions after a query are visible, and no past key is hidden. The window "
                                     "was cut on the wrong side of the causal mask (tril keeps the entries below a "
                                     "diagonal, the near future): hide the keys after the query and those window or "
-                                    "more positions before it", (keys > queries) & (keys - queries <= window)))
+                                    "more positions before it", wrong["near-future"]))
     counted = []
     grade.same("sliding_window_mask", *args, mistakes=mistakes,
                rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
@@ -314,17 +350,17 @@ class Model:
         """The model's width, read off the weights the pair holds (no copy)."""
         return pair.weights["out_proj.weight"].shape[1]
 
-    def linear(self, name, x):
-        return mistaken.linear(self.weights, name, x.cpu())
 
-    def keys_values(self, tokens):
-        """[B, G, T, hd] keys and values of ``tokens`` [B, T, d_in]."""
-        return heads(self.linear("W_key", tokens), self.groups), heads(self.linear("W_value", tokens), self.groups)
-
-
+# The Model's computations: the flow functions below (projected, last_keys, attend_masked, attention_of,
+# variant_of) take a Model and hand its data (weights, num_heads, groups) to the @model function that computes.
 def heads(x, num_heads):
     batch, tokens, dim = x.shape
     return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]
+
+
+def _stale(stale):
+    """projected's ``stale`` (an old Model, a count) as data: (its weights, the count)."""
+    return None if stale is None else (stale[0].weights, stale[1])
 
 
 def projected(model, x, start, size, first=0, stale=None):
@@ -332,20 +368,41 @@ def projected(model, x, start, size, first=0, stale=None):
     [B, H, size, hd] and [B, G, start+size-first, hd] twice. ``stale``: ``(old, count)``, the first
     ``count`` tokens of the sequence were cached under the weights of ``old`` (a Model), which changed
     since: their keys and values are what was computed then."""
+    return projected_by(model.weights, model.num_heads, model.groups, x, start, size, first, _stale(stale))
+
+
+@model
+def projected_by(weights, num_heads, groups, x, start, size, first=0, stale=None):
+    """:func:`projected` from a Model's ``weights``, ``num_heads`` and ``groups`` (on the CPU); ``stale``:
+    ``(old weights, count)``."""
     torch = _torch()
-    queries = heads(model.linear("W_query", x[:, start:start + size]), model.num_heads)
+
+    def project(these, name, t):
+        return mistaken.linear(these, name, t.cpu())
+
+    def keys_values(these, tokens):  # [B, G, T, hd] keys and values of ``tokens`` [B, T, d_in]
+        return heads(project(these, "W_key", tokens), groups), heads(project(these, "W_value", tokens), groups)
+
+    queries = heads(project(weights, "W_query", x[:, start:start + size]), num_heads)
     tokens = x[:, first:start + size]
     if stale is None or stale[1] <= first:
-        return (queries, *model.keys_values(tokens))
+        return (queries, *keys_values(weights, tokens))
     old, count = stale
-    earlier, later = old.keys_values(tokens[:, :count - first]), model.keys_values(tokens[:, count - first:])
+    earlier, later = keys_values(old, tokens[:, :count - first]), keys_values(weights, tokens[:, count - first:])
     return queries, torch.cat([earlier[0], later[0]], dim=2), torch.cat([earlier[1], later[1]], dim=2)
 
 
 def last_keys(model, x, start, size, kept, stale=None):
     """The queries of the chunk x[:, start:start+size] and the last ``kept`` keys and values before its
     end, repeated to the query heads (GQA's groups): [B, H, size, hd] and [B, H, kept, hd] twice."""
-    queries, keys, values = projected(model, x, start, size, first=start + size - kept, stale=stale)
+    return last_keys_by(model.weights, model.num_heads, model.groups, x, start, size, kept, _stale(stale))
+
+
+@model
+def last_keys_by(weights, num_heads, groups, x, start, size, kept, stale=None):
+    """:func:`last_keys` from a Model's data (see :func:`projected_by`)."""
+    queries, keys, values = projected_by(weights, num_heads, groups, x, start, size, first=start + size - kept,
+                                         stale=stale)
     group_size = queries.shape[1] // keys.shape[1]
     return queries, keys.repeat_interleave(group_size, dim=1), values.repeat_interleave(group_size, dim=1)
 
@@ -353,24 +410,39 @@ def last_keys(model, x, start, size, kept, stale=None):
 def attend_masked(model, queries, keys, values, hidden, scale=None):
     """The chunk's output from these queries, keys and values (heads already matched), ``hidden`` [Tq, Tk]
     removed, through out_proj."""
+    return attend_masked_by(model.weights, queries, keys, values, hidden, scale)
+
+
+@model
+def attend_masked_by(weights, queries, keys, values, hidden, scale=None):
+    """:func:`attend_masked` with a Model's ``weights`` (its out_proj)."""
     scale = keys.shape[-1] ** -0.5 if scale is None else scale
     # a row with every key hidden is NaN, as torch.softmax gives it (a mistake's own rows, as the student's code)
     context = mistaken.attend(queries, keys, values, scale=scale, hidden=hidden.cpu(), rows="nan")  # [B, H, size, hd]
-    return model.linear("out_proj", context.transpose(1, 2).flatten(2))  # [B, size, d_out] through out_proj
+    # [B, size, d_out] through out_proj
+    return mistaken.linear(weights, "out_proj", context.transpose(1, 2).flatten(2).cpu())
 
 
 def attention_of(model, prefix, size, *, q_start, k_start=None, window=None, tiled=False, scale=None):
     """The model applied to the last ``size`` tokens of ``prefix`` (queries at ``q_start``...) over every
     token of it as keys, with a causal (and window) mask: how a mistaken cache attends."""
-    queries, keys, values = projected(model, prefix, prefix.shape[1] - size, size)
+    return attention_by(model.weights, model.num_heads, model.groups, prefix, size, q_start=q_start,
+                        k_start=k_start, window=window, tiled=tiled, scale=scale)
+
+
+@model
+def attention_by(weights, num_heads, groups, prefix, size, *, q_start, k_start=None, window=None, tiled=False,
+                 scale=None):
+    """:func:`attention_of` from a Model's data (see :func:`projected_by`)."""
+    queries, keys, values = projected_by(weights, num_heads, groups, prefix, prefix.shape[1] - size, size)
     group_size = queries.shape[1] // keys.shape[1]
     if group_size > 1:
         repeat = (lambda t: t.repeat(1, group_size, 1, 1)) if tiled else \
             (lambda t: t.repeat_interleave(group_size, dim=1))
         keys, values = repeat(keys), repeat(values)
     k_start = q_start + size - prefix.shape[1] if k_start is None else k_start
-    return attend_masked(model, queries, keys, values, window_mask(size, keys.shape[2], window, q_start, k_start),
-                         scale=scale)
+    return attend_masked_by(weights, queries, keys, values,
+                            window_mask(size, keys.shape[2], window, q_start, k_start), scale=scale)
 
 
 # --- right, given the student's own helper ------------------------------------------------------------
@@ -389,10 +461,10 @@ def repeat_kv_root_cause(grade, pair, x, start, size, stale=None):
             return raised and mistaken.blame(grade, failure, out, "repeat_kv", raised, None, None)
         theirs_v = theirs_v.cpu()  # in its own dtype, as the student's class was given it
         return mistaken.blame(
-            grade, failure, out, "repeat_kv", theirs_k, keys.repeat_interleave(group_size, dim=1),
+            grade, failure, out, "repeat_kv", theirs_k, kv_repeated(keys, group_size),
             lambda k: attend_masked(model, queries, k, theirs_v, window_mask(size, k.shape[2], None, start)),
             [Mistake("kv-heads-tiled", "it tiles the groups ([K1, K2, K1, K2]) instead of repeating each in a row",
-                     keys.repeat(1, group_size, 1, 1))])
+                     kv_repeated(keys, group_size, tiled=True))])
     return root_cause
 
 
@@ -481,6 +553,7 @@ def helper_faults(grade, pair, x, start, size, stale=None):
 
 
 # --- the mistakes of 04's classes, made in a cached class ---------------------------------------------
+@model
 def relation_mask(num_queries, num_keys, relation, window, q_start, k_start):
     """True (hidden) where a key stands in ``relation`` to a query, by absolute position: "future" (the
     right causal mask, with the window), "past", "past-and-diagonal", "future-and-diagonal" (the window
@@ -498,22 +571,29 @@ def relation_mask(num_queries, num_keys, relation, window, q_start, k_start):
     return keys < queries if relation == "past" else keys <= queries
 
 
-def variant_of(model, prefix, size, *, q_start, window=None, relation="future", scale="head", split_transpose=True,
-               merge_transpose=True, out_proj=True, roles=mistaken.ROLES, **changes):
+def variant_of(model, prefix, size, *, q_start, **how):
     """attention_of with one of the usual mistakes of 04's classes made in a cached class: the scale,
     the mask (``relation``, see relation_mask), mistaken.attend's ``changes`` (softmax dimension, scores
     transposed, mask after the softmax, rows with nothing visible), heads split or merged without the
     transpose, no out_proj, projections in the wrong roles; None where the mistake cannot give an output
-    of the right shape (a GQA query from the narrower key weight)."""
+    of the right shape (a GQA query from the narrower key weight). ``how``: :func:`variant_by`'s settings."""
+    return variant_by(model.weights, model.num_heads, model.groups, prefix, size, q_start=q_start, **how)
+
+
+@model
+def variant_by(weights, num_heads, groups, prefix, size, *, q_start, window=None, relation="future", scale="head",
+               split_transpose=True, merge_transpose=True, out_proj=True, roles=mistaken.ROLES, **changes):
+    """:func:`variant_of` from a Model's data (see :func:`projected_by`)."""
     prefix = prefix.cpu()
     batch, total, _ = prefix.shape
-    num_heads, groups, d_out, head_dim = model.num_heads, model.groups, model.d_out, model.head_dim
-    weights = {"query": "W_query", "key": "W_key", "value": "W_value"}
+    d_out = weights["out_proj.weight"].shape[1]
+    head_dim = d_out // num_heads
+    names = {"query": "W_query", "key": "W_key", "value": "W_value"}
     wanted = {"query": (num_heads, size), "key": (groups, total), "value": (groups, total)}
 
     def split(role, source):
         count, tokens = wanted[role]
-        t = model.linear(weights[source], prefix[:, -tokens:])  # [B, tokens, features]
+        t = mistaken.linear(weights, names[source], prefix[:, -tokens:].cpu())  # [B, tokens, features]
         if t.shape[-1] != count * head_dim:
             return None
         if split_transpose:
@@ -531,7 +611,7 @@ def variant_of(model, prefix, size, *, q_start, window=None, relation="future", 
     context = mistaken.attend(q, k, v, scale=multiplier, hidden=hidden, **changes)  # [B, H, size, hd]
     context = context.transpose(1, 2) if merge_transpose else context
     context = context.reshape(batch, size, d_out)
-    return model.linear("out_proj", context) if out_proj else context
+    return mistaken.linear(weights, "out_proj", context.cpu()) if out_proj else context
 
 
 KEYS_AS_VALUES = ("query", "key", "key")
@@ -717,16 +797,25 @@ def kept_keys_from_zero(model, prefix, start, size):
         if kept == total:
             continue
         def output(kept=kept, rows="zero"):  # computed only when the check failed
-            q, k, v = last_keys(model, prefix, start, size, kept)
-            context = mistaken.attend(q, k, v, scale=model.head_dim ** -0.5,
-                                      hidden=window_mask(size, kept, window, start, 0), rows=rows)
-            return model.linear("out_proj", context.transpose(1, 2).reshape(q.shape[0], size, model.d_out))
+            return kept_from_zero(model.weights, model.num_heads, model.groups, prefix, start, size, kept, window,
+                                  rows)
 
         found += [Mistake("cache-position-not-advanced", f"your cached call keeps the last {kept} keys but masks "
                           f"them as if they sat at positions 0 to {kept - 1}; they sit at {total - kept} to "
                           f"{total - 1} (k_start = {total - kept}: the positions of the keys kept, not 0)",
                           lambda output=output, rows=rows: output(rows=rows)) for rows in mistaken.HIDDEN_ROWS]
     return found
+
+
+@model
+def kept_from_zero(weights, num_heads, groups, prefix, start, size, kept, window, rows="zero"):
+    """:func:`kept_keys_from_zero`'s output from a Model's data (see :func:`projected_by`): the last ``kept``
+    keys masked as if they sat at positions 0, 1, ..., a query left no key treated as ``rows``."""
+    d_out = weights["out_proj.weight"].shape[1]
+    q, k, v = last_keys_by(weights, num_heads, groups, prefix, start, size, kept)
+    context = mistaken.attend(q, k, v, scale=(d_out // num_heads) ** -0.5,
+                              hidden=window_mask(size, kept, window, start, 0), rows=rows)
+    return mistaken.linear(weights, "out_proj", context.transpose(1, 2).reshape(q.shape[0], size, d_out).cpu())
 
 
 def window_cache_too_small(model, prefix, start, size):

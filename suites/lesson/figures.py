@@ -5,7 +5,7 @@ after grading, and draws theirs beside the right output (``grade check --figures
 ``check()``, the class report's pictures)."""
 from __future__ import annotations
 
-from grader.authoring import Picture
+from grader.authoring import Picture, model
 from lesson import JOURNEY_WORDS, journey, journey_batch, journey_scores
 
 
@@ -13,6 +13,7 @@ def _words():
     return list(JOURNEY_WORDS)
 
 
+@model
 def _weights_of():  # the lesson's projections (02 section 1: W_query, W_key, W_value; suites/public/test_02)
     import torch
 
@@ -33,14 +34,29 @@ def _lesson_mask():
     return mask
 
 
+@model
 def _causal():
     import torch
 
     return torch.ones(6, 6, dtype=torch.bool).triu(1)  # [6, 6], True above the diagonal: the future
 
 
+@model
 def _softmaxed(scores):
     return scores.softmax(-1)  # the input of renormalize_causal_weights: weights whose rows sum to 1
+
+
+@model
+def _products():
+    """The journey's tokens against one another, inputs @ inputs.T ([6, 6]): the pictures' scores."""
+    inputs = journey()
+    return inputs @ inputs.T
+
+
+@model
+def _hidden_products(hidden):
+    """:func:`_products` with the positions ``hidden`` marks set to -inf."""
+    return _products().masked_fill(hidden, float("-inf"))
 
 
 # A class's picture: the output shows the attention weights. Each token is its 3 features followed by a
@@ -96,10 +112,10 @@ FIGURES: dict[tuple[str, str], Picture] = {
         lambda: (journey(),), **_SCORES),
     ("01_attention_basics", "softmax_naive"): Picture(
         "softmax_naive(inputs @ inputs.T): each row's weights should sum to 1",
-        lambda: (journey() @ journey().T,), **_WEIGHTS),
+        lambda: (_products(),), **_WEIGHTS),
     ("01_attention_basics", "softmax"): Picture(
         "softmax(inputs @ inputs.T): each row's weights should sum to 1",
-        lambda: (journey() @ journey().T,), **_WEIGHTS),
+        lambda: (_products(),), **_WEIGHTS),
     ("01_attention_basics", "simple_self_attention"): Picture(
         "simple_self_attention(inputs): each token's context vector",
         lambda: (journey(),), _words, _FEATURES(3), kind="values"),
@@ -158,14 +174,14 @@ FIGURES: dict[tuple[str, str], Picture] = {
         weights=_shown_weights(2, out_proj=True)),
     ("05_efficient_attention", "online_softmax"): Picture(
         "online_softmax(inputs @ inputs.T, block_size=2): each row's weights should sum to 1",
-        lambda: (journey() @ journey().T, 2), **_WEIGHTS,
+        lambda: (_products(), 2), **_WEIGHTS,
         also=(Picture("online_softmax(masked, block_size=2), the scores with the future set to -inf: each row's "
                       "weights over the keys it sees",
-                      lambda: ((journey() @ journey().T).masked_fill(_causal(), float("-inf")), 2),
+                      lambda: (_hidden_products(_causal()), 2),
                       **_WEIGHTS),
               Picture("online_softmax(inputs @ inputs.T with the keys \"one\" and \"step\" set to -inf, and every key "
                       "of the query \"step\", block_size=2): a row with nothing visible gets zeros",
-                      lambda: ((journey() @ journey().T).masked_fill(_lesson_mask(), float("-inf")), 2),
+                      lambda: (_hidden_products(_lesson_mask()), 2),
                       **_WEIGHTS))),
     ("05_efficient_attention", "flash_attention"): Picture(
         "flash_attention(inputs, inputs, inputs, block_size=2): each token's context",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from grader.authoring import CheckFailed, FactorSearch, Mistake, StudentFault, diagnose, manual_seed
+from grader.authoring import CheckFailed, FactorSearch, Mistake, StudentFault, diagnose, manual_seed, model
 
 # an output with inf or NaN where the right one is finite, once no other mistake explains it
 UNSTABLE = ("softmax-unstable", "your output has inf or NaN where the right answer is finite: exp() overflowed, "
@@ -53,6 +53,7 @@ def not_truncated(fault: StudentFault, tokens: int, context_length: int, runs_wh
                        f"buffer, mask[:T, :T]. Your code raised:\n{fault.message}", ("mask-not-truncated",))
 
 
+@model
 def safe_softmax(x, dim=-1):
     """A softmax whose all -inf slices give zeros, as the course asks (torch.softmax gives NaN there)."""
     import torch
@@ -62,6 +63,7 @@ def safe_softmax(x, dim=-1):
     return torch.softmax(x, dim=dim).masked_fill(torch.isneginf(x).all(dim=dim, keepdim=True), 0.0)
 
 
+@model
 def _softmax_together(x, dims: tuple):
     """safe_softmax over ``dims`` at once: what a softmax of ``x`` viewed with those dimensions flattened
     into one gives (``scores.view(-1, Tk).softmax(0)`` normalises the batch and the queries together)."""
@@ -92,6 +94,7 @@ def softmax_mistakes(x, dim=-1) -> list:
     return mistakes
 
 
+@model
 def _summed_along(x, dim: int, other: int, guarded: bool):
     """exp(x - max along ``dim``) / its sum along ``other``: plainly, or ``guarded`` as the lesson's stable
     softmax is (an all -inf slice shifted by 0, the sum clamped to at least 1)."""
@@ -105,6 +108,7 @@ def _summed_along(x, dim: int, other: int, guarded: bool):
     return exp / (total.clamp_min(1.0) if guarded else total)
 
 
+@model
 def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, transposed=False,
            dropout=None, dropout_on="weights", seed=None, rows="zero"):
     """Attention as a mistake computes it, in plain torch.
@@ -143,6 +147,7 @@ def attend(q, k, v=None, *, scale=1.0, hidden=None, mask="before", dim=-1, trans
 HIDDEN_ROWS = ("zero", "nan", "uniform")  # see attend's ``rows``
 
 
+@model
 def linear(weights, name, x):
     """The linear layer ``name`` (e.g. "W_query", "heads.0.W_key") of a module pair's ``weights``
     ({parameter name: tensor}) applied to ``x``, on x's device and in the weights' dtype, as the module
@@ -168,6 +173,7 @@ def _dims_said(dims: tuple, rank: int) -> str:
     return ", ".join(said[:-1]) + " and " + said[-1]
 
 
+@model
 def causal_variants(tq, tk, device=None) -> dict:
     """Boolean masks (True = hidden) for a causal mask done right and done wrong."""
     import torch

@@ -12,7 +12,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import checks_02 as checks
-from lesson import dessert, journey
+from lesson import dessert, journey, projected
 
 pytestmark = assignment("02_self_attention")
 
@@ -34,7 +34,7 @@ def cases(table):
 def test_weights_on_the_lesson_data(grade):
     generator = torch.Generator().manual_seed(123)
     w_query, w_key = torch.rand(3, 2, generator=generator), torch.rand(3, 2, generator=generator)
-    checks.weights_same(grade, journey() @ w_query, journey() @ w_key)
+    checks.weights_same(grade, *projected(journey(), w_query, w_key))
 
 
 @exercise("attention_weights", weight=3)
@@ -88,7 +88,7 @@ def test_attention_on_the_lesson_data(grade):
     x, generator = dessert()
     w_query, w_key = torch.rand(16, 24, generator=generator), torch.rand(16, 24, generator=generator)
     w_value = torch.rand(16, 28, generator=generator)
-    checks.sdpa_same(grade, x @ w_query, x @ w_key, x @ w_value)
+    checks.sdpa_same(grade, *projected(x, w_query, w_key, w_value))
 
 
 @exercise("scaled_dot_product_attention", weight=2)

@@ -74,7 +74,7 @@ def test_apply_in_half_precision(grade, dtype):
 # --- renormalize_causal_weights -----------------------------------------------------------------------
 @exercise("renormalize_causal_weights", weight=3)
 def test_renormalize_the_lesson_weights(grade):
-    checks.renormalized_same(grade, torch.softmax(journey_scores(), dim=-1))
+    checks.renormalized_same(grade, checks.softmaxed(journey_scores()))
 
 
 @exercise("renormalize_causal_weights", weight=2)

@@ -1,7 +1,6 @@
 """Leak scanning (grader/course/leaks.py): what must never reach a student is found wherever it hides."""
 from pathlib import Path
 
-import pytest
 
 from grader.course.leaks import leaks, leaks_in, solution_lines
 
@@ -30,24 +29,28 @@ def test_a_leaking_file_is_found(course, tmp_path):
     assert {p.path.name for p in leaks_in(course, tmp_path)} == {"copy.py", "notes.md", "borrowed.py", "answer.py"}
 
 
-@pytest.mark.xfail(strict=True, reason="L2 (red team round 30c), open: the student distribution ships the suites' "
-                                       "mistake models, some of which compute the right answer with their defaults")
 def test_no_mistake_model_the_distribution_ships_is_a_right_answer_when_pasted(course, grader, submission_dir):
-    """Red team round 30c (L2): checks_05's tiled_without_rescaling, which the student distribution ships (its
-    suites/lesson), pasted as it ships into 05's stub, scored flash_attention 60/60: with its default settings it
-    forgets nothing. The contract: no code of a right implementation in the student distribution. This holds once
-    the student side names mistakes from recorded outputs or from models with no setting that undoes the mistake."""
-    import inspect
+    """Red team round 30c (L2): checks_05's tiled_without_rescaling, which the student distribution shipped (its
+    suites/lesson), pasted as it shipped into 05's stub, scored flash_attention 60/60: with its default settings it
+    forgot nothing. The contract: no code of a right implementation in the student distribution. A release now
+    ships every @model function of the lesson without its body (grader/course/answers.py): pasted, it computes
+    nothing."""
+    import ast
 
+    from grader.course.answers import stripped
     from grader.submission import resolve_submission
-    from suites.lesson import checks_05
 
+    shipped = stripped((ROOT / "suites" / "lesson" / "checks_05.py").read_text())
+    tree = ast.parse(shipped)
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "tiled_without_rescaling")
+    lines = shipped.splitlines()
+    model = "\n".join(lines[function.lineno - 1:function.end_lineno]).replace("    import torch\n\n", "", 1)
+    assert "softmax" not in model and "exp" not in model
     module = submission_dir / "05_efficient_attention" / "efficient_attention.py"
-    model = inspect.getsource(checks_05.tiled_without_rescaling).replace("    import torch\n\n", "", 1)
     module.write_text(module.read_text() + "\n\n" + model + "\n\ndef flash_attention(queries, keys, values, "
                       "block_size=64, causal=False):\n    return tiled_without_rescaling(queries, keys, values, "
                       "block_size, causal).to(queries.dtype)\n")
     result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("05_efficient_attention"),),
                           seed=3)
     flash = next(e for e in result.assignments[0].exercises if e.name == "flash_attention")
-    assert flash.score < flash.max_score
+    assert flash.score == 0
