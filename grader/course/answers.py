@@ -9,7 +9,7 @@ calls a release records. Here:
   signature and docstring stay: the recording answers each call);
 - :func:`computations` finds what would still compute one outside those bodies: the operations attention
   is made of (a softmax, an exponential, a product of matrices, a mask filled in, a triangle, a rotation's
-  sines...), so that `grade release --out` refuses a lesson that would ship one (the author marks the
+  sines, the layouts of heads and padding...), so that `grade release --out` refuses a lesson that would ship one (the author marks the
   function ``@model``).
 """
 from __future__ import annotations
@@ -24,6 +24,10 @@ OPERATIONS = frozenset({
     "scaled_dot_product_attention", "multi_head_attention_forward", "masked_fill", "masked_fill_", "masked_scatter",
     "triu", "tril", "triu_", "tril_", "triu_indices", "tril_indices", "cos", "sin", "polar", "view_as_complex",
     "repeat_interleave", "cumsum", "cummax", "logcumsumexp", "MultiheadAttention", "Linear",
+    # the layouts and masks of heads, fused projections and padding (split_heads, merge_heads, split_qkv,
+    # padding_mask are each one of these lines)
+    "reshape", "view", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "unflatten", "arange",
+    "mT",
 })
 _STUB = "raise NotImplementedError(\"recorded at release: a student distribution answers this from its recording\")"
 
@@ -117,3 +121,33 @@ def shipped_computations(paths) -> list[tuple[Path, int, str]]:
     files)."""
     return [(path, line, operation) for path in _modules(paths)
             for line, operation in computations(path.read_text(encoding="utf-8"))]
+
+
+def given_answers(assignments: Path) -> list[tuple[Path, int, str]]:
+    """What the released stubs and notebooks give that computes an answer: any such operation in a stub module,
+    and in a function or class a notebook's code cell defines (a helper handed to the student, as 06's attention
+    was: it solved 02 to 04). A notebook's demonstrations at the top level of a cell are the lesson's text and
+    stay. ``(file, line, operation)``, the line counted within the cell for a notebook."""
+    import json
+
+    found = [(path, line, op) for path in sorted(assignments.rglob("*.py"))
+             for line, op in computations(path.read_text(encoding="utf-8"))]
+    for path in sorted(assignments.rglob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            text = "".join(cell.get("source", []))
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:  # (IPython magics: nothing of ours)
+                continue
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found += [(path, node.lineno + line - 1, op)
+                              for line, op in computations(ast.get_source_segment(text, node) or "")
+                              if op not in _LIBRARY]
+    return found
+
+
+# torch's own attention, which every exercise forbids (a helper that calls it answers nothing)
+_LIBRARY = frozenset({"scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention"})

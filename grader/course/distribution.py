@@ -279,17 +279,18 @@ def _build(course: Course, assignments: tuple[Assignment, ...], build: Path) -> 
 def _without_answers(course: Course, build: Path) -> None:
     """The suites' code as students get it: every ``@model`` function's body cut out (its calls are answered from
     the recording), and refused if anything in it still computes an answer (grader.course.answers)."""
-    from grader.course.answers import shipped_computations, strip
+    from grader.course.answers import given_answers, shipped_computations, strip
 
     suites = Layout(build).suites
     figures = build / course.figures_file if course.figures_file else None
     shipped = [suites, *([figures] if figures and suites not in figures.parents else [])]
     strip(shipped)
-    found = shipped_computations(shipped)
+    found = shipped_computations(shipped) + given_answers(Layout(build).assignments)
     if found:
         path, line, operation = found[0]
-        raise DistributionError(f"refusing to write a distribution whose suites compute an answer outside a @model "
-                                f"function (grader.grading.models): {path.relative_to(build)}:{line} ({operation})"
+        raise DistributionError(f"refusing to write a distribution that computes an answer outside the lesson's @model "
+                                f"functions (grader.grading.models; a helper the stubs or notebooks give): "
+                                f"{path.relative_to(build)}:{line} ({operation})"
                                 + (f", and {len(found) - 1} more" if len(found) > 1 else ""))
 
 

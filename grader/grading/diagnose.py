@@ -276,9 +276,10 @@ class FactorFit:
 
     @staticmethod
     def _on_record() -> bool:
-        from grader.grading.models import replaying
+        """A replay, or a release's rehearsal (which keeps what a replay can use: the usual factors alone)."""
+        from grader.grading.models import rehearsing, replaying
 
-        return replaying()
+        return replaying() or rehearsing()
 
     @staticmethod
     def _searched(error) -> float:

@@ -197,6 +197,8 @@ class Grade:
         self.diagnosing = 0  # inside a root cause (grader.grading.diagnose.cause): a replay may use no recorded output
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.verified = 0  # outputs of the student's found right in this check (expect)
+        self.compared = 0  # the outputs compared (expect), numbered: a release's rehearsal fails one (fail_at)
+        self.fail_at: int | None = None
         self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
         # the student's helpers the check's own blame found right on its model of their call: a failure is then
         # the exercise's, never run again with right versions of them (grader.grading.chains.ChainRuns)
@@ -689,7 +691,13 @@ class Grade:
         memo of earlier submissions' identical uses (grader/grading/reference_cache.py), if ``compute`` leaves
         ``unchanged`` (the reference module it runs) as it was. ``number``: one taken earlier, for a use
         made only when needed (the uses after it keep their numbers either way)."""
-        if rehearsing():  # a diagnosis rehearsed on a passing check (a release): the numbers stay the run's
+        if rehearsing():  # a diagnosis rehearsed (a release): the passing run's uses, as recorded; no other
+            key = f"{self.nodeid}#{self._events if number is None else number}"
+            if number is None:
+                self._events += 1
+            recording = self.session.recording
+            if recording is not None and key in recording.events:
+                return recording.events[key]
             raise NotReplayable("a rehearsed diagnosis makes no use of the reference")
         if number is None:
             number = self._events
@@ -773,8 +781,12 @@ class Grade:
         """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
         the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
         diagnosis to name the mistake without running the student's code again."""
+        number = self.compared
+        self.compared += 1
         try:
             Grade._expect(self, reply, expected, what, slack)
+            if number == self.fail_at:  # a release rehearses the diagnosis of a wrong output here
+                raise CheckFailed(f"{what}: rehearsed", out=perturbed(reply.out) if carry else None)
         except CheckFailed as failure:
             if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):
                 failure.out = reply.out
@@ -1176,6 +1188,22 @@ def low_precision(dtype, *args) -> tuple:
     import torch
 
     return tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+
+
+def perturbed(out):
+    """A wrong output of ``out``'s kind (a release's rehearsal of a failure: every candidate is tried on it)."""
+    import torch
+
+    from grader.inside.protocol import mapped
+
+    def wrong(leaf):
+        if not isinstance(leaf, torch.Tensor):
+            return leaf
+        if leaf.dtype == torch.bool:
+            return ~leaf
+        return leaf * 1.5 + 0.25 if leaf.is_floating_point() or leaf.is_complex() else leaf + 1
+
+    return mapped(wrong, out)
 
 
 def diagnosed(grade: Grade, check, mistakes, explain, right, root_cause):

@@ -29,6 +29,26 @@ _REHEARSING: contextvars.ContextVar = contextvars.ContextVar("lesson_models_rehe
 _INSIDE: contextvars.ContextVar = contextvars.ContextVar("lesson_models_inside", default=False)  # a kept call's body
 
 
+class Unrecorded(NotReplayable):
+    """A lesson's call a student distribution has no record of: what needed it cannot be told there. Where it
+    ends a check, the check fails as the failure being diagnosed stands (grader.grading.pytest_session), never
+    skipped: a wrong output must not earn points because its diagnosis could not run."""
+
+
+def failure_under(missing: Unrecorded):
+    """The check's failure whose diagnosis asked for ``missing`` (the exception being handled when it was raised),
+    or None where none was."""
+    from grader.grading.outcomes import CheckFailed, StudentFault
+
+    seen, cause = set(), missing.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (CheckFailed, StudentFault)):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None
+
+
 class Unkeyable(Exception):
     """An argument that is not data (a function, a generator): such a call is neither kept nor replayed."""
 
@@ -117,7 +137,7 @@ class Book:
             key, tensors = signature(args, kwargs)
         except Unkeyable:
             if self.replaying:
-                raise NotReplayable(f"{name} is called with something that is not data") from None
+                raise Unrecorded(f"{name} is called with something that is not data") from None
             return function(*args, **kwargs)
         if self.replaying:
             return self._answer(name, key, tensors)
@@ -136,10 +156,12 @@ class Book:
         if digest in self._indexed():
             return
         try:
-            stored = _on_cpu(out, copy=True)
-            _plain(stored)
+            _plain(out)
         except Unkeyable:
             return
+        if _REHEARSING.get() and _bytes(out) > REHEARSED_BYTES:  # a large case's diagnosis: its small ones say it
+            return
+        stored = _on_cpu(out, copy=True)
         entries = self.entries.setdefault(name, [])
         entries.append({"key": key, "digest": digest, "out": stored, "sketch": _sketches(tensors)})
         self._index[digest] = (name, len(entries) - 1)
@@ -156,7 +178,7 @@ class Book:
         entry = self.entries[name][found[1]] if found else \
             _nearest(self.entries.get(name, ()), key, tensors, self._sketch)
         if entry is None:
-            raise NotReplayable(f"{name}: no recorded result for these arguments")
+            raise Unrecorded(f"{name}: no recorded result for these arguments")
         device = next((t.device for t in tensors), None)
         return self._decoded(entry["out"], device if device is not None and device.type != "cpu" else None)
 
@@ -175,12 +197,13 @@ class Book:
         if isinstance(value, dict) and len(value) == 1:
             (tag, body), = value.items()
             if tag == "t":
-                dtype, start, shape = body
-                flat = self._buffers[dtype]
+                dtype, start, shape, *order = body
+                order = order[0] if order else list(range(len(shape)))  # the dimensions, outermost in memory first
                 count = 1
                 for size in shape:
                     count *= size
-                made = flat[start:start + count].view(shape).clone()
+                stored = self._buffers[dtype][start:start + count].view([shape[d] for d in order])
+                made = stored.permute(*sorted(range(len(order)), key=order.__getitem__)).clone()  # its strides kept
                 return made if device is None else made.to(device)
             if tag in ("tuple", "list"):
                 items = [self._decoded(v, device) for v in body]
@@ -208,11 +231,13 @@ class Book:
         def encode(value):
             if isinstance(value, torch.Tensor):
                 dtype = str(value.dtype).removeprefix("torch.")
-                flat = value.detach().cpu().reshape(-1)
+                # the dimensions in memory order, so that a transposed result comes back transposed
+                order = sorted(range(value.dim()), key=lambda d: (-value.stride(d), d))
+                flat = value.detach().cpu().permute(*order).reshape(-1)
                 start = sizes.get(dtype, 0)
                 sizes[dtype] = start + flat.numel()
                 buffers.setdefault(dtype, []).append(flat)
-                return {"t": [dtype, start, list(value.shape)]}
+                return {"t": [dtype, start, list(value.shape), order]}
             if isinstance(value, (tuple, list)):
                 return {"tuple" if isinstance(value, tuple) else "list": [encode(v) for v in value]}
             if isinstance(value, dict):
@@ -339,6 +364,20 @@ def _nearest(entries, key: str, tensors, sketch_of):
         if worst is not None and (gap is None or worst < gap):
             best, gap = entry, worst
     return best
+
+
+REHEARSED_BYTES = 1 << 18  # the largest result a rehearsed diagnosis keeps (the recording ships to every student)
+
+
+def _bytes(value) -> int:
+    import torch
+
+    from grader.inside.protocol import mapped
+
+    sizes = []
+    mapped(lambda leaf: sizes.append(leaf.numel() * leaf.element_size()) if isinstance(leaf, torch.Tensor) else None,
+           value)
+    return sum(sizes)
 
 
 def _plain(value) -> None:

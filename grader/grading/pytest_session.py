@@ -19,7 +19,7 @@ from grader.errors import IsolationError
 from grader.grading.chains import ChainRuns
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
-from grader.grading.models import keeping
+from grader.grading.models import Unrecorded, failure_under, keeping, rehearse
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
 from grader.grading.stand_ins import HELPERS, USES, modules_of, verifiable
@@ -447,6 +447,20 @@ class GradingSession:
         return self.zygote.end_submission()
 
 
+def _judged(check, args: dict) -> None:
+    """``check(**args)``; where a student distribution could not finish a diagnosis (a lesson's computation not on
+    record: grader.grading.models.Unrecorded), the failure it diagnosed, as it stands (no mistake named); with none,
+    a failure saying so. Never a skip: a wrong output earns nothing because its diagnosis could not run."""
+    try:
+        check(**args)
+    except Unrecorded as missing:
+        failure = failure_under(missing)
+        if failure is None:
+            failure = CheckFailed("this case could not be judged here (the lesson has no record of what it needs): "
+                                  "the instructor's grading judges it")
+        raise failure from None
+
+
 class GradingPlugin:
     """Gives suites their ``grade`` fixture and records how each check ended."""
 
@@ -496,7 +510,7 @@ class GradingPlugin:
                 self.recorder.install()
             self.recorder.check = pyfuncitem.nodeid
         try:
-            pyfuncitem.obj(**args)
+            _judged(pyfuncitem.obj, args)
         except RightGivenHelper as given:
             first = pyfuncitem.funcargs.get("grade")
             try:
@@ -513,7 +527,20 @@ class GradingPlugin:
         except (CheckFailed, StudentFault) as failure:
             self.chains.after_failure(pyfuncitem, args, failure)  # a run with a right helper of those it calls
             raise
+        if self.recorder is not None:
+            self._rehearse(pyfuncitem, args)
         return True
+
+    def _rehearse(self, item, args) -> None:
+        """A release's recording: the passing check run again once per output it compared, that output made wrong
+        (Grade.fail_at), so that the diagnosis a failing student's check runs there (the lesson's own, after a
+        failure is caught) makes its calls of the lesson's computations now, kept for the student distribution
+        (grader.grading.models). The reference's uses come from this run's recording; nothing else is kept."""
+        first = args.get("grade")
+        for number in range(getattr(first, "compared", 0)):
+            grade = self.make_grade(item._request)
+            grade.fail_at = number
+            rehearse(lambda grade=grade: item.obj(**{**args, "grade": grade}))
 
     def _verify(self, item, args, given: RightGivenHelper, depth: int = 3, alone: bool = False):
         """Runs the check again from its start (same inputs) with the student's faulty helpers replaced, in
@@ -546,7 +573,7 @@ class GradingPlugin:
                 raise given.unverified or given
             try:
                 item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
-                item.obj(**{**args, "grade": grade})
+                _judged(item.obj, {**args, "grade": grade})
             except RightGivenHelper as again:  # another helper of theirs is at fault too
                 if alone:
                     raise given.unverified from None

@@ -543,8 +543,9 @@ def _warm_up() -> None:
     x = torch.randn(4, 5, requires_grad=True)
     # both views of the tracer, as an exercise that forbids something has them: the functions' view names
     # each function by torch's table of overridable functions, built at its first use (8 ms)
+    # (each operation on unrelated tensors: this package ships to students, and no line of it may be an answer)
     with make_tracer(frozenset({"(nothing the warm-up calls)"})):
-        scores = layer(x).masked_fill(torch.ones(4, 3, dtype=torch.bool).triu(1), float("-inf"))
+        scores = layer(x).masked_fill(torch.rand(4, 3) > 0.5, float("-inf")) + torch.rand(4, 3).triu(1)
         out = torch.softmax(scores, dim=-1) @ torch.randn(3, 2)
     if backward:
         (out * torch.ones_like(out)).sum().backward()
@@ -553,7 +554,7 @@ def _warm_up() -> None:
     # chosen, caches filled): paid here once, not in each worker
     q = torch.randn(1, 2, 3, 4, requires_grad=True)
     attended = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
-    mixed = torch.einsum("bhqd,bhkd->bhqk", q, q).softmax(-1) @ q
+    mixed = torch.einsum("bhqd,bhkd->bhqk", q, torch.randn(1, 2, 3, 4)).softmax(-1) @ torch.randn(1, 2, 3, 4)
     joined = torch.cat([attended, mixed], 1) + torch.stack([q, q]).sum(0).repeat_interleave(2, dim=1)
     dropped = torch.nn.functional.dropout(joined, 0.5, training=True).sum()
     if backward:

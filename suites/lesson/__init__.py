@@ -114,10 +114,20 @@ def layout_of(x) -> tuple:
     return tuple(sorted(range(x.dim()), key=lambda d: -x.stride(d)))
 
 
+@model
 def in_layout_of(x, made):
     """``made`` (``x``'s dimensions, other sizes) laid out in memory as ``x`` is (a transposed ``x``: transposed)."""
     order = layout_of(x)
     return made.permute(order).contiguous().permute([order.index(d) for d in range(x.dim())])
+
+
+@model
+def strided(x, dims, *then):
+    """``x.transpose(*dims)``, then each pair of ``then`` swapped in turn: the view itself, not contiguous (a check's
+    input made strided on purpose), laid out so in a replay too (grader.grading.models keeps a result's layout)."""
+    for pair in (dims, *then):
+        x = x.transpose(*pair)
+    return x
 
 
 # how far each entry of a reading call moves from the checked call's (relative): the tokens repeated are never the

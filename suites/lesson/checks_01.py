@@ -88,6 +88,12 @@ def _torch_softmax(x, dim):
     return torch.softmax(x, dim=dim)
 
 
+@model
+def first_slice(x, dim):
+    """The first slice of ``x`` along ``dim`` (every other index 0), [n]."""
+    return x.movedim(dim, -1)[(0,) * (x.dim() - 1)]
+
+
 def sum_crash_explained(grade, name, x, dim, kwargs):
     """A root cause (grader.grading.fixture.Grade.same) that blames no helper but explains a raise of the
     softmax on an ``x`` of several dimensions when the student's code is right on one slice of it along
@@ -98,7 +104,7 @@ def sum_crash_explained(grade, name, x, dim, kwargs):
                 shape_mismatch(failure.fault.message, "broadcast") is None:  # a broadcast of the sums, not any raise
             return None
         d = dim % x.dim()
-        one = x.movedim(d, -1)[(0,) * (x.dim() - 1)]  # one slice along dim, [n]
+        one = first_slice(x, d)  # one slice along dim, [n]
         theirs = diagnose.their(grade, name, one.clone(), **({"dim": -1} if kwargs else {}))
         if not isinstance(theirs, torch.Tensor) or not diagnose.matches(grade, theirs, mistaken.safe_softmax(one, -1)):
             return None

@@ -260,21 +260,37 @@ def masked_same_renormalized(grade, weights, compose, grad=False):
                or batched_crash_explained(grade, name, weights, failure, ONE[name], renormalize_slips))
 
 
-def padding_same(grade, lengths, max_len):
+@model
+def padding_variant(lengths, max_len, kind="right"):
+    """padding_mask(lengths, max_len) as the lesson computes it, [B, max_len] (True = padding), or done wrong:
+    ``kind`` "inverted" (the real tokens marked), "off-by-one" (position lengths[b] not yet padding)."""
     positions = torch.arange(max_len)[None, :]
-    grade.same("padding_mask", lengths, max_len, right=lambda: positions >= lengths[:, None], mistakes=[
+    if kind == "inverted":
+        return positions < lengths[:, None]
+    if kind == "off-by-one":
+        return positions > lengths[:, None]
+    return positions >= lengths[:, None]
+
+
+@model
+def shrinking_lengths(tokens, dtype):
+    """T sequences of T, T - 1, ..., 1 tokens: their lengths, [T]."""
+    return torch.arange(tokens, 0, -1, dtype=dtype)
+
+
+def padding_same(grade, lengths, max_len):
+    grade.same("padding_mask", lengths, max_len, right=lambda: padding_variant(lengths, max_len), mistakes=[
         Mistake("mask-inverted", "your mask marks the real tokens; True must mark the padding",
-                lambda: positions < lengths[:, None]),
+                lambda: padding_variant(lengths, max_len, "inverted")),
         Mistake(None, "your mask is off by one: position lengths[b] is already padding",
-                lambda: positions > lengths[:, None])])
+                lambda: padding_variant(lengths, max_len, "off-by-one"))])
 
 
 def causal_padding_same(grade, lengths, tokens):
     """causal_padding_mask matches the reference; if not, blame the student's causal_mask or
     padding_mask when it is theirs that is wrong, or name the mask mistake."""
     masks = causal_masks(tokens)
-    positions = torch.arange(tokens)
-    padding = positions[None, :] >= lengths[:, None]  # [B, T]
+    padding = padding_variant(lengths, tokens)  # [B, T]
 
     def combined(future=masks["future"], pad=padding, keys=True):
         return future[None] | (pad[:, None, :] if keys else pad[:, :, None])
@@ -287,7 +303,7 @@ def causal_padding_same(grade, lengths, tokens):
             mistaken.blame(grade, failure, out, "padding_mask", their_padding,
                            padding, lambda m: combined(pad=m),
                            [Mistake("mask-inverted", "it marks the real tokens, not the padding",
-                                    lambda: positions[None, :] < lengths[:, None])]) or \
+                                    lambda: padding_variant(lengths, tokens, "inverted"))]) or \
             diagnose.device_ignored(grade, failure, "causal_mask", lambda: on_device(grade, tokens),
                                     "causal_padding_mask", (lengths, tokens), combined) or \
             diagnose.device_ignored(grade, failure, "padding_mask", lambda: their_padding,
@@ -301,10 +317,10 @@ def causal_padding_same(grade, lengths, tokens):
 
         if not isinstance(failure, RaisedFailure) or lengths.numel() == tokens or tokens < 2:
             return None
-        square = torch.arange(tokens, 0, -1, dtype=lengths.dtype)  # T sequences, of T, T - 1, ..., 1 tokens
+        square = shrinking_lengths(tokens, lengths.dtype)  # T sequences, of T, T - 1, ..., 1 tokens
         theirs = diagnose.their(grade, "causal_padding_mask", square, tokens)
         if not isinstance(theirs, torch.Tensor) or \
-                not diagnose.matches(grade, theirs, masks["future"] | (positions[None, :] >= square[:, None])):
+                not diagnose.matches(grade, theirs, masks["future"] | padding_variant(square, tokens)):
             return None
         return CheckFailed(f"{failure.message}\n{UNBROADCAST.format(batch=lengths.numel(), tokens=tokens)}")
 

@@ -32,6 +32,13 @@ def matches(misconception, what, output) -> Mistake:
 
 
 # --- split_heads, merge_heads, split_qkv ----------------------------------------------------------------
+@model
+def strided(x, dims):
+    """``x`` with the dimensions ``dims`` swapped: a view, not contiguous (a check's strided input)."""
+    return x.transpose(*dims)
+
+
+@model
 def split_without_transpose(x, heads):
     batch, tokens, dim = x.shape
     return x.reshape(batch, heads, tokens, dim // heads)
@@ -44,9 +51,16 @@ def split_heads_same(grade, x, heads, grad=False):
                 lambda: split_without_transpose(x, heads)),
         Mistake(None, "your heads come out as [B, T, H, D/H]: reshaped, but not transposed; the heads go before the "
                 "tokens, [B, H, T, D/H]: add .transpose(1, 2)",
-                lambda: x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads))])
+                lambda: split_not_transposed(x, heads))])
 
 
+@model
+def split_not_transposed(x, heads):
+    """``x`` [B, T, D] reshaped to [B, T, H, D/H] and left so (heads not moved before the tokens)."""
+    return x.reshape(*x.shape[:-1], heads, x.shape[-1] // heads)
+
+
+@model
 def merge_without_transpose(x):
     batch, heads, tokens, head_dim = x.shape
     return x.reshape(batch, tokens, heads * head_dim)
@@ -59,23 +73,44 @@ def merge_heads_same(grade, x, grad=False):
 
 
 def split_qkv_same(grade, qkv, heads):
-    batch, tokens, three_dim = qkv.shape
-    head_dim = three_dim // (3 * heads)
-
     def parts():
-        return tuple(qkv.reshape(batch, tokens, 3, heads, head_dim).permute(2, 0, 3, 1, 4))
+        return qkv_parts(qkv, heads)
 
     grade.same("split_qkv", qkv, heads, right=lambda: parts(), mistakes=[
         matches(None, "the layout reshape(B, T, H, 3, D/H) (q, k and v interleaved per head); the fused layout is "
                 "reshape(B, T, 3, H, D/H).permute(2, 0, 3, 1, 4)",
-                lambda: tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4))),
+                lambda: qkv_parts_per_head(qkv, heads)),
         *(matches("qkv-swapped", "q, k, v taken from the fused tensor in the order "
                   f"{', '.join('qkv'[i] for i in order)}", lambda order=order: tuple(parts()[i] for i in order))
           for order in itertools.permutations(range(3)) if order != (0, 1, 2)),
         matches("heads-split-without-transpose", "each of q, k, v reshaped straight to [B, H, T, hd]: reshape to "
                 "[B, T, H, hd] first, then transpose(1, 2)",
-                lambda: tuple(p.reshape(batch, heads, tokens, head_dim)
-                              for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2)))])
+                lambda: qkv_parts_without_transpose(qkv, heads))])
+
+
+@model
+def qkv_parts(qkv, heads):
+    """split_qkv done right: q, k, v of the fused ``qkv`` [B, T, 3D], each [B, H, T, D/H] (a tuple)."""
+    batch, tokens, three_dim = qkv.shape
+    head_dim = three_dim // (3 * heads)
+    return tuple(qkv.reshape(batch, tokens, 3, heads, head_dim).permute(2, 0, 3, 1, 4))
+
+
+@model
+def qkv_parts_per_head(qkv, heads):
+    """q, k, v of ``qkv`` split with the per-head layout reshape(B, T, H, 3, D/H) (a tuple)."""
+    batch, tokens, three_dim = qkv.shape
+    head_dim = three_dim // (3 * heads)
+    return tuple(qkv.reshape(batch, tokens, heads, 3, head_dim).permute(3, 0, 2, 1, 4))
+
+
+@model
+def qkv_parts_without_transpose(qkv, heads):
+    """q, k, v of ``qkv``, each reshaped straight to [B, H, T, hd] (heads-split-without-transpose; a tuple)."""
+    batch, tokens, three_dim = qkv.shape
+    head_dim = three_dim // (3 * heads)
+    return tuple(p.reshape(batch, heads, tokens, head_dim)
+                 for p in qkv.reshape(batch, tokens, 3, heads * head_dim).unbind(2))
 
 
 # --- modules: what a pair was made with ---------------------------------------------------------------
@@ -313,8 +348,7 @@ def nothing_dropped(grade, pair, tokens, p):
     otherwise."""
     dtype = pair.dtype or torch.float32
     d_in = next(shape[1] for name, shape in pair.parameter_shapes().items() if name.endswith("W_query.weight"))
-    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (lesson/dropout.py)
-    x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
+    x = one_hot(2, tokens, d_in, dtype)  # the check's one-hot tokens (lesson/dropout.py)
     try:
         own = pair.train(False).call(x).out
         trained = pair.train(True).call(x, seed=grade.seed).out
@@ -338,8 +372,7 @@ def heads_dropout_root_cause(grade, pair, tokens, p, failure):
     params = head_weights(pair, 0)
     d_in = params["W_query.weight"].shape[1]
     dtype = pair.dtype or torch.float32
-    x = torch.zeros(2, tokens, d_in, dtype=dtype)  # the check's one-hot tokens (lesson/dropout.py)
-    x[:, torch.arange(tokens), torch.arange(tokens)] = 1.0
+    x = one_hot(2, tokens, d_in, dtype)  # the check's one-hot tokens (lesson/dropout.py)
     try:
         own = their_03_alone(pair, params, d_in, p, training=False)(x)
         trained = their_03_alone(pair, params, d_in, p, training=True)(x, seed=grade.seed)
@@ -652,7 +685,7 @@ def split_merge_root_cause(grade, pair, x, seed):
         with torch.no_grad():
             xc = plain(x)
             projected = mha_projections(pair.weights, xc)  # [3, B, T, D]
-            split = projected.reshape(3, batch, tokens, heads, head_dim).transpose(2, 3)
+            split = heads_split(projected, batch, tokens, heads, head_dim)
             context = attention(*split, head_dim ** -0.5)  # [B, H, T, hd]
 
             def attend_and_merge(parts):
@@ -665,15 +698,39 @@ def split_merge_root_cause(grade, pair, x, seed):
                 blamed = mistaken.blame(grade, failure, out, "split_heads", raised or torch.stack(theirs), split,
                                         attend_and_merge,
                                         [("heads-split-without-transpose", "it reshapes straight to [B, H, T, hd]",
-                                          lambda: projected.reshape(3, batch, heads, tokens, head_dim))])
+                                          lambda: heads_split_without_transpose(projected, batch, tokens, heads, head_dim))])
                 if blamed:
                     return blamed
             return mistaken.blame(grade, failure, out, "merge_heads", diagnose.their(grade, "merge_heads", context),
-                                  context.transpose(1, 2).reshape(batch, tokens, d_out),
+                                  heads_merged(context, batch, tokens, d_out),
                                   lambda merged: out_projected(pair.weights, merged),
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, T, hd]",
-                                    lambda: context.reshape(batch, tokens, d_out))])
+                                    lambda: heads_merged_without_transpose(context, batch, tokens, d_out))])
     return blame
+
+
+@model
+def heads_split(projected, batch, tokens, heads, head_dim):
+    """The stacked projections ``projected`` [3, B, T, d_out] split into ``heads`` heads: [3, B, H, T, hd]."""
+    return projected.reshape(3, batch, tokens, heads, head_dim).transpose(2, 3)
+
+
+@model
+def heads_split_without_transpose(projected, batch, tokens, heads, head_dim):
+    """``projected`` [3, B, T, d_out] reshaped straight to [3, B, H, T, hd] (heads-split-without-transpose)."""
+    return projected.reshape(3, batch, heads, tokens, head_dim)
+
+
+@model
+def heads_merged(context, batch, tokens, d_out):
+    """The heads ``context`` [B, H, T, hd] merged back right: [batch, tokens, d_out]."""
+    return context.transpose(1, 2).reshape(batch, tokens, d_out)
+
+
+@model
+def heads_merged_without_transpose(context, batch, tokens, d_out):
+    """``context`` [B, H, T, hd] reshaped straight to [batch, tokens, d_out] (heads-merged-without-transpose)."""
+    return context.reshape(batch, tokens, d_out)
 
 
 @model
@@ -901,8 +958,7 @@ def fused_root_cause(grade, pair, x, seed):
                       lambda order=order: parts[list(order)])
                      for order in itertools.permutations(range(3)) if order != (0, 1, 2)] + [
                         ("heads-split-without-transpose", "it reshapes each of q, k, v straight to [B, H, T, hd]",
-                         lambda: torch.stack([p.reshape(batch, heads, tokens, chan // heads)
-                                              for p in qkv.reshape(batch, tokens, 3, chan).unbind(2)]))])
+                         lambda: fused_split_without_transpose(qkv, batch, tokens, heads, chan))])
                 if blamed:
                     return blamed
                 stacked = torch.stack(theirs)
@@ -919,13 +975,13 @@ def fused_root_cause(grade, pair, x, seed):
                        if isinstance(failure, RaisedFailure) else {})
             theirs = [diagnose.their(grade, "merge_heads", t, **tracked) for t in both]
             raised = next((t for t in theirs if isinstance(t, diagnose.Raised)), None)
-            right = both.transpose(2, 3).reshape(2, batch, tokens, chan)  # [2, B, N, C]
+            right = both_merged(both, batch, tokens, chan)  # [2, B, N, C]
             if raised is None and not all(diagnose.within(t, right[0]) and t.shape == theirs[0].shape for t in theirs):
                 return None
             return mistaken.blame(grade, failure, out, "merge_heads", raised or torch.stack(theirs), right,
                                   lambda merged: proj_plus_skip(pair.weights, merged),
                                   [("heads-merged-without-transpose", "it reshapes straight from [B, H, N, hd]",
-                                    lambda: both.reshape(2, batch, tokens, chan))])
+                                    lambda: both_merged_without_transpose(both, batch, tokens, chan))])
 
     return or_raised(blame, pair, x, skip_told)
 
@@ -934,6 +990,26 @@ def fused_root_cause(grade, pair, x, seed):
 def qkv_projected(weights, x):
     """FusedQKVAttention's fused projection qkv (``weights``: a pair's) of ``x``: [B, N, 3 chan]."""
     return linear(weights, "qkv", x)
+
+
+@model
+def fused_split_without_transpose(qkv, batch, tokens, heads, chan):
+    """q, k, v of the fused projection ``qkv`` [B, N, 3 chan], each reshaped straight to [B, H, N, hd], stacked
+    (heads-split-without-transpose)."""
+    return torch.stack([p.reshape(batch, heads, tokens, chan // heads)
+                        for p in qkv.reshape(batch, tokens, 3, chan).unbind(2)])
+
+
+@model
+def both_merged(both, batch, tokens, chan):
+    """The attended heads and v (``both``: the two stacked, [2, B, H, N, hd]) merged back right: [2, B, N, chan]."""
+    return both.transpose(2, 3).reshape(2, batch, tokens, chan)
+
+
+@model
+def both_merged_without_transpose(both, batch, tokens, chan):
+    """``both`` [2, B, H, N, hd] reshaped straight to [2, B, N, chan] (heads-merged-without-transpose)."""
+    return both.reshape(2, batch, tokens, chan)
 
 
 @model

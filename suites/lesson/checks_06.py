@@ -152,7 +152,7 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
                                 "token t of it takes the rows cos[offset + t], sin[offset + t]; your code gives head h "
                                 "the angles of position offset + h (a permute to [B, T, H, hd], or a sequence "
                                 "dimension of 1, reads the heads as positions)",
-                                lambda: rope(x.transpose(1, 2), cos, sin, offset).transpose(1, 2)))
+                                lambda: rope_along_heads(x, cos, sin, offset)))
     if offset:
         mistakes.append(Mistake("cache-position-not-advanced", f"your rotation starts at position 0, not at offset "
                                 f"{offset}: the tokens of a cached call sit after the cached ones",
@@ -165,7 +165,7 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
 
         def longer(other):  # x's values and layout (keys come transposed) on another number of tokens
             torch = _torch()
-            rows = torch.arange(cos.shape[0])
+            rows = table_rows(cos.shape[0])
             if offset + other > cos.shape[0]:  # the tables' own rows after theirs: never a shorter call at their end
                 rows = torch.cat([rows, torch.randint(0, cos.shape[0], (offset + other - cos.shape[0],),
                                                       generator=generator)])  # (red team round 24b)
@@ -173,6 +173,18 @@ def rope_same(grade, x, cos, sin, offset=0, grad=False):
                 {"offset": offset, "grad": (0,) if grad else False}
 
         vectorised_here(grade, "apply_rope", (x, cos, sin), counted, x.shape[-2], longer, {"offset": offset})
+
+
+@model
+def rope_along_heads(x, cos, sin, offset):
+    """apply_rope on x [B, H, T, hd] read as [B, T, H, hd]: head h turned by the angles of position offset + h."""
+    return rope(x.transpose(1, 2), cos, sin, offset).transpose(1, 2)
+
+
+@model
+def table_rows(count):
+    """The index of every row of a table of ``count`` rows, in order."""
+    return _torch().arange(count)
 
 
 # --- repeat_kv ---------------------------------------------------------------------------------------
@@ -353,6 +365,7 @@ class Model:
 
 # The Model's computations: the flow functions below (projected, last_keys, attend_masked, attention_of,
 # variant_of) take a Model and hand its data (weights, num_heads, groups) to the @model function that computes.
+@model
 def heads(x, num_heads):
     batch, tokens, dim = x.shape
     return x.view(batch, tokens, num_heads, dim // num_heads).transpose(1, 2)  # [B, heads, T, hd]

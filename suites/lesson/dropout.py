@@ -17,7 +17,7 @@ patterns. Module layouts need nothing else: parameter names are the contract's (
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed
+from grader.authoring import CheckFailed, model
 
 SHARE_SIGMAS = 5.0  # how far from n(1-p) the kept count may fall, in binomial standard deviations
 
@@ -42,6 +42,7 @@ def design(shapes: dict, tokens: int) -> dict:
     return values
 
 
+@model
 def one_hot(batch: int, tokens: int, d_in: int, dtype):
     import torch
 
@@ -122,11 +123,13 @@ def judged(own, trained, p: float, tokens: int, tol) -> tuple[str | None, tuple[
             return ("the output has NaN in training mode only: dropout multiplied a hidden (-inf) score by 0, so it "
                     "acts on the scores, not on the attention weights after the softmax"), ("dropout-on-scores",)
         return "the output has inf or NaN", ()
-    batch, length = own.shape[0], own.shape[1]
+    batch = own.shape[0]
     heads = own.shape[-1] // (2 * tokens)
-    w = own.reshape(batch, length, heads, 2, tokens)[..., 0, :].transpose(1, 2)  # [B, H, T, T]: eval weights
-    got = trained.reshape(batch, length, heads, 2, tokens).transpose(1, 2)  # [B, H, T, 2, T]
-    first, second = got[..., 0, :], got[..., 1, :]
+    # each head's 2T features are its weights twice: the output read in slices of T features, in turns the first
+    # and the second copy of a head's weights (the student's output: read here, no @model, whose replay answers only
+    # the recorded outputs)
+    w = torch.stack(own.split(tokens, dim=-1)[0::2], dim=1)  # [B, H, T, T]: eval weights
+    first, second = (torch.stack(trained.split(tokens, dim=-1)[copy::2], dim=1) for copy in (0, 1))  # [B, H, T, T]
     scaled = w / (1 - p) if p < 1 else torch.zeros_like(w)
     room = tol.atol + tol.rtol * scaled.abs()
     if ((first - second).abs() > room).any():

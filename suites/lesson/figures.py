@@ -103,7 +103,7 @@ FIGURES: dict[tuple[str, str], Picture] = {
     ("01_attention_basics", "attention_scores_for_query"): Picture(
         'attention_scores_for_query(inputs, inputs[1]): the query "journey" against each token',
         lambda: (journey(), journey()[1]), lambda: ["journey"], _words,
-        kind="scores", view=lambda out: out.reshape(1, -1)),
+        kind="scores", view=lambda out: out[None]),
     ("01_attention_basics", "attention_scores_loop"): Picture(
         "attention_scores_loop(inputs): each query (row) against each key (column)",
         lambda: (journey(),), **_SCORES),

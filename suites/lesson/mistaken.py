@@ -84,7 +84,7 @@ def softmax_mistakes(x, dim=-1) -> list:
                         lambda other=other: safe_softmax(x, other)) for other in range(x.dim()) if other != dim]
     if x.dim() > 1:
         mistakes.append(Mistake("softmax-wrong-dim", "your output is normalised over the whole tensor, not along "
-                                "one dimension", lambda: safe_softmax(x.flatten(), 0).reshape(x.shape)))
+                                "one dimension", lambda: _softmax_whole(x)))
     for other in range(x.dim()):  # the maximum subtracted along dim, the sum taken along another (issue 45)
         if other != dim:
             said = (f"your softmax subtracts each slice's maximum along dimension {dim} but sums the exponentials "
@@ -92,6 +92,12 @@ def softmax_mistakes(x, dim=-1) -> list:
             mistakes += [Mistake("softmax-wrong-dim", said, lambda other=other, guarded=guarded:
                                  _summed_along(x, dim, other, guarded)) for guarded in (False, True)]
     return mistakes
+
+
+@model
+def _softmax_whole(x):
+    """safe_softmax over every entry of ``x`` at once, in ``x``'s shape."""
+    return safe_softmax(x.flatten(), 0).reshape(x.shape)
 
 
 @model

@@ -12,7 +12,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import checks_02 as checks
-from lesson import dessert, journey, projected
+from lesson import dessert, journey, projected, strided
 
 pytestmark = assignment("02_self_attention")
 
@@ -56,7 +56,7 @@ def test_weights_of_one_token_and_of_many(grade, tq, tk, d_k):
 
 @exercise("attention_weights")
 def test_weights_of_transposed_inputs(grade):
-    queries, keys = grade.randn(4, 3, 6).transpose(0, 1), grade.randn(6, 5).T  # [3, 4, 6] and [5, 6], strided
+    queries, keys = strided(grade.randn(4, 3, 6), (0, 1)), grade.randn(6, 5).T  # [3, 4, 6] and [5, 6], strided
     checks.weights_same(grade, queries, keys, grad=True)
 
 
@@ -111,8 +111,8 @@ def test_attention_with_a_padding_mask(grade):
 
 @exercise("scaled_dot_product_attention")
 def test_attention_on_transposed_inputs(grade):
-    queries, keys = grade.randn(4, 3, 6).transpose(0, 1), grade.randn(5, 3, 6).transpose(0, 1)  # [3, T, 6]
-    checks.sdpa_same(grade, queries, keys, grade.randn(3, 7, 5).transpose(1, 2))  # values [3, 5, 7]
+    queries, keys = strided(grade.randn(4, 3, 6), (0, 1)), strided(grade.randn(5, 3, 6), (0, 1))  # [3, T, 6]
+    checks.sdpa_same(grade, queries, keys, strided(grade.randn(3, 7, 5), (1, 2)))  # values [3, 5, 7]
 
 
 # --- SelfAttention_v1 --------------------------------------------------------------------------------
@@ -209,5 +209,6 @@ def test_cross_attention_on_random_data(grade, lead, tq, tk, d_in_q, d_in_kv, d_
 @exercise("CrossAttention")
 def test_cross_attention_on_a_long_strided_sequence(grade):
     pair = checks.module(grade, "CrossAttention", 5, 3, 6, 4)
-    x_q, x_kv = grade.randn(5, 2, 4).permute(1, 2, 0), grade.randn(112, 2, 3).transpose(0, 1)  # [2, 4, 5], [2, 112, 3]
+    x_q = strided(grade.randn(5, 2, 4), (0, 1), (1, 2))  # [2, 4, 5], its dimensions in memory [5, 2, 4]
+    x_kv = strided(grade.randn(112, 2, 3), (0, 1))  # [2, 112, 3]
     checks.module_same(grade, pair, x_q, x_kv, project=checks.cross_roles(pair))

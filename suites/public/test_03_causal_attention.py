@@ -10,7 +10,7 @@ import torch
 
 import lesson.checks_03 as checks
 from grader.authoring import assignment, exercise, low_precision
-from lesson import journey_batch, journey_scores, mistaken, near_one_another
+from lesson import journey_batch, journey_scores, mistaken, near_one_another, strided
 
 pytestmark = assignment("03_causal_attention")
 
@@ -60,7 +60,7 @@ def test_apply_on_short_and_long_scores(grade, tokens):
 
 @exercise("apply_causal_mask", weight=1)
 def test_apply_on_strided_scores(grade):
-    checks.apply_causal_mask_same(grade, grade.randn(7, 3, 7).transpose(0, 1))  # [3, 7, 7], not contiguous
+    checks.apply_causal_mask_same(grade, strided(grade.randn(7, 3, 7), (0, 1)))  # [3, 7, 7], not contiguous
 
 
 @exercise("apply_causal_mask")
@@ -92,7 +92,7 @@ def test_renormalize_short_and_long_weights(grade, tokens):
 
 @exercise("renormalize_causal_weights", weight=1)
 def test_renormalize_strided_weights(grade):
-    checks.renormalized_same(grade, checks.softmax_weights(grade, 7, 3, 7).transpose(0, 1))  # rows along dim -1
+    checks.renormalized_same(grade, strided(checks.softmax_weights(grade, 7, 3, 7), (0, 1)))  # rows along dim -1
 
 
 # --- padding_mask -------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_causal_attention_on_short_and_long_sequences(grade, tokens, context):
 @exercise("CausalAttention", weight=1)
 def test_causal_attention_on_a_strided_batch(grade):
     pair = grade.module("CausalAttention", 4, 6, 8, 0.0)
-    checks.causal_same(grade, pair, grade.randn(7, 3, 4).transpose(0, 1))  # [3, 7, 4], not contiguous
+    checks.causal_same(grade, pair, strided(grade.randn(7, 3, 4), (0, 1)))  # [3, 7, 4], not contiguous
 
 
 @exercise("CausalAttention", weight=3)

@@ -33,7 +33,7 @@ def test_split_random_data(grade, shape, heads, dtype):
 
 @exercise("split_heads", weight=2)
 def test_split_a_strided_batch(grade):
-    checks.split_heads_same(grade, grade.randn(7, 3, 10).transpose(0, 1), 5, grad=True)  # [3, 7, 10]
+    checks.split_heads_same(grade, checks.strided(grade.randn(7, 3, 10), (0, 1)), 5, grad=True)  # [3, 7, 10]
 
 
 @exercise("split_heads", weight=2)
@@ -56,13 +56,13 @@ def test_merge_random_data(grade, shape, dtype):
 
 @exercise("merge_heads", weight=3)
 def test_merge_what_split_heads_gives(grade):
-    x = grade.randn(3, 6, 2, 5, dtype=F64).transpose(1, 2)  # [B, H, T, hd] from [B, T, H, hd], not contiguous
+    x = checks.strided(grade.randn(3, 6, 2, 5, dtype=F64), (1, 2))  # [B, H, T, hd] from [B, T, H, hd], not contiguous
     checks.merge_heads_same(grade, x, grad=True)
 
 
 @exercise("merge_heads", weight=2)
 def test_merge_heads_stored_before_the_batch(grade):
-    checks.merge_heads_same(grade, grade.randn(2, 3, 4, 3).transpose(0, 1), grad=True)  # [3, 2, 4, 3]
+    checks.merge_heads_same(grade, checks.strided(grade.randn(2, 3, 4, 3), (0, 1)), grad=True)  # [3, 2, 4, 3]
 
 
 # --- split_qkv ----------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def test_split_qkv_random_data(grade, shape, heads, dtype):
 
 @exercise("split_qkv", weight=2)
 def test_split_qkv_of_a_strided_batch(grade):
-    checks.split_qkv_same(grade, grade.randn(5, 3, 24).transpose(0, 1), 2)  # [3, 5, 24], not contiguous
+    checks.split_qkv_same(grade, checks.strided(grade.randn(5, 3, 24), (0, 1)), 2)  # [3, 5, 24], not contiguous
 
 
 @exercise("split_qkv", weight=2)
@@ -135,7 +135,7 @@ def test_mha_on_random_data(grade, d_in, d_out, context, heads, batch, tokens, b
 @exercise("MultiHeadAttention")
 def test_mha_on_a_strided_batch(grade):
     pair = grade.module(checks.MHA, 5, 8, 9, 0.0, 4)
-    checks.diagnosed_same(grade, pair, grade.randn(9, 3, 5).transpose(0, 1))  # [3, 9, 5], not contiguous
+    checks.diagnosed_same(grade, pair, checks.strided(grade.randn(9, 3, 5), (0, 1)))  # [3, 9, 5], not contiguous
 
 
 @exercise("MultiHeadAttention")
@@ -197,7 +197,7 @@ def test_fused_on_random_data(grade, dim, chan, heads, bias, qk_scale, batch, to
 @exercise("FusedQKVAttention")
 def test_fused_on_a_strided_batch(grade):
     pair = grade.module(checks.FUSED, 5, 6, num_heads=3, qk_scale=0.5)
-    checks.diagnosed_same(grade, pair, grade.randn(8, 3, 5).transpose(0, 1))  # [3, 8, 5], not contiguous
+    checks.diagnosed_same(grade, pair, checks.strided(grade.randn(8, 3, 5), (0, 1)))  # [3, 8, 5], not contiguous
 
 
 @exercise("FusedQKVAttention", weight=2)

@@ -11,7 +11,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import checks_05 as checks
-from lesson import journey_batch, journey_scores
+from lesson import journey_batch, journey_scores, strided
 
 pytestmark = assignment("05_efficient_attention")
 FLOAT, DOUBLE = torch.float32, torch.float64
@@ -117,9 +117,9 @@ def test_flash_attention_with_scores_in_the_hundreds(grade):
 
 @exercise("flash_attention")
 def test_flash_attention_on_transposed_inputs(grade):
-    q = grade.randn(29, 2, 6).transpose(0, 1)  # [2, 29, 6], not contiguous
-    k = grade.randn(6, 2, 35).transpose(0, 2).transpose(0, 1)  # [2, 35, 6], not contiguous
-    v = grade.randn(2, 4, 35).transpose(1, 2)  # [2, 35, 4], not contiguous
+    q = strided(grade.randn(29, 2, 6), (0, 1))  # [2, 29, 6], not contiguous
+    k = strided(grade.randn(6, 2, 35), (0, 2), (0, 1))  # [2, 35, 6], not contiguous
+    v = strided(grade.randn(2, 4, 35), (1, 2))  # [2, 35, 4], not contiguous
     checks.flash_same(grade, q, k, v, 12, True, grad=True)
 
 

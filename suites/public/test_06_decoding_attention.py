@@ -15,7 +15,7 @@ import torch
 
 from grader.authoring import assignment, exercise
 from lesson import checks_06 as checks
-from lesson import journey_batch, near_one_another
+from lesson import journey_batch, near_one_another, strided
 
 pytestmark = assignment("06_decoding_attention")
 FLOAT, DOUBLE = torch.float32, torch.float64
@@ -75,8 +75,8 @@ def test_apply_rope_is_vectorised_on_transposed_keys(grade):
     """Keys reach apply_rope transposed from [B, T, H, hd] (not contiguous); 3 or 24 tokens cost as many
     operations."""
     cos, sin = checks.rope_tables(12, 48)
-    few = grade.randn(2, 3, 2, 12).transpose(1, 2)  # [2, 2, 3, 12]
-    many = grade.randn(2, 24, 2, 12).transpose(1, 2)  # [2, 2, 24, 12]
+    few = strided(grade.randn(2, 3, 2, 12), (1, 2))  # [2, 2, 3, 12]
+    many = strided(grade.randn(2, 24, 2, 12), (1, 2))  # [2, 2, 24, 12]
     checks.expect_vectorised(grade, "apply_rope", (few, cos, sin, 1), (many, cos, sin, 1), ("3 tokens", "24 tokens"))
     checks.rope_same(grade, many, cos, sin, 7, grad=True)
 
@@ -92,7 +92,7 @@ def test_repeat_kv_on_random_data(grade, shape, group_size, dtype):
 
 @exercise("repeat_kv")
 def test_repeat_kv_of_transposed_keys(grade):
-    checks.repeat_kv_same(grade, grade.randn(2, 6, 3, 2).transpose(1, 2), 2, grad=True)  # [2, 3, 6, 2]
+    checks.repeat_kv_same(grade, strided(grade.randn(2, 6, 3, 2), (1, 2)), 2, grad=True)  # [2, 3, 6, 2]
 
 
 # sliding_window_mask(num_queries, num_keys, window, q_start=0, k_start=0)
@@ -180,7 +180,7 @@ def test_gradients_in_float64_training_mode(grade, name):
     sizes = {MHA: (12, 32, 48, 0.0, 4), GQA: (12, 32, 0.0, 4, 2), SWA: (12, 32, 0.0, 4)}[name]
     extra = {"sliding_window_size": 4} if name == SWA else {}
     pair = grade.module(name, *sizes, dtype=DOUBLE, **extra)
-    checks.uncached_same(grade, pair, grade.randn(2, 12, 9, dtype=DOUBLE).transpose(1, 2), grad=True)  # [2, 9, 12]
+    checks.uncached_same(grade, pair, strided(grade.randn(2, 12, 9, dtype=DOUBLE), (1, 2)), grad=True)  # [2, 9, 12]
 
 
 @pytest.mark.parametrize("name", THRICE)

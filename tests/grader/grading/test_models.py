@@ -76,3 +76,20 @@ def test_a_rehearsal_keeps_the_calls_of_a_diagnosis_only_while_recording():
         assert recording_now()
         rehearse(lambda: doubled_softmax(x), lambda: 1 / 0)  # a rehearsal's failure is dropped
     assert len(book.entries[f"{__name__.rsplit('.', 1)[-1]}.doubled_softmax"]) == 1
+
+
+@model
+def transposed(x):
+    return x.transpose(0, 1)
+
+
+def test_a_recorded_result_keeps_its_layout(tmp_path):
+    """A check that hands the student a non-contiguous input made by a model gets one in a replay too."""
+    x = torch.randn(3, 5)
+    recording = Recording(1)
+    with keeping(recording.models):
+        kept = transposed(x)
+    recording.save(tmp_path / "r.pt")
+    with keeping(Recording.load(tmp_path / "r.pt").models):
+        again = transposed(x)
+    assert torch.equal(again, kept) and again.stride() == kept.stride() and not again.is_contiguous()
