@@ -781,11 +781,11 @@ class Grade:
         """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
         the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
         diagnosis to name the mistake without running the student's code again."""
-        number = self.compared
-        self.compared += 1
+        number = getattr(self, "compared", 0)
+        self.compared = number + 1
         try:
             Grade._expect(self, reply, expected, what, slack)
-            if number == self.fail_at:  # a release rehearses the diagnosis of a wrong output here
+            if number == getattr(self, "fail_at", None):  # a release rehearses the diagnosis of a wrong output here
                 raise CheckFailed(f"{what}: rehearsed", out=perturbed(reply.out) if carry else None)
         except CheckFailed as failure:
             if carry and failure.out is None and failure.misconceptions in ((), ("wrong-dtype",)):

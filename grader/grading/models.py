@@ -300,9 +300,13 @@ def signature(args: tuple, kwargs: dict) -> tuple[str, list]:
 
 
 def _digest(name: str, key: str, tensors) -> str:
+    import torch
+
     sha = hashlib.sha256(f"{name}|{key}".encode())
     for tensor in tensors:
-        sha.update(tensor.detach().cpu().contiguous().view(-1).numpy().tobytes() if tensor.numel() else b"")
+        # (the bytes as they are: numpy has no bfloat16)
+        sha.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+                   if tensor.numel() else b"")
     return sha.hexdigest()
 
 

@@ -93,3 +93,14 @@ def test_a_recorded_result_keeps_its_layout(tmp_path):
     with keeping(Recording.load(tmp_path / "r.pt").models):
         again = transposed(x)
     assert torch.equal(again, kept) and again.stride() == kept.stride() and not again.is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.bool, torch.complex64])
+def test_a_call_of_any_dtype_is_kept_and_answered(dtype, tmp_path):
+    x = (torch.randn(4, 3) > 0) if dtype == torch.bool else torch.randn(4, 3).to(dtype)
+    recording = Recording(1)
+    with keeping(recording.models):
+        kept = transposed(x)
+    recording.save(tmp_path / "r.pt")
+    with keeping(Recording.load(tmp_path / "r.pt").models):
+        assert torch.equal(transposed(x), kept)
