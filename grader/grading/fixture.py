@@ -198,6 +198,7 @@ class Grade:
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.verified = 0  # outputs of the student's found right in this check (expect)
         self.compared = 0  # the outputs compared (expect), numbered: a release's rehearsal fails one (fail_at)
+        self.diagnosable: list[int] = []  # those whose failure a diagnosis reads (the output carried, a root cause)
         self.fail_at: int | None = None
         self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
         # the student's helpers the check's own blame found right on its model of their call: a failure is then
@@ -607,7 +608,7 @@ class Grade:
         """:meth:`expect`, except that an output right given the student's own faulty helper passes
         (its mistake is charged where it is made) when the course's cascade policy is "once"."""
         try:
-            self.expect(reply, expected, what)
+            self.expect(reply, expected, what, diagnosed=root_cause is not None)
         except CheckFailed as failure:
             from grader.grading.diagnose import cause
 
@@ -777,12 +778,15 @@ class Grade:
         grads, param_grads = self._event(backward, target, args, kwargs, seed, grad_out)
         return expected, grad_out, grads, param_grads
 
-    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0, carry: bool = False):
+    def expect(self, reply: Reply, expected, what: str, slack: float = 0.0, carry: bool = False,
+               diagnosed: bool = False):
         """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
         the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
         diagnosis to name the mistake without running the student's code again."""
         number = getattr(self, "compared", 0)
         self.compared = number + 1
+        if carry or diagnosed:
+            getattr(self, "diagnosable", []).append(number)
         try:
             Grade._expect(self, reply, expected, what, slack)
             if number == getattr(self, "fail_at", None):  # a release rehearses the diagnosis of a wrong output here

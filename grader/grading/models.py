@@ -325,13 +325,21 @@ def sketch(tensor):
     flat = flat.double() if flat.is_floating_point() else flat.to(torch.float64)
     finite = torch.isfinite(flat)
     values = torch.where(finite, flat, torch.zeros_like(flat))
-    generator = torch.Generator().manual_seed(20261202)
-    probes = torch.randn(_PROBES, flat.numel(), generator=generator, dtype=torch.float64)
-    places = torch.arange(1, flat.numel() + 1, dtype=torch.float64)
+    probes, places = _probes(flat.numel())
     odd = [float((torch.isnan(flat) * places).sum()), float((torch.isposinf(flat) * places).sum()),
            float((torch.isneginf(flat) * places).sum())]
     return torch.tensor([values.sum().item(), values.norm().item(), *(probes @ values).tolist(), *odd],
                         dtype=torch.float64)
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(count: int):
+    """The fixed random directions a sketch projects ``count`` values on, and their places 1 ... count."""
+    import torch
+
+    generator = torch.Generator().manual_seed(20261202)
+    return (torch.randn(_PROBES, count, generator=generator, dtype=torch.float64),
+            torch.arange(1, count + 1, dtype=torch.float64))
 
 
 def _sketches(tensors):

@@ -532,12 +532,13 @@ class GradingPlugin:
         return True
 
     def _rehearse(self, item, args) -> None:
-        """A release's recording: the passing check run again once per output it compared, that output made wrong
+        """A release's recording: the passing check run again once per output it compared whose failure a diagnosis
+        reads (Grade.diagnosable), that output made wrong
         (Grade.fail_at), so that the diagnosis a failing student's check runs there (the lesson's own, after a
         failure is caught) makes its calls of the lesson's computations now, kept for the student distribution
         (grader.grading.models). The reference's uses come from this run's recording; nothing else is kept."""
         first = args.get("grade")
-        for number in range(getattr(first, "compared", 0)):
+        for number in getattr(first, "diagnosable", ()):
             grade = self.make_grade(item._request)
             grade.fail_at = number
             rehearse(lambda grade=grade: item.obj(**{**args, "grade": grade}))
