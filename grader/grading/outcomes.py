@@ -8,6 +8,10 @@ from __future__ import annotations
 import re
 
 
+class NotReplayable(Exception):
+    """The check needs the reference itself, or was not recorded (grader.grading.recorded_outputs)."""
+
+
 class CheckFailed(AssertionError):
     """The student's code ran but gave a wrong answer. ``out``: the student's output on the case, when
     the check had it (diagnosis then names the mistake without running the student's code again)."""
