@@ -198,7 +198,9 @@ class Grade:
         self.case_slack = 0.0  # the room beyond the dtype's tolerance of the case whose output just failed
         self.verified = 0  # outputs of the student's found right in this check (expect)
         self.compared = 0  # the outputs compared (expect), numbered: a release's rehearsal fails one (fail_at)
-        self.diagnosable: list[int] = []  # those whose failure a diagnosis reads (the output carried, a root cause)
+        # those whose failure the lesson's own code diagnoses (a module's forward, a root cause): a release reruns
+        # the check with each made wrong (a function's candidates are rehearsed where they are given: diagnosed)
+        self.diagnosable: list[int] = []
         self.fail_at: int | None = None
         self.gradients_alone_failed = False  # set where a right output's gradients alone failed (_blame_gradients)
         # the student's helpers the check's own blame found right on its model of their call: a failure is then
@@ -785,7 +787,7 @@ class Grade:
         diagnosis to name the mistake without running the student's code again."""
         number = getattr(self, "compared", 0)
         self.compared = number + 1
-        if carry or diagnosed:
+        if diagnosed:
             getattr(self, "diagnosable", []).append(number)
         try:
             Grade._expect(self, reply, expected, what, slack)
@@ -1147,7 +1149,8 @@ class ModulePair:
                                                                                    seed=seed, send=sent)
             reply = self.grade._blaming(None, sent.reply)
             self.grade.keeps_rules(reply, rules)
-            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True)
+            self.grade.expect(reply, expected, f"{self.what} forward{_signature(args, kwargs)}", carry=True,
+                              diagnosed=True)
             if grad:
                 self.grade._expect_grads(reply, ref_grads, f"{self.what} forward")
                 self.grade._expect_param_grads(reply, ref_param_grads, self.what)
