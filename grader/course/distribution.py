@@ -24,6 +24,7 @@ from pathlib import Path
 from grader.config import Assignment, Course, load_course
 from grader.errors import GraderError
 from grader.layout import Layout
+from grader.course.kept_recordings import kept
 from grader.course.leaks import Stale, leaks_in
 from grader.course.release import with_imports
 
@@ -82,11 +83,13 @@ def check_distribution(course: Course, assignments: tuple[Assignment, ...], out:
 def _prepared(course: Course, assignments: tuple[Assignment, ...]):
     """The distribution built in a scratch folder, its public suites recorded, scanned for leaks:
     ``(folder, number of public checks)``."""
-    recording, checks = record_public_suites(course, assignments)
+    _need_reference(course)
     with tempfile.TemporaryDirectory(prefix="grade-distribution-") as scratch:
         build = Path(scratch) / "distribution"
         _build(course, assignments, build)
-        recording.save(Layout(build).recording)
+        # a recording made from this very course before is read back (grader.course.kept_recordings)
+        checks = kept(course, assignments, PUBLIC_SEED, Layout(build).recording,
+                      lambda path: _recorded_into(course, assignments, path)[1])
         # the course inside the package too, so that `pip install` of the distribution (from a git URL,
         # in Colab) grades in any folder: course.toml and the public suites with their recording
         shutil.copytree(Layout(build).suites, Layout(build / "grader" / "_course").suites)
@@ -200,23 +203,25 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
     Returns the recording and the number of public checks. Every check must pass on the reference
     solutions, and again when replayed from the saved recording (a check that uses the reference
     other than through the ``grade`` fixture's comparisons could not run in the distribution)."""
+    with tempfile.TemporaryDirectory(prefix="grade-recording-") as scratch:
+        return _recorded_into(course, assignments, Path(scratch) / "reference.pt")
+
+
+def _recorded_into(course: Course, assignments: tuple[Assignment, ...], path: Path):
+    """:func:`record_public_suites`, the recording saved to ``path`` and replayed from there."""
     from grader.grading.recorded_outputs import Recording
     from grader.grading.grader import Grader
     from grader.submission import resolve_submission
 
-    if not course.layout.has_reference():
-        raise DistributionError("this course has no solutions/ or suites/hidden/: a student distribution is "
-                                "written from the instructor's course")
+    _need_reference(course)
     recording = Recording(PUBLIC_SEED)
     solutions = resolve_submission(course.layout.solutions, course)
     grader = Grader(course, device="cpu")
     try:
         live = grader.grade(solutions, assignments, seed=PUBLIC_SEED, recording=recording, suite="public")
         _expect_full_marks(live, "the reference solutions fail the public suite")
-        with tempfile.TemporaryDirectory(prefix="grade-recording-") as scratch:
-            recording.save(Path(scratch) / "reference.pt")
-            replayed = grader.grade(solutions, assignments, recording=Recording.load(Path(scratch) / "reference.pt"),
-                                    suite="public")
+        recording.save(path)
+        replayed = grader.grade(solutions, assignments, recording=Recording.load(path), suite="public")
     finally:
         grader.close()
     _expect_full_marks(replayed, "the public suite does not replay from its recording")
@@ -226,6 +231,12 @@ def record_public_suites(course: Course, assignments: tuple[Assignment, ...]):
         raise DistributionError(f"public checks of {', '.join(lost)} cannot be replayed without the reference "
                                 "(they use grade.ref directly): compare through grade.same or grade.module instead")
     return recording, sum(counts[0].values())
+
+
+def _need_reference(course: Course) -> None:
+    if not course.layout.has_reference():
+        raise DistributionError("this course has no solutions/ or suites/hidden/: a student distribution is "
+                                "written from the instructor's course")
 
 
 def _check_counts(result) -> dict[str, int]:

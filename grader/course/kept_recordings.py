@@ -1,0 +1,127 @@
+"""A release's recording of the public suites, kept for the next release made from the same course.
+
+Recording (grader.course.distribution.record_public_suites) grades the reference with every diagnosis of
+the public checks rehearsed: half a minute for the course, most of a release. An instructor writes the
+same distribution more than once (``grade release --out``, then ``--check``; a second folder; next week's
+release while last week's lesson is unchanged), and each would record the same values again. The file
+is kept under a digest of everything a recording is made from: the assignments, the seed, every file of
+``solutions/``, of the suites but the hidden ones, ``course.toml``, the grader's own package, and the
+Python and torch it runs on. Any change in any of them is another digest, recorded afresh.
+
+Kept in the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``attention-course/recordings``),
+and read back only where the user alone owns and can write every folder down to the file, as the compiled
+files of grader/__main__.py: a file there that someone else could write is not the user's recording. A
+recording holds plain tensors and containers (``torch.load(weights_only=True)``), and only the public
+cases' values, which the distribution ships anyway.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from grader.assignment import Assignment
+
+_SKIPPED = frozenset({"__pycache__", ".ipynb_checkpoints"})
+_SUFFIXES_SKIPPED = (".pyc", ".pt")  # compiled files; a recording already in the suites (a distribution's)
+
+
+def kept(course, assignments: tuple[Assignment, ...], seed: int, path: Path, record: Callable[[Path], int]) -> int:
+    """The recording of ``assignments``' public suites at ``seed``, written to ``path``: a copy of the one kept
+    for the very same course, else made by ``record(path)`` (which returns the number of public checks) and
+    kept. Returns the number of public checks."""
+    folder = _folder()
+    key = _digest(course, assignments, seed) if folder is not None else None
+    if key is not None:
+        for found in sorted(folder.glob(f"{key}-*.pt")):
+            checks = found.stem.rpartition("-")[2]
+            if checks.isdigit() and _owned(found, folder):
+                shutil.copyfile(found, path)
+                return int(checks)
+    checks = record(path)
+    if key is not None:
+        _keep(path, folder / f"{key}-{checks}.pt")
+    return checks
+
+
+def _keep(path: Path, target: Path) -> None:
+    """``path`` copied to ``target`` whole or not at all (two releases at once each write their own copy)."""
+    try:
+        handle, scratch = tempfile.mkstemp(dir=target.parent, suffix=".partial")
+    except OSError:  # a read-only home: the release goes on without keeping it
+        return
+    try:
+        with os.fdopen(handle, "wb") as out, open(path, "rb") as source:
+            shutil.copyfileobj(source, out)
+        os.replace(scratch, target)
+    except OSError:  # a full disk
+        Path(scratch).unlink(missing_ok=True)
+
+
+def _folder() -> Path | None:
+    """The user's folder of kept recordings, made where missing; None where some folder on the way is not the
+    user's alone (another owner, writable by others, a link) or cannot be made."""
+    if not hasattr(os, "geteuid"):
+        return None
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(root):
+        return None
+    folders = (root, os.path.join(root, "attention-course"), os.path.join(root, "attention-course", "recordings"))
+    try:
+        for folder in folders:
+            if not os.path.isdir(folder):
+                os.mkdir(folder, 0o700)
+            if not _users_alone(os.lstat(folder), stat.S_ISDIR):  # a link is not followed: refused
+                return None
+    except OSError:
+        return None
+    return Path(folders[-1])
+
+
+def _owned(path: Path, folder: Path) -> bool:
+    try:
+        return path.parent == folder and _users_alone(os.lstat(path), stat.S_ISREG)
+    except OSError:
+        return False
+
+
+def _users_alone(st: os.stat_result, kind) -> bool:
+    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _digest(course, assignments: tuple[Assignment, ...], seed: int) -> str | None:
+    """A digest of everything the recording is made from; None where some of it cannot be read."""
+    import torch
+
+    import grader
+
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr((seed, [a.id for a in assignments], sys.version, torch.__version__)).encode())
+    layout = course.layout
+    named = [course.root / name for name in (course.misconceptions_file, course.figures_file) if name]
+    try:
+        for top in (layout.solutions, layout.suites, Path(grader.__file__).parent, course.root / "course.toml", *named):
+            for file in _files(top, skipped=layout.suite_folder("hidden")):
+                digest.update(f"\0{file.relative_to(top.parent)}\0{file.stat().st_size}\0".encode())
+                digest.update(file.read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _files(top: Path, skipped: Path) -> list[Path]:
+    """The files of ``top`` (a file or a folder, links followed), in a fixed order, but ``skipped`` and what
+    Python and Jupyter write beside the sources."""
+    if top.is_file():
+        return [top]
+    found = []
+    for folder, subfolders, names in os.walk(top, followlinks=True):
+        subfolders[:] = sorted(name for name in subfolders
+                               if name not in _SKIPPED and Path(folder, name) != skipped)
+        found += [Path(folder, name) for name in sorted(names) if not name.endswith(_SUFFIXES_SKIPPED)]
+    return found
