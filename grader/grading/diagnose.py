@@ -402,6 +402,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     kwargs)`` (an explicit mask that hides nothing for none), which an exercise may make instead: where the
     helper is right on the modelled call but not on one of them, the run with a right helper decides
     (:func:`wrong_elsewhere`)."""
+    getattr(grade, "helpers_judged", set()).add(helper.split(" (", 1)[0])
     if keeping_calls():  # a release: the helper's usual mistakes, and this exercise done right on each of them
         rehearse(lambda: composed(right), *(lambda m=m: _composed_mistake(m, composed)
                                            for m in _until_unreplayable(helper_mistakes)))
@@ -445,8 +446,10 @@ def _blame(grade, failure, out, helper, theirs, right, composed, helper_mistakes
                 again = composed(theirs.to(right.device))
             except NotReplayable:  # the student side has no answer on record for it: the stand-in decides
                 if has_stand_in(helper) and grade.cascades == "once":
-                    return _helper_said(grade, failure, helper, theirs, right, helper_mistakes, non_finite,
+                    said = _helper_said(grade, failure, helper, theirs, right, helper_mistakes, non_finite,
                                         stand_in_decides)
+                    said.composition_unrecorded = True
+                    return said
             except Exception:  # noqa: BLE001 - a right computation cannot take it: the output is not explained
                 again = None
     if again is None or not (matches(grade, out, again) and getattr(out, "dtype", None) == getattr(again, "dtype", None)):
@@ -498,6 +501,17 @@ def stand_in_decides(grade, failure: CheckFailed, helper: str, detail: str, misc
     blamed = helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
     blamed.by_stand_in_only = True
     return blamed
+
+
+def unseen_helper(grade, failure: CheckFailed, helper: str) -> Exception | None:
+    """Where the student side cannot make the call of ``helper`` a blame would judge (its arguments are the
+    lesson's, not on record: a case too large for a release to keep its diagnosis), the run with a right
+    ``helper`` decides, as it decides for the instructor: the case is kept only if that run passes, which it
+    does only where the helper's result was wrong. None without a stand-in, or under the cascade policy
+    "every" (the failure stands)."""
+    if not has_stand_in(helper) or grade.cascades != "once":
+        return None
+    return stand_in_decides(grade, failure, helper, "it gives a wrong result on this case's inputs")
 
 
 GROWTH = 8  # how much larger than the right result a student's may be for the grader to compute with it
@@ -749,6 +763,7 @@ def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misco
     under "once" a pass that names the helper (its mistake is charged in its own exercise), under
     "every" a failure naming it. ``provisional``: only the helper's stand-in can confirm it (the check
     run again with a right helper, grader.grading.stand_ins); without that run, ``failure`` stands."""
+    getattr(grade, "helpers_judged", set()).add(helper.split(" (", 1)[0])
     if grade.cascades == "once":
         kept = RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
                                 f"({detail}): fix the {helper} exercise", raised=raised, helper=helper,

@@ -206,6 +206,9 @@ class Grade:
         # the student's helpers the check's own blame found right on its model of their call: a failure is then
         # the exercise's, never run again with right versions of them (grader.grading.chains.ChainRuns)
         self.helpers_right: set[str] = set()
+        # every helper of the student's its diagnoses judged (grader.grading.diagnose.blame, helper_at_fault): a
+        # release keeps what stand-ins for them answer (grader.grading.rehearsals)
+        self.helpers_judged: set[str] = set()
         self.value_failed = False  # a comparison of an output or gradient with the right one failed (_a_value_check)
         self.nodeid = nodeid
         self._events = 0
@@ -618,6 +621,8 @@ class Grade:
                 raise
             explained = cause(self, root_cause, failure, reply.out)
             if isinstance(explained, RightGivenHelper) and explained.unverified is not None:
+                # (kept in place, as below, where that run stands for a composition the student side has no record of)
+                explained.kept_in_place = explained.composition_unrecorded
                 raise explained from None  # only the run with a right helper can show it right: that run measures
             if isinstance(explained, RightGivenHelper):
                 self.value_failed = False  # (kept: what fails later is no comparison of this one)
@@ -886,12 +891,19 @@ class Grade:
                 raise CheckFailed(f"{what}: {problem}{self.case()}{float32_only(got[n], expected_grad, 'gradient')}")
 
     @_a_value_check
-    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = ()):
-        """``actual`` matches ``expected`` within the tolerance of its dtype."""
+    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = (), diagnosed: bool = False):
+        """``actual`` matches ``expected`` within the tolerance of its dtype. ``diagnosed``: the suite diagnoses
+        this failure itself (an ``except CheckFailed`` around it), which a release rehearses as :meth:`expect`'s."""
+        number = getattr(self, "compared", 0)
+        self.compared = number + 1
+        if diagnosed:
+            getattr(self, "diagnosable", []).append(number)
         problem = difference(actual, expected, self.tolerance(expected), "the output")
         if problem:
             said = "" if misconceptions else float32_only(actual, expected)
             raise CheckFailed(f"{what}: {problem}{self.case()}{said}", misconceptions)
+        if number == getattr(self, "fail_at", None):  # a release rehearses the diagnosis of a wrong output here
+            raise CheckFailed(f"{what}: rehearsed")
 
     def expect_not_growing(self, name, short_ops: int, long_ops: int, helpers=(), *, inside=None,
                            cases=("on a short sequence", "on a longer one"),

@@ -157,7 +157,7 @@ class Book:
             _plain(out)
         except Unkeyable:
             return
-        if _REHEARSING.get() and _bytes(out) > REHEARSED_BYTES:  # a large case's diagnosis: its small ones say it
+        if _REHEARSING.get() and size_of(out) > REHEARSED_BYTES:  # a large case's diagnosis: its small ones say it
             return
         stored = _on_cpu_copy(out)
         entries = self.entries.setdefault(name, [])
@@ -388,7 +388,8 @@ def _on_cpu_copy(value):
 REHEARSED_BYTES = 1 << 18  # the largest result a rehearsed diagnosis keeps (the recording ships to every student)
 
 
-def _bytes(value) -> int:
+def size_of(value) -> int:
+    """The bytes of every tensor in ``value``."""
     import torch
 
     from grader.inside.protocol import mapped

@@ -54,6 +54,11 @@ class RightGivenHelper(Exception):
         self.also: list[str] = []  # the helper's own helpers each of which, alone put right, made it right (verified)
         self.either: list[str] = []  # other helpers of the exercise's own each of which, alone put right, did
         self.forward_right = False  # the first run's output was right, its gradients alone failed
+        # a student distribution's stand-in for the instructor's composition (the grader's own computation from the
+        # helper's result, not on record there: grader.grading.diagnose._blame): where Grade.expect_right met it, the
+        # instructor's side keeps that comparison in place, on no record of forgiveness, and so does a verified run
+        self.composition_unrecorded = False
+        self.kept_in_place = False
 
 
 def plain_call(name: str, args: tuple, kwargs: dict | None = None) -> str | None:

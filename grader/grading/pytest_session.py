@@ -19,10 +19,11 @@ from grader.errors import IsolationError
 from grader.grading.chains import ChainRuns
 from grader.grading.fixture import Grade
 from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, StudentFault
-from grader.grading.models import Unrecorded, failure_under, keeping, rehearse
+from grader.grading.models import Unrecorded, failure_under, keeping
+from grader.grading.rehearsals import rehearse_diagnoses, rehearse_stand_ins
 from grader.grading.recorded_outputs import NotReplayable
 from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
-from grader.grading.stand_ins import HELPERS, USES, modules_of, verifiable
+from grader.grading.stand_ins import HELPERS, USES, modules_of, restore, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, HandleRef, WorkerSpec, clip
 from grader.sandbox.client import WorkerFault, ZygoteClient
@@ -527,21 +528,9 @@ class GradingPlugin:
         except (CheckFailed, StudentFault) as failure:
             self.chains.after_failure(pyfuncitem, args, failure)  # a run with a right helper of those it calls
             raise
-        if self.recorder is not None:
-            self._rehearse(pyfuncitem, args)
+        if self.recorder is not None:  # a release: what a failing student's check will ask, asked now
+            rehearse_stand_ins(self, pyfuncitem, args, rehearse_diagnoses(self, pyfuncitem, args))
         return True
-
-    def _rehearse(self, item, args) -> None:
-        """A release's recording: the passing check run again once per output it compared whose failure a diagnosis
-        reads (Grade.diagnosable), that output made wrong
-        (Grade.fail_at), so that the diagnosis a failing student's check runs there (the lesson's own, after a
-        failure is caught) makes its calls of the lesson's computations now, kept for the student distribution
-        (grader.grading.models). The reference's uses come from this run's recording; nothing else is kept."""
-        first = args.get("grade")
-        for number in getattr(first, "diagnosable", ()):
-            grade = self.make_grade(item._request)
-            grade.fail_at = number
-            rehearse(lambda grade=grade: item.obj(**{**args, "grade": grade}))
 
     def _verify(self, item, args, given: RightGivenHelper, depth: int = 3, alone: bool = False):
         """Runs the check again from its start (same inputs) with the student's faulty helpers replaced, in
@@ -570,7 +559,7 @@ class GradingPlugin:
             except (StudentFault, WorkerFault):
                 placed = None
             if sorted(placed or ()) != sorted(helpers):
-                _restore(grade.student)
+                restore(grade.student)
                 raise given.unverified or given
             try:
                 item.funcargs["grade"] = grade  # what the outcome reads (verified outputs) is this run's
@@ -595,7 +584,7 @@ class GradingPlugin:
                     raise _called_otherwise(oracle, helpers) from None
                 raise _with_right_helpers(failure, helpers) from None
             finally:
-                _restore(grade.student)
+                restore(grade.student)
                 oracle.calls.clear()  # the run's answers and their graphs, whatever still holds the oracle (a
                 # traceback of this frame: red team round 27a kept every run's until the grading ended, 14 GiB)
             if alone and (oracle.refused or oracle.unanswered or not oracle.used):  # nothing of the helper's shown
@@ -667,7 +656,7 @@ class GradingPlugin:
         grade = (getattr(item, "funcargs", None) or {}).get("grade")
         verified = bool(getattr(grade, "verified", 0))
         forward_right = bool(getattr(grade, "gradients_alone_failed", False))  # Grade._blame_gradients
-        if error is None:
+        if error is None or (isinstance(error, RightGivenHelper) and error.kept_in_place and error.verified):
             check = CheckOutcome(name, weight, "passed", verified=verified)
         elif isinstance(error, RightGivenHelper):  # the mistake is charged in the helper's own exercise
             check = CheckOutcome(name, weight, "passed", error.message, forgiven_by=helper_named(error.message),
@@ -706,16 +695,6 @@ class GradingPlugin:
         check.rules_broken = tuple(getattr(grade, "rules_broken", ()))
         check.rules_unverified = tuple(getattr(grade, "rules_unverified", ()))
         return assignment, marker.args[0], check
-
-
-def _restore(student) -> None:
-    """The student's own helpers back: the worker that held the stand-ins ends, and the next check imports
-    the module afresh, so that nothing a stand-in answered outlives its verification in the student's
-    memory (red team round 9: a module-level list kept the answers for a later call's error message to
-    show); from now on the stand-ins' questions are refused."""
-    student.oracle = None
-    if student.worker is not None:
-        student.worker.kill()
 
 
 def _called_otherwise(oracle: Oracle, helpers: list[str]) -> CheckFailed:

@@ -57,3 +57,13 @@ def modules_of(course, assignment, helpers) -> dict[str, str]:
         if owner is not None:
             found[name] = owner.module_name
     return found
+
+
+def restore(student) -> None:
+    """The student's own helpers back: the worker that held the stand-ins ends, and the next check imports
+    the module afresh, so that nothing a stand-in answered outlives its verification in the student's
+    memory (red team round 9: a module-level list kept the answers for a later call's error message to
+    show); from now on the stand-ins' questions are refused."""
+    student.oracle = None
+    if student.worker is not None:
+        student.worker.kill()

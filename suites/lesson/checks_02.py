@@ -643,7 +643,8 @@ def copy_gives_output(grade, v2, v1, x):
     expected = v2.reference(x)
     out = v1.call(x).out
     try:
-        grade.expect_close(out, expected, "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output")
+        grade.expect_close(out, expected, "after copy_v2_weights_into_v1(v2, v1), the v1 should give the v2's output",
+                           diagnosed=True)
     except CheckFailed as failure:
         if copied_wrongly(grade, v2, v1):
             raise failure from None

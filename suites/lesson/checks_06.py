@@ -465,7 +465,10 @@ def repeat_kv_root_cause(grade, pair, x, start, size, stale=None):
         torch = _torch()
         model = Model(pair)
         with torch.no_grad():
-            queries, keys, values = projected(model, x, start, size, 0, stale)
+            try:
+                queries, keys, values = projected(model, x, start, size, 0, stale)
+            except diagnose.NotReplayable:  # a large case's keys, not on record in a student distribution
+                return diagnose.unseen_helper(grade, failure, "repeat_kv")
             group_size = queries.shape[1] // keys.shape[1]
             theirs_k = diagnose.their(grade, "repeat_kv", keys, group_size)
             theirs_v = diagnose.their(grade, "repeat_kv", values, group_size)
@@ -490,11 +493,16 @@ def window_mask_root_cause(grade, pair, x, start, size, stale=None):
         num_keys = start + size if window is None else min(start + size, window + size - 1)
         k_start = start + size - num_keys  # the first of the keys this call attends
         theirs = diagnose.their(grade, "sliding_window_mask", size, num_keys, window, start, k_start)
+
+        kept = []  # the chunk's keys, made only when needed: a student distribution keeps a small case's only
+
+        def composed(hidden):
+            kept[:] = kept or [last_keys(model, x, start, size, num_keys, stale)]
+            return attend_masked(model, *kept[0], hidden)
+
         with torch.no_grad():
-            queries, keys, values = last_keys(model, x, start, size, num_keys, stale)
             right = window_mask(size, num_keys, window, start, k_start)
-            return mistaken.blame(grade, failure, out, "sliding_window_mask", theirs, right,
-                                  lambda hidden: attend_masked(model, queries, keys, values, hidden),
+            return mistaken.blame(grade, failure, out, "sliding_window_mask", theirs, right, composed,
                                   call=(size, num_keys, window, start, k_start), helper_mistakes=[
                 Mistake("window-off-by-one", "it shows window + 1 tokens", window_mask(size, num_keys, window + 1,
                                                                                       start, k_start))]

@@ -251,3 +251,25 @@ def test_autograde_prints_no_kernel_noise_into_the_instructors_terminal(tmp_path
              if any(word in line for word in ("Fontconfig", "KeyboardInterrupt", "^C", "Ctrl-C", "--existing"))]
     assert noise == [], said[-3000:]
     assert done.stdout.strip() == ""  # the kernel's own stdout: nothing for the instructor
+
+
+def test_the_schema_revision_read_in_process_is_the_one_alembic_heads_prints(tmp_path):
+    """A release's scratch gradebook is stamped with nbgrader's schema revision read here (grader.course.notebooks
+    .schema_head), not by nbgrader's `alembic heads` in a new process: the same revision, and nbgrader's own
+    function is back in place after."""
+    import nbgrader.api
+
+    from grader.course.notebooks import interpreter_scripts_on_path, schema_head, schema_head_read_here
+
+    with interpreter_scripts_on_path():
+        printed = nbgrader.api.get_alembic_version()
+    assert schema_head() == printed and len(printed) >= 8
+    before = nbgrader.api.get_alembic_version
+    with schema_head_read_here():
+        book = nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}")
+        book.close()
+    assert nbgrader.api.get_alembic_version is before
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "gradebook.db") as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(printed,)]
