@@ -95,9 +95,11 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
     the student's side finds them on record."""
     try:
         passed = check()
-        if recording_now():  # (the root cause as it would run on a wrong output: the helpers' mistakes it composes)
+        if recording_now():  # (the root cause as it would run on a wrong output: the helpers' mistakes it composes;
+            # and on a raise, whose explanations compute the exercise on a slice of the case: REHEARSED_RAISE)
             rehearse(right or (lambda: None), *(_output_of(c) for c in _until_unreplayable(candidates)),
-                     lambda: root_cause and root_cause(CheckFailed("rehearsed"), passed))
+                     lambda: root_cause and root_cause(CheckFailed("rehearsed"), passed),
+                     lambda: root_cause and root_cause(RaisedFailure(REHEARSED_RAISE), None))
         return passed
     except StudentFault as fault:
         raise raised(grade, fault, root_cause) from None
@@ -135,6 +137,13 @@ def diagnosed(grade, check: Callable, rerun: Callable | None, candidates: Iterab
             blamed.unverified = named
             raise blamed from None
         raise named from None
+
+
+# a raise as a release rehearses one: a broadcast's shape mismatch whose last line names every size up to 256, so that
+# a root cause that reads the sizes of a crash (mentions, shape_mismatch) goes on to compute what explains it
+REHEARSED_RAISE = StudentFault("error", "The size of tensor a (2) must match the size of tensor b (3) at non-singleton "
+                                        "dimension 1 (rehearsed: " + " ".join(map(str, range(257))) + ")",
+                               "RuntimeError")
 
 
 def _output_of(candidate) -> Callable:
@@ -511,7 +520,9 @@ def unseen_helper(grade, failure: CheckFailed, helper: str) -> Exception | None:
     "every" (the failure stands)."""
     if not has_stand_in(helper) or grade.cascades != "once":
         return None
-    return stand_in_decides(grade, failure, helper, "it gives a wrong result on this case's inputs")
+    detail = "its gradients are wrong on this case's inputs" if isinstance(failure, GradientFailure) else \
+        "it gives a wrong result on this case's inputs"
+    return stand_in_decides(grade, failure, helper, detail)
 
 
 GROWTH = 8  # how much larger than the right result a student's may be for the grader to compute with it
@@ -673,10 +684,13 @@ def _blame_gradients(grade, failure: GradientFailure, helper: str, chain: tuple)
     of the right computation through the student's own helper (both failing to compute them, or both
     the same, NaN included), and the helper's differ from the right ones."""
     inputs, before, after, kwargs, *formula = chain
-    theirs, their_error = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out,
-                                             student=True)
-    right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False,
-                                  right_helper=formula[0] if formula else None)
+    try:
+        theirs, their_error = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out,
+                                                 student=True)
+        right, _ = composed_gradients(grade, helper, inputs, before, after, kwargs, failure.grad_out, student=False,
+                                      right_helper=formula[0] if formula else None)
+    except NotReplayable:  # a student distribution: the run with a right helper decides, as it does for the instructor
+        return unseen_helper(grade, failure, helper)
     got = failure.reply
     if their_error or got.grad_error:
         if not (their_error and got.grad_error):
@@ -717,6 +731,8 @@ def composed_gradients(grade, helper: str, inputs, before: Callable, after: Call
             h = right(*_to(detached, grade.device), **kwargs).detach().cpu()
         h = h.detach().to(args[0].dtype).requires_grad_()
         out = after(h, *leaves)
+        if grade.replaying and not getattr(out, "requires_grad", False):  # the lesson's computation, answered from
+            raise NotReplayable("the exercise's right computation is on record without its gradients")  # the record
         upstream, *direct = torch.autograd.grad(out, [h, *live], grad_out.to(out.dtype), allow_unused=True)
     tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     trainable = [i for i in tensors if args[i].requires_grad]

@@ -506,3 +506,35 @@ def test_a_06_class_right_but_for_its_helper_keeps_its_points_on_the_students_si
             gqa["feedback"] and "the_memory_your_cache_holds" in gqa["feedback"], gqa["feedback"]
         assert 0 < expected.pop((assignment.id, gqa["name"]))[1] - got.pop((assignment.id, gqa["name"]))[1] <= 2.5
     assert got == expected
+
+
+# what a release rehearses beyond a passing check's own calls (grader.grading.rehearsals, diagnose.REHEARSED_RAISE):
+# a raise's explanation, computed on a slice of the case; a helper's gradients composed with the exercise, which a
+# distribution answers without their graph (the stand-in decides there). Each was a status the student side did
+# not share with the instructor's (error or a grader error where the instructor's run failed or kept the case)
+STUDENT_SIDE_PATHS = {
+    "a sum without keepdim raises": ("01_attention_basics", "return exp / exp.sum(dim=dim, keepdim=True)",
+                                     "return exp / exp.sum(dim=dim)"),
+    "renormalised without keepdim": ("03_causal_attention", "return masked / masked.sum(dim=-1, keepdim=True)",
+                                     "return masked / masked.sum(dim=-1)"),
+    "a softmax shifting its input in place": ("01_attention_basics", "exp = torch.exp(x - x_max)",
+                                              "x -= x_max\n    exp = torch.exp(x)"),
+}
+
+
+@pytest.mark.slow  # grades in a subprocess
+@pytest.mark.parametrize("mistake", list(STUDENT_SIDE_PATHS))
+def test_the_student_side_gives_the_instructors_public_verdicts_on_a_crash_and_a_helpers_gradients(
+        course, grader, distribution, submission_dir, mistake):
+    assignment_id, old, new = STUDENT_SIDE_PATHS[mistake]
+    assignment = course.assignment(assignment_id)
+    path = submission_dir / assignment_id / assignment.module
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+    live = grader.grade(resolve_submission(submission_dir / assignment_id, course), (assignment,), seed=PUBLIC_SEED,
+                        suite="public")
+    _, data = grade_json(distribution, assignment_id, "--submission", str(submission_dir / assignment_id))
+    said = {e["name"]: (e["status"], e["score"], sorted(e["misconceptions"])) for a in data["assignments"]
+            for e in a["exercises"]}
+    assert said == {e.name: (e.status, e.score, sorted(e.misconceptions)) for e in live.assignments[0].exercises}
+    assert not any(status == "grader-error" for status, _, _ in said.values()) and live.assignments[0].score < 100
