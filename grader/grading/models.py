@@ -23,6 +23,7 @@ import functools
 import hashlib
 
 from grader.grading.outcomes import NotReplayable
+from grader.inside.protocol import on_device
 
 _BOOK: contextvars.ContextVar = contextvars.ContextVar("lesson_models_book", default=None)
 _REHEARSING: contextvars.ContextVar = contextvars.ContextVar("lesson_models_rehearsing", default=False)
@@ -159,7 +160,7 @@ class Book:
             return
         if _REHEARSING.get() and size_of(out) > REHEARSED_BYTES:  # a large case's diagnosis: its small ones say it
             return
-        stored = _on_cpu_copy(out)
+        stored = on_device(out, "cpu", copy=True)
         entries = self.entries.setdefault(name, [])
         entries.append({"key": key, "digest": digest, "out": stored, "sketch": _sketches(tensors)})
         self._index[digest] = (name, len(entries) - 1)
@@ -374,15 +375,6 @@ def _nearest(entries, key: str, tensors, sketch_of):
         if worst is not None and (gap is None or worst < gap):
             best, gap = entry, worst
     return best
-
-
-def _on_cpu_copy(value):
-    """``value`` with every tensor detached and copied to the CPU (the model's caller may change what it got)."""
-    import torch
-
-    from grader.inside.protocol import mapped
-
-    return mapped(lambda leaf: leaf.detach().to("cpu", copy=True) if isinstance(leaf, torch.Tensor) else leaf, value)
 
 
 REHEARSED_BYTES = 1 << 18  # the largest result a rehearsed diagnosis keeps (the recording ships to every student)
