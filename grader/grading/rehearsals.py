@@ -17,7 +17,7 @@ reference makes only the calls a passing check makes. So a release (``grade rele
 from __future__ import annotations
 
 from grader.grading.models import REHEARSED_BYTES, rehearse, size_of
-from grader.grading.oracle import Raised, RecordedAnswers
+from grader.grading.oracle import LiveAnswers, Oracle, Raised, RecordedAnswers, budget
 from grader.grading.outcomes import StudentFault
 from grader.grading.stand_ins import has_stand_in, modules_of, restore
 
@@ -54,8 +54,12 @@ def _asked_of(plugin, item, args: dict, helper: str) -> list:
     from grader.sandbox.client import WorkerFault
 
     grade = plugin.make_grade(item._request)
-    oracle = grade.student.oracle = plugin.session.oracle(item.nodeid, [helper], grade.ref)
-    kept = oracle.answers.record = []
+    # the reference's own helper, not the recorder's stand-in for it in the reference's module (which would answer
+    # through the recorder, keeping the answer a second time and spending the recorder's time)
+    functions = {name: own for _, name, own in plugin.recorder.replaced if name == helper}
+    kept = []
+    oracle = grade.student.oracle = Oracle(LiveAnswers(functions, plugin.session.device, kept), [helper],
+                                           budget([helper], None))
     try:
         placed = grade.student.request({"op": "stand_in", "helpers": [helper], "modules": modules_of(
             plugin.session.course, grade.student.assignment, [helper])}).get("placed")

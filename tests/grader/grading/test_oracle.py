@@ -363,3 +363,26 @@ def test_questions_asked_only_in_the_run_with_stand_ins_cost_the_grader_little(c
     assert time.monotonic() - started < 30
     wrapper = next(e for e in result.assignments[0].exercises if e.name == "MultiHeadAttentionWrapper")
     assert wrapper.score < wrapper.max_score  # its head class is unscaled: the wrapper's cases are its own
+
+
+def test_a_recording_gives_each_check_its_own_budget_of_the_graders_time():
+    """A release's recorder answers the reference's helpers for every check of the course through one oracle: its
+    time (MAX_RUN_SECONDS, a verification run's) counted across checks refused the reference itself under load (CI:
+    "the reference solutions fail the public suite ... (Refused)"). Each check starts with the budget whole."""
+    import torch
+
+    from grader.grading.oracle import MAX_RUN_SECONDS, Oracle, Recorder
+
+    def helper(x):
+        return x * 2
+
+    recorder = Recorder({}, ["helper"], "cpu")
+    asked = recorder._ask({"helper": helper})
+    oracle = next(c.cell_contents for c in asked.__closure__ if isinstance(c.cell_contents, Oracle))
+    question = {"op": "forward", "name": "helper", "args": (torch.ones(2),), "kwargs": {}}
+    recorder.check = "first"
+    assert torch.equal(asked(question)["out"], torch.full((2,), 2.0))
+    oracle.spent = MAX_RUN_SECONDS + 1  # the first check took the grader's whole budget
+    assert "refused" in asked(question)  # within one check, the budget holds
+    recorder.check = "second"
+    assert "refused" not in asked(question) and len(recorder.calls["second"]) == 1
