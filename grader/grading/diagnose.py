@@ -411,7 +411,7 @@ def blame(grade, failure: CheckFailed, out, helper: str, theirs, right, composed
     kwargs)`` (an explicit mask that hides nothing for none), which an exercise may make instead: where the
     helper is right on the modelled call but not on one of them, the run with a right helper decides
     (:func:`wrong_elsewhere`)."""
-    getattr(grade, "helpers_judged", set()).add(helper.split(" (", 1)[0])
+    _judged(grade, helper)
     if keeping_calls():  # a release: the helper's usual mistakes, and this exercise done right on each of them
         rehearse(lambda: composed(right), *(lambda m=m: _composed_mistake(m, composed)
                                            for m in _until_unreplayable(helper_mistakes)))
@@ -510,6 +510,12 @@ def stand_in_decides(grade, failure: CheckFailed, helper: str, detail: str, misc
     blamed = helper_at_fault(grade, failure, helper, detail, misconception, provisional=True)
     blamed.by_stand_in_only = True
     return blamed
+
+
+def _judged(grade, helper: str) -> None:
+    """``helper`` (04's wrapper gives 03's class as "CausalAttention (assignment 03)") among those the check's
+    diagnoses judged: a release keeps what stand-ins for them answer (grader.grading.rehearsals)."""
+    getattr(grade, "helpers_judged", set()).add(helper.split(" (", 1)[0])
 
 
 def unseen_helper(grade, failure: CheckFailed, helper: str) -> Exception | None:
@@ -779,7 +785,7 @@ def helper_at_fault(grade, failure: CheckFailed, helper: str, detail: str, misco
     under "once" a pass that names the helper (its mistake is charged in its own exercise), under
     "every" a failure naming it. ``provisional``: only the helper's stand-in can confirm it (the check
     run again with a right helper, grader.grading.stand_ins); without that run, ``failure`` stands."""
-    getattr(grade, "helpers_judged", set()).add(helper.split(" (", 1)[0])
+    _judged(grade, helper)
     if grade.cascades == "once":
         kept = RightGivenHelper(f"right, given your {helper}, which this uses; but your {helper} is wrong "
                                 f"({detail}): fix the {helper} exercise", raised=raised, helper=helper,

@@ -790,10 +790,7 @@ class Grade:
         """Outputs match (within the dtype's tolerance, plus ``slack``), live on the right device, and
         the inputs were left alone. With ``carry``, a wrong output goes with the failure (``out``), for
         diagnosis to name the mistake without running the student's code again."""
-        number = getattr(self, "compared", 0)
-        self.compared = number + 1
-        if diagnosed:
-            getattr(self, "diagnosable", []).append(number)
+        number = self._numbered(diagnosed)
         try:
             Grade._expect(self, reply, expected, what, slack)
             if number == getattr(self, "fail_at", None):  # a release rehearses the diagnosis of a wrong output here
@@ -890,14 +887,20 @@ class Grade:
             if problem:
                 raise CheckFailed(f"{what}: {problem}{self.case()}{float32_only(got[n], expected_grad, 'gradient')}")
 
-    @_a_value_check
-    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = (), diagnosed: bool = False):
-        """``actual`` matches ``expected`` within the tolerance of its dtype. ``diagnosed``: the suite diagnoses
-        this failure itself (an ``except CheckFailed`` around it), which a release rehearses as :meth:`expect`'s."""
+    def _numbered(self, diagnosed: bool) -> int:
+        """The number of this comparison of the check's (``compared``), kept among those a release rehearses where
+        the suite diagnoses its failure (``diagnosable``)."""
         number = getattr(self, "compared", 0)
         self.compared = number + 1
         if diagnosed:
             getattr(self, "diagnosable", []).append(number)
+        return number
+
+    @_a_value_check
+    def expect_close(self, actual, expected, what: str, misconceptions: tuple[str, ...] = (), diagnosed: bool = False):
+        """``actual`` matches ``expected`` within the tolerance of its dtype. ``diagnosed``: the suite diagnoses
+        this failure itself (an ``except CheckFailed`` around it), which a release rehearses as :meth:`expect`'s."""
+        number = self._numbered(diagnosed)
         problem = difference(actual, expected, self.tolerance(expected), "the output")
         if problem:
             said = "" if misconceptions else float32_only(actual, expected)

@@ -16,8 +16,7 @@ No code of a right helper ever reaches the student's process: only tensors and p
 """
 from __future__ import annotations
 
-from grader.grading.recorded_outputs import on_device
-from grader.inside.protocol import flatten, mapped
+from grader.inside.protocol import flatten, mapped, on_device
 
 LIVE_CALLS = 256  # answers per helper per verification run, from the reference (the longest decoding check
 # of this course makes 64 calls of one helper)

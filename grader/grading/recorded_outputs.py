@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.grading.outcomes import NotReplayable  # noqa: F401 - where the suites and the grader import it from
-from grader.inside.protocol import on_device  # noqa: F401 - also imported from here
+from grader.inside.protocol import on_device
 
 
 class Recording:

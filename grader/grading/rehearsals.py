@@ -9,10 +9,11 @@ reference makes only the calls a passing check makes. So a release (``grade rele
   made wrong (``Grade.fail_at``): the diagnosis runs as a failing student's would (the lesson's ``except
   CheckFailed`` blocks, its root causes), and its calls of the lesson's computations are kept
   (:func:`rehearse_diagnoses`);
-- once with the student's helpers that those diagnoses judged (``Grade.helpers_judged``) behind stand-ins that ask
-  the reference, where the reference made no call of them in the check (its right output is a lesson computation,
-  as 06's memory case, whose reference class never runs): what they were asked and answered is kept for the
-  student side's run with right helpers (:func:`rehearse_stand_ins`), within :data:`REHEARSED_BYTES`.
+- once per student's helper that those diagnoses judged (``Grade.helpers_judged``), that helper behind a stand-in
+  asking the reference: the questions the recorder's record of the reference's own calls does not answer (06's
+  memory case, whose right output is a lesson computation and whose reference class never runs; a class calling
+  its helper on other values than the reference's) are kept, with their answers, for the student side's run with
+  right helpers (:func:`rehearse_stand_ins`), within :data:`REHEARSED_BYTES`.
 """
 from __future__ import annotations
 
