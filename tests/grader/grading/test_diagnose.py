@@ -266,6 +266,11 @@ class _Checks:
     def case(self):
         return " (seed 7)"
 
+    def _numbered(self, diagnosed):
+        from grader.grading.fixture import Grade
+
+        return Grade._numbered(self, diagnosed)
+
 
 def test_an_output_on_another_device_is_named_without_a_gpu():
     """What the worker reports for an output left on the CPU while grading on CUDA."""
