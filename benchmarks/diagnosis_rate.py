@@ -47,7 +47,7 @@ def main() -> int:
 
     corpus = load_corpus()
     course = load_course(ROOT)
-    grader = Grader(course, device=options.device)
+    grader = Grader(course, device=options.device, batch=True)
     wanted = lambda e: e.exercise.startswith(options.only)  # noqa: E731
     mistakes = [e for e in corpus.mistakes(options.corpus) if wanted(e)
                 and (options.device == "cuda" or e.misconception != "wrong-device")]

@@ -31,7 +31,7 @@ def main() -> int:
     entries = corpus.correct() + [corpus._entry(p, None) for folder in options.extra for p in sorted(folder.glob("*.py"))]
     entries = [e for e in entries if e.exercise.startswith(options.only)]
     course = load_course(ROOT)
-    grader = Grader(course, device="cpu")
+    grader = Grader(course, device="cpu", batch=True)
     lost: dict[str, list] = {}
     started = time.perf_counter()
     try:

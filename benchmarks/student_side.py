@@ -99,7 +99,7 @@ def main() -> int:
         graders = {}
         rows = []  # (gap %, entry, differing exercises, instructor score, student score, points)
         try:
-            graders["instructor"] = Grader(course, device="cpu")
+            graders["instructor"] = Grader(course, device="cpu", batch=True)
             graders["student"] = Grader(student_course, device="cpu")
             for number, entry in enumerate(entries):
                 target = submission_of(entry, course, corpus, scratch / f"entry{number}")

@@ -378,15 +378,23 @@ def test_a_helper_wrong_only_outside_its_checks_is_charged_in_its_own_exercise(c
     assert "window" in exercise.feedback or "None" in exercise.feedback
 
 
+@pytest.fixture(scope="module")
+def unnamed_graded(course, grader, tmp_path_factory):
+    """The mistakes no id describes, graded on two seeds, many to a run (corpus.batches: no two on one exercise,
+    nor on exercises that use one another), each run on the exercises its entries touch."""
+    return {seed: corpus.grade_all(corpus.unnamed(), course, grader, tmp_path_factory.mktemp(f"unnamed{seed}"),
+                                   seed=seed, quick=True) for seed in (3, 11)}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", corpus.unnamed(), ids=lambda e: e.name)
-def test_a_mistake_no_id_describes_loses_points_and_gets_no_name(course, grader, tmp_path, entry):
+def test_a_mistake_no_id_describes_loses_points_and_gets_no_name(unnamed_graded, entry):
     """Issue 19, item 6: an SWA that applies no window on cached calls was named window-off-by-one from
     the one case its output happened to match; another failing case contradicts that, so no id."""
-    for seed in (3, 11):
-        exercise, _ = corpus.grade_all([entry], course, grader, tmp_path / str(seed), seed=seed)[entry.name]
-        assert exercise.score < exercise.max_score
-        assert exercise.misconceptions == [], exercise.feedback
+    for seed, graded in unnamed_graded.items():
+        exercise, _ = graded[entry.name]
+        assert exercise.score < exercise.max_score, seed
+        assert exercise.misconceptions == [], (seed, exercise.feedback)
 
 
 # a helper's mistake that shows in the exercises using it as a raise, a dtype, a gradient that cannot be
