@@ -47,8 +47,29 @@ def test_a_second_release_of_the_same_course_reads_the_recording_back(cache, cop
     assert kept(course, course.assignments[:1], 2024, first, recorder(calls)) == 17
     assert kept(course, course.assignments[:1], 2024, second, recorder(calls, 99)) == 17
     assert len(calls) == 1 and second.read_bytes() == first.read_bytes() == b"recorded 1"
-    assert [p.name.endswith("-17.pt") for p in cache.iterdir()] == [True]
+    assert [p.name.endswith("-17.pt") for p in cache.glob("*.pt")] == [True]
     assert oct(cache.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_two_releases_of_the_same_course_at_once_record_it_once(cache, copy, tmp_path):
+    """The second waits for the first's recording and reads it back (a test suite's two workers releasing the
+    course at once recorded it twice, a minute of both processors)."""
+    import threading
+    import time
+
+    course, calls, started = load_course(copy), [], threading.Event()
+
+    def slow(path: Path) -> int:
+        started.set()
+        time.sleep(0.5)
+        return recorder(calls)(path)
+
+    first = threading.Thread(target=kept, args=(course, course.assignments[:1], 2024, tmp_path / "a.pt", slow))
+    first.start()
+    assert started.wait(30)
+    assert kept(course, course.assignments[:1], 2024, tmp_path / "b.pt", recorder(calls)) == 17
+    first.join()
+    assert len(calls) == 1 and (tmp_path / "b.pt").read_bytes() == (tmp_path / "a.pt").read_bytes()
 
 
 @pytest.mark.parametrize("change", ["solution", "public suite", "lesson", "course.toml", "assignments", "seed"])
@@ -86,7 +107,7 @@ def test_what_no_recording_is_made_from_keeps_it(cache, copy, tmp_path):
 def test_a_kept_recording_someone_else_could_write_is_not_read(cache, copy, tmp_path):
     course, calls = load_course(copy), []
     kept(course, course.assignments[:1], 2024, tmp_path / "a.pt", recorder(calls))
-    (found,) = cache.iterdir()
+    (found,) = cache.glob("*.pt")
     found.chmod(0o666)
     kept(course, course.assignments[:1], 2024, tmp_path / "b.pt", recorder(calls))
     assert len(calls) == 2 and (tmp_path / "b.pt").read_bytes() == b"recorded 2"
