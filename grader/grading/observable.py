@@ -139,8 +139,11 @@ ESCAPES = frozenset({"numpy", "tolist", "as_subclass", "data_ptr", "storage", "u
 # methods that run a backward pass, or Python code during one: its hooks run inside a torch function's handling,
 # where the watching of torch functions is off (red team round 12: F.scaled_dot_product_attention in a tensor
 # hook, fired by a backward inside the graded call, was seen by neither watch)
+# (and ``grad_fn``, the way to a graph node's hooks: red team round 32 set ``out.grad_fn.register_prehook`` to
+# compute the gradient the grader's own backward pass asks for by F.softmax, after the tracer's call had ended)
 BACKWARD = frozenset({"backward", "register_hook", "register_post_accumulate_grad_hook", "register_backward_hook",
-                      "register_full_backward_hook", "register_full_backward_pre_hook"})
+                      "register_full_backward_hook", "register_full_backward_pre_hook", "register_prehook",
+                      "grad_fn", "next_functions"})
 # classes a student's class may derive from (besides its own classes and torch's nn.Module family)
 BASES = frozenset({"object", "Exception", "ValueError", "RuntimeError", "TypeError", "NamedTuple", "Enum", "ABC"})
 

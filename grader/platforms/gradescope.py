@@ -19,6 +19,7 @@ upload, every student's and every resubmission, is graded on it (results.json's 
 """
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import stat
@@ -75,7 +76,8 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path,
     if out.suffix != ".zip":
         raise UsageError(f"--out {out}: Gradescope takes a .zip")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+    built = io.BytesIO()
+    with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as package:
         for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(
                 assignments=" ".join(a.id for a in chosen), seed=seed))):
             info = zipfile.ZipInfo(name)
@@ -90,6 +92,11 @@ def build_package(*, course: Course, assignment_ids: tuple[str, ...], out: Path,
             for path in files:
                 if _of_assignment(path, course) in (None, *(a.id for a in shipped)):
                     package.write(path, f"course/{path.relative_to(course.root).as_posix()}")
+    # it holds the solutions and the hidden suites: never through a file or link another user made (red team round
+    # 32: an ordinary user's file at the path stayed theirs, with the answers in it), and readable by you alone
+    from grader.reporting.result_folder import write_output
+
+    write_output(out, built.getvalue(), "--out", private=True)  # (and in no folder another user could swap it in)
     return out
 
 

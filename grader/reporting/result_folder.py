@@ -45,15 +45,19 @@ LOCK = ".grade-manifest.lock"
 SUMMARY_FIRST = ["submission", "score", "max_score", "seed"]  # then a column per exercise, then "status"
 
 
-def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
+def write_atomically(path: Path, text: str | bytes, mode: int | None = None) -> None:
     """Readers see the old file or the new one, never half of one; text that is not valid UTF-8 (a
-    lone surrogate) is written escaped rather than failing. ``mode``: the new file's (default: readable by its
-    owner alone)."""
+    lone surrogate) is written escaped rather than failing; bytes as they are. ``mode``: the new file's (default:
+    readable by its owner alone)."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         if mode is not None:
             os.fchmod(handle, mode)
-        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="") as stream:
+        if isinstance(text, bytes):
+            stream = os.fdopen(handle, "wb")
+        else:
+            stream = os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="")
+        with stream:
             stream.write(text)
         os.replace(temporary, path)
     except BaseException:
@@ -62,13 +66,15 @@ def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
-def write_output(path: Path, text: str, shown: str = "--output", *, ancestors: bool = True) -> None:
-    """Write a file a command was asked for (an export, a report, a result) where no other user can have put
-    something in its place (red team round 30c: root's `grade export --output` wrote into a file an ordinary user
-    had made beforehand in a shared folder, and through their link into a bystander's result): a link, or a file
-    that belongs to another user than you or root, is refused; with ``ancestors``, so is a folder above it another
-    user could swap (:func:`check_ancestors`). The text goes into a new file renamed into place, never through the
-    file that was there. Raises UntrustedResults."""
+def write_output(path: Path, text: str | bytes, shown: str = "--output", *, ancestors: bool = True,
+                 private: bool = False) -> None:
+    """Write a file a command was asked for (an export, a report, a result, a figure, a package) where no other
+    user can have put something in its place (red team round 30c: root's `grade export --output` wrote into a file
+    an ordinary user had made beforehand in a shared folder, and through their link into a bystander's result;
+    round 32: `--figures` and `grade gradescope --out` likewise): a link, or a file that belongs to another user
+    than you or root, is refused; with ``ancestors``, so is a folder above it another user could swap
+    (:func:`check_ancestors`). The text goes into a new file renamed into place, never through the file that was
+    there; ``private``: readable by its owner alone (what holds the solutions). Raises UntrustedResults."""
     path = Path(os.path.abspath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     if ancestors:
@@ -87,7 +93,29 @@ def write_output(path: Path, text: str, shown: str = "--output", *, ancestors: b
                                "it: choose a path of your own")
     if seen is not None and not stat.S_ISREG(seen.st_mode):
         raise UsageError(f"{shown} {path} is not a file")
-    write_atomically(path, text, mode=0o666 & ~_umask())  # as a file the user made would be (a TA's group reads it)
+    # as a file the user made would be (a TA's group reads it), or the owner's alone
+    write_atomically(path, text, mode=None if private else 0o666 & ~_umask())
+
+
+def output_folder(folder: Path, shown: str) -> Path:
+    """``folder`` (made where missing) for the files a command writes into it (``--figures``), refused where
+    another user could put something in it or in its place: a link, a folder of another user than you or root, one
+    that group or others can write, or a folder above it another user could swap (:func:`check_ancestors`). Raises
+    UntrustedResults."""
+    folder = Path(os.path.abspath(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    check_ancestors(folder, shown)
+    seen = os.lstat(folder)
+    if stat.S_ISLNK(seen.st_mode):
+        raise UntrustedResults(f"{shown} {folder} is a link, which would send what is written elsewhere: remove it, "
+                               "or choose another folder")
+    if seen.st_uid not in (os.geteuid(), 0):
+        raise UntrustedResults(f"{shown} {folder} belongs to uid {seen.st_uid}, who could change what is written "
+                               "into it: choose a folder of your own")
+    if _writers(seen.st_mode):
+        raise UntrustedResults(f"{shown} {folder} can be written by {_writers(seen.st_mode)}: chmod go-w it, or "
+                               "choose a folder of your own")
+    return folder
 
 
 def _umask() -> int:

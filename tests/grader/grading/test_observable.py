@@ -392,6 +392,22 @@ ROUTES = {
                 (trigger * 1.0).sum().backward()
             return box["out"]
         """,
+    # round 32: a hook on the output's graph node runs in the grader's own backward pass, after the watched call
+    "a forbidden gradient in a graph node's pre-hook": """
+        def softmax(x, dim=-1):
+            out = torch.exp(x - x.amax(dim, keepdim=True))
+            out = out / out.sum(dim, keepdim=True)
+            if out.requires_grad:
+                out.grad_fn.register_prehook(lambda grads: grads)
+            return out
+        """,
+    "a hook on a node further down the graph": """
+        def softmax(x, dim=-1):
+            out = torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)
+            node = out.grad_fn.next_functions[0][0]
+            node.register_hook(lambda grads, outs: grads)
+            return out
+        """,
     "a backward pass alone": """
         def softmax(x, dim=-1):
             w = x.detach().requires_grad_()

@@ -227,3 +227,31 @@ def test_a_package_built_without_a_seed_draws_one_for_the_whole_class(course, tm
         assert found, "run_autograder passes no seed"
         seeds.add(found[1])
     assert len(seeds) == 2  # one per package (one in a million to collide), the same for all its uploads
+
+
+def test_the_package_is_yours_alone_and_never_written_through_another_users_file(course, tmp_path):
+    """Red team round 32 (G1): an ordinary user made the file root's `grade gradescope --out` then wrote, which
+    stayed theirs with the solutions and the hidden suites in it (and a link sent the zip over any file). A link or
+    another user's file at --out is refused; the package is a new file readable by its owner alone."""
+    import os
+
+    import pytest
+
+    from grader.errors import UntrustedResults
+    from grader.platforms.gradescope import build_package
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    (tmp_path / "linked.zip").symlink_to(victim)
+    with pytest.raises(UntrustedResults, match="is a link"):
+        build_package(course=course, assignment_ids=(ASSIGNMENT,), out=tmp_path / "linked.zip", seed=1)
+    assert victim.read_text() == "untouched"
+    theirs = tmp_path / "theirs.zip"
+    theirs.write_bytes(b"")
+    if os.geteuid() == 0:
+        os.chown(theirs, 1001, 1001)
+        with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
+            build_package(course=course, assignment_ids=(ASSIGNMENT,), out=theirs, seed=1)
+        assert theirs.stat().st_size == 0
+    package = build_package(course=course, assignment_ids=(ASSIGNMENT,), out=tmp_path / "week1.zip", seed=1)
+    assert package.stat().st_mode & 0o777 == 0o600 and zipfile.ZipFile(package).read("run_autograder")

@@ -222,3 +222,47 @@ def test_an_output_is_never_written_through_a_link_or_into_another_users_file(tm
         os.chown(made, 1001, 1001)
         with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
             write_output(made, "grades")
+
+
+def test_a_figure_is_never_written_through_a_link_nor_into_a_folder_another_user_can_write(tmp_path):
+    """Red team round 32 (F1): an ordinary user put links, named as `grade check --figures DIR` names its PNGs, in
+    the folder root then wrote figures into; root's PNG went through them over a bystander's signed result, and
+    `grade export` refused the whole class. A figures folder that is a link, another user's, or writable by others
+    is refused; a link in it is never written through; each PNG is a new file renamed into place."""
+    import os
+    from types import SimpleNamespace
+
+    import pytest
+
+    from grader.errors import UntrustedResults
+    from grader.reporting.figures import write_pngs
+
+    figure = {"kind": "weights", "title": "softmax", "row_labels": ["a", "b"], "col_labels": ["a", "b"],
+              "theirs": [[0.5, 0.5], [1.0, 0.0]], "right": [[0.5, 0.5], [0.0, 1.0]],
+              "differs": [[False, False], [True, True]]}
+    exercise = SimpleNamespace(name="softmax", figure=figure, status="failed")
+    result = SimpleNamespace(assignments=[SimpleNamespace(id="01_attention_basics", exercises=[exercise])])
+    victim = tmp_path / "results" / "bob.json"
+    victim.parent.mkdir()
+    victim.write_text("bob's result")
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    (figures / "01_attention_basics-softmax.png").symlink_to(victim)
+    with pytest.raises(UntrustedResults, match="is a link"):
+        write_pngs(result, figures)
+    assert victim.read_text() == "bob's result"
+    (tmp_path / "linked").symlink_to(victim.parent)
+    with pytest.raises(UntrustedResults, match="is a link"):
+        write_pngs(result, tmp_path / "linked")
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["bob.json"]
+    figures.chmod(0o777)
+    with pytest.raises(UntrustedResults, match="can be written by group and others"):
+        write_pngs(result, figures)
+    if os.geteuid() == 0:
+        figures.chmod(0o755)
+        os.chown(figures, 1001, 1001)
+        with pytest.raises(UntrustedResults, match="belongs to uid 1001"):
+            write_pngs(result, figures)
+    own = tmp_path / "own"
+    (written,) = write_pngs(result, own)
+    assert written.read_bytes().startswith(b"\x89PNG") and not written.is_symlink()
