@@ -522,8 +522,7 @@ class Grade:
             yield oracle
         finally:
             self.student.oracle = None
-            if self.student.worker is not None:
-                self.student.worker.kill()
+            self.student.renew()
 
     def reads_rule(self, rule: str) -> None:
         """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its
@@ -967,8 +966,7 @@ class Grade:
         helper "that its own exercise grades" is of a class as its own checks make one, not as a sequence of others
         left it (red team round 26d: a 03 class wrong only when built right after another on the same input, as a
         wrapper stacks its heads, was blamed for the wrapper's output and never charged in 03)."""
-        if self.student.worker is not None:
-            self.student.worker.kill()
+        self.student.renew()
 
     def module(self, name, *args, dtype=None, training=True, weights=None, **kwargs) -> "ModulePair":
         """The reference's and the student's ``name(*args, **kwargs)``, same weights, in ``dtype``, in

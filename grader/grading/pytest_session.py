@@ -70,9 +70,10 @@ class Student:
 
     def start_ahead(self) -> None:
         """Have the zygote fork this assignment's worker now, and the worker import the module, while the
-        grader goes on (collecting the suites, grading the assignments before it): its first check takes
+        grader goes on (collecting the suites, grading the assignments before it): its next check takes
         it (_started_worker). Nothing where there is no module to import, or the zygote cannot start."""
-        if self.worker is not None or self.ahead is not None or self.session.zygote is None:
+        if (self.worker is not None or self.ahead is not None or self.session.zygote is None
+                or self.import_fault is not None):
             return
         try:
             spec = self._spec(self.session.timeout())
@@ -80,10 +81,19 @@ class Student:
         except (IsolationError, WorkerFault, StudentFault):  # said where its first check starts it
             self.ahead = None
 
+    def renew(self) -> None:
+        """End the worker (what the module kept, or a stand-in answered, ends with it: grader.grading.stand_ins.
+        restore, Grade.afresh) and have the next one forked and importing the module at once, while the grader
+        goes on; the next check takes it."""
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+        self.start_ahead()
+
     def _started_worker(self):
         if self.worker is None or not self.worker.alive:
             timeout = self.session.timeout()
-            ahead, self.ahead = self.ahead, None  # only ever the first worker
+            ahead, self.ahead = self.ahead, None  # the first worker, or the one after a renew
             self.worker = None
             try:
                 if ahead is not None:

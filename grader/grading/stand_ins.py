@@ -65,5 +65,4 @@ def restore(student) -> None:
     memory (red team round 9: a module-level list kept the answers for a later call's error message to
     show); from now on the stand-ins' questions are refused."""
     student.oracle = None
-    if student.worker is not None:
-        student.worker.kill()
+    student.renew()
