@@ -85,7 +85,7 @@ class CheckOutcome:
     # (on a case kept right given a helper: what it would keep, failed; grader.grading.charges moves the rest)
     rules_read: tuple[str, ...] = ()  # rules this check read on its own calls (Grade.reads_rule)
     rules_broken: tuple[tuple, ...] = ()  # (rule, how[, helpers]) broken on its comparing calls (Grade.keeps_rules)
-    rules_unverified: tuple[tuple[str, str], ...] = ()  # (rule, why): its reading call was wrong
+    rules_unverified: tuple[tuple, ...] = ()  # (rule, why[, (helper,)]): its reading call was wrong[, by that helper alone]
 
     def __post_init__(self):
         self.name = plain_text(self.name, 200)

@@ -224,8 +224,14 @@ class Grade:
         self.reference_ops: dict[str, int] = {}  # a measured call's name -> the most operators the reference ran
         self.rules_read: list[str] = []  # the rules this check reads on its own calls (reads_rule)
         self.rules_broken: list[tuple] = []  # (rule, what broke it[, the helpers alone]) on this check's comparing calls
-        # (rule, why) where a call made to read the rule on a comparing call answered wrong (grader.grading.rules_read)
-        self.rules_unverified: list[tuple[str, str]] = []
+        # (rule, why[, (helper,)]) where a call made to read the rule on a comparing call answered wrong (by that
+        # helper of the student's alone: read_given_right) (grader.grading.rules_read)
+        self.rules_unverified: list[tuple] = []
+        self.given_right: dict[str, list] = {}  # helper -> [(read, settle)] to run with a right one (read_given_right)
+        # the first measured call right only given a helper of the student's (expect_right): where a property measured
+        # on the check's calls then fails (operations that grow, memory), the run with a right helper measures it
+        # again (grader.grading.pytest_session._judged): the helper's own operations are not the exercise's
+        self.measured_given: RightGivenHelper | None = None
 
     # inputs ------------------------------------------------------------------------------------------
     def randn(self, *shape, dtype=None, scale=1.0):
@@ -524,6 +530,36 @@ class Grade:
             self.student.oracle = None
             self.student.renew()
 
+    def read_given_right(self, helper: str, read, settle) -> None:
+        """Once the check has run to its end, ``read()`` with a right ``helper`` in place of the student's
+        (:meth:`stood_in`), and ``settle(kept)``: whether it was true, called the helper as a right exercise does,
+        and raised nothing (lesson.vectorised_on: a rule read again where its reading call was wrong by that helper
+        alone). After the check, not during it: the worker that held the stand-in ends with it, and with it every
+        instance the check made (:meth:`settle_reads`)."""
+        self.given_right.setdefault(helper, []).append((read, settle))
+
+    def settle_reads(self) -> None:
+        """What :meth:`read_given_right` asked, for the check that has just run to its end (one run with right
+        versions for each helper; none inside a run that already has them: grader.grading.pytest_session._verify,
+        whose verdict stands as its own)."""
+        pending, self.given_right = self.given_right, {}
+        for helper, reads in pending.items():
+            kept = [False] * len(reads)
+            if self.student.oracle is None:
+                try:
+                    with self.stood_in([helper]) as oracle:
+                        for index, (read, _) in enumerate(reads):
+                            try:
+                                kept[index] = bool(read())
+                            except (CheckFailed, StudentFault, RightGivenHelper):
+                                kept[index] = False
+                        if oracle.refused or not oracle.used:
+                            kept = [False] * len(reads)
+                except (CheckFailed, StudentFault):
+                    kept = [False] * len(reads)
+            for (_, settle), one in zip(reads, kept):
+                settle(one)
+
     def reads_rule(self, rule: str) -> None:
         """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its
         score matrix) on calls of its own. Where every check that reads a rule passes, the student's code keeps
@@ -625,6 +661,8 @@ class Grade:
                 raise explained from None  # only the run with a right helper can show it right: that run measures
             if isinstance(explained, RightGivenHelper):
                 self.value_failed = False  # (kept: what fails later is no comparison of this one)
+                if self.measured_given is None:  # what is measured on it is the helper's too: see measured_given
+                    self.measured_given = explained
                 return
             raise named_wins(explained) if isinstance(explained, CheckFailed) else (explained or failure) from None
 

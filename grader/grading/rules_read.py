@@ -46,6 +46,7 @@ def kept_where_read(exercises: list) -> list:
     losing = {exercise.name: _rules_lost(exercise) for exercise in exercises}
     for exercise in exercises:
         broken: dict[str, str] = {}
+        given: dict[str, tuple[str, str]] = {}  # rule -> (helper, why): unverified by a helper alone
         for check in exercise.checks:
             if check.status != "passed":
                 continue
@@ -61,20 +62,40 @@ def kept_where_read(exercises: list) -> list:
                     broken.setdefault(rule, f"{how}. That call's answer came from code that breaks the rule "
                                             "this check reads, so the check earns nothing, as where the rule is "
                                             "broken on its own calls" + _inside(exercise.name, by))
-            for rule, why in check.rules_unverified:
-                if rule not in exempt:
-                    broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
-                                            "nothing until the longer call is right too")
-        if not broken:
+            for rule, why, *by in check.rules_unverified:
+                if rule in exempt:
+                    continue
+                if by and by[0]:  # wrong there by the student's helper alone, the rule kept with a right one
+                    given.setdefault(rule, (by[0][0], why))
+                    continue
+                broken.setdefault(rule, f"{why}. This check reads that rule on every call, so it earns "
+                                        "nothing until the longer call is right too")
+        if not broken and not given:
             continue
         for index, check in enumerate(exercise.checks):
-            message = next((broken[rule] for rule in check.rules_read if rule in broken), None)
-            if check.status != "passed" or message is None:
+            if check.status != "passed":
                 continue
-            exercise.checks[index] = dataclasses.replace(
-                check, status="failed", message=message, unexplained=message, verified=False,
-                forgiven_by="", forgiven_call="", forgiven_raise=False, kept=0.0)
+            message = next((broken[rule] for rule in check.rules_read if rule in broken), None)
+            if message is not None:
+                exercise.checks[index] = dataclasses.replace(
+                    check, status="failed", message=message, unexplained=message, verified=False,
+                    forgiven_by="", forgiven_call="", forgiven_raise=False, kept=0.0)
+                continue
+            helper, why = next((given[rule] for rule in check.rules_read if rule in given), ("", ""))
+            if helper and not check.forgiven_by:
+                exercise.checks[index] = _read_given(check, helper, why)
     return exercises
+
+
+def _read_given(check, helper: str, why: str):
+    """``check``, which reads a rule that a call of its exercise kept only with a right ``helper`` in place of the
+    student's (its reading call was wrong by that helper alone: lesson.vectorised_on), kept as right given that
+    helper: grader.grading.grader.charged_once fails it where the helper loses nothing, and grader.grading.charges
+    moves its points to the helper (the mistake costs once, in the helper, as the student's side charges it)."""
+    return dataclasses.replace(
+        check, forgiven_by=helper, forgiven_call="", forgiven_raise=False, forgiven_for="", forgiven_also=(),
+        forgiven_either=(), message=f"right, given your {helper}, which this uses; but your {helper} is wrong ({why}, "
+                                    f"and right with a right {helper} in its place): fix the {helper} exercise")
 
 
 def _inside(name: str, by) -> str:
@@ -98,5 +119,6 @@ def _rules_lost(exercise) -> set[str]:
         if check.status not in KEPT and not check.forgiven_by:
             lost.update(check.rules_read)
         elif check.status == "passed" and not check.forgiven_by:
-            lost.update(entry[0] for entry in (*check.rules_broken, *check.rules_unverified))
+            lost.update(entry[0] for entry in check.rules_broken)
+            lost.update(rule for rule, _, *by in check.rules_unverified if not (by and by[0]))  # (by a helper: its)
     return lost

@@ -7,7 +7,8 @@ Language Model (From Scratch)" embeds them; row 2 ("journey") attends with weigh
 """
 from __future__ import annotations
 
-from grader.authoring import CheckFailed, StudentFault, model, operations_allowed, runs, stand_ins, uses
+from grader.authoring import (CheckFailed, RightGivenHelper, StudentFault, model, operations_allowed, runs, stand_ins,
+                              uses)
 
 VECTORISED = "vectorised"  # the rule the vectorised checks read (Grade.reads_rule), read on comparing calls too
 # operations a vectorised computation may make more or fewer on one input than on another of the same batch: a
@@ -170,6 +171,16 @@ def doubled_blocks(tokens, block_size, generator):
     return torch.cat(blocks)
 
 
+def kept_with_right_helper(call_with, tokens, other, broken) -> bool:
+    """Whether, with a right helper in place of the student's (Grade.read_given_right), a call of ``tokens``
+    tokens and the reading call of ``other`` (``call_with``, each of the checked call's own values) are both right
+    and keep the rule (``broken(counts)`` is None). Code that computes otherwise when its helper is the grader's gains
+    nothing by it: the checks that read the rule are then kept given that helper, and their points move to it
+    (grader.grading.rules_read, grader.grading.charges)."""
+    counts = [call_with(tokens), call_with(other)]
+    return None not in counts and broken(counts) is None
+
+
 def _first_line(failure) -> str:
     text = str(getattr(failure, "message", "") or failure).strip()
     return text.splitlines()[0][:300] if text else type(failure).__name__
@@ -184,7 +195,14 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
     reading call, is made for this call (``call_with(other)``, giving its count: twice the tokens and at least 80,
     within ``limit``; 2 where that is not longer; ``lengthen(tokens)`` where given), of this call's own values
     (:func:`lengthened`): whatever told this call apart, but its length, it carries. Where its answer is wrong,
-    the rule is not read on this call (``Grade.rules_unverified``, which fails the checks that read the rule).
+    the rule is not read on this call (``Grade.rules_unverified``, which fails the checks that read the rule); where
+    it is wrong only by a helper of the student's (``call_with`` judges it with the exercise's root cause: a
+    RightGivenHelper), the rule is read on that call and on one as long as this one with a right helper in its place
+    (:func:`kept_with_right_helper`, once the check has run: Grade.read_given_right), and where it holds there, it
+    is recorded as unverified by that helper (``(rule, why, (helper,))``): grader.grading.rules_read keeps the
+    checks that read it as right given that helper, whose own
+    exercise then pays for them (issue 44's blind parity round: a split_heads wrong on long sequences alone cost
+    MultiHeadAttention its rule check too, where the student's side, which makes no such call, charged it once).
     ``helpers(other)``: the names of the student's own functions the call uses, and the operators that ran inside
     them on this call and on the reading call (``Reply.within``, lesson.checks_01.helpers_inside); a rule those
     alone break is theirs (recorded as ``(rule, how, names)``: grader.grading.rules_read charges it here unless
@@ -205,14 +223,6 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
         other = lengthen(tokens)
     if abs(other - tokens) < 2:
         return
-    try:
-        earlier = (other, call_with(other))
-    except (CheckFailed, StudentFault) as failure:  # wrong there: the rule was not read on this call
-        earlier = None
-        grade.rules_unverified.append((VECTORISED, f"{what}: the same call on {other} tokens (its own values, "
-                                                   f"repeated) was not right, so how it computes could not be read: "
-                                                   f"{_first_line(failure)}"))
-    counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
 
     def broken(counts):
         try:
@@ -222,10 +232,24 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
         except CheckFailed as failure:
             return f"{what}: {failure.message}"
         if len(counts) == 2 and abs(counts[1] - counts[0]) > slack:
-            return (f"{what} made {counts[0]} torch operations, and the same call {counts[1]} on {earlier[0]} tokens "
+            return (f"{what} made {counts[0]} torch operations, and the same call {counts[1]} on {other} tokens "
                     "of the same batch: its code loops over tokens on calls like this one")
         return None
 
+    try:
+        earlier = (other, call_with(other))
+    except (CheckFailed, StudentFault, RightGivenHelper) as failure:  # wrong there: the rule was not read on this call
+        earlier = None
+        why = (f"{what}: the same call on {other} tokens (its own values, repeated) was not right, so how it computes "
+               f"could not be read: {_first_line(failure)}")
+        helper = failure.helper.split(" (", 1)[0] if isinstance(failure, RightGivenHelper) else ""
+        if helper:  # wrong there by the student's helper alone: read again with a right one, once the check has run
+            grade.read_given_right(helper, lambda: kept_with_right_helper(call_with, tokens, other, broken),
+                                   lambda kept: grade.rules_unverified.append(
+                                       (VECTORISED, why, (helper,)) if kept else (VECTORISED, why)))
+        else:
+            grade.rules_unverified.append((VECTORISED, why))
+    counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
     how = broken(counts)
     if how and helpers is not None and len(counts) == 2:
         # the student's own helpers' operations on the same two calls (red team round 24c): where the rest does

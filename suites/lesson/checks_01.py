@@ -362,9 +362,12 @@ def vectorised_here(grade, name, x, grad, counted):
     seen, longer = [], []
 
     def call_with(other):
-        longer.append(lengthened(x, other, generator))  # x's values and layout (round 23b: tells)
-        grade.same(name, longer[0], grad=grad, rules=[(VECTORISED, seen.append)])
-        return seen[0].ops if seen else None
+        made, got = lengthened(x, other, generator), []  # x's values and layout (round 23b: tells)
+        longer[:] = [made]
+        grade.same(name, made, grad=grad, rules=[(VECTORISED, got.append)],
+                   root_cause=simple_attention_root_cause(grade, made) if name == "simple_self_attention" else None)
+        seen[:] = got
+        return got[0].ops if got else None
 
     def helpers(other):
         names, short_ops, long_ops = helpers_inside(counted[0], seen[0])

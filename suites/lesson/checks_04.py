@@ -147,26 +147,34 @@ def module_same(grade, pair, x, *, grad=False, seed=None, candidates=(), right=N
                     root_cause=None if root_cause is None else root_cause(grade, pair, x, seed),
                     rules=[(VECTORISED, lambda reply: counted.append(reply.ops))] if read else ())
     if counted and counted[0] is not None:
-        vectorised_here(grade, pair, x, grad, counted[0], seed)
+        vectorised_here(grade, pair, x, grad, counted[0], seed, root_cause)
     return out
 
 
-def vectorised_here(grade, pair, x, grad, ops, seed=None):
+def vectorised_here(grade, pair, x, grad, ops, seed=None, root_cause=None):
     """The vectorised rule read on a comparing call of ``x`` that made ``ops`` torch operations and was right
     (lesson.vectorised_on): the same instance on another sequence of ``x``'s own tokens (lesson.lengthened), or,
     where its context_length is shorter than that sequence, the instance made again for it with the same weights
-    (:func:`longer_twin`): red team round 23b, a loop padded under the bound on instances of a short context."""
+    (:func:`longer_twin`): red team round 23b, a loop padded under the bound on instances of a short context.
+    ``root_cause`` (as :func:`module_same`'s) judges the other call given the student's helpers too: wrong there
+    only by a helper of the student's (split_heads wrong on long sequences alone), the rule is read again with a
+    right one once the check has run (lesson.vectorised_on), and the helper's mistake costs once, in its own
+    exercise (issue 44's blind parity round: the caller lost its rule check as well)."""
     tokens = x.shape[1]
     generator = torch.Generator().manual_seed(grade.seed ^ (tokens * 7919 + x.shape[0]))
+    mode = pair.ref.training  # (a call read again once the check has run: in the mode of this one)
 
     def call_with(other):
         x_other = lengthened(x, other, generator)  # x's values and layout (red team round 23b: tells)
         context = argument(pair, "context_length") if pair.name == MHA else None
+        if pair.ref.training != mode:
+            pair.train(mode)
         # the twin's context as far beyond the call as the pair's (red team round 24: a context of exactly the
         # call's tokens told the twin's call apart, and a mask never cut ran there alone)
         same = pair if context is None or other <= context else longer_twin(grade, pair, other + context - tokens)
         counted = []
-        same.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))])
+        same.same(x_other, grad=grad, seed=seed, rules=[(VECTORISED, lambda reply: counted.append(reply.ops))],
+                  root_cause=None if root_cause is None else root_cause(grade, same, x_other, seed))
         return counted[0] if counted else None
 
     vectorised_on(grade, pair.name, f"{pair.what} forward(<{shape_str(x.shape)}>)", tokens, ops,
@@ -316,12 +324,36 @@ def trained_vectorised(grade, pair, tokens, ops, p):
         grade.rules_unverified.append((VECTORISED, f"{what}: it raised ({failure.message.splitlines()[0][:200]})"))
         return
     problem, _ = judged(own, reply.out, p, grown, grade.tolerance(own.to(dtype)))
-    if problem:
+    helper = problem and _helper_blamed(grade, twin, x)
+    if helper:  # wrong by the student's helper alone (split_heads wrong on long sequences): read with a right one
+        why = f"{what}: {problem}"
+
+        def read():
+            short = pair.train(True).call(one_hot(2, tokens, d_in, dtype), seed=grade.seed).ops
+            again = twin.train(True).call(x, seed=grade.seed)
+            return not judged(own, again.out, p, grown, grade.tolerance(own.to(dtype)))[0] and \
+                None not in (short, again.ops) and abs(again.ops - short) <= LAYOUT_OPS
+
+        grade.read_given_right(helper, read, lambda kept: grade.rules_unverified.append(
+            (VECTORISED, why, (helper,)) if kept else (VECTORISED, why)))
+    elif problem:
         grade.rules_unverified.append((VECTORISED, f"{what}: {problem}"))
     elif reply.ops is not None and abs(reply.ops - ops) > LAYOUT_OPS:
         grade.rules_broken.append((VECTORISED, f"{pair.what} in training mode made {ops} torch operations on "
                                    f"{tokens} one-hot tokens, and the same class made for {grown} tokens {reply.ops}: "
                                    "its code loops over the tokens there"))
+
+
+def _helper_blamed(grade, twin, x) -> str:
+    """The student's helper that alone makes ``twin`` (04's MultiHeadAttention) wrong in evaluation mode on ``x``
+    (the class's root cause: a RightGivenHelper), or ""."""
+    try:
+        twin.train(False).same(x, root_cause=mha_root_cause(grade, twin, x, None))
+    except RightGivenHelper as given:
+        return given.helper.split(" (", 1)[0]
+    except (CheckFailed, StudentFault):
+        return ""
+    return ""
 
 
 def grown_for_dropout(grade, pair, tokens, grown):

@@ -386,3 +386,23 @@ def test_a_recording_gives_each_check_its_own_budget_of_the_graders_time():
     assert "refused" in asked(question)  # within one check, the budget holds
     recorder.check = "second"
     assert "refused" not in asked(question) and len(recorder.calls["second"]) == 1
+
+
+def test_a_case_the_students_side_cannot_check_names_no_mistake_a_wrong_helper_may_give(course):
+    """Issue 44's blind parity round (F2): a caller that called its wrong helper with arguments no recording holds
+    (sliding_window_mask with another window, repeat_kv before the cache) failed on the student's side, as it must
+    (said so), but named the mistake a right caller's output shows given that helper (mask-hides-diagonal on
+    CachedMultiHeadAttention), which the instructor's run with a right helper does not: only that run tells whose
+    the mistake is, so the student's side names none."""
+    from grader.grading.outcomes import CheckFailed, RightGivenHelper
+    from grader.grading.pytest_session import _not_checked_here
+
+    missed = Oracle(RecordedAnswers([], course.tolerance), ["sliding_window_mask"], {"sliding_window_mask": 8})
+    named = CheckFailed("the output is off at 12 of 48 entries; the diagonal is hidden", ("mask-hides-diagonal",))
+    named.unexplained = "the output is off at 12 of 48 entries"
+    given = RightGivenHelper("right, given your sliding_window_mask", helper="sliding_window_mask", unverified=named)
+    given.by_stand_in_only = True  # (the helper's result, composed, is not the output: the first run's verdict stands)
+    verdict = _not_checked_here(given, missed, ["sliding_window_mask"])
+    assert isinstance(verdict, CheckFailed) and verdict.misconceptions == ()
+    assert verdict.message == ("the output is off at 12 of 48 entries (this case could not be checked with a right "
+                               "sliding_window_mask on your side; your instructor's grading checks it)")

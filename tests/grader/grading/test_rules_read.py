@@ -254,3 +254,73 @@ def test_a_reading_call_carries_the_checked_calls_values_and_repeats_none_of_the
     row = torch.tensor([[float("-inf")] * 4 + [1.0, 2.0, 3.0, 4.0, 5.0]])  # blocks of 4: [-inf x4] [1..4] [5]
     doubled = carried(row, doubled_blocks(9, 4, generator), generator, dim=-1)
     assert torch.isneginf(doubled[0, :8]).all() and torch.isfinite(doubled[0, 8:]).all() and doubled.shape == (1, 18)
+
+
+def _unverified_by(*entries) -> list:
+    """MultiHeadAttention's rule check beside a comparing check whose reading calls (``entries``) answered wrong,
+    and split_heads's own exercise, which lost points."""
+    split_heads = ExerciseResult("split_heads", 15, [CheckOutcome("random", 2, "failed", "off")])
+    attention = ExerciseResult("MultiHeadAttention", 25, [
+        CheckOutcome("lesson_data", 2, "passed", rules_unverified=entries),
+        CheckOutcome("vectorised", 2, "passed", rules_read=("vectorised",))])
+    return kept_where_read([split_heads, attention])
+
+
+def test_a_rule_unread_only_by_a_helpers_mistake_is_kept_given_that_helper():
+    """Issue 44's blind parity round (session 25): a split_heads wrong on long sequences alone made the reading call
+    of 80 tokens wrong, and MultiHeadAttention lost its rule check for it beside split_heads's own loss. Where the
+    same calls with a right split_heads are right and keep the rule (``(rule, why, (helper,))``, lesson.vectorised_on),
+    the checks that read it are kept as right given that helper, whose exercise pays for them (charged_once,
+    charges): the mistake costs once, where it is."""
+    check = _unverified_by(("vectorised", "the same call on 80 tokens was not right", ("split_heads",)))[1].checks[1]
+    assert check.status == "passed" and check.forgiven_by == "split_heads"
+    assert check.message.startswith("right, given your split_heads, which this uses; but your split_heads is wrong "
+                                    "(the same call on 80 tokens was not right")
+    # a reading call wrong by the exercise's own code, beside it: the rule is unread, whatever a helper did elsewhere
+    both = _unverified_by(("vectorised", "80 tokens, by split_heads", ("split_heads",)),
+                          ("vectorised", "the same call on 80 tokens was not right"))[1].checks[1]
+    assert both.status == "failed" and not both.forgiven_by
+
+
+def test_a_rule_kept_given_a_helper_that_passes_everything_is_the_exercises_own():
+    """What kept_where_read forgives through a helper, charged_once takes back where the helper lost nothing (a
+    split_heads wrong only on calls of 64 tokens or more, which its own checks never make, beside a caller whose
+    rule then goes unread): the case is the caller's."""
+    from grader.grading.grader import charged_once
+
+    split_heads = ExerciseResult("split_heads", 15, [CheckOutcome("random", 2, "passed")])
+    attention = ExerciseResult("MultiHeadAttention", 25, [
+        CheckOutcome("lesson_data", 2, "passed",
+                     rules_unverified=(("vectorised", "80 tokens wrong", ("split_heads",)),)),
+        CheckOutcome("vectorised", 2, "passed", rules_read=("vectorised",))])
+    check = charged_once(kept_where_read([split_heads, attention]))[1].checks[1]
+    assert check.status == "failed" and "your split_heads passes all of its own checks" in check.message
+
+
+PARITY = HELDOUT / "round32_parity"
+
+
+@pytest.mark.parametrize("variant,helper,caller", [
+    ("f04_split_wrong_bigT_noextra", "split_heads", "MultiHeadAttention"),  # wrong on long sequences alone
+    ("a04_split_wrong_bigT", "split_heads", "MultiHeadAttention"),  # ... and one operation more there
+    ("f04_merge_wrong_bigT", "merge_heads", "FusedQKVAttention"),
+])
+def test_a_helper_wrong_on_long_sequences_costs_in_the_helper_alone(grader, course, submission_dir, variant, helper,
+                                                                      caller):
+    """Issue 44's blind parity round (F1): the caller, the reference's own code, lost its rule checks (named
+    not-vectorised where the helper made one operation more on long sequences) for its helper's mistake, which its
+    own exercise charged too; the student's side, judging the same calls with a right helper, did not. Now the
+    calls that read the rule are read with a right helper too (the reading call, Grade.read_given_right; a
+    measured call right only given the helper, Grade.measured_given): the caller keeps every point and names
+    nothing, and the helper pays for what the caller kept."""
+    module = submission_dir / "04_multi_head_attention" / "multi_head_attention.py"
+    module.write_text((PARITY / f"{variant}__multi_head_attention.py.txt").read_text())
+    result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("04_multi_head_attention"),),
+                          seed=3).assignments[0]
+    exercises = {e.name: e for e in result.exercises}
+    assert exercises[caller].score == exercises[caller].max_score and not exercises[caller].misconceptions, \
+        exercises[caller].feedback
+    assert exercises[helper].score < exercises[helper].max_score
+    kept = sum(c.weight for c in exercises[caller].checks if c.forgiven_by == helper)
+    moved = exercises[caller].max_score * kept / sum(c.weight for c in exercises[caller].checks)
+    assert kept and exercises[helper].score <= max(0.0, exercises[helper].max_score - moved) + 0.01
