@@ -316,7 +316,7 @@ def test_a_helper_wrong_on_long_sequences_costs_in_the_helper_alone(grader, cour
     module = submission_dir / "04_multi_head_attention" / "multi_head_attention.py"
     module.write_text((PARITY / f"{variant}__multi_head_attention.py.txt").read_text())
     result = grader.grade(resolve_submission(submission_dir, course), (course.assignment("04_multi_head_attention"),),
-                          seed=3).assignments[0]
+                          seed=3, exercises=(helper, caller)).assignments[0]
     exercises = {e.name: e for e in result.exercises}
     assert exercises[caller].score == exercises[caller].max_score and not exercises[caller].misconceptions, \
         exercises[caller].feedback
