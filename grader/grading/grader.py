@@ -477,12 +477,17 @@ def _given_another(check, lost, kept: set):
 
 
 def _the_exercises_own(check, why: str):
-    """``check``, kept as right given a helper, failed instead: the case is the exercise's own (``why``)."""
+    """``check``, kept as right given a helper, failed instead: the case is the exercise's own (``why``), named with
+    the mistake the helper's result showed on it (``forgiven_for``: the student's code makes it, in that helper; issue
+    44's blind parity round, F4: a 03 causal_mask hiding the diagonal beside 04's wrapper, named on the student's
+    side, where the run with a right mask is not had, and by nothing here)."""
     import dataclasses
 
     own = check.message.split(";", 1)[-1].strip()
-    return dataclasses.replace(check, status="failed", forgiven_by="", forgiven_call="", kept=0.0,
-                               message=f"wrong given the contract: {why}, so this case is this exercise's own ({own})")
+    message = f"wrong given the contract: {why}, so this case is this exercise's own ({own})"
+    return dataclasses.replace(check, status="failed", forgiven_by="", forgiven_call="", kept=0.0, message=message,
+                               unexplained=message,
+                               misconceptions=(check.forgiven_for,) if check.forgiven_for else check.misconceptions)
 
 
 def _bound_raised_helpers(exercise, named: set[str]) -> None:

@@ -324,3 +324,39 @@ def test_a_helper_wrong_on_long_sequences_costs_in_the_helper_alone(grader, cour
     kept = sum(c.weight for c in exercises[caller].checks if c.forgiven_by == helper)
     moved = exercises[caller].max_score * kept / sum(c.weight for c in exercises[caller].checks)
     assert kept and exercises[helper].score <= max(0.0, exercises[helper].max_score - moved) + 0.01
+
+
+ROUND_33 = HELDOUT / "round33_red_team"
+
+
+def _helper_from(text: str, donor: str, name: str) -> str:
+    """``text`` with its function ``name`` replaced by ``donor``'s."""
+    import re
+
+    def function(source):
+        return re.search(rf"^def {name}\(.*?(?=^def |^class |^@)", source, re.S | re.M).group(0)
+
+    return text.replace(function(text), function(donor))
+
+
+@pytest.mark.parametrize("attack,assignment,module,helper,caller", [
+    ("given_right_absorbs_loop", "04_multi_head_attention", "multi_head_attention", "split_heads", "MultiHeadAttention"),
+    ("given_right_absorbs_loop", "01_attention_basics", "attention_basics", "softmax", "simple_self_attention"),
+])
+def test_a_caller_that_loops_unless_its_helper_is_the_graders_buys_its_honest_form_alone(
+        grader, course, submission_dir, attack, assignment, module, helper, caller):
+    """Red team round 33 (A2, A5): a caller looping on the short calls unless a stand-in is in place (told by the
+    layout of its answer), beside its helper made wrong only at the lengths the reading calls use and one cheap slip
+    of the helper's own, keeps its rule through the run with a right helper. It scores what the same helper beside
+    the reference's caller scores, no more: the caller's right code is in the file, and the points it keeps move to
+    the helper (whose slip, the larger, already costs them: charges.py's residual)."""
+    path = submission_dir / assignment / f"{module}.py"
+    solution = path.read_text()
+    scores = {}
+    attacking = (ROUND_33 / f"{attack}__{module}.py.txt").read_text()
+    for kind, text in (("attack", attacking), ("honest", _helper_from(solution, attacking, helper))):
+        path.write_text(text)
+        result = grader.grade(resolve_submission(submission_dir, course), (course.assignment(assignment),), seed=3,
+                              exercises=(helper, caller)).assignments[0]
+        scores[kind] = sum(e.score for e in result.exercises)
+    assert scores["attack"] <= scores["honest"] + 1e-6, scores

@@ -420,3 +420,22 @@ def test_a_right_wrapper_beside_a_wrong_causal_mask_is_right_given_that_mask(gra
     for name in (CAUSAL, WRAPPER):
         assert graded[name].score == graded[name].max_score, graded[name].feedback
         assert "right, given your causal_mask" in graded[name].feedback, graded[name].feedback
+
+
+def test_a_case_left_to_the_exercise_names_the_mistake_its_helper_showed_there():
+    """Issue 44's blind parity round (F4): 04's wrapper beside a 03 causal_mask hiding the diagonal, graded without
+    03, had its cases kept given causal_mask turned to its own (the mask's mistake charged nowhere else), named by
+    nothing; the student's side named mask-hides-diagonal. The case left to the exercise now names the mistake the
+    helper's result showed on it (``forgiven_for``): the student's code makes it, in that helper."""
+    from grader.grading.grader import charged_across
+    from grader.results import AssignmentResult, CheckOutcome, ExerciseResult
+
+    kept = CheckOutcome("case", 1.0, "passed", "right, given your causal_mask, which this uses; but your causal_mask "
+                        "is wrong", forgiven_by="causal_mask", forgiven_for="mask-hides-diagonal")
+    fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [kept])])
+    wrapper = charged_across([fourth])[0].exercises[0]
+    assert wrapper.score == 0.0 and wrapper.misconceptions == ["mask-hides-diagonal"]
+    assert "your causal_mask is not graded with this assignment" in wrapper.feedback
+    unnamed = CheckOutcome("case", 1.0, "passed", "right, given your causal_mask", forgiven_by="causal_mask")
+    fourth = AssignmentResult(FOURTH, "04", [ExerciseResult(WRAPPER, 15.0, [unnamed])])
+    assert charged_across([fourth])[0].exercises[0].misconceptions == []  # no name the helper's result showed
