@@ -5,6 +5,7 @@ and as SVG (:func:`svg`, hand-made, each cell's number in ``data-value``) for th
 from __future__ import annotations
 
 import math
+import os
 from html import escape
 from pathlib import Path
 
@@ -230,8 +231,11 @@ def write_pngs(result, folder: Path, pictured=()) -> list[Path]:
                 checked = checked or output_folder(folder, "--figures")
                 write_output(checked / path.name, png(exercise.figure), "--figures", ancestors=False)
                 written.append(path)
-            elif (assignment.id, exercise.name) in pictured:
-                path.unlink(missing_ok=True)
+            elif (assignment.id, exercise.name) in pictured and os.path.lexists(folder):
+                # (removed only from a folder of the grader's: a link to another's folder, or a folder another user
+                # can write, is refused before anything in it is removed)
+                checked = checked or output_folder(folder, "--figures")
+                (checked / path.name).unlink(missing_ok=True)
     return written
 
 

@@ -266,3 +266,15 @@ def test_a_figure_is_never_written_through_a_link_nor_into_a_folder_another_user
     own = tmp_path / "own"
     (written,) = write_pngs(result, own)
     assert written.read_bytes().startswith(b"\x89PNG") and not written.is_symlink()
+    # an exercise right now loses its old PNG, from a folder of the grader's only (review of round 32: the stale PNG
+    # was removed through a linked folder, from wherever the link led)
+    passed = SimpleNamespace(assignments=[SimpleNamespace(id="01_attention_basics", exercises=[
+        SimpleNamespace(name="softmax", figure=figure, status="passed")])])
+    kept = victim.parent / "01_attention_basics-softmax.png"
+    kept.write_text("bob's figure")
+    with pytest.raises(UntrustedResults, match="is a link"):
+        write_pngs(passed, tmp_path / "linked", pictured=[("01_attention_basics", "softmax")])
+    assert kept.read_text() == "bob's figure"
+    assert write_pngs(passed, own, pictured=[("01_attention_basics", "softmax")]) == [] and not written.exists()
+    assert write_pngs(passed, tmp_path / "none", pictured=[("01_attention_basics", "softmax")]) == []
+    assert not (tmp_path / "none").exists()  # (no folder made to remove nothing from)
