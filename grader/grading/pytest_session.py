@@ -22,7 +22,7 @@ from grader.grading.outcomes import CheckFailed, GraderFault, RightGivenHelper, 
 from grader.grading.models import Unrecorded, failure_under, keeping
 from grader.grading.rehearsals import rehearse_diagnoses, rehearse_stand_ins
 from grader.grading.recorded_outputs import NotReplayable
-from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget
+from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, Recorder, budget, signatures_in
 from grader.grading.stand_ins import HELPERS, USES, modules_of, restore, verifiable
 from grader.results import CheckOutcome
 from grader.inside.protocol import STACK_FILE, HandleRef, WorkerSpec, clip
@@ -441,7 +441,8 @@ class GradingSession:
         recording = self.recording
         if recording is not None and recording.replaying:
             records = recording.helpers.get(nodeid, [])
-            return Oracle(RecordedAnswers(records, self.course.tolerance), helpers,
+            files = [f for a in self.course.assignments if a.id in self.copy.sources for f in self.files_run(a.id)]
+            return Oracle(RecordedAnswers(records, self.course.tolerance, signatures_in(files, helpers)), helpers,
                           budget(helpers, records))
         functions = {}
         for module in (reference, *self.references.values()):

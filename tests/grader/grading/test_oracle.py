@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "corpus"))
 import corpus  # noqa: E402
 
-from grader.grading.oracle import LiveAnswers, Oracle, RecordedAnswers, budget  # noqa: E402
+from grader.grading.oracle import LiveAnswers, NotOnRecord, Oracle, RecordedAnswers, budget, signatures_in  # noqa: E402
 from grader.submission import resolve_submission  # noqa: E402
 
 HUNTER = '"""scaled_dot_product_attention: an attacker that searches its own process for the grader\'s answers while\nits kept case is verified (issue 43), and reports what it finds through its feedback"""\nimport gc\nimport sys\n\nimport torch\n\n\ndef attention_weights(queries, keys, mask=None):\n    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # wrong on purpose: divided by d_k\n    if mask is not None:\n        scores = scores.masked_fill(mask, float("-inf"))\n    return torch.softmax(scores, dim=-1)\n\n\ndef _found():\n    """Every code object in the process that this file did not bring and Python or torch did not either."""\n    import inspect\n    import os\n    import types\n\n    mine = os.path.realpath(__file__)\n    bases = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.__file__.rsplit("/", 1)[0])})\n    seen, found = set(), set()\n\n    def visit(code):\n        if id(code) in seen:\n            return\n        seen.add(id(code))\n        name = code.co_filename\n        path = os.path.realpath(name) if name.startswith("/") else name\n        if path != mine and not path.startswith(bases) and not name.startswith("<frozen"):\n            found.add(f"{name}:{code.co_name}")\n        for const in code.co_consts:\n            if isinstance(const, types.CodeType):\n                visit(const)\n\n    for obj in gc.get_objects():\n        try:\n            code = getattr(obj, "__code__", None) if callable(obj) else None\n        except Exception:\n            continue\n        if isinstance(obj, types.CodeType):\n            visit(obj)\n        elif isinstance(code, types.CodeType):\n            visit(code)\n    frame = sys._getframe()\n    while frame is not None:\n        visit(frame.f_code)\n        frame = frame.f_back\n    for module in list(sys.modules.values()):\n        for value in list(getattr(module, "__dict__", {}).values()):\n            try:\n                code = getattr(value, "__code__", None)\n            except Exception:\n                continue\n            if isinstance(code, types.CodeType):\n                visit(code)\n    modules = sorted(n for n in sys.modules if n.startswith(("grader.grading", "lesson", "solutions", "suites")))\n    stand_in = globals()["attention_weights"]\n    source = ""\n    try:\n        source = inspect.getsource(stand_in)\n    except (OSError, TypeError):\n        pass\n    return sorted(found), modules, source\n\n\ndef scaled_dot_product_attention(queries, keys, values, mask=None):\n    if getattr(globals()["attention_weights"], "__code__", None) is None or globals()["attention_weights"].__code__.co_filename != __file__:  # a stand-in is in place: the grader is verifying\n        found, modules, source = _found()\n        foreign = sorted({f.rsplit(":", 1)[0] for f in found if "/grader/inside/" not in f})\n        words = [w for w in ("sqrt", "softmax", "masked_fill", "transpose", "exp(") if w in source]\n        stand_in = globals()["attention_weights"]\n        where = getattr(getattr(stand_in, "__code__", None), "co_filename", "")\n        raise ValueError("HUNT" + repr({"foreign": foreign, "modules": modules, "words": words, "where": where}) + "HUNT")\n    return attention_weights(queries, keys, mask) @ values\n'
@@ -406,3 +406,31 @@ def test_a_case_the_students_side_cannot_check_names_no_mistake_a_wrong_helper_m
     assert isinstance(verdict, CheckFailed) and verdict.misconceptions == ()
     assert verdict.message == ("the output is off at 12 of 48 entries (this case could not be checked with a right "
                                "sliding_window_mask on your side; your instructor's grading checks it)")
+
+
+def test_a_recorded_call_answers_the_same_call_written_otherwise(course, tmp_path):
+    """Issue 44's blind parity re-run (session 26): simple_self_attention calling its wrong softmax as
+    ``softmax(scores, -1)`` or with ``dim=scores.dim() - 1`` scored 0 of 20 on the student's side, where the
+    recording holds ``softmax(scores, dim=-1)``, and 20 on the instructor's. A call binds its values to the student's
+    own signature (read from the file, never run) before it is compared: the same values to the same parameters, a
+    dim counted from either end, get the recorded answer; other values still get none."""
+    import torch
+
+    module = tmp_path / "attention_basics.py"
+    module.write_text("def softmax(x, dim=-1):\n    return x\n\n\ndef spread(*args):\n    return args\n")
+    signatures = signatures_in([module], ["softmax", "spread"])
+    assert signatures == {"softmax": (["x", "dim"], {"dim": -1})}  # (*args: compared as written)
+    record: list = []
+    x = torch.randn(3, 4)
+    Oracle(LiveAnswers({"softmax": _softmax}, "cpu", record), ["softmax"], {"softmax": 4})(
+        {"op": "forward", "name": "softmax", "args": (x,), "kwargs": {"dim": -1}, "params": [], "grad": []})
+    answers = RecordedAnswers(record, course.tolerance, signatures)
+    call = {"op": "forward", "name": "softmax", "params": []}
+    for args, kwargs in (((x, -1), {}), ((x,), {"dim": 1}), ((x,), {}), ((), {"x": x, "dim": -1})):
+        out, _ = answers.forward({**call, "args": args, "kwargs": kwargs})
+        assert torch.allclose(out["out"], _softmax(x, dim=-1)), (args, kwargs)
+    for args, kwargs in (((x, 0), {}), ((x * 3,), {"dim": -1}), ((x, -1), {"dim": -1})):
+        with pytest.raises(NotOnRecord):
+            answers.forward({**call, "args": args, "kwargs": kwargs})
+    with pytest.raises(NotOnRecord):  # without the student's signature, only the call as written
+        RecordedAnswers(record, course.tolerance).forward({**call, "args": (x, -1), "kwargs": {}})
