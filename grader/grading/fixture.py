@@ -227,7 +227,7 @@ class Grade:
         # (rule, why[, (helper,)]) where a call made to read the rule on a comparing call answered wrong (by that
         # helper of the student's alone: read_given_right) (grader.grading.rules_read)
         self.rules_unverified: list[tuple] = []
-        self.given_right: dict[str, list] = {}  # helper -> [(read, settle)] to run with a right one (read_given_right)
+        self.given_right: dict[str, list] = {}  # helper -> [(rule, why, read)] to run with a right one (read_given_right)
         # the first measured call right only given a helper of the student's (expect_right): where a property measured
         # on the check's calls then fails (operations that grow, memory), the run with a right helper measures it
         # again (grader.grading.pytest_session._judged): the helper's own operations are not the exercise's
@@ -530,13 +530,14 @@ class Grade:
             self.student.oracle = None
             self.student.renew()
 
-    def read_given_right(self, helper: str, read, settle) -> None:
+    def read_given_right(self, helper: str, rule: str, why: str, read) -> None:
         """Once the check has run to its end, ``read()`` with a right ``helper`` in place of the student's
-        (:meth:`stood_in`), and ``settle(kept)``: whether it was true, called the helper as a right exercise does,
-        and raised nothing (lesson.vectorised_on: a rule read again where its reading call was wrong by that helper
-        alone). After the check, not during it: the worker that held the stand-in ends with it, and with it every
-        instance the check made (:meth:`settle_reads`)."""
-        self.given_right.setdefault(helper, []).append((read, settle))
+        (:meth:`stood_in`); ``rule`` is then unverified as ``why`` says, by that helper alone (``(rule, why,
+        (helper,))``) where ``read()`` was true, called the helper as a right exercise does and raised nothing, or
+        as the exercise's own (``(rule, why)``) where not (lesson.vectorised_on: a rule read again where its reading
+        call was wrong by that helper alone). After the check, not during it: the worker that held the stand-in
+        ends with it, and with it every instance the check made (:meth:`settle_reads`)."""
+        self.given_right.setdefault(helper, []).append((rule, why, read))
 
     def settle_reads(self) -> None:
         """What :meth:`read_given_right` asked, for the check that has just run to its end (one run with right
@@ -548,17 +549,17 @@ class Grade:
             if self.student.oracle is None:
                 try:
                     with self.stood_in([helper]) as oracle:
-                        for index, (read, _) in enumerate(reads):
+                        for index, (_, _, read) in enumerate(reads):
                             try:
                                 kept[index] = bool(read())
                             except (CheckFailed, StudentFault, RightGivenHelper):
-                                kept[index] = False
+                                pass
                         if oracle.refused or not oracle.used:
                             kept = [False] * len(reads)
                 except (CheckFailed, StudentFault):
                     kept = [False] * len(reads)
-            for (_, settle), one in zip(reads, kept):
-                settle(one)
+            self.rules_unverified += [(rule, why, (helper,)) if one else (rule, why)
+                                      for (rule, why, _), one in zip(reads, kept)]
 
     def reads_rule(self, rule: str) -> None:
         """This check reads ``rule`` (a rule of the contract that the tracer watches: 05's block rule, its

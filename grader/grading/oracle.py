@@ -373,7 +373,7 @@ class RecordedAnswers:
 
     def __init__(self, records: list, tolerance, signatures: dict | None = None):
         self.records, self.tolerance = records, tolerance
-        self.signatures = signatures or {}  # helper -> (its parameters' names, their defaults): signatures_in
+        self.signatures = signatures or {}  # a function of the student's -> its inspect.Signature: signatures_in
 
     def holds(self, helpers) -> bool:
         """Whether any call of ``helpers`` is on record for this check."""
@@ -500,35 +500,32 @@ def budget(helpers, records: list | None) -> dict[str, int]:
 
 
 def _bound(signature, question: dict) -> dict | None:
-    """``question``'s arguments bound to ``signature`` (``(names, defaults)``: a function's parameters in order and the
-    defaults of those that have one), every parameter given a value, a ``dim`` as counted from the start of the first
-    argument's dimensions; None where they do not bind (more arguments than parameters, a name it does not take, one
-    without a value)."""
+    """``question``'s arguments bound to ``signature`` (an ``inspect.Signature``), defaults applied, a ``dim`` as
+    counted from the start of the first argument's dimensions; None where they do not bind."""
     import torch
 
-    if not signature:
+    if signature is None:
         return None
-    names, defaults = signature
-    args, kwargs = list(question.get("args") or ()), dict(question.get("kwargs") or {})
-    if len(args) > len(names) or any(name not in names for name in kwargs) or \
-            any(name in kwargs for name in names[:len(args)]):
+    try:
+        bound = signature.bind(*(question.get("args") or ()), **(question.get("kwargs") or {}))
+    except TypeError:
         return None
-    bound = {**defaults, **dict(zip(names, args)), **kwargs}
-    if set(bound) != set(names):
-        return None
-    first = bound.get(names[0]) if names else None
-    dim = bound.get("dim")
-    if isinstance(dim, int) and not isinstance(dim, bool) and isinstance(first, torch.Tensor) and first.dim():
-        bound["dim"] = dim % first.dim() if -first.dim() <= dim < first.dim() else dim
-    return {name: bound[name] for name in names}
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    first, dim = next(iter(values.values()), None), values.get("dim")
+    if isinstance(dim, int) and not isinstance(dim, bool) and isinstance(first, torch.Tensor) and \
+            -first.dim() <= dim < first.dim():
+        values["dim"] = dim % first.dim()
+    return values
 
 
-def signatures_in(paths, helpers) -> dict:
-    """The signatures of ``helpers`` as the files ``paths`` (the student's module, a notebook laid over it) define
-    them at module level, read from their code, never run: name -> (parameter names in order, the defaults that are
-    literals). A function with ``*args``, ``**kwargs``, keyword-only parameters or a default that is no literal
-    is left out (its calls are compared as they were written)."""
+def signatures_in(paths) -> dict:
+    """The signatures of the functions the files ``paths`` (the student's modules, a notebook laid over one) define
+    at module level, read from their code, never run: name -> ``inspect.Signature``. A function with ``*args``,
+    ``**kwargs``, keyword-only or positional-only parameters, or a default that is no literal, is left out (its
+    calls are compared as they were written)."""
     import ast
+    import inspect
 
     from grader.grading.observable import kept_code
 
@@ -539,17 +536,19 @@ def signatures_in(paths, helpers) -> dict:
         except Exception:  # noqa: BLE001 - what cannot be read gives no signature
             continue
         for node in tree.body:
-            if not isinstance(node, ast.FunctionDef) or node.name not in helpers:
+            if not isinstance(node, ast.FunctionDef):
                 continue
             spec = node.args
-            if spec.vararg or spec.kwarg or spec.kwonlyargs or spec.posonlyargs:
-                found.pop(node.name, None)
-                continue
-            names = [a.arg for a in spec.args]
             try:
-                values = [ast.literal_eval(d) for d in spec.defaults]
+                if spec.vararg or spec.kwarg or spec.kwonlyargs or spec.posonlyargs:
+                    raise ValueError(node.name)
+                defaults = [ast.literal_eval(d) for d in spec.defaults]
             except ValueError:
                 found.pop(node.name, None)
                 continue
-            found[node.name] = (names, dict(zip(names[len(names) - len(values):], values)))
+            names = [a.arg for a in spec.args]
+            given = dict(zip(names[len(names) - len(defaults):], defaults))
+            found[node.name] = inspect.Signature([
+                inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=given.get(name,
+                                  inspect.Parameter.empty)) for name in names])
     return found

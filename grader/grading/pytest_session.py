@@ -318,6 +318,7 @@ class GradingSession:
         self._choices: dict[str, Choice | None] = {}  # made when first needed (choice()): the graded assignments'
         self._reached: dict[str, list[str]] = {}  # assignment id -> the others its code imports (reached_from)
         self._own: frozenset[str] | None = None  # the names of the modules the submission's folders hold
+        self._signatures: dict | None = None  # its functions' signatures, read from its files (oracle.signatures_in)
         # each graded assignment read now, before any worker runs a line of it (issue 44); another of the
         # submission's when a check first reaches for it (student()), before its own worker starts
         for assignment_id in copy.sources:
@@ -441,8 +442,10 @@ class GradingSession:
         recording = self.recording
         if recording is not None and recording.replaying:
             records = recording.helpers.get(nodeid, [])
-            files = [f for a in self.course.assignments if a.id in self.copy.sources for f in self.files_run(a.id)]
-            return Oracle(RecordedAnswers(records, self.course.tolerance, signatures_in(files, helpers)), helpers,
+            if self._signatures is None:  # (read once a grading: the files do not change while it runs)
+                self._signatures = signatures_in(
+                    [f for a in self.course.assignments if a.id in self.copy.sources for f in self.files_run(a.id)])
+            return Oracle(RecordedAnswers(records, self.course.tolerance, self._signatures), helpers,
                           budget(helpers, records))
         functions = {}
         for module in (reference, *self.references.values()):

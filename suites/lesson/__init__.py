@@ -237,19 +237,17 @@ def vectorised_on(grade, name, what, tokens, ops, count_reference, call_with, li
         return None
 
     try:
-        earlier = (other, call_with(other))
+        longer = call_with(other)
     except (CheckFailed, StudentFault, RightGivenHelper) as failure:  # wrong there: the rule was not read on this call
-        earlier = None
+        longer = None
         why = (f"{what}: the same call on {other} tokens (its own values, repeated) was not right, so how it computes "
                f"could not be read: {_first_line(failure)}")
-        helper = failure.helper.split(" (", 1)[0] if isinstance(failure, RightGivenHelper) else ""
-        if helper:  # wrong there by the student's helper alone: read again with a right one, once the check has run
-            grade.read_given_right(helper, lambda: kept_with_right_helper(call_with, tokens, other, broken),
-                                   lambda kept: grade.rules_unverified.append(
-                                       (VECTORISED, why, (helper,)) if kept else (VECTORISED, why)))
+        if isinstance(failure, RightGivenHelper):  # by the student's helper alone: read again with a right one
+            grade.read_given_right(failure.helper.split(" (", 1)[0], VECTORISED, why,
+                                   lambda: kept_with_right_helper(call_with, tokens, other, broken))
         else:
             grade.rules_unverified.append((VECTORISED, why))
-    counts = [ops] + ([earlier[1]] if earlier is not None and earlier[1] is not None else [])
+    counts = [ops] + ([longer] if longer is not None else [])
     how = broken(counts)
     if how and helpers is not None and len(counts) == 2:
         # the student's own helpers' operations on the same two calls (red team round 24c): where the rest does

@@ -323,19 +323,17 @@ def trained_vectorised(grade, pair, tokens, ops, p):
     except (CheckFailed, StudentFault) as failure:
         grade.rules_unverified.append((VECTORISED, f"{what}: it raised ({failure.message.splitlines()[0][:200]})"))
         return
-    problem, _ = judged(own, reply.out, p, grown, grade.tolerance(own.to(dtype)))
+    tolerance = grade.tolerance(own.to(dtype))
+    problem, _ = judged(own, reply.out, p, grown, tolerance)
     helper = problem and _helper_blamed(grade, twin, x)
     if helper:  # wrong by the student's helper alone (split_heads wrong on long sequences): read with a right one
-        why = f"{what}: {problem}"
-
         def read():
             short = pair.train(True).call(one_hot(2, tokens, d_in, dtype), seed=grade.seed).ops
             again = twin.train(True).call(x, seed=grade.seed)
-            return not judged(own, again.out, p, grown, grade.tolerance(own.to(dtype)))[0] and \
+            return not judged(own, again.out, p, grown, tolerance)[0] and \
                 None not in (short, again.ops) and abs(again.ops - short) <= LAYOUT_OPS
 
-        grade.read_given_right(helper, read, lambda kept: grade.rules_unverified.append(
-            (VECTORISED, why, (helper,)) if kept else (VECTORISED, why)))
+        grade.read_given_right(helper, VECTORISED, f"{what}: {problem}", read)
     elif problem:
         grade.rules_unverified.append((VECTORISED, f"{what}: {problem}"))
     elif reply.ops is not None and abs(reply.ops - ops) > LAYOUT_OPS:
