@@ -10,6 +10,7 @@ from grader.inside.operators import (_at_widest, _complex, _one_entry, _operator
                                      op_name)
 
 _getframe = sys._getframe  # taken before any student's code is imported
+_ACCESSOR = type(object().__str__)  # method-wrapper: what torch hands a mode for a tensor's property
 _getprofile, _setprofile = sys.getprofile, sys.setprofile
 
 # what a watched call that touched an inference tensor ran (red team round 11): under torch.inference_mode an
@@ -187,6 +188,7 @@ def _mode_classes() -> tuple:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     names: dict = {}  # id(torch function) -> (it, its bare name): resolve_name costs a warnings filter a call
+    accessors: dict = {}  # (id(descriptor), slot) -> (the descriptor, its bare name): see __torch_function__
     operators: dict = {}  # id(operator) -> (it, its name, its rule_of): its packet's name costs a property a call
 
     class Functions(TorchFunctionMode):
@@ -198,6 +200,15 @@ def _mode_classes() -> tuple:
             known = names.get(id(func))  # by identity: no object of the student's can pose as another
             if known is not None and known[0] is func:
                 bare = known[1]
+            elif type(func) is _ACCESSOR:  # a tensor's property read or set (x.shape, x.grad = None): a new
+                # method-wrapper on every access, named by its descriptor and slot, which are kept
+                key = (id(func.__self__), func.__name__)
+                known = accessors.get(key)
+                if known is not None and known[0] is func.__self__:
+                    bare = known[1]
+                else:
+                    bare = op_name(resolve_name(func) or func.__name__)
+                    accessors[key] = (func.__self__, bare)
             else:
                 bare = op_name(resolve_name(func) or getattr(func, "__name__", None) or repr(func))
                 names[id(func)] = (func, bare)  # the function is kept: its id is never reused
