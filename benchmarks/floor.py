@@ -39,7 +39,8 @@ def record(seed: int):
     course = load_course(ROOT)
     requests: list[tuple[str, int, dict]] = []  # (module, which worker, request)
     compared = [0.0]
-    waited: dict[str, float] = {}
+    waited: dict[str, float] = {}  # module -> seconds the grading waited for its workers' replies
+    grading = {"wall": 0.0, "starts": 0.0}  # the grading's seconds in all, and waiting for workers to start
     original_send, original_receive, original_difference = client.Worker.send, client.Worker.receive, compare.difference
 
     def send(self, payload, **kwargs):  # every request goes through send (Worker.request too)
@@ -70,7 +71,7 @@ def record(seed: int):
             try:
                 return original(self, *args, **kwargs)
             finally:
-                waited["a worker's start"] = waited.get("a worker's start", 0.0) + time.perf_counter() - started
+                grading["starts"] += time.perf_counter() - started
         return wait
 
     client.Worker.send, client.Worker.receive = send, receive
@@ -82,7 +83,7 @@ def record(seed: int):
         submission = resolve_submission(ROOT / "solutions", course)
         started = time.perf_counter()
         result = grader.grade(submission, course.assignments, seed=seed)
-        waited["the grading, in all"] = time.perf_counter() - started
+        grading["wall"] = time.perf_counter() - started
     finally:
         grader.close()
         client.Worker.send, client.Worker.receive = original_send, original_receive
@@ -90,7 +91,7 @@ def record(seed: int):
         for user in users:
             user.difference = original_difference
     assert result.full_marks, "the solutions must score full marks"
-    return course, requests, compared[0], waited
+    return course, requests, compared[0], waited, grading
 
 
 def _modules(course, requests) -> dict:
@@ -230,7 +231,7 @@ def main() -> None:
     from grader.grading.grader import import_torch
 
     import_torch()
-    course, requests, compared, waited = record(seed)
+    course, requests, compared, waited, grading = record(seed)
     computed = _best(lambda: replay(course, requests))  # its own noise: the best of three
     with tempfile.TemporaryDirectory() as scratch:
         here = os.getcwd()
@@ -243,16 +244,15 @@ def main() -> None:
     floor = sum(computed.values()) + compared
     print(f"import torch (median of 6)                       {torch_s:6.2f} s")
     print(f"{'module':<22} {'requests':>8} {'alone':>8} {'through the worker':>19} {'waited for in the grading':>26}")
-    wall = waited.pop("the grading, in all")
-    starts = waited.pop("a worker's start", 0.0)  # the zygote's torch import, where it ends after the grader's, too
     for name in waited:
         count = sum(1 for module, _, _ in requests if module == name)
         print(f"{name:<22} {count:>8} {computed.get(name, 0):>7.3f}s {handled.get(name, 0):>18.3f}s "
               f"{waited[name]:>25.3f}s")
     print(f"{'all':<22} {len(requests):>8} {sum(computed.values()):>7.3f}s {sum(handled.values()):>18.3f}s "
           f"{sum(waited.values()):>25.3f}s")
-    print(f"the grading ({wall:.3f} s, the first in its process) waited {starts:.3f} s for workers to start (the "
-          f"zygote's import included); the grader's own work {wall - starts - sum(waited.values()):.3f} s")
+    own = grading["wall"] - grading["starts"] - sum(waited.values())
+    print(f"the grading ({grading['wall']:.3f} s, the first in its process) waited {grading['starts']:.3f} s for "
+          f"workers to start (the zygote's torch import too); the grader's own work {own:.3f} s")
     print(f"the comparisons                                   {compared:6.3f} s")
     print(f"floor of grade check, whole course: import torch + both = {1 + floor / torch_s:.2f}x")
     print(f"floor of grade autograde --workers 2, per submission: both / 2 = {floor / 2 / torch_s:.3f}x")
