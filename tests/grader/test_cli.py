@@ -173,13 +173,17 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["student", "thesis.tex"]
 
 
-def readme_commands() -> list[str]:
-    """The `grade ...` lines of the shell examples of the README and of docs/, comments dropped."""
+def readme_commands(*, recipes: bool = True) -> list[str]:
+    """The `grade ...` lines of the shell examples of the README and of docs/, comments dropped. ``recipes=False``:
+    not those of a block the page marks `<!-- runnable -->` (test_docs_recipes.py runs those blocks whole, each
+    command's exit status checked)."""
     import re
 
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     blocks = [block for page in pages
-              for block in re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.S | re.M)]
+              for marker, block in re.findall(r"^(<!-- runnable(?:: exit \d+)? -->\n)?\s*```sh\n(.*?)^\s*```", page.read_text(),
+                                              re.S | re.M)
+              if recipes or not marker]
     lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
     return list(dict.fromkeys(line for line in lines if line.startswith("grade ")))  # each once
 
@@ -188,7 +192,8 @@ def readme_commands() -> list[str]:
 def test_the_readmes_grade_examples_run_as_written(tmp_path):
     """Every `grade` example of the README and of docs/, run as written in a course checkout that has what the
     examples name (students' submissions, a notebook of another name, shard folders): each exits 0
-    or 1 (a score short of full marks), never 2 (a usage error) nor with a traceback."""
+    or 1 (a score short of full marks), never 2 (a usage error) nor with a traceback. Those of the docs'
+    runnable recipes are run with their recipes (test_docs_recipes.py: each exit status checked there)."""
     course = tmp_path / "course"
     course.mkdir()
     for name in ("course.toml", "pyproject.toml", "solutions", "suites", "assignments", "templates", "grader"):
@@ -203,8 +208,9 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
                                                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     (course / "roster.csv").write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section,idnumber,email\n"
                                        "ada,Ada,1,s1,ada,A,1001,ada@example.org\nbo,Bo,2,s2,bo,A,1002,bo@example.org\n")
-    commands = readme_commands()
-    assert len(commands) >= 15 and any("--submission my_work.ipynb" in c for c in commands)
+    commands = readme_commands(recipes=False)
+    assert len(commands) >= 10 and any("--submission my_work.ipynb" in c for c in commands)
+    assert len(readme_commands()) >= len(commands) + 10  # (the recipes' own: the runnable blocks are found)
     grade(*"autograde submissions/ --out grades-1/ --shard 1/8 --seed 4711".split(), cwd=course)  # `grades-*/`
     path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     for command in commands:
@@ -215,7 +221,7 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
         assert done.returncode in (0, 1), (command, done.stderr[-2000:])
         if "Traceback" in done.stderr:  # in full: pytest cuts a long assertion's text to its first lines
             pytest.fail(f"a traceback from {command}:\n{done.stderr[-6000:]}", pytrace=False)
-    assert (course / "week1-autograder.zip").is_file() and (tmp_path / "attention-student").is_dir()
+    assert all((course / written).is_file() for written in ("week1.csv", "week1-report.html", "canvas.csv", "moodle.csv"))
 
 
 def one_line_exit_2(result, *words):
