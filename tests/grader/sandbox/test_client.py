@@ -217,16 +217,24 @@ class Watch:
 def _leaver(marker: str, depth: int, in_call: bool = True) -> str:
     """Student code that, when ``attention_scores`` is called (``in_call``; else once, as it is imported),
     starts a chain of ``depth`` processes, each in a new session, that re-fork and leave their parent, the
-    last one a long ``sleep``."""
+    last one a long ``sleep``. The code waits until the chain's last process is about to become the sleep (a
+    byte through a pipe; its end, should the chain die first), then long enough for it to be seen from outside:
+    on a loaded machine 40 forks of a torch-sized process took longer than a fixed wait."""
     return f"""
 import os, time
 def _leave():
+    ready, told = os.pipe()
     if os.fork() == 0:
+        os.close(ready)
         for _ in range({depth}):
             os.setsid()
             if os.fork() != 0:
                 os._exit(0)
+        os.write(told, b"1")
         os.execv("/bin/sleep", ["sleep", "{marker}"])
+    os.close(told)
+    os.read(ready, 1)
+    os.close(ready)
     time.sleep(0.3)  # long enough for the chain to be seen from outside
 def attention_scores(inputs):
     {"_leave()" if in_call else ""}
