@@ -173,17 +173,23 @@ def test_release_out_refuses_what_it_must_not_write_over_in_one_line(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["student", "thesis.tex"]
 
 
-def readme_commands(*, recipes: bool = True) -> list[str]:
-    """The `grade ...` lines of the shell examples of the README and of docs/, comments dropped. ``recipes=False``:
-    not those of a block the page marks `<!-- runnable -->` (test_docs_recipes.py runs those blocks whole, each
-    command's exit status checked)."""
+def readme_commands() -> list[str]:
+    """The `grade ...` lines of the shell examples of the README and of docs/, comments dropped."""
     import re
 
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    blocks = [block for page in pages
-              for marker, block in re.findall(r"^(<!-- runnable(?:: exit \d+)? -->\n)?\s*```sh\n(.*?)^\s*```", page.read_text(),
-                                              re.S | re.M)
-              if recipes or not marker]
+    return _grade_lines(block for page in pages
+                        for block in re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.S | re.M))
+
+
+def recipe_commands() -> list[str]:
+    """Those of them in the docs' runnable recipes, which test_docs_recipes.py runs whole, each exit status checked."""
+    from test_docs_recipes import MARKED, runnable_blocks
+
+    return _grade_lines(block for page in MARKED for _, block in runnable_blocks(page))
+
+
+def _grade_lines(blocks) -> list[str]:
     lines = [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines()]
     return list(dict.fromkeys(line for line in lines if line.startswith("grade ")))  # each once
 
@@ -208,9 +214,9 @@ def test_the_readmes_grade_examples_run_as_written(tmp_path):
                                                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     (course / "roster.csv").write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section,idnumber,email\n"
                                        "ada,Ada,1,s1,ada,A,1001,ada@example.org\nbo,Bo,2,s2,bo,A,1002,bo@example.org\n")
-    commands = readme_commands(recipes=False)
-    assert len(commands) >= 10 and any("--submission my_work.ipynb" in c for c in commands)
-    assert len(readme_commands()) >= len(commands) + 10  # (the recipes' own: the runnable blocks are found)
+    recipes = recipe_commands()
+    commands = [command for command in readme_commands() if command not in recipes]
+    assert len(commands) >= 10 and len(recipes) >= 10 and any("--submission my_work.ipynb" in c for c in commands)
     grade(*"autograde submissions/ --out grades-1/ --shard 1/8 --seed 4711".split(), cwd=course)  # `grades-*/`
     path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     for command in commands:
