@@ -1,6 +1,4 @@
 """``python -m grader`` and the ``grade`` script: the process, then the command (grader/cli.py)."""
-import os
-import stat
 import sys
 
 
@@ -12,22 +10,14 @@ def keep_compiled() -> None:
     (PYTHONPYCACHEPREFIX). Only a folder that the user alone owns and can write, all the way
     down from the cache's root, is used: compiled code read from a folder another user can change
     would run as this user (as root, when an instructor grades)."""
-    if not sys.dont_write_bytecode or sys.pycache_prefix is not None or not hasattr(os, "geteuid"):
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(root):
+    from grader.user_cache import folder
+
+    compiled = folder("pycache")
+    if compiled is None:
         return
-    folders = (root, os.path.join(root, "attention-course"), os.path.join(root, "attention-course", "pycache"))
-    try:
-        for folder in folders:
-            if not os.path.isdir(folder):
-                os.mkdir(folder, 0o700)
-            st = os.lstat(folder)  # a link is not followed: refused
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-                return
-    except OSError:
-        return
-    sys.pycache_prefix, sys.dont_write_bytecode = folders[-1], False
+    sys.pycache_prefix, sys.dont_write_bytecode = compiled, False
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from grader import user_cache
 from grader.assignment import Assignment
 
 _SKIPPED = frozenset({"__pycache__", ".ipynb_checkpoints"})
@@ -65,7 +66,7 @@ def _recording(folder: Path, key: str):
         yield
         return
     try:
-        if _users_alone(os.fstat(handle), stat.S_ISREG):
+        if user_cache.users_alone(os.fstat(handle), stat.S_ISREG):
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX)
             except OSError:
@@ -90,34 +91,17 @@ def _keep(path: Path, target: Path) -> None:
 
 
 def _folder() -> Path | None:
-    """The user's folder of kept recordings, made where missing; None where some folder on the way is not the
-    user's alone (another owner, writable by others, a link) or cannot be made."""
-    if not hasattr(os, "geteuid"):
-        return None
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(root):
-        return None
-    folders = (root, os.path.join(root, "attention-course"), os.path.join(root, "attention-course", "recordings"))
-    try:
-        for folder in folders:
-            if not os.path.isdir(folder):
-                os.mkdir(folder, 0o700)
-            if not _users_alone(os.lstat(folder), stat.S_ISDIR):  # a link is not followed: refused
-                return None
-    except OSError:
-        return None
-    return Path(folders[-1])
+    """The user's folder of kept recordings (grader.user_cache), made where missing; None where it is not the
+    user's alone or cannot be made."""
+    found = user_cache.folder("recordings")
+    return None if found is None else Path(found)
 
 
 def _owned(path: Path, folder: Path) -> bool:
     try:
-        return path.parent == folder and _users_alone(os.lstat(path), stat.S_ISREG)
+        return path.parent == folder and user_cache.users_alone(os.lstat(path), stat.S_ISREG)
     except OSError:
         return False
-
-
-def _users_alone(st: os.stat_result, kind) -> bool:
-    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def _digest(course, assignments: tuple[Assignment, ...], seed: int) -> str | None:

@@ -5,8 +5,11 @@ grading process and its worker take turns).
 Once the suites are collected, the grading process asks its zygote for a twin (grader.sandbox.client.ZygoteClient.twin:
 a fork of the zygote in the same sandbox, torch already loaded) and forks itself: the child grades through the twin,
 the parent through the first zygote. The assignments wait in a queue (a pipe holding one byte an assignment, the
-ones with the most checks first); each process takes the next as it frees, so neither waits while the other has
-work. An assignment is graded whole by one process: its checks, its workers, its figures; the child sends back its
+longest first); each process takes the next as it frees, so neither waits while the other has work. How long each
+assignment takes is what its last grading here measured (kept in the user's cache, grader.user_cache: it only orders
+the queue, and decides nothing of a result), or, before any was measured, its number of checks: a check of 05's
+flash attention at 1024 tokens costs ten of 02's, and a queue by checks alone left 05 last (issue 47: the second
+process went on 0.3 s after the first had ended). An assignment is graded whole by one process: its checks, its workers, its figures; the child sends back its
 outcomes, its figures and whether its twin saw every process of the submission gone, and the parent's grading goes
 on as if it had run them (grader.grading.grader: the exercises' results, charged_once and the rules read over the
 whole assignment, as before). Nothing of trust changes: both processes are the grader's, each worker is confined as
@@ -17,11 +20,17 @@ took itself, afresh. Not on CUDA (a context a process), nor with --debug, nor wh
 """
 from __future__ import annotations
 
+import json
+import math
 import os
 import pickle
 import select
 import signal
+import statistics
+import tempfile
+import time
 
+from grader import user_cache
 from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
 
 ENVIRONMENT = "GRADE_TWINS"  # "0": always one grading process
@@ -56,7 +65,8 @@ def graded_in_two(plugin, items, run, figures) -> bool:
     twin = session.zygote.twin()
     if twin is None:
         return False
-    order = sorted(groups, key=lambda assignment: -len(groups[assignment]))
+    course = str(session.course.root.resolve())
+    order = longest_first(groups, measured(course))
     queue, queued = os.pipe()
     os.write(queued, bytes(range(len(order))))
     os.close(queued)
@@ -67,11 +77,11 @@ def graded_in_two(plugin, items, run, figures) -> bool:
         os.close(report)
         _child(plugin, twin, groups, order, queue, reported, run, figures, parent)
     os.close(reported)
-    mine = []
+    mine, seconds = [], {}
     try:
         while (taken := _take(queue)) is not None:
             mine.append(order[taken])
-            run(groups[order[taken]])
+            seconds[order[taken]] = _timed(run, groups[order[taken]])
         said = _report(report, pid, session.timeout() + 30)
     except BaseException:
         _stop(pid)
@@ -86,8 +96,94 @@ def graded_in_two(plugin, items, run, figures) -> bool:
             run(groups[assignment])
         return True
     plugin.outcomes.extend(said["outcomes"])
+    theirs_seconds = said.get("seconds")
+    if isinstance(theirs_seconds, dict):
+        seconds.update({name: value for name, value in theirs_seconds.items() if name in theirs})
+    keep_measured(course, seconds)
     plugin.twin = {"assignments": set(theirs), "figures": said.get("figures") or {}, "gone": said.get("gone") is True}
     return True
+
+
+def _timed(run, indices) -> float:
+    started = time.monotonic()
+    run(indices)
+    return time.monotonic() - started
+
+
+def longest_first(groups: dict[str, list[int]], seconds: dict[str, float]) -> list[str]:
+    """The assignments of ``groups`` (each one's checks), longest first: as ``seconds`` measured them, and one not
+    measured as its checks at the median seconds a check of those measured (all by their checks where none was).
+    Longest first is what lets two processes taking the next as they free end together."""
+    rates = [seconds[name] / len(checks) for name, checks in groups.items() if name in seconds and checks]
+    rate = statistics.median(rates) if rates else 1.0
+    estimate = {name: seconds.get(name, rate * len(checks)) for name, checks in groups.items()}
+    return sorted(groups, key=lambda name: -estimate[name])
+
+
+TIMES = "times.json"  # in the user's cache folder "twins": {course root: {assignment: seconds}}
+KEPT_COURSES = 16
+_MOST = 1 << 16  # bytes read of the file, at most
+
+
+def measured(course: str) -> dict[str, float]:
+    """How long each assignment of the course at ``course`` took to grade, as the last two-process grading here
+    measured it; empty where nothing was kept, or what is kept cannot be read as it must be."""
+    kept = _kept()
+    found = kept.get(course)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def keep_measured(course: str, seconds: dict[str, float]) -> None:
+    """Keep ``seconds`` (assignment: seconds) as the course's measures, beside those of its other assignments (the
+    file replaced whole, never written in place; a few courses kept, the latest). Nothing where the cache cannot
+    be written."""
+    folder = user_cache.folder("twins")
+    if folder is None or not seconds:
+        return
+    kept = _kept()
+    mine = {**(kept.pop(course, None) or {}), **seconds}
+    kept[course] = mine
+    kept = dict(list(kept.items())[-KEPT_COURSES:])
+    try:
+        handle, scratch = tempfile.mkstemp(dir=folder, suffix=".partial")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(kept, out)
+        os.replace(scratch, os.path.join(folder, TIMES))
+    except OSError:
+        try:
+            os.unlink(scratch)
+        except OSError:
+            pass
+
+
+def _kept() -> dict[str, dict[str, float]]:
+    """Every course's kept measures: only a plain file of the user's alone, read without following a link, and
+    only its entries that are names and finite seconds."""
+    import stat
+
+    folder = user_cache.folder("twins")
+    if folder is None:
+        return {}
+    try:
+        handle = os.open(os.path.join(folder, TIMES), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        if not user_cache.users_alone(os.fstat(handle), stat.S_ISREG):
+            return {}
+        data = json.loads(os.read(handle, _MOST))
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(handle)
+    if not isinstance(data, dict):
+        return {}
+    return {course: {name: float(value) for name, value in times.items()
+                     if isinstance(name, str) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0}
+            for course, times in data.items() if isinstance(course, str) and isinstance(times, dict)}
 
 
 def _take(queue: int) -> int | None:
@@ -107,14 +203,14 @@ def _child(plugin, twin, groups, order, queue, reported, run, figures, parent: i
             return
         session = plugin.session
         session.zygote, session.students, plugin.outcomes = twin, {}, []
-        claimed = []
+        claimed, seconds = [], {}
         while (taken := _take(queue)) is not None:
             claimed.append(order[taken])
-            run(groups[order[taken]])
+            seconds[order[taken]] = _timed(run, groups[order[taken]])
         drawn = figures(plugin.outcomes, set(claimed)) if figures is not None else {}
         gone = session.close()
-        data = pickle.dumps({"claimed": claimed, "outcomes": plugin.outcomes, "figures": drawn, "gone": gone},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps({"claimed": claimed, "outcomes": plugin.outcomes, "figures": drawn, "gone": gone,
+                             "seconds": seconds}, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
         while view:
             view = view[os.write(reported, view):]

@@ -55,17 +55,63 @@ def one_process(course, wrong_course):
 
 
 @pytest.mark.slow
-def test_two_processes_grade_a_submission_as_one_does(course, wrong_course, one_process, monkeypatch):
+def test_two_processes_grade_a_submission_as_one_does(course, wrong_course, one_process, monkeypatch, tmp_path):
     """Every exercise's score, status, named mistakes, checks (their messages) and figures are those of one process;
-    and the second process did grade some of the assignments."""
+    and the second process did grade some of the assignments. The queue's order is what an earlier grading measured
+    (here one that puts the assignment of fewest checks first), and this grading's measures, both processes', are
+    kept for the next."""
     used = []
     real = twins.graded_in_two
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    root = str(course.root.resolve())
+    twins.keep_measured(root, {"05_efficient_attention": 30.0, "01_attention_basics": 0.1})
+    orders, order = [], twins.longest_first
+    monkeypatch.setattr(twins, "longest_first", lambda *args: orders.append(order(*args)) or orders[-1])
     monkeypatch.setattr(twins, "wanted", lambda: True)
     monkeypatch.setattr(twins, "graded_in_two", lambda *args: used.append(real(*args)) or used[-1])
     both = _graded(course, wrong_course, twins_on=True)
-    assert used == [True]
+    assert used == [True] and orders[0][0] == "05_efficient_attention" and orders[0][-1] == "01_attention_basics"
     assert _flat(both) == _flat(one_process)
     assert both.score < 300 and any(e.figure is not None for a in both.assignments for e in a.exercises)
+    kept = twins.measured(root)
+    assert set(kept) == set(MISTAKES) and all(0 < kept[a] < 30 for a in MISTAKES)
+
+
+def test_the_queue_takes_the_longest_first():
+    """Where nothing was measured, by checks; where all were, by seconds; one not measured as its checks at the
+    median seconds a check of the others."""
+    groups = {"a": [0, 1], "b": [2, 3, 4], "c": [5]}
+    assert twins.longest_first(groups, {}) == ["b", "a", "c"]
+    assert twins.longest_first(groups, {"a": 0.2, "b": 0.3, "c": 0.9}) == ["c", "b", "a"]
+    assert twins.longest_first(groups, {"a": 0.2, "c": 0.25}) == ["b", "c", "a"]  # b: 3 checks at 0.175 s
+
+
+def test_measures_are_kept_by_course_and_read_only_from_the_users_own_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    twins.keep_measured("/course", {"01": 0.5, "02": 0.25})
+    twins.keep_measured("/course", {"02": 0.75})
+    twins.keep_measured("/other", {"01": 2.0})
+    assert twins.measured("/course") == {"01": 0.5, "02": 0.75} and twins.measured("/other") == {"01": 2.0}
+    kept = tmp_path / "attention-course" / "twins" / twins.TIMES
+    assert kept.stat().st_mode & 0o777 == 0o600
+    for course in range(twins.KEPT_COURSES + 3):  # a few courses, the latest
+        twins.keep_measured(f"/c{course}", {"01": 1.0})
+    assert twins.measured("/course") == {} and twins.measured(f"/c{twins.KEPT_COURSES + 2}") == {"01": 1.0}
+
+    kept.write_text('{"/course": {"01": 1.5, "02": -1, "03": "x", "04": 1e999}}')
+    assert twins.measured("/course") == {"01": 1.5}  # only names and finite seconds
+    kept.chmod(0o666)  # writable by others: not the user's measures
+    assert twins.measured("/course") == {}
+    kept.unlink()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text('{"/course": {"01": 1.5}}')
+    kept.symlink_to(elsewhere)  # a link is not followed
+    assert twins.measured("/course") == {}
+    kept.unlink()
+    kept.write_text("not json")
+    assert twins.measured("/course") == {}
+    twins.keep_measured("/course", {"01": 0.5})  # replaced whole
+    assert twins.measured("/course") == {"01": 0.5}
 
 
 @pytest.mark.slow
