@@ -12,7 +12,7 @@ def keep_compiled() -> None:
     would run as this user (as root, when an instructor grades)."""
     if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return
-    from grader.user_cache import folder
+    from grader.grading.user_cache import folder
 
     compiled = folder("pycache")
     if compiled is None:

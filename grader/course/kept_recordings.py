@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from grader import user_cache
+from grader.grading import user_cache
 from grader.assignment import Assignment
 
 _SKIPPED = frozenset({"__pycache__", ".ipynb_checkpoints"})
@@ -91,7 +91,7 @@ def _keep(path: Path, target: Path) -> None:
 
 
 def _folder() -> Path | None:
-    """The user's folder of kept recordings (grader.user_cache), made where missing; None where it is not the
+    """The user's folder of kept recordings (grader.grading.user_cache), made where missing; None where it is not the
     user's alone or cannot be made."""
     found = user_cache.folder("recordings")
     return None if found is None else Path(found)

@@ -6,10 +6,11 @@ Once the suites are collected, the grading process asks its zygote for a twin (g
 a fork of the zygote in the same sandbox, torch already loaded) and forks itself: the child grades through the twin,
 the parent through the first zygote. The assignments wait in a queue (a pipe holding one byte an assignment, the
 longest first); each process takes the next as it frees, so neither waits while the other has work. How long each
-assignment takes is what its last grading here measured (kept in the user's cache, grader.user_cache: it only orders
-the queue, and decides nothing of a result), or, before any was measured, its number of checks: a check of 05's
-flash attention at 1024 tokens costs ten of 02's, and a queue by checks alone left 05 last (issue 47: the second
-process went on 0.3 s after the first had ended). An assignment is graded whole by one process: its checks, its workers, its figures; the child sends back its
+assignment takes is what its last grading here measured (kept in the user's cache, grader.grading.user_cache: it
+only orders the queue, and decides nothing of a result), or, before any was measured, its number of checks: a check
+of 05's (flash attention over 1024 tokens) costs about five of 02's, and a queue by checks alone left 05 last (issue
+47: the second process went on 0.3 s after the first had ended).
+An assignment is graded whole by one process: its checks, its workers, its figures; the child sends back its
 outcomes, its figures and whether its twin saw every process of the submission gone, and the parent's grading goes
 on as if it had run them (grader.grading.grader: the exercises' results, charged_once and the rules read over the
 whole assignment, as before). Nothing of trust changes: both processes are the grader's, each worker is confined as
@@ -30,7 +31,7 @@ import statistics
 import tempfile
 import time
 
-from grader import user_cache
+from grader.grading import user_cache
 from grader.inside.syscalls import PR_SET_PDEATHSIG, prctl
 
 ENVIRONMENT = "GRADE_TWINS"  # "0": always one grading process
@@ -181,9 +182,12 @@ def _kept() -> dict[str, dict[str, float]]:
         os.close(handle)
     if not isinstance(data, dict):
         return {}
-    return {course: {name: float(value) for name, value in times.items()
-                     if isinstance(name, str) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0}
+    return {course: {name: float(value) for name, value in times.items() if isinstance(name, str) and _seconds(value)}
             for course, times in data.items() if isinstance(course, str) and isinstance(times, dict)}
+
+
+def _seconds(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def _take(queue: int) -> int | None:
