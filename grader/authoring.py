@@ -41,6 +41,9 @@ from grader.grading.outcomes import CheckFailed, GradientFailure, RaisedFailure,
 from grader.grading.shape_errors import ShapeMismatch, shape_mismatch
 
 exercise = pytest.mark.exercise  # @exercise(name, weight=1): the exercise a check grades (grader/inside/forbidden.py)
+# @apart: a check graded after its assignment's others, on new workers and state of its own, which the second
+# grading process of `grade check` may grade beside them (a long check: 06's memory readings)
+apart = pytest.mark.apart
 
 
 def assignment(assignment_id: str):
@@ -65,6 +68,6 @@ FactorSearch = FactorFit  # a mistake off by some constant factor: the constant 
 # module, never a released suite (tests/grader/test_imports.py holds every suite to it)
 __all__ = ["CheckFailed", "FactorSearch", "GradientFailure", "HandleRef", "Mistake", "Picture", "RaisedFailure", "RightGivenHelper",
            "ShapeMismatch",
-           "StudentFault", "UsageError", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
+           "StudentFault", "UsageError", "apart", "assignment", "diagnose", "difference", "exercise", "helper_calls_not_growing", "low_precision",
            "manual_seed", "model", "name_mistake", "non_finite_unless_named", "operations_allowed", "shape_mismatch", "shape_str",
            "runs", "stand_ins", "uses"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import pytest
@@ -35,6 +36,9 @@ from grader.inside.protocol import HandleRef, clip, flatten, mapped, sent_from
 
 LARGE_DRAW = 1 << 18  # entries: a draw at least this large is kept by the batch's memo (Grade._drawn)
 _BACKGROUND = []  # the grading process's one thread for values worked out ahead (Grade.worked_out_ahead)
+# a forked grading process (grader.grading.twins) has none of its parent's threads: it starts its own when it needs one
+# (the parent's pool, kept, would take work that no thread runs: a twin forked after a first grading waited for ever)
+os.register_at_fork(after_in_child=_BACKGROUND.clear)
 
 
 def _background():

@@ -310,13 +310,14 @@ class Grader:
         return run
 
     def _twins_allowed(self, run: "_Run", recording) -> bool:
-        """Whether ``run``'s assignments may be graded by two processes (grader.grading.twins): where this grader was
-        made for it, on the CPU (a CUDA context is a process's), not for a suite author (--debug), not while the
-        public suites are recorded, and with a processor for each."""
+        """Whether ``run``'s checks may be graded by two processes (grader.grading.twins: where they make two units
+        or more, several assignments or one with checks marked apart): where this grader was made for it, on the CPU
+        (a CUDA context is a process's), not for a suite author (--debug), not while the public suites are recorded,
+        and with a processor for each."""
         from grader.grading.twins import wanted
 
         recording_now = recording is not None and not recording.replaying
-        return (self.twins and len(run.assignments) > 1 and self.device == "cpu" and not self.debug
+        return (self.twins and self.device == "cpu" and not self.debug
                 and not recording_now and wanted())
 
     def cancel(self, submission: Submission) -> None:

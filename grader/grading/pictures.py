@@ -93,6 +93,7 @@ def pictures(session, outcomes, assignments, only=None) -> dict[tuple[str, str],
     public suites are being recorded (``grade release --out``), the right output of every picture case
     is recorded too. Student code runs in its worker, through the session's own requests; nothing here
     costs a grade."""
+    session.leave_apart()  # drawn by the assignment's own workers, not an apart check's
     recording = session.recording
     recording_now = recording is not None and not recording.replaying
     wrong = {(a, e) for a, e, check in outcomes

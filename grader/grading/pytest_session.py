@@ -312,6 +312,8 @@ class GradingSession:
         # the reference's operation counts by the call's sizes and settings (Grade.count_reference), counted once
         self.reference_counts: dict[tuple, int] = {}
         self.students: dict[str, Student] = {}
+        # while a check marked ``apart`` runs: (its assignment, the students and counts_seen set aside) (enter)
+        self._apart: tuple[str, dict, dict] | None = None
         self.deadline = time.monotonic() + course.limits.submission_timeout_s
         # an assignment folder with the module and the notebook: each exercise from where it is written
         self._unobserved: dict[str, str | None] = {}  # assignment id -> why its computation is not observed
@@ -435,6 +437,32 @@ class GradingSession:
             self.students[assignment_id] = Student(self, assignment)
         return self.students[assignment_id]
 
+    def enter(self, assignment_id: str, apart: bool) -> None:
+        """Before a check of ``assignment_id``: a check marked ``apart`` (authoring.apart) runs on processes and
+        state of its own. Its assignment's other checks have all run (keep_graded puts the apart ones last), and
+        the first apart check sets aside every Student and the counts seen so far: it and the apart checks after
+        it start from new workers (the module imported again) and no count, as a check graded by the second
+        process (grader.grading.twins) does. Whatever comes next (another assignment's check, the figures, the
+        end) ends them and takes the others back (leave_apart). The same on every path, so that a submission's
+        verdict does not depend on which process graded which check."""
+        if self._apart is not None and (not apart or self._apart[0] != assignment_id):
+            self.leave_apart()
+        if apart and self._apart is None:
+            self._apart = (assignment_id, self.students, self.counts_seen)
+            self.students, self.counts_seen = {}, {}
+
+    def leave_apart(self) -> None:
+        """End the apart checks' workers and take back what :meth:`enter` set aside; nothing where none run."""
+        if self._apart is None:
+            return
+        for student in self.students.values():
+            if student.worker is not None:
+                student.worker.kill()
+                student.worker = None
+            student.close()
+        _, self.students, self.counts_seen = self._apart
+        self._apart = None
+
     def oracle(self, nodeid: str, helpers, reference) -> Oracle:
         """What answers the stand-ins of ``helpers`` in one verification run of check ``nodeid``: the
         reference (``reference``: the check's assignment's, then the others'), or in a replay (a student
@@ -457,6 +485,7 @@ class GradingSession:
 
     def close(self) -> bool:
         """End every process of the submission; False if the zygote could not confirm it."""
+        self.leave_apart()
         for student in self.students.values():
             student.close()
         return self.zygote.end_submission()
@@ -518,6 +547,7 @@ class GradingPlugin:
         if assignment is None or marker is None:
             raise RuntimeError(f"{request.node.nodeid}: a check needs the assignment and exercise markers")
         assignment_id = assignment.args[0]
+        self.session.enter(assignment_id, request.node.get_closest_marker("apart") is not None)
         return Grade(self.session, self.session.student(assignment_id), self.session.references.get(assignment_id),
                      request.node.nodeid, marker)
 
@@ -808,12 +838,19 @@ def keep_graded(items, course: Course, assignment_ids) -> list[str]:
     (:func:`suite_problems`) keep none, and return what is wrong, for the grader to say (grading/grader.py)."""
     problems = suite_problems(items, course)
     items[:] = [] if problems else [i for i in items if i.get_closest_marker("assignment").args[0] in assignment_ids]
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.get_closest_marker("assignment").args[0], index)
+    # each assignment's checks marked apart after its others, each kind in the suites' order (GradingSession.enter)
+    items.sort(key=lambda item: (first[item.get_closest_marker("assignment").args[0]],
+                                 item.get_closest_marker("apart") is not None))
     return problems
 
 
 def register_markers(config) -> None:
     config.addinivalue_line("markers", "exercise(name, weight=1): the exercise a check grades")
     config.addinivalue_line("markers", "assignment(id): the assignment a suite grades")
+    config.addinivalue_line("markers", "apart: a check graded on processes of its own, after its assignment's others")
 
 
 class GradingStream:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-OWN_MARKS = frozenset({"exercise", "assignment", "parametrize"})
+OWN_MARKS = frozenset({"exercise", "assignment", "parametrize", "apart"})
 
 
 def is_lean(item) -> bool:

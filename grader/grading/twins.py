@@ -53,14 +53,14 @@ def wanted() -> bool:
 
 
 def graded_in_two(plugin, items, run, figures) -> bool:
-    """Run ``items`` (the collected checks) by assignment in this process and a twin, ``run(indices)`` running some
-    of them; ``figures(outcomes, assignment_ids)`` draws what those outcomes show wrong. False (nothing run) where
-    there are fewer than two assignments or no twin zygote."""
+    """Run ``items`` (the collected checks) by unit in this process and a twin, ``run(indices)`` running some of them;
+    ``figures(outcomes, assignment_ids)`` draws what those outcomes show wrong. A unit is an assignment's checks, and
+    apart from them its checks marked apart (authoring.apart: 06's memory readings), which start from workers and
+    state of their own wherever they run (GradingSession.enter), unless the assignment is pictured (its figures are
+    drawn by the process that graded it whole). False (nothing run) where there are fewer than two units or no twin
+    zygote."""
     session = plugin.session
-    groups: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        marker = item.get_closest_marker("assignment")
-        groups.setdefault(marker.args[0] if marker is not None and marker.args else "", []).append(index)
+    groups = units(items, pictured(session.course))
     if len(groups) < 2 or "" in groups or len(groups) > 255:
         return False
     twin = session.zygote.twin()
@@ -78,11 +78,10 @@ def graded_in_two(plugin, items, run, figures) -> bool:
         os.close(report)
         _child(plugin, twin, groups, order, queue, reported, run, figures, parent)
     os.close(reported)
-    mine, seconds = [], {}
+    outcomes, seconds = {}, {}  # by unit
     try:
         while (taken := _take(queue)) is not None:
-            mine.append(order[taken])
-            seconds[order[taken]] = _timed(run, groups[order[taken]])
+            seconds[order[taken]] = _graded(plugin, run, groups[order[taken]], outcomes, order[taken])
         said = _report(report, pid, session.timeout() + 30)
     except BaseException:
         _stop(pid)
@@ -91,18 +90,58 @@ def graded_in_two(plugin, items, run, figures) -> bool:
         os.close(queue)
         os.close(report)
         twin.close()  # this process's end of the twin's channel: the twin ends, with any worker the child left
-    theirs = [assignment for assignment in order if assignment not in mine]
-    if said is None or set(said.get("claimed", ())) != set(theirs):  # the child's assignments, graded here afresh
-        for assignment in theirs:
-            run(groups[assignment])
+    theirs = [unit for unit in order if unit not in outcomes]
+    if said is None or set(said.get("outcomes", ())) != set(theirs):  # the child's units, graded here afresh
+        for unit in theirs:
+            _graded(plugin, run, groups[unit], outcomes, unit)
+        plugin.outcomes[:] = [outcome for unit in groups for outcome in outcomes[unit]]
         return True
-    plugin.outcomes.extend(said["outcomes"])
+    outcomes.update(said["outcomes"])
+    plugin.outcomes[:] = [outcome for unit in groups for outcome in outcomes[unit]]  # as one process orders them
     theirs_seconds = said.get("seconds")
     if isinstance(theirs_seconds, dict):
         seconds.update({name: value for name, value in theirs_seconds.items() if name in theirs})
     keep_measured(course, seconds)
-    plugin.twin = {"assignments": set(theirs), "figures": said.get("figures") or {}, "gone": said.get("gone") is True}
+    plugin.twin = {"assignments": _whole(groups, theirs), "figures": said.get("figures") or {},
+                   "gone": said.get("gone") is True}
     return True
+
+
+APART = "/apart"  # a unit's name: its assignment's, and this for the assignment's checks marked apart
+
+
+def units(items, pictured_ids=frozenset()) -> dict[str, list[int]]:
+    """The checks' places by unit, in the order one process runs them: each assignment's, then its apart ones
+    (keep_graded put them last), for an assignment not in ``pictured_ids``."""
+    groups: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        marker = item.get_closest_marker("assignment")
+        name = marker.args[0] if marker is not None and marker.args else ""
+        if name and name not in pictured_ids and item.get_closest_marker("apart") is not None:
+            name += APART
+        groups.setdefault(name, []).append(index)
+    return groups
+
+
+def pictured(course) -> frozenset[str]:
+    from grader.grading.pictures import course_pictures
+
+    return frozenset(assignment for assignment, _ in course_pictures(course))
+
+
+def _whole(groups, taken) -> set[str]:
+    """The assignments every unit of which is in ``taken``."""
+    taken = set(taken)
+    return {unit for unit in groups if APART not in unit and unit in taken
+            and (unit + APART not in groups or unit + APART in taken)}
+
+
+def _graded(plugin, run, indices, outcomes: dict, unit: str) -> float:
+    """Run one unit; its outcomes kept apart in ``outcomes``; the seconds it took."""
+    before = len(plugin.outcomes)
+    seconds = _timed(run, indices)
+    outcomes[unit] = plugin.outcomes[before:]
+    return seconds
 
 
 def _timed(run, indices) -> float:
@@ -112,8 +151,8 @@ def _timed(run, indices) -> float:
 
 
 def longest_first(groups: dict[str, list[int]], seconds: dict[str, float]) -> list[str]:
-    """The assignments of ``groups`` (each one's checks), longest first: as ``seconds`` measured them, and one not
-    measured as its checks at the median seconds a check of those measured (all by their checks where none was).
+    """The units of ``groups`` (each one's checks), longest first: as ``seconds`` measured them, and one not measured
+    as its checks at the median seconds a check of those measured (all by their checks where none was).
     Longest first is what lets two processes taking the next as they free end together."""
     rates = [seconds[name] / len(checks) for name, checks in groups.items() if name in seconds and checks]
     rate = statistics.median(rates) if rates else 1.0
@@ -121,7 +160,7 @@ def longest_first(groups: dict[str, list[int]], seconds: dict[str, float]) -> li
     return sorted(groups, key=lambda name: -estimate[name])
 
 
-TIMES = "times.json"  # in the user's cache folder "twins": {course root: {assignment: seconds}}
+TIMES = "times.json"  # in the user's cache folder "twins": {course root: {unit: seconds}}
 KEPT_COURSES = 16
 _MOST = 1 << 16  # bytes read of the file, at most
 
@@ -135,7 +174,7 @@ def measured(course: str) -> dict[str, float]:
 
 
 def keep_measured(course: str, seconds: dict[str, float]) -> None:
-    """Keep ``seconds`` (assignment: seconds) as the course's measures, beside those of its other assignments (the
+    """Keep ``seconds`` (unit: seconds) as the course's measures, beside those of its other units (the
     file replaced whole, never written in place; a few courses kept, the latest). Nothing where the cache cannot
     be written."""
     folder = user_cache.folder("twins")
@@ -207,14 +246,14 @@ def _child(plugin, twin, groups, order, queue, reported, run, figures, parent: i
             return
         session = plugin.session
         session.zygote, session.students, plugin.outcomes = twin, {}, []
-        claimed, seconds = [], {}
+        outcomes, seconds = {}, {}
         while (taken := _take(queue)) is not None:
-            claimed.append(order[taken])
-            seconds[order[taken]] = _timed(run, groups[order[taken]])
-        drawn = figures(plugin.outcomes, set(claimed)) if figures is not None else {}
+            seconds[order[taken]] = _graded(plugin, run, groups[order[taken]], outcomes, order[taken])
+        claimed = _whole(groups, outcomes)
+        drawn = figures([o for unit in outcomes.values() for o in unit], claimed) if figures is not None else {}
         gone = session.close()
-        data = pickle.dumps({"claimed": claimed, "outcomes": plugin.outcomes, "figures": drawn, "gone": gone,
-                             "seconds": seconds}, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps({"outcomes": outcomes, "figures": drawn, "gone": gone, "seconds": seconds},
+                            protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
         while view:
             view = view[os.write(reported, view):]
@@ -246,7 +285,10 @@ def _report(report: int, pid: int, timeout: float) -> dict | None:
         said = pickle.loads(b"".join(chunks))
     except Exception:  # noqa: BLE001 - the grader's own child: a report that does not read is graded again here
         return None
-    return said if isinstance(said, dict) and isinstance(said.get("outcomes"), list) else None
+    outcomes = said.get("outcomes") if isinstance(said, dict) else None
+    if not isinstance(outcomes, dict) or not all(isinstance(unit, list) for unit in outcomes.values()):
+        return None
+    return said
 
 
 def _stop(pid: int) -> None:

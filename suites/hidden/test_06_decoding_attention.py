@@ -9,7 +9,7 @@ which the public suite shares: this suite gives its cases.
 import pytest
 import torch
 
-from grader.authoring import assignment, exercise
+from grader.authoring import apart, assignment, exercise
 from lesson import journey_batch, near_one_another
 from lesson.checks_06 import (masks_as_called, expect_cache_used, expect_dropout, expect_float64_cache,
                               expect_held_memory, expect_large_scores, expect_layers_in_dtype,
@@ -154,6 +154,7 @@ def test_cached_calls_give_the_full_pass(grade, name, chunks):
     decoded(grade, pair, grade.randn(2, sum(chunks), 16), chunks)
 
 
+@apart  # its readings of the worker's memory on a worker of its own: a second process may grade it beside the rest
 @pytest.mark.parametrize("name,window", [pytest.param(GQA, None, marks=exercise(GQA, weight=2), id=GQA),
                                          pytest.param(SWA, 4, marks=exercise(SWA, weight=2), id=SWA),
                                          pytest.param(SWA, 1, marks=exercise(SWA), id="SWA-window-1")])

@@ -2,6 +2,7 @@
 as one process gives, whatever the second process does, and each memory reading its own zygote's."""
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from grader.grading.grader import Grader
 from grader.submission import resolve_submission
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+import corpus  # noqa: E402
 MISTAKES = {  # assignment -> a wrong version of one of its exercises (pictured ones among them: figures come back);
     # these three assignments are graded (two processes share them out)
     "01_attention_basics": ("attention_basics.py", "\n\ndef softmax(x, dim=-1):\n    e = x.exp()\n"
@@ -135,3 +138,45 @@ def test_one_process_where_the_grader_or_the_machine_asks_for_it(course, monkeyp
     assert twins.wanted()
     monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 1.0, 1.0))
     assert not twins.wanted()
+
+
+APART_MISTAKES = ("blind_06_GroupedQueryAttention_caches_repeated_heads.py",  # the memory check (apart) fails
+                  "blind_06_MultiHeadAttentionWithSWA_cache_never_trimmed.py",  # the memory check and the window's
+                  "blind_06_sliding_window_mask_none_as_num_keys.py")  # checks that are not apart
+
+
+@pytest.mark.slow
+def test_one_assignment_s_apart_checks_graded_by_the_second_process_give_what_one_process_gives(course, tmp_path,
+                                                                                                 monkeypatch):
+    """06's memory check is marked apart (authoring.apart): graded after 06's other checks on new workers and state of
+    its own on every path, so that the second process of `grade check` can grade it beside them. A 06 with mistakes
+    both in and outside it: the same result, check by check and in the same order, from one process and from two,
+    and the two processes did share 06."""
+    folder = tmp_path / "assignments" / "06_decoding_attention"
+    folder.mkdir(parents=True)
+    text = (ROOT / "solutions" / "06_decoding_attention" / "decoding_attention.py").read_text()
+    for name in APART_MISTAKES:
+        text = corpus.splice(text, (ROOT / "tests" / "corpus" / "unnamed" / name).read_text())
+    (folder / "decoding_attention.py").write_text(text)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    chosen = (course.assignment("06_decoding_attention"),)
+
+    def graded(twins_on):
+        grader = Grader(course, device="cpu", twins=twins_on)
+        try:
+            return grader.grade(resolve_submission(folder.parent, course), chosen, seed=5)
+        finally:
+            grader.close()
+
+    one = graded(False)
+    shared, real = [], twins.graded_in_two
+    monkeypatch.setattr(twins, "wanted", lambda: True)
+    monkeypatch.setattr(twins, "graded_in_two", lambda *args: shared.append(real(*args)) or shared[-1])
+    two = graded(True)
+    assert shared == [True] and set(twins.measured(str(course.root.resolve()))) == {
+        "06_decoding_attention", "06_decoding_attention" + twins.APART}
+    assert _flat(two) == _flat(one)
+    memory = [c for a in one.assignments for e in a.exercises for c in e.checks
+              if c.name.startswith("the_cache_holds_what_it_should")]
+    assert len(memory) == 3 and {c.status for c in memory} == {"failed"}
+    assert one.score < 100
