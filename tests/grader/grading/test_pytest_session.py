@@ -69,3 +69,27 @@ def test_a_bug_in_a_check_is_not_the_students_fault_and_debug_shows_where_it_is(
         assert "Traceback" in loud["feedback"] and "test_01_attention_basics.py" in loud["feedback"]
         assert "no such key" in loud["feedback"] and "_pytest" not in loud["feedback"]
         assert "test_scores_loop_lesson_data" in stderr  # pytest's own output, on stderr
+
+
+def test_every_marker_the_grading_registers_is_in_the_projects_own_pytest_configuration():
+    """A test file that loads the suites before any grading run (alone, or first in an xdist worker) is
+    collected with --strict-markers against pyproject.toml's list: a suite's marker missing there is an
+    error at collection (as @apart was)."""
+    import tomllib
+
+    from grader.grading.pytest_session import register_markers
+
+    class Config:
+        lines: list = []
+
+        def addinivalue_line(self, name, line):
+            assert name == "markers"
+            self.lines.append(line)
+
+    config = Config()
+    register_markers(config)
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    names = {line.split(":")[0].split("(")[0] for line in listed}
+    registered = {line.split(":")[0].split("(")[0] for line in config.lines}
+    assert {"exercise", "assignment", "apart"} <= registered
+    assert registered <= names, registered - names
