@@ -162,3 +162,24 @@ def test_torch_is_imported_once_and_frozen_out_of_the_collector():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True", "True"]
     assert gc.isenabled()
+
+
+def test_a_right_submission_starts_one_worker_an_assignment_and_one_for_its_apart_checks(course, grader, monkeypatch):
+    """Issue 47's count, on the CPU: the workers (on CUDA, the contexts, one a worker: grader.inside.worker.warm_device)
+    a right submission costs. One for each assignment's module, asked for ahead, and one more for 06's checks marked
+    apart (its memory readings, on a process of their own); none for a verification (no helper is wrong)."""
+    from grader.sandbox.client import ZygoteClient
+
+    asked = []
+    original = ZygoteClient.spawn_ahead
+
+    def spawn_ahead(self, spec):
+        asked.append((spec.module_name, spec.device))
+        return original(self, spec)
+
+    monkeypatch.setattr(ZygoteClient, "spawn_ahead", spawn_ahead)
+    result = grader.grade(resolve_submission(ROOT / "solutions", course), course.assignments, seed=5)
+    assert result.score == result.max_score
+    modules = sorted(a.module_name for a in course.assignments)
+    assert sorted(name for name, _ in asked) == sorted([*modules, "decoding_attention"])
+    assert {device for _, device in asked} == {"cpu"}
