@@ -76,20 +76,17 @@ def test_every_marker_the_grading_registers_is_in_the_projects_own_pytest_config
     collected with --strict-markers against pyproject.toml's list: a suite's marker missing there is an
     error at collection (as @apart was)."""
     import tomllib
+    from types import SimpleNamespace
 
     from grader.grading.pytest_session import register_markers
 
-    class Config:
-        lines: list = []
-
-        def addinivalue_line(self, name, line):
-            assert name == "markers"
-            self.lines.append(line)
-
-    config = Config()
-    register_markers(config)
+    registered: list = []
+    register_markers(SimpleNamespace(addinivalue_line=lambda name, line: registered.append((name, line))))
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
-    names = {line.split(":")[0].split("(")[0] for line in listed}
-    registered = {line.split(":")[0].split("(")[0] for line in config.lines}
-    assert {"exercise", "assignment", "apart"} <= registered
-    assert registered <= names, registered - names
+
+    def names(lines):
+        return {line.split(":")[0].split("(")[0] for line in lines}
+
+    assert {name for name, _ in registered} == {"markers"}
+    assert {"exercise", "assignment", "apart"} <= names(line for _, line in registered)
+    assert names(line for _, line in registered) <= names(listed)
